@@ -1,0 +1,58 @@
+# Two commands on a fresh machine: `make synth` and `make test`.
+# Set-up is stamped on the requirement and lock files, so a second run installs nothing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY_STAMP := $(VENV)/.stamp-requirements
+NPM_STAMP := node_modules/.stamp-lock
+
+# Every recipe sees the venv first on PATH, so `python3 app.py` (cdk.json) is the venv's.
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
+export CDK_DISABLE_VERSION_CHECK := 1
+export CDK_DISABLE_CLI_TELEMETRY := true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help setup synth test lint typecheck unit clean
+
+help:
+	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
+	@echo "make test    set up, then ruff, mypy and pytest"
+	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
+
+$(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(PY_STAMP) $(NPM_STAMP)
+
+synth: setup
+	rm -rf cdk.out
+	# '**' selects the stacks inside every per-environment Stage (plain --all sees only top-level stacks).
+	cdk synth '**' --quiet --no-notices
+
+lint: setup
+	ruff check .
+	ruff format --check .
+
+typecheck: setup
+	mypy
+
+unit: setup
+	pytest -q
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info constructs/*.egg-info

@@ -1,0 +1,59 @@
+"""cdk-neuron: AWS CDK constructs for Trainium training and Inferentia2 serving.
+
+Importing ``cdk_neuron`` (or ``cdk_neuron.catalog`` / ``cdk_neuron.planner``) does not import
+``aws_cdk``: the catalog and planner are plain Python and reusable outside CDK. The
+constructs are loaded lazily, on first attribute access.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from cdk_neuron.errors import NeuronConfigError
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it. Construct modules import aws_cdk, so they are
+# only imported when one of their names is first used.
+_LAZY: dict[str, str] = {
+    # pure Python
+    "catalog": "cdk_neuron.catalog",
+    "planner": "cdk_neuron.planner",
+    "config": "cdk_neuron.config",
+    "TrainingPlan": "cdk_neuron.planner",
+    "ServingPlan": "cdk_neuron.planner",
+    "CheckpointEstimate": "cdk_neuron.planner",
+    "plan_training": "cdk_neuron.planner",
+    "size_model": "cdk_neuron.planner",
+    "estimate_checkpoint": "cdk_neuron.planner",
+    "NeuronInstance": "cdk_neuron.catalog",
+    "get_instance": "cdk_neuron.catalog",
+    # constructs (import aws_cdk)
+    "TrainingCluster": "cdk_neuron.training",
+    "Engine": "cdk_neuron.training",
+    "Capacity": "cdk_neuron.training",
+    "CheckpointStore": "cdk_neuron.storage",
+    "CompileCache": "cdk_neuron.storage",
+    "InferenceFleet": "cdk_neuron.serving",
+    "ModelSpec": "cdk_neuron.serving",
+    "ServingEngine": "cdk_neuron.serving",
+    "FleetBackend": "cdk_neuron.serving",
+    "NeuronMonitoring": "cdk_neuron.monitoring",
+}
+
+__all__ = ["NeuronConfigError", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'cdk_neuron' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if module_name.endswith("." + name) else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -23,10 +23,10 @@ _LAZY: dict[str, str] = {
     "config": "cdk_neuron.config",
     "TrainingPlan": "cdk_neuron.planner",
     "ServingPlan": "cdk_neuron.planner",
-    "CheckpointEstimate": "cdk_neuron.planner",
+    "CheckpointEstimate": "cdk_neuron.checkpoint_advisor",
     "plan_training": "cdk_neuron.planner",
     "size_model": "cdk_neuron.planner",
-    "estimate_checkpoint": "cdk_neuron.planner",
+    "estimate_checkpoint": "cdk_neuron.checkpoint_advisor",
     "NeuronInstance": "cdk_neuron.catalog",
     "get_instance": "cdk_neuron.catalog",
     # constructs (import aws_cdk)

@@ -1,0 +1,629 @@
+"""The Neuron instance catalog: every hardware, offering and price fact cdk-neuron uses.
+
+Plain Python: importing this module never imports ``aws_cdk``, so the planner, the CLI and users'
+own tooling can use it outside CDK.
+
+Every fact group carries its source and date (:data:`SOURCES`). Where sources disagree the choice
+is recorded next to the value. Offerings and prices are dated snapshots, not live truth:
+``cdk-neuron preflight`` verifies offerings, quotas and capacity against the live account, and
+``cdk-neuron cost`` prints the price table's date.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cdk_neuron.errors import NeuronConfigError, one_of
+
+Family = Literal["training", "inference"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a fact group comes from, and how old it is."""
+
+    key: str
+    citation: str
+    date: str
+
+
+SOURCES: dict[str, Source] = {
+    s.key: s
+    for s in (
+        Source(
+            "TRN1-ARCH",
+            "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/trn1-arch.rst @60224f42",
+            "2025",
+        ),
+        Source(
+            "TRN2-ARCH",
+            "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trn2-arch.rst (current revision)",
+            "2026",
+        ),
+        Source(
+            "LNC",
+            "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/logical-neuroncore-config.rst @732f514",
+            "2026",
+        ),
+        Source(
+            "INF2-ARCH",
+            "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/inf2-arch.rst @36f05ba",
+            "2025",
+        ),
+        Source(
+            "MOTO",
+            "getmoto/moto @0af643a moto/ec2/resources/instance_types.json and "
+            "instance_type_offerings/availability-zone-id/*.json (generated from DescribeInstanceTypes / "
+            "DescribeInstanceTypeOfferings)",
+            "2026-08-22",
+        ),
+        Source(
+            "KARP",
+            "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go @031e72b6 "
+            "(AWS Price List API, us-east-1)",
+            "2026-01-19",
+        ),
+        Source("SKY", "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @001367d2", "2025-05"),
+        Source("FMB", "aws-samples/foundation-model-benchmarking-tool pricing.yml @00ef155d", "2024-06-11"),
+        Source(
+            "EFA-MULTI", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html", "2026"
+        ),
+        Source(
+            "EFA-SETUP",
+            "aws-neuron/aws-neuron-sdk frameworks/torch/torch-neuronx/setup-trn1-multi-node-execution.rst @5389790",
+            "2025",
+        ),
+        Source(
+            "NXD-PS",
+            "aws-neuron/neuronx-distributed parallel_layers/parallel_state.py get_logic_chosen",
+            "2026",
+        ),
+        Source(
+            "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
+        ),
+        Source(
+            "CB-DOC", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html", "2026"
+        ),
+        Source(
+            "SERVICES",
+            "pricing.md section 5: EFS $0.30/GB-month (AWS EFS pricing page; factualminds 2026-06-13); "
+            "NAT $0.045/h (cloudburn.io 2026-02-24); ALB $0.0225/h (cloud-horizons 2026-05-08); "
+            "interface endpoint ~$0.01/h per AZ (egresscost.com); S3 $0.023/GB-month",
+            "2026-06",
+        ),
+    )
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Instances
+# --------------------------------------------------------------------------------------------
+
+# Inferentia2 / Trainium NeuronCore-v2 has 16 GiB of HBM per core (32 GiB per chip, 2 cores). TGI-DOC
+# states the serving rule as "16GB per neuron core"; INF2-ARCH gives 32 GiB per chip.
+HBM_GIB_PER_NEURONCORE_V2 = 16.0
+
+
+@dataclass(frozen=True)
+class NeuronInstance:
+    """Facts about one Neuron instance type. Derived values are properties.
+
+    ``neuron_cores`` is the number of *logical* NeuronCores the runtime exposes at the default
+    logical-NeuronCore configuration (LNC). On trn2 the default LNC is 2, so two physical
+    NeuronCore-v3 form one logical core: trn2.48xlarge exposes 64 cores (128 at LNC=1). Use
+    :meth:`neuron_cores_at` for the other setting. LNC applies only to Trn2 (source LNC).
+    """
+
+    name: str
+    family: Family
+    chip: str
+    chips: int
+    physical_neuron_cores: int
+    hbm_gib: int
+    vcpus: int
+    memory_gib: int
+    network_cards: int
+    max_interfaces_per_card: int
+    efa_interfaces: int
+    efa_gbps: int
+    nvme_gb: int
+    neuronlink_domain_instances: int = 1
+    default_logical_nc_config: int | None = None
+    capacity_block: bool = False
+    sources: tuple[str, ...] = ()
+
+    @property
+    def neuron_cores(self) -> int:
+        """Logical NeuronCores at the default LNC (all physical cores where LNC does not apply)."""
+        return self.neuron_cores_at(self.default_logical_nc_config)
+
+    @property
+    def supports_logical_nc_config(self) -> bool:
+        return self.default_logical_nc_config is not None
+
+    def neuron_cores_at(self, logical_nc_config: int | None) -> int:
+        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2, trn2 only)."""
+        if logical_nc_config is None:
+            logical_nc_config = self.default_logical_nc_config or 1
+        if not self.supports_logical_nc_config and logical_nc_config != 1:
+            raise NeuronConfigError(
+                "logical_nc_config",
+                logical_nc_config,
+                f"{self.name} has no logical NeuronCore setting (LNC applies only to Trn2); leave it unset",
+            )
+        if logical_nc_config not in (1, 2):
+            raise NeuronConfigError("logical_nc_config", logical_nc_config, "valid values are 1 and 2")
+        return self.physical_neuron_cores // logical_nc_config
+
+    @property
+    def hbm_gib_per_core(self) -> float:
+        """Device memory per logical NeuronCore at the default LNC."""
+        return self.hbm_gib / self.neuron_cores
+
+    @property
+    def neuron_devices(self) -> tuple[str, ...]:
+        """One ``/dev/neuronN`` per chip: what a container must be given."""
+        return tuple(f"/dev/neuron{i}" for i in range(self.chips))
+
+    @property
+    def efa_devices(self) -> tuple[str, ...]:
+        """One ``/dev/infiniband/uverbsN`` per EFA interface."""
+        return tuple(f"/dev/infiniband/uverbs{i}" for i in range(self.efa_interfaces))
+
+    @property
+    def supports_efa(self) -> bool:
+        return self.efa_interfaces > 0
+
+    @property
+    def is_training(self) -> bool:
+        return self.family == "training"
+
+    @property
+    def is_ultraserver(self) -> bool:
+        return self.neuronlink_domain_instances > 1
+
+
+def _trn(name: str, **kw: Any) -> NeuronInstance:
+    return NeuronInstance(name=name, family="training", **kw)
+
+
+def _inf2(name: str, **kw: Any) -> NeuronInstance:
+    return NeuronInstance(
+        name=name,
+        family="inference",
+        chip="inferentia2",
+        network_cards=1,
+        efa_interfaces=0,
+        efa_gbps=0,
+        nvme_gb=0,
+        sources=("INF2-ARCH", "MOTO"),
+        **kw,
+    )
+
+
+# Chips, cores, HBM, vCPU and memory: TRN1-ARCH, TRN2-ARCH, INF2-ARCH. Network cards, interfaces per
+# card, EFA counts, NVMe and usage classes: MOTO. EFA bandwidth: TRN1-ARCH (800 / 1,600 Gbps) and
+# TRN2-ARCH (3,200 Gbps).
+# Sources disagree:
+# - trn1.2xlarge EFA: TRN1-ARCH says "up to 25 Gbps" EFA; MOTO and EFA-SETUP say no EFA. We follow
+#   MOTO/EFA-SETUP (0 interfaces), so multi-node trn1.2xlarge is refused.
+# - trn2 HBM: MOTO's NeuronInfo reports 512 GiB per device; TRN2-ARCH gives 96 GiB per chip
+#   (1,536 GiB per instance). We follow TRN2-ARCH.
+# - trn2 NVMe: TRN2-ARCH 4 x 1.92 TB, MOTO 4 x 1,900 GB. We use MOTO's 7,600 GB.
+INSTANCES: dict[str, NeuronInstance] = {
+    i.name: i
+    for i in (
+        _trn(
+            "trn1.2xlarge",
+            chip="trainium",
+            chips=1,
+            physical_neuron_cores=2,
+            hbm_gib=32,
+            vcpus=8,
+            memory_gib=32,
+            network_cards=1,
+            max_interfaces_per_card=4,
+            efa_interfaces=0,
+            efa_gbps=0,
+            nvme_gb=474,
+            sources=("TRN1-ARCH", "MOTO", "EFA-SETUP"),
+        ),
+        _trn(
+            "trn1.32xlarge",
+            chip="trainium",
+            chips=16,
+            physical_neuron_cores=32,
+            hbm_gib=512,
+            vcpus=128,
+            memory_gib=512,
+            network_cards=8,
+            max_interfaces_per_card=5,
+            efa_interfaces=8,
+            efa_gbps=800,
+            nvme_gb=7600,
+            capacity_block=True,
+            sources=("TRN1-ARCH", "MOTO", "CB-DOC"),
+        ),
+        _trn(
+            "trn1n.32xlarge",
+            chip="trainium",
+            chips=16,
+            physical_neuron_cores=32,
+            hbm_gib=512,
+            vcpus=128,
+            memory_gib=512,
+            network_cards=16,
+            max_interfaces_per_card=5,
+            efa_interfaces=16,
+            efa_gbps=1600,
+            nvme_gb=7600,
+            sources=("TRN1-ARCH", "MOTO"),
+        ),
+        _trn(
+            "trn2.48xlarge",
+            chip="trainium2",
+            chips=16,
+            physical_neuron_cores=128,
+            hbm_gib=1536,
+            vcpus=192,
+            memory_gib=2048,
+            network_cards=16,
+            max_interfaces_per_card=2,
+            efa_interfaces=16,
+            efa_gbps=3200,
+            nvme_gb=7600,
+            default_logical_nc_config=2,
+            capacity_block=True,
+            sources=("TRN2-ARCH", "LNC", "MOTO", "CB-DOC"),
+        ),
+        # trn2u.48xlarge: the same instance sold as part of a Trn2 UltraServer, where four instances
+        # (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH).
+        _trn(
+            "trn2u.48xlarge",
+            chip="trainium2",
+            chips=16,
+            physical_neuron_cores=128,
+            hbm_gib=1536,
+            vcpus=192,
+            memory_gib=2048,
+            network_cards=16,
+            max_interfaces_per_card=2,
+            efa_interfaces=16,
+            efa_gbps=3200,
+            nvme_gb=7600,
+            neuronlink_domain_instances=4,
+            default_logical_nc_config=2,
+            sources=("TRN2-ARCH", "LNC"),
+        ),
+        _inf2("inf2.xlarge", chips=1, physical_neuron_cores=2, hbm_gib=32, vcpus=4, memory_gib=16,
+              max_interfaces_per_card=4),
+        _inf2("inf2.8xlarge", chips=1, physical_neuron_cores=2, hbm_gib=32, vcpus=32, memory_gib=128,
+              max_interfaces_per_card=8),
+        _inf2("inf2.24xlarge", chips=6, physical_neuron_cores=12, hbm_gib=192, vcpus=96, memory_gib=384,
+              max_interfaces_per_card=15),
+        _inf2("inf2.48xlarge", chips=12, physical_neuron_cores=24, hbm_gib=384, vcpus=192, memory_gib=768,
+              max_interfaces_per_card=15),
+    )
+}  # fmt: skip
+
+
+def known_instances(family: Family | None = None) -> tuple[str, ...]:
+    """Names of catalogued instances, optionally of one family, in catalog order."""
+    return tuple(n for n, i in INSTANCES.items() if family is None or i.family == family)
+
+
+def get_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
+    """Look up an instance type; an unknown name raises :class:`NeuronConfigError` listing the known ones."""
+    if isinstance(name, str):
+        normalized = name.removeprefix("ml.")
+        if normalized in INSTANCES:
+            return INSTANCES[normalized]
+    raise NeuronConfigError(field, name, f"not a Neuron instance type; known types: {one_of(INSTANCES)}")
+
+
+def get_training_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
+    instance = get_instance(name, field=field)
+    if not instance.is_training:
+        raise NeuronConfigError(
+            field,
+            name,
+            f"{name} is an Inferentia2 (inference) instance; training needs Trainium: "
+            f"{one_of(known_instances('training'))}",
+        )
+    return instance
+
+
+def get_inference_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
+    """Any Neuron instance can serve (Inf2 is built for it; Trn also runs Neuron inference)."""
+    return get_instance(name, field=field)
+
+
+# --------------------------------------------------------------------------------------------
+# EFA launch-template network interfaces
+# --------------------------------------------------------------------------------------------
+
+
+class EfaLayout(enum.Enum):
+    """How EFA interfaces are laid out across an instance's network cards.
+
+    ``ALL_EFA``: every card gets an ``efa`` interface (EFA with ENA); DeviceIndex 0 on card 0 and 1
+    on every other card, so outbound IP traffic always leaves through card 0 (EFA-SETUP). This is the
+    layout in the Neuron documentation and samples.
+
+    ``ENA_PRIMARY_EFA_ONLY``: AWS's current recommendation (EFA-MULTI): an ENA primary interface
+    (card 0, device 0), an ``efa-only`` interface at card 0 device 1, and an ``efa-only`` interface at
+    device 0 on every other card. EFA-only interfaces carry no IP traffic, so they use no IP addresses.
+    Sources disagree on the secondary device index (dstack uses 1); we follow EFA-MULTI.
+    """
+
+    ALL_EFA = "efa"
+    ENA_PRIMARY_EFA_ONLY = "ena-primary-efa-only"
+
+
+def efa_network_interfaces(
+    instance: NeuronInstance | str,
+    security_group_ids: list[str],
+    layout: EfaLayout = EfaLayout.ALL_EFA,
+) -> list[dict[str, Any]]:
+    """The ``LaunchTemplateData.NetworkInterfaces`` list that puts one EFA on every network card.
+
+    Security groups go on every interface: a launch template with network interfaces must not also
+    set top-level ``SecurityGroupIds``. No interface asks for a public IP.
+    """
+    inst = get_instance(instance) if isinstance(instance, str) else instance
+    if not inst.supports_efa:
+        raise NeuronConfigError(
+            "instance_type",
+            inst.name,
+            "has no EFA, so it cannot run multi-node collectives; use "
+            f"{one_of(n for n in known_instances('training') if INSTANCES[n].supports_efa)}",
+        )
+    if not security_group_ids:
+        raise NeuronConfigError(
+            "security_group_ids", security_group_ids, "give at least one security group id"
+        )
+    if not isinstance(layout, EfaLayout):
+        raise NeuronConfigError("layout", layout, f"use one of {one_of(m.name for m in EfaLayout)}")
+
+    def nic(card: int, device: int, kind: str) -> dict[str, Any]:
+        return {
+            "NetworkCardIndex": card,
+            "DeviceIndex": device,
+            "InterfaceType": kind,
+            "Groups": list(security_group_ids),
+            "DeleteOnTermination": True,
+        }
+
+    cards = range(inst.network_cards)
+    if layout is EfaLayout.ALL_EFA:
+        return [nic(card, 0 if card == 0 else 1, "efa") for card in cards]
+    if inst.max_interfaces_per_card < 2:
+        raise NeuronConfigError(
+            "layout", layout.name, f"{inst.name} allows one interface per card; use EfaLayout.ALL_EFA"
+        )
+    # ENA primary: InterfaceType omitted means a plain ENA interface ("interface").
+    primary = nic(0, 0, "interface")
+    del primary["InterfaceType"]
+    return [primary, nic(0, 1, "efa-only"), *(nic(card, 0, "efa-only") for card in cards if card > 0)]
+
+
+# --------------------------------------------------------------------------------------------
+# Offerings by AZ ID
+# --------------------------------------------------------------------------------------------
+
+OFFERINGS_SOURCE = SOURCES["MOTO"]
+OFFERINGS_NOTE = (
+    "Offerings are a dated snapshot (moto @0af643a, 2026-08-22, generated from "
+    "DescribeInstanceTypeOfferings); `cdk-neuron preflight` verifies them against the live account."
+)
+
+_INF2_AZS: dict[str, tuple[str, ...]] = {
+    "us-east-1": ("use1-az2", "use1-az4", "use1-az5", "use1-az6"),
+    "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
+    "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"),
+    "ap-northeast-1": ("apne1-az1", "apne1-az4"),
+    "ap-south-1": ("aps1-az1", "aps1-az3"),
+    "ap-southeast-1": ("apse1-az2", "apse1-az3"),
+    "ap-southeast-2": ("apse2-az1", "apse2-az3"),
+    "eu-central-1": ("euc1-az2", "euc1-az3"),
+    "eu-north-1": ("eun1-az1", "eun1-az2"),
+    "eu-west-1": ("euw1-az1", "euw1-az2", "euw1-az3"),
+    "eu-west-2": ("euw2-az2",),
+    "eu-west-3": ("euw3-az2", "euw3-az3"),
+    "sa-east-1": ("sae1-az3",),
+}
+
+# instance -> region -> AZ IDs (source MOTO; SKY agrees except where noted in training.md section 2).
+OFFERINGS: dict[str, dict[str, tuple[str, ...]]] = {
+    "trn1.2xlarge": {
+        "us-east-1": ("use1-az5", "use1-az6"),
+        "us-east-2": ("use2-az3",),
+        "us-west-2": ("usw2-az1", "usw2-az4"),
+    },
+    "trn1.32xlarge": {
+        "us-east-1": ("use1-az4", "use1-az5", "use1-az6"),
+        "us-east-2": ("use2-az3",),
+        "us-west-2": ("usw2-az1", "usw2-az4"),
+        "ap-south-1": ("aps1-az2",),
+        "ap-southeast-2": ("apse2-az1", "apse2-az2"),
+        "ap-southeast-4": ("apse4-az1",),
+    },
+    "trn1n.32xlarge": {
+        "us-east-1": ("use1-az6",),
+        "us-east-2": ("use2-az3",),
+        "us-west-2": ("usw2-az4",),
+    },
+    # SKY lists only use2-az1; cfn-lint's data adds ap-south-2 (no AZ IDs). We use MOTO.
+    "trn2.48xlarge": {"us-east-2": ("use2-az1", "use2-az2", "use2-az3")},
+    # No AZ-level offering data for trn2u.48xlarge in our sources: offered_az_ids() is empty and
+    # offering_status() answers "unknown"; preflight checks the live account.
+    "trn2u.48xlarge": {},
+    "inf2.xlarge": {**_INF2_AZS, "ap-northeast-2": ("apne2-az1", "apne2-az2", "apne2-az3")},
+    "inf2.8xlarge": dict(_INF2_AZS),
+    "inf2.24xlarge": dict(_INF2_AZS),
+    "inf2.48xlarge": dict(_INF2_AZS),
+}
+
+OfferingStatus = Literal["offered", "not-offered", "unknown"]
+
+
+def region_of_az_id(az_id: str) -> str | None:
+    """The region an AZ ID belongs to, from the offerings table (None when no table row names it)."""
+    for regions in OFFERINGS.values():
+        for region, az_ids in regions.items():
+            if az_id in az_ids:
+                return region
+    return None
+
+
+def offered_az_ids(instance_name: str, region: str) -> tuple[str, ...]:
+    """AZ IDs in ``region`` that offer ``instance_name``, from the dated offerings table.
+
+    Empty when the table says the type is not offered there, or has no data (see
+    :func:`offering_status`). ``cdk-neuron preflight`` verifies against the live account.
+    """
+    inst = get_instance(instance_name)
+    return OFFERINGS.get(inst.name, {}).get(region, ())
+
+
+def offering_status(instance_name: str, az_id: str) -> OfferingStatus:
+    """Whether the offerings table says ``az_id`` offers ``instance_name``."""
+    inst = get_instance(instance_name)
+    table = OFFERINGS.get(inst.name, {})
+    if not table:
+        return "unknown"
+    if any(az_id in ids for ids in table.values()):
+        return "offered"
+    prefix = az_id.split("-az")[0]
+    # An AZ of a region the table covers for *any* type is known; otherwise we cannot tell.
+    known_prefixes = {
+        a.split("-az")[0] for regions in OFFERINGS.values() for ids in regions.values() for a in ids
+    }
+    return "not-offered" if prefix in known_prefixes else "unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# Prices
+# --------------------------------------------------------------------------------------------
+
+PRICES_DATE = "2026-01-19"
+PRICES_NOTE = (
+    f"On-demand Linux prices, USD/hour, us-east-1 unless stated, as of {PRICES_DATE} "
+    "(karpenter-provider-aws generated price file, from the AWS Price List API). Prices change: "
+    "refresh this table before relying on it; preflight and the AWS Pricing API are the truth."
+)
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float
+    region: str
+    source: str
+    note: str = ""
+
+
+# trn1/trn1n/inf2: identical in KARP (2026-01-19), SKY (2025) and FMB (2024). GPU comparators: KARP,
+# after the mid-2025 P-family price cut (SKY/FMB predate it: p4d 32.7726, p5 98.32).
+# trn2.48xlarge: sources disagree (SKY 85.964 vs Vantage 35.76, both us-east-2) -> we carry SKY's
+# figure flagged as uncertain and the cost tool prints the note.
+ON_DEMAND_PRICES: dict[str, Price] = {
+    "trn1.2xlarge": Price(1.34375, "us-east-1", "KARP"),
+    "trn1.32xlarge": Price(21.50, "us-east-1", "KARP"),
+    "trn1n.32xlarge": Price(24.78, "us-east-1", "KARP"),
+    "trn2.48xlarge": Price(
+        85.964, "us-east-2", "SKY", "uncertain: Vantage (2025-11-30) lists 35.76; verify before budgeting"
+    ),
+    "inf2.xlarge": Price(0.7582, "us-east-1", "KARP"),
+    "inf2.8xlarge": Price(1.96786, "us-east-1", "KARP"),
+    "inf2.24xlarge": Price(6.49063, "us-east-1", "KARP"),
+    "inf2.48xlarge": Price(12.98127, "us-east-1", "KARP"),
+    # GPU comparators
+    "p4d.24xlarge": Price(21.957642, "us-east-1", "KARP", "after the 2025-06 price cut (was 32.7726)"),
+    "p5.48xlarge": Price(55.04, "us-east-1", "KARP", "after the 2025-06 price cut (was 98.32)"),
+    "g5.xlarge": Price(1.006, "us-east-1", "KARP"),
+    "g5.12xlarge": Price(5.672, "us-east-1", "KARP"),
+    "g5.48xlarge": Price(16.288, "us-east-1", "KARP"),
+    "g6e.xlarge": Price(1.861, "us-east-1", "KARP"),
+    "g6e.12xlarge": Price(10.49264, "us-east-1", "KARP"),
+    "g6e.48xlarge": Price(30.13118, "us-east-1", "KARP"),
+}
+
+# SageMaker hosting prices (FMB, 2024-06-11): about 20-31 % above EC2 for ml.inf2.
+SAGEMAKER_PRICES: dict[str, Price] = {
+    "ml.inf2.xlarge": Price(0.99, "us-east-1", "FMB"),
+    "ml.inf2.8xlarge": Price(2.36, "us-east-1", "FMB"),
+    "ml.inf2.24xlarge": Price(7.79, "us-east-1", "FMB"),
+    "ml.inf2.48xlarge": Price(15.58, "us-east-1", "FMB"),
+}
+
+# Supporting services, us-east-1 (SERVICES).
+SERVICE_PRICES: dict[str, Price] = {
+    "nat_gateway_hour": Price(0.045, "us-east-1", "SERVICES"),
+    "alb_hour": Price(0.0225, "us-east-1", "SERVICES", "plus $0.008 per LCU-hour"),
+    "interface_endpoint_az_hour": Price(
+        0.01, "us-east-1", "SERVICES", "weak source: implied by $7.20/AZ/month"
+    ),
+    "efs_standard_gb_month": Price(0.30, "us-east-1", "SERVICES"),
+    "s3_standard_gb_month": Price(0.023, "us-east-1", "SERVICES"),
+}
+
+
+def on_demand_price(instance_name: str) -> Price:
+    """The dated on-demand price of an EC2 instance (``trn1.32xlarge``) or SageMaker one (``ml.inf2.xlarge``)."""
+    price = SAGEMAKER_PRICES.get(instance_name) or ON_DEMAND_PRICES.get(instance_name)
+    if price is not None:
+        return price
+    raise NeuronConfigError(
+        "instance_type",
+        instance_name,
+        f"no price on record (table dated {PRICES_DATE}); priced types: "
+        f"{one_of([*ON_DEMAND_PRICES, *SAGEMAKER_PRICES])}",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Software facts used by the constructs (AMIs), kept here so they are pinned in one place.
+# --------------------------------------------------------------------------------------------
+
+# ECS-optimized Amazon Linux 2023 Neuron AMI: the Neuron driver, runtime and EFA come baked in, so
+# nothing is installed from the internet at boot (aws/aws-cdk aws-ecs/test/amis.test.ts).
+ECS_NEURON_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+# Neuron multi-framework DLAMI (Ubuntu 24.04): Inf2, Trn1, Trn1n, Trn2 (aws-neuron-sdk dlami.rst @43a8962).
+NEURON_DLAMI_PARAMETER = "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
+# Neuron Base DLAMI (driver, EFA, tools) on AL2023.
+NEURON_BASE_DLAMI_PARAMETER = "/aws/service/neuron/dlami/base/amazon-linux-2023/latest/image_id"
+# SageMaker hosting AMI for Inferentia2 / Trainium (ProductionVariant.InferenceAmiVersion).
+SAGEMAKER_NEURON_AMI_VERSION = "al2-ami-sagemaker-inference-neuron-2"
+
+
+__all__ = [
+    "ECS_NEURON_AMI_PARAMETER",
+    "HBM_GIB_PER_NEURONCORE_V2",
+    "INSTANCES",
+    "NEURON_BASE_DLAMI_PARAMETER",
+    "NEURON_DLAMI_PARAMETER",
+    "OFFERINGS",
+    "OFFERINGS_NOTE",
+    "ON_DEMAND_PRICES",
+    "PRICES_DATE",
+    "PRICES_NOTE",
+    "SAGEMAKER_NEURON_AMI_VERSION",
+    "SAGEMAKER_PRICES",
+    "SERVICE_PRICES",
+    "SOURCES",
+    "EfaLayout",
+    "NeuronInstance",
+    "Price",
+    "Source",
+    "efa_network_interfaces",
+    "get_inference_instance",
+    "get_instance",
+    "get_training_instance",
+    "known_instances",
+    "offered_az_ids",
+    "offering_status",
+    "on_demand_price",
+    "region_of_az_id",
+]

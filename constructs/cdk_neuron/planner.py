@@ -1,0 +1,478 @@
+"""NeuronLink-aware planning: training layouts and serving sizes, validated against the catalog.
+
+Plain Python (no ``aws_cdk``). Every construct validates its configuration through these functions,
+and the CLI prints their plans.
+
+Training rank layout follows neuronx-distributed (NXD-PS ``initialize_model_parallel``): ranks are
+ordered ``[PP, DP, TP]`` row-major with tensor-parallel ranks contiguous, "so as much TP communication
+as possible is intra-node". Tensor parallelism needs the most bandwidth, so it must stay inside one
+NeuronLink domain; pipeline and data parallelism may cross the network (EFA).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cdk_neuron.catalog import (
+    INSTANCES,
+    NeuronInstance,
+    get_instance,
+    get_training_instance,
+    known_instances,
+    on_demand_price,
+)
+from cdk_neuron.errors import NeuronConfigError, one_of
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+# TP degrees that neuronx-distributed cannot map onto trn2's replica groups (NXD-PS get_logic_chosen):
+# 16 x 8 groups at LNC=1 and 8 x 8 groups at LNC=2 are "not supported".
+_TRN2_UNSUPPORTED_TP: dict[int, frozenset[int]] = {1: frozenset({16}), 2: frozenset({8})}
+# TP degrees that need neuronx-distributed's alternative replica-group logic ("Logic2").
+_TRN2_LOGIC2_TP: dict[int, frozenset[int]] = {1: frozenset({64}), 2: frozenset({32})}
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """A validated distributed-training layout. Build it with :func:`plan_training`."""
+
+    instance_type: str
+    nodes: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    data_parallel: int
+    world_size: int
+    ranks_per_node: int
+    logical_nc_config: int | None
+    neuronlink_domain_instances: int
+    tp_within_neuronlink: bool
+    efa_dimensions: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def efa_traffic(self) -> str:
+        """A one-line description of what crosses EFA."""
+        if not self.efa_dimensions:
+            return "nothing crosses EFA: the whole job fits in one NeuronLink domain"
+        what = {
+            "data": "data-parallel gradient all-reduce",
+            "pipeline": "pipeline-parallel activations (point-to-point)",
+            "tensor": "tensor-parallel collectives (slow: keep TP inside NeuronLink)",
+        }
+        return "; ".join(what[d] for d in self.efa_dimensions) + " cross EFA"
+
+    @property
+    def neuronlink_domain_cores(self) -> int:
+        return self.ranks_per_node * min(self.nodes, self.neuronlink_domain_instances)
+
+    def summary(self) -> str:
+        lnc = f", LNC={self.logical_nc_config}" if self.logical_nc_config else ""
+        return (
+            f"{self.nodes} x {self.instance_type}{lnc}: {self.ranks_per_node} ranks/node, world {self.world_size} "
+            f"= TP {self.tensor_parallel} x PP {self.pipeline_parallel} x DP {self.data_parallel}; "
+            f"TP {'inside' if self.tp_within_neuronlink else 'CROSSES'} NeuronLink; {self.efa_traffic}"
+        )
+
+
+def _positive_int(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise NeuronConfigError(field, value, "must be a whole number >= 1")
+    return value
+
+
+def _crosses_domain(group_span: int, domain_ranks: int) -> bool:
+    """Whether contiguous, aligned blocks of ``group_span`` ranks straddle NeuronLink domains."""
+    return group_span > domain_ranks or domain_ranks % group_span != 0
+
+
+def plan_training(
+    instance_type: str,
+    nodes: int,
+    tensor_parallel: int,
+    pipeline_parallel: int = 1,
+    logical_nc_config: int | None = None,
+) -> TrainingPlan:
+    """Plan a distributed training job and refuse layouts that cannot work.
+
+    Refuses (with :class:`NeuronConfigError` naming the field): inference instances; ``nodes`` < 1;
+    multi-node on an instance without EFA (trn1.2xlarge); TP larger than one NeuronLink domain's
+    cores; a world size not divisible by TP x PP; a ``logical_nc_config`` on non-Trn2 instances; and
+    trn2 TP degrees neuronx-distributed does not support (TP 8 at LNC=2, TP 16 at LNC=1).
+
+    Trn2 UltraServer: on ``trn2u.48xlarge`` four instances share one NeuronLink-v3 domain, so TP may
+    span up to 4 instances (256 logical cores at LNC=2). Such a plan needs whole UltraServers:
+    ``nodes`` must then be a multiple of 4.
+    """
+    instance = get_training_instance(instance_type)
+    nodes = _positive_int("nodes", nodes)
+    tp = _positive_int("tensor_parallel", tensor_parallel)
+    pp = _positive_int("pipeline_parallel", pipeline_parallel)
+    if logical_nc_config is not None and not instance.supports_logical_nc_config:
+        raise NeuronConfigError(
+            "logical_nc_config",
+            logical_nc_config,
+            f"LNC applies only to Trn2 instances; leave it unset for {instance.name}",
+        )
+    lnc = instance.default_logical_nc_config if logical_nc_config is None else logical_nc_config
+    ranks_per_node = instance.neuron_cores_at(lnc)
+
+    if nodes > 1 and not instance.supports_efa:
+        efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
+        raise NeuronConfigError(
+            "nodes",
+            nodes,
+            f"{instance.name} has no EFA, so it cannot run multi-node jobs; use nodes=1 or one of {one_of(efa_types)}",
+        )
+
+    domain_instances = min(nodes, instance.neuronlink_domain_instances)
+    domain_ranks = ranks_per_node * domain_instances
+    max_domain_ranks = ranks_per_node * instance.neuronlink_domain_instances
+    if tp > max_domain_ranks:
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tp,
+            f"exceeds the {max_domain_ranks} NeuronCores of one NeuronLink domain on {instance.name}"
+            f"{f' at LNC={lnc}' if lnc else ''}; use TP <= {max_domain_ranks} and scale with PP/DP",
+        )
+    if tp > domain_ranks:
+        raise NeuronConfigError(
+            "nodes",
+            nodes,
+            f"TP {tp} spans {math.ceil(tp / ranks_per_node)} {instance.name} instances of a NeuronLink "
+            f"domain; a Trn2 UltraServer domain is {instance.neuronlink_domain_instances} instances, "
+            f"so use nodes that are a multiple of {instance.neuronlink_domain_instances}",
+        )
+    if instance.is_ultraserver and tp > ranks_per_node and nodes % instance.neuronlink_domain_instances:
+        raise NeuronConfigError(
+            "nodes",
+            nodes,
+            f"TP {tp} spans instances of a Trn2 UltraServer; use a multiple of "
+            f"{instance.neuronlink_domain_instances} nodes (whole UltraServers)",
+        )
+    if lnc is not None and tp in _TRN2_UNSUPPORTED_TP[lnc]:
+        supported = sorted(
+            d
+            for d in (1, 2, 4, 8, 16, 32, 64, 128)
+            if d <= ranks_per_node and d not in _TRN2_UNSUPPORTED_TP[lnc]
+        )
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tp,
+            f"neuronx-distributed does not support TP {tp} at LNC={lnc} on {instance.name} "
+            f"(replica groups cannot be formed); use one of {', '.join(map(str, supported))}"
+            f"{' or LNC=' + str(3 - lnc) if tp not in _TRN2_UNSUPPORTED_TP[3 - lnc] else ''}",
+        )
+
+    world = nodes * ranks_per_node
+    if world % (tp * pp):
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tp,
+            f"world size {world} ({nodes} nodes x {ranks_per_node} ranks) is not divisible by "
+            f"TP x PP = {tp} x {pp}; choose TP and PP whose product divides {world}",
+        )
+    dp = world // (tp * pp)
+
+    notes: list[str] = []
+    tp_inside = not _crosses_domain(tp, domain_ranks)
+    if not tp_inside:
+        notes.append(
+            f"TP {tp} does not divide the {domain_ranks} cores of a NeuronLink domain: some TP groups "
+            "straddle instances and their collectives cross EFA"
+        )
+    if lnc is not None and tp in _TRN2_LOGIC2_TP[lnc]:
+        notes.append(
+            f"TP {tp} at LNC={lnc} uses neuronx-distributed's alternative replica-group logic (Logic2)"
+        )
+    if instance.chip == "trainium" and tp == 4:
+        notes.append("trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE")
+
+    efa: list[str] = []
+    if nodes > instance.neuronlink_domain_instances:
+        if pp > 1:
+            efa.append("pipeline")
+        if dp > 1 and _crosses_domain(dp * tp, domain_ranks):
+            efa.append("data")
+    if not tp_inside:
+        efa.append("tensor")
+    return TrainingPlan(
+        instance_type=instance.name,
+        nodes=nodes,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        data_parallel=dp,
+        world_size=world,
+        ranks_per_node=ranks_per_node,
+        logical_nc_config=lnc,
+        neuronlink_domain_instances=instance.neuronlink_domain_instances,
+        tp_within_neuronlink=tp_inside,
+        efa_dimensions=tuple(efa),
+        notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Serving
+# --------------------------------------------------------------------------------------------
+
+BYTES_PER_DTYPE: dict[str, float] = {
+    "fp32": 4,
+    "float32": 4,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "fp8": 1,
+    "int8": 1,
+}
+
+# The share of each NeuronCore's 16 GiB kept free for what the sizing formula does not count:
+# compiled graphs (NEFFs), runtime and collective buffers, activations. 35 % keeps known-good
+# deployments (Llama-3 8B at batch 8 x 4,096 on inf2.xlarge, ~59 % used) and rejects
+# Llama 70B on inf2.24xlarge (~69 % used), which public deployments avoid.
+DEFAULT_HEADROOM = 0.35
+# Every mainstream LLM family (Llama 2/3, Mistral, Qwen) uses 128-dimensional attention heads.
+DEFAULT_HEAD_DIM = 128
+# TP degrees Neuron serving stacks compile for; the instance's core count must be divisible by them.
+_SERVING_TP = (1, 2, 4, 8, 12, 16, 24, 32, 64)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    parameters_b: float
+    layers: int
+    kv_heads: int
+    hidden_size: int
+
+
+# Reference transformer shapes for estimating the KV cache when the caller gives none (public model
+# cards: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
+_REFERENCE_SHAPES = (
+    _Shape(1.2, 16, 8, 2048),
+    _Shape(3.2, 28, 8, 3072),
+    _Shape(8.0, 32, 8, 4096),
+    _Shape(13.0, 40, 40, 5120),
+    _Shape(70.6, 80, 8, 8192),
+    _Shape(405.0, 126, 8, 16384),
+)
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """A validated serving size. Build it with :func:`size_model`."""
+
+    instance_type: str
+    tensor_parallel: int
+    replicas_per_instance: int
+    devices_per_replica: int
+    weights_gib: float
+    kv_cache_gib: float
+    hbm_per_core_gib: float
+    hbm_limit_per_core_gib: float
+    headroom: float
+    explanation: str
+
+    @property
+    def neuron_cores_used(self) -> int:
+        return self.tensor_parallel * self.replicas_per_instance
+
+    def visible_cores(self, replica: int) -> str:
+        """``NEURON_RT_VISIBLE_CORES`` for one replica, e.g. ``"2-3"``."""
+        if not 0 <= replica < self.replicas_per_instance:
+            raise NeuronConfigError(
+                "replica", replica, f"valid replicas are 0..{self.replicas_per_instance - 1}"
+            )
+        first = replica * self.tensor_parallel
+        last = first + self.tensor_parallel - 1
+        return str(first) if first == last else f"{first}-{last}"
+
+    def devices(self, replica: int) -> tuple[str, ...]:
+        """The ``/dev/neuronN`` devices that hold one replica's cores."""
+        instance = get_instance(self.instance_type)
+        cores_per_chip = instance.neuron_cores // instance.chips
+        first = replica * self.tensor_parallel
+        chips = range(first // cores_per_chip, (first + self.tensor_parallel - 1) // cores_per_chip + 1)
+        return tuple(f"/dev/neuron{c}" for c in chips)
+
+
+def _nonnegative_number(field: str, value: object, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise NeuronConfigError(field, value, "must be a number")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise NeuronConfigError(field, value, "must be greater than zero")
+    return float(value)
+
+
+def _reference_shape(parameters: float) -> _Shape:
+    billions = parameters / 1e9
+    return min(_REFERENCE_SHAPES, key=lambda s: abs(math.log(s.parameters_b / billions)))
+
+
+def kv_cache_bytes(
+    *,
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    sequence_length: int,
+    batch_size: int,
+    bytes_per_value: float,
+) -> float:
+    """Keys and values for every layer, KV head and position: 2 x L x H_kv x d x S x B x bytes."""
+    return 2 * layers * kv_heads * head_dim * sequence_length * batch_size * bytes_per_value
+
+
+def _serving_tp_options(instance: NeuronInstance) -> list[int]:
+    return [tp for tp in _SERVING_TP if tp <= instance.neuron_cores and instance.neuron_cores % tp == 0]
+
+
+def size_model(
+    parameters: int | float,
+    dtype: str = "bf16",
+    sequence_length: int = 4096,
+    batch_size: int = 1,
+    kv_heads: int | None = None,
+    layers: int | None = None,
+    hidden_size: int | None = None,
+    instance_type: str | None = None,
+    tensor_parallel: int | None = None,
+    headroom: float = DEFAULT_HEADROOM,
+) -> ServingPlan:
+    """Size a model for Inferentia2 serving under the 16 GiB-per-NeuronCore limit.
+
+    Memory per core = (weights + KV cache for ``batch_size x sequence_length``) / TP; it must leave
+    ``headroom`` of the core's HBM (16 GiB on Inf2 and Trn1) free (TGI-DOC's rule, with headroom for compiled graphs and runtime).
+
+    Without ``instance_type`` it picks the cheapest Inf2 that fits, and on it the smallest TP that
+    fits, so several replicas share an instance when TP < NeuronCores. With ``instance_type`` it
+    validates instead and refuses what does not fit, naming the instance that would. The KV cache
+    uses ``layers``, ``kv_heads`` and 128-dimensional heads (``hidden_size`` alone means multi-head
+    attention); missing values come from the nearest reference model shape, as the explanation says.
+    """
+    params = _nonnegative_number("parameters", parameters)
+    if not isinstance(dtype, str) or dtype.lower() not in BYTES_PER_DTYPE:
+        raise NeuronConfigError("dtype", dtype, f"use one of {one_of(BYTES_PER_DTYPE)}")
+    bytes_per = BYTES_PER_DTYPE[dtype.lower()]
+    sequence_length = _positive_int("sequence_length", sequence_length)
+    batch_size = _positive_int("batch_size", batch_size)
+    for field, value in (("kv_heads", kv_heads), ("layers", layers), ("hidden_size", hidden_size)):
+        if value is not None:
+            _positive_int(field, value)
+    if not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
+        raise NeuronConfigError("headroom", headroom, "must be a fraction in [0, 1), e.g. 0.35")
+
+    reference = _reference_shape(params)
+    assumed: list[str] = []
+    n_layers = layers or reference.layers
+    if layers is None:
+        assumed.append(f"layers={n_layers}")
+    if kv_heads is not None:
+        kv_dim = kv_heads * DEFAULT_HEAD_DIM
+    elif hidden_size is not None:
+        kv_dim = hidden_size  # multi-head attention: one KV head per attention head
+    else:
+        kv_dim = reference.kv_heads * DEFAULT_HEAD_DIM
+        assumed.append(f"kv_heads={reference.kv_heads}")
+    gib = 2**30
+    weights = params * bytes_per / gib
+    kv = (
+        kv_cache_bytes(
+            layers=n_layers,
+            kv_heads=1,
+            head_dim=kv_dim,
+            sequence_length=sequence_length,
+            batch_size=batch_size,
+            bytes_per_value=bytes_per,
+        )
+        / gib
+    )
+    total = weights + kv
+
+    def usable(instance: NeuronInstance) -> float:
+        return instance.hbm_gib_per_core * (1 - headroom)
+
+    def fit(instance: NeuronInstance) -> int | None:
+        options = _serving_tp_options(instance)
+        if tensor_parallel is not None:
+            options = [tensor_parallel] if tensor_parallel in options else []
+        return next((tp for tp in options if total / tp <= usable(instance)), None)
+
+    if tensor_parallel is not None:
+        _positive_int("tensor_parallel", tensor_parallel)
+
+    candidates = sorted(
+        (INSTANCES[n] for n in known_instances("inference")),
+        key=lambda i: on_demand_price(i.name).usd_per_hour,
+    )
+    would_fit = next((i for i in candidates if fit(i) is not None), None)
+
+    if instance_type is not None:
+        instance = get_instance(instance_type)
+        if tensor_parallel is not None and tensor_parallel not in _serving_tp_options(instance):
+            raise NeuronConfigError(
+                "tensor_parallel",
+                tensor_parallel,
+                f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
+                f"{', '.join(map(str, _serving_tp_options(instance)))}",
+            )
+        tp = fit(instance)
+        if tp is None:
+            best = total / max(_serving_tp_options(instance))
+            suggestion = (
+                f"; {would_fit.name} would fit"
+                if would_fit is not None
+                else "; no Inf2 instance fits: quantize (fp8/int8), shorten the sequence or lower the batch"
+            )
+            raise NeuronConfigError(
+                "instance_type",
+                instance.name,
+                f"model needs {total:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at most "
+                f"{best:.1f} GiB per NeuronCore on {instance.name} exceeds the {usable(instance):.1f} GiB usable "
+                f"({instance.hbm_gib_per_core:.0f} GiB less {headroom:.0%} headroom){suggestion}",
+            )
+    else:
+        if would_fit is None:
+            raise NeuronConfigError(
+                "parameters",
+                parameters,
+                f"needs {total:.1f} GiB at {dtype}, more than any Inf2 instance holds with {headroom:.0%} "
+                "headroom; quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances",
+            )
+        instance = would_fit
+        tp = fit(instance)
+    assert tp is not None
+    per_core = total / tp
+    replicas = instance.neuron_cores // tp
+    cores_per_chip = instance.neuron_cores // instance.chips
+    limit = instance.hbm_gib_per_core
+    explanation = (
+        f"{params / 1e9:.1f}B params at {dtype} = {weights:.1f} GiB weights + {kv:.1f} GiB KV cache "
+        f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}) "
+        f"/ TP {tp} = {per_core:.1f} GiB per NeuronCore of {limit:.0f} "
+        f"({1 - per_core / limit:.0%} free) on {instance.name}, {replicas} replica(s) per instance"
+    )
+    return ServingPlan(
+        instance_type=instance.name,
+        tensor_parallel=tp,
+        replicas_per_instance=replicas,
+        devices_per_replica=math.ceil(tp / cores_per_chip),
+        weights_gib=round(weights, 3),
+        kv_cache_gib=round(kv, 3),
+        hbm_per_core_gib=round(per_core, 3),
+        hbm_limit_per_core_gib=limit,
+        headroom=round(1 - per_core / limit, 4),
+        explanation=explanation,
+    )
+
+
+__all__ = [
+    "BYTES_PER_DTYPE",
+    "DEFAULT_HEADROOM",
+    "ServingPlan",
+    "TrainingPlan",
+    "kv_cache_bytes",
+    "plan_training",
+    "size_model",
+]

@@ -1,0 +1,53 @@
+"""The published wheel must contain the library and nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from cdk_support import REPO_ROOT
+
+
+def _library_files() -> set[str]:
+    root = REPO_ROOT / "constructs"
+    files = {
+        p.relative_to(root).as_posix()
+        for p in (root / "cdk_neuron").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix in {".py", ".typed"}
+    }
+    return files
+
+
+def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(tmp_path),
+            str(REPO_ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("cdk_neuron-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+    payload = {n for n in names if not n.startswith("cdk_neuron-")}
+    assert payload == _library_files()
+    assert "cdk_neuron/py.typed" in payload
+    assert not any(n.startswith(("stacks/", "tests/", "examples/", "bench/")) or n == "app.py" for n in names)
+    metadata = next(n for n in names if n.endswith("METADATA"))
+    with zipfile.ZipFile(wheel) as zf:
+        text = zf.read(metadata).decode()
+    assert "Name: cdk-neuron" in text
+    assert "Version: 0.1.0" in text
+    assert "License-Expression: Apache-2.0" in text
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    with zipfile.ZipFile(wheel) as zf:
+        assert "cdk-neuron = cdk_neuron.cli.main:main" in zf.read(entry_points).decode()

@@ -627,3 +627,57 @@ __all__ = [
     "on_demand_price",
     "region_of_az_id",
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# GPU comparators (for `cdk-neuron cost`): only what a like-for-like comparison needs.
+# --------------------------------------------------------------------------------------------
+
+SOURCES["MOTO-GPU"] = Source(
+    "MOTO-GPU",
+    "getmoto/moto 5.2.5 moto/ec2/resources/instance_types.json GpuInfo (generated from "
+    "DescribeInstanceTypes), read through ec2.describe_instance_types",
+    "2026-08",
+)
+
+
+@dataclass(frozen=True)
+class GpuInstance:
+    """An NVIDIA GPU instance the cost comparison sets against Trainium or Inferentia2.
+
+    ``gpu_memory_mib`` is per GPU as DescribeInstanceTypes reports it (A100 40,960 MiB; H100
+    81,920 MiB; A10G 22,888 MiB, sold as "24 GB"; L40S 45,776 MiB, sold as "48 GB").
+    """
+
+    name: str
+    gpu: str
+    gpus: int
+    gpu_memory_mib: int
+    vcpus: int
+    role: Family
+    source: str = "MOTO-GPU"
+
+    @property
+    def gpu_memory_gib(self) -> float:
+        return self.gpu_memory_mib / 1024
+
+    @property
+    def total_gpu_memory_gib(self) -> float:
+        return self.gpus * self.gpu_memory_gib
+
+
+GPU_INSTANCES: dict[str, GpuInstance] = {
+    g.name: g
+    for g in (
+        GpuInstance("p4d.24xlarge", "A100", 8, 40960, 96, "training"),
+        GpuInstance("p5.48xlarge", "H100", 8, 81920, 192, "training"),
+        GpuInstance("g5.xlarge", "A10G", 1, 22888, 4, "inference"),
+        GpuInstance("g5.12xlarge", "A10G", 4, 22888, 48, "inference"),
+        GpuInstance("g5.48xlarge", "A10G", 8, 22888, 192, "inference"),
+        GpuInstance("g6e.xlarge", "L40S", 1, 45776, 4, "inference"),
+        GpuInstance("g6e.12xlarge", "L40S", 4, 45776, 48, "inference"),
+        GpuInstance("g6e.48xlarge", "L40S", 8, 45776, 192, "inference"),
+    )
+}
+
+__all__ += ["GPU_INSTANCES", "GpuInstance"]

@@ -1,0 +1,754 @@
+"""The per-environment configuration in ``cdk.json`` (context key ``environments``), parsed and checked.
+
+Plain Python (no ``aws_cdk``): the app's stacks and the ``cdk-neuron`` CLI read the same file through
+this module, so both refuse the same mistakes with the same message.
+
+Every value is checked before anything is synthesized. Unknown keys, wrong types and impossible
+values raise :class:`~cdk_neuron.errors.NeuronConfigError` whose ``field`` is the full key path,
+e.g. ``environments.prod.training.max_nodes``. Hardware facts (offerings, plans, sizes) come from
+:mod:`cdk_neuron.catalog` and :mod:`cdk_neuron.planner`; this module restates none of them.
+
+Schema (every key not marked *required* is optional; its default is given)::
+
+    environments.<name>:                       name: letters, digits, '-'; starts with a letter
+      account: null                            12 digits; null -> $CDK_DEFAULT_ACCOUNT -> "000000000000"
+      region: required                         e.g. "us-east-1"
+      az_ids: required                         AZ IDs of the region (not names); the first is the training AZ
+      removal_policy: "retain"                 "retain" | "destroy"; an environment named "prod" must retain
+      tags: {}                                 str -> str, applied to every resource of the environment
+      network: {cidr: "10.0.0.0/16", nat_gateways: 0}
+      training:
+        instance_type: required                a Trainium type offered in az_ids[0]
+        max_nodes: required                    >= plan.nodes
+        plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null}
+        capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-..."}
+                                               | {type: "reservation-group", resource_group_arn: "arn:..."}
+                                               | {type: "capacity-block", reservation_id: "cr-..."}
+        engine: "batch"                        | "auto-scaling-group"
+        job_image: required                    pinned tag or digest; same-region ECR when nat_gateways is 0
+        checkpoint: null                       {model_parameters: required, writers: 1}
+      storage: {one_zone: false, backup_retention_days: 35, infrequent_access_after_days: 30}
+      serving:
+        backend: "ec2"                         | "sagemaker" (needs min_capacity >= 1)
+        engine: "optimum-neuron"               | "tgi" | "vllm-neuron"
+        instance_type: null                    null lets size_model choose the cheapest Inf2 that fits
+        min_capacity: 1, max_capacity: 2, warm_pool: false
+        certificate_arn: null, hugging_face_token_secret: null
+        model: {model_id: required, parameters: required, artifact_uri: null, dtype: "bf16",
+                sequence_length: 4096, batch_size: 1, tensor_parallel: null}
+      monitoring: {alarm_email: null}
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar, cast
+
+from cdk_neuron import catalog, planner
+from cdk_neuron.errors import NeuronConfigError, one_of
+
+PLACEHOLDER_ACCOUNT = "000000000000"
+"""Account used when neither the environment nor ``CDK_DEFAULT_ACCOUNT`` names one.
+
+It keeps synthesis working without credentials (the stacks stay environment-specific, which AZ-ID
+pinning needs); a template synthesized with it must not be deployed: ``cdk deploy`` with real
+credentials sets ``CDK_DEFAULT_ACCOUNT``, or set ``account`` in cdk.json.
+"""
+
+RemovalPolicy = Literal["retain", "destroy"]
+CapacityType = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
+TrainingEngine = Literal["batch", "auto-scaling-group"]
+ServingBackend = Literal["ec2", "sagemaker"]
+ServingEngineName = Literal["optimum-neuron", "tgi", "vllm-neuron"]
+
+REMOVAL_POLICIES: tuple[RemovalPolicy, ...] = ("retain", "destroy")
+CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "reservation", "reservation-group", "capacity-block")
+TRAINING_ENGINES: tuple[TrainingEngine, ...] = ("batch", "auto-scaling-group")
+SERVING_BACKENDS: tuple[ServingBackend, ...] = ("ec2", "sagemaker")
+SERVING_ENGINES: tuple[ServingEngineName, ...] = ("optimum-neuron", "tgi", "vllm-neuron")
+# Environments with these names hold what must survive a `cdk destroy`; "destroy" is refused for them.
+PROTECTED_ENVIRONMENTS = frozenset({"prod"})
+# EFS lifecycle transitions the service accepts (EFS LifecyclePolicy TransitionToIA values).
+EFS_IA_DAYS = (1, 7, 14, 30, 60, 90, 180, 270, 365)
+
+_ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+_AZ_ID = re.compile(r"^([a-z]+\d*)-az\d+$")
+_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
+_RESOURCE_GROUP_ARN = re.compile(r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[A-Za-z0-9._-]+$")
+_CERTIFICATE_ARN = re.compile(r"^arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate/[0-9a-f-]+$")
+_SECRET = re.compile(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$")
+_HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# registry/repository:tag or @sha256:digest; the registry part needs a dot (a host name).
+_IMAGE = re.compile(
+    r"^(?P<registry>[a-z0-9.-]+\.[a-z0-9.-]+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
+    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})|@sha256:[0-9a-f]{64})$"
+)
+_ECR_REGISTRY = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com$")
+
+
+# --------------------------------------------------------------------------------------------
+# The configuration
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkConfig:
+    """The VPC. ``nat_gateways`` 0 means no internet egress: AWS APIs through VPC endpoints only."""
+
+    cidr: str = "10.0.0.0/16"
+    nat_gateways: int = 0
+
+    @property
+    def has_internet_egress(self) -> bool:
+        return self.nat_gateways > 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanConfig:
+    """The distributed layout a training job is planned for (see :func:`planner.plan_training`)."""
+
+    nodes: int
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    logical_nc_config: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CapacityConfig:
+    """Where training instances come from. Exactly the id that ``type`` needs is set."""
+
+    type: CapacityType = "on-demand"
+    reservation_id: str | None = None
+    resource_group_arn: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointConfig:
+    """Inputs of the checkpoint advisor (``cdk_neuron.checkpoint_advisor``)."""
+
+    model_parameters: int
+    writers: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    instance_type: str
+    max_nodes: int
+    plan: PlanConfig
+    job_image: str
+    capacity: CapacityConfig = CapacityConfig()
+    engine: TrainingEngine = "batch"
+    checkpoint: CheckpointConfig | None = None
+
+    def training_plan(self) -> planner.TrainingPlan:
+        """The validated layout (already checked when the configuration was loaded)."""
+        return planner.plan_training(
+            self.instance_type,
+            self.plan.nodes,
+            self.plan.tensor_parallel,
+            self.plan.pipeline_parallel,
+            self.plan.logical_nc_config,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageConfig:
+    """The checkpoint file system. One Zone lives in the training AZ (az_ids[0])."""
+
+    one_zone: bool = False
+    backup_retention_days: int = 35
+    infrequent_access_after_days: int | None = 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    model_id: str
+    parameters: int
+    artifact_uri: str | None = None
+    dtype: str = "bf16"
+    sequence_length: int = 4096
+    batch_size: int = 1
+    tensor_parallel: int | None = None
+
+    def serving_plan(self, instance_type: str | None = None) -> planner.ServingPlan:
+        """Size the model (:func:`planner.size_model`); without ``instance_type`` the cheapest fit."""
+        return planner.size_model(
+            self.parameters,
+            dtype=self.dtype,
+            sequence_length=self.sequence_length,
+            batch_size=self.batch_size,
+            instance_type=instance_type,
+            tensor_parallel=self.tensor_parallel,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingConfig:
+    model: ModelConfig
+    backend: ServingBackend = "ec2"
+    engine: ServingEngineName = "optimum-neuron"
+    instance_type: str | None = None
+    """EC2 name (``inf2.xlarge``) for both backends; an ``ml.`` prefix in cdk.json is dropped."""
+    min_capacity: int = 1
+    max_capacity: int = 2
+    warm_pool: bool = False
+    certificate_arn: str | None = None
+    hugging_face_token_secret: str | None = None
+
+    def serving_plan(self) -> planner.ServingPlan:
+        """The model sized for ``instance_type`` (or the cheapest Inf2 that fits when it is None)."""
+        return self.model.serving_plan(self.instance_type)
+
+    @property
+    def resolved_instance_type(self) -> str:
+        """``instance_type``, or the one the planner chose."""
+        return self.instance_type or self.serving_plan().instance_type
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitoringConfig:
+    alarm_email: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvironmentConfig:
+    """One deployment environment: a region, its AZ IDs and what runs there."""
+
+    name: str
+    account: str | None
+    """As configured; :meth:`resolve_account` applies the fallbacks."""
+    region: str
+    az_ids: tuple[str, ...]
+    training: TrainingConfig
+    serving: ServingConfig
+    removal_policy: RemovalPolicy = "retain"
+    tags: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    network: NetworkConfig = NetworkConfig()
+    storage: StorageConfig = StorageConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
+
+    @property
+    def training_az_id(self) -> str:
+        """Training runs in one AZ (cluster placement group, EFA): the first configured AZ ID."""
+        return self.az_ids[0]
+
+    def resolve_account(self, environ: Mapping[str, str] | None = None) -> str:
+        """The configured account, else ``$CDK_DEFAULT_ACCOUNT``, else :data:`PLACEHOLDER_ACCOUNT`."""
+        if self.account:
+            return self.account
+        environ = os.environ if environ is None else environ
+        return environ.get("CDK_DEFAULT_ACCOUNT") or PLACEHOLDER_ACCOUNT
+
+
+# --------------------------------------------------------------------------------------------
+# Reading raw JSON values with the key path in every error
+# --------------------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+_MISSING: Any = object()
+
+
+def _type_name(expected: type | tuple[type, ...]) -> str:
+    names = {bool: "true/false", int: "a whole number", str: "a string", dict: "an object", list: "a list"}
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(names.get(t, t.__name__) for t in types)
+
+
+class _Section:
+    """A JSON object at ``path``: refuses unknown keys, hands out typed values."""
+
+    def __init__(self, path: str, raw: object, allowed: tuple[str, ...]) -> None:
+        if not isinstance(raw, dict):
+            raise NeuronConfigError(path, raw, f"must be an object with keys {one_of(allowed)}")
+        unknown = sorted(set(raw) - set(allowed))
+        if unknown:
+            key = unknown[0]
+            raise NeuronConfigError(
+                f"{path}.{key}", raw[key], f"unknown key; valid keys here: {', '.join(allowed)}"
+            )
+        self.path = path
+        self.raw: dict[str, Any] = raw
+
+    def field(self, key: str) -> str:
+        return f"{self.path}.{key}"
+
+    def has(self, key: str) -> bool:
+        return self.raw.get(key) is not None
+
+    def get(self, key: str, expected: type[_T], default: Any = _MISSING) -> _T:
+        """The value of ``key``; ``null`` counts as absent. Without a default the key is required."""
+        value = self.raw.get(key)
+        if value is None:
+            if default is _MISSING:
+                raise NeuronConfigError(self.field(key), None, f"required: give {_type_name(expected)}")
+            return cast(_T, default)
+        # bool is an int subclass: refuse true/false where a number is meant.
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            if expected is int and isinstance(value, float) and value.is_integer():
+                return cast(_T, int(value))  # JSON writers render 8e9 as 8000000000.0
+            raise NeuronConfigError(self.field(key), value, f"wrong type: must be {_type_name(expected)}")
+        return value
+
+    def choice(self, key: str, choices: tuple[_T, ...], default: Any = _MISSING) -> _T:
+        value = self.get(key, str, default)
+        if value not in choices:
+            raise NeuronConfigError(self.field(key), value, f"use one of {', '.join(map(str, choices))}")
+        return cast(_T, value)
+
+    def positive_int(self, key: str, default: Any = _MISSING, *, minimum: int = 1) -> int:
+        value = self.get(key, int, default)
+        if value is not None and value < minimum:
+            raise NeuronConfigError(self.field(key), value, f"must be a whole number >= {minimum}")
+        return value
+
+    def matching(self, key: str, pattern: re.Pattern[str], what: str, default: Any = _MISSING) -> str:
+        value = self.get(key, str, default)
+        if value is not None and not pattern.match(value):
+            raise NeuronConfigError(self.field(key), value, f"must be {what}")
+        return value
+
+    def section(self, key: str, allowed: tuple[str, ...], *, required: bool = False) -> _Section:
+        value = self.raw.get(key)
+        if value is None:
+            if required:
+                raise NeuronConfigError(
+                    self.field(key), None, f"required: an object with keys {one_of(allowed)}"
+                )
+            value = {}
+        return _Section(self.field(key), value, allowed)
+
+
+@contextmanager
+def _planner_fields(prefix: str, mapping: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a planner error under the cdk.json key path the value came from."""
+    try:
+        yield
+    except NeuronConfigError as error:
+        key = mapping.get(error.field, error.field)
+        raise NeuronConfigError(f"{prefix}.{key}", error.value, error.fix) from error
+
+
+# --------------------------------------------------------------------------------------------
+# Parsers, one per section
+# --------------------------------------------------------------------------------------------
+
+
+def _az_ids(env: _Section, region: str) -> tuple[str, ...]:
+    raw = env.get("az_ids", list)
+    path = env.field("az_ids")
+    if not raw:
+        raise NeuronConfigError(path, raw, "give at least one AZ ID, e.g. use1-az6")
+    # AZ IDs carry a region code (use1-az6 -> use1); the catalog knows the codes of its regions.
+    known_prefixes = {
+        az.split("-az")[0] for regions in catalog.OFFERINGS.values() for az in regions.get(region, ())
+    }
+    for index, az_id in enumerate(raw):
+        item = f"{path}[{index}]"
+        if not isinstance(az_id, str) or not _AZ_ID.match(az_id):
+            raise NeuronConfigError(
+                item, az_id, "must be an AZ ID such as use1-az6 (AZ names like us-east-1a differ per account)"
+            )
+        home = catalog.region_of_az_id(az_id)
+        if home is not None and home != region:
+            raise NeuronConfigError(item, az_id, f"is an AZ ID of {home}, not of region {region}")
+        if known_prefixes and az_id.split("-az")[0] not in known_prefixes:
+            raise NeuronConfigError(item, az_id, f"AZ IDs of {region} start with {one_of(known_prefixes)}-az")
+    if len(set(raw)) != len(raw):
+        raise NeuronConfigError(path, raw, "lists an AZ ID twice; each subnet needs its own AZ")
+    return tuple(raw)
+
+
+def _tags(env: _Section) -> Mapping[str, str]:
+    raw = env.get("tags", dict, {})
+    for key, value in raw.items():
+        item = env.field(f"tags.{key}")
+        if not isinstance(value, str):
+            raise NeuronConfigError(item, value, "wrong type: tag values must be strings")
+        if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+            raise NeuronConfigError(item, key, "tag keys are 1-128 characters and may not start with 'aws:'")
+        if len(value) > 256:
+            raise NeuronConfigError(item, value, "tag values are at most 256 characters")
+    return MappingProxyType(dict(raw))
+
+
+def _network(env: _Section, az_count: int) -> NetworkConfig:
+    section = env.section("network", ("cidr", "nat_gateways"))
+    cidr = section.get("cidr", str, NetworkConfig.cidr)
+    try:
+        network = ipaddress.IPv4Network(cidr)
+    except ValueError as error:
+        raise NeuronConfigError(section.field("cidr"), cidr, f"not an IPv4 CIDR block ({error})") from None
+    if not 16 <= network.prefixlen <= 24 or not network.is_private:
+        raise NeuronConfigError(
+            section.field("cidr"), cidr, "use a private (RFC 1918) block from /16 to /24, e.g. 10.40.0.0/16"
+        )
+    nat = section.positive_int("nat_gateways", NetworkConfig.nat_gateways, minimum=0)
+    if nat > az_count:
+        raise NeuronConfigError(
+            section.field("nat_gateways"), nat, f"at most one per AZ: 0..{az_count} for {az_count} AZ ID(s)"
+        )
+    return NetworkConfig(cidr=str(network), nat_gateways=nat)
+
+
+def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityConfig:
+    raw = training.raw.get("capacity") or {}
+    path = training.field("capacity")
+    kind = _Section(path, raw, ("type", "reservation_id", "resource_group_arn")).choice(
+        "type", CAPACITY_TYPES, "on-demand"
+    )
+    needs: dict[CapacityType, tuple[str, ...]] = {
+        "on-demand": (),
+        "reservation": ("reservation_id",),
+        "capacity-block": ("reservation_id",),
+        "reservation-group": ("resource_group_arn",),
+    }
+    section = _Section(path, raw, ("type", *needs[kind]))
+    if kind == "capacity-block" and not instance.capacity_block:
+        raise NeuronConfigError(
+            section.field("type"),
+            kind,
+            f"{instance.name} is not sold as EC2 Capacity Blocks; use a reservation",
+        )
+    reservation = resource_group = None
+    if "reservation_id" in needs[kind]:
+        reservation = section.matching(
+            "reservation_id", _RESERVATION_ID, "a capacity reservation id cr-<17 hex>"
+        )
+    if "resource_group_arn" in needs[kind]:
+        resource_group = section.matching(
+            "resource_group_arn",
+            _RESOURCE_GROUP_ARN,
+            "a resource group ARN arn:aws:resource-groups:...:group/NAME",
+        )
+    return CapacityConfig(type=kind, reservation_id=reservation, resource_group_arn=resource_group)
+
+
+def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
+    image = training.get("job_image", str)
+    match = _IMAGE.match(image)
+    path = training.field("job_image")
+    if match is None:
+        raise NeuronConfigError(
+            path, image, "must be registry/repository:tag or registry/repository@sha256:<digest>"
+        )
+    if match["tag"] == "latest":
+        raise NeuronConfigError(
+            path, image, "pin a version tag or digest: ':latest' changes under a running job"
+        )
+    if not network.has_internet_egress:
+        ecr = _ECR_REGISTRY.match(match["registry"])
+        if ecr is None or ecr["region"] != region:
+            raise NeuronConfigError(
+                path,
+                image,
+                f"with network.nat_gateways 0 the nodes reach only VPC endpoints: use an ECR image in {region} "
+                f"(e.g. the Neuron DLC 763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:<tag>) "
+                "or give the VPC a NAT gateway",
+            )
+    return image
+
+
+def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> TrainingConfig:
+    keys = ("instance_type", "max_nodes", "plan", "capacity", "engine", "job_image", "checkpoint")
+    section = env.section("training", keys, required=True)
+    instance_type = section.get("instance_type", str)
+    with _planner_fields(section.path, {}):
+        instance = catalog.get_training_instance(instance_type)
+    if catalog.offering_status(instance.name, az_ids[0]) == "not-offered":
+        offered = catalog.offered_az_ids(instance.name, region)
+        raise NeuronConfigError(
+            section.field("instance_type"),
+            instance_type,
+            f"not offered in the training AZ az_ids[0]={az_ids[0]}; in {region} it is offered in "
+            f"{one_of(offered) if offered else 'no AZ'} (catalog offerings; preflight checks the account)",
+        )
+    max_nodes = section.positive_int("max_nodes")
+    if max_nodes > 1 and not instance.supports_efa:
+        raise NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
+
+    plan_section = section.section(
+        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+    )
+    plan = PlanConfig(
+        nodes=plan_section.positive_int("nodes"),
+        tensor_parallel=plan_section.positive_int("tensor_parallel"),
+        pipeline_parallel=plan_section.positive_int("pipeline_parallel", 1),
+        logical_nc_config=plan_section.get("logical_nc_config", int, None),
+    )
+    if plan.nodes > max_nodes:
+        raise NeuronConfigError(
+            plan_section.field("nodes"), plan.nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
+        )
+
+    checkpoint = None
+    if section.has("checkpoint"):
+        ckpt = section.section("checkpoint", ("model_parameters", "writers"))
+        checkpoint = CheckpointConfig(
+            model_parameters=ckpt.positive_int("model_parameters"),
+            writers=ckpt.positive_int("writers", 1),
+        )
+        if checkpoint.writers > max_nodes:
+            raise NeuronConfigError(
+                ckpt.field("writers"),
+                checkpoint.writers,
+                f"at most one writer per node: <= max_nodes={max_nodes}",
+            )
+
+    config = TrainingConfig(
+        instance_type=instance.name,
+        max_nodes=max_nodes,
+        plan=plan,
+        job_image=_job_image(section, region, network),
+        capacity=_capacity(section, instance),
+        engine=section.choice("engine", TRAINING_ENGINES, "batch"),
+        checkpoint=checkpoint,
+    )
+    with _planner_fields(section.path, {"instance_type": "instance_type"} | _PLAN_FIELDS):
+        config.training_plan()
+    return config
+
+
+_PLAN_FIELDS = {
+    k: f"plan.{k}" for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+}
+
+
+def _storage(env: _Section) -> StorageConfig:
+    section = env.section("storage", ("one_zone", "backup_retention_days", "infrequent_access_after_days"))
+    retention = section.positive_int("backup_retention_days", StorageConfig.backup_retention_days)
+    if retention > 36500:
+        raise NeuronConfigError(
+            section.field("backup_retention_days"), retention, "AWS Backup keeps at most 36500 days"
+        )
+    ia_days = section.get("infrequent_access_after_days", int, None)
+    if ia_days is not None and ia_days not in EFS_IA_DAYS:
+        raise NeuronConfigError(
+            section.field("infrequent_access_after_days"),
+            ia_days,
+            f"EFS accepts {', '.join(map(str, EFS_IA_DAYS))}",
+        )
+    return StorageConfig(
+        one_zone=section.get("one_zone", bool, False),
+        backup_retention_days=retention,
+        infrequent_access_after_days=ia_days,
+    )
+
+
+_MODEL_KEYS = (
+    "model_id",
+    "artifact_uri",
+    "parameters",
+    "dtype",
+    "sequence_length",
+    "batch_size",
+    "tensor_parallel",
+)
+_SERVING_KEYS = (
+    "backend",
+    "engine",
+    "instance_type",
+    "min_capacity",
+    "max_capacity",
+    "warm_pool",
+    "certificate_arn",
+    "hugging_face_token_secret",
+    "model",
+)
+
+
+def _model(serving: _Section) -> ModelConfig:
+    section = serving.section("model", _MODEL_KEYS, required=True)
+    return ModelConfig(
+        model_id=section.matching("model_id", _HF_MODEL_ID, "a Hugging Face model id, organization/name"),
+        artifact_uri=section.matching("artifact_uri", _S3_URI, "an s3://bucket/prefix URI", None),
+        parameters=section.positive_int("parameters"),
+        dtype=section.get("dtype", str, "bf16"),
+        sequence_length=section.positive_int("sequence_length", 4096),
+        batch_size=section.positive_int("batch_size", 1),
+        tensor_parallel=section.get("tensor_parallel", int, None),
+    )
+
+
+def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> ServingConfig:
+    section = env.section("serving", _SERVING_KEYS, required=True)
+    backend: ServingBackend = section.choice("backend", SERVING_BACKENDS, "ec2")
+    instance_type = section.get("instance_type", str, None)
+    if instance_type is not None:
+        with _planner_fields(section.path, {}):
+            instance_type = catalog.get_inference_instance(instance_type).name
+    min_capacity = section.positive_int("min_capacity", 1, minimum=0)
+    max_capacity = section.positive_int("max_capacity", 2)
+    if min_capacity > max_capacity:
+        raise NeuronConfigError(
+            section.field("min_capacity"), min_capacity, f"must not exceed max_capacity={max_capacity}"
+        )
+    if backend == "sagemaker" and min_capacity < 1:
+        raise NeuronConfigError(
+            section.field("min_capacity"),
+            min_capacity,
+            "a SageMaker real-time endpoint keeps >= 1 instance: use 1",
+        )
+    certificate = section.matching("certificate_arn", _CERTIFICATE_ARN, "an ACM certificate ARN", None)
+    if certificate is not None:
+        cert_region = _CERTIFICATE_ARN.match(certificate)[1]  # type: ignore[index]
+        if cert_region != region:
+            raise NeuronConfigError(
+                section.field("certificate_arn"),
+                certificate,
+                f"a load balancer needs an ACM certificate in {region}",
+            )
+    config = ServingConfig(
+        model=_model(section),
+        backend=backend,
+        engine=section.choice("engine", SERVING_ENGINES, "optimum-neuron"),
+        instance_type=instance_type,
+        min_capacity=min_capacity,
+        max_capacity=max_capacity,
+        warm_pool=section.get("warm_pool", bool, False),
+        certificate_arn=certificate,
+        hugging_face_token_secret=section.matching(
+            "hugging_face_token_secret", _SECRET, "a Secrets Manager secret name or ARN", None
+        ),
+    )
+    if config.warm_pool and backend != "ec2":
+        raise NeuronConfigError(section.field("warm_pool"), True, "warm pools exist only for the ec2 backend")
+    model_fields = {k: f"model.{k}" for k in _MODEL_KEYS} | {"instance_type": "instance_type"}
+    with _planner_fields(section.path, model_fields):
+        plan = config.serving_plan()
+    not_offered = [az for az in az_ids if catalog.offering_status(plan.instance_type, az) == "not-offered"]
+    if not_offered:
+        raise NeuronConfigError(
+            section.field("instance_type"),
+            plan.instance_type,
+            f"not offered in {', '.join(not_offered)}; in {region} it is offered in "
+            f"{one_of(catalog.offered_az_ids(plan.instance_type, region)) or 'no AZ'}: change az_ids or the type",
+        )
+    if backend == "ec2" and config.model.artifact_uri is None and not network.has_internet_egress:
+        raise NeuronConfigError(
+            section.field("model.artifact_uri"),
+            None,
+            "with network.nat_gateways 0 the fleet cannot download from the Hugging Face Hub: give the "
+            "s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway",
+        )
+    return config
+
+
+def _environment(name: object, raw: object) -> EnvironmentConfig:
+    if not isinstance(name, str) or not _ENV_NAME.match(name):
+        raise NeuronConfigError(
+            f"environments.{name}",
+            name,
+            "environment names start with a letter and use letters, digits and '-'",
+        )
+    keys = (
+        "account",
+        "region",
+        "az_ids",
+        "removal_policy",
+        "tags",
+        "network",
+        "training",
+        "storage",
+        "serving",
+        "monitoring",
+    )
+    env = _Section(f"environments.{name}", raw, keys)
+    account = env.matching("account", _ACCOUNT, "a 12-digit AWS account id, or null", None)
+    region = env.matching("region", _REGION, "an AWS Region name such as us-east-1")
+    az_ids = _az_ids(env, region)
+    removal: RemovalPolicy = env.choice("removal_policy", REMOVAL_POLICIES, "retain")
+    if removal == "destroy" and name in PROTECTED_ENVIRONMENTS:
+        raise NeuronConfigError(
+            env.field("removal_policy"), removal, f"{name} keeps its data when a stack is deleted: use retain"
+        )
+    network = _network(env, len(az_ids))
+    monitoring = env.section("monitoring", ("alarm_email",))
+    return EnvironmentConfig(
+        name=name,
+        account=account,
+        region=region,
+        az_ids=az_ids,
+        training=_training(env, region, az_ids, network),
+        serving=_serving(env, region, az_ids, network),
+        removal_policy=removal,
+        tags=_tags(env),
+        network=network,
+        storage=_storage(env),
+        monitoring=MonitoringConfig(
+            alarm_email=monitoring.matching("alarm_email", _EMAIL, "an email address", None)
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------
+
+
+def load_environments(context: Mapping[str, Any]) -> dict[str, EnvironmentConfig]:
+    """Parse every environment, in file order.
+
+    Accepts the ``environments`` mapping itself, the cdk.json ``context`` dict that holds it, or the
+    whole cdk.json document.
+    """
+    if isinstance(context, Mapping) and isinstance(context.get("context"), Mapping):
+        context = context["context"]
+    if isinstance(context, Mapping) and isinstance(context.get("environments"), Mapping):
+        context = context["environments"]
+    if not isinstance(context, Mapping) or not context:
+        raise NeuronConfigError(
+            "environments", context, "define at least one environment, e.g. {'dev': {'region': ...}}"
+        )
+    return {name: _environment(name, raw) for name, raw in context.items()}
+
+
+def load_cdk_json(path: str | Path = "cdk.json") -> dict[str, EnvironmentConfig]:
+    """Parse the environments of a cdk.json file."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise NeuronConfigError("cdk.json", str(path), f"cannot read it as JSON ({error})") from None
+    environments = document.get("context", {}).get("environments") if isinstance(document, dict) else None
+    if environments is None:
+        raise NeuronConfigError("environments", None, f"{path} has no context.environments block")
+    return load_environments(environments)
+
+
+def select_environments(envs: Mapping[str, EnvironmentConfig], only: str | None) -> list[EnvironmentConfig]:
+    """All environments, or just ``only`` (the ``-c env=NAME`` context value)."""
+    if not only:
+        return list(envs.values())
+    if only not in envs:
+        raise NeuronConfigError("env", only, f"unknown environment; defined: {one_of(envs)}")
+    return [envs[only]]
+
+
+__all__ = [
+    "PLACEHOLDER_ACCOUNT",
+    "CapacityConfig",
+    "CheckpointConfig",
+    "EnvironmentConfig",
+    "ModelConfig",
+    "MonitoringConfig",
+    "NetworkConfig",
+    "PlanConfig",
+    "ServingConfig",
+    "StorageConfig",
+    "TrainingConfig",
+    "load_cdk_json",
+    "load_environments",
+    "select_environments",
+]

@@ -120,6 +120,7 @@ def test_minimal_environment_gets_documented_defaults() -> None:
     env = load_one(minimal_env())
     assert env.account is None and env.removal_policy == "retain" and dict(env.tags) == {}
     assert (env.network.cidr, env.network.nat_gateways) == ("10.0.0.0/16", 0)
+    assert (env.network.endpoint_azs, env.network.flow_log_retention_days) == ("all", 365)
     assert env.training.capacity.type == "on-demand" and env.training.engine == "batch"
     assert env.training.checkpoint is None
     assert (env.storage.one_zone, env.storage.backup_retention_days) == (False, 35)
@@ -227,7 +228,10 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
     ("removal policy", setting("removal_policy", "snapshot"), "removal_policy", "retain"),
     ("reserved tag key", setting("tags", {"aws:owner": "me"}), "tags.aws:owner", "aws:"),
     ("public CIDR", setting("network.cidr", "8.8.0.0/16"), "network.cidr", "RFC 1918"),
-    ("CIDR too small", setting("network.cidr", "10.0.0.0/27"), "network.cidr", "/16 to /24"),
+    ("CIDR too small", setting("network.cidr", "10.0.0.0/23"), "network.cidr", "/16 to /22"),
+    ("flow log retention", setting("network.flow_log_retention_days", 10), "network.flow_log_retention_days",
+     "CloudWatch Logs accepts"),
+    ("endpoint AZs", setting("network.endpoint_azs", "some"), "network.endpoint_azs", "training"),
     ("not a CIDR", setting("network.cidr", "10.0.0.0/33"), "network.cidr", "IPv4 CIDR"),
     ("more NATs than AZs", setting("network.nat_gateways", 3), "network.nat_gateways", "one per AZ"),
     ("inference instance for training", setting("training.instance_type", "inf2.48xlarge"),

@@ -16,7 +16,8 @@ Schema (every key not marked *required* is optional; its default is given)::
       az_ids: required                         AZ IDs of the region (not names); the first is the training AZ
       removal_policy: "retain"                 "retain" | "destroy"; an environment named "prod" must retain
       tags: {}                                 str -> str, applied to every resource of the environment
-      network: {cidr: "10.0.0.0/16", nat_gateways: 0}
+      network: {cidr: "10.0.0.0/16", nat_gateways: 0, endpoint_azs: "all", flow_log_retention_days: 365}
+                                               cidr: private /16../22; endpoint_azs: "all" | "training"
       training:
         instance_type: required                a Trainium type offered in az_ids[0]
         max_nodes: required                    >= plan.nodes
@@ -68,12 +69,39 @@ CapacityType = Literal["on-demand", "reservation", "reservation-group", "capacit
 TrainingEngine = Literal["batch", "auto-scaling-group"]
 ServingBackend = Literal["ec2", "sagemaker"]
 ServingEngineName = Literal["optimum-neuron", "tgi", "vllm-neuron"]
+EndpointAzs = Literal["all", "training"]
 
 REMOVAL_POLICIES: tuple[RemovalPolicy, ...] = ("retain", "destroy")
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "reservation", "reservation-group", "capacity-block")
 TRAINING_ENGINES: tuple[TrainingEngine, ...] = ("batch", "auto-scaling-group")
 SERVING_BACKENDS: tuple[ServingBackend, ...] = ("ec2", "sagemaker")
 SERVING_ENGINES: tuple[ServingEngineName, ...] = ("optimum-neuron", "tgi", "vllm-neuron")
+ENDPOINT_AZS: tuple[EndpointAzs, ...] = ("all", "training")
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 # Environments with these names hold what must survive a `cdk destroy`; "destroy" is refused for them.
 PROTECTED_ENVIRONMENTS = frozenset({"prod"})
 # EFS lifecycle transitions the service accepts (EFS LifecyclePolicy TransitionToIA values).
@@ -105,10 +133,17 @@ _ECR_REGISTRY = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaw
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkConfig:
-    """The VPC. ``nat_gateways`` 0 means no internet egress: AWS APIs through VPC endpoints only."""
+    """The VPC.
+
+    ``nat_gateways`` 0 means no internet egress: the nodes reach AWS APIs through VPC endpoints only.
+    ``endpoint_azs`` "training" puts each interface endpoint in the training AZ only (other AZs reach
+    it across AZs): a dev saving of one endpoint-hour per AZ and service; "all" for resilience.
+    """
 
     cidr: str = "10.0.0.0/16"
     nat_gateways: int = 0
+    endpoint_azs: EndpointAzs = "all"
+    flow_log_retention_days: int = 365
 
     @property
     def has_internet_egress(self) -> bool:
@@ -384,22 +419,35 @@ def _tags(env: _Section) -> Mapping[str, str]:
 
 
 def _network(env: _Section, az_count: int) -> NetworkConfig:
-    section = env.section("network", ("cidr", "nat_gateways"))
+    section = env.section("network", ("cidr", "nat_gateways", "endpoint_azs", "flow_log_retention_days"))
     cidr = section.get("cidr", str, NetworkConfig.cidr)
     try:
         network = ipaddress.IPv4Network(cidr)
     except ValueError as error:
         raise NeuronConfigError(section.field("cidr"), cidr, f"not an IPv4 CIDR block ({error})") from None
-    if not 16 <= network.prefixlen <= 24 or not network.is_private:
+    # /22 is the smallest block that still leaves every AZ a private /25 and a public /27.
+    if not 16 <= network.prefixlen <= 22 or not network.is_private:
         raise NeuronConfigError(
-            section.field("cidr"), cidr, "use a private (RFC 1918) block from /16 to /24, e.g. 10.40.0.0/16"
+            section.field("cidr"), cidr, "use a private (RFC 1918) block from /16 to /22, e.g. 10.40.0.0/16"
         )
     nat = section.positive_int("nat_gateways", NetworkConfig.nat_gateways, minimum=0)
     if nat > az_count:
         raise NeuronConfigError(
             section.field("nat_gateways"), nat, f"at most one per AZ: 0..{az_count} for {az_count} AZ ID(s)"
         )
-    return NetworkConfig(cidr=str(network), nat_gateways=nat)
+    retention = section.positive_int("flow_log_retention_days", NetworkConfig.flow_log_retention_days)
+    if retention not in LOG_RETENTION_DAYS:
+        raise NeuronConfigError(
+            section.field("flow_log_retention_days"),
+            retention,
+            f"CloudWatch Logs accepts {', '.join(map(str, LOG_RETENTION_DAYS))}",
+        )
+    return NetworkConfig(
+        cidr=str(network),
+        nat_gateways=nat,
+        endpoint_azs=section.choice("endpoint_azs", ENDPOINT_AZS, "all"),
+        flow_log_retention_days=retention,
+    )
 
 
 def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityConfig:

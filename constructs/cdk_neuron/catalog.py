@@ -12,6 +12,8 @@ is recorded next to the value. Offerings and prices are dated snapshots, not liv
 from __future__ import annotations
 
 import enum
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -144,9 +146,18 @@ class NeuronInstance:
         return self.default_logical_nc_config is not None
 
     def neuron_cores_at(self, logical_nc_config: int | None) -> int:
-        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2, trn2 only)."""
+        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2, trn2 only).
+
+        ``None`` means the instance's default (2 on trn2; every physical core elsewhere).
+        """
         if logical_nc_config is None:
             logical_nc_config = self.default_logical_nc_config or 1
+        # bool is an int and 2.0 == 2: both would slip through the range check below and make
+        # core counts booleans or floats downstream.
+        if isinstance(logical_nc_config, bool) or not isinstance(logical_nc_config, int):
+            raise NeuronConfigError(
+                "logical_nc_config", logical_nc_config, "must be the integer 1 or 2 (trn2 only)"
+            )
         if not self.supports_logical_nc_config and logical_nc_config != 1:
             raise NeuronConfigError(
                 "logical_nc_config",
@@ -162,6 +173,10 @@ class NeuronInstance:
         """Device memory per logical NeuronCore at the default LNC."""
         return self.hbm_gib / self.neuron_cores
 
+    def hbm_gib_per_core_at(self, logical_nc_config: int | None) -> float:
+        """Device memory per logical NeuronCore at ``logical_nc_config`` (trn2: 24 GiB at LNC=2, 12 at 1)."""
+        return self.hbm_gib / self.neuron_cores_at(logical_nc_config)
+
     @property
     def neuron_devices(self) -> tuple[str, ...]:
         """One ``/dev/neuronN`` per chip: what a container must be given."""
@@ -169,7 +184,12 @@ class NeuronInstance:
 
     @property
     def efa_devices(self) -> tuple[str, ...]:
-        """One ``/dev/infiniband/uverbsN`` per EFA interface."""
+        """One ``/dev/infiniband/uverbsN`` per EFA interface.
+
+        The same in both :class:`EfaLayout` layouts: an ``efa-only`` interface exposes an EFA device
+        just like an ``efa`` one, and the ENA primary of the ENA-primary layout exposes none, so
+        either layout yields ``efa_interfaces`` devices.
+        """
         return tuple(f"/dev/infiniband/uverbs{i}" for i in range(self.efa_interfaces))
 
     @property
@@ -362,15 +382,31 @@ class EfaLayout(enum.Enum):
     ENA_PRIMARY_EFA_ONLY = "ena-primary-efa-only"
 
 
+def _efa_layout(layout: EfaLayout | str) -> EfaLayout:
+    if isinstance(layout, EfaLayout):
+        return layout
+    if isinstance(layout, str):
+        for member in EfaLayout:
+            if layout in (member.name, member.value):
+                return member
+    raise NeuronConfigError(
+        "layout",
+        layout,
+        f"use one of {one_of(m.name for m in EfaLayout)} (or their values {one_of(m.value for m in EfaLayout)})",
+    )
+
+
 def efa_network_interfaces(
     instance: NeuronInstance | str,
-    security_group_ids: list[str],
-    layout: EfaLayout = EfaLayout.ALL_EFA,
+    security_group_ids: Sequence[str],
+    layout: EfaLayout | str = EfaLayout.ALL_EFA,
 ) -> list[dict[str, Any]]:
-    """The ``LaunchTemplateData.NetworkInterfaces`` list that puts one EFA on every network card.
+    """The ``LaunchTemplateData.NetworkInterfaces`` list that puts one EFA on every EFA network card.
 
-    Security groups go on every interface: a launch template with network interfaces must not also
-    set top-level ``SecurityGroupIds``. No interface asks for a public IP.
+    ``layout`` is an :class:`EfaLayout` or its name/value (``"ALL_EFA"`` or ``"efa"``, ...); default
+    ``EfaLayout.ALL_EFA``. Security groups go on every interface: a launch template with network
+    interfaces must not also set top-level ``SecurityGroupIds``. No interface asks for a public IP.
+    Either layout yields one EFA device per entry of :attr:`NeuronInstance.efa_devices`.
     """
     inst = get_instance(instance) if isinstance(instance, str) else instance
     if not inst.supports_efa:
@@ -380,12 +416,18 @@ def efa_network_interfaces(
             "has no EFA, so it cannot run multi-node collectives; use "
             f"{one_of(n for n in known_instances('training') if INSTANCES[n].supports_efa)}",
         )
-    if not security_group_ids:
+    # A bare string is a Sequence[str] too: list("sg-1") would silently become ["s", "g", "-", "1"].
+    if (
+        isinstance(security_group_ids, str)
+        or not security_group_ids
+        or not all(isinstance(g, str) and g for g in security_group_ids)
+    ):
         raise NeuronConfigError(
-            "security_group_ids", security_group_ids, "give at least one security group id"
+            "security_group_ids",
+            security_group_ids,
+            "give a non-empty list of security group id strings, e.g. [sg.security_group_id]",
         )
-    if not isinstance(layout, EfaLayout):
-        raise NeuronConfigError("layout", layout, f"use one of {one_of(m.name for m in EfaLayout)}")
+    layout = _efa_layout(layout)
 
     def nic(card: int, device: int, kind: str) -> dict[str, Any]:
         return {
@@ -396,7 +438,9 @@ def efa_network_interfaces(
             "DeleteOnTermination": True,
         }
 
-    cards = range(inst.network_cards)
+    # One EFA per card, on as many cards as the instance allows EFA interfaces (equal to the card
+    # count on every catalogued type), so the interface list and efa_devices always agree.
+    cards = range(min(inst.network_cards, inst.efa_interfaces))
     if layout is EfaLayout.ALL_EFA:
         return [nic(card, 0 if card == 0 else 1, "efa") for card in cards]
     if inst.max_interfaces_per_card < 2:
@@ -468,6 +512,36 @@ OFFERINGS: dict[str, dict[str, tuple[str, ...]]] = {
 
 OfferingStatus = Literal["offered", "not-offered", "unknown"]
 
+# "us-east-1", "ap-southeast-4", "us-gov-west-1"; and AZ IDs such as "use1-az4" or, for Local Zones,
+# "usw2-lax1-az1" (not AZ *names* such as "us-east-1a", which differ between accounts).
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+_AZ_ID = re.compile(r"^[a-z]+\d*(-[a-z]+\d+)?-az\d+$")
+
+
+def _check_region(region: object) -> str:
+    if not isinstance(region, str) or not _REGION.match(region):
+        raise NeuronConfigError(
+            "region",
+            region,
+            "give a concrete region code such as us-east-2 (an unresolved token cannot be checked "
+            "at synth time; `cdk-neuron preflight` checks the live account)",
+        )
+    return region
+
+
+def _check_az_id(az_id: object) -> str:
+    if not isinstance(az_id, str) or not _AZ_ID.match(az_id):
+        raise NeuronConfigError(
+            "az_id",
+            az_id,
+            "give an AZ ID such as use1-az4; AZ names (us-east-1a) map to different AZs in each account",
+        )
+    return az_id
+
+
+def _covered_regions() -> frozenset[str]:
+    return frozenset(region for regions in OFFERINGS.values() for region in regions)
+
 
 def region_of_az_id(az_id: str) -> str | None:
     """The region an AZ ID belongs to, from the offerings table (None when no table row names it)."""
@@ -481,16 +555,35 @@ def region_of_az_id(az_id: str) -> str | None:
 def offered_az_ids(instance_name: str, region: str) -> tuple[str, ...]:
     """AZ IDs in ``region`` that offer ``instance_name``, from the dated offerings table.
 
-    Empty when the table says the type is not offered there, or has no data (see
-    :func:`offering_status`). ``cdk-neuron preflight`` verifies against the live account.
+    Empty when the table says the type is not offered there, *or* when it has no data (trn2u.48xlarge,
+    regions no row mentions): use :func:`region_offering_status` to tell the two apart before
+    refusing a region. ``cdk-neuron preflight`` verifies against the live account.
     """
     inst = get_instance(instance_name)
+    region = _check_region(region)
     return OFFERINGS.get(inst.name, {}).get(region, ())
 
 
-def offering_status(instance_name: str, az_id: str) -> OfferingStatus:
-    """Whether the offerings table says ``az_id`` offers ``instance_name``."""
+def region_offering_status(instance_name: str, region: str) -> OfferingStatus:
+    """Whether the offerings table says ``region`` offers ``instance_name`` in at least one AZ.
+
+    ``"unknown"`` when the table has no data for the type (trn2u.48xlarge) or the region appears in
+    no row; then only preflight against the live account can answer.
+    """
     inst = get_instance(instance_name)
+    region = _check_region(region)
+    table = OFFERINGS.get(inst.name, {})
+    if table.get(region):
+        return "offered"
+    if not table or region not in _covered_regions():
+        return "unknown"
+    return "not-offered"
+
+
+def offering_status(instance_name: str, az_id: str) -> OfferingStatus:
+    """Whether the offerings table says ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``."""
+    inst = get_instance(instance_name)
+    az_id = _check_az_id(az_id)
     table = OFFERINGS.get(inst.name, {})
     if not table:
         return "unknown"
@@ -556,6 +649,7 @@ SAGEMAKER_PRICES: dict[str, Price] = {
     "ml.inf2.8xlarge": Price(2.36, "us-east-1", "FMB"),
     "ml.inf2.24xlarge": Price(7.79, "us-east-1", "FMB"),
     "ml.inf2.48xlarge": Price(15.58, "us-east-1", "FMB"),
+    "ml.trn1.32xlarge": Price(28.497, "us-east-1", "FMB"),
 }
 
 # Supporting services, us-east-1 (SERVICES).
@@ -626,6 +720,7 @@ __all__ = [
     "offering_status",
     "on_demand_price",
     "region_of_az_id",
+    "region_offering_status",
 ]
 
 

@@ -104,7 +104,12 @@ def plan_training(
 
     Trn2 UltraServer: on ``trn2u.48xlarge`` four instances share one NeuronLink-v3 domain, so TP may
     span up to 4 instances (256 logical cores at LNC=2). Such a plan needs whole UltraServers:
-    ``nodes`` must then be a multiple of 4.
+    ``nodes`` must then be a multiple of 4. The plan assumes nodes are numbered so that each run of
+    four consecutive nodes is one UltraServer (what a launcher placing whole UltraServers does); a
+    job of at most four trn2u nodes is one domain, so nothing crosses EFA.
+
+    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit in
+    different NeuronLink domains, for the ``[PP, DP, TP]`` rank order above.
     """
     instance = get_training_instance(instance_type)
     nodes = _positive_int("nodes", nodes)
@@ -168,10 +173,12 @@ def plan_training(
 
     world = nodes * ranks_per_node
     if world % (tp * pp):
+        # Blame TP only when TP alone already fails; otherwise PP is the degree to change.
+        field, value = ("tensor_parallel", tp) if world % tp else ("pipeline_parallel", pp)
         raise NeuronConfigError(
-            "tensor_parallel",
-            tp,
-            f"world size {world} ({nodes} nodes x {ranks_per_node} ranks) is not divisible by "
+            field,
+            value,
+            f"world size {world} ({nodes} node(s) x {ranks_per_node} ranks) is not divisible by "
             f"TP x PP = {tp} x {pp}; choose TP and PP whose product divides {world}",
         )
     dp = world // (tp * pp)
@@ -236,8 +243,14 @@ BYTES_PER_DTYPE: dict[str, float] = {
 DEFAULT_HEADROOM = 0.35
 # Every mainstream LLM family (Llama 2/3, Mistral, Qwen) uses 128-dimensional attention heads.
 DEFAULT_HEAD_DIM = 128
-# TP degrees Neuron serving stacks compile for; the instance's core count must be divisible by them.
+# TP degrees Neuron serving stacks compile for. When choosing, size_model only uses degrees that
+# divide the instance's cores (no idle cores); an explicit degree only has to fit in the instance:
+# LMI-TNX runs Llama-2 7B/13B at TP 8 on inf2.24xlarge (12 cores) and TGI-DOC Llama-3 8B on 8 cores.
 _SERVING_TP = (1, 2, 4, 8, 12, 16, 24, 32, 64)
+# 8-bit weight formats on Neuron are weight-only quantization (transformers-neuronx / NxD Inference
+# dequantize to the 16-bit compute type; LMI-TNX's `load_in_8bit`): the KV cache stays 16-bit unless
+# KV-cache quantization is asked for explicitly, so by default it is counted at 2 bytes.
+_DEFAULT_KV_CACHE_DTYPE = "bf16"
 
 
 @dataclass(frozen=True)
@@ -291,6 +304,7 @@ class ServingPlan:
 
     def devices(self, replica: int) -> tuple[str, ...]:
         """The ``/dev/neuronN`` devices that hold one replica's cores."""
+        self.visible_cores(replica)  # validates the replica index
         instance = get_instance(self.instance_type)
         cores_per_chip = instance.neuron_cores // instance.chips
         first = replica * self.tensor_parallel
@@ -299,16 +313,23 @@ class ServingPlan:
 
 
 def _nonnegative_number(field: str, value: object, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise NeuronConfigError(field, value, "must be a number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise NeuronConfigError(field, value, "must be a finite number")
     if value < 0 or (value == 0 and not allow_zero):
         raise NeuronConfigError(field, value, "must be greater than zero")
     return float(value)
 
 
 def _reference_shape(parameters: float) -> _Shape:
-    billions = parameters / 1e9
-    return min(_REFERENCE_SHAPES, key=lambda s: abs(math.log(s.parameters_b / billions)))
+    # Compare logarithms rather than the ratio: parameters / 1e9 underflows to 0 for tiny inputs.
+    log_params = math.log(parameters)
+    return min(_REFERENCE_SHAPES, key=lambda s: abs(math.log(s.parameters_b * 1e9) - log_params))
+
+
+def _dtype_bytes(field: str, dtype: object) -> float:
+    if not isinstance(dtype, str) or dtype.lower() not in BYTES_PER_DTYPE:
+        raise NeuronConfigError(field, dtype, f"use one of {one_of(BYTES_PER_DTYPE)}")
+    return BYTES_PER_DTYPE[dtype.lower()]
 
 
 def kv_cache_bytes(
@@ -325,7 +346,13 @@ def kv_cache_bytes(
 
 
 def _serving_tp_options(instance: NeuronInstance) -> list[int]:
+    """TP degrees size_model chooses from: they divide the cores, so replicas use every core."""
     return [tp for tp in _SERVING_TP if tp <= instance.neuron_cores and instance.neuron_cores % tp == 0]
+
+
+def _serving_tp_allowed(instance: NeuronInstance) -> list[int]:
+    """TP degrees a caller may ask for on ``instance`` (leftover cores stay idle)."""
+    return [tp for tp in _SERVING_TP if tp <= instance.neuron_cores]
 
 
 def size_model(
@@ -339,29 +366,48 @@ def size_model(
     instance_type: str | None = None,
     tensor_parallel: int | None = None,
     headroom: float = DEFAULT_HEADROOM,
+    kv_cache_dtype: str | None = None,
 ) -> ServingPlan:
     """Size a model for Inferentia2 serving under the 16 GiB-per-NeuronCore limit.
 
     Memory per core = (weights + KV cache for ``batch_size x sequence_length``) / TP; it must leave
-    ``headroom`` of the core's HBM (16 GiB on Inf2 and Trn1) free (TGI-DOC's rule, with headroom for compiled graphs and runtime).
+    ``headroom`` (default 0.35) of the core's HBM (16 GiB on Inf2 and Trn1) free: TGI-DOC's rule, with
+    room for compiled graphs, runtime buffers and activations.
 
     Without ``instance_type`` it picks the cheapest Inf2 that fits, and on it the smallest TP that
-    fits, so several replicas share an instance when TP < NeuronCores. With ``instance_type`` it
-    validates instead and refuses what does not fit, naming the instance that would. The KV cache
-    uses ``layers``, ``kv_heads`` and 128-dimensional heads (``hidden_size`` alone means multi-head
-    attention); missing values come from the nearest reference model shape, as the explanation says.
+    divides the instance's cores and fits, so several replicas share an instance when TP < NeuronCores
+    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.xlarge TP 2). With ``instance_type`` it
+    validates instead and refuses what does not fit, naming the instance that would. An explicit
+    ``tensor_parallel`` (default: chosen) may leave cores idle, e.g. TP 8 on inf2.24xlarge.
+
+    The KV cache is 2 x layers x KV heads x 128 x positions x batch x bytes; ``hidden_size`` alone
+    means multi-head attention (one KV head per attention head); missing shape values come from the
+    nearest reference model, as the explanation says. ``kv_cache_dtype`` defaults to ``dtype`` for
+    16/32-bit weights and to bf16 for 8-bit weights (Neuron's int8/fp8 are weight-only by default).
     """
     params = _nonnegative_number("parameters", parameters)
-    if not isinstance(dtype, str) or dtype.lower() not in BYTES_PER_DTYPE:
-        raise NeuronConfigError("dtype", dtype, f"use one of {one_of(BYTES_PER_DTYPE)}")
-    bytes_per = BYTES_PER_DTYPE[dtype.lower()]
+    bytes_per = _dtype_bytes("dtype", dtype)
+    if kv_cache_dtype is None:
+        kv_dtype = dtype.lower() if bytes_per >= 2 else _DEFAULT_KV_CACHE_DTYPE
+    else:
+        _dtype_bytes("kv_cache_dtype", kv_cache_dtype)
+        kv_dtype = kv_cache_dtype.lower()
+    kv_bytes_per = BYTES_PER_DTYPE[kv_dtype]
     sequence_length = _positive_int("sequence_length", sequence_length)
     batch_size = _positive_int("batch_size", batch_size)
     for field, value in (("kv_heads", kv_heads), ("layers", layers), ("hidden_size", hidden_size)):
         if value is not None:
             _positive_int(field, value)
-    if not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
+    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
         raise NeuronConfigError("headroom", headroom, "must be a fraction in [0, 1), e.g. 0.35")
+    if tensor_parallel is not None:
+        _positive_int("tensor_parallel", tensor_parallel)
+        if tensor_parallel not in _SERVING_TP:
+            raise NeuronConfigError(
+                "tensor_parallel",
+                tensor_parallel,
+                f"Neuron serving stacks use TP degrees {', '.join(map(str, _SERVING_TP))}",
+            )
 
     reference = _reference_shape(params)
     assumed: list[str] = []
@@ -384,7 +430,7 @@ def size_model(
             head_dim=kv_dim,
             sequence_length=sequence_length,
             batch_size=batch_size,
-            bytes_per_value=bytes_per,
+            bytes_per_value=kv_bytes_per,
         )
         / gib
     )
@@ -393,62 +439,94 @@ def size_model(
     def usable(instance: NeuronInstance) -> float:
         return instance.hbm_gib_per_core * (1 - headroom)
 
-    def fit(instance: NeuronInstance) -> int | None:
-        options = _serving_tp_options(instance)
-        if tensor_parallel is not None:
-            options = [tensor_parallel] if tensor_parallel in options else []
+    def fit(instance: NeuronInstance, fixed_tp: int | None) -> int | None:
+        """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given)."""
+        if fixed_tp is None:
+            options = _serving_tp_options(instance)
+        else:
+            options = [fixed_tp] if fixed_tp in _serving_tp_allowed(instance) else []
         return next((tp for tp in options if total / tp <= usable(instance)), None)
-
-    if tensor_parallel is not None:
-        _positive_int("tensor_parallel", tensor_parallel)
 
     candidates = sorted(
         (INSTANCES[n] for n in known_instances("inference")),
         key=lambda i: on_demand_price(i.name).usd_per_hour,
     )
-    would_fit = next((i for i in candidates if fit(i) is not None), None)
+
+    def cheapest(fixed_tp: int | None) -> tuple[NeuronInstance, int] | None:
+        for candidate in candidates:
+            candidate_tp = fit(candidate, fixed_tp)
+            if candidate_tp is not None:
+                return candidate, candidate_tp
+        return None
+
+    # What would fit with TP left free: the suggestion in every refusal.
+    free_fit = cheapest(None)
+    suggestion = (
+        f"{free_fit[0].name} with TP {free_fit[1]} would fit"
+        if free_fit is not None
+        else "no Inf2 instance fits: quantize (fp8/int8), shorten the sequence, lower the batch "
+        "or shard across instances"
+    )
 
     if instance_type is not None:
         instance = get_instance(instance_type)
-        if tensor_parallel is not None and tensor_parallel not in _serving_tp_options(instance):
+        if tensor_parallel is not None and tensor_parallel not in _serving_tp_allowed(instance):
             raise NeuronConfigError(
                 "tensor_parallel",
                 tensor_parallel,
                 f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
-                f"{', '.join(map(str, _serving_tp_options(instance)))}",
+                f"{', '.join(map(str, _serving_tp_allowed(instance)))}",
             )
-        tp = fit(instance)
-        if tp is None:
-            best = total / max(_serving_tp_options(instance))
-            suggestion = (
-                f"; {would_fit.name} would fit"
-                if would_fit is not None
-                else "; no Inf2 instance fits: quantize (fp8/int8), shorten the sequence or lower the batch"
-            )
+        chosen_tp = fit(instance, tensor_parallel)
+        if chosen_tp is None:
+            here = fit(instance, None)
+            if tensor_parallel is not None and here is not None:
+                raise NeuronConfigError(
+                    "tensor_parallel",
+                    tensor_parallel,
+                    f"{total / tensor_parallel:.1f} GiB per NeuronCore exceeds the "
+                    f"{usable(instance):.1f} GiB usable on {instance.name}; TP {here} fits there",
+                )
+            best = total / max(_serving_tp_allowed(instance))
             raise NeuronConfigError(
                 "instance_type",
                 instance.name,
-                f"model needs {total:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at most "
+                f"model needs {total:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at least "
                 f"{best:.1f} GiB per NeuronCore on {instance.name} exceeds the {usable(instance):.1f} GiB usable "
-                f"({instance.hbm_gib_per_core:.0f} GiB less {headroom:.0%} headroom){suggestion}",
+                f"({instance.hbm_gib_per_core:.0f} GiB less {headroom:.0%} headroom); {suggestion}",
             )
+        tp = chosen_tp
     else:
-        if would_fit is None:
+        chosen = cheapest(tensor_parallel)
+        if chosen is None:
+            if tensor_parallel is not None and free_fit is not None:
+                raise NeuronConfigError(
+                    "tensor_parallel",
+                    tensor_parallel,
+                    f"{total / tensor_parallel:.1f} GiB per NeuronCore does not fit any Inf2 instance "
+                    f"with {headroom:.0%} headroom; {suggestion}",
+                )
+            # Name the input that broke it: the weights alone, or the KV cache on top of them.
+            weights_fit = any(weights / max(_serving_tp_options(i)) <= usable(i) for i in candidates)
+            culprit: tuple[str, object] = ("parameters", parameters)
+            if weights_fit:
+                culprit = (
+                    ("batch_size", batch_size) if batch_size > 1 else ("sequence_length", sequence_length)
+                )
             raise NeuronConfigError(
-                "parameters",
-                parameters,
-                f"needs {total:.1f} GiB at {dtype}, more than any Inf2 instance holds with {headroom:.0%} "
+                *culprit,
+                f"needs {total:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
+                f"{batch_size} x {sequence_length}), more than any Inf2 instance holds with {headroom:.0%} "
                 "headroom; quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances",
             )
-        instance = would_fit
-        tp = fit(instance)
-    assert tp is not None
+        instance, tp = chosen
     per_core = total / tp
     replicas = instance.neuron_cores // tp
     cores_per_chip = instance.neuron_cores // instance.chips
     limit = instance.hbm_gib_per_core
+    kv_note = f" at {kv_dtype}" if kv_dtype != dtype.lower() else ""
     explanation = (
-        f"{params / 1e9:.1f}B params at {dtype} = {weights:.1f} GiB weights + {kv:.1f} GiB KV cache "
+        f"{params / 1e9:.1f}B params at {dtype} = {weights:.1f} GiB weights + {kv:.1f} GiB KV cache{kv_note} "
         f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}) "
         f"/ TP {tp} = {per_core:.1f} GiB per NeuronCore of {limit:.0f} "
         f"({1 - per_core / limit:.0%} free) on {instance.name}, {replicas} replica(s) per instance"

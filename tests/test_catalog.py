@@ -1,0 +1,524 @@
+"""The catalog against the reference tables, the EFA layouts, offerings and prices.
+
+Expected values below are transcribed by hand from /work/shared/reference (training.md §1-3,
+serving.md §1 and §4, pricing.md §1 and §7), never read from ``cdk_neuron.catalog``, so a wrong
+catalog value fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import FrozenInstanceError, dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cdk_neuron import catalog
+from cdk_neuron.catalog import (
+    INSTANCES,
+    SOURCES,
+    EfaLayout,
+    NeuronInstance,
+    efa_network_interfaces,
+    get_instance,
+    get_training_instance,
+    offered_az_ids,
+    offering_status,
+    on_demand_price,
+    region_of_az_id,
+    region_offering_status,
+)
+from cdk_neuron.errors import NeuronConfigError
+
+FAST = settings(max_examples=60, deadline=None)
+
+# --------------------------------------------------------------------------------------------
+# Instance facts
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expected:
+    family: str
+    chips: int
+    physical_cores: int
+    logical_cores: int  # at the default LNC
+    hbm_gib: int
+    vcpus: int
+    memory_gib: int
+    network_cards: int
+    efa_interfaces: int
+    efa_gbps: int
+    nvme_gb: int
+    neuronlink_domain_instances: int = 1
+
+
+# training.md §1.1 (chips, cores, LNC, HBM, vCPU/RAM, network cards, EFA, NVMe; trn2u shares the
+# trn2.48xlarge column, UltraServer = 4 x trn2u); NVMe "4 x 1,900 GB" for trn1.32xlarge/trn1n and
+# trn2 (moto). serving.md §1 for Inf2 (no EFA, no instance store; one network card).
+EXPECTED: dict[str, Expected] = {
+    "trn1.2xlarge": Expected("training", 1, 2, 2, 32, 8, 32, 1, 0, 0, 474),
+    "trn1.32xlarge": Expected("training", 16, 32, 32, 512, 128, 512, 8, 8, 800, 7600),
+    "trn1n.32xlarge": Expected("training", 16, 32, 32, 512, 128, 512, 16, 16, 1600, 7600),
+    "trn2.48xlarge": Expected("training", 16, 128, 64, 1536, 192, 2048, 16, 16, 3200, 7600),
+    "trn2u.48xlarge": Expected("training", 16, 128, 64, 1536, 192, 2048, 16, 16, 3200, 7600, 4),
+    "inf2.xlarge": Expected("inference", 1, 2, 2, 32, 4, 16, 1, 0, 0, 0),
+    "inf2.8xlarge": Expected("inference", 1, 2, 2, 32, 32, 128, 1, 0, 0, 0),
+    "inf2.24xlarge": Expected("inference", 6, 12, 12, 192, 96, 384, 1, 0, 0, 0),
+    "inf2.48xlarge": Expected("inference", 12, 24, 24, 384, 192, 768, 1, 0, 0, 0),
+}
+
+# training.md §1.1 "Max ENIs (per card)"; serving.md §1 "Max ENIs" (one card).
+MAX_INTERFACES_PER_CARD = {
+    "trn1.2xlarge": 4,
+    "trn1.32xlarge": 5,
+    "trn1n.32xlarge": 5,
+    "trn2.48xlarge": 2,
+    "trn2u.48xlarge": 2,
+    "inf2.xlarge": 4,
+    "inf2.8xlarge": 8,
+    "inf2.24xlarge": 15,
+    "inf2.48xlarge": 15,
+}
+
+
+def test_catalog_covers_exactly_the_issue_instances() -> None:
+    assert set(INSTANCES) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_instance_facts_match_reference_tables(name: str) -> None:
+    want = EXPECTED[name]
+    got = get_instance(name)
+    assert got.name == name
+    assert got.family == want.family
+    assert got.chips == want.chips
+    assert got.physical_neuron_cores == want.physical_cores
+    assert got.neuron_cores == want.logical_cores
+    assert got.hbm_gib == want.hbm_gib
+    assert got.hbm_gib_per_core == pytest.approx(want.hbm_gib / want.logical_cores)
+    assert got.vcpus == want.vcpus
+    assert got.memory_gib == want.memory_gib
+    assert got.network_cards == want.network_cards
+    assert got.max_interfaces_per_card == MAX_INTERFACES_PER_CARD[name]
+    assert got.efa_interfaces == want.efa_interfaces
+    assert got.efa_gbps == want.efa_gbps
+    assert got.nvme_gb == want.nvme_gb
+    assert got.neuronlink_domain_instances == want.neuronlink_domain_instances
+    assert got.supports_efa is (want.efa_interfaces > 0)
+    assert got.is_training is (want.family == "training")
+
+
+@pytest.mark.parametrize(
+    ("name", "per_core"),
+    [
+        # 32 GiB per Trainium / Inferentia2 chip over 2 NeuronCore-v2 (TGI-DOC's "16GB per neuron core").
+        ("trn1.32xlarge", 16.0),
+        ("inf2.xlarge", 16.0),
+        ("inf2.48xlarge", 16.0),
+        # 96 GiB per Trainium2 over 4 logical cores at LNC=2.
+        ("trn2.48xlarge", 24.0),
+    ],
+)
+def test_hbm_per_core(name: str, per_core: float) -> None:
+    assert get_instance(name).hbm_gib_per_core == per_core
+
+
+@pytest.mark.parametrize(
+    ("name", "devices"),
+    [
+        # serving.md §1: neuron0 on xlarge/8xlarge, neuron0-5 on 24xlarge, neuron0-11 on 48xlarge.
+        ("inf2.xlarge", ["/dev/neuron0"]),
+        ("inf2.8xlarge", ["/dev/neuron0"]),
+        ("inf2.24xlarge", [f"/dev/neuron{i}" for i in range(6)]),
+        ("inf2.48xlarge", [f"/dev/neuron{i}" for i in range(12)]),
+        ("trn1.2xlarge", ["/dev/neuron0"]),
+        ("trn2.48xlarge", [f"/dev/neuron{i}" for i in range(16)]),
+    ],
+)
+def test_neuron_devices_one_per_chip(name: str, devices: list[str]) -> None:
+    assert list(get_instance(name).neuron_devices) == devices
+
+
+@pytest.mark.parametrize(
+    ("name", "count"),
+    [
+        ("trn1.2xlarge", 0),
+        ("trn1.32xlarge", 8),
+        ("trn1n.32xlarge", 16),
+        ("trn2u.48xlarge", 16),
+        ("inf2.48xlarge", 0),
+    ],
+)
+def test_efa_devices_one_per_efa_interface(name: str, count: int) -> None:
+    assert list(get_instance(name).efa_devices) == [f"/dev/infiniband/uverbs{i}" for i in range(count)]
+
+
+class TestLogicalNeuronCores:
+    """training.md §1.3: LNC is 1 or 2, Trn2 only, default 2 (64 cores; 128 at LNC=1)."""
+
+    @pytest.mark.parametrize("name", ["trn2.48xlarge", "trn2u.48xlarge"])
+    def test_trn2_exposes_both_settings(self, name: str) -> None:
+        inst = get_instance(name)
+        assert inst.default_logical_nc_config == 2
+        assert inst.neuron_cores_at(None) == 64
+        assert inst.neuron_cores_at(2) == 64
+        assert inst.neuron_cores_at(1) == 128
+        assert inst.hbm_gib_per_core_at(1) == 12.0
+        assert inst.hbm_gib_per_core_at(2) == 24.0
+
+    @pytest.mark.parametrize("name", ["trn1.32xlarge", "inf2.48xlarge"])
+    def test_lnc_does_not_apply_elsewhere(self, name: str) -> None:
+        inst = get_instance(name)
+        assert not inst.supports_logical_nc_config
+        assert inst.neuron_cores_at(None) == inst.physical_neuron_cores
+        assert inst.neuron_cores_at(1) == inst.physical_neuron_cores
+        with pytest.raises(NeuronConfigError, match=r"logical_nc_config=2: .*only to Trn2"):
+            inst.neuron_cores_at(2)
+
+    @pytest.mark.parametrize("bad", [0, 3, 4, -1, True, 2.0, "2"])
+    def test_invalid_settings_are_refused(self, bad: Any) -> None:
+        with pytest.raises(NeuronConfigError, match="logical_nc_config") as err:
+            get_instance("trn2.48xlarge").neuron_cores_at(bad)
+        assert err.value.field == "logical_nc_config"
+
+
+def test_instances_are_frozen() -> None:
+    inst = get_instance("trn1.32xlarge")
+    with pytest.raises(FrozenInstanceError):
+        inst.chips = 2  # type: ignore[misc]
+
+
+def test_every_fact_group_cites_a_dated_source() -> None:
+    for inst in INSTANCES.values():
+        assert inst.sources, inst.name
+        for key in inst.sources:
+            assert key in SOURCES, (inst.name, key)
+    for key, source in SOURCES.items():
+        assert source.key == key
+        assert source.citation.strip()
+        assert re.match(r"^\d{4}(-\d{2}){0,2}$", source.date), (key, source.date)
+    for table in (catalog.ON_DEMAND_PRICES, catalog.SAGEMAKER_PRICES, catalog.SERVICE_PRICES):
+        for name, price in table.items():
+            assert price.source in SOURCES, (name, price.source)
+    assert catalog.OFFERINGS_SOURCE.date == "2026-08-22"
+
+
+def test_snapshots_say_preflight_verifies_them() -> None:
+    assert "preflight" in catalog.OFFERINGS_NOTE
+    assert "preflight" in catalog.PRICES_NOTE
+    assert catalog.PRICES_DATE in catalog.PRICES_NOTE
+    assert catalog.__doc__ is not None and "preflight" in catalog.__doc__
+    assert "preflight" in (offered_az_ids.__doc__ or "")
+
+
+# --------------------------------------------------------------------------------------------
+# Lookup
+# --------------------------------------------------------------------------------------------
+
+
+def test_unknown_instance_lists_known_ones() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='trn3.48xlarge': ") as err:
+        get_instance("trn3.48xlarge")
+    for name in EXPECTED:
+        assert name in str(err.value)
+    assert err.value.field == "instance_type"
+    assert err.value.value == "trn3.48xlarge"
+
+
+def test_lookup_reports_the_callers_field_name() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^serving_instance=") as err:
+        get_instance("p5.48xlarge", field="serving_instance")
+    assert err.value.field == "serving_instance"
+
+
+def test_sagemaker_prefix_resolves_to_the_ec2_type() -> None:
+    assert get_instance("ml.inf2.xlarge") is get_instance("inf2.xlarge")
+
+
+def test_training_lookup_refuses_inferentia() -> None:
+    with pytest.raises(NeuronConfigError, match=r"instance_type='inf2.48xlarge'.*trn1.32xlarge"):
+        get_training_instance("inf2.48xlarge")
+
+
+@FAST
+@given(st.one_of(st.text(max_size=20), st.integers(), st.none(), st.floats(allow_nan=False)))
+def test_any_unknown_name_is_a_config_error(name: Any) -> None:
+    if isinstance(name, str) and name.removeprefix("ml.") in EXPECTED:
+        return
+    with pytest.raises(NeuronConfigError) as err:
+        get_instance(name)
+    assert err.value.field == "instance_type"
+    assert str(err.value).startswith("instance_type=")
+    assert "trn1.32xlarge" in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------
+# EFA launch-template network interfaces (training.md §3)
+# --------------------------------------------------------------------------------------------
+
+SG = ["sg-0123456789abcdef0"]
+
+
+def _nic(card: int, device: int, kind: str | None) -> dict[str, Any]:
+    nic: dict[str, Any] = {
+        "NetworkCardIndex": card,
+        "DeviceIndex": device,
+        "Groups": SG,
+        "DeleteOnTermination": True,
+    }
+    if kind is not None:
+        nic["InterfaceType"] = kind
+    return nic
+
+
+@pytest.mark.parametrize(
+    ("name", "cards"), [("trn1.32xlarge", 8), ("trn1n.32xlarge", 16), ("trn2.48xlarge", 16)]
+)
+def test_all_efa_layout_matches_neuron_docs(name: str, cards: int) -> None:
+    # §3.1: card 0 device 0 efa; cards 1..N-1 device 1 efa.
+    want = [_nic(0, 0, "efa")] + [_nic(c, 1, "efa") for c in range(1, cards)]
+    assert efa_network_interfaces(name, SG) == want
+    assert efa_network_interfaces(name, SG, EfaLayout.ALL_EFA) == want
+
+
+def test_ena_primary_layout_matches_ec2_recommendation() -> None:
+    # §3.2: ENA primary at card 0 device 0; EFA-only at card 0 device 1; EFA-only at device 0 elsewhere.
+    got = efa_network_interfaces("trn2.48xlarge", SG, layout=EfaLayout.ENA_PRIMARY_EFA_ONLY)
+    want = [_nic(0, 0, None), _nic(0, 1, "efa-only")] + [_nic(c, 0, "efa-only") for c in range(1, 16)]
+    assert got == want
+    # trn2 allows 2 interfaces per card: card 0 holds exactly ENA + EFA-only.
+    assert sum(1 for nic in got if nic["NetworkCardIndex"] == 0) == 2
+
+
+def test_layout_accepts_its_name_or_value() -> None:
+    by_enum = efa_network_interfaces("trn1.32xlarge", SG, EfaLayout.ENA_PRIMARY_EFA_ONLY)
+    assert efa_network_interfaces("trn1.32xlarge", SG, "ENA_PRIMARY_EFA_ONLY") == by_enum
+    assert efa_network_interfaces("trn1.32xlarge", SG, "ena-primary-efa-only") == by_enum
+    with pytest.raises(NeuronConfigError, match=r"^layout='efa-everywhere': .*ALL_EFA"):
+        efa_network_interfaces("trn1.32xlarge", SG, "efa-everywhere")
+
+
+def test_no_interface_requests_a_public_ip_and_each_carries_the_groups() -> None:
+    groups = ["sg-a", "sg-b"]
+    for layout in EfaLayout:
+        for nic in efa_network_interfaces("trn1n.32xlarge", groups, layout):
+            assert "AssociatePublicIpAddress" not in nic
+            assert nic["Groups"] == groups
+
+
+def test_interfaces_own_their_groups_list() -> None:
+    groups = ["sg-a"]
+    nics = efa_network_interfaces("trn1.32xlarge", groups)
+    nics[0]["Groups"].append("sg-mutated")
+    assert groups == ["sg-a"]
+    assert nics[1]["Groups"] == ["sg-a"]
+
+
+@pytest.mark.parametrize("name", ["trn1.2xlarge", "inf2.xlarge", "inf2.48xlarge"])
+def test_instances_without_efa_are_refused(name: str) -> None:
+    with pytest.raises(
+        NeuronConfigError, match=rf"^instance_type='{re.escape(name)}': has no EFA.*trn1n.32xlarge"
+    ):
+        efa_network_interfaces(name, SG)
+
+
+@pytest.mark.parametrize("bad", [[], "sg-0123", ["sg-a", ""], [None]])
+def test_security_groups_must_be_a_list_of_ids(bad: Any) -> None:
+    # A bare string would otherwise become one security group per character.
+    with pytest.raises(NeuronConfigError, match=r"^security_group_ids="):
+        efa_network_interfaces("trn1.32xlarge", bad)
+
+
+EFA_TYPES = [n for n, e in EXPECTED.items() if e.efa_interfaces]
+
+
+@FAST
+@given(
+    name=st.sampled_from(EFA_TYPES),
+    layout=st.sampled_from(list(EfaLayout)),
+    groups=st.lists(st.from_regex(r"sg-[0-9a-f]{8,17}", fullmatch=True), min_size=1, max_size=5),
+)
+def test_efa_interfaces_properties(name: str, layout: EfaLayout, groups: list[str]) -> None:
+    inst = get_instance(name)
+    nics = efa_network_interfaces(inst, groups, layout)
+    cards = [n["NetworkCardIndex"] for n in nics]
+    # NetworkCardIndex values are within the card count, every card is used, and no
+    # (card, device) slot is taken twice.
+    assert all(0 <= c < EXPECTED[name].network_cards for c in cards)
+    assert set(cards) == set(range(EXPECTED[name].network_cards))
+    assert len({(n["NetworkCardIndex"], n["DeviceIndex"]) for n in nics}) == len(nics)
+    # Exactly one primary interface (card 0, device 0), and it carries IP traffic.
+    primaries = [n for n in nics if n["NetworkCardIndex"] == 0 and n["DeviceIndex"] == 0]
+    assert len(primaries) == 1
+    assert primaries[0].get("InterfaceType", "interface") in ("efa", "interface")
+    # Per-card interface limits hold.
+    for card in set(cards):
+        assert cards.count(card) <= MAX_INTERFACES_PER_CARD[name]
+    if layout is EfaLayout.ALL_EFA:
+        # Unique within the card count as the issue asks: one interface per card.
+        assert len(cards) == len(set(cards))
+    # One EFA device per EFA-capable interface, in either layout.
+    efa_capable = [n for n in nics if n.get("InterfaceType") in ("efa", "efa-only")]
+    assert len(efa_capable) == len(inst.efa_devices) == EXPECTED[name].efa_interfaces
+    assert all(n["Groups"] == groups for n in nics)
+
+
+# --------------------------------------------------------------------------------------------
+# Offerings by AZ ID (training.md §2, MOTO column; serving.md §4)
+# --------------------------------------------------------------------------------------------
+
+_INF2 = {
+    "us-east-1": {"use1-az2", "use1-az4", "use1-az5", "use1-az6"},
+    "us-east-2": {"use2-az1", "use2-az2", "use2-az3"},
+    "us-west-2": {"usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"},
+    "ap-northeast-1": {"apne1-az1", "apne1-az4"},
+    "ap-south-1": {"aps1-az1", "aps1-az3"},
+    "ap-southeast-1": {"apse1-az2", "apse1-az3"},
+    "ap-southeast-2": {"apse2-az1", "apse2-az3"},
+    "eu-central-1": {"euc1-az2", "euc1-az3"},
+    "eu-north-1": {"eun1-az1", "eun1-az2"},
+    "eu-west-1": {"euw1-az1", "euw1-az2", "euw1-az3"},
+    "eu-west-2": {"euw2-az2"},
+    "eu-west-3": {"euw3-az2", "euw3-az3"},
+    "sa-east-1": {"sae1-az3"},
+}
+EXPECTED_OFFERINGS: dict[str, dict[str, set[str]]] = {
+    "trn1.2xlarge": {
+        "us-east-1": {"use1-az5", "use1-az6"},
+        "us-east-2": {"use2-az3"},
+        "us-west-2": {"usw2-az1", "usw2-az4"},
+    },
+    "trn1.32xlarge": {
+        "us-east-1": {"use1-az4", "use1-az5", "use1-az6"},
+        "us-east-2": {"use2-az3"},
+        "us-west-2": {"usw2-az1", "usw2-az4"},
+        "ap-south-1": {"aps1-az2"},
+        "ap-southeast-2": {"apse2-az1", "apse2-az2"},
+        "ap-southeast-4": {"apse4-az1"},
+    },
+    "trn1n.32xlarge": {"us-east-1": {"use1-az6"}, "us-east-2": {"use2-az3"}, "us-west-2": {"usw2-az4"}},
+    "trn2.48xlarge": {"us-east-2": {"use2-az1", "use2-az2", "use2-az3"}},
+    "inf2.xlarge": {**_INF2, "ap-northeast-2": {"apne2-az1", "apne2-az2", "apne2-az3"}},
+    "inf2.8xlarge": _INF2,
+    "inf2.24xlarge": _INF2,
+    "inf2.48xlarge": _INF2,
+}
+ALL_REGIONS = sorted({r for table in EXPECTED_OFFERINGS.values() for r in table})
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_OFFERINGS))
+def test_offered_az_ids_match_reference(name: str) -> None:
+    for region in ALL_REGIONS:
+        want = EXPECTED_OFFERINGS[name].get(region, set())
+        got = offered_az_ids(name, region)
+        assert set(got) == want, (name, region)
+        assert len(got) == len(set(got))
+        assert region_offering_status(name, region) == ("offered" if want else "not-offered")
+        for az_id in want:
+            assert offering_status(name, az_id) == "offered"
+            assert region_of_az_id(az_id) == region
+
+
+def test_az_ids_not_in_the_table_are_not_offered_in_covered_regions() -> None:
+    assert offering_status("trn2.48xlarge", "use1-az4") == "not-offered"
+    assert offering_status("trn1n.32xlarge", "use1-az4") == "not-offered"
+    assert offering_status("inf2.8xlarge", "apne2-az1") == "not-offered"
+    assert offering_status("inf2.xlarge", "apne2-az1") == "offered"
+
+
+def test_regions_the_table_does_not_cover_are_unknown() -> None:
+    assert offered_az_ids("inf2.xlarge", "me-central-1") == ()
+    assert region_offering_status("inf2.xlarge", "me-central-1") == "unknown"
+    assert offering_status("inf2.xlarge", "mec1-az1") == "unknown"
+    assert offering_status("inf2.xlarge", "usw2-lax1-az1") == "unknown"  # a Local Zone
+
+
+def test_trn2u_offerings_are_unknown_not_absent() -> None:
+    # No source has AZ-level trn2u data: an empty answer must not read as "not offered".
+    assert offered_az_ids("trn2u.48xlarge", "us-east-2") == ()
+    assert region_offering_status("trn2u.48xlarge", "us-east-2") == "unknown"
+    assert offering_status("trn2u.48xlarge", "use2-az3") == "unknown"
+
+
+@pytest.mark.parametrize("region", ["us-east-1a", "use1", "US-EAST-1", "${Token[AWS.Region.8]}", "", None])
+def test_offered_az_ids_refuses_what_is_not_a_region(region: Any) -> None:
+    with pytest.raises(NeuronConfigError, match=r"^region="):
+        offered_az_ids("trn1.32xlarge", region)
+    with pytest.raises(NeuronConfigError, match=r"^region="):
+        region_offering_status("trn1.32xlarge", region)
+
+
+@pytest.mark.parametrize("az", ["us-east-1a", "use1", "use1-az", "use1-az4 ", None])
+def test_offering_status_refuses_az_names(az: Any) -> None:
+    with pytest.raises(NeuronConfigError, match=r"^az_id=.*AZ ID"):
+        offering_status("trn1.32xlarge", az)
+
+
+def test_offerings_refuse_unknown_instances() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='trn2.3xlarge'"):
+        offered_az_ids("trn2.3xlarge", "us-east-2")
+
+
+def test_region_of_unknown_az_is_none() -> None:
+    assert region_of_az_id("xxx9-az9") is None
+
+
+# --------------------------------------------------------------------------------------------
+# Prices (pricing.md §1.1, §1.3, §1.4)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "usd", "region"),
+    [
+        ("trn1.2xlarge", 1.34375, "us-east-1"),
+        ("trn1.32xlarge", 21.50, "us-east-1"),
+        ("trn1n.32xlarge", 24.78, "us-east-1"),
+        ("inf2.xlarge", 0.7582, "us-east-1"),
+        ("inf2.8xlarge", 1.96786, "us-east-1"),
+        ("inf2.24xlarge", 6.49063, "us-east-1"),
+        ("inf2.48xlarge", 12.98127, "us-east-1"),
+        ("ml.inf2.xlarge", 0.99, "us-east-1"),
+        ("ml.inf2.8xlarge", 2.36, "us-east-1"),
+        ("ml.inf2.24xlarge", 7.79, "us-east-1"),
+        ("ml.inf2.48xlarge", 15.58, "us-east-1"),
+        ("ml.trn1.32xlarge", 28.497, "us-east-1"),
+        ("p4d.24xlarge", 21.957642, "us-east-1"),
+        ("p5.48xlarge", 55.04, "us-east-1"),
+        ("g5.48xlarge", 16.288, "us-east-1"),
+        ("g6e.12xlarge", 10.49264, "us-east-1"),
+    ],
+)
+def test_on_demand_prices_match_reference(name: str, usd: float, region: str) -> None:
+    price = on_demand_price(name)
+    assert price.usd_per_hour == usd
+    assert price.region == region
+
+
+def test_trn2_price_is_flagged_with_the_disagreeing_source() -> None:
+    price = on_demand_price("trn2.48xlarge")
+    assert price.usd_per_hour == 85.964
+    assert price.region == "us-east-2"
+    assert "35.76" in price.note
+
+
+@pytest.mark.parametrize("name", ["trn2u.48xlarge", "ml.trn2.48xlarge", "trn3.48xlarge", "ml.p5.48xlarge"])
+def test_unpriced_types_are_refused_not_guessed(name: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^instance_type='{re.escape(name)}': no price on record"):
+        on_demand_price(name)
+
+
+def test_every_catalogued_inference_instance_is_priced() -> None:
+    # size_model orders candidates by price, so a missing Inf2 price would break it.
+    for name, inst in INSTANCES.items():
+        if inst.family == "inference":
+            assert on_demand_price(name).usd_per_hour > 0
+
+
+def test_neuron_instance_is_exported() -> None:
+    assert catalog.NeuronInstance is NeuronInstance
+    for name in catalog.__all__:
+        assert hasattr(catalog, name), name

@@ -1,0 +1,593 @@
+"""plan_training and size_model: hand-worked examples, every refusal, and property tests.
+
+Hand-worked numbers come from training.md §9 (rank order ``[PP, DP, TP]``, NXDT reference
+configurations, the trn2 TP table) and serving.md §2-3 (16 GiB per NeuronCore, reference
+deployments). The property tests check accepted plans against an independent oracle that
+enumerates rank groups and their NeuronLink domains.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.planner import ServingPlan, TrainingPlan, kv_cache_bytes, plan_training, size_model
+
+GIB = 2**30
+FAST = settings(max_examples=150, deadline=None)
+
+# --------------------------------------------------------------------------------------------
+# Training: hand-worked plans
+# --------------------------------------------------------------------------------------------
+
+
+def test_llama3_70b_on_16_trn1_nodes() -> None:
+    # NXDT hf_llama3_70B_config / ADT: 16 x trn1.32xlarge, TP 32, PP 8 -> DP 2.
+    plan = plan_training("trn1.32xlarge", 16, 32, 8)
+    assert (plan.world_size, plan.ranks_per_node, plan.data_parallel) == (512, 32, 2)
+    assert plan.tp_within_neuronlink
+    # Each PP stage spans DP x TP = 64 ranks = 2 nodes: both pipeline and data cross EFA.
+    assert plan.efa_dimensions == ("pipeline", "data")
+    assert plan.logical_nc_config is None
+    assert "pipeline" in plan.efa_traffic and "data-parallel" in plan.efa_traffic
+
+
+def test_two_trn1_nodes_full_tp_only_data_crosses() -> None:
+    plan = plan_training("trn1.32xlarge", 2, 32)
+    assert (plan.world_size, plan.data_parallel, plan.pipeline_parallel) == (64, 2, 1)
+    assert plan.tp_within_neuronlink
+    assert plan.efa_dimensions == ("data",)
+
+
+def test_data_parallel_stays_inside_a_node_when_a_stage_fits_one() -> None:
+    # world 64, TP 8, PP 2 -> DP 4; stage 0 = ranks 0-31 = node 0, so DP groups never leave a node.
+    plan = plan_training("trn1.32xlarge", 2, 8, 2)
+    assert plan.data_parallel == 4
+    assert plan.efa_dimensions == ("pipeline",)
+
+
+def test_trn2u_ultraserver_tp_128_pp_2() -> None:
+    # 8 x trn2u = 2 UltraServers of 4 x 64 logical cores. TP 128 spans 2 instances over NeuronLink;
+    # stage 0 = ranks 0-255 = UltraServer 0, so DP stays in NeuronLink and only PP crosses EFA.
+    plan = plan_training("trn2u.48xlarge", 8, 128, 2)
+    assert plan.logical_nc_config == 2
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 512, 2)
+    assert plan.neuronlink_domain_instances == 4
+    assert plan.neuronlink_domain_cores == 256
+    assert plan.tp_within_neuronlink
+    assert plan.efa_dimensions == ("pipeline",)
+
+
+def test_trn2u_tp_256_fills_one_ultraserver() -> None:
+    one = plan_training("trn2u.48xlarge", 4, 256)
+    assert (one.world_size, one.data_parallel, one.efa_dimensions) == (256, 1, ())
+    assert "nothing crosses EFA" in one.efa_traffic
+    two = plan_training("trn2u.48xlarge", 8, 256)
+    assert (two.data_parallel, two.efa_dimensions) == (2, ("data",))
+
+
+def test_trn2u_nodes_of_one_ultraserver_need_no_efa() -> None:
+    plan = plan_training("trn2u.48xlarge", 2, 64)
+    assert plan.data_parallel == 2
+    assert plan.efa_dimensions == ()
+
+
+def test_trn2_llama3_70b_reference() -> None:
+    # NXDT hf_llama3_70B_trn2_config: 8 x trn2.48xlarge, 64 devices/node at LNC 2, TP 32, PP 4.
+    plan = plan_training("trn2.48xlarge", 8, 32, 4)
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 512, 4)
+    assert plan.efa_dimensions == ("pipeline", "data")
+    assert any("Logic2" in note for note in plan.notes)
+
+
+def test_trn2_lnc1_doubles_ranks() -> None:
+    plan = plan_training("trn2.48xlarge", 1, 32, logical_nc_config=1)
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (128, 128, 4)
+    assert plan.logical_nc_config == 1
+
+
+def test_single_trn1_2xlarge() -> None:
+    plan = plan_training("trn1.2xlarge", 1, 2)
+    assert (plan.world_size, plan.data_parallel, plan.efa_dimensions) == (2, 1, ())
+
+
+def test_tp_that_straddles_instances_is_reported() -> None:
+    # TP 12 does not divide 32 cores: some TP groups span two trn1 nodes and use EFA.
+    plan = plan_training("trn1.32xlarge", 3, 12)
+    assert plan.data_parallel == 8
+    assert not plan.tp_within_neuronlink
+    assert "tensor" in plan.efa_dimensions
+    assert "CROSSES" in plan.summary()
+    assert any("straddle" in note for note in plan.notes)
+
+
+def test_trn1_tp4_note() -> None:
+    assert any("LOCAL_WORLD_SIZE" in n for n in plan_training("trn1.32xlarge", 1, 4).notes)
+
+
+def test_summary_is_one_line() -> None:
+    summary = plan_training("trn1.32xlarge", 16, 32, 8).summary()
+    assert "\n" not in summary
+    assert "TP 32 x PP 8 x DP 2" in summary
+
+
+# --------------------------------------------------------------------------------------------
+# Training: refusals
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "pattern"),
+    [
+        # TP larger than one NeuronLink domain's cores.
+        (("trn1.32xlarge", 2, 64), {}, r"^tensor_parallel=64: exceeds the 32 NeuronCores"),
+        (("trn2.48xlarge", 2, 128), {}, r"^tensor_parallel=128: exceeds the 64 NeuronCores.*LNC=2"),
+        (("trn2.48xlarge", 2, 256), {"logical_nc_config": 1}, r"^tensor_parallel=256: exceeds the 128"),
+        (("trn2u.48xlarge", 8, 512), {}, r"^tensor_parallel=512: exceeds the 256 NeuronCores"),
+        # World size not divisible by TP x PP: name the degree that breaks it.
+        (("trn1.32xlarge", 1, 8, 3), {}, r"^pipeline_parallel=3: world size 32 .* TP x PP = 8 x 3"),
+        (("trn1.32xlarge", 1, 3), {}, r"^tensor_parallel=3: world size 32"),
+        (("trn1.32xlarge", 16, 32, 3), {}, r"^pipeline_parallel=3: world size 512"),
+        # Multi-node without EFA.
+        (("trn1.2xlarge", 2, 2), {}, r"^nodes=2: trn1.2xlarge has no EFA.*trn1.32xlarge"),
+        # Inference instances and unknown ones.
+        (("inf2.48xlarge", 1, 8), {}, r"^instance_type='inf2.48xlarge': .*Inferentia2"),
+        (("trn3.48xlarge", 1, 8), {}, r"^instance_type='trn3.48xlarge': not a Neuron instance type"),
+        # trn2 TP degrees neuronx-distributed does not support (training.md §9.2).
+        (("trn2.48xlarge", 1, 8), {}, r"^tensor_parallel=8: .*LNC=2.*or LNC=1"),
+        (("trn2.48xlarge", 1, 8), {"logical_nc_config": 2}, r"^tensor_parallel=8: .*LNC=2"),
+        (("trn2.48xlarge", 1, 16), {"logical_nc_config": 1}, r"^tensor_parallel=16: .*LNC=1.*or LNC=2"),
+        (("trn2u.48xlarge", 4, 8), {}, r"^tensor_parallel=8: .*LNC=2"),
+        # nodes < 1 and other non-positive degrees.
+        (("trn1.32xlarge", 0, 32), {}, r"^nodes=0: must be a whole number >= 1"),
+        (("trn1.32xlarge", -3, 32), {}, r"^nodes=-3:"),
+        (("trn1.32xlarge", 1.5, 32), {}, r"^nodes=1.5:"),
+        (("trn1.32xlarge", True, 32), {}, r"^nodes=True:"),
+        (("trn1.32xlarge", 1, 0), {}, r"^tensor_parallel=0:"),
+        (("trn1.32xlarge", 1, 8, 0), {}, r"^pipeline_parallel=0:"),
+        # LNC only on trn2, and only 1 or 2.
+        (
+            ("trn1.32xlarge", 1, 8),
+            {"logical_nc_config": 1},
+            r"^logical_nc_config=1: LNC applies only to Trn2",
+        ),
+        (
+            ("trn2.48xlarge", 1, 4),
+            {"logical_nc_config": 3},
+            r"^logical_nc_config=3: valid values are 1 and 2",
+        ),
+        (("trn2.48xlarge", 1, 4), {"logical_nc_config": True}, r"^logical_nc_config=True:"),
+        (("trn2.48xlarge", 1, 4), {"logical_nc_config": 2.0}, r"^logical_nc_config=2.0:"),
+        # TP across trn2u instances needs whole UltraServers.
+        (("trn2u.48xlarge", 2, 128), {}, r"^nodes=2: .*multiple of 4"),
+        (("trn2u.48xlarge", 6, 128), {}, r"^nodes=6: .*multiple of 4"),
+        (("trn2u.48xlarge", 2, 256), {}, r"^nodes=2: .*multiple of 4"),
+    ],
+)
+def test_plan_training_refusals(args: tuple[Any, ...], kwargs: dict[str, Any], pattern: str) -> None:
+    with pytest.raises(NeuronConfigError, match=pattern):
+        plan_training(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Training: properties against an oracle
+# --------------------------------------------------------------------------------------------
+
+TRAINING_ARGS = ("instance_type", "nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+# Physical cores, default LNC and NeuronLink domain size, transcribed from training.md §1.1/§1.3.
+TRAINING_FACTS: dict[str, tuple[int, int | None, int, bool]] = {
+    # name: (physical cores, default LNC, instances per NeuronLink domain, has EFA)
+    "trn1.2xlarge": (2, None, 1, False),
+    "trn1.32xlarge": (32, None, 1, True),
+    "trn1n.32xlarge": (32, None, 1, True),
+    "trn2.48xlarge": (128, 2, 1, True),
+    "trn2u.48xlarge": (128, 2, 4, True),
+}
+UNSUPPORTED_TRN2_TP = {1: 16, 2: 8}
+
+
+def _oracle_crossings(plan: TrainingPlan, domain_instances: int) -> tuple[bool, set[str]]:
+    """Enumerate every TP, DP and PP group and ask whether its ranks span NeuronLink domains."""
+    tp, dp, pp = plan.tensor_parallel, plan.data_parallel, plan.pipeline_parallel
+    rpn = plan.ranks_per_node
+
+    def domain(rank: int) -> int:
+        return (rank // rpn) // domain_instances
+
+    def rank(p: int, d: int, t: int) -> int:  # [PP, DP, TP] row-major
+        return (p * dp + d) * tp + t
+
+    def crosses(ranks: list[int]) -> bool:
+        return len({domain(r) for r in ranks}) > 1
+
+    tensor = any(crosses([rank(p, d, t) for t in range(tp)]) for p in range(pp) for d in range(dp))
+    data = any(crosses([rank(p, d, t) for d in range(dp)]) for p in range(pp) for t in range(tp))
+    pipeline = any(crosses([rank(p, d, t) for p in range(pp)]) for d in range(dp) for t in range(tp))
+    crossing = {name for name, yes in (("tensor", tensor), ("data", data), ("pipeline", pipeline)) if yes}
+    return not tensor, crossing
+
+
+@st.composite
+def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
+    """Mostly inputs a user might really give (near the edges of the rules), one in four wild."""
+    if draw(st.integers(0, 3)) == 3:
+        return (
+            draw(st.sampled_from([*TRAINING_FACTS, "inf2.48xlarge", "p5.48xlarge", "", None])),
+            draw(st.one_of(st.integers(-2, 70), st.sampled_from([1.5, True, "2"]))),
+            draw(st.integers(-1, 600)),
+            draw(st.integers(-1, 40)),
+            draw(st.sampled_from([None, 0, 1, 2, 3, True, 2.0])),
+        )
+    instance = draw(
+        st.sampled_from(
+            ["trn1.32xlarge", "trn2.48xlarge", "trn2u.48xlarge", "trn1n.32xlarge", "trn1.2xlarge"]
+        )
+    )
+    lnc = draw(st.sampled_from([None, 2, 1])) if TRAINING_FACTS[instance][1] else None
+    nodes = draw(st.sampled_from([1, 2, 4, 8, 3, 5, 6, 12, 16, 32]))
+    tp = draw(st.sampled_from([32, 8, 16, 64, 128, 256, 1, 2, 4, 512, 3, 6, 12, 24]))
+    pp = draw(st.sampled_from([1, 2, 4, 8, 16, 3]))
+    return instance, nodes, tp, pp, lnc
+
+
+@settings(max_examples=250, deadline=None)
+@given(_training_inputs())
+def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any, Any]) -> None:
+    instance, nodes, tp, pp, lnc = case
+    try:
+        plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc)
+    except NeuronConfigError as err:
+        event(f"refused: {err.field}")
+        assert err.field in TRAINING_ARGS
+        assert str(err).startswith(f"{err.field}=")
+        assert len(str(err)) > len(err.field) + 5
+        return
+
+    physical, default_lnc, domain_instances, has_efa = TRAINING_FACTS[instance]
+    effective_lnc = default_lnc if lnc is None else lnc
+    # Nothing accepted that should have been refused.
+    assert nodes >= 1 and tp >= 1 and pp >= 1
+    assert nodes == 1 or has_efa
+    assert lnc is None or default_lnc is not None
+    if default_lnc is not None:
+        assert effective_lnc in (1, 2)
+        assert tp != UNSUPPORTED_TRN2_TP[effective_lnc]
+    # The arithmetic.
+    rpn = physical // (effective_lnc or 1)
+    assert plan.ranks_per_node == rpn
+    assert plan.world_size == nodes * rpn
+    assert plan.world_size == plan.tensor_parallel * plan.pipeline_parallel * plan.data_parallel
+    assert plan.data_parallel >= 1
+    assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes) == (tp, pp, nodes)
+    assert plan.logical_nc_config == effective_lnc
+    # TP fits a NeuronLink domain; spanning trn2u instances only with whole UltraServers.
+    assert tp <= rpn * min(nodes, domain_instances)
+    assert tp <= plan.neuronlink_domain_cores
+    if tp > rpn:
+        assert nodes % domain_instances == 0
+    # NeuronLink / EFA classification matches the enumerated rank groups.
+    if plan.world_size <= 4096:
+        tp_inside, crossing = _oracle_crossings(plan, domain_instances)
+        assert plan.tp_within_neuronlink is tp_inside
+        assert set(plan.efa_dimensions) == crossing
+        event(f"accepted: crosses {sorted(crossing) or 'nothing'}")
+        assert len(plan.efa_dimensions) == len(set(plan.efa_dimensions))
+    assert isinstance(plan.summary(), str)
+
+
+def test_efa_classification_matches_oracle_on_a_grid() -> None:
+    """Every plan on a grid of realistic shapes, not just the ones hypothesis happens to draw."""
+    checked = 0
+    for instance, (_, default_lnc, domain_instances, _) in TRAINING_FACTS.items():
+        for lnc in (None, 1, 2) if default_lnc else (None,):
+            for nodes in (1, 2, 3, 4, 5, 8):
+                for tp in (1, 2, 4, 8, 12, 16, 32, 64, 128, 256):
+                    for pp in (1, 2, 3, 4):
+                        try:
+                            plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc)
+                        except NeuronConfigError:
+                            continue
+                        tp_inside, crossing = _oracle_crossings(plan, domain_instances)
+                        assert plan.tp_within_neuronlink is tp_inside, plan
+                        assert set(plan.efa_dimensions) == crossing, plan
+                        checked += 1
+    assert checked > 300
+
+
+# --------------------------------------------------------------------------------------------
+# Serving: hand-worked sizes
+# --------------------------------------------------------------------------------------------
+
+
+def test_kv_cache_formula_matches_hand_computation() -> None:
+    # Llama-3 8B: 32 layers, 8 KV heads, head dim 128, bf16, 4,096 tokens:
+    # 2 (K and V) x 32 x 8 x 128 x 4096 x 1 x 2 bytes = 536,870,912 bytes = 0.5 GiB.
+    got = kv_cache_bytes(
+        layers=32, kv_heads=8, head_dim=128, sequence_length=4096, batch_size=1, bytes_per_value=2
+    )
+    assert got == 536_870_912
+    assert size_model(8e9, layers=32, kv_heads=8).kv_cache_gib == 0.5
+    # Batch and sequence scale it linearly.
+    assert size_model(8e9, layers=32, kv_heads=8, batch_size=8).kv_cache_gib == 4.0
+    assert size_model(8e9, layers=32, kv_heads=8, sequence_length=8192).kv_cache_gib == 1.0
+
+
+def test_70b_bf16_lands_on_inf2_48xlarge_tp24() -> None:
+    plan = size_model(70e9)
+    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.48xlarge", 24, 1)
+    # 70e9 x 2 bytes = 130.39 GiB of weights; + 1.25 GiB KV (80 layers, 8 KV heads) over 24 cores.
+    assert plan.weights_gib == pytest.approx(130.385, abs=1e-3)
+    assert plan.kv_cache_gib == 1.25
+    assert plan.hbm_per_core_gib == pytest.approx((130.385 + 1.25) / 24, abs=1e-3)
+    assert plan.visible_cores(0) == "0-23"
+    assert plan.devices(0) == tuple(f"/dev/neuron{i}" for i in range(12))
+    assert plan.devices_per_replica == 12
+    assert "inf2.48xlarge" in plan.explanation and "\n" not in plan.explanation
+
+
+def test_8b_bf16_lands_on_inf2_xlarge_tp2() -> None:
+    plan = size_model(8e9)
+    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.xlarge", 2, 1)
+    # (14.901 GiB weights + 0.5 GiB KV) / 2 = 7.70 GiB per core of 16: 52 % free.
+    assert plan.weights_gib == pytest.approx(14.901, abs=1e-3)
+    assert plan.hbm_per_core_gib == pytest.approx(7.701, abs=1e-3)
+    assert plan.hbm_limit_per_core_gib == 16.0
+    assert plan.headroom == pytest.approx(1 - 7.7006 / 16, abs=1e-3)
+    assert plan.visible_cores(0) == "0-1"
+    assert plan.devices(0) == ("/dev/neuron0",)
+
+
+def test_8b_on_inf2_48xlarge_packs_12_replicas() -> None:
+    plan = size_model(8e9, instance_type="inf2.48xlarge")
+    assert (plan.tensor_parallel, plan.replicas_per_instance, plan.neuron_cores_used) == (2, 12, 24)
+    for replica in range(12):
+        assert plan.visible_cores(replica) == f"{2 * replica}-{2 * replica + 1}"
+        assert plan.devices(replica) == (f"/dev/neuron{replica}",)
+    for bad in (-1, 12):
+        with pytest.raises(NeuronConfigError, match=rf"^replica={bad}: valid replicas are 0..11"):
+            plan.visible_cores(bad)
+        with pytest.raises(NeuronConfigError, match=rf"^replica={bad}:"):
+            plan.devices(bad)
+
+
+def test_single_core_replicas_name_one_core() -> None:
+    plan = size_model(1e9, instance_type="inf2.24xlarge")
+    assert (plan.tensor_parallel, plan.replicas_per_instance) == (1, 12)
+    assert plan.visible_cores(5) == "5"
+    assert plan.devices(5) == ("/dev/neuron2",)
+
+
+def test_70b_on_inf2_24xlarge_is_refused_naming_48xlarge() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^instance_type='inf2.24xlarge': .*inf2\.48xlarge with TP 24 would fit"
+    ):
+        size_model(70e9, instance_type="inf2.24xlarge")
+
+
+def test_headroom_is_what_keeps_70b_off_inf2_24xlarge() -> None:
+    # 131.6 GiB / 12 cores = 11.0 GiB: inside 16 GiB, outside 16 x 0.65 = 10.4 GiB.
+    assert size_model(70e9, instance_type="inf2.24xlarge", headroom=0.0).tensor_parallel == 12
+
+
+def test_reference_deployments_fit() -> None:
+    # serving.md §3, LMI-TNX: Llama-2 7B fp16 (MHA, 32 layers x 32 KV heads), batch 4 x 2,048.
+    llama2_7b: dict[str, Any] = {
+        "dtype": "fp16",
+        "layers": 32,
+        "kv_heads": 32,
+        "sequence_length": 2048,
+        "batch_size": 4,
+    }
+    assert size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b).tensor_parallel == 2
+    on_24 = size_model(6.74e9, instance_type="inf2.24xlarge", tensor_parallel=8, **llama2_7b)
+    assert (on_24.tensor_parallel, on_24.replicas_per_instance, on_24.devices_per_replica) == (8, 1, 4)
+    assert on_24.devices(0) == tuple(f"/dev/neuron{i}" for i in range(4))
+    # SNIPPET: Llama-3 8B at batch 8 x 4,096 on ml.inf2.xlarge, HF_NUM_CORES=2.
+    snippet = size_model(8e9, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge")
+    assert (snippet.instance_type, snippet.tensor_parallel) == ("inf2.xlarge", 2)
+
+
+def test_explicit_tp_is_honoured() -> None:
+    plan = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=8)
+    assert (plan.tensor_parallel, plan.replicas_per_instance) == (8, 3)
+    # Without an instance: the cheapest instance that takes TP 8.
+    assert size_model(8e9, tensor_parallel=8).instance_type == "inf2.24xlarge"
+
+
+def test_eight_bit_weights_keep_a_16_bit_kv_cache_by_default() -> None:
+    # Llama-2 13B shape (40 layers, 40 KV heads): KV = 2 x 40 x 5120 x 4096 x 2 bytes = 3.125 GiB.
+    shape: dict[str, Any] = {"layers": 40, "kv_heads": 40}
+    int8 = size_model(13e9, dtype="int8", **shape)
+    assert int8.kv_cache_gib == 3.125
+    assert int8.weights_gib == pytest.approx(13e9 / GIB, abs=1e-3)
+    assert "KV cache at bf16" in int8.explanation
+    # Plan fields are rounded to 3 decimals (1.5625 -> 1.562).
+    assert size_model(13e9, dtype="int8", kv_cache_dtype="fp8", **shape).kv_cache_gib == pytest.approx(
+        1.5625, abs=1e-3
+    )
+    assert size_model(13e9, dtype="bf16", **shape).kv_cache_gib == 3.125
+    assert size_model(13e9, dtype="fp32", **shape).kv_cache_gib == 6.25
+
+
+def test_hidden_size_alone_means_multi_head_attention() -> None:
+    # 32 layers x 4096 hidden (= 32 heads x 128) x 4096 tokens x 2 bytes x 2 = 2 GiB.
+    assert size_model(7e9, layers=32, hidden_size=4096).kv_cache_gib == 2.0
+
+
+def test_assumed_shape_is_explained() -> None:
+    assert "assumed layers=80, kv_heads=8" in size_model(70e9).explanation
+    assert "assumed" not in size_model(8e9, layers=32, kv_heads=8).explanation
+
+
+def test_trainium_can_be_validated_for_serving() -> None:
+    # 24 GiB per LNC=2 core, 15.6 usable: 131.6 GiB / 8 = 16.4 is too much, / 16 = 8.2 fits.
+    plan = size_model(70e9, instance_type="trn2.48xlarge")
+    assert plan.hbm_limit_per_core_gib == 24.0
+    assert (plan.tensor_parallel, plan.replicas_per_instance) == (16, 4)
+    assert plan.devices(1) == tuple(f"/dev/neuron{i}" for i in range(4, 8))  # 4 logical cores per chip
+
+
+# --------------------------------------------------------------------------------------------
+# Serving: refusals
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "pattern"),
+    [
+        ({"parameters": 0}, r"^parameters=0: must be greater than zero"),
+        ({"parameters": -7e9}, r"^parameters=-7000000000.0:"),
+        ({"parameters": float("nan")}, r"^parameters=nan: must be a finite number"),
+        ({"parameters": float("inf")}, r"^parameters=inf: must be a finite number"),
+        ({"parameters": "7B"}, r"^parameters='7B':"),
+        ({"parameters": True}, r"^parameters=True:"),
+        # Weights alone exceed every Inf2 instance.
+        ({"parameters": 1e12}, r"^parameters=1000000000000.0: needs .* more than any Inf2"),
+        # The KV cache is what does not fit: name the input that grew it.
+        ({"parameters": 8e9, "sequence_length": 10_000_000}, r"^sequence_length=10000000: .*KV cache"),
+        ({"parameters": 8e9, "batch_size": 4096}, r"^batch_size=4096: .*KV cache"),
+        ({"parameters": 8e9, "dtype": "fp4"}, r"^dtype='fp4': use one of .*bf16"),
+        ({"parameters": 8e9, "kv_cache_dtype": "q4"}, r"^kv_cache_dtype='q4':"),
+        ({"parameters": 8e9, "sequence_length": 0}, r"^sequence_length=0:"),
+        ({"parameters": 8e9, "batch_size": 1.5}, r"^batch_size=1.5:"),
+        ({"parameters": 8e9, "kv_heads": 0}, r"^kv_heads=0:"),
+        ({"parameters": 8e9, "layers": -1}, r"^layers=-1:"),
+        ({"parameters": 8e9, "hidden_size": 1.5}, r"^hidden_size=1.5:"),
+        ({"parameters": 8e9, "headroom": 1.0}, r"^headroom=1.0:"),
+        ({"parameters": 8e9, "headroom": -0.1}, r"^headroom=-0.1:"),
+        ({"parameters": 8e9, "headroom": False}, r"^headroom=False:"),
+        ({"parameters": 8e9, "instance_type": "g5.xlarge"}, r"^instance_type='g5.xlarge': not a Neuron"),
+        (
+            {"parameters": 8e9, "tensor_parallel": 3},
+            r"^tensor_parallel=3: Neuron serving stacks use TP degrees",
+        ),
+        ({"parameters": 8e9, "tensor_parallel": 0}, r"^tensor_parallel=0:"),
+        # An explicit TP that cannot fit anywhere, or is too large / too small for the instance.
+        (
+            {"parameters": 70e9, "tensor_parallel": 2},
+            r"^tensor_parallel=2: .*inf2\.48xlarge with TP 24 would fit",
+        ),
+        (
+            {"parameters": 8e9, "instance_type": "inf2.24xlarge", "tensor_parallel": 24},
+            r"^tensor_parallel=24: inf2.24xlarge has 12 NeuronCores; valid TP degrees there are 1, 2, 4, 8, 12$",
+        ),
+        (
+            {"parameters": 70e9, "instance_type": "inf2.48xlarge", "tensor_parallel": 12},
+            r"^tensor_parallel=12: .*TP 24 fits there",
+        ),
+        (
+            {"parameters": 8e9, "instance_type": "inf2.xlarge", "tensor_parallel": 1},
+            r"^tensor_parallel=1: .*TP 2 fits there",
+        ),
+    ],
+)
+def test_size_model_refusals(kwargs: dict[str, Any], pattern: str) -> None:
+    with pytest.raises(NeuronConfigError, match=pattern):
+        size_model(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Serving: properties
+# --------------------------------------------------------------------------------------------
+
+SERVING_ARGS = (
+    "parameters",
+    "dtype",
+    "sequence_length",
+    "batch_size",
+    "kv_heads",
+    "layers",
+    "hidden_size",
+    "instance_type",
+    "tensor_parallel",
+    "headroom",
+    "kv_cache_dtype",
+)
+# serving.md §1 cores and pricing.md §1.1 on-demand order (cheapest first).
+INF2_CORES = {"inf2.xlarge": 2, "inf2.8xlarge": 2, "inf2.24xlarge": 12, "inf2.48xlarge": 24}
+INF2_BY_PRICE = ["inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge"]
+
+
+@st.composite
+def _serving_inputs(draw: st.DrawFn) -> dict[str, Any]:
+    """Mostly realistic model sizes and shapes; one in four draws with a wild value somewhere."""
+    kwargs: dict[str, Any] = {
+        "parameters": draw(
+            st.one_of(
+                st.sampled_from([8e9, 70e9, 1e9, 7e9, 13e9, 34e9, 180e9, 405e9]),
+                st.floats(1e8, 3e11),
+            )
+        ),
+        "dtype": draw(st.sampled_from(["bf16", "fp16", "int8", "fp8", "fp32", "BF16"])),
+        "sequence_length": draw(st.sampled_from([4096, 2048, 8192, 128, 32768])),
+        "batch_size": draw(st.sampled_from([1, 2, 4, 8, 16])),
+        "kv_heads": draw(st.sampled_from([None, 8, 32, 64])),
+        "layers": draw(st.sampled_from([None, 32, 16, 40, 80, 126])),
+        "instance_type": None,
+        "tensor_parallel": None,
+    }
+    # Validation mode (an instance and/or a TP) in about half the draws.
+    if draw(st.booleans()):
+        kwargs["instance_type"] = draw(st.sampled_from([*INF2_CORES, "trn1.32xlarge"]))
+    if draw(st.integers(0, 2)) == 2:
+        kwargs["tensor_parallel"] = draw(st.sampled_from([2, 8, 1, 12, 24, 32]))
+    if draw(st.integers(0, 3)) == 3:
+        field = draw(st.sampled_from(sorted(kwargs)))
+        kwargs[field] = draw(
+            st.sampled_from(
+                [0, -1, 1.5, float("nan"), float("inf"), "8B", True, None, 10**9, "fp4", "p5.48xlarge", 3]
+            )
+        )
+    return kwargs
+
+
+@settings(max_examples=250, deadline=None)
+@given(_serving_inputs())
+def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
+    parameters = kwargs.pop("parameters")
+    instance_type, tensor_parallel, dtype = (
+        kwargs["instance_type"],
+        kwargs["tensor_parallel"],
+        kwargs["dtype"],
+    )
+    try:
+        plan = size_model(parameters, **kwargs)
+    except NeuronConfigError as err:
+        event(f"refused: {err.field}")
+        assert err.field in SERVING_ARGS
+        assert str(err).startswith(f"{err.field}=")
+        assert len(str(err)) > len(err.field) + 5
+        return
+    assert isinstance(plan, ServingPlan)
+    event(f"accepted: {plan.instance_type}")
+    cores = INF2_CORES.get(plan.instance_type, 32)
+    tp = plan.tensor_parallel
+    assert tensor_parallel is None or tp == tensor_parallel
+    assert instance_type is None or plan.instance_type == instance_type
+    assert 1 <= tp <= cores
+    assert plan.replicas_per_instance == cores // tp
+    assert plan.neuron_cores_used <= cores
+    assert plan.hbm_limit_per_core_gib == 16.0
+    # Memory per core = (weights + KV) / TP, and it respects the 35 % default headroom.
+    assert plan.hbm_per_core_gib == pytest.approx((plan.weights_gib + plan.kv_cache_gib) / tp, abs=2e-3)
+    assert plan.hbm_per_core_gib <= 16.0 * 0.65 + 1e-3
+    assert plan.headroom >= 0.35 - 1e-4
+    assert plan.weights_gib == pytest.approx(float(parameters) * _bytes(dtype) / GIB, abs=1e-3)
+    assert len(plan.devices(plan.replicas_per_instance - 1)) == math.ceil(tp / 2)
+    if instance_type is None:
+        # The smallest (cheapest) Inf2 that fits: every cheaper one refuses.
+        assert plan.instance_type in INF2_CORES
+        for cheaper in INF2_BY_PRICE[: INF2_BY_PRICE.index(plan.instance_type)]:
+            with pytest.raises(NeuronConfigError):
+                size_model(parameters, **{**kwargs, "instance_type": cheaper})
+        if tensor_parallel is None:
+            assert cores % tp == 0  # a chosen TP leaves no core idle
+
+
+def _bytes(dtype: str) -> int:
+    return {"bf16": 2, "fp16": 2, "fp32": 4, "int8": 1, "fp8": 1}[dtype.lower()]

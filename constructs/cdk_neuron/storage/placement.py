@@ -1,0 +1,110 @@
+"""Where the checkpoint file system's mount targets go, and which AZ a One Zone file system uses."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+
+from cdk_neuron.errors import NeuronConfigError
+
+_PIN_AZS = (
+    "pin the VPC's availability zones: build the VPC with availability_zones=[...] (the names your "
+    "account maps to the cluster's AZ IDs, e.g. use1-az6) in a stack with an explicit env, or seed the "
+    "'availability-zones:account=...:region=...' context"
+)
+
+
+@dataclass(frozen=True)
+class MountPlacement:
+    """Mount-target subnets and, for One Zone, the file system's AZ name."""
+
+    subnets: tuple[ec2.ISubnet, ...]
+    availability_zone: str | None
+
+    def subnet_selection(self) -> ec2.SubnetSelection:
+        if self.availability_zone is not None:
+            # The EFS L2 places a One Zone file system's mount target by AZ alone; resolve_placement
+            # has checked that this selects exactly `subnets`.
+            return ec2.SubnetSelection(availability_zones=[self.availability_zone])
+        return ec2.SubnetSelection(subnets=list(self.subnets))
+
+
+def resolve_placement(
+    scope: cdk.Stack, vpc: ec2.IVpc, selection: ec2.SubnetSelection, *, one_zone: bool
+) -> MountPlacement:
+    """Resolve `selection` into mount-target subnets, validating what EFS will accept.
+
+    EFS allows one mount target per AZ, so the selection may hold at most one subnet per AZ. A One
+    Zone file system lives in exactly one AZ, named in the template: that name must be real (not a
+    token or CDK's placeholder "dummy1a"), or CloudFormation creates the file system in the wrong
+    AZ or fails.
+    """
+    selected = _select(vpc, selection)
+    subnets = tuple(selected.subnets)
+    if not subnets:
+        raise NeuronConfigError("subnets", _describe(selection), "the selection matches no subnet in the VPC")
+    zones = [s.availability_zone for s in subnets]
+    if not any(cdk.Token.is_unresolved(z) for z in zones):
+        repeated = sorted(z for z, n in Counter(zones).items() if n > 1)
+        if repeated:
+            raise NeuronConfigError(
+                "subnets",
+                _describe(selection),
+                f"EFS allows one mount target per AZ but the selection has several subnets in {repeated}; "
+                "add one_per_az=True or select one subnet group",
+            )
+    if not one_zone:
+        return MountPlacement(subnets=subnets, availability_zone=None)
+
+    distinct = sorted(set(zones))
+    if len(distinct) != 1:
+        raise NeuronConfigError(
+            "subnets", distinct, "one_zone=True needs subnets in exactly one AZ: the training cluster's AZ"
+        )
+    zone = distinct[0]
+    if cdk.Token.is_unresolved(zone) or zone.startswith("dummy"):
+        raise NeuronConfigError("subnets.availability_zone", zone, _PIN_AZS)
+    region = scope.region
+    if not cdk.Token.is_unresolved(region) and not zone.startswith(region):
+        raise NeuronConfigError(
+            "subnets.availability_zone", zone, f"is not an AZ of the stack's Region {region}"
+        )
+    # The L2 ignores the subnets of the selection for One Zone and picks the VPC's default subnets
+    # in that AZ (aws-efs efs-file-system.ts: `subnetSelection = {availabilityZones: [oneZoneAzName]}`).
+    chosen_by_l2 = vpc.select_subnets(availability_zones=[zone]).subnets
+    if [s.node.path for s in chosen_by_l2] != [s.node.path for s in subnets]:
+        raise NeuronConfigError(
+            "subnets",
+            [s.node.path for s in subnets],
+            f"with one_zone=True the mount target goes to the VPC's default subnet in {zone} "
+            f"({[s.node.path for s in chosen_by_l2]}); select that subnet, or use one_zone=False",
+        )
+    return MountPlacement(subnets=subnets, availability_zone=zone)
+
+
+def _select(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> ec2.SelectedSubnets:
+    # jsii passes structs as keyword arguments only.
+    return vpc.select_subnets(
+        availability_zones=selection.availability_zones,
+        one_per_az=selection.one_per_az,
+        subnet_filters=selection.subnet_filters,
+        subnet_group_name=selection.subnet_group_name,
+        subnets=selection.subnets,
+        subnet_type=selection.subnet_type,
+    )
+
+
+def _describe(selection: ec2.SubnetSelection) -> str:
+    parts = []
+    if selection.subnet_type is not None:
+        parts.append(f"subnet_type={selection.subnet_type}")
+    if selection.subnet_group_name is not None:
+        parts.append(f"subnet_group_name={selection.subnet_group_name!r}")
+    if selection.availability_zones is not None:
+        parts.append(f"availability_zones={list(selection.availability_zones)}")
+    if selection.subnets is not None:
+        parts.append(f"subnets=[{len(selection.subnets)} subnets]")
+    return f"SubnetSelection({', '.join(parts)})"

@@ -1,22 +1,22 @@
-"""Compose one cdk.Stage per environment named in cdk.json."""
+"""Compose one EnvironmentStage per environment named in cdk.json (or only ``-c env=NAME``)."""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
 
+from cdk_neuron.config import load_environments, select_environments
+from stacks.stage import EnvironmentStage
 
-def build_app(app: cdk.App) -> list[cdk.Stage]:
-    """Add a stage per configured environment to `app` and return them.
 
-    Placeholder until the per-environment stacks land: one empty stack per environment.
+def build_app(app: cdk.App) -> list[EnvironmentStage]:
+    """Add a stage per selected environment to ``app`` and return them.
+
+    The environments come from the app's ``environments`` context (cdk.json); they are all parsed
+    and validated, even when ``-c env=NAME`` selects one, so a broken environment is never hidden.
+
+    Raises:
+        NeuronConfigError: a bad environment, or an unknown ``env`` name.
     """
-    environments = app.node.try_get_context("environments") or {}
+    environments = load_environments(app.node.try_get_context("environments") or {})
     only = app.node.try_get_context("env")
-    stages: list[cdk.Stage] = []
-    for name, settings in environments.items():
-        if only and name != only:
-            continue
-        stage = cdk.Stage(app, name, env=cdk.Environment(region=settings["region"]))
-        cdk.Stack(stage, "Placeholder")
-        stages.append(stage)
-    return stages
+    return [EnvironmentStage(app, config) for config in select_environments(environments, only)]

@@ -1,0 +1,286 @@
+"""NetworkStack: the environment's VPC, pinned to AZ IDs, with flow logs and the endpoints the nodes use.
+
+Egress, per environment (``network.nat_gateways`` in cdk.json):
+
+- **No NAT (dev).** Subnets are isolated: nothing reaches the internet, and an idle environment pays
+  only for its interface endpoints (placed in the training AZ alone with ``endpoint_azs:
+  "training"``). The consequence: images must come from ECR in the same region (the Neuron DLCs in
+  AWS's ``763104351884`` registry, or your own repositories), and model weights from S3; the
+  configuration refuses a public image or a Hugging Face Hub download when there is no NAT.
+- **NAT (staging, prod).** Subnets route to NAT gateways for what has no endpoint (the Hugging Face
+  Hub, public registries), while every AWS API the nodes call still goes through an endpoint: a
+  16-node job pulls a ~10 GB training image on every node, and through NAT that volume would be
+  billed per GB processed (pricing.md) and share the NAT's bandwidth with the model downloads. Prod
+  has one NAT per AZ so an AZ outage does not cut the other AZ's egress; staging shares one.
+
+Endpoints (private DNS on, one security group: HTTPS from the VPC CIDR only, no egress):
+
+- S3 gateway: ECR image layers, the compile cache, model artifacts (free, no hourly charge).
+- ``ecr.api`` + ``ecr.dkr``: image manifests and auth tokens.
+- ``ecs``, ``ecs-agent``, ``ecs-telemetry``: AWS Batch runs jobs through ECS container instances
+  whose agent must reach all three.
+- ``logs``: job and fleet logs; ``monitoring``: CloudWatch metrics (Neuron and health metrics).
+- ``ssm``, ``ssmmessages``, ``ec2messages``: Session Manager replaces SSH (no key pairs, no port 22).
+- ``secretsmanager``: only when a Hugging Face token secret is configured.
+- ``sagemaker.runtime``: only with the SageMaker backend, so callers inside the VPC invoke the
+  endpoint privately.
+
+Not created, because the nodes never call them: ``sts`` (Batch and ECS hand out task-role
+credentials through the ECS agent, and instance profiles through IMDS), ``batch`` (nodes do not
+call the Batch API; the service drives them through ECS), ``elasticfilesystem`` (mounts go to the
+mount-target DNS names; the API is only needed to create file systems), ``kms`` (EFS, S3, Logs
+and Secrets Manager call KMS on the caller's behalf).
+
+Flow logs go to a CloudWatch Logs group encrypted with a customer-managed, rotating KMS key and
+kept ``network.flow_log_retention_days``. Logs rather than S3: Logs Insights queries them in
+place, and an S3 destination would need its own bucket with access logging and a second key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+
+from cdk_neuron.config import EnvironmentConfig
+from constructs import Construct
+from stacks.pinned import PinnedAzStack
+
+_S = ec2.InterfaceVpcEndpointAwsService
+
+# Logical ids are part of the deployed state: keep them stable.
+_NODE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
+    "EcrApi": _S.ECR,
+    "EcrDocker": _S.ECR_DOCKER,
+    "Ecs": _S.ECS,
+    "EcsAgent": _S.ECS_AGENT,
+    "EcsTelemetry": _S.ECS_TELEMETRY,
+    "Logs": _S.CLOUDWATCH_LOGS,
+    "Monitoring": _S.CLOUDWATCH_MONITORING,
+    "Ssm": _S.SSM,
+    "SsmMessages": _S.SSM_MESSAGES,
+    "Ec2Messages": _S.EC2_MESSAGES,
+}
+
+_R = logs.RetentionDays
+# cdk.json gives days; the L2 takes its enum (the same set CloudWatch Logs accepts).
+_RETENTION: dict[int, logs.RetentionDays] = {
+    1: _R.ONE_DAY, 3: _R.THREE_DAYS, 5: _R.FIVE_DAYS, 7: _R.ONE_WEEK, 14: _R.TWO_WEEKS, 30: _R.ONE_MONTH,
+    60: _R.TWO_MONTHS, 90: _R.THREE_MONTHS, 120: _R.FOUR_MONTHS, 150: _R.FIVE_MONTHS, 180: _R.SIX_MONTHS,
+    365: _R.ONE_YEAR, 400: _R.THIRTEEN_MONTHS, 545: _R.EIGHTEEN_MONTHS, 731: _R.TWO_YEARS,
+    1096: _R.THREE_YEARS, 1827: _R.FIVE_YEARS, 2192: _R.SIX_YEARS, 2557: _R.SEVEN_YEARS,
+    2922: _R.EIGHT_YEARS, 3288: _R.NINE_YEARS, 3653: _R.TEN_YEARS,
+}  # fmt: skip
+
+# What CloudWatch Logs needs on the key that encrypts a log group (CloudWatch Logs User Guide,
+# "Encrypt log data in CloudWatch Logs using AWS KMS").
+_LOGS_KEY_ACTIONS = [
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+    "kms:GenerateDataKey",
+    "kms:GenerateDataKeyWithoutPlaintext",
+    "kms:DescribeKey",
+]
+
+
+def removal_policy_of(config: EnvironmentConfig) -> cdk.RemovalPolicy:
+    return cdk.RemovalPolicy.DESTROY if config.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
+
+
+class NetworkStack(PinnedAzStack):
+    """The VPC of one environment.
+
+    Attributes:
+        vpc: private subnets in every configured AZ ID (isolated without NAT, with egress with NAT);
+            public subnets only to hold NAT gateways.
+        workload_subnets: the private subnets in every AZ (serving fleets, endpoints).
+        training_subnets: exactly one private subnet, in the training AZ (``az_ids[0]``): an EFA
+            cluster needs one AZ and one cluster placement group.
+        training_subnet_availability_zone: the AZ *name* of that subnet as ``Fn::GetAtt
+            Subnet.AvailabilityZone``, for properties that only accept names (EFS One Zone).
+        endpoint_security_group: the interface endpoints' group (HTTPS in from the VPC CIDR).
+    """
+
+    def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id, config=config, **kwargs)
+        network = config.network
+        removal = removal_policy_of(config)
+        prefix = int(network.cidr.split("/")[1])
+        private_type = (
+            ec2.SubnetType.PRIVATE_WITH_EGRESS
+            if network.has_internet_egress
+            else ec2.SubnetType.PRIVATE_ISOLATED
+        )
+        # Fixed masks (not an even split), so adding an AZ later never renumbers existing subnets.
+        subnets = [ec2.SubnetConfiguration(name="Private", subnet_type=private_type, cidr_mask=prefix + 3)]
+        if network.has_internet_egress:
+            subnets.append(
+                ec2.SubnetConfiguration(
+                    name="Public",
+                    subnet_type=ec2.SubnetType.PUBLIC,
+                    cidr_mask=prefix + 5,
+                    map_public_ip_on_launch=False,
+                )
+            )
+
+        self.vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(network.cidr),
+            # AZ IDs stand in for names here; _pin_subnets_to_az_ids turns them into AvailabilityZoneId.
+            availability_zones=list(config.az_ids),
+            nat_gateways=network.nat_gateways,
+            subnet_configuration=subnets,
+            restrict_default_security_group=True,
+        )
+        self._pin_subnets_to_az_ids()
+        for public_subnet in self.vpc.public_subnets:
+            cdk.Validations.of(public_subnet.node.find_child("DefaultRoute")).acknowledge(
+                cdk.Acknowledgment(
+                    id="NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
+                    reason="Public subnets hold only the NAT gateways, whose egress needs the route to the "
+                    "internet gateway; no instance or workload is ever placed in them (map_public_ip_on_launch is off).",
+                )
+            )
+
+        self.workload_subnets = ec2.SubnetSelection(subnet_type=private_type)
+        self.training_subnets = ec2.SubnetSelection(
+            subnet_type=private_type, availability_zones=[config.training_az_id]
+        )
+        training_subnet = self.vpc.select_subnets(
+            subnet_type=private_type, availability_zones=[config.training_az_id]
+        ).subnets[0]
+        cfn_training_subnet = training_subnet.node.default_child
+        assert isinstance(cfn_training_subnet, ec2.CfnSubnet)
+        self.training_subnet = training_subnet
+        self.training_subnet_availability_zone: str = cfn_training_subnet.attr_availability_zone
+
+        self._add_flow_logs(removal)
+        self.endpoint_security_group = self._add_endpoints(private_type)
+
+    def _pin_subnets_to_az_ids(self) -> None:
+        """Replace every subnet's AvailabilityZone (a name) with AvailabilityZoneId."""
+        for subnet in [*self.vpc.public_subnets, *self.vpc.private_subnets, *self.vpc.isolated_subnets]:
+            cfn_subnet = subnet.node.default_child
+            assert isinstance(cfn_subnet, ec2.CfnSubnet)
+            cfn_subnet.availability_zone_id = subnet.availability_zone
+            cfn_subnet.availability_zone = None
+
+    def _add_flow_logs(self, removal: cdk.RemovalPolicy) -> None:
+        # A fixed name lets the key policy name the log group without a circular reference.
+        log_group_name = f"/cdk-neuron/{self.config.name}/vpc-flow-logs"
+        key = kms.Key(
+            self,
+            "FlowLogKey",
+            description=f"cdk-neuron {self.config.name}: VPC flow logs",
+            enable_key_rotation=True,
+            removal_policy=removal,
+        )
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchLogsUsesKeyForFlowLogGroup",
+                principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
+                actions=_LOGS_KEY_ACTIONS,
+                resources=["*"],  # in a key policy "*" means this key
+                conditions={
+                    "ArnEquals": {
+                        "kms:EncryptionContext:aws:logs:arn": self.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name=log_group_name,
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    }
+                },
+            )
+        )
+        log_group = logs.LogGroup(
+            self,
+            "FlowLogs",
+            log_group_name=log_group_name,
+            encryption_key=key,
+            retention=_RETENTION[self.config.network.flow_log_retention_days],
+            removal_policy=removal,
+        )
+        # Our own role with a customer-managed policy: the L2 would attach an inline policy (NIST
+        # IAMNoInlinePolicy). The trust is limited to this account's flow logs (confused deputy).
+        role = iam.Role(
+            self,
+            "FlowLogRole",
+            description=f"cdk-neuron {self.config.name}: VPC flow logs write to {log_group_name}",
+            assumed_by=iam.ServicePrincipal(
+                "vpc-flow-logs.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": self.account},
+                    "ArnLike": {
+                        "aws:SourceArn": self.format_arn(
+                            service="ec2", resource="vpc-flow-log", resource_name="*"
+                        )
+                    },
+                },
+            ),
+        )
+        iam.ManagedPolicy(
+            self,
+            "FlowLogPolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                    resources=[log_group.log_group_arn],
+                )
+            ],
+        )
+        self.vpc.add_flow_log(
+            "FlowLog",
+            # without_policy_updates: the grants the L2 would add are already in FlowLogPolicy.
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group, role.without_policy_updates()),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+
+    def _add_endpoints(self, private_type: ec2.SubnetType) -> ec2.SecurityGroup:
+        config = self.config
+        self.vpc.add_gateway_endpoint(
+            "S3",
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnet_type=private_type)],
+        )
+        security_group = ec2.SecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc=self.vpc,
+            description="Interface endpoints: HTTPS from inside the VPC only",
+            allow_all_outbound=False,
+        )
+        # The literal CIDR, not the VPC's CidrBlock token: the rule reads the same in the template,
+        # and cdk-nag's EC23 cannot evaluate a token CIDR.
+        security_group.add_ingress_rule(
+            ec2.Peer.ipv4(config.network.cidr), ec2.Port.tcp(443), "HTTPS from inside the VPC"
+        )
+        endpoint_subnets = ec2.SubnetSelection(
+            subnet_type=private_type,
+            availability_zones=[config.training_az_id] if config.network.endpoint_azs == "training" else None,
+        )
+        services = dict(_NODE_ENDPOINTS)
+        if config.serving.hugging_face_token_secret:
+            services["SecretsManager"] = _S.SECRETS_MANAGER
+        if config.serving.backend == "sagemaker":
+            services["SageMakerRuntime"] = _S.SAGEMAKER_RUNTIME
+        self.interface_endpoints = {
+            name: self.vpc.add_interface_endpoint(
+                name,
+                service=service,
+                subnets=endpoint_subnets,
+                security_groups=[security_group],
+                open=False,
+                private_dns_enabled=True,
+            )
+            for name, service in services.items()
+        }
+        return security_group

@@ -1,0 +1,46 @@
+"""A stack whose availability zones are the environment's AZ IDs, so synthesis performs no AZ lookup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+
+from cdk_neuron.config import EnvironmentConfig
+from constructs import Construct
+
+
+class PinnedAzStack(cdk.Stack):
+    """An environment-specific stack that answers ``availability_zones`` from the configuration.
+
+    An environment-specific stack normally resolves its AZs through the
+    ``availability-zones:account=...:region=...`` context lookup, which needs credentials
+    (cdk-toolchain.md section 9). Here the "zones" are the configured AZ IDs (``use1-az6``): the
+    VPC builds one subnet per ID and ``NetworkStack`` rewrites each subnet to ``AvailabilityZoneId``,
+    so the template never names an AZ. AZ names differ per account; AZ IDs do not, and the catalog's
+    offerings are keyed by them.
+
+    Overriding the property bypasses the JavaScript getter that acknowledges the built-in validator's
+    W3010 (hard-coded AZ names); no template here carries an AZ name, so nothing needs acknowledging.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.config = config
+
+    @property
+    def availability_zones(self) -> list[str]:
+        return list(self.config.az_ids)
+
+    def annotate_cdk_providers(self) -> None:
+        """Tell cfn-lint that CDK's own custom-resource providers are CDK's, not ours.
+
+        aws-cdk-lib renders each provider's Lambda with ``DependsOn`` its role although ``Role``
+        already references it with ``Fn::GetAtt``; cfn-lint reports that as W3005 (redundant, not
+        wrong: cdk-toolchain.md section 11). The ignore sits on that one resource, for that one rule.
+        """
+        for child in self.node.children:
+            if isinstance(child, cdk.CustomResourceProviderBase):
+                handler = child.node.try_find_child("Handler")
+                if isinstance(handler, cdk.CfnResource):
+                    handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})

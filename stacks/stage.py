@@ -1,0 +1,45 @@
+"""One cdk.Stage per environment: its network stack (training and serving follow with their constructs)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+
+from cdk_neuron.config import EnvironmentConfig
+from constructs import Construct
+from stacks.network_stack import NetworkStack
+from stacks.pinned import PinnedAzStack
+
+
+class EnvironmentStage(cdk.Stage):
+    """The stacks of one environment, named after it (``dev/Network`` deploys as ``dev-Network``).
+
+    The account is the configured one, else ``$CDK_DEFAULT_ACCOUNT`` (set by the CDK CLI from your
+    credentials), else the placeholder ``000000000000`` so that synthesis works on a machine with no
+    credentials at all; never deploy a template synthesized with the placeholder.
+
+    Stacks of environments that retain their data get termination protection as well.
+    """
+
+    STACK_IDS = ("Network",)
+
+    def __init__(self, scope: Construct, config: EnvironmentConfig) -> None:
+        super().__init__(
+            scope, config.name, env=cdk.Environment(account=config.resolve_account(), region=config.region)
+        )
+        self.config = config
+        protect = config.removal_policy == "retain"
+        self.network = NetworkStack(
+            self,
+            "Network",
+            config=config,
+            termination_protection=protect,
+            description=f"cdk-neuron {config.name}: VPC pinned to AZ IDs {', '.join(config.az_ids)}",
+        )
+        for key, value in config.tags.items():
+            cdk.Tags.of(self).add(key, value)
+        for stack in self.stacks:
+            stack.annotate_cdk_providers()
+
+    @property
+    def stacks(self) -> list[PinnedAzStack]:
+        return [self.network]

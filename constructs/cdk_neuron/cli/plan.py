@@ -1,0 +1,154 @@
+"""``cdk-neuron plan``: what each environment will run, computed offline from cdk.json.
+
+Per environment: the training placement (nodes, ranks per node, TP/PP/DP, what crosses EFA,
+whether TP stays inside NeuronLink), the checkpoint estimate (size, save time) and the serving
+sizing (instance, TP, HBM per core, headroom). Everything comes from the planner and the
+checkpoint advisor, the same functions the constructs validate with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+
+from cdk_neuron import catalog
+from cdk_neuron.checkpoint_advisor import estimate_checkpoint
+from cdk_neuron.cli.output import document, notes, table
+from cdk_neuron.config import EnvironmentConfig
+
+
+def training_section(env: EnvironmentConfig) -> dict[str, Any]:
+    training = env.training
+    plan = training.training_plan()
+    return {
+        "instance_type": plan.instance_type,
+        "az_id": env.training_az_id,
+        "engine": training.engine,
+        "capacity": training.capacity.type,
+        "nodes": plan.nodes,
+        "max_nodes": training.max_nodes,
+        "ranks_per_node": plan.ranks_per_node,
+        "world_size": plan.world_size,
+        "tensor_parallel": plan.tensor_parallel,
+        "pipeline_parallel": plan.pipeline_parallel,
+        "data_parallel": plan.data_parallel,
+        "logical_nc_config": plan.logical_nc_config,
+        "tp_within_neuronlink": plan.tp_within_neuronlink,
+        "efa_dimensions": list(plan.efa_dimensions),
+        "efa_traffic": plan.efa_traffic,
+        "notes": list(plan.notes),
+    }
+
+
+def checkpoint_section(env: EnvironmentConfig) -> dict[str, Any] | None:
+    ckpt = env.training.checkpoint
+    if ckpt is None:
+        return None
+    estimate = estimate_checkpoint(
+        ckpt.model_parameters, writers=ckpt.writers, region=env.region, one_zone=env.storage.one_zone
+    )
+    return {
+        "model_parameters": estimate.parameters,
+        "bytes_per_parameter": estimate.weight_bytes_per_parameter + estimate.optimizer_bytes_per_parameter,
+        "size_gb": round(estimate.size_gb, 1),
+        "writers": estimate.writers,
+        "throughput_mibps": round(estimate.throughput_mibps),
+        "limiting_factor": estimate.limiting_factor,
+        "save_minutes": round(estimate.save_minutes, 1),
+        "write_cost_usd": round(estimate.write_cost_usd, 2),
+        "file_system": "EFS One Zone" if env.storage.one_zone else "EFS Regional",
+        "summary": estimate.summary(),
+    }
+
+
+def serving_section(env: EnvironmentConfig) -> dict[str, Any]:
+    serving = env.serving
+    plan = serving.serving_plan()
+    instance = catalog.get_instance(plan.instance_type)
+    return {
+        "backend": serving.backend,
+        "engine": serving.engine,
+        "model_id": serving.model.model_id,
+        "instance_type": plan.instance_type,
+        "instance_chosen_by": "cdk.json" if serving.instance_type else "planner (cheapest fit)",
+        "neuron_cores": instance.neuron_cores,
+        "tensor_parallel": plan.tensor_parallel,
+        "replicas_per_instance": plan.replicas_per_instance,
+        "weights_gib": plan.weights_gib,
+        "kv_cache_gib": plan.kv_cache_gib,
+        "hbm_per_core_gib": plan.hbm_per_core_gib,
+        "hbm_limit_per_core_gib": plan.hbm_limit_per_core_gib,
+        "headroom": plan.headroom,
+        "min_capacity": serving.min_capacity,
+        "max_capacity": serving.max_capacity,
+        "explanation": plan.explanation,
+    }
+
+
+def build(envs: Sequence[EnvironmentConfig]) -> dict[str, Any]:
+    return document(
+        "plan",
+        environments=[
+            {
+                "name": env.name,
+                "region": env.region,
+                "az_ids": list(env.az_ids),
+                "training": training_section(env),
+                "checkpoint": checkpoint_section(env),
+                "serving": serving_section(env),
+            }
+            for env in envs
+        ],
+    )
+
+
+def render(doc: dict[str, Any], out: Console) -> None:
+    for env in doc["environments"]:
+        t, c, s = env["training"], env["checkpoint"], env["serving"]
+        lnc = f" (LNC={t['logical_nc_config']})" if t["logical_nc_config"] else ""
+        training_rows = [
+            ("instance", f"{t['instance_type']}{lnc} in {t['az_id']} ({t['engine']}, {t['capacity']})"),
+            ("nodes", f"{t['nodes']} planned, up to {t['max_nodes']}"),
+            ("ranks per node", t["ranks_per_node"]),
+            ("world size", t["world_size"]),
+            ("TP x PP x DP", f"{t['tensor_parallel']} x {t['pipeline_parallel']} x {t['data_parallel']}"),
+            ("TP inside NeuronLink", t["tp_within_neuronlink"]),
+            ("crosses EFA", t["efa_dimensions"] or "nothing"),
+            ("EFA traffic", t["efa_traffic"]),
+        ]
+        out.print(
+            table(
+                f"{env['name']} ({env['region']}): training placement",
+                ("", ""),
+                training_rows,
+                show_header=False,
+            )
+        )
+        if c is not None:
+            checkpoint_rows = [
+                ("size", f"{c['size_gb']:,.1f} GB ({c['model_parameters'] / 1e9:g}B params x "
+                         f"{c['bytes_per_parameter']:g} bytes)"),
+                ("save time", f"{c['save_minutes']:.1f} min on {c['file_system']}"),
+                ("throughput", f"{c['throughput_mibps']:,} MiB/s from {c['writers']} writer(s), "
+                               f"{c['limiting_factor']} limit"),
+                ("write cost", f"${c['write_cost_usd']:,.2f} per save (EFS Elastic writes)"),
+            ]  # fmt: skip
+            out.print(
+                table(f"{env['name']}: checkpoint estimate", ("", ""), checkpoint_rows, show_header=False)
+            )
+        else:
+            out.print(f"{env['name']}: no checkpoint estimate (set training.checkpoint.model_parameters)")
+        serving_rows = [
+            ("model", s["model_id"]),
+            ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
+            ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
+            ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
+                             f"(weights {s['weights_gib']:.1f} + KV {s['kv_cache_gib']:.1f} GiB / TP)"),
+            ("headroom", f"{s['headroom']:.0%} free"),
+            ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
+        ]  # fmt: skip
+        out.print(table(f"{env['name']}: serving sizing", ("", ""), serving_rows, show_header=False))
+        notes(out, "Notes", t["notes"])
+        out.print()

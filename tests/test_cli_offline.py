@@ -1,0 +1,398 @@
+"""`cdk-neuron plan` and `cdk-neuron cost`: offline, from cdk.json and the catalog's dated tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from cdk_neuron import catalog
+from cdk_neuron.cli import cost
+from cdk_neuron.cli.main import main
+from cdk_neuron.config import load_cdk_json
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE = "763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
+
+
+def environment(**overrides: Any) -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "region": "us-east-1",
+        "az_ids": ["use1-az6", "use1-az4"],
+        "removal_policy": "destroy",
+        "network": {"nat_gateways": 0, "endpoint_azs": "all"},
+        "training": {
+            "instance_type": "trn1.32xlarge",
+            "max_nodes": 4,
+            "plan": {"nodes": 2, "tensor_parallel": 32},
+            "job_image": IMAGE.format(region="us-east-1"),
+            "checkpoint": {"model_parameters": 8_000_000_000, "writers": 2},
+        },
+        "storage": {"one_zone": True},
+        "serving": {
+            "backend": "ec2",
+            "min_capacity": 1,
+            "max_capacity": 3,
+            "model": {
+                "model_id": "meta-llama/Meta-Llama-3-8B-Instruct",
+                "parameters": 8_000_000_000,
+                "artifact_uri": "s3://models-bucket/llama3-8b/",
+            },
+        },
+    }
+    for key, value in overrides.items():
+        env[key] = {**env[key], **value} if isinstance(value, dict) and key in env else value
+    return env
+
+
+def write_config(tmp_path: Path, **envs: dict[str, Any]) -> Path:
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"app": "python3 app.py", "context": {"environments": envs}}))
+    return path
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    prod = environment(
+        removal_policy="retain",
+        network={"nat_gateways": 2, "endpoint_azs": "all"},
+        training={
+            "max_nodes": 16,
+            "plan": {"nodes": 16, "tensor_parallel": 32, "pipeline_parallel": 8},
+            "capacity": {"type": "reservation", "reservation_id": "cr-0123456789abcdef0"},
+            "checkpoint": {"model_parameters": 70_000_000_000, "writers": 16},
+        },
+        serving={
+            "backend": "sagemaker",
+            "instance_type": "inf2.48xlarge",
+            "min_capacity": 2,
+            "max_capacity": 8,
+            "model": {"model_id": "meta-llama/Meta-Llama-3-70B-Instruct", "parameters": 70_000_000_000},
+        },
+    )
+    return write_config(tmp_path, dev=environment(), prod=prod)
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main([*argv, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def env_doc(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(e for e in doc["environments"] if e["name"] == name)
+
+
+# --------------------------------------------------------------------------------------------
+# plan
+# --------------------------------------------------------------------------------------------
+
+
+def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", "--config", str(config))
+    assert code == 0
+    assert set(doc) == {"command", "schema_version", "environments"}
+    assert doc["command"] == "plan" and doc["schema_version"] == 1
+    assert [e["name"] for e in doc["environments"]] == ["dev", "prod"]
+    dev = env_doc(doc, "dev")
+    assert set(dev) == {"name", "region", "az_ids", "training", "checkpoint", "serving"}
+    assert set(dev["training"]) == {
+        "instance_type", "az_id", "engine", "capacity", "nodes", "max_nodes", "ranks_per_node", "world_size",
+        "tensor_parallel", "pipeline_parallel", "data_parallel", "logical_nc_config", "tp_within_neuronlink",
+        "efa_dimensions", "efa_traffic", "notes",
+    }  # fmt: skip
+    training = dev["training"]
+    assert (training["nodes"], training["ranks_per_node"], training["world_size"]) == (2, 32, 64)
+    assert (training["tensor_parallel"], training["pipeline_parallel"], training["data_parallel"]) == (
+        32,
+        1,
+        2,
+    )
+    assert training["tp_within_neuronlink"] is True
+    assert training["efa_dimensions"] == ["data"]
+    assert training["az_id"] == "use1-az6"
+
+    checkpoint = dev["checkpoint"]
+    assert checkpoint["size_gb"] == pytest.approx(96.0)  # 8e9 x (4 + 8) bytes
+    assert checkpoint["writers"] == 2 and checkpoint["file_system"] == "EFS One Zone"
+    assert checkpoint["save_minutes"] > 0
+
+    serving = dev["serving"]
+    assert serving["instance_type"] == "inf2.xlarge"
+    assert serving["instance_chosen_by"] == "planner (cheapest fit)"
+    assert serving["tensor_parallel"] == 2
+    assert 0 < serving["hbm_per_core_gib"] < serving["hbm_limit_per_core_gib"] == 16
+    assert 0 < serving["headroom"] < 1
+
+    prod = env_doc(doc, "prod")["training"]
+    assert prod["efa_dimensions"] == ["pipeline", "data"]
+    assert prod["data_parallel"] == 2
+
+
+def test_plan_one_environment_and_table(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--config", str(config), "--env", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "prod (us-east-1): training placement" in out
+    assert "checkpoint estimate" in out and "serving sizing" in out
+    assert "TP inside NeuronLink" in out
+    assert "dev (" not in out
+
+
+def test_plan_without_checkpoint_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = environment()
+    del env["training"]["checkpoint"]
+    path = write_config(tmp_path, dev=env)
+    code, doc = run_json(capsys, "plan", "--config", str(path))
+    assert code == 0 and doc["environments"][0]["checkpoint"] is None
+    assert main(["plan", "--config", str(path)]) == 0
+    assert "no checkpoint estimate" in capsys.readouterr().out
+
+
+def test_plan_reads_the_repository_cdk_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "plan", "--config", str(REPO / "cdk.json"))
+    assert code == 0
+    assert [e["name"] for e in doc["environments"]] == list(load_cdk_json(REPO / "cdk.json"))
+
+
+def test_invalid_config_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_config(tmp_path, dev=environment(training={"max_nodes": 0}))
+    assert main(["plan", "--config", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "environments.dev.training.max_nodes" in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["plan", "--env", "nope"], "env='nope'"),
+        (["cost", "--env", "nope"], "env='nope'"),
+    ],
+)
+def test_unknown_environment_exit_2(
+    config: Path, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    assert main([*argv, "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "dev, prod" in err
+
+
+def test_missing_cdk_json_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--config", str(tmp_path / "absent.json")]) == 2
+    assert "cannot read it as JSON" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plan", "--config", str(config), "--", "python", "x.py"])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit) as exit_info:
+        main(["frobnicate"])
+    assert exit_info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_offline_commands_import_neither_aws_cdk_nor_boto3(config: Path) -> None:
+    probe = (
+        "import sys, io, contextlib\n"
+        "from cdk_neuron.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['plan', '--config', {str(config)!r}, '--json']) == 0\n"
+        f"    assert main(['cost', '--config', {str(config)!r}, '--json']) == 0\n"
+        "print(sorted(m for m in ('aws_cdk', 'boto3', 'botocore', 'jsii') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------------------------
+# cost
+# --------------------------------------------------------------------------------------------
+
+
+def line(section: dict[str, Any], item: str) -> dict[str, Any]:
+    return next(x for x in section["lines"] if x["item"] == item)
+
+
+def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "cost", "--config", str(config))
+    assert code == 0
+    assert set(doc) == {
+        "command", "schema_version", "prices_date", "prices_note", "refresh", "hours_per_month", "environments",
+    }  # fmt: skip
+    assert doc["prices_date"] == catalog.PRICES_DATE
+    assert "refresh" in doc["refresh"]
+    for env in doc["environments"]:
+        assert set(env) == {
+            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "assumptions", "claims",
+        }  # fmt: skip
+        for section in (env["idle"], env["full_scale"]):
+            assert set(section) == {"lines", "usd_per_hour", "usd_per_month", "complete"}
+            assert section["complete"] is True
+            assert section["usd_per_hour"] == pytest.approx(
+                sum(x["usd_per_hour"] for x in section["lines"]), abs=1e-3
+            )
+            assert section["usd_per_month"] == pytest.approx(section["usd_per_hour"] * 730, rel=1e-4)
+            for item in section["lines"]:
+                assert set(item) == {"item", "quantity", "usd_per_hour", "usd_per_month", "basis"}
+        assert set(env["gpu_comparison"]) == {"training", "serving"}
+        for claim in env["claims"]:
+            assert set(claim) == {"claim", "source", "status"}
+
+
+def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, "cost", "--config", str(config))
+    trn = catalog.ON_DEMAND_PRICES["trn1.32xlarge"].usd_per_hour
+    dev, prod = env_doc(doc, "dev"), env_doc(doc, "prod")
+
+    # dev: on-demand training scales to zero; ec2 fleet of inf2.xlarge, min 1, max 3; ALB; no NAT.
+    assert line(dev["idle"], "training nodes")["usd_per_hour"] == 0
+    inf2 = catalog.ON_DEMAND_PRICES["inf2.xlarge"].usd_per_hour
+    assert line(dev["idle"], "serving instances (minimum)")["usd_per_hour"] == pytest.approx(inf2)
+    assert line(dev["full_scale"], "training nodes (max_nodes)")["usd_per_hour"] == pytest.approx(4 * trn)
+    assert line(dev["full_scale"], "serving instances (max_capacity)")["usd_per_hour"] == pytest.approx(
+        3 * inf2
+    )
+    assert line(dev["idle"], "application load balancer")["usd_per_hour"] == pytest.approx(0.0225)
+    assert line(dev["idle"], "NAT gateways")["usd_per_hour"] == 0
+    endpoints = line(dev["idle"], "interface VPC endpoints")
+    assert endpoints["quantity"] == f"{len(cost.NODE_INTERFACE_ENDPOINTS)} x 2 AZ"
+    assert endpoints["usd_per_hour"] == pytest.approx(len(cost.NODE_INTERFACE_ENDPOINTS) * 2 * 0.01)
+    efs = line(dev["idle"], "EFS checkpoints")
+    assert efs["usd_per_month"] == pytest.approx(96 * cost.KEPT_CHECKPOINTS * 0.30)
+    assert "One Zone priced at the Standard rate" in efs["basis"]
+
+    # prod: a reservation bills max_nodes even idle; SageMaker prices; two NATs; no ALB.
+    reserved = line(prod["idle"], "training capacity reservation")
+    assert reserved["usd_per_hour"] == pytest.approx(16 * trn)
+    assert "used or not" in reserved["basis"]
+    ml = catalog.SAGEMAKER_PRICES["ml.inf2.48xlarge"].usd_per_hour
+    assert line(prod["idle"], "serving instances (minimum)")["usd_per_hour"] == pytest.approx(2 * ml)
+    assert line(prod["full_scale"], "serving instances (max_capacity)")["quantity"] == "8 x ml.inf2.48xlarge"
+    assert line(prod["idle"], "NAT gateways")["usd_per_hour"] == pytest.approx(2 * 0.045)
+    assert not any(x["item"] == "application load balancer" for x in prod["idle"]["lines"])
+    assert (
+        line(prod["idle"], "interface VPC endpoints")["quantity"]
+        == f"{len(cost.NODE_INTERFACE_ENDPOINTS) + 1} x 2 AZ"
+    )
+
+
+def test_cost_capacity_block_is_prepaid_and_endpoints_in_training_az(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = environment(
+        network={"nat_gateways": 0, "endpoint_azs": "training"},
+        training={"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}},
+    )
+    _, doc = run_json(capsys, "cost", "--config", str(write_config(tmp_path, dev=env)))
+    idle = doc["environments"][0]["idle"]
+    block = line(idle, "training Capacity Block")
+    assert block["usd_per_hour"] == 0 and "paid up front" in block["basis"]
+    assert line(idle, "interface VPC endpoints")["quantity"].endswith("x 1 AZ")
+
+
+def test_cost_gpu_comparison(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, "cost", "--config", str(config))
+    prod = env_doc(doc, "prod")["gpu_comparison"]
+    rows = {(r["instance_type"], r["basis"]): r for r in prod["training"]}
+    assert rows[("trn1.32xlarge", "configured cluster")]["accelerator_memory_gib"] == 16 * 512
+    p4d_memory = catalog.GPU_INSTANCES["p4d.24xlarge"].total_gpu_memory_gib
+    same_memory = rows[("p4d.24xlarge", "same accelerator memory")]
+    assert same_memory["nodes"] == math.ceil(16 * 512 / p4d_memory)
+    p4d = catalog.ON_DEMAND_PRICES["p4d.24xlarge"].usd_per_hour
+    assert same_memory["usd_per_hour"] == pytest.approx(same_memory["nodes"] * p4d, abs=1e-3)
+    same_nodes = rows[("p5.48xlarge", "same node count")]
+    assert same_nodes["nodes"] == 16
+    assert same_nodes["relative_to_neuron"] == pytest.approx(
+        16 * catalog.ON_DEMAND_PRICES["p5.48xlarge"].usd_per_hour / (16 * 21.5), abs=1e-3
+    )
+
+    serving = {r["family"]: r for r in env_doc(doc, "dev")["gpu_comparison"]["serving"]}
+    assert set(serving) == {"inf2", "g5", "g6e"}
+    # 8B bf16 (~15 GiB) does not fit one 22 GiB A10G with 35 % headroom, but fits one 45 GiB L40S.
+    assert serving["g5"]["tensor_parallel"] == 2
+    assert serving["g6e"]["instance_type"] == "g6e.xlarge" and serving["g6e"]["tensor_parallel"] == 1
+    assert serving["g6e"]["instances_for_fleet"] == 3
+    # 70B (~131 GiB) fits no g5 instance at all: said so, not invented.
+    prod_serving = {r["family"]: r for r in prod["serving"]}
+    assert prod_serving["g5"]["instance_type"] is None and prod_serving["g5"]["usd_per_hour"] is None
+    assert prod_serving["g6e"]["instance_type"] == "g6e.48xlarge"
+
+
+def test_cost_labels_claims_and_dates(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, "cost", "--config", str(config))
+    claims = env_doc(doc, "dev")["claims"]
+    assert any(
+        "50%" in c["claim"] and "usage.ai" in c["source"] and "vendor claim" in c["status"] for c in claims
+    )
+    stale = next(c for c in claims if "34%" in c["claim"])
+    assert "stale" in stale["status"] and "2.1%" in stale["status"]
+    assert not any("Trn2" in c["claim"] for c in claims)  # a trn1 cluster gets no Trn2 claim
+    assert any("equal wall-clock" in a for a in env_doc(doc, "dev")["assumptions"])
+
+    assert main(["cost", "--config", str(config), "--env", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "CLAIM" in out and "idle (minimum capacity)" in out and "full scale" in out
+    assert f"Price table dated {catalog.PRICES_DATE}" in out and "refresh" in out
+
+
+def _price_item(usd: str) -> str:
+    return json.dumps(
+        {
+            "product": {"attributes": {"instanceType": "x"}},
+            "terms": {
+                "OnDemand": {"T": {"priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}
+            },
+        }
+    )
+
+
+def test_cost_live_prices_use_the_price_list_api(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Price List API is not in moto: botocore's Stubber answers GetProducts."""
+    pricing = boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(pricing)
+    dev = load_cdk_json(config)["dev"]
+    for instance_type in sorted(cost.ec2_types(dev)):
+        response = {
+            "PriceList": [_price_item("30.0")] if instance_type == "trn1.32xlarge" else [],
+            "FormatVersion": "aws_v1",
+        }
+        expected = {
+            "ServiceCode": "AmazonEC2",
+            "Filters": [
+                {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
+                {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
+                {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
+                {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
+                {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
+                {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
+                {"Type": "TERM_MATCH", "Field": "licenseModel", "Value": "No License required"},
+            ],
+            "MaxResults": 10,
+        }
+        stubber.add_response("get_products", response, expected)
+    with stubber:
+        code = main(
+            ["cost", "--config", str(config), "--env", "dev", "--live-prices", "--json"],
+            clients=lambda service, region: pricing,
+        )
+    stubber.assert_no_pending_responses()
+    assert code == 0
+    env = json.loads(capsys.readouterr().out)["environments"][0]
+    assert env["prices_date"] == date.today().isoformat()
+    training = line(env["full_scale"], "training nodes (max_nodes)")
+    assert training["usd_per_hour"] == pytest.approx(4 * 30.0)
+    assert "AWS Price List API" in training["basis"]
+    # Types the API did not price keep the dated table's price.
+    assert "KARP" in line(env["full_scale"], "serving instances (max_capacity)")["basis"]

@@ -1,0 +1,625 @@
+"""`cdk-neuron preflight` against moto (EC2 offerings, SSM, STS, resource groups) and botocore's
+Stubber where moto has no support: Service Quotas (`get_service_quota` and `list_service_quotas` are
+not implemented for these codes) and `describe_capacity_reservations` (not implemented)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.ssm.models import Parameter, ssm_backends
+
+from cdk_neuron import catalog
+from cdk_neuron.cli import preflight
+from cdk_neuron.cli.aws import REJECTED_CREDENTIALS
+from cdk_neuron.cli.main import main
+
+REGION = "us-east-1"
+RESERVATION = "cr-0123456789abcdef0"
+GROUP_ARN = f"arn:aws:resource-groups:{REGION}:{DEFAULT_ACCOUNT_ID}:group/trn-capacity"
+IMAGE = f"763104351884.dkr.ecr.{REGION}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
+TRN, INF = preflight.EC2_VCPU_QUOTAS["trn"], preflight.EC2_VCPU_QUOTAS["inf"]
+
+
+def environment(
+    *, capacity: dict[str, Any] | None = None, backend: str = "ec2", account: str | None = None
+) -> dict[str, Any]:
+    return {
+        "account": account,
+        "region": REGION,
+        "az_ids": ["use1-az6", "use1-az4"],
+        "removal_policy": "destroy",
+        "training": {
+            "instance_type": "trn1.32xlarge",
+            "max_nodes": 4,
+            "plan": {"nodes": 2, "tensor_parallel": 32},
+            "capacity": capacity or {"type": "on-demand"},
+            "job_image": IMAGE,
+        },
+        "serving": {
+            "backend": backend,
+            "instance_type": "inf2.xlarge",
+            "min_capacity": 1,
+            "max_capacity": 3,
+            "model": {
+                "model_id": "meta-llama/Meta-Llama-3-8B-Instruct",
+                "parameters": 8_000_000_000,
+                "artifact_uri": "s3://models-bucket/llama3-8b/",
+            },
+        },
+    }
+
+
+def write_config(tmp_path: Path, **envs: dict[str, Any]) -> str:
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps({"context": {"environments": envs}}))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def moto_clients() -> Iterator[dict[str, Any]]:
+    """One moto account for the module (its data loads slowly); tests only read from it."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }.items():
+            patch.setenv(key, value)
+        with mock_aws():
+            seed_dlami_parameter()
+            yield {s: boto3.client(s, region_name=REGION) for s in ("ec2", "ssm", "sts", "resource-groups")}
+
+
+@pytest.fixture
+def without_dlami_parameter(moto_clients: dict[str, Any]) -> Iterator[None]:
+    parameters = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters
+    saved = parameters.pop(catalog.NEURON_DLAMI_PARAMETER)
+    yield
+    parameters[catalog.NEURON_DLAMI_PARAMETER] = saved
+
+
+def seed_dlami_parameter(value: str = "ami-0dlami0000000000") -> None:
+    """moto ships the ECS Neuron AMI parameter but not the Neuron DLAMI one, and refuses to put
+    /aws/... names, so the test writes it into moto's parameter store directly."""
+    name = catalog.NEURON_DLAMI_PARAMETER
+    ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters[name].append(
+        Parameter(
+            account_id=DEFAULT_ACCOUNT_ID,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=datetime.now(timezone.utc),
+            version=1,
+            data_type="aws:ec2:image",
+        )
+    )
+
+
+class Routed:
+    """A moto client whose named operations are answered by a Stubber-backed client instead."""
+
+    def __init__(self, default: Any, operations: dict[str, Callable[..., Any]]) -> None:
+        self._default = default
+        self._operations = operations
+
+    def __getattr__(self, name: str) -> Any:
+        return self._operations.get(name) or getattr(self._default, name)
+
+
+_STUB_CLIENTS: dict[str, Any] = {}
+
+
+def stubbed(service: str) -> tuple[Any, Stubber]:
+    """A client answered only by a fresh Stubber (clients are reused: creating one is slow)."""
+    if service not in _STUB_CLIENTS:
+        _STUB_CLIENTS[service] = boto3.client(
+            service, region_name=REGION, aws_access_key_id="stub", aws_secret_access_key="stub"
+        )
+    return _STUB_CLIENTS[service], Stubber(_STUB_CLIENTS[service])
+
+
+def factory(
+    replace: dict[str, Any] | None = None, operations: dict[str, dict[str, Callable[..., Any]]] | None = None
+) -> Callable[[str, str], Any]:
+    def clients(service: str, region: str) -> Any:
+        assert region == REGION
+        if replace and service in replace:
+            return replace[service]
+        client = MOTO[service]
+        ops = (operations or {}).get(service)
+        return Routed(client, ops) if ops else client
+
+    return clients
+
+
+MOTO: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True)
+def _moto_registry(moto_clients: dict[str, Any]) -> None:
+    MOTO.update(moto_clients)
+
+
+def quota(spec: preflight.QuotaSpec, value: float, name: str | None = None) -> dict[str, Any]:
+    return {
+        "Quota": {
+            "ServiceCode": "ec2",
+            "QuotaCode": spec.code,
+            "QuotaName": name or spec.name,
+            "Value": value,
+        }
+    }
+
+
+def ec2_quotas(inf: float = 64, trn: float = 512, **names: str) -> tuple[Any, Stubber]:
+    """dev needs Inf 3 x 4 = 12 vCPUs and Trn 4 x 128 = 512 vCPUs; families are checked inf, then trn."""
+    client, stub = stubbed("service-quotas")
+    for spec, value, key in ((INF, inf, "inf"), (TRN, trn, "trn")):
+        stub.add_response(
+            "get_service_quota",
+            quota(spec, value, names.get(key)),
+            {"ServiceCode": "ec2", "QuotaCode": spec.code},
+        )
+    return client, stub
+
+
+def reservation(**overrides: Any) -> dict[str, Any]:
+    return {
+        "CapacityReservationId": RESERVATION,
+        "InstanceType": "trn1.32xlarge",
+        "InstancePlatform": "Linux/UNIX",
+        "AvailabilityZone": "us-east-1a",
+        "AvailabilityZoneId": "use1-az6",
+        "State": "active",
+        "ReservationType": "default",
+        "TotalInstanceCount": 4,
+        "AvailableInstanceCount": 4,
+        "EndDate": datetime(2030, 1, 1, tzinfo=timezone.utc),
+        **overrides,
+    }
+
+
+def capacity_stub(
+    reservations: list[dict[str, Any]] | None = None, error: str | None = None
+) -> tuple[Any, Stubber]:
+    client, stub = stubbed("ec2")
+    if error:
+        stub.add_client_error(
+            "describe_capacity_reservations", service_error_code=error, http_status_code=400
+        )
+    else:
+        stub.add_response(
+            "describe_capacity_reservations",
+            {"CapacityReservations": reservations or []},
+            {"CapacityReservationIds": [RESERVATION]},
+        )
+    return client, stub
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], config: str, clients: Callable[[str, str], Any]
+) -> tuple[int, dict[str, Any]]:
+    code = main(["preflight", "--config", config, "--json"], clients=clients)
+    return code, json.loads(capsys.readouterr().out)
+
+
+def rows(doc: dict[str, Any], check: str) -> list[dict[str, str]]:
+    return [c for c in doc["checks"] if c["check"] == check]
+
+
+def only_failures(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["check"], c["subject"]) for c in doc["checks"] if c["status"] == "FAIL"]
+
+
+# --------------------------------------------------------------------------------------------
+# Everything passes
+# --------------------------------------------------------------------------------------------
+
+
+def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas, stub = ec2_quotas()
+    with stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
+        )
+    stub.assert_no_pending_responses()
+    assert code == 0, only_failures(doc)
+    assert doc["command"] == "preflight" and doc["ok"] is True and doc["failures"] == 0
+    for check in doc["checks"]:
+        assert set(check) == {"environment", "check", "subject", "status", "detail"}
+        assert check["status"] in ("PASS", "INFO"), check
+    assert [c["subject"] for c in rows(doc, "offering")] == [
+        "trn1.32xlarge @ use1-az6",
+        "inf2.xlarge @ use1-az6",
+        "inf2.xlarge @ use1-az4",
+    ]
+    trn_row = next(c for c in rows(doc, "quota") if TRN.code in c["subject"])
+    assert "512 vCPUs >= 512 needed" in trn_row["detail"]
+    amis = {c["subject"]: c for c in rows(doc, "AMI parameter")}
+    assert amis[catalog.ECS_NEURON_AMI_PARAMETER]["detail"].startswith("training: ami-")
+    assert amis[catalog.NEURON_DLAMI_PARAMETER]["detail"] == "serving: ami-0dlami0000000000"
+    assert rows(doc, "capacity")[0]["status"] == "INFO"  # on-demand: nothing to verify, said so
+
+    quotas, stub = ec2_quotas()
+    with stub:
+        assert (
+            main(
+                ["preflight", "--config", write_config(tmp_path, dev=environment())],
+                clients=factory({"service-quotas": quotas}),
+            )
+            == 0
+        )
+    out = capsys.readouterr().out
+    assert "All checks passed." in out and "PASS" in out
+
+
+# --------------------------------------------------------------------------------------------
+# Every failure row
+# --------------------------------------------------------------------------------------------
+
+
+def test_az_not_offering_the_instance_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The live account's offerings can differ from the catalog snapshot: here inf2.xlarge is missing in use1-az4."""
+    ec2, offerings = stubbed("ec2")
+    offerings.add_response(
+        "describe_instance_type_offerings",
+        {
+            "InstanceTypeOfferings": [
+                {
+                    "InstanceType": "trn1.32xlarge",
+                    "LocationType": "availability-zone-id",
+                    "Location": "use1-az6",
+                },
+                {
+                    "InstanceType": "inf2.xlarge",
+                    "LocationType": "availability-zone-id",
+                    "Location": "use1-az6",
+                },
+            ]
+        },
+        {
+            "LocationType": "availability-zone-id",
+            "Filters": [
+                {"Name": "instance-type", "Values": ["inf2.xlarge", "trn1.32xlarge"]},
+                {"Name": "location", "Values": ["use1-az4", "use1-az6"]},
+            ],
+        },
+    )
+    quotas, stub = ec2_quotas()
+    clients = factory(
+        {"service-quotas": quotas},
+        {"ec2": {"describe_instance_type_offerings": ec2.describe_instance_type_offerings}},
+    )
+    with stub, offerings:
+        code, doc = run(capsys, write_config(tmp_path, dev=environment()), clients)
+    assert code == 1 and doc["ok"] is False and doc["failures"] == 1
+    assert only_failures(doc) == [("offering", "inf2.xlarge @ use1-az4")]
+    failed = next(c for c in doc["checks"] if c["status"] == "FAIL")
+    assert "offered in use1-az6" in failed["detail"]
+
+
+def test_quota_too_low_fails_with_the_increase_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, stub = ec2_quotas(trn=256)
+    with stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
+        )
+    assert code == 1
+    assert only_failures(doc) == [("quota", f"{TRN.name} ({TRN.code})")]
+    detail = next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+    assert "256 vCPUs < 512 needed" in detail and "dev training 4 x trn1.32xlarge (512)" in detail
+    assert f"--quota-code {TRN.code} --desired-value 512 --region {REGION}" in detail
+
+
+def test_quota_need_adds_environments_sharing_account_and_region(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, stub = ec2_quotas(trn=768)
+    config = write_config(tmp_path, dev=environment(), other=environment())
+    with stub:
+        code = main(
+            ["preflight", "--config", config, "--env", "dev", "--json"],
+            clients=factory({"service-quotas": quotas}),
+        )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1
+    detail = next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+    assert "768 vCPUs < 1024 needed" in detail and "other training" in detail
+
+
+def test_unapplied_quota_falls_back_to_the_default_and_a_renamed_code_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, stub = stubbed("service-quotas")
+    stub.add_client_error("get_service_quota", service_error_code="NoSuchResourceException")
+    stub.add_response(
+        "get_aws_default_service_quota", quota(INF, 64), {"ServiceCode": "ec2", "QuotaCode": INF.code}
+    )
+    stub.add_response(
+        "get_service_quota", quota(TRN, 512, "Something else"), {"ServiceCode": "ec2", "QuotaCode": TRN.code}
+    )
+    with stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
+        )
+    stub.assert_no_pending_responses()
+    assert code == 0
+    statuses = [(c["subject"], c["status"]) for c in rows(doc, "quota")]
+    assert (f"{INF.name} ({INF.code})", "PASS") in statuses
+    assert (f"{TRN.name} ({TRN.code})", "WARN") in statuses
+
+
+def test_access_denied_is_a_failure_not_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas, stub = stubbed("service-quotas")
+    stub.add_client_error(
+        "get_service_quota", service_error_code="AccessDeniedException", service_message="no"
+    )
+    with stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
+        )
+    assert code == 1
+    failed = [c for c in doc["checks"] if c["status"] == "FAIL"]
+    assert [(c["check"], c["detail"]) for c in failed] == [
+        ("quota", "could not check: AccessDeniedException: no")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("capacity_type", "found", "error", "failing_check", "needle"),
+    [
+        (
+            "reservation",
+            None,
+            "InvalidCapacityReservationId.NotFound",
+            "capacity exists",
+            "no capacity reservation",
+        ),
+        ("reservation", [], None, "capacity exists", "no capacity reservation"),
+        ("reservation", [reservation(State="expired")], None, "capacity state", "expired"),
+        ("reservation", [reservation(State="cancelled")], None, "capacity state", "cancelled"),
+        (
+            "reservation",
+            [reservation(ReservationType="capacity-block")],
+            None,
+            "capacity type",
+            "capacity-block",
+        ),
+        ("capacity-block", [reservation()], None, "capacity type", "says type capacity-block"),
+        (
+            "reservation",
+            [reservation(InstanceType="trn1n.32xlarge")],
+            None,
+            "capacity instance type",
+            "trn1n.32xlarge",
+        ),
+        ("reservation", [reservation(AvailabilityZoneId="use1-az4")], None, "capacity AZ", "use1-az4"),
+    ],
+)
+def test_capacity_reservation_failures(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    capacity_type: str,
+    found: list[dict[str, Any]] | None,
+    error: str | None,
+    failing_check: str,
+    needle: str,
+) -> None:
+    quotas, quota_stub = ec2_quotas()
+    if capacity_type == "capacity-block":  # Capacity Block nodes are left out of the On-Demand quota sum
+        quotas, quota_stub = stubbed("service-quotas")
+        quota_stub.add_response(
+            "get_service_quota", quota(INF, 64), {"ServiceCode": "ec2", "QuotaCode": INF.code}
+        )
+    ec2, capacity = capacity_stub(found, error)
+    clients = factory(
+        {"service-quotas": quotas},
+        {"ec2": {"describe_capacity_reservations": ec2.describe_capacity_reservations}},
+    )
+    env = environment(capacity={"type": capacity_type, "reservation_id": RESERVATION})
+    with quota_stub, capacity:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), clients)
+    capacity.assert_no_pending_responses()
+    assert code == 1
+    assert only_failures(doc) == [(failing_check, RESERVATION)]
+    assert needle in next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+
+
+def test_active_reservation_passes_and_a_small_one_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, quota_stub = ec2_quotas()
+    ec2, capacity = capacity_stub([reservation(TotalInstanceCount=2)])
+    clients = factory(
+        {"service-quotas": quotas},
+        {"ec2": {"describe_capacity_reservations": ec2.describe_capacity_reservations}},
+    )
+    env = environment(capacity={"type": "reservation", "reservation_id": RESERVATION})
+    with quota_stub, capacity:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), clients)
+    assert code == 0
+    statuses = {c["check"]: c["status"] for c in doc["checks"] if c["check"].startswith("capacity")}
+    assert statuses == {
+        "capacity exists": "PASS",
+        "capacity state": "PASS",
+        "capacity type": "PASS",
+        "capacity instance type": "PASS",
+        "capacity AZ": "PASS",
+        "capacity size": "WARN",
+    }
+
+
+def test_future_capacity_block_is_reported_not_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, quota_stub = stubbed("service-quotas")
+    quota_stub.add_response(
+        "get_service_quota", quota(INF, 64), {"ServiceCode": "ec2", "QuotaCode": INF.code}
+    )
+    start = datetime(2030, 1, 1, 11, 30, tzinfo=timezone.utc)
+    ec2, capacity = capacity_stub(
+        [reservation(State="scheduled", ReservationType="capacity-block", StartDate=start)]
+    )
+    clients = factory(
+        {"service-quotas": quotas},
+        {"ec2": {"describe_capacity_reservations": ec2.describe_capacity_reservations}},
+    )
+    env = environment(capacity={"type": "capacity-block", "reservation_id": RESERVATION})
+    with quota_stub, capacity:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), clients)
+    assert code == 0
+    state = rows(doc, "capacity state")[0]
+    assert state["status"] == "WARN" and "scheduled" in state["detail"] and "2030-01-01" in state["detail"]
+    assert any(
+        c["subject"] == "training (Capacity Block)" and c["status"] == "INFO" for c in rows(doc, "quota")
+    )
+
+
+def test_missing_resource_group_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """moto's resource-groups answers NotFound for a group that does not exist."""
+    quotas, stub = ec2_quotas()
+    env = environment(capacity={"type": "reservation-group", "resource_group_arn": GROUP_ARN})
+    with stub:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), factory({"service-quotas": quotas}))
+    assert code == 1
+    assert only_failures(doc) == [("capacity exists", GROUP_ARN)]
+
+
+def test_resource_group_members_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas, quota_stub = ec2_quotas()
+    groups, group_stub = stubbed("resource-groups")
+    group_stub.add_response(
+        "get_group", {"Group": {"GroupArn": GROUP_ARN, "Name": "trn-capacity"}}, {"Group": GROUP_ARN}
+    )
+    member_arn = f"arn:aws:ec2:{REGION}:{DEFAULT_ACCOUNT_ID}:capacity-reservation/{RESERVATION}"
+    group_stub.add_response(
+        "list_group_resources",
+        {
+            "Resources": [
+                {"Identifier": {"ResourceArn": member_arn, "ResourceType": "AWS::EC2::CapacityReservation"}}
+            ]
+        },
+        {
+            "Group": GROUP_ARN,
+            "Filters": [{"Name": "resource-type", "Values": ["AWS::EC2::CapacityReservation"]}],
+        },
+    )
+    ec2, capacity = capacity_stub([reservation(AvailabilityZoneId="use1-az4")])
+    clients = factory(
+        {"service-quotas": quotas, "resource-groups": groups},
+        {"ec2": {"describe_capacity_reservations": ec2.describe_capacity_reservations}},
+    )
+    env = environment(capacity={"type": "reservation-group", "resource_group_arn": GROUP_ARN})
+    with quota_stub, group_stub, capacity:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), clients)
+    assert code == 1
+    assert only_failures(doc) == [("capacity group members", GROUP_ARN)]
+
+
+def test_missing_ami_parameter_fails(
+    without_dlami_parameter: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without seeding, moto has the ECS Neuron AMI parameter but not the Neuron DLAMI one."""
+    quotas, stub = ec2_quotas()
+    with stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
+        )
+    assert code == 1
+    assert only_failures(doc) == [("AMI parameter", catalog.NEURON_DLAMI_PARAMETER)]
+    assert (
+        "serving: parameter not found in us-east-1"
+        in next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+    )
+
+
+def test_wrong_account_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas, stub = ec2_quotas()
+    with stub:
+        code, doc = run(
+            capsys,
+            write_config(tmp_path, dev=environment(account="111122223333")),
+            factory({"service-quotas": quotas}),
+        )
+    assert code == 1
+    assert only_failures(doc) == [("account", "111122223333")]
+    assert DEFAULT_ACCOUNT_ID in next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+
+
+@pytest.mark.parametrize(("value", "status"), [(3, "PASS"), (1, "FAIL"), (None, "INFO")])
+def test_sagemaker_endpoint_quota_is_found_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: float | None, status: str
+) -> None:
+    quotas, stub = stubbed("service-quotas")
+    stub.add_response("get_service_quota", quota(TRN, 512), {"ServiceCode": "ec2", "QuotaCode": TRN.code})
+    other = {
+        "ServiceCode": "sagemaker",
+        "QuotaCode": "L-00000001",
+        "QuotaName": "ml.g5.xlarge for endpoint usage",
+        "Value": 9.0,
+    }
+    stub.add_response(
+        "list_service_quotas", {"Quotas": [other], "NextToken": "page-2"}, {"ServiceCode": "sagemaker"}
+    )
+    page_two = [] if value is None else [
+        {"ServiceCode": "sagemaker", "QuotaCode": "L-00000002", "QuotaName": "ml.inf2.xlarge for endpoint usage", "Value": value}
+    ]  # fmt: skip
+    stub.add_response(
+        "list_service_quotas", {"Quotas": page_two}, {"ServiceCode": "sagemaker", "NextToken": "page-2"}
+    )
+    with stub:
+        code, doc = run(
+            capsys,
+            write_config(tmp_path, dev=environment(backend="sagemaker")),
+            factory({"service-quotas": quotas}),
+        )
+    stub.assert_no_pending_responses()
+    sagemaker = next(c for c in rows(doc, "quota") if "endpoint usage" in c["subject"])
+    assert sagemaker["status"] == status
+    assert code == (1 if status == "FAIL" else 0)
+    # The SageMaker backend needs no DLAMI and no EC2 offering for the fleet.
+    assert [c["subject"] for c in rows(doc, "AMI parameter")] == [catalog.ECS_NEURON_AMI_PARAMETER]
+    assert any(c["subject"] == "ml.inf2.xlarge" and c["status"] == "INFO" for c in rows(doc, "offering"))
+
+
+def test_rejected_credentials_exit_3_with_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sts, stub = stubbed("sts")
+    stub.add_client_error("get_caller_identity", service_error_code="ExpiredToken", http_status_code=403)
+    with stub:
+        code = main(
+            ["preflight", "--config", write_config(tmp_path, dev=environment())],
+            clients=factory({"sts": sts}),
+        )
+    captured = capsys.readouterr()
+    assert code == 3
+    assert captured.out == ""
+    assert captured.err == REJECTED_CREDENTIALS.format(code="ExpiredToken") + "\n"
+
+
+def test_table_marks_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas, stub = ec2_quotas(inf=4)
+    with stub:
+        code = main(
+            ["preflight", "--config", write_config(tmp_path, dev=environment())],
+            clients=factory({"service-quotas": quotas}),
+        )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL" in out and "1 check(s) failed." in out  # the Inf quota: 4 vCPUs < 12

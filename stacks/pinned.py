@@ -33,14 +33,33 @@ class PinnedAzStack(cdk.Stack):
         return list(self.config.az_ids)
 
     def annotate_cdk_providers(self) -> None:
-        """Tell cfn-lint that CDK's own custom-resource providers are CDK's, not ours.
+        """Mark CDK's own custom-resource provider Lambdas for cfn-lint and checkov, with reasons.
 
-        aws-cdk-lib renders each provider's Lambda with ``DependsOn`` its role although ``Role``
-        already references it with ``Fn::GetAtt``; cfn-lint reports that as W3005 (redundant, not
-        wrong: cdk-toolchain.md section 11). The ignore sits on that one resource, for that one rule.
+        These Lambdas (e.g. the one that empties the VPC's default security group) are aws-cdk-lib
+        internals that only CloudFormation invokes during a deployment of this stack. Each skip sits
+        on that one resource, for that one rule.
         """
         for child in self.node.children:
             if isinstance(child, cdk.CustomResourceProviderBase):
                 handler = child.node.try_find_child("Handler")
                 if isinstance(handler, cdk.CfnResource):
+                    # aws-cdk-lib renders DependsOn its role although Role already uses Fn::GetAtt on it:
+                    # redundant, not wrong (cdk-toolchain.md section 11).
                     handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+                    handler.add_metadata("checkov", {"skip": _CDK_PROVIDER_CHECKOV_SKIPS})
+
+
+_CDK_PROVIDER_CHECKOV_SKIPS = [
+    {
+        "id": "CKV_AWS_115",
+        "comment": "Only CloudFormation invokes it, once per deployment: nothing to throttle.",
+    },
+    {
+        "id": "CKV_AWS_116",
+        "comment": "CloudFormation invokes it synchronously and reports failures; a DLQ only catches async events.",
+    },
+    {
+        "id": "CKV_AWS_117",
+        "comment": "It calls only AWS APIs; inside the VPC it would need NAT or more endpoints and gain nothing.",
+    },
+]

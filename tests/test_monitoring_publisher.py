@@ -10,6 +10,7 @@ import ast
 import copy
 import json
 import os
+import shutil
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -366,10 +367,26 @@ def test_neuron_monitor_config_matches_the_publish_period_and_groups() -> None:
     assert config["system_metrics"] == [{"type": "neuron_hw_counters"}]
 
 
+STRICT_HOST_PREAMBLE = "set -Eeuo pipefail\ntrap 'echo TRAPPED >&2; exit 99' ERR\n"
+"""What the serving boot script runs under: the publisher setup must survive it."""
+
+
 def _fake_bin(directory: Path, name: str, log: Path) -> None:
     script = directory / name
     script.write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n')
     script.chmod(0o755)
+
+
+def _hermetic_path(tmp_path: Path) -> Path:
+    """A PATH directory with only the coreutils the script needs: the real dnf, apt-get and systemctl
+    of the test machine must never run."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("cat", "mkdir", "chmod"):
+        real = shutil.which(tool)
+        assert real is not None
+        (bin_dir / tool).symlink_to(real)
+    return bin_dir
 
 
 @pytest.mark.parametrize("package_manager", ["dnf", "apt-get"])
@@ -384,17 +401,16 @@ def test_rendered_user_data_writes_the_files_and_starts_the_service(
         instance_type="inf2.48xlarge",
     )
     root = tmp_path / "root"
-    script = "\n".join(lines)
+    script = STRICT_HOST_PREAMBLE + "\n".join(lines)
     for prefix in ("/opt/cdk-neuron", "/etc/cdk-neuron", "/etc/systemd/system", "/opt/aws/neuron/bin"):
         script = script.replace(prefix, f"{root}{prefix}")
     (root / "etc/systemd/system").mkdir(parents=True)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir = _hermetic_path(tmp_path)
     log = tmp_path / "calls.log"
     for tool in ("systemctl", package_manager):
         _fake_bin(bin_dir, tool, log)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    result = subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 
     def written(path: str) -> str:  # as it would be on the node, without the test's root prefix
@@ -415,7 +431,7 @@ def test_rendered_user_data_writes_the_files_and_starts_the_service(
     ]
 
 
-def test_install_failure_does_not_abort_the_rest_of_user_data(tmp_path: Path) -> None:
+def test_failures_never_abort_a_strict_host_script(tmp_path: Path) -> None:
     lines = publisher.node_setup_commands(
         namespace="CdkNeuron",
         region="us-east-1",
@@ -423,17 +439,19 @@ def test_install_failure_does_not_abort_the_rest_of_user_data(tmp_path: Path) ->
         workload="training",
         instance_type="trn1.2xlarge",
     )
-    install_lines = "\n".join(lines[: lines.index("mkdir -p /opt/cdk-neuron /etc/cdk-neuron")])
-    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}  # neither dnf nor apt-get
-    result = subprocess.run(
-        ["/bin/bash", "-ec", install_lines + "\necho reached"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    # Nothing can be installed, no directory can be written and systemctl fails.
+    script = (
+        STRICT_HOST_PREAMBLE + "\n".join(lines).replace("/opt/cdk-neuron", "/proc/nope") + "\necho reached"
     )
-    assert result.returncode == 0 and result.stdout.strip() == "reached"
-    assert "aws-neuronx-tools install failed" in result.stderr
+    bin_dir = _hermetic_path(tmp_path)  # no dnf, no apt-get
+    (bin_dir / "systemctl").write_text("#!/bin/sh\nexit 1\n")
+    (bin_dir / "systemctl").chmod(0o755)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    result = subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "reached"
+    assert "TRAPPED" not in result.stderr
+    assert "setup failed; this node publishes no Neuron metrics" in result.stderr
 
 
 def test_unit_runs_the_agent_with_the_distro_python_and_restarts() -> None:

@@ -123,6 +123,15 @@ NEURON_METRICS: tuple[NeuronMetric, ...] = (
 )
 
 
+# Batch job state transitions, counted by a metric filter on the job-state event log (AWS/Batch
+# publishes no job-state metrics). One datapoint per transition into ``Status``.
+BATCH_JOB_STATE_CHANGES = "BatchJobStateChanges"
+STATUS_DIMENSION = "Status"
+JOB_QUEUE_DIMENSION = "JobQueue"
+BATCH_JOB_STATUSES = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED", "FAILED")
+"""Job states in the order a job moves through them (AWS Batch "Job states")."""
+
+
 def workload_dimensions(environment: str, workload: Workload) -> dict[str, str]:
     """Dimensions of the per-workload series every alarm watches."""
     return {ENVIRONMENT_DIMENSION: environment, WORKLOAD_DIMENSION: workload}
@@ -134,6 +143,8 @@ def metric_table() -> dict[str, list[str]]:
 
 
 __all__ = [
+    "BATCH_JOB_STATE_CHANGES",
+    "BATCH_JOB_STATUSES",
     "CORE_UTILIZATION",
     "DEFAULT_NAMESPACE",
     "DEVICE_MEMORY_USED",
@@ -145,8 +156,10 @@ __all__ = [
     "EXECUTION_LATENCY_P50",
     "EXECUTION_LATENCY_P99",
     "INSTANCE_DIMENSION",
+    "JOB_QUEUE_DIMENSION",
     "NEURON_METRICS",
     "PERIOD_SECONDS",
+    "STATUS_DIMENSION",
     "WORKLOADS",
     "WORKLOAD_DIMENSION",
     "NeuronMetric",

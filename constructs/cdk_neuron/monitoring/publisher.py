@@ -11,9 +11,10 @@ append to a node's user data (``ec2.UserData.add_commands``). The lines
    neuron-monitor config and the ``cdk-neuron-monitor`` systemd unit;
 3. enable and start the unit without waiting for it, so a slow start never blocks boot.
 
-Install failures are printed to the cloud-init log and do not abort the rest of the user data: a
-node without metrics still trains or serves, and it shows up as missing from the "nodes reporting"
-series (and, on an EC2 fleet, as the ``NodesNotReporting`` alarm).
+All of it runs in one shell function called as ``cdk_neuron_monitoring || echo ...``, so a failure
+never aborts the host script, not even one running under ``set -e`` with an ERR trap: a node without
+metrics still trains or serves. Failures are printed to the boot log, and the node is missing from the
+dashboard's "Nodes reporting" series.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def node_setup_commands(
         '      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q "$@"',
         '  else echo "cdk-neuron monitoring: no dnf or apt-get to install $*" >&2; return 1; fi',
         "}",
+        "cdk_neuron_monitoring() {",
         f"{PYTHON} -c 'import boto3' 2>/dev/null || cdk_neuron_install python3-boto3 ||"
         " echo 'cdk-neuron monitoring: python3-boto3 install failed' >&2",
         f"[ -x {NEURON_MONITOR} ] || cdk_neuron_install aws-neuronx-tools ||"
@@ -143,9 +145,14 @@ def node_setup_commands(
         *_heredoc(CONFIG_PATH, json.dumps(config, indent=1, sort_keys=True)),
         *_heredoc(MONITOR_CONFIG_PATH, json.dumps(neuron_monitor_config(), indent=1)),
         *_heredoc(UNIT_PATH, systemd_unit()),
-        "systemctl daemon-reload",
-        f"systemctl enable {SERVICE_NAME}.service",
-        f"systemctl start --no-block {SERVICE_NAME}.service",
+        "systemctl daemon-reload &&",
+        f"  systemctl enable {SERVICE_NAME}.service &&",
+        f"  systemctl start --no-block {SERVICE_NAME}.service",
+        "}",
+        # Called in an || list: under the `set -Eeuo pipefail` and ERR trap of a host script
+        # (the serving boot script has both), a failure here neither exits nor trips the trap.
+        "cdk_neuron_monitoring ||"
+        " echo 'cdk-neuron monitoring: setup failed; this node publishes no Neuron metrics' >&2",
     ]
 
 

@@ -1,0 +1,143 @@
+"""Where a training cluster's instances come from: on-demand, a capacity reservation or a Capacity Block.
+
+Plain Python (no ``aws_cdk``): a :class:`Capacity` renders the launch-template properties EC2 reads
+when the compute environment or Auto Scaling group launches an instance.
+
+Spot is deliberately not offered: AWS Batch multi-node parallel jobs do not run on Spot
+(training.md section 7.1, MNP-CE), and a reclaimed node kills every rank of a collective job anyway.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cdk_neuron.catalog import INSTANCES, NeuronInstance, known_instances
+from cdk_neuron.errors import NeuronConfigError, one_of
+
+CapacityKind = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
+
+# EC2 capacity reservation ids: "cr-" and 17 hex digits (older ids have 8).
+_RESERVATION_ID = re.compile(r"^cr-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
+# arn:<partition>:resource-groups:<region>:<account>:group/<name>
+_RESOURCE_GROUP_ARN = re.compile(
+    r"^arn:aws(?:-cn|-us-gov)?:resource-groups:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:group/[A-Za-z0-9_.-]{1,300}$"
+)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """How the cluster's instances are purchased. Build one with the class methods.
+
+    - :meth:`on_demand`: plain On-Demand capacity (the default).
+    - :meth:`reservation`: a targeted On-Demand Capacity Reservation, by id. If the reservation is
+      full, EC2 refuses the launch instead of falling back to unreserved capacity.
+    - :meth:`reservation_group`: a resource group of capacity reservations, by ARN. EC2 launches
+      into any reservation in the group with room; once the group runs out, launches may fall back
+      to regular On-Demand capacity (the EC2 guide's reason for targeting groups rather than ids).
+    - :meth:`capacity_block`: an EC2 Capacity Block for ML. AWS places Capacity Block instances in
+      its UltraCluster itself, so the cluster creates no placement group; the block must match the
+      instance type and the subnet's AZ, and instances are terminated when the block ends (scale to
+      zero beforehand; see the EC2 Capacity Blocks guide). The EC2 Auto Scaling guide documents this
+      launch-template form for groups (``Engine.auto_scaling_group()``); AWS Batch builds its own
+      launch template from ours and drops some fields, so check a Batch cluster's first launch into
+      a new block (``cdk-neuron preflight`` lists the block and its state).
+    """
+
+    kind: CapacityKind = "on-demand"
+    reservation_id: str | None = None
+    resource_group_arn: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind in ("reservation", "capacity-block"):
+            _reservation_id("reservation_id", self.reservation_id)
+        elif self.kind == "reservation-group":
+            if not isinstance(self.resource_group_arn, str) or not _RESOURCE_GROUP_ARN.fullmatch(
+                self.resource_group_arn
+            ):
+                raise NeuronConfigError(
+                    "resource_group_arn",
+                    self.resource_group_arn,
+                    "use a resource group ARN, e.g. arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs",
+                )
+        elif self.kind != "on-demand":
+            raise NeuronConfigError(
+                "capacity",
+                self.kind,
+                "use Capacity.on_demand(), .reservation(id), .reservation_group(arn) or .capacity_block(id)",
+            )
+        carries_id = self.kind in ("reservation", "capacity-block")
+        if (self.reservation_id is not None) != carries_id or (self.resource_group_arn is not None) != (
+            self.kind == "reservation-group"
+        ):
+            raise NeuronConfigError(
+                "capacity", self, "build capacities with the Capacity class methods, not the constructor"
+            )
+
+    @classmethod
+    def on_demand(cls) -> Capacity:
+        return cls()
+
+    @classmethod
+    def reservation(cls, reservation_id: str) -> Capacity:
+        """A targeted On-Demand Capacity Reservation, e.g. ``"cr-0123456789abcdef0"``."""
+        return cls(kind="reservation", reservation_id=reservation_id)
+
+    @classmethod
+    def reservation_group(cls, resource_group_arn: str) -> Capacity:
+        """A resource group of On-Demand Capacity Reservations."""
+        return cls(kind="reservation-group", resource_group_arn=resource_group_arn)
+
+    @classmethod
+    def capacity_block(cls, reservation_id: str) -> Capacity:
+        """An EC2 Capacity Block for ML, by its reservation id (``cr-...``)."""
+        return cls(kind="capacity-block", reservation_id=reservation_id)
+
+    @property
+    def is_capacity_block(self) -> bool:
+        return self.kind == "capacity-block"
+
+    def describe(self) -> str:
+        if self.kind == "on-demand":
+            return "on-demand"
+        return f"{self.kind} {self.reservation_id or self.resource_group_arn}"
+
+    def check_instance(self, instance: NeuronInstance) -> None:
+        """Refuse a Capacity Block for an instance type EC2 does not sell as Capacity Blocks."""
+        if self.is_capacity_block and not instance.capacity_block:
+            offered = [n for n in known_instances("training") if INSTANCES[n].capacity_block]
+            raise NeuronConfigError(
+                "capacity",
+                self.describe(),
+                f"EC2 Capacity Blocks are not offered for {instance.name} (CB-DOC); they exist for "
+                f"{one_of(offered)}. Use Capacity.reservation() or Capacity.on_demand()",
+            )
+
+    def launch_template_data(self) -> dict[str, Any]:
+        """``LaunchTemplateData`` properties for this capacity (empty for on-demand).
+
+        The ``ec2.LaunchTemplate`` L2 has no prop for either property, so the cluster applies these
+        as overrides on the L1 (and unit-tests them).
+        """
+        if self.kind == "on-demand":
+            return {}
+        if self.kind == "reservation-group":
+            target = {"CapacityReservationResourceGroupArn": self.resource_group_arn}
+        else:
+            target = {"CapacityReservationId": self.reservation_id}
+        data: dict[str, Any] = {"CapacityReservationSpecification": {"CapacityReservationTarget": target}}
+        if self.is_capacity_block:
+            data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        return data
+
+
+def _reservation_id(field: str, value: object) -> str:
+    if not isinstance(value, str) or not _RESERVATION_ID.fullmatch(value):
+        raise NeuronConfigError(
+            field, value, "use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0"
+        )
+    return value
+
+
+__all__ = ["Capacity", "CapacityKind"]

@@ -1,0 +1,167 @@
+"""The cluster's security group, KMS key policy and instance role."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+
+from constructs import Construct
+
+SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
+ECS_INSTANCE_POLICY = "service-role/AmazonEC2ContainerServiceforEC2Role"
+
+# The roles that launch instances (and so create their encrypted root volumes) on the cluster's
+# behalf: EC2 Auto Scaling for the self-managed group and for the groups Batch manages, and Batch.
+_LAUNCHING_SERVICE_ROLES = (
+    "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
+    "aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch",
+)
+# Spelled out rather than "kms:Encrypt*"-style wildcards.
+_DATA_KEY_ACTIONS = [
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+    "kms:GenerateDataKey",
+    "kms:GenerateDataKeyWithoutPlaintext",
+    "kms:DescribeKey",
+]
+
+
+def node_security_group(scope: Construct, id: str, vpc: ec2.IVpc) -> ec2.SecurityGroup:
+    """The nodes' security group. Every rule is here, each with its reason.
+
+    - all traffic from and to the group itself: EFA's SRD transport is not TCP or UDP, so the EFA
+      user guide requires an all-protocols self rule in both directions (EFA-SG). The same rules carry
+      the torch rendezvous, the Neuron root communicator and Batch's per-task network interfaces.
+    - TCP 443 to anywhere: the AWS APIs the nodes call (ECS, ECR, S3, CloudWatch Logs, SSM, STS),
+      through VPC endpoints or a NAT gateway, and the AL2023 package repositories (on S3).
+    - TCP 2049 to the checkpoint store is added when one is granted (EFS over TLS).
+
+    DNS, NTP and instance metadata go to link-local addresses that security groups do not filter.
+    No ingress from outside the group: shells go through SSM Session Manager, not SSH.
+    """
+    group = ec2.SecurityGroup(
+        scope,
+        id,
+        vpc=vpc,
+        allow_all_outbound=False,
+        description="cdk-neuron training nodes: EFA within the group, HTTPS out",
+    )
+    group.add_ingress_rule(group, ec2.Port.all_traffic(), "EFA and collectives between training nodes")
+    group.add_egress_rule(group, ec2.Port.all_traffic(), "EFA and collectives between training nodes")
+    group.add_egress_rule(
+        ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS APIs, ECR, S3 and package repos"
+    )
+    return group
+
+
+def allow_instance_launches(key: kms.IKey) -> bool:
+    """Let EC2 Auto Scaling (and Batch) create root volumes encrypted with ``key``.
+
+    Instances launched by an Auto Scaling group (ours, or one Batch manages) get their encrypted
+    volumes through the Auto Scaling service-linked role; without these statements every launch
+    fails with ``Client.InternalError`` (EC2 Auto Scaling user guide, "Required AWS KMS key policy
+    for use with encrypted volumes"). The roles are matched by ``aws:PrincipalArn`` rather than named
+    as principals: a key policy naming a role that does not exist yet (a new account has no Batch
+    service-linked role before its first compute environment) is rejected at deployment.
+
+    Returns False when ``key`` is imported: its policy must then grant the same (documented on the
+    ``kms_key`` prop).
+    """
+    stack = cdk.Stack.of(key)
+    role_arns = [
+        f"arn:{stack.partition}:iam::{stack.account}:role/{path}" for path in _LAUNCHING_SERVICE_ROLES
+    ]
+    conditions = {
+        "ArnEquals": {"aws:PrincipalArn": role_arns},
+        "StringEquals": {"kms:CallerAccount": stack.account},
+    }
+    use = key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AllowInstanceLaunchesToUseTheKeyForEncryptedVolumes",
+            principals=[iam.AnyPrincipal()],
+            actions=_DATA_KEY_ACTIONS,
+            resources=["*"],
+            conditions=conditions,
+        )
+    )
+    grant = key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AllowInstanceLaunchesToGrantEbsUseOfTheKey",
+            principals=[iam.AnyPrincipal()],
+            actions=["kms:CreateGrant"],
+            resources=["*"],
+            conditions={**conditions, "Bool": {"kms:GrantIsForAWSResource": "true"}},
+        )
+    )
+    return bool(use.statement_added and grant.statement_added)
+
+
+def allow_log_encryption(key: kms.IKey) -> bool:
+    """Let CloudWatch Logs encrypt this account's log groups in this region with ``key``."""
+    stack = cdk.Stack.of(key)
+    result = key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AllowCloudWatchLogsToEncryptTrainingLogs",
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=_DATA_KEY_ACTIONS,
+            resources=["*"],
+            conditions={
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": (
+                        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
+                    )
+                }
+            },
+        )
+    )
+    return bool(result.statement_added)
+
+
+def node_role(scope: Construct, id: str, *, ecs_agent: bool) -> iam.Role:
+    """The instance role: Session Manager for shells, plus the ECS agent's permissions for Batch.
+
+    ``AmazonSSMManagedInstanceCore`` is AWS's minimal policy for Session Manager. With Batch, the ECS
+    agent on the node needs ``AmazonEC2ContainerServiceforEC2Role``: the AMI floats with its SSM
+    parameter, so the agent version (and the calls it makes) changes without a code change here,
+    and AWS updates this policy with the agent. Jobs never use this role: they get the job role.
+    """
+    role = iam.Role(
+        scope,
+        id,
+        assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+        description="cdk-neuron training node: SSM shell"
+        + (", ECS agent for AWS Batch" if ecs_agent else ""),
+        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(SSM_CORE_POLICY)],
+    )
+    reasons = {
+        SSM_CORE_POLICY: "AWS's minimal policy for SSM Session Manager, which replaces SSH on nodes "
+        "that have no inbound rules and no public IP.",
+    }
+    if ecs_agent:
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(ECS_INSTANCE_POLICY))
+        reasons[ECS_INSTANCE_POLICY] = (
+            "The ECS agent on Batch nodes needs exactly this AWS-maintained set (register, poll, "
+            "submit state); the AMI floats via SSM, so a hand-written copy would silently break "
+            "newer agents. Job code runs with the separate job role."
+        )
+    for name, reason in reasons.items():
+        cdk.Validations.of(role).acknowledge(
+            cdk.Acknowledgment(
+                id=f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]", reason=reason
+            )
+        )
+    return role
+
+
+__all__ = [
+    "ECS_INSTANCE_POLICY",
+    "SSM_CORE_POLICY",
+    "allow_instance_launches",
+    "allow_log_encryption",
+    "node_role",
+    "node_security_group",
+]

@@ -1,0 +1,316 @@
+"""Checks a TrainingCluster runs on its props before it creates anything."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+
+from cdk_neuron.catalog import (
+    INSTANCES,
+    EfaLayout,
+    NeuronInstance,
+    efa_network_interfaces,
+    get_training_instance,
+    known_instances,
+    offered_az_ids,
+    offering_status,
+    region_of_az_id,
+)
+from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.planner import TrainingPlan, plan_training
+from cdk_neuron.training.capacity import Capacity
+
+_AZ_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
+# The root volume holds the AMI (about 30 GiB) and the Docker images (tens of GB for Neuron images).
+MIN_ROOT_VOLUME_GIB = 64
+MAX_ROOT_VOLUME_GIB = 16_384  # gp3
+# AWS Batch: 1 to 10 attempts, attempt durations of at least 60 seconds.
+_RETRY_ATTEMPTS = range(1, 11)
+_MIN_JOB_TIMEOUT_SECONDS = 60
+
+
+def whole_number(field: str, value: object, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise NeuronConfigError(field, value, f"must be a whole number >= {minimum}")
+    return value
+
+
+def training_instance(instance_type: object, max_nodes: int) -> NeuronInstance:
+    """A Trainium instance that can run ``max_nodes`` nodes (several need EFA)."""
+    if not isinstance(instance_type, str):
+        raise NeuronConfigError(
+            "instance_type", instance_type, "give the instance type name, e.g. 'trn1.32xlarge'"
+        )
+    instance = get_training_instance(instance_type)
+    if max_nodes > 1 and not instance.supports_efa:
+        efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
+        raise NeuronConfigError(
+            "max_nodes",
+            max_nodes,
+            f"{instance.name} has no EFA, so it cannot run multi-node collectives; use max_nodes=1 or "
+            f"one of {one_of(efa_types)}",
+        )
+    return instance
+
+
+def efa_layout_leaves_room_for_tasks(instance: NeuronInstance, layout: object, batch: bool) -> EfaLayout:
+    """Refuse a layout that fills network card 0 when AWS Batch must attach a task interface there.
+
+    Batch runs multi-node containers in ``awsvpc`` mode: each node's container gets its own network
+    interface (MNP-CE), attached to network card 0. On trn2 (two interfaces per card), the ENA-primary
+    layout puts an ENA and an EFA-only interface on card 0, leaving no slot for it.
+    """
+    if not isinstance(layout, EfaLayout):
+        raise NeuronConfigError("efa_layout", layout, f"use EfaLayout.{one_of(m.name for m in EfaLayout)}")
+    if not batch or not instance.supports_efa:
+        return layout
+    on_card_0 = sum(
+        1 for nic in efa_network_interfaces(instance, ["sg"], layout) if nic["NetworkCardIndex"] == 0
+    )
+    if on_card_0 >= instance.max_interfaces_per_card:
+        raise NeuronConfigError(
+            "efa_layout",
+            layout.name,
+            f"uses all {instance.max_interfaces_per_card} interfaces of network card 0 on {instance.name}, and "
+            "AWS Batch attaches each node's container interface (awsvpc) there; use EfaLayout.ALL_EFA "
+            "or Engine.auto_scaling_group()",
+        )
+    return layout
+
+
+def default_plan(instance: NeuronInstance, nodes: int) -> TrainingPlan:
+    """Tensor parallelism across one node's NeuronCores (inside NeuronLink), data parallel across nodes."""
+    return plan_training(instance.name, nodes, tensor_parallel=instance.neuron_cores)
+
+
+def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> TrainingPlan:
+    """``plan`` if the planner agrees with it and it fits the cluster, else NeuronConfigError."""
+    if plan is None:
+        return default_plan(instance, max_nodes)
+    if not isinstance(plan, TrainingPlan):
+        raise NeuronConfigError("plan", plan, "give a TrainingPlan from cdk_neuron.plan_training(...)")
+    if plan.instance_type != instance.name:
+        raise NeuronConfigError(
+            "plan",
+            plan.summary(),
+            f"the plan is for {plan.instance_type} but the cluster runs {instance.name}; "
+            f"plan with plan_training({instance.name!r}, ...)",
+        )
+    replanned = plan_training(
+        plan.instance_type, plan.nodes, plan.tensor_parallel, plan.pipeline_parallel, plan.logical_nc_config
+    )
+    if replanned != plan:
+        raise NeuronConfigError(
+            "plan",
+            plan.summary(),
+            "is not what plan_training returns for its inputs; build it with plan_training",
+        )
+    if plan.nodes > max_nodes:
+        raise NeuronConfigError(
+            "max_nodes",
+            max_nodes,
+            f"the plan needs {plan.nodes} nodes; use max_nodes >= {plan.nodes} or plan fewer nodes",
+        )
+    return plan
+
+
+def placement_group_wanted(requested: object, capacity: Capacity) -> bool:
+    """None means automatic: a cluster placement group, except for Capacity Blocks."""
+    if requested is not None and not isinstance(requested, bool):
+        raise NeuronConfigError("placement_group", requested, "use True, False or None (automatic)")
+    if capacity.is_capacity_block:
+        if requested:
+            raise NeuronConfigError(
+                "placement_group",
+                requested,
+                "AWS places Capacity Block instances in its UltraCluster itself; forcing a cluster "
+                "placement group on them causes capacity errors. Leave placement_group=None",
+            )
+        return False
+    return True if requested is None else requested
+
+
+def root_volume_gib(size: object) -> int:
+    if not isinstance(size, cdk.Size):
+        raise NeuronConfigError("root_volume_size", size, "use aws_cdk.Size.gibibytes(n)")
+    gib = size.to_gibibytes(rounding=cdk.SizeRoundingBehavior.NONE)
+    if (
+        cdk.Token.is_unresolved(gib)
+        or gib != int(gib)
+        or not MIN_ROOT_VOLUME_GIB <= gib <= MAX_ROOT_VOLUME_GIB
+    ):
+        raise NeuronConfigError(
+            "root_volume_size",
+            f"{gib} GiB",
+            f"use a whole number of GiB from {MIN_ROOT_VOLUME_GIB} (Neuron images are large) "
+            f"to {MAX_ROOT_VOLUME_GIB} (the gp3 maximum)",
+        )
+    return int(gib)
+
+
+def job_timeout(field: str, value: object) -> cdk.Duration:
+    if not isinstance(value, cdk.Duration):
+        raise NeuronConfigError(field, value, "use aws_cdk.Duration, e.g. Duration.days(7)")
+    seconds = value.to_seconds(integral=False)
+    if cdk.Token.is_unresolved(seconds) or seconds < _MIN_JOB_TIMEOUT_SECONDS:
+        raise NeuronConfigError(field, value.to_human_string(), "AWS Batch needs at least 60 seconds")
+    return value
+
+
+def retry_attempts(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in _RETRY_ATTEMPTS:
+        raise NeuronConfigError(field, value, "AWS Batch accepts 1 to 10 attempts")
+    return value
+
+
+def availability_zone_id(instance: NeuronInstance, az_id: object, stack: cdk.Stack) -> str | None:
+    """Validate an AZ ID against the offerings table; returns a warning when it cannot tell."""
+    if az_id is None:
+        return None
+    if not isinstance(az_id, str) or not _AZ_ID.fullmatch(az_id):
+        raise NeuronConfigError(
+            "availability_zone_id", az_id, "use an AZ ID such as 'use1-az6' (not an AZ name)"
+        )
+    region = region_of_az_id(az_id)
+    if region is not None and not cdk.Token.is_unresolved(stack.region) and stack.region != region:
+        raise NeuronConfigError(
+            "availability_zone_id", az_id, f"is in {region} but the stack deploys to {stack.region}"
+        )
+    status = offering_status(instance.name, az_id)
+    if status == "not-offered":
+        offered = offered_az_ids(instance.name, region) if region else ()
+        where = (
+            f"in {region} it is offered in {one_of(offered)}" if offered else f"it is not offered in {region}"
+        )
+        raise NeuronConfigError(
+            "availability_zone_id",
+            az_id,
+            f"{instance.name} is not offered in {az_id}; {where} (offerings snapshot)",
+        )
+    if status == "unknown":
+        return (
+            f"cannot tell from the offerings snapshot whether {az_id} offers {instance.name}; "
+            "run `cdk-neuron preflight` against the account"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class SingleAzSubnets:
+    """The cluster's subnets, all in one AZ (``availability_zone`` is None when the name is a token)."""
+
+    subnets: tuple[ec2.ISubnet, ...]
+    availability_zone: str | None
+
+    def selection(self) -> ec2.SubnetSelection:
+        return ec2.SubnetSelection(subnets=list(self.subnets))
+
+
+def single_az_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> SingleAzSubnets:
+    """Resolve the subnet selection and refuse anything that is not private and in one AZ.
+
+    EFA collectives and a cluster placement group need one AZ (training.md section 2; MNP-CE).
+    Nodes get no public IP, so public subnets would leave them without a route to AWS APIs.
+    """
+    if selection is None:
+        if vpc.private_subnets:
+            selection = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        elif vpc.isolated_subnets:
+            selection = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        else:
+            raise NeuronConfigError(
+                "vpc", vpc.node.path, "the VPC has no private subnets; training nodes get no public IP"
+            )
+    try:
+        selected = vpc.select_subnets(
+            availability_zones=selection.availability_zones,
+            one_per_az=selection.one_per_az,
+            subnet_filters=selection.subnet_filters,
+            subnet_group_name=selection.subnet_group_name,
+            subnets=selection.subnets,
+            subnet_type=selection.subnet_type,
+        )
+    except RuntimeError as error:  # jsii surfaces the L2's selection errors as RuntimeError
+        raise NeuronConfigError("vpc_subnets", _describe(selection), f"cannot be selected: {error}") from None
+    subnets = tuple(selected.subnets)
+    if not subnets:
+        raise NeuronConfigError("vpc_subnets", _describe(selection), "selects no subnet")
+    if selected.has_public:
+        raise NeuronConfigError(
+            "vpc_subnets",
+            _describe(selection),
+            "selects public subnets; nodes get no public IP, so use private subnets (NAT or VPC endpoints)",
+        )
+    zones = [_zone_of(subnet) for subnet in subnets]
+    known = sorted({z for z in zones if z is not None})
+    if len(known) > 1:
+        raise NeuronConfigError(
+            "vpc_subnets",
+            _describe(selection),
+            f"spans {len(known)} AZs ({', '.join(known)}); EFA and the cluster placement group need one AZ: "
+            f"add availability_zones=[<the AZ that offers the instance>] to the selection",
+        )
+    if None in zones and len(subnets) > 1:
+        raise NeuronConfigError(
+            "vpc_subnets",
+            _describe(selection),
+            f"selects {len(subnets)} subnets whose AZs are unknown at synthesis, so one AZ cannot be proven; "
+            "select a single subnet, or pin the VPC's availability zones",
+        )
+    return SingleAzSubnets(subnets=subnets, availability_zone=known[0] if known else None)
+
+
+def checkpoints_reachable(store: object, subnets: SingleAzSubnets) -> None:
+    """A One Zone checkpoint store must be in the cluster's AZ: its only mount target is there."""
+    store_zone = getattr(store, "availability_zone", None)
+    if store_zone is None or subnets.availability_zone is None or cdk.Token.is_unresolved(store_zone):
+        return
+    if store_zone != subnets.availability_zone:
+        raise NeuronConfigError(
+            "checkpoints",
+            f"One Zone store in {store_zone}",
+            f"the cluster runs in {subnets.availability_zone}; create the store with the cluster's subnet",
+        )
+
+
+def _zone_of(subnet: ec2.ISubnet) -> str | None:
+    try:
+        zone = subnet.availability_zone
+    except RuntimeError:  # imported without an AZ
+        return None
+    return None if cdk.Token.is_unresolved(zone) else zone
+
+
+def _describe(selection: ec2.SubnetSelection) -> str:
+    parts = []
+    if selection.subnet_type is not None:
+        parts.append(f"subnet_type={selection.subnet_type.name}")
+    if selection.subnet_group_name is not None:
+        parts.append(f"subnet_group_name={selection.subnet_group_name!r}")
+    if selection.availability_zones is not None:
+        parts.append(f"availability_zones={list(selection.availability_zones)}")
+    if selection.subnets is not None:
+        parts.append(f"subnets=<{len(selection.subnets)} subnets>")
+    return f"SubnetSelection({', '.join(parts)})"
+
+
+__all__ = [
+    "MAX_ROOT_VOLUME_GIB",
+    "MIN_ROOT_VOLUME_GIB",
+    "SingleAzSubnets",
+    "availability_zone_id",
+    "checked_plan",
+    "checkpoints_reachable",
+    "default_plan",
+    "efa_layout_leaves_room_for_tasks",
+    "job_timeout",
+    "placement_group_wanted",
+    "retry_attempts",
+    "root_volume_gib",
+    "single_az_subnets",
+    "training_instance",
+    "whole_number",
+]

@@ -1,0 +1,167 @@
+"""TrainingCluster with Engine.auto_scaling_group(): a self-managed trn1.32xlarge node group."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from test_training_support import PinnedStack, Scenario, build, first_zone
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.storage import CheckpointStore, CompileCache
+from cdk_neuron.training import Engine, TrainingCluster
+from cdk_neuron.training.node_setup import LIMITS_PATH, PROFILE_PATH
+
+
+@pytest.fixture(scope="module")
+def group() -> Scenario:
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+        cache = CompileCache(stack, "CompileCache")
+        extras.update(store=store, cache=cache)
+        return TrainingCluster(
+            stack,
+            "Cluster",
+            vpc=vpc,
+            instance_type="trn1.32xlarge",
+            max_nodes=16,
+            vpc_subnets=first_zone(stack),
+            checkpoints=store,
+            compile_cache=cache,
+            engine=Engine.auto_scaling_group(),
+            environment={"XLA_USE_BF16": "1"},
+        )
+
+    return build("us-east-1", make)
+
+
+def _user_data(s: Scenario) -> str:
+    """The launch template's user data with every token rendered as JSON, for text checks."""
+    raw = s.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"]
+    parts: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, str):
+            parts.append(node)
+        elif isinstance(node, dict) and "Fn::Join" in node:
+            for item in node["Fn::Join"][1]:
+                walk(item)
+        elif isinstance(node, dict) and "Fn::Base64" in node:
+            walk(node["Fn::Base64"])
+        else:
+            parts.append(json.dumps(node))
+
+    walk(raw)
+    return "".join(parts)
+
+
+def test_group_scales_from_zero_in_the_placement_group(group: Scenario) -> None:
+    props = group.one("AWS::AutoScaling::AutoScalingGroup")
+    assert props["MinSize"] == "0"
+    assert props["MaxSize"] == "16"
+    # No DesiredCapacity: a size set by the team's scheduler survives the next deployment.
+    assert "DesiredCapacity" not in props
+    # The L2 has no placement-group prop; set on the L1 (escape hatch).
+    assert props["PlacementGroup"] == {
+        "Fn::GetAtt": [group.logical_id(group.cluster.placement_group), "GroupName"]
+    }
+    assert props["LaunchTemplate"]["Version"] == {
+        "Fn::GetAtt": [group.logical_id(group.cluster.launch_template), "LatestVersionNumber"]
+    }
+    assert len(props["VPCZoneIdentifier"]) == 1
+
+
+def test_no_batch_resources(group: Scenario) -> None:
+    for type_ in ("AWS::Batch::ComputeEnvironment", "AWS::Batch::JobQueue", "AWS::Batch::JobDefinition"):
+        group.template.resource_count_is(type_, 0)
+    with pytest.raises(NeuronConfigError, match=r"job_queue exists only with Engine\.batch"):
+        _ = group.cluster.job_queue
+    with pytest.raises(NeuronConfigError, match="job definitions exist only"):
+        group.cluster.add_job_definition("More", training_command="x")
+    assert group.cluster.auto_scaling_group is not None
+
+
+def test_nodes_get_the_instance_profile_and_eight_efa_interfaces(group: Scenario) -> None:
+    data = group.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert "IamInstanceProfile" in data
+    assert len(data["NetworkInterfaces"]) == 8
+    assert "SecurityGroupIds" not in data
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+
+
+def test_user_data_mounts_checkpoints_with_tls_and_iam(group: Scenario) -> None:
+    text = _user_data(group)
+    store = group.extras["store"]
+    assert "mount -t efs -o tls,iam,accesspoint=" in text
+    assert group.logical_id(store.access_point) in text
+    assert group.logical_id(store.file_system) in text
+    assert " /checkpoints efs _netdev,tls,iam" in text  # survives a reboot
+
+
+def test_user_data_prepares_scratch_limits_profile_and_stops_ecs(group: Scenario) -> None:
+    text = _user_data(group)
+    assert "Content-Type: multipart/mixed" in text
+    assert "Amazon EC2 NVMe Instance Storage" in text
+    assert "/scratch" in text
+    assert f"cat > {LIMITS_PATH}" in text and "* hard memlock unlimited" in text
+    assert f"cat > {PROFILE_PATH}" in text
+    for line in ("export FI_PROVIDER=efa", "export NEURON_TP_DEGREE=32", "export NPROC_PER_NODE=32",
+                 "export CHECKPOINT_DIR=/checkpoints", "export XLA_USE_BF16=1"):  # fmt: skip
+        assert line in text
+    assert group.logical_id(group.extras["cache"].bucket) in text  # NEURON_COMPILE_CACHE_URL
+    assert "systemctl disable --now --no-block ecs.service" in text
+
+
+def test_node_role_gets_checkpoints_and_cache_but_no_ecs_agent_policy(group: Scenario) -> None:
+    role = group.json["Resources"][group.logical_id(group.cluster.role)]["Properties"]
+    assert [arn["Fn::Join"][1][-1] for arn in role["ManagedPolicyArns"]] == [
+        ":iam::aws:policy/AmazonSSMManagedInstanceCore"
+    ]
+    ref = {"Ref": group.logical_id(group.cluster.role)}
+    actions = {
+        action
+        for policy in group.resources("AWS::IAM::Policy").values()
+        if ref in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+    assert {"elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "s3:PutObject"} <= actions
+    assert not any(a.startswith("ecs:") for a in actions)
+
+
+def test_nfs_is_open_from_the_nodes_to_the_store(group: Scenario) -> None:
+    node_group = {"Fn::GetAtt": [group.logical_id(group.cluster.security_group), "GroupId"]}
+    store_group = {"Fn::GetAtt": [group.logical_id(group.extras["store"].security_group), "GroupId"]}
+    egress = [r["Properties"] for r in group.resources("AWS::EC2::SecurityGroupEgress").values()]
+    assert any(r["GroupId"] == node_group and r["DestinationSecurityGroupId"] == store_group
+               and r["FromPort"] == 2049 for r in egress)  # fmt: skip
+
+
+def test_cdk_nag_packs_are_clean(group: Scenario) -> None:
+    assert group.nag() == []
+
+
+def test_notification_topic_receives_scaling_events() -> None:
+    from aws_cdk import aws_sns as sns
+
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
+        topic = sns.Topic(stack, "Scaling")
+        extras["topic"] = topic
+        return TrainingCluster(
+            stack,
+            "Cluster",
+            vpc=vpc,
+            instance_type="trn1.32xlarge",
+            max_nodes=2,
+            vpc_subnets=first_zone(stack),
+            engine=Engine.auto_scaling_group(desired_capacity=2, notification_topic=topic),
+        )
+
+    s = build("us-east-1", make)
+    props = s.one("AWS::AutoScaling::AutoScalingGroup")
+    assert props["DesiredCapacity"] == "2"
+    (notification,) = props["NotificationConfigurations"]
+    assert notification["TopicARN"] == {"Ref": s.logical_id(s.extras["topic"])}
+    assert s.cluster.user_data is s.cluster.launch_template.user_data

@@ -1,0 +1,216 @@
+"""TrainingCluster refuses bad configurations with NeuronConfigError, before anything is synthesized."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from test_training_support import PUBLIC_IMAGE, PinnedStack, first_zone, network
+
+from cdk_neuron.catalog import EfaLayout
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.planner import plan_training
+from cdk_neuron.storage import CheckpointStore
+from cdk_neuron.training import OFFERING_WARNING_ID, Capacity, Engine, TrainingCluster
+from cdk_support import make_app
+
+RESERVATION = "cr-0123456789abcdef0"
+_ids = itertools.count()
+
+
+@dataclasses.dataclass
+class Env:
+    stack: PinnedStack
+    vpc: ec2.Vpc
+
+    def cluster(self, **overrides: Any) -> TrainingCluster:
+        props: dict[str, Any] = {
+            "vpc": self.vpc,
+            "instance_type": "trn1.32xlarge",
+            "max_nodes": 2,
+            "vpc_subnets": first_zone(self.stack),
+            "job_image": PUBLIC_IMAGE,
+        }
+        props.update(overrides)
+        return TrainingCluster(self.stack, f"Cluster{next(_ids)}", **props)
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[Env]:
+    app = make_app()
+    stack = PinnedStack(app, "Refusals", region="us-east-1")
+    yield Env(stack=stack, vpc=network(stack))
+
+
+def _child_count(env: Env) -> int:
+    return len(env.stack.node.find_all())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field", "message"),
+    [
+        ({"instance_type": "inf2.48xlarge"}, "instance_type", "training needs Trainium"),
+        ({"instance_type": "p5.48xlarge"}, "instance_type", "not a Neuron instance type"),
+        ({"instance_type": "trn1.2xlarge", "max_nodes": 2}, "max_nodes", "has no EFA"),
+        ({"max_nodes": 0}, "max_nodes", ">= 1"),
+        ({"max_nodes": True}, "max_nodes", ">= 1"),
+        ({"availability_zone_id": "use1-az3"}, "availability_zone_id", "not offered in use1-az3"),
+        ({"availability_zone_id": "us-east-1a"}, "availability_zone_id", "not an AZ name"),
+        ({"availability_zone_id": "use2-az3"}, "availability_zone_id", "stack deploys to us-east-1"),
+        ({"capacity": Capacity.capacity_block(RESERVATION), "placement_group": True}, "placement_group", "UltraCluster"),
+        ({"instance_type": "trn1n.32xlarge", "capacity": Capacity.capacity_block(RESERVATION)}, "capacity", "not offered"),
+        ({"capacity": "on-demand"}, "capacity", "Capacity.on_demand"),
+        ({"engine": "batch"}, "engine", "Engine.batch"),
+        ({"job_image": None}, "job_image", "Engine.batch\\(\\) runs a container"),
+        ({"engine": Engine.auto_scaling_group()}, "job_image", "runs no job containers"),
+        ({"retry_attempts": 0}, "retry_attempts", "1 to 10"),
+        ({"retry_attempts": 11}, "retry_attempts", "1 to 10"),
+        ({"root_volume_size": cdk.Size.gibibytes(30)}, "root_volume_size", "from 64"),
+        ({"job_timeout": cdk.Duration.seconds(30)}, "job_timeout", "at least 60 seconds"),
+        ({"training_command": "  "}, "training_command", "command each node runs"),
+        ({"environment": {"AWS_BATCH_JOB_ID": "x"}}, "environment", "AWS_BATCH"),
+        ({"placement_group": "yes"}, "placement_group", "True, False or None"),
+        ({"efa_layout": "efa"}, "efa_layout", "EfaLayout"),
+    ],
+)  # fmt: skip
+def test_bad_props_are_refused(env: Env, overrides: dict[str, Any], field: str, message: str) -> None:
+    before = _child_count(env)
+    with pytest.raises(NeuronConfigError, match=message) as raised:
+        env.cluster(**overrides)
+    assert raised.value.field == field
+    # Refused before any resource: only the (empty) cluster node itself was added.
+    assert _child_count(env) - before <= 1
+
+
+def test_plan_for_another_instance_is_refused(env: Env) -> None:
+    with pytest.raises(NeuronConfigError, match=r"plan is for trn1n\.32xlarge") as raised:
+        env.cluster(plan=plan_training("trn1n.32xlarge", 2, 32))
+    assert raised.value.field == "plan"
+
+
+def test_max_nodes_below_plan_nodes_is_refused(env: Env) -> None:
+    with pytest.raises(NeuronConfigError, match="plan needs 4 nodes") as raised:
+        env.cluster(plan=plan_training("trn1.32xlarge", 4, 32), max_nodes=2)
+    assert raised.value.field == "max_nodes"
+
+
+def test_plan_that_does_not_fit_is_refused_by_the_planner(env: Env) -> None:
+    # TP 64 does not fit trn1.32xlarge's 32-core NeuronLink domain: the planner refuses it.
+    forged = dataclasses.replace(plan_training("trn1.32xlarge", 2, 32), tensor_parallel=64)
+    with pytest.raises(NeuronConfigError, match="NeuronLink domain") as raised:
+        env.cluster(plan=forged)
+    assert raised.value.field == "tensor_parallel"
+
+
+def test_hand_edited_plan_is_refused(env: Env) -> None:
+    forged = dataclasses.replace(plan_training("trn1.32xlarge", 2, 32), data_parallel=7)
+    with pytest.raises(NeuronConfigError, match="not what plan_training returns"):
+        env.cluster(plan=forged)
+
+
+def test_subnets_in_two_azs_are_refused(env: Env) -> None:
+    with pytest.raises(NeuronConfigError, match="spans 2 AZs") as raised:
+        env.cluster(vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS))
+    assert raised.value.field == "vpc_subnets"
+
+
+def test_default_selection_in_a_two_az_vpc_is_refused_not_guessed(env: Env) -> None:
+    with pytest.raises(NeuronConfigError, match="spans 2 AZs"):
+        env.cluster(vpc_subnets=None)
+
+
+def test_public_subnets_are_refused(env: Env) -> None:
+    with pytest.raises(NeuronConfigError, match="public subnets"):
+        env.cluster(
+            vpc_subnets=ec2.SubnetSelection(
+                subnet_type=ec2.SubnetType.PUBLIC, availability_zones=["us-east-1a"]
+            )
+        )
+
+
+def test_subnets_with_unknown_azs_must_be_a_single_subnet() -> None:
+    app = make_app()
+    stack = cdk.Stack(app, "Agnostic")  # env-agnostic: AZ names are tokens
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    with pytest.raises(NeuronConfigError, match="one AZ cannot be proven"):
+        TrainingCluster(
+            stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, job_image=PUBLIC_IMAGE
+        )
+    cluster = TrainingCluster(
+        stack,
+        "Single",
+        vpc=vpc,
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=ec2.SubnetSelection(subnets=[vpc.private_subnets[0]]),
+        job_image=PUBLIC_IMAGE,
+    )
+    assert cluster.availability_zone is None
+
+
+def test_one_zone_store_in_another_az_is_refused(env: Env) -> None:
+    other = ec2.SubnetSelection(
+        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1b"]
+    )
+    store = CheckpointStore(env.stack, f"Store{next(_ids)}", vpc=env.vpc, subnets=other, one_zone=True)
+    with pytest.raises(NeuronConfigError, match="cluster runs in us-east-1a") as raised:
+        env.cluster(checkpoints=store)
+    assert raised.value.field == "checkpoints"
+
+
+def test_ena_primary_layout_that_fills_card_0_is_refused_with_batch(env: Env) -> None:
+    trn2 = make_app()
+    stack = PinnedStack(trn2, "Trn2", region="us-east-2")
+    vpc = network(stack)
+    with pytest.raises(NeuronConfigError, match="card 0") as raised:
+        TrainingCluster(
+            stack,
+            "Cluster",
+            vpc=vpc,
+            instance_type="trn2.48xlarge",
+            max_nodes=2,
+            vpc_subnets=first_zone(stack),
+            efa_layout=EfaLayout.ENA_PRIMARY_EFA_ONLY,
+            job_image=PUBLIC_IMAGE,
+        )
+    assert raised.value.field == "efa_layout"
+    # trn1 has five interfaces per card: room is left, so the layout is accepted there.
+    env.cluster(efa_layout=EfaLayout.ENA_PRIMARY_EFA_ONLY)
+
+
+def test_unknown_offering_is_a_warning_not_an_error(env: Env) -> None:
+    cluster = env.cluster(availability_zone_id="mec1-az1")
+    warnings = [entry.data for entry in cluster.node.metadata if entry.type == "aws:cdk:warning"]
+    assert any("mec1-az1" in str(w) and OFFERING_WARNING_ID in str(w) for w in warnings)
+
+
+def test_offered_az_has_no_warning(env: Env) -> None:
+    cluster = env.cluster(availability_zone_id="use1-az6")
+    assert not [entry for entry in cluster.node.metadata if entry.type == "aws:cdk:warning"]
+
+
+def test_add_job_definition_refusals(env: Env) -> None:
+    cluster = env.cluster()
+    with pytest.raises(NeuronConfigError, match="nodes or plan, not both"):
+        cluster.add_job_definition("Both", training_command="x", nodes=1, plan=cluster.plan)
+    with pytest.raises(NeuronConfigError, match="plan needs 4 nodes"):
+        cluster.add_job_definition("TooBig", training_command="x", nodes=4)
+    with pytest.raises(NeuronConfigError, match="retry_attempts"):
+        cluster.add_job_definition("Retries", training_command="x", retry_attempts=0)
+    with pytest.raises(NeuronConfigError, match="training_command"):
+        cluster.add_job_definition("Empty", training_command="")
+
+
+def test_auto_placement_follows_capacity(env: Env) -> None:
+    assert env.cluster().placement_group is not None
+    assert env.cluster(capacity=Capacity.capacity_block(RESERVATION)).placement_group is None
+    assert (
+        env.cluster(capacity=Capacity.capacity_block(RESERVATION), placement_group=False).placement_group
+        is None
+    )
+    assert env.cluster(placement_group=False).placement_group is None

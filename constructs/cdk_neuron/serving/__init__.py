@@ -1,0 +1,56 @@
+"""Inferentia2 serving: :class:`InferenceFleet` and the value objects that configure it.
+
+``ModelSpec``, ``ServingEngine``, ``FleetBackend`` and the timing and user-data helpers are plain
+Python; only :class:`InferenceFleet` imports ``aws_cdk``. Names are loaded lazily, so
+``from cdk_neuron.serving import ModelSpec`` does not start the jsii runtime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cdk_neuron.serving.backends import FleetBackend
+    from cdk_neuron.serving.engines import ContainerImage, ServingEngine
+    from cdk_neuron.serving.fleet import InferenceFleet
+    from cdk_neuron.serving.model_spec import ModelSpec, S3Location
+    from cdk_neuron.serving.placement import Placement
+    from cdk_neuron.serving.timing import Ec2Startup, SageMakerTimeouts
+
+_LAZY: dict[str, str] = {
+    "InferenceFleet": "cdk_neuron.serving.fleet",
+    "ModelSpec": "cdk_neuron.serving.model_spec",
+    "S3Location": "cdk_neuron.serving.model_spec",
+    "ServingEngine": "cdk_neuron.serving.engines",
+    "ContainerImage": "cdk_neuron.serving.engines",
+    "FleetBackend": "cdk_neuron.serving.backends",
+    "Placement": "cdk_neuron.serving.placement",
+    "Ec2Startup": "cdk_neuron.serving.timing",
+    "SageMakerTimeouts": "cdk_neuron.serving.timing",
+}
+
+__all__ = [
+    "ContainerImage",
+    "Ec2Startup",
+    "FleetBackend",
+    "InferenceFleet",
+    "ModelSpec",
+    "Placement",
+    "S3Location",
+    "SageMakerTimeouts",
+    "ServingEngine",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'cdk_neuron.serving' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

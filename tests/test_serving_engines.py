@@ -1,0 +1,178 @@
+"""ServingEngine: pinned images, support status, and our settings mapped to each container."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.serving.engines import ContainerImage, ServingEngine
+from cdk_neuron.serving.model_spec import ModelSpec
+
+SPEC = ModelSpec(model_id="meta-llama/Llama-3.1-8B-Instruct", parameters=8_000_000_000, batch_size=4)
+PLAN = SPEC.plan("inf2.xlarge")
+
+
+@pytest.mark.parametrize(
+    "factory", [ServingEngine.optimum_neuron, ServingEngine.vllm_neuron, ServingEngine.tgi]
+)
+@pytest.mark.parametrize("tag", ["latest", "LATEST", "", "has space"])
+def test_unpinned_tags_are_refused(factory: object, tag: str) -> None:
+    with pytest.raises(NeuronConfigError, match=r"image_tag="):
+        factory(image_tag=tag)  # type: ignore[operator]
+
+
+def test_default_images_are_pinned_versions() -> None:
+    for engine in (ServingEngine.optimum_neuron(), ServingEngine.vllm_neuron(), ServingEngine.tgi()):
+        assert engine.image.tag not in ("", "latest")
+        assert engine.image.neuron_sdk is not None or engine.name == "tgi"
+    assert (
+        ServingEngine.tgi().image.uri("us-east-1")
+        == "ghcr.io/huggingface/text-generation-inference:3.2.3-neuron"
+    )
+    assert ServingEngine.optimum_neuron().image.uri("eu-west-1") == (
+        "763104351884.dkr.ecr.eu-west-1.amazonaws.com/huggingface-vllm-inference-neuronx:"
+        "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
+    )
+
+
+def test_support_status_follows_upstream() -> None:
+    assert ServingEngine.optimum_neuron().status == "active"
+    assert ServingEngine.tgi().status == "maintenance"
+    assert "maintenance mode" in ServingEngine.tgi().status_note
+    assert ServingEngine.vllm_neuron().status == "maintenance"
+
+
+def test_health_path_and_port_per_engine() -> None:
+    assert (ServingEngine.optimum_neuron().port, ServingEngine.optimum_neuron().health_path) == (
+        8080,
+        "/health",
+    )
+    assert (ServingEngine.tgi().port, ServingEngine.tgi().health_path) == (80, "/health")
+    assert ServingEngine.vllm_neuron().port == 8080
+
+
+def test_ecr_registries_are_recognised() -> None:
+    image = ContainerImage("123456789012.dkr.ecr.us-west-2.amazonaws.com", "mirror/vllm", "1.2.3")
+    assert image.is_private_ecr
+    assert (image.ecr_account, image.ecr_region("us-east-1")) == ("123456789012", "us-west-2")
+    assert not ContainerImage("public.ecr.aws/neuron", "x", "1").is_private_ecr
+    assert ServingEngine.optimum_neuron().image.ecr_region("ap-south-1") == "ap-south-1"
+
+
+def test_optimum_neuron_flags() -> None:
+    args = ServingEngine.optimum_neuron().container_args(SPEC, PLAN, model="/model")
+    assert args == (
+        "--model",
+        "/model",
+        "--batch_size",
+        "4",
+        "--sequence_length",
+        "4096",
+        "--tensor_parallel_size",
+        "2",
+    )
+    env = ServingEngine.optimum_neuron().sagemaker_environment(SPEC, PLAN, model="/opt/ml/model")
+    assert env == {
+        "SM_ON_MODEL": "/opt/ml/model",
+        "SM_ON_BATCH_SIZE": "4",
+        "SM_ON_SEQUENCE_LENGTH": "4096",
+        "SM_ON_TENSOR_PARALLEL_SIZE": "2",
+    }
+
+
+def test_vllm_neuron_flags_and_environment() -> None:
+    engine = ServingEngine.vllm_neuron()
+    args = engine.container_args(SPEC, PLAN, model="meta-llama/Llama-3.1-8B-Instruct")
+    flags = dict(zip(args[3::2], args[4::2], strict=True))
+    assert args[:3] == ("python3", "-m", "vllm.entrypoints.openai.api_server")
+    assert flags["--tensor-parallel-size"] == "2"
+    assert flags["--max-num-seqs"] == "4"
+    assert flags["--max-model-len"] == "4096"
+    assert flags["--device"] == "neuron"
+    assert flags["--port"] == "8080"
+    assert flags["--dtype"] == "bfloat16"
+    assert engine.environment(SPEC, PLAN, model="x") == {
+        "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference"
+    }
+
+
+def test_tgi_is_configured_by_environment() -> None:
+    spec = ModelSpec(
+        artifact_uri="s3://models/llama",
+        parameters=8_000_000_000,
+        batch_size=2,
+        compiled_batch_size=4,
+        sequence_length=2048,
+        compiled_sequence_length=4096,
+        max_input_tokens=1024,
+    )
+    engine = ServingEngine.tgi()
+    plan = spec.plan("inf2.xlarge")
+    assert engine.container_args(spec, plan, model="/model") == ()
+    assert engine.environment(spec, plan, model="/model") == {
+        "MODEL_ID": "/model",
+        "HF_NUM_CORES": "2",
+        "HF_AUTO_CAST_TYPE": "bf16",
+        "MAX_BATCH_SIZE": "2",
+        "MAX_TOTAL_TOKENS": "2048",
+        "HF_BATCH_SIZE": "4",
+        "HF_SEQUENCE_LENGTH": "4096",
+        "MAX_INPUT_TOKENS": "1024",
+    }
+    assert engine.sagemaker_environment(spec, plan, model="/opt/ml/model")["HF_MODEL_ID"] == "/opt/ml/model"
+
+
+def test_vllm_serves_only_the_compiled_shape() -> None:
+    spec = ModelSpec(
+        artifact_uri="s3://models/llama", parameters=8_000_000_000, batch_size=2, compiled_batch_size=4
+    )
+    with pytest.raises(
+        NeuronConfigError, match=r"batch_size=2: vLLM on Neuron serves exactly the compiled shape"
+    ):
+        ServingEngine.optimum_neuron().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
+    ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")  # TGI accepts <= compiled
+
+
+def test_tgi_casts_to_16_bit_only() -> None:
+    spec = ModelSpec(model_id="org/m", parameters=8_000_000_000, dtype="int8")
+    with pytest.raises(NeuronConfigError, match=r"dtype='int8': TGI's Neuron backend casts to fp16 or bf16"):
+        ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
+
+
+def test_tgi_is_refused_on_trainium2() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"instance_type='trn2.48xlarge': TGI's Neuron backend supports"
+    ):
+        ServingEngine.tgi().validate(SPEC, SPEC.plan("trn2.48xlarge"), backend="ec2")
+
+
+def test_vllm_neuron_after_sdk_2_31_is_refused_on_inf2() -> None:
+    engine = ServingEngine.vllm_neuron(image_tag="0.24.0-neuronx-py312-sdk2.32.0-ubuntu24.04")
+    with pytest.raises(
+        NeuronConfigError, match=r"image_tag='0.24.0.*Trn2/Trn3 only; inf2.xlarge stays on NxD"
+    ):
+        engine.validate(SPEC, PLAN, backend="ec2")
+    engine.validate(SPEC, SPEC.plan("trn2.48xlarge"), backend="ec2")
+
+
+def test_engines_without_a_sagemaker_contract_are_refused_there() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"engine='vllm-neuron': this engine has no SageMaker serving"
+    ):
+        ServingEngine.vllm_neuron().validate(SPEC, PLAN, backend="sagemaker")
+    mirror = ContainerImage("registry.example.com", "vllm", "1.0")
+    with pytest.raises(NeuronConfigError, match=r"engine='optimum-neuron': this engine has no SageMaker"):
+        ServingEngine.optimum_neuron(image=mirror).validate(SPEC, PLAN, backend="sagemaker")
+    ServingEngine.tgi().validate(SPEC, PLAN, backend="sagemaker")
+
+
+def test_an_image_and_a_tag_together_are_refused() -> None:
+    mirror = ContainerImage("123456789012.dkr.ecr.us-east-1.amazonaws.com", "vllm", "1.0")
+    with pytest.raises(
+        NeuronConfigError, match=r"image_tag='2.0': give either image_tag .* or image, not both"
+    ):
+        ServingEngine.optimum_neuron("2.0", image=mirror)
+    assert ServingEngine.optimum_neuron(image=mirror).sagemaker_image == mirror
+    assert ServingEngine.vllm_neuron("0.9.2-neuronx-py310-sdk2.25.1-ubuntu22.04").image.tag.startswith(
+        "0.9.2"
+    )

@@ -1,0 +1,604 @@
+"""FleetBackend.ec2(): an Auto Scaling group of Neuron instances behind an internal ALB (internal)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import aws_cdk as cdk
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+
+from cdk_neuron import catalog
+from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
+from cdk_neuron.serving.settings import FleetSettings
+from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
+from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, boot_config, render_user_data
+from constructs import Construct
+
+SERVICE_PORT = 8080
+LIFECYCLE_HOOK_NAME = "cdk-neuron-ready"
+# Ubuntu AMIs (the Neuron DLAMI) boot from /dev/sda1; the data volume is attached as /dev/sdf.
+ROOT_DEVICE = "/dev/sda1"
+DATA_DEVICE = "/dev/sdf"
+# gp3 baseline is 125 MiB/s; 500 MiB/s (needs >= 2,000 IOPS, the baseline is 3,000) quarters the time
+# to write and read weights on instances whose EBS bandwidth allows it.
+DATA_VOLUME_THROUGHPUT_MIBPS = 500
+# Streaming generations can run for minutes: keep connections to a deregistering instance that long.
+DEREGISTRATION_DELAY = cdk.Duration.seconds(300)
+# The time to first token of a long prompt can exceed the ALB's default 60 s idle timeout.
+IDLE_TIMEOUT = cdk.Duration.seconds(300)
+
+
+@dataclass(frozen=True)
+class Ec2Fleet:
+    load_balancer: elbv2.ApplicationLoadBalancer
+    listener: elbv2.ApplicationListener
+    target_group: elbv2.ApplicationTargetGroup
+    auto_scaling_group: autoscaling.AutoScalingGroup
+    launch_template: ec2.LaunchTemplate
+    instance_role: iam.Role
+    instance_security_group: ec2.SecurityGroup
+    load_balancer_security_group: ec2.SecurityGroup
+    access_log_bucket: s3.IBucket
+    connections: ec2.Connections
+    url: str
+    startup: Ec2Startup
+
+
+def _access_log_bucket(scope: Construct, settings: FleetSettings) -> s3.IBucket:
+    if settings.access_log_bucket is not None:
+        return settings.access_log_bucket
+    bucket = s3.Bucket(
+        scope,
+        "AccessLogs",
+        # ALB access-log delivery supports only SSE-S3 (Amazon S3-managed keys), not SSE-KMS.
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        minimum_tls_version=1.2,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+        versioned=True,
+        removal_policy=settings.removal_policy,
+    )
+    acknowledge(
+        bucket,
+        "AwsSolutions-S1",
+        "This bucket receives the load balancer's access logs; logging access to the log bucket into "
+        "itself would loop and into another bucket would only move the question",
+    )
+    acknowledge(
+        bucket,
+        "NIST.800.53.R5-S3BucketLoggingEnabled",
+        "This bucket is the access-log destination itself (see AwsSolutions-S1)",
+    )
+    acknowledge(
+        bucket,
+        "NIST.800.53.R5-S3DefaultEncryptionKMS",
+        "Elastic Load Balancing delivers access logs only to buckets encrypted with SSE-S3; SSE-KMS is "
+        "not supported for ALB access logs",
+    )
+    acknowledge(
+        bucket,
+        "NIST.800.53.R5-S3BucketReplicationEnabled",
+        "Access logs are operational telemetry of one regional load balancer; versioning and RETAIN "
+        "protect them, cross-region replication is left to the account's logging strategy",
+    )
+    return bucket
+
+
+def _instance_policy(scope: Construct, settings: FleetSettings, role: iam.Role) -> iam.ManagedPolicy:
+    """The instances' permissions as one customer-managed policy, each wildcard with its reason."""
+    stack = cdk.Stack.of(scope)
+    statements: list[tuple[iam.PolicyStatement, str]] = []
+    image = settings.engine.image
+    if image.is_private_ecr:
+        statements.append(
+            (
+                iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+                "ecr:GetAuthorizationToken has no resource-level permissions",
+            )
+        )
+        statements.append(
+            (
+                iam.PolicyStatement(
+                    sid="EcrPullServingImage",
+                    actions=[
+                        "ecr:BatchGetImage",
+                        "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchCheckLayerAvailability",
+                    ],
+                    resources=[
+                        stack.format_arn(
+                            service="ecr",
+                            region=image.ecr_region(stack.region),
+                            account=image.ecr_account,
+                            resource="repository",
+                            resource_name=image.repository,
+                        )
+                    ],
+                ),
+                "one repository",
+            )
+        )
+    artifact = settings.model.artifact
+    if artifact is not None:
+        statements += [
+            (
+                iam.PolicyStatement(
+                    sid="ReadModelArtifacts",
+                    actions=["s3:GetObject"],
+                    resources=[f"arn:{stack.partition}:s3:::{artifact.bucket}/{artifact.object_pattern}"],
+                ),
+                "s3:GetObject covers exactly the objects under the model artifact prefix",
+            ),
+            (
+                iam.PolicyStatement(
+                    sid="ListModelArtifacts",
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:{stack.partition}:s3:::{artifact.bucket}"],
+                    conditions={"StringLike": {"s3:prefix": [artifact.prefix, artifact.object_pattern]}},
+                ),
+                "listing limited to the artifact prefix",
+            ),
+        ]
+        if settings.artifact_key is not None:
+            statements.append(
+                (
+                    iam.PolicyStatement(
+                        sid="DecryptModelArtifacts",
+                        actions=["kms:Decrypt"],
+                        resources=[settings.artifact_key.key_arn],
+                    ),
+                    "the artifact bucket's key",
+                )
+            )
+    secret = settings.hugging_face_token
+    if secret is not None:
+        statements.append(
+            (
+                iam.PolicyStatement(
+                    sid="ReadHubToken",
+                    actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                    # A secret imported by name has no suffix in its ARN; match the 6 random characters.
+                    resources=[secret.secret_full_arn or f"{secret.secret_arn}-??????"],
+                ),
+                "the Hugging Face token secret",
+            )
+        )
+        if secret.encryption_key is not None:
+            statements.append(
+                (
+                    iam.PolicyStatement(
+                        sid="DecryptHubToken",
+                        actions=["kms:Decrypt"],
+                        resources=[secret.encryption_key.key_arn],
+                        conditions={
+                            "StringEquals": {
+                                "kms:ViaService": f"secretsmanager.{stack.region}.{stack.url_suffix}"
+                            }
+                        },
+                    ),
+                    "the secret's key, through Secrets Manager only",
+                )
+            )
+    statements += [
+        (
+            iam.PolicyStatement(
+                sid="CompleteLaunchLifecycle",
+                actions=["autoscaling:CompleteLifecycleAction"],
+                resources=[
+                    stack.format_arn(
+                        service="autoscaling",
+                        resource="autoScalingGroup",
+                        resource_name="*:autoScalingGroupName/*",
+                        arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+                conditions={"StringEquals": {"autoscaling:ResourceTag/cdk-neuron:fleet": settings.fleet_id}},
+            ),
+            "a group's ARN embeds a UUID generated at creation, and this policy must exist before the group; "
+            "the resource-tag condition pins the action to this fleet's group",
+        ),
+        (
+            iam.PolicyStatement(
+                sid="PublishConcurrency",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
+            ),
+            "cloudwatch:PutMetricData has no resource-level permissions; the namespace is pinned by condition",
+        ),
+    ]
+    policy = iam.ManagedPolicy(
+        scope,
+        "InstancePolicy",
+        description="cdk-neuron serving instance: pull the image, read artifacts, report readiness",
+        statements=[statement for statement, _ in statements],
+        roles=[role],
+    )
+    acknowledge_wildcards(policy, statements)
+    return policy
+
+
+def _security_groups(
+    scope: Construct, settings: FleetSettings
+) -> tuple[ec2.SecurityGroup, ec2.SecurityGroup]:
+    lb_sg = ec2.SecurityGroup(
+        scope,
+        "LoadBalancerSecurityGroup",
+        vpc=settings.vpc,
+        description="cdk-neuron inference load balancer: clients inside the VPC only",
+        allow_all_outbound=False,
+    )
+    instance_sg = ec2.SecurityGroup(
+        scope,
+        "InstanceSecurityGroup",
+        vpc=settings.vpc,
+        description="cdk-neuron inference instances: the load balancer only; egress for images and artifacts",
+        allow_all_outbound=False,
+    )
+    # Images, artifacts, the Hub and AWS APIs are HTTPS; the Ubuntu archive (used only if the AMI lacks
+    # Docker) is plain HTTP.
+    instance_sg.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS: images, artifacts, AWS APIs")
+    instance_sg.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP: Ubuntu package archive")
+    return lb_sg, instance_sg
+
+
+def _block_devices(settings: FleetSettings, size_gib: int) -> list[dict[str, object]]:
+    """Both mappings; the root keeps the AMI's snapshot size (no VolumeSize) but is encrypted with our key."""
+    return [
+        {
+            "DeviceName": ROOT_DEVICE,
+            "Ebs": {
+                "Encrypted": True,
+                "KmsKeyId": settings.key.key_arn,
+                "VolumeType": "gp3",
+                "DeleteOnTermination": True,
+            },
+        },
+        {
+            "DeviceName": DATA_DEVICE,
+            "Ebs": {
+                "Encrypted": True,
+                "KmsKeyId": settings.key.key_arn,
+                "VolumeType": "gp3",
+                "VolumeSize": size_gib,
+                "Throughput": DATA_VOLUME_THROUGHPUT_MIBPS,
+                "DeleteOnTermination": True,
+            },
+        },
+    ]
+
+
+def vpc_cidr(vpc: ec2.IVpc) -> str:
+    """The VPC's primary CIDR, as a literal when the VPC was created in this app with one.
+
+    ``Vpc.vpc_cidr_block`` is a ``Fn::GetAtt`` even for a literal CIDR; the literal is the same value
+    and lets security-group rules be checked at synthesis.
+    """
+    cfn_vpc = vpc.node.default_child if isinstance(vpc, ec2.Vpc) else None
+    literal = cfn_vpc.cidr_block if isinstance(cfn_vpc, ec2.CfnVPC) else None
+    if isinstance(literal, str) and not cdk.Token.is_unresolved(literal):
+        return literal
+    return vpc.vpc_cidr_block
+
+
+def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
+    stack = cdk.Stack.of(scope)
+    spec, plan, engine = settings.model, settings.plan, settings.engine
+    startup = ec2_startup(plan.weights_gib, precompiled=spec.precompiled)
+    startup_seconds = settings.backend.startup_timeout_seconds or startup.seconds
+    volume_gib = settings.backend.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
+
+    if settings.key_created:
+        # EC2 Auto Scaling launches instances with its service-linked role, which must be allowed to
+        # use the key for encrypted EBS volumes (EC2 Auto Scaling user guide, key-policy-requirements).
+        service_role = iam.ArnPrincipal(
+            f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
+            "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+        )
+        settings.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AutoScalingUsesKeyForVolumes",
+                principals=[service_role],
+                actions=[
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:DescribeKey",
+                ],
+                resources=["*"],
+            )
+        )
+        settings.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AutoScalingGrantsForVolumes",
+                principals=[service_role],
+                actions=["kms:CreateGrant"],
+                resources=["*"],
+                conditions={"Bool": {"kms:GrantIsForAWSResource": True}},
+            )
+        )
+
+    lb_sg, instance_sg = _security_groups(scope, settings)
+    role = iam.Role(
+        scope,
+        "InstanceRole",
+        assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+        description="cdk-neuron inference instance",
+        managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSSMManagedInstanceCore")],
+    )
+    acknowledge(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonSSMManagedInstanceCore]",
+        "Instances have no SSH and no public IP; Session Manager is the only operator access, and this "
+        "AWS-maintained policy is the documented minimum for the SSM agent",
+    )
+    policy = _instance_policy(scope, settings, role)
+    acknowledge(
+        role,
+        "NIST.800.53.R5-IAMNoInlinePolicy",
+        "The only inline statement is the one aws-autoscaling's Signals adds: cloudformation:SignalResource "
+        "on this stack, for the readiness signal; everything else is in the managed InstancePolicy",
+    )
+
+    boot = boot_config(
+        spec,
+        plan,
+        engine,
+        region=stack.region,
+        stack_name=stack.stack_name,
+        asg_logical_id="",  # known once the group exists (below)
+        lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
+        service_port=SERVICE_PORT,
+        startup_timeout_seconds=startup_seconds,
+        fleet_id=settings.fleet_id,
+        hf_token_secret_arn=settings.hugging_face_token.secret_arn if settings.hugging_face_token else None,
+    )
+    # Rendered after the group exists: the script signals CloudFormation with the group's logical ID.
+    user_data = ec2.UserData.for_linux(shebang="#!/bin/bash")
+
+    launch_template = ec2.LaunchTemplate(
+        scope,
+        "LaunchTemplate",
+        machine_image=settings.machine_image
+        or ec2.MachineImage.from_ssm_parameter(
+            catalog.NEURON_DLAMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
+        ),
+        instance_type=ec2.InstanceType(plan.instance_type),
+        user_data=user_data,
+        role=role,
+        security_group=instance_sg,
+        block_devices=[
+            ec2.BlockDevice(
+                device_name=DATA_DEVICE,
+                volume=ec2.BlockDeviceVolume.ebs(
+                    volume_gib,
+                    encrypted=True,
+                    kms_key=settings.key,
+                    volume_type=ec2.EbsDeviceVolumeType.GP3,
+                    throughput=DATA_VOLUME_THROUGHPUT_MIBPS,
+                    delete_on_termination=True,
+                ),
+            )
+        ],
+        require_imdsv2=True,
+        # Hop limit 1: containers (one network hop further) cannot reach instance credentials.
+        http_put_response_hop_limit=1,
+        # The boot script reads its group name (aws:autoscaling:groupName) from instance tags.
+        instance_metadata_tags=True,
+        detailed_monitoring=True,
+    )
+    cfn_launch_template = launch_template.node.default_child
+    assert isinstance(cfn_launch_template, ec2.CfnLaunchTemplate)
+    # The L2 block device needs a size, but the root volume must keep the AMI snapshot's size.
+    cfn_launch_template.add_property_override(
+        "LaunchTemplateData.BlockDeviceMappings", _block_devices(settings, volume_gib)
+    )
+
+    timeout = cdk.Duration.seconds(startup_seconds)
+    in_service = min(
+        math.ceil(settings.min_capacity * settings.min_healthy_percentage / 100), settings.max_capacity - 1
+    )
+    group = autoscaling.AutoScalingGroup(
+        scope,
+        "Group",
+        vpc=settings.vpc,
+        vpc_subnets=settings.placement_subnets,
+        min_capacity=settings.min_capacity,
+        max_capacity=settings.max_capacity,
+        launch_template=None if settings.spot else launch_template,
+        mixed_instances_policy=autoscaling.MixedInstancesPolicy(
+            launch_template=launch_template,
+            instances_distribution=autoscaling.InstancesDistribution(
+                on_demand_base_capacity=0,
+                on_demand_percentage_above_base_capacity=0,
+                spot_allocation_strategy=autoscaling.SpotAllocationStrategy.PRICE_CAPACITY_OPTIMIZED,
+            ),
+        )
+        if settings.spot
+        else None,
+        capacity_rebalance=True if settings.spot else None,
+        health_checks=autoscaling.HealthChecks.with_additional_checks(
+            additional_types=[autoscaling.AdditionalHealthCheckType.ELB], grace_period=timeout
+        ),
+        signals=autoscaling.Signals.wait_for_min_capacity(timeout=timeout),
+        update_policy=autoscaling.UpdatePolicy.rolling_update(
+            max_batch_size=1,
+            min_instances_in_service=max(in_service, 0),
+            pause_time=timeout,
+            wait_on_resource_signals=True,
+        ),
+        min_healthy_percentage=settings.min_healthy_percentage,
+        max_healthy_percentage=110 if settings.min_healthy_percentage == 100 else 100,
+        # Readiness is gated by the lifecycle hook, so a new instance counts towards metrics at once.
+        default_instance_warmup=cdk.Duration.seconds(60),
+        group_metrics=[autoscaling.GroupMetrics.all()],
+        notifications=[autoscaling.NotificationConfiguration(topic=settings.notification_topic)]
+        if settings.notification_topic is not None
+        else None,
+    )
+    group.node.add_dependency(policy)
+    cdk.Tags.of(group).add("cdk-neuron:fleet", settings.fleet_id)
+    cfn_group = group.node.default_child
+    assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
+    # Inline hook specification (not a separate LifecycleHook resource), so even the instances of the
+    # group's first launch wait for their replicas before they are put in service.
+    cfn_group.lifecycle_hook_specification_list = [
+        autoscaling.CfnAutoScalingGroup.LifecycleHookSpecificationProperty(
+            lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
+            lifecycle_transition="autoscaling:EC2_INSTANCE_LAUNCHING",
+            default_result="ABANDON",
+            heartbeat_timeout=startup_seconds,
+        )
+    ]
+    user_data.add_commands(
+        render_user_data(replace(boot, asg_logical_id=stack.get_logical_id(cfn_group)), shebang=False)
+    )
+    if settings.notification_topic is None:
+        acknowledge(
+            group,
+            "AwsSolutions-AS3",
+            "No notification topic was given (notification_topic); EC2 Auto Scaling publishes every "
+            "launch, termination and failure to EventBridge regardless",
+        )
+    if settings.spot:
+        unseen = (
+            "The rule reads only the group's LaunchTemplate property, not MixedInstancesPolicy.LaunchTemplate "
+            "(Spot); the launch template used requires IMDSv2 and encrypts every volume with the fleet key"
+        )
+        acknowledge(group, "AwsSolutions-EC26", unseen)
+        acknowledge(group, "NIST.800.53.R5-EC2IMDSv2Enabled", unseen)
+    if settings.warm_pool:
+        group.add_warm_pool(pool_state=autoscaling.PoolState.STOPPED, min_size=0, reuse_on_scale_in=True)
+
+    load_balancer = elbv2.ApplicationLoadBalancer(
+        scope,
+        "LoadBalancer",
+        vpc=settings.vpc,
+        vpc_subnets=settings.subnets,
+        internet_facing=False,
+        security_group=lb_sg,
+        drop_invalid_header_fields=True,
+        idle_timeout=IDLE_TIMEOUT,
+    )
+    bucket = _access_log_bucket(scope, settings)
+    load_balancer.log_access_logs(bucket, prefix=f"cdk-neuron/{settings.fleet_id}")
+    acknowledge(
+        load_balancer,
+        "NIST.800.53.R5-ALBWAFEnabled",
+        "Internal load balancer reachable only from inside the VPC; a WAF web ACL can be associated by "
+        "the account's edge policy if required",
+    )
+    acknowledge(
+        load_balancer,
+        "NIST.800.53.R5-ELBDeletionProtectionEnabled",
+        "The load balancer is stateless and recreated by this stack; deletion protection would block "
+        "stack teardown and rollbacks",
+    )
+
+    target_group = elbv2.ApplicationTargetGroup(
+        scope,
+        "TargetGroup",
+        vpc=settings.vpc,
+        port=SERVICE_PORT,
+        protocol=elbv2.ApplicationProtocol.HTTP,
+        target_type=elbv2.TargetType.INSTANCE,
+        targets=[group],
+        # Generation requests vary from milliseconds to minutes: route to the least busy instance.
+        load_balancing_algorithm_type=elbv2.TargetGroupLoadBalancingAlgorithmType.LEAST_OUTSTANDING_REQUESTS,
+        deregistration_delay=DEREGISTRATION_DELAY,
+        health_check=elbv2.HealthCheck(
+            path=engine.health_path,
+            port=str(SERVICE_PORT),
+            healthy_http_codes="200",
+            interval=cdk.Duration.seconds(15),
+            timeout=cdk.Duration.seconds(10),
+            healthy_threshold_count=2,
+            unhealthy_threshold_count=3,
+        ),
+    )
+    if settings.certificate is not None:
+        port = 443
+        listener = load_balancer.add_listener(
+            "Https",
+            port=port,
+            protocol=elbv2.ApplicationProtocol.HTTPS,
+            certificates=[elbv2.ListenerCertificate.from_certificate_manager(settings.certificate)],
+            ssl_policy=elbv2.SslPolicy.RECOMMENDED_TLS,
+            open=False,
+            default_target_groups=[target_group],
+        )
+        scheme = "https"
+    else:
+        port = 80
+        listener = load_balancer.add_listener(
+            "Http",
+            port=port,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            open=False,
+            default_target_groups=[target_group],
+        )
+        scheme = "http"
+        plain_http = (
+            "No certificate was given (certificate=...), so the internal load balancer serves plain HTTP, "
+            "reachable only from the VPC CIDR; pass an ACM certificate to get an HTTPS-only listener"
+        )
+        acknowledge(load_balancer, "NIST.800.53.R5-ALBHttpToHttpsRedirection", plain_http)
+        acknowledge(listener, "NIST.800.53.R5-ELBv2ACMCertificateRequired", plain_http)
+    cidr = vpc_cidr(settings.vpc)
+    lb_sg.add_ingress_rule(
+        ec2.Peer.ipv4(cidr), ec2.Port.tcp(port), f"clients inside the VPC ({scheme.upper()})"
+    )
+    if cdk.Token.is_unresolved(cidr):
+        unresolved = (
+            f"The only ingress is the VPC's own CIDR on port {port}; it is a CloudFormation reference these "
+            "rules cannot evaluate (they report an error instead of a result)"
+        )
+        for rule in (
+            "AwsSolutions-EC23",
+            "NIST.800.53.R5-EC2RestrictedCommonPorts",
+            "NIST.800.53.R5-EC2RestrictedSSH",
+        ):
+            acknowledge(lb_sg, rule, unresolved)
+
+    if settings.target_requests_per_minute is not None:
+        group.scale_on_request_count(
+            "RequestsPerInstance",
+            target_requests_per_minute=settings.target_requests_per_minute,
+            estimated_instance_warmup=cdk.Duration.seconds(60),
+        )
+    group.scale_to_track_metric(
+        "ConcurrencyPerInstance",
+        metric=cloudwatch.Metric(
+            namespace=METRIC_NAMESPACE,
+            metric_name=CONCURRENCY_METRIC,
+            dimensions_map={"Fleet": settings.fleet_id},
+            statistic="Average",
+            period=cdk.Duration.minutes(1),
+        ),
+        target_value=settings.target_concurrency,
+        estimated_instance_warmup=cdk.Duration.seconds(60),
+    )
+
+    connections = ec2.Connections(security_groups=[lb_sg], default_port=ec2.Port.tcp(port))
+    return Ec2Fleet(
+        load_balancer=load_balancer,
+        listener=listener,
+        target_group=target_group,
+        auto_scaling_group=group,
+        launch_template=launch_template,
+        instance_role=role,
+        instance_security_group=instance_sg,
+        load_balancer_security_group=lb_sg,
+        access_log_bucket=bucket,
+        connections=connections,
+        url=f"{scheme}://{load_balancer.load_balancer_dns_name}",
+        startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
+    )

@@ -1,0 +1,412 @@
+"""InferenceFleet on EC2 Auto Scaling behind an internal ALB (inf2.xlarge, Llama 8B) and its variants."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from cdk_neuron import catalog
+from cdk_support import make_app, nag_violations, normalize_template, template_of
+
+ACCOUNT = "111111111111"
+REGION = "us-east-1"
+AZS = ["us-east-1a", "us-east-1b", "us-east-1c"]
+# us-east-1b maps to use1-az1, which does not offer inf2 (catalog offerings): it must be dropped.
+AZ_IDS = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az1", "us-east-1c": "use1-az6"}
+SECRET_ARN = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:hf-token"
+CERT_ARN = f"arn:aws:acm:{REGION}:{ACCOUNT}:certificate/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+
+
+@dataclass
+class Built:
+    app: Any
+    stack: Any
+    fleet: Any
+    template: dict[str, Any]
+    variants_stack: Any
+    variants: dict[str, Any]
+    variants_template: dict[str, Any]
+
+
+def _stack(app: Any, name: str) -> tuple[Any, Any]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    class PinnedAzStack(cdk.Stack):
+        @property
+        def availability_zones(self) -> list[str]:
+            return AZS
+
+    stack = PinnedAzStack(app, name, env=cdk.Environment(account=ACCOUNT, region=REGION))
+    cdk.Validations.of(stack).acknowledge(
+        cdk.Acknowledgment(
+            id="CloudFormation-Validate::W3010", reason="test stacks pin AZ names (no lookups)"
+        )
+    )
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, ip_addresses=ec2.IpAddresses.cidr("10.0.0.0/16"))
+    return stack, vpc
+
+
+@pytest.fixture(scope="module")
+def built() -> Iterator[Built]:
+    from aws_cdk import aws_certificatemanager as acm
+    from aws_cdk import aws_secretsmanager as secretsmanager
+
+    from cdk_neuron.serving import InferenceFleet, ModelSpec, ServingEngine
+
+    app = make_app()
+    stack, vpc = _stack(app, "Serving")
+    fleet = InferenceFleet(
+        stack,
+        "Fleet",
+        vpc=vpc,
+        model=ModelSpec(
+            model_id="meta-llama/Llama-3.1-8B-Instruct",
+            artifact_uri="s3://my-models/llama-3.1-8b/neuron",
+            parameters=8_000_000_000,
+            batch_size=4,
+        ),
+        instance_type="inf2.xlarge",
+        min_capacity=2,
+        availability_zone_ids=AZ_IDS,
+        min_availability_zones=2,
+    )
+
+    variants_stack, vpc2 = _stack(app, "ServingVariants")
+    hub_8b = ModelSpec(model_id="meta-llama/Llama-3.1-8B-Instruct", parameters=8_000_000_000, batch_size=4)
+    variants = {
+        "https": InferenceFleet(
+            variants_stack,
+            "Https",
+            vpc=vpc2,
+            model=hub_8b,
+            engine=ServingEngine.tgi(),
+            instance_type="inf2.24xlarge",
+            certificate=acm.Certificate.from_certificate_arn(variants_stack, "Cert", CERT_ARN),
+            hugging_face_token=secretsmanager.Secret.from_secret_partial_arn(
+                variants_stack, "Token", SECRET_ARN
+            ),
+            warm_pool=True,
+            target_requests_per_minute=120,
+            target_concurrency=10,
+        ),
+        "spot": InferenceFleet(
+            variants_stack, "Spot", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", spot=True
+        ),
+    }
+    yield Built(
+        app=app,
+        stack=stack,
+        fleet=fleet,
+        template=template_of(stack),
+        variants_stack=variants_stack,
+        variants=variants,
+        variants_template=template_of(variants_stack),
+    )
+
+
+def _one(template: dict[str, Any], type_: str, path_contains: str = "") -> tuple[str, dict[str, Any]]:
+    found = [(k, v) for k, v in template["Resources"].items() if v["Type"] == type_ and path_contains in k]
+    assert len(found) == 1, [k for k, _ in found]
+    return found[0]
+
+
+def _props(template: dict[str, Any], type_: str, path_contains: str = "") -> dict[str, Any]:
+    return _one(template, type_, path_contains)[1]["Properties"]  # type: ignore[no-any-return]
+
+
+def _user_data(template: dict[str, Any], path_contains: str = "") -> str:
+    data = _props(template, "AWS::EC2::LaunchTemplate", path_contains)["LaunchTemplateData"]["UserData"][
+        "Fn::Base64"
+    ]
+    if isinstance(data, str):
+        return data
+    return "".join(p if isinstance(p, str) else json.dumps(p) for p in data["Fn::Join"][1])
+
+
+# --------------------------------------------------------------------------------------------
+# Instances
+# --------------------------------------------------------------------------------------------
+
+
+def test_launch_template_uses_the_dlami_with_imdsv2_and_encrypted_volumes(built: Built) -> None:
+    data = _props(built.template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    parameter = data["ImageId"]["Ref"]
+    assert built.template["Parameters"][parameter]["Default"] == catalog.NEURON_DLAMI_PARAMETER
+    assert data["InstanceType"] == "inf2.xlarge"
+    assert data["MetadataOptions"] == {
+        "HttpPutResponseHopLimit": 1,
+        "HttpTokens": "required",
+        "InstanceMetadataTags": "enabled",
+    }
+    key = {"Fn::GetAtt": [_one(built.template, "AWS::KMS::Key")[0], "Arn"]}
+    root, volume = data["BlockDeviceMappings"]
+    # The escape hatch keeps the root at the AMI's snapshot size but encrypts it with our key.
+    assert root == {
+        "DeviceName": "/dev/sda1",
+        "Ebs": {"Encrypted": True, "KmsKeyId": key, "VolumeType": "gp3", "DeleteOnTermination": True},
+    }
+    assert volume["DeviceName"] == "/dev/sdf"
+    assert volume["Ebs"] | {"KmsKeyId": key} == {
+        "Encrypted": True,
+        "KmsKeyId": key,
+        "VolumeType": "gp3",
+        "VolumeSize": 110,
+        "Throughput": 500,
+        "DeleteOnTermination": True,
+    }
+    assert "NetworkInterfaces" not in data  # no public IP, security groups only at the top level
+    assert "KeyName" not in data
+
+
+def test_user_data_runs_the_pinned_engine_on_the_chip(built: Built) -> None:
+    script = _user_data(built.template)
+    assert script.startswith("#!/bin/bash\n")
+    assert script.count("--device=") == 1
+    assert "--device=/dev/neuron0" in script
+    assert "NEURON_RT_VISIBLE_CORES=0-1" in script
+    assert "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5" in script
+    assert ":latest" not in script
+    assert "ASG_LOGICAL_ID=" + _one(built.template, "AWS::AutoScaling::AutoScalingGroup")[0] in script
+
+
+def test_group_spans_only_the_zones_that_offer_the_type(built: Built) -> None:
+    props = _props(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    subnets = [ref["Ref"] for ref in props["VPCZoneIdentifier"]]
+    azs = {built.template["Resources"][s]["Properties"]["AvailabilityZone"] for s in subnets}
+    assert azs == {"us-east-1a", "us-east-1c"}
+    assert all("Private" in s for s in subnets)
+    assert built.fleet.availability_zones == ("us-east-1a", "us-east-1c")
+
+
+def test_elb_health_checks_with_a_grace_derived_from_the_model(built: Built) -> None:
+    props = _props(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    assert props["HealthCheckType"] == "ELB"
+    assert props["HealthCheckGracePeriod"] == 787 == built.fleet.startup_timeout_seconds
+    assert props["LifecycleHookSpecificationList"] == [
+        {
+            "DefaultResult": "ABANDON",
+            "HeartbeatTimeout": 787,
+            "LifecycleHookName": "cdk-neuron-ready",
+            "LifecycleTransition": "autoscaling:EC2_INSTANCE_LAUNCHING",
+        }
+    ]
+    assert (props["MinSize"], props["MaxSize"]) == ("2", "4")
+
+
+def test_rolling_refresh_keeps_the_minimum_healthy_percentage(built: Built) -> None:
+    _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    assert group["Properties"]["InstanceMaintenancePolicy"] == {
+        "MinHealthyPercentage": 100,
+        "MaxHealthyPercentage": 110,
+    }
+    rolling = group["UpdatePolicy"]["AutoScalingRollingUpdate"]
+    assert rolling["MaxBatchSize"] == 1
+    assert rolling["MinInstancesInService"] == 2
+    assert rolling["WaitOnResourceSignals"] is True
+    assert rolling["PauseTime"] == "PT13M7S"
+    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT13M7S"}}
+
+
+def test_scales_on_concurrency_per_instance(built: Built) -> None:
+    props = _props(built.template, "AWS::AutoScaling::ScalingPolicy")
+    config = props["TargetTrackingConfiguration"]
+    assert config["TargetValue"] == 4  # batch 4 x 1 replica
+    assert config["CustomizedMetricSpecification"] == {
+        "Dimensions": [{"Name": "Fleet", "Value": built.fleet.node.addr}],
+        "MetricName": "ConcurrentRequests",
+        "Namespace": "CdkNeuron/Serving",
+        "Statistic": "Average",
+    }
+
+
+def test_instance_permissions_are_least_privilege(built: Built) -> None:
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    by_sid = {s["Sid"]: s for s in statements}
+    assert by_sid["ReadModelArtifacts"]["Resource"] == "arn:aws:s3:::my-models/llama-3.1-8b/neuron/*"
+    assert by_sid["ListModelArtifacts"]["Condition"] == {
+        "StringLike": {"s3:prefix": ["llama-3.1-8b/neuron", "llama-3.1-8b/neuron/*"]}
+    }
+    assert by_sid["EcrPullServingImage"]["Resource"] == (
+        "arn:aws:ecr:us-east-1:763104351884:repository/huggingface-vllm-inference-neuronx"
+    )
+    assert by_sid["CompleteLaunchLifecycle"]["Condition"] == {
+        "StringEquals": {"autoscaling:ResourceTag/cdk-neuron:fleet": built.fleet.node.addr}
+    }
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert not any(a.endswith("*") for a in actions), statement
+
+
+def test_key_lets_auto_scaling_use_it_and_is_retained(built: Built) -> None:
+    _, key = _one(built.template, "AWS::KMS::Key")
+    assert key["DeletionPolicy"] == "Retain"
+    assert key["Properties"]["EnableKeyRotation"] is True
+    sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    assert {"AutoScalingUsesKeyForVolumes", "AutoScalingGrantsForVolumes"} <= sids
+
+
+# --------------------------------------------------------------------------------------------
+# Load balancer
+# --------------------------------------------------------------------------------------------
+
+
+def test_internal_alb_drops_invalid_headers_and_logs_access(built: Built) -> None:
+    props = _props(built.template, "AWS::ElasticLoadBalancingV2::LoadBalancer")
+    attributes = {a["Key"]: a["Value"] for a in props["LoadBalancerAttributes"]}
+    assert props["Scheme"] == "internal"
+    assert attributes["routing.http.drop_invalid_header_fields.enabled"] == "true"
+    assert attributes["access_logs.s3.enabled"] == "true"
+    assert attributes["idle_timeout.timeout_seconds"] == "300"
+    assert len(props["Subnets"]) == 3
+    bucket_id, bucket = _one(built.template, "AWS::S3::Bucket", "AccessLogs")
+    assert attributes["access_logs.s3.bucket"] == {"Ref": bucket_id}
+    assert bucket["DeletionPolicy"] == "Retain"
+    encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert encryption["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}  # ALB logs need SSE-S3
+
+
+def test_http_listener_is_reachable_from_the_vpc_only(built: Built) -> None:
+    listener = _props(built.template, "AWS::ElasticLoadBalancingV2::Listener")
+    assert (listener["Port"], listener["Protocol"]) == (80, "HTTP")
+    ingress = _props(built.template, "AWS::EC2::SecurityGroup", "LoadBalancerSecurityGroup")[
+        "SecurityGroupIngress"
+    ]
+    assert [(r["CidrIp"], r["FromPort"], r["ToPort"]) for r in ingress] == [("10.0.0.0/16", 80, 80)]
+    for resource in built.template["Resources"].values():
+        for rule in resource.get("Properties", {}).get("SecurityGroupIngress", []):
+            assert rule.get("CidrIp") != "0.0.0.0/0"
+    assert built.fleet.url.startswith("http://")
+    assert built.fleet.connections.default_port.to_string() == "80"
+
+
+def test_target_group_checks_the_engine_health_path(built: Built) -> None:
+    props = _props(built.template, "AWS::ElasticLoadBalancingV2::TargetGroup")
+    assert (props["HealthCheckPath"], props["Port"], props["Matcher"]) == (
+        "/health",
+        8080,
+        {"HttpCode": "200"},
+    )
+    attributes = {a["Key"]: a["Value"] for a in props["TargetGroupAttributes"]}
+    assert attributes["load_balancing.algorithm.type"] == "least_outstanding_requests"
+
+
+def test_attributes(built: Built) -> None:
+    fleet = built.fleet
+    assert fleet.endpoint is None
+    assert fleet.load_balancer is not None
+    assert fleet.auto_scaling_group is not None
+    assert (fleet.plan.tensor_parallel, fleet.plan.replicas_per_instance, fleet.instance_type) == (
+        2,
+        1,
+        "inf2.xlarge",
+    )
+    from cdk_neuron.errors import NeuronConfigError
+
+    with pytest.raises(NeuronConfigError, match=r"grant_invoke=.*authorized by network, not IAM"):
+        fleet.grant_invoke(fleet.instance_role)
+
+
+def test_nag_clean(built: Built) -> None:
+    assert nag_violations(built.fleet) == []
+    for fleet in built.variants.values():
+        assert nag_violations(fleet) == []
+
+
+def test_snapshot(built: Built, snapshot_json: SnapshotAssertion) -> None:
+    assert normalize_template(built.template) == snapshot_json
+
+
+# --------------------------------------------------------------------------------------------
+# Variants: HTTPS + warm pool + Hub token + request-count scaling (TGI, inf2.24xlarge); Spot
+# --------------------------------------------------------------------------------------------
+
+
+def test_https_listener_with_the_certificate(built: Built) -> None:
+    listener = _props(built.variants_template, "AWS::ElasticLoadBalancingV2::Listener", "Https")
+    assert (listener["Port"], listener["Protocol"]) == (443, "HTTPS")
+    assert listener["Certificates"] == [{"CertificateArn": CERT_ARN}]
+    assert listener["SslPolicy"].startswith("ELBSecurityPolicy-TLS13")
+    ingress = _props(built.variants_template, "AWS::EC2::SecurityGroup", "HttpsLoadBalancerSecurityGroup")
+    assert [(r["CidrIp"], r["FromPort"]) for r in ingress["SecurityGroupIngress"]] == [("10.0.0.0/16", 443)]
+    assert built.variants["https"].url.startswith("https://")
+
+
+def test_warm_pool_is_stopped_and_reused(built: Built) -> None:
+    props = _props(built.variants_template, "AWS::AutoScaling::WarmPool")
+    assert props["PoolState"] == "Stopped"
+    assert props["InstanceReusePolicy"] == {"ReuseOnScaleIn": True}
+
+
+def test_request_count_and_concurrency_policies(built: Built) -> None:
+    policies = [
+        v["Properties"]["TargetTrackingConfiguration"]
+        for k, v in built.variants_template["Resources"].items()
+        if v["Type"] == "AWS::AutoScaling::ScalingPolicy" and k.startswith("Https")
+    ]
+    by_kind = {
+        p.get("PredefinedMetricSpecification", {}).get("PredefinedMetricType", "custom"): p["TargetValue"]
+        for p in policies
+    }
+    assert by_kind == {"ALBRequestCountPerTarget": 120, "custom": 10}
+
+
+def test_hub_token_comes_from_secrets_manager(built: Built) -> None:
+    script = _user_data(built.variants_template, "Https")
+    assert f"HF_TOKEN_SECRET_ARN={SECRET_ARN}" in script
+    assert "HF_TOKEN=$" not in script and "HF_TOKEN=hf_" not in script
+    statements = _props(built.variants_template, "AWS::IAM::ManagedPolicy", "Https")["PolicyDocument"][
+        "Statement"
+    ]
+    read = next(s for s in statements if s["Sid"] == "ReadHubToken")
+    assert read["Resource"] == f"{SECRET_ARN}-??????"
+
+
+def test_six_replicas_on_inf2_24xlarge_behind_the_local_proxy(built: Built) -> None:
+    script = _user_data(built.variants_template, "Https")
+    assert sorted(set(re.findall(r"--device=(/dev/neuron\d+)", script))) == sorted(
+        f"/dev/neuron{i}" for i in range(6)
+    )
+    assert len(re.findall(r"cdk-neuron-replica-\d+\.service <<", script)) == 6
+    assert "public.ecr.aws/nginx/nginx:1.27-alpine" in script
+    assert "MODEL_ID=meta-llama/Llama-3.1-8B-Instruct" in script
+
+
+def test_spot_uses_a_mixed_instances_policy(built: Built) -> None:
+    props = _props(built.variants_template, "AWS::AutoScaling::AutoScalingGroup", "Spot")
+    distribution = props["MixedInstancesPolicy"]["InstancesDistribution"]
+    assert distribution == {
+        "OnDemandBaseCapacity": 0,
+        "OnDemandPercentageAboveBaseCapacity": 0,
+        "SpotAllocationStrategy": "price-capacity-optimized",
+    }
+    assert props["CapacityRebalance"] is True
+    assert "LaunchTemplate" not in props
+    # cdk-nag cannot follow MixedInstancesPolicy (acknowledged), so the template is checked here.
+    template_id = props["MixedInstancesPolicy"]["LaunchTemplate"]["LaunchTemplateSpecification"][
+        "LaunchTemplateId"
+    ]
+    data = built.variants_template["Resources"][template_id["Ref"]]["Properties"]["LaunchTemplateData"]
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert all(m["Ebs"]["Encrypted"] is True for m in data["BlockDeviceMappings"])
+
+
+def test_maintenance_engine_and_hub_model_warn(built: Built) -> None:
+    from aws_cdk.assertions import Annotations, Match
+
+    warnings = Annotations.from_stack(built.variants_stack).find_warning(
+        "/ServingVariants/Https", Match.string_like_regexp("maintenance mode upstream")
+    )
+    assert warnings
+    assert Annotations.from_stack(built.variants_stack).find_warning(
+        "/ServingVariants/Spot", Match.string_like_regexp("Hugging Face Hub")
+    )
+    assert not Annotations.from_stack(built.stack).find_warning(
+        "*", Match.string_like_regexp("cdk-neuron|Hub")
+    )

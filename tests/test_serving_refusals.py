@@ -1,0 +1,173 @@
+"""InferenceFleet refuses bad configurations in its constructor, naming the field and the fix."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_support import make_app
+
+AZS = ["us-east-1a", "us-east-1b", "us-east-1c"]
+_ids = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def scope() -> Iterator[tuple[Any, Any]]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    class PinnedAzStack(cdk.Stack):
+        @property
+        def availability_zones(self) -> list[str]:
+            return AZS
+
+    app = make_app()
+    stack = PinnedAzStack(app, "Refusals", env=cdk.Environment(account="111111111111", region="us-east-1"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS)
+    yield stack, vpc
+
+
+def _fleet(scope: tuple[Any, Any], **overrides: Any) -> Any:
+    from cdk_neuron.serving import InferenceFleet, ModelSpec
+
+    stack, vpc = scope
+    props: dict[str, Any] = {
+        "vpc": vpc,
+        "model": ModelSpec(
+            model_id="meta-llama/Llama-3.1-8B-Instruct",
+            artifact_uri="s3://my-models/llama-3.1-8b/neuron",
+            parameters=8_000_000_000,
+        ),
+    }
+    props.update(overrides)
+    return InferenceFleet(stack, f"Fleet{next(_ids)}", **props)
+
+
+def test_a_model_that_does_not_fit_names_an_instance_that_would(scope: tuple[Any, Any]) -> None:
+    from cdk_neuron.serving import ModelSpec
+
+    big = ModelSpec(model_id="meta-llama/Llama-3.1-70B-Instruct", parameters=70_000_000_000)
+    with pytest.raises(
+        NeuronConfigError, match=r"instance_type='inf2.xlarge': model needs .* inf2.48xlarge with TP 24"
+    ):
+        _fleet(scope, model=big, instance_type="inf2.xlarge")
+
+
+def test_tp_above_the_neuron_cores_is_refused(scope: tuple[Any, Any]) -> None:
+    from cdk_neuron.serving import ModelSpec
+
+    spec = ModelSpec(model_id="org/model", parameters=8_000_000_000, tensor_parallel=8)
+    with pytest.raises(NeuronConfigError, match=r"tensor_parallel=8: inf2.8xlarge has 2 NeuronCores"):
+        _fleet(scope, model=spec, instance_type="inf2.8xlarge")
+
+
+@pytest.mark.parametrize("instance_type", ["g5.xlarge", "p4d.24xlarge", "m7i.large"])
+def test_non_neuron_instances_are_refused(scope: tuple[Any, Any], instance_type: str) -> None:
+    with pytest.raises(
+        NeuronConfigError, match=rf"instance_type='{instance_type}': not a Neuron instance type"
+    ):
+        _fleet(scope, instance_type=instance_type)
+
+
+def test_no_configured_zone_offering_the_type_is_refused(scope: tuple[Any, Any]) -> None:
+    ids = {"us-east-1a": "use1-az1", "us-east-1b": "use1-az3", "us-east-1c": "use1-az1"}
+    with pytest.raises(
+        NeuronConfigError, match=r"availability_zone_ids=.*none of the configured zones offers inf2"
+    ):
+        _fleet(scope, availability_zone_ids=ids)
+
+
+def test_production_needs_two_zones_and_two_instances(scope: tuple[Any, Any]) -> None:
+    ids = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az1", "us-east-1c": "use1-az3"}
+    with pytest.raises(
+        NeuronConfigError, match=r"min_availability_zones=2: only 1 configured zone\(s\) offer"
+    ):
+        _fleet(scope, availability_zone_ids=ids, min_availability_zones=2, min_capacity=2)
+    with pytest.raises(
+        NeuronConfigError, match=r"min_capacity=1: spreading over 2 availability zones needs at least 2"
+    ):
+        _fleet(scope, min_availability_zones=2)
+
+
+def test_warm_pool_with_spot_is_refused(scope: tuple[Any, Any]) -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"warm_pool=True: EC2 Auto Scaling warm pools cannot be combined with Spot"
+    ):
+        _fleet(scope, warm_pool=True, spot=True)
+
+
+def test_sagemaker_timeouts_beyond_the_limit_are_refused(scope: tuple[Any, Any]) -> None:
+    from cdk_neuron.serving import FleetBackend
+
+    backend = FleetBackend.sagemaker(container_startup_health_check_timeout_seconds=5400)
+    with pytest.raises(
+        NeuronConfigError, match=r"container_startup_health_check_timeout=5400: SageMaker allows at most 3600"
+    ):
+        _fleet(scope, backend=backend)
+
+
+@pytest.mark.parametrize(
+    ("prop", "value"),
+    [("warm_pool", True), ("spot", True), ("target_requests_per_minute", 60)],
+)
+def test_ec2_only_options_are_refused_on_sagemaker(scope: tuple[Any, Any], prop: str, value: Any) -> None:
+    from cdk_neuron.serving import FleetBackend
+
+    with pytest.raises(NeuronConfigError, match=rf"{prop}=.*applies only to FleetBackend.ec2"):
+        _fleet(scope, backend=FleetBackend.sagemaker(), **{prop: value})
+
+
+def test_a_hub_token_is_refused_on_sagemaker(scope: tuple[Any, Any]) -> None:
+    from aws_cdk import aws_secretsmanager as secretsmanager
+
+    from cdk_neuron.serving import FleetBackend
+
+    secret = secretsmanager.Secret.from_secret_name_v2(scope[0], "HubToken", "hf-token")
+    with pytest.raises(NeuronConfigError, match=r"hugging_face_token=.*plain text in the model"):
+        _fleet(scope, backend=FleetBackend.sagemaker(), hugging_face_token=secret)
+
+
+def test_engines_without_sagemaker_support_are_refused_there(scope: tuple[Any, Any]) -> None:
+    from cdk_neuron.serving import FleetBackend, ServingEngine
+
+    with pytest.raises(
+        NeuronConfigError, match=r"engine='vllm-neuron': this engine has no SageMaker serving"
+    ):
+        _fleet(scope, backend=FleetBackend.sagemaker(), engine=ServingEngine.vllm_neuron())
+
+
+def test_trn2_ultraserver_is_not_a_sagemaker_type(scope: tuple[Any, Any]) -> None:
+    from cdk_neuron.serving import FleetBackend
+
+    with pytest.raises(NeuronConfigError, match=r"instance_type='trn2u.48xlarge': SageMaker hosting offers"):
+        _fleet(scope, backend=FleetBackend.sagemaker(), instance_type="trn2u.48xlarge")
+
+
+def test_capacity_bounds(scope: tuple[Any, Any]) -> None:
+    with pytest.raises(NeuronConfigError, match=r"min_capacity=0: must be a whole number >= 1"):
+        _fleet(scope, min_capacity=0)
+    with pytest.raises(NeuronConfigError, match=r"max_capacity=1: must be a whole number >= 2"):
+        _fleet(scope, min_capacity=2, max_capacity=1)
+    with pytest.raises(NeuronConfigError, match=r"target_concurrency=0: must be a number > 0"):
+        _fleet(scope, target_concurrency=0)
+
+
+def test_a_load_balancer_needs_two_zones(scope: tuple[Any, Any]) -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    single = ec2.SubnetSelection(
+        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1a"]
+    )
+    with pytest.raises(NeuronConfigError, match=r"vpc_subnets=.*at least two availability zones"):
+        _fleet(scope, vpc_subnets=single)
+
+
+def test_wrong_types_are_refused(scope: tuple[Any, Any]) -> None:
+    with pytest.raises(NeuronConfigError, match=r"model='llama': pass a cdk_neuron.ModelSpec"):
+        _fleet(scope, model="llama")
+    with pytest.raises(NeuronConfigError, match=r"engine='vllm': use ServingEngine"):
+        _fleet(scope, engine="vllm")

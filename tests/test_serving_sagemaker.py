@@ -1,0 +1,193 @@
+"""InferenceFleet on a SageMaker endpoint (ml.inf2.48xlarge, Llama 70B from precompiled S3 artifacts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from cdk_neuron import catalog
+from cdk_support import make_app, nag_violations, normalize_template, template_of
+
+ACCOUNT = "111111111111"
+REGION = "us-east-1"
+AZS = ["us-east-1a", "us-east-1b", "us-east-1c"]
+
+
+@dataclass
+class Built:
+    stack: Any
+    fleet: Any
+    template: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def built() -> Iterator[Built]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_iam as iam
+
+    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
+
+    class PinnedAzStack(cdk.Stack):
+        @property
+        def availability_zones(self) -> list[str]:
+            return AZS
+
+    app = make_app()
+    stack = PinnedAzStack(app, "SageMakerServing", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    cdk.Validations.of(stack).acknowledge(
+        cdk.Acknowledgment(
+            id="CloudFormation-Validate::W3010", reason="test stacks pin AZ names (no lookups)"
+        )
+    )
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, ip_addresses=ec2.IpAddresses.cidr("10.0.0.0/16"))
+    fleet = InferenceFleet(
+        stack,
+        "Fleet",
+        vpc=vpc,
+        model=ModelSpec(
+            model_id="meta-llama/Llama-3.1-70B-Instruct",
+            artifact_uri="s3://my-models/llama-3.1-70b/neuron",
+            parameters=70_000_000_000,
+            batch_size=4,
+        ),
+        backend=FleetBackend.sagemaker(),
+        instance_type="ml.inf2.48xlarge",
+        max_capacity=3,
+    )
+    client = iam.Role(stack, "Client", assumed_by=iam.AccountRootPrincipal())
+    fleet.grant_invoke(client)
+    yield Built(stack=stack, fleet=fleet, template=template_of(stack))
+
+
+def _one(template: dict[str, Any], type_: str) -> tuple[str, dict[str, Any]]:
+    found = [(k, v) for k, v in template["Resources"].items() if v["Type"] == type_]
+    assert len(found) == 1, [k for k, _ in found]
+    return found[0]
+
+
+def _props(template: dict[str, Any], type_: str) -> dict[str, Any]:
+    return _one(template, type_)[1]["Properties"]  # type: ignore[no-any-return]
+
+
+def test_model_runs_isolated_in_the_vpc_from_s3_artifacts(built: Built) -> None:
+    props = _props(built.template, "AWS::SageMaker::Model")
+    assert props["EnableNetworkIsolation"] is True
+    container = props["PrimaryContainer"]
+    assert container["Image"] == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:"
+        "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
+    )
+    assert container["ModelDataSource"] == {
+        "S3DataSource": {
+            "S3Uri": "s3://my-models/llama-3.1-70b/neuron/",
+            "S3DataType": "S3Prefix",
+            "CompressionType": "None",
+        }
+    }
+    assert container["Environment"] == {
+        "SM_ON_MODEL": "/opt/ml/model",
+        "SM_ON_BATCH_SIZE": "4",
+        "SM_ON_SEQUENCE_LENGTH": "4096",
+        "SM_ON_TENSOR_PARALLEL_SIZE": "24",
+    }
+    vpc_config = props["VpcConfig"]
+    assert len(vpc_config["Subnets"]) == 3
+    assert all("Private" in s["Ref"] for s in vpc_config["Subnets"])
+    sg_id = vpc_config["SecurityGroupIds"][0]["Fn::GetAtt"][0]
+    assert "SecurityGroupIngress" not in built.template["Resources"][sg_id]["Properties"]
+
+
+def test_execution_role_is_least_privilege(built: Built) -> None:
+    _, role = next(
+        (k, v)
+        for k, v in built.template["Resources"].items()
+        if v["Type"] == "AWS::IAM::Role" and "ExecutionRole" in k
+    )
+    assert (
+        "ManagedPolicyArns" not in role["Properties"]
+    )  # no AmazonSageMakerFullAccess, no AWS-managed policy
+    assert "Policies" not in role["Properties"]
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    by_sid = {s["Sid"]: s for s in statements}
+    assert by_sid["ReadModelArtifacts"]["Action"] == "s3:GetObject"
+    assert by_sid["ReadModelArtifacts"]["Resource"] == "arn:aws:s3:::my-models/llama-3.1-70b/neuron/*"
+    assert by_sid["ListModelArtifacts"]["Condition"] == {
+        "StringLike": {"s3:prefix": ["llama-3.1-70b/neuron", "llama-3.1-70b/neuron/*"]}
+    }
+    assert by_sid["EndpointLogs"]["Resource"] == (
+        "arn:aws:logs:us-east-1:111111111111:log-group:/aws/sagemaker/Endpoints/*"
+    )
+    assert "Condition" in by_sid["ManageEndpointInterfaces"]
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        assert not any(a.endswith("*") for a in actions), statement
+
+
+def test_endpoint_config_on_inf2_with_derived_timeouts(built: Built) -> None:
+    props = _props(built.template, "AWS::SageMaker::EndpointConfig")
+    (variant,) = props["ProductionVariants"]
+    key_id = _one(built.template, "AWS::KMS::Key")[0]
+    assert props["KmsKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert variant["InstanceType"] == "ml.inf2.48xlarge"
+    assert variant["InitialInstanceCount"] == 1
+    assert variant["VolumeSizeInGB"] == 302
+    assert variant["ModelDataDownloadTimeoutInSeconds"] == 1663
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 1903
+    assert variant["InferenceAmiVersion"] == catalog.SAGEMAKER_NEURON_AMI_VERSION
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert built.fleet.startup_timeout_seconds == 1903
+
+
+def test_autoscaling_on_high_resolution_concurrency(built: Built) -> None:
+    target = _props(built.template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 3)
+    assert target["ScalableDimension"] == "sagemaker:variant:DesiredInstanceCount"
+    endpoint_id = _one(built.template, "AWS::SageMaker::Endpoint")[0]
+    assert target["ResourceId"] == {
+        "Fn::Join": ["", ["endpoint/", {"Fn::GetAtt": [endpoint_id, "EndpointName"]}, "/variant/AllTraffic"]]
+    }
+    policy = _props(built.template, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    config = policy["TargetTrackingScalingPolicyConfiguration"]
+    assert config["PredefinedMetricSpecification"] == {
+        "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"
+    }
+    assert config["TargetValue"] == 4
+    # Scaling runs as Application Auto Scaling's service-linked role: no extra role is created.
+    assert target["RoleARN"].endswith(
+        "/sagemaker.application-autoscaling.amazonaws.com/AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint"
+    )
+    # A new endpoint config keeps the instance count auto scaling reached.
+    assert _props(built.template, "AWS::SageMaker::Endpoint")["RetainAllVariantProperties"] is True
+
+
+def test_grant_invoke_allows_invocation_and_streaming(built: Built) -> None:
+    endpoint_id = _one(built.template, "AWS::SageMaker::Endpoint")[0]
+    policy = next(
+        v["Properties"]
+        for k, v in built.template["Resources"].items()
+        if v["Type"] == "AWS::IAM::Policy" and k.startswith("Client")
+    )
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == ["sagemaker:InvokeEndpoint", "sagemaker:InvokeEndpointWithResponseStream"]
+    assert statement["Resource"] == {"Ref": endpoint_id}
+
+
+def test_attributes(built: Built) -> None:
+    fleet = built.fleet
+    assert fleet.load_balancer is None and fleet.auto_scaling_group is None
+    assert fleet.endpoint is not None
+    assert fleet.url == fleet.endpoint.attr_endpoint_name
+    assert (fleet.plan.tensor_parallel, fleet.instance_type) == (24, "inf2.48xlarge")
+
+
+def test_nag_clean(built: Built) -> None:
+    assert nag_violations(built.fleet) == []
+
+
+def test_snapshot(built: Built, snapshot_json: SnapshotAssertion) -> None:
+    assert normalize_template(built.template) == snapshot_json

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import aws_cdk as cdk
 import pytest
@@ -640,3 +640,70 @@ def test_batch_volume_and_mount_commands_reject_bad_input() -> None:
     for bad in ("relative", "/", "/tmp/x;rm -rf /", "/a b"):
         with pytest.raises(NeuronConfigError, match=r"^mount_point="):
             store.mount_commands(bad)
+
+
+# -- One Zone in a VPC pinned by AZ ID: the AZ name comes from CloudFormation ------------------------------
+
+
+def _az_id_pinned_stack() -> tuple[cdk.Stack, ec2.Vpc, ec2.CfnSubnet]:
+    """A VPC whose subnets carry AvailabilityZoneId (labels are AZ IDs), as the app's network stack builds."""
+    stack = cdk.Stack(make_app(), "AzIdPinned", env=ENV)
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        availability_zones=["use1-az6", "use1-az4"],
+        nat_gateways=0,
+        subnet_configuration=[
+            ec2.SubnetConfiguration(name="Training", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        ],
+    )
+    first = vpc.isolated_subnets[0]
+    cfn_subnet = cast(ec2.CfnSubnet, first.node.default_child)
+    cfn_subnet.add_property_deletion_override("AvailabilityZone")
+    cfn_subnet.add_property_override("AvailabilityZoneId", "use1-az6")
+    return stack, vpc, cfn_subnet
+
+
+def test_one_zone_takes_an_explicit_az_name_from_the_pinned_subnet() -> None:
+    stack, vpc, cfn_subnet = _az_id_pinned_stack()
+    store = CheckpointStore(
+        stack,
+        "Store",
+        vpc=vpc,
+        subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
+        one_zone=True,
+        availability_zone=cfn_subnet.attr_availability_zone,
+    )
+    template = Template.from_stack(stack)
+    subnet_id = stack.get_logical_id(cfn_subnet)
+    template.has_resource_properties(
+        "AWS::EFS::FileSystem", {"AvailabilityZoneName": {"Fn::GetAtt": [subnet_id, "AvailabilityZone"]}}
+    )
+    template.resource_count_is("AWS::EFS::MountTarget", 1)
+    template.has_resource_properties("AWS::EFS::MountTarget", {"SubnetId": {"Ref": subnet_id}})
+    assert store.availability_zone == cfn_subnet.attr_availability_zone
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"one_zone": False, "availability_zone": "us-east-1a"},
+            r"^availability_zone='us-east-1a': only a One Zone",
+        ),
+        (
+            {"one_zone": True, "availability_zone": "dummy1a"},
+            r"^availability_zone='dummy1a': give a real AZ name",
+        ),
+        (
+            {"one_zone": True, "availability_zone": "eu-west-1a"},
+            r"^availability_zone='eu-west-1a': give a real AZ",
+        ),
+    ],
+)
+def test_explicit_availability_zone_refusals(kwargs: dict[str, Any], message: str) -> None:
+    stack, vpc, _ = _az_id_pinned_stack()
+    with pytest.raises(NeuronConfigError, match=message):
+        CheckpointStore(
+            stack, "Store", vpc=vpc, subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]), **kwargs
+        )

@@ -73,6 +73,11 @@ class CheckpointStore(Construct):
             cluster's subnet, in a VPC whose AZ names are pinned (mapped from AZ IDs).
         one_zone: EFS One Zone: cheaper storage, one AZ, 1 GiBps write and 500 MiBps per client.
             Default False (Regional).
+        availability_zone: the One Zone file system's AZ *name*, when the subnets' names are not
+            real names: in a VPC pinned by AZ ID (subnets with ``AvailabilityZoneId``), pass the
+            pinned subnet's ``Fn::GetAtt AvailabilityZone`` so CloudFormation supplies the name your
+            account maps to that AZ ID. Default: the selected subnets' AZ name. Only with
+            ``one_zone=True``.
         removal_policy: for the file system and the key the store creates. Default RETAIN.
             ``DESTROY`` is for throw-away dev stacks; the backup vault is always retained because
             CloudFormation cannot delete a vault that holds recovery points.
@@ -109,6 +114,7 @@ class CheckpointStore(Construct):
         vpc: ec2.IVpc,
         subnets: ec2.SubnetSelection,
         one_zone: bool = False,
+        availability_zone: str | None = None,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
         kms_key: kms.IKey | None = None,
         security_group: ec2.ISecurityGroup | None = None,
@@ -143,7 +149,32 @@ class CheckpointStore(Construct):
             raise NeuronConfigError(
                 "backup_schedule", backup_schedule, "use aws_events.Schedule.cron(...) or None"
             )
-        placement = resolve_placement(stack, vpc, subnets, one_zone=one_zone)
+        if availability_zone is not None and not one_zone:
+            raise NeuronConfigError(
+                "availability_zone",
+                availability_zone,
+                "only a One Zone file system has an AZ; set one_zone=True",
+            )
+        if (
+            availability_zone is not None
+            and not cdk.Token.is_unresolved(availability_zone)
+            and (
+                availability_zone.startswith("dummy")
+                or (
+                    not cdk.Token.is_unresolved(stack.region)
+                    and not availability_zone.startswith(stack.region)
+                )
+            )
+        ):
+            raise NeuronConfigError(
+                "availability_zone",
+                availability_zone,
+                f"give a real AZ name of the stack's Region {stack.region} (e.g. {stack.region}a) or the pinned "
+                "subnet's Fn::GetAtt AvailabilityZone",
+            )
+        placement = resolve_placement(
+            stack, vpc, subnets, one_zone=one_zone, explicit_zone=availability_zone is not None
+        )
         region = None if cdk.Token.is_unresolved(stack.region) else stack.region
         self.checkpoint_estimate: CheckpointEstimate | None = (
             None
@@ -159,7 +190,7 @@ class CheckpointStore(Construct):
         )
         self.save_time_budget = save_time_budget
         self.mount_path = CHECKPOINT_PATH
-        self.availability_zone = placement.availability_zone
+        self.availability_zone = availability_zone or placement.availability_zone
 
         self.kms_key: kms.IKey = kms_key or kms.Key(
             self,
@@ -202,6 +233,10 @@ class CheckpointStore(Construct):
         # only backup, with our key and retention, not a second copy in aws/efs/automatic-backup-vault.
         cfn_file_system = cast(efs.CfnFileSystem, self.file_system.node.default_child)
         cfn_file_system.backup_policy = efs.CfnFileSystem.BackupPolicyProperty(status="DISABLED")
+        if availability_zone is not None:
+            # Escape hatch: the L2 names the One Zone AZ after the selected subnets, which in an
+            # AZ-ID-pinned VPC carry the AZ ID, not a name.
+            cfn_file_system.availability_zone_name = availability_zone
 
         self.access_point = efs.AccessPoint(
             self,

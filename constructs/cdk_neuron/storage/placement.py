@@ -33,14 +33,20 @@ class MountPlacement:
 
 
 def resolve_placement(
-    scope: cdk.Stack, vpc: ec2.IVpc, selection: ec2.SubnetSelection, *, one_zone: bool
+    scope: cdk.Stack,
+    vpc: ec2.IVpc,
+    selection: ec2.SubnetSelection,
+    *,
+    one_zone: bool,
+    explicit_zone: bool = False,
 ) -> MountPlacement:
     """Resolve `selection` into mount-target subnets, validating what EFS will accept.
 
     EFS allows one mount target per AZ, so the selection may hold at most one subnet per AZ. A One
     Zone file system lives in exactly one AZ, named in the template: that name must be real (not a
     token or CDK's placeholder "dummy1a"), or CloudFormation creates the file system in the wrong
-    AZ or fails.
+    AZ or fails. With ``explicit_zone`` the caller supplies the name itself (an AZ-ID-pinned VPC),
+    so the subnets' zone label only has to be a single, consistent one.
     """
     selected = _select(vpc, selection)
     subnets = tuple(selected.subnets)
@@ -68,7 +74,7 @@ def resolve_placement(
     if cdk.Token.is_unresolved(zone) or zone.startswith("dummy"):
         raise NeuronConfigError("subnets.availability_zone", zone, _PIN_AZS)
     region = scope.region
-    if not cdk.Token.is_unresolved(region) and not zone.startswith(region):
+    if not explicit_zone and not cdk.Token.is_unresolved(region) and not zone.startswith(region):
         raise NeuronConfigError(
             "subnets.availability_zone", zone, f"is not an AZ of the stack's Region {region}"
         )

@@ -325,8 +325,8 @@ def test_environment_variables(scenario: Scenario) -> None:
     assert env["NEURON_PP_DEGREE"] == str(plan.pipeline_parallel)
     assert env["NPROC_PER_NODE"] == str(plan.ranks_per_node)
     assert env["CCOM_SOCKET_IFNAME"] == "eth0"
-    assert env["MASTER_PORT"] == "41000"
-    assert env["ROOT_COMM_PORT"] == "48620"
+    assert env["MASTER_PORT"] == "29500"
+    assert env["ROOT_COMM_PORT"] == "29600"
     assert env["SCRATCH_DIR"] == "/scratch"
     # Set per node at run time by the launcher, never baked into the definition.
     for runtime in ("MASTER_ADDR", "NEURON_RT_ROOT_COMM_ID", "WORLD_SIZE", "NODE_RANK"):

@@ -106,9 +106,11 @@ def test_child_node_uses_the_main_node_address(fake_ip: Path) -> None:
     )
 
 
-def test_torch_and_neuron_root_communicator_use_different_ports(fake_ip: Path) -> None:
+def test_torch_and_neuron_root_communicator_use_different_non_ephemeral_ports(fake_ip: Path) -> None:
     out = parsed(run_launcher({"AWS_BATCH_JOB_NUM_NODES": "2"}, REPORT, fake_ip))
-    assert out["MASTER_PORT"] != out["ROOT"].rsplit(":", 1)[1]
+    ports = {int(out["MASTER_PORT"]), int(out["ROOT"].rsplit(":", 1)[1])}
+    assert len(ports) == 2
+    assert all(port < 32768 for port in ports)  # below Linux's default ephemeral range
 
 
 def test_layout_that_does_not_divide_the_world_fails_clearly(fake_ip: Path) -> None:
@@ -184,7 +186,7 @@ def test_container_command_passes_the_batch_parameter_as_first_argument() -> Non
 
 def test_script_key_lines() -> None:
     assert 'if [ -n "${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-}" ]' in LAUNCHER_SCRIPT
-    assert 'export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-48620}"' in LAUNCHER_SCRIPT
+    assert 'export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-29600}"' in LAUNCHER_SCRIPT
     assert 'export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"' in LAUNCHER_SCRIPT
     assert 'exec "${BASH:-/bin/bash}" -c "$command_line"' in LAUNCHER_SCRIPT
     assert "localhost" not in LAUNCHER_SCRIPT

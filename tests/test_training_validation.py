@@ -214,3 +214,25 @@ def test_auto_placement_follows_capacity(env: Env) -> None:
         is None
     )
     assert env.cluster(placement_group=False).placement_group is None
+
+
+def test_job_definitions_added_after_a_grant_are_granted_too(env: Env) -> None:
+    from aws_cdk import aws_iam as iam
+
+    cluster = env.cluster()
+    role = iam.Role(env.stack, f"Submitter{next(_ids)}", assumed_by=iam.AccountRootPrincipal())
+    cluster.grant_submit_jobs(role)
+    later = cluster.add_job_definition("Later", training_command="echo later")
+    policy = role.node.find_child("DefaultPolicy")
+    assert isinstance(policy, iam.Policy)
+    document = env.stack.resolve(policy.document.to_json())
+    later_ref = {"Ref": env.stack.resolve(env.stack.get_logical_id(later.node.default_child))}
+    submit_resources = [
+        resource
+        for statement in document["Statement"]
+        if "batch:SubmitJob" in statement["Action"]
+        for resource in (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+    ]
+    assert later_ref in submit_resources

@@ -84,6 +84,7 @@ class TrainingCluster(Construct):
         machine_image: the nodes' AMI. Default the ECS-optimized AL2023 Neuron AMI through its SSM
             parameter (``catalog.ECS_NEURON_AMI_PARAMETER``), resolved at every deployment: a new AMI
             rolls out as a new launch template version. Pin an image for long runs if you want none.
+            With Batch it must be an ECS-optimized AL2023 image (Batch is told ``ECS_AL2023``).
         job_image: the training container image (Batch only, required there): an
             ``ecs.ContainerImage`` or an image URI; an ECR URI is granted pull access. Default None.
         engine: ``Engine.batch()`` (default) or ``Engine.auto_scaling_group()``.
@@ -419,6 +420,8 @@ class TrainingCluster(Construct):
         retry_attempts: int | None = None,
     ) -> batch.MultiNodeJobDefinition:
         """Another multi-node job definition on this cluster, with the same devices, volumes and roles.
+
+        Principals already given ``grant_submit_jobs`` may submit with it too.
 
         Args:
             id: construct id of the job definition.

@@ -75,7 +75,6 @@ def build_launch_template(
         # Without EFA interfaces the group goes on the template itself; with them it goes on each
         # interface, because EC2 rejects SecurityGroupIds next to NetworkInterfaces.
         security_group=None if efa else security_group,
-        associate_public_ip_address=None,
     )
     cfn = template.node.default_child
     assert isinstance(cfn, ec2.CfnLaunchTemplate)

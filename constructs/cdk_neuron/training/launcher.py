@@ -11,9 +11,12 @@ it in its training script and still sets ``NEURON_RT_ROOT_COMM_ID=localhost:4862
 - ``MASTER_ADDR``: the Batch variable on children; on the main node its own address (the container's
   ``eth0``, which in Batch's ``awsvpc`` mode is the task's own network interface, then ``hostname -I``,
   then Python's resolver).
-- ``MASTER_PORT`` (torch's rendezvous store, default 41000) and
+- ``MASTER_PORT`` (torch's rendezvous store, default 29500, torch's own default) and
   ``NEURON_RT_ROOT_COMM_ID=$MASTER_ADDR:$ROOT_COMM_PORT`` (the Neuron runtime's root communicator,
-  default port 48620). They are two listeners on the main node, so they need two ports.
+  default port 29600). They are two listeners on the main node, so they need two ports, and both
+  sit below Linux's ephemeral range (32768-60999), so no outgoing connection can take them first.
+  The sample's 41000 needed ``sysctl net.ipv4.ip_local_reserved_ports``, which an unprivileged
+  container cannot set.
 - ``NODE_RANK`` / ``NNODES`` from Batch, ``WORLD_SIZE = NNODES x NPROC_PER_NODE`` and
   ``NEURON_DP_DEGREE = WORLD_SIZE / (TP x PP)`` computed at run time, so a job submitted with a
   different node count still gets consistent numbers (and a clear error if TP x PP does not divide).
@@ -36,8 +39,8 @@ from cdk_neuron.planner import TrainingPlan
 LAUNCHER_NAME = "cdk-neuron-launcher"
 TRAINING_COMMAND_PARAMETER = "training_command"
 DEFAULT_TRAINING_COMMAND = "torchrun $TORCHRUN_ARGS train.py"
-DEFAULT_MASTER_PORT = 41000
-DEFAULT_ROOT_COMM_PORT = 48620
+DEFAULT_MASTER_PORT = 29500
+DEFAULT_ROOT_COMM_PORT = 29600
 SCRATCH_DIR = "/scratch"
 
 # Batch refuses environment names starting with AWS_BATCH; ECS allows letters, digits and '_'.
@@ -66,8 +69,8 @@ else
 fi
 if [ -z "$MASTER_ADDR" ]; then log "cannot determine the main node's address"; exit 1; fi
 export MASTER_ADDR
-export MASTER_PORT="${MASTER_PORT:-41000}"
-export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-48620}"
+export MASTER_PORT="${MASTER_PORT:-29500}"
+export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-29600}"
 export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"
 export NNODES="${AWS_BATCH_JOB_NUM_NODES:-1}"
 export WORLD_SIZE=$(( NNODES * NPROC_PER_NODE ))

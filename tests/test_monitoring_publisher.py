@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.util
+import io
 import json
-import os
 import shutil
 import subprocess
+import tarfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -239,12 +241,6 @@ def test_each_value_is_published_per_workload_and_per_instance() -> None:
     assert (ecc["Unit"], ecc["Value"], ecc["Timestamp"]) == ("Count", 1.0, NOW)
 
 
-def test_unknown_instance_publishes_only_the_workload_series() -> None:
-    assert node_agent.dimension_sets("dev", "training", None) == [
-        [{"Name": "Environment", "Value": "dev"}, {"Name": "Workload", "Value": "training"}]
-    ]
-
-
 def _client(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
@@ -269,38 +265,39 @@ def test_run_publishes_each_report_and_survives_bad_lines_and_api_errors(
 ) -> None:
     client = _client(monkeypatch)
     config = publisher.publisher_config(
-        namespace="CdkNeuron",
-        region="us-east-1",
-        environment="prod",
-        workload="serving",
-        instance_type="inf2.48xlarge",
-    )
-    monkeypatch.setattr(
-        node_agent, "imds_instance_id", lambda: pytest.fail("IMDS used although the report had an id")
+        namespace="CdkNeuron", environment="prod", workload="serving", instance_type="inf2.48xlarge"
     )
     lines = iter(["not json\n", "\n", json.dumps(SERVING_REPORT), json.dumps(IDLE_REPORT)])
     with Stubber(client) as stub:
         stub.add_client_error("put_metric_data", "Throttling", http_status_code=400)
         stub.add_response("put_metric_data", {}, {"Namespace": "CdkNeuron", "MetricData": ANY})
-        assert node_agent.run(config, lines, client) == 1
+        assert node_agent.run(config, lines, client, "i-0011223344556677a") == 1
         stub.assert_no_pending_responses()
 
 
-def test_instance_id_falls_back_to_imds(monkeypatch: pytest.MonkeyPatch) -> None:
-    client = _client(monkeypatch)
-    config = publisher.publisher_config(
-        namespace="CdkNeuron",
-        region="us-east-1",
-        environment="dev",
-        workload="training",
-        instance_type="trn1.32xlarge",
-    )
-    monkeypatch.setattr(node_agent, "imds_instance_id", lambda: "i-0fromimds")
-    report = {**IDLE_REPORT, "instance_info": {"instance_id": "", "error": "no IMDSv1"}}
-    captured: list[dict[str, Any]] = []
-    monkeypatch.setattr(node_agent, "publish", lambda _c, _ns, data: captured.extend(data) or 1)
-    assert node_agent.run(config, iter([json.dumps(report)]), client) == 1
-    assert {"Name": "InstanceId", "Value": "i-0fromimds"} in captured[-1]["Dimensions"]
+class _Response(io.BytesIO):
+    def __enter__(self) -> _Response:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def test_identity_comes_from_imdsv2_with_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    requests: list[Any] = []
+
+    def urlopen(request: Any, timeout: float) -> _Response:
+        requests.append(request)
+        if request.full_url.endswith("/api/token"):
+            return _Response(b"TOKEN")
+        return _Response(json.dumps({"instanceId": "i-0abc", "region": "us-east-2"}).encode())
+
+    monkeypatch.setattr(node_agent.urllib.request, "urlopen", urlopen)
+    assert node_agent.instance_identity() == {"instanceId": "i-0abc", "region": "us-east-2"}
+    token, document = requests
+    assert (token.get_method(), token.full_url) == ("PUT", "http://169.254.169.254/latest/api/token")
+    assert document.full_url == "http://169.254.169.254/latest/dynamic/instance-identity/document"
+    assert document.get_header("X-aws-ec2-metadata-token") == "TOKEN"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -311,7 +308,6 @@ def test_instance_id_falls_back_to_imds(monkeypatch: pytest.MonkeyPatch) -> None
 def test_publisher_config_takes_cores_and_hbm_from_the_catalog() -> None:
     config = publisher.publisher_config(
         namespace="CdkNeuron",
-        region="us-east-2",
         environment="prod",
         workload="training",
         instance_type="trn2.48xlarge",
@@ -329,7 +325,7 @@ def test_publisher_config_takes_cores_and_hbm_from_the_catalog() -> None:
     ],
 )
 def test_publisher_config_refuses_bad_input(field: str, kwargs: dict[str, str]) -> None:
-    base = {"namespace": "CdkNeuron", "region": "us-east-1", "environment": "dev", "workload": "serving"}
+    base = {"namespace": "CdkNeuron", "environment": "dev", "workload": "serving"}
     base["instance_type"] = "inf2.xlarge"
     with pytest.raises(NeuronConfigError, match=f"^{field}="):
         publisher.publisher_config(**{**base, **kwargs})  # type: ignore[arg-type]
@@ -378,50 +374,56 @@ def _fake_bin(directory: Path, name: str, log: Path) -> None:
 
 
 def _hermetic_path(tmp_path: Path) -> Path:
-    """A PATH directory with only the coreutils the script needs: the real dnf, apt-get and systemctl
-    of the test machine must never run."""
+    """A PATH directory with only the tools the script needs: the real dnf, apt-get and systemctl of
+    the test machine must never run."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("cat", "mkdir", "chmod"):
+    for tool in ("cat", "mkdir", "base64", "tar", "gzip"):
         real = shutil.which(tool)
         assert real is not None
         (bin_dir / tool).symlink_to(real)
     return bin_dir
 
 
+KWARGS: dict[str, Any] = {
+    "namespace": "CdkNeuron",
+    "environment": "prod",
+    "workload": "serving",
+    "instance_type": "inf2.48xlarge",
+}
+
+
+def _run(script: str, tmp_path: Path, bin_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    return subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+
+
+def _rerooted(root: Path) -> str:
+    """The user data under the strict preamble, unpacking into ``root`` instead of /."""
+    script = STRICT_HOST_PREAMBLE + "\n".join(publisher.node_setup_commands(**KWARGS))
+    script = script.replace(" -C / ", f" -C {root} ")
+    return script.replace(f"/bin/bash {publisher.SETUP_PATH}", f"/bin/bash {root}{publisher.SETUP_PATH}")
+
+
 @pytest.mark.parametrize("package_manager", ["dnf", "apt-get"])
-def test_rendered_user_data_writes_the_files_and_starts_the_service(
+def test_rendered_user_data_unpacks_the_bundle_and_starts_the_service(
     tmp_path: Path, package_manager: str
 ) -> None:
-    lines = publisher.node_setup_commands(
-        namespace="CdkNeuron",
-        region="us-east-1",
-        environment="prod",
-        workload="serving",
-        instance_type="inf2.48xlarge",
-    )
     root = tmp_path / "root"
-    script = STRICT_HOST_PREAMBLE + "\n".join(lines)
-    for prefix in ("/opt/cdk-neuron", "/etc/cdk-neuron", "/etc/systemd/system", "/opt/aws/neuron/bin"):
-        script = script.replace(prefix, f"{root}{prefix}")
-    (root / "etc/systemd/system").mkdir(parents=True)
+    root.mkdir()
     bin_dir = _hermetic_path(tmp_path)
     log = tmp_path / "calls.log"
     for tool in ("systemctl", package_manager):
         _fake_bin(bin_dir, tool, log)
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
-    result = subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    result = _run(_rerooted(root), tmp_path, bin_dir)
     assert result.returncode == 0, result.stderr
 
-    def written(path: str) -> str:  # as it would be on the node, without the test's root prefix
-        return (root / path).read_text().replace(str(root), "")
-
-    assert written("opt/cdk-neuron/neuron_publisher.py") == publisher.agent_source()
-    assert os.access(root / "opt/cdk-neuron/neuron_publisher.py", os.X_OK)
+    for path, (content, mode) in publisher.bundle_files(**KWARGS).items():
+        written = root / path.lstrip("/")
+        assert written.read_text() == content
+        assert written.stat().st_mode & 0o777 == mode
     config = node_agent.load_config(str(root / "etc/cdk-neuron/publisher.json"))
-    assert config["environment"] == "prod" and config["workload"] == "serving"
-    assert json.loads(written("etc/cdk-neuron/neuron-monitor.json")) == publisher.neuron_monitor_config()
-    assert written("etc/systemd/system/cdk-neuron-monitor.service").strip() == publisher.systemd_unit()
+    assert config == publisher.publisher_config(**KWARGS)
     calls = log.read_text().splitlines()
     assert any(c.startswith(package_manager) and "aws-neuronx-tools" in c for c in calls)
     assert calls[-3:] == [
@@ -431,27 +433,53 @@ def test_rendered_user_data_writes_the_files_and_starts_the_service(
     ]
 
 
-def test_failures_never_abort_a_strict_host_script(tmp_path: Path) -> None:
-    lines = publisher.node_setup_commands(
-        namespace="CdkNeuron",
-        region="us-east-1",
-        environment="dev",
-        workload="training",
-        instance_type="trn1.2xlarge",
-    )
-    # Nothing can be installed, no directory can be written and systemctl fails.
-    script = (
-        STRICT_HOST_PREAMBLE + "\n".join(lines).replace("/opt/cdk-neuron", "/proc/nope") + "\necho reached"
-    )
-    bin_dir = _hermetic_path(tmp_path)  # no dnf, no apt-get
+@pytest.mark.parametrize("failure", ["unpack", "setup"])
+def test_failures_never_abort_a_strict_host_script(tmp_path: Path, failure: str) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    bin_dir = _hermetic_path(tmp_path)  # no dnf, no apt-get: nothing can be installed
     (bin_dir / "systemctl").write_text("#!/bin/sh\nexit 1\n")
     (bin_dir / "systemctl").chmod(0o755)
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
-    result = subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    script = _rerooted(root)
+    if failure == "unpack":
+        script = script.replace(f" -C {root} ", " -C /proc/nope ")
+    result = _run(script + "\necho reached", tmp_path, bin_dir)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "reached"
     assert "TRAPPED" not in result.stderr
     assert "setup failed; this node publishes no Neuron metrics" in result.stderr
+
+
+def test_the_deployed_publisher_is_the_tested_code_without_docstrings(tmp_path: Path) -> None:
+    deployed = publisher.deployed_agent_source()
+    ast.parse(deployed, feature_version=(3, 9))
+    assert '"""' not in deployed
+    path = tmp_path / "neuron_publisher.py"
+    path.write_text(deployed)
+    spec = importlib.util.spec_from_file_location("deployed_publisher", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for report in (SERVING_REPORT, IDLE_REPORT):
+        assert module.summarize(report, neuron_cores=24, hbm_bytes=INF2_48_HBM) == _summary(report)
+    assert module.REQUIRED_CONFIG == node_agent.REQUIRED_CONFIG
+    assert module.MAX_METRICS_PER_CALL == 1000
+
+
+def test_bundle_is_reproducible() -> None:
+    files = publisher.bundle_files(**KWARGS)
+    assert publisher.bundle(files) == publisher.bundle(publisher.bundle_files(**KWARGS))
+    with tarfile.open(fileobj=io.BytesIO(publisher.bundle(files)), mode="r:gz") as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert set(members) == {p.lstrip("/") for p in files}
+    assert all(m.mtime == 0 and m.uid == 0 and m.isfile() for m in members.values())
+
+
+def test_monitoring_fits_in_5_kib_of_user_data() -> None:
+    # EC2 caps user data at 16,384 bytes and the serving fleet's own boot script takes about 10 KB.
+    # (The construct tests check the composed user data of real clusters and fleets.)
+    size = len("\n".join(publisher.node_setup_commands(**KWARGS)).encode())
+    assert size <= 5 * 1024, size
 
 
 def test_unit_runs_the_agent_with_the_distro_python_and_restarts() -> None:

@@ -33,7 +33,6 @@ _LOG = logging.getLogger("cdk-neuron-publisher")
 
 REQUIRED_CONFIG = (
     "namespace",
-    "region",
     "environment",
     "workload",
     "neuron_cores",
@@ -110,13 +109,10 @@ def summarize(report: Mapping[str, Any], *, neuron_cores: int, hbm_bytes: int) -
     return values
 
 
-def dimension_sets(environment: str, workload: str, instance_id: str | None) -> list[list[dict[str, str]]]:
-    """The per-workload series (always) and the per-instance series (when the instance id is known)."""
+def dimension_sets(environment: str, workload: str, instance_id: str) -> list[list[dict[str, str]]]:
+    """The per-workload series and the per-instance series."""
     shared = [{"Name": "Environment", "Value": environment}, {"Name": "Workload", "Value": workload}]
-    sets = [shared]
-    if instance_id:
-        sets.append([*shared, {"Name": "InstanceId", "Value": instance_id}])
-    return sets
+    return [shared, [*shared, {"Name": "InstanceId", "Value": instance_id}]]
 
 
 def metric_data(
@@ -127,7 +123,7 @@ def metric_data(
     timestamp: datetime,
 ) -> list[dict[str, Any]]:
     """PutMetricData ``MetricData`` entries: every value once per dimension set."""
-    data = []
+    data: list[dict[str, Any]] = []
     for dims in dimensions:
         for key, value in values.items():
             name, unit = table[key]
@@ -157,25 +153,22 @@ def publish(client: Any, namespace: str, data: Sequence[Mapping[str, Any]]) -> i
     return calls
 
 
-def report_instance_id(report: Mapping[str, Any]) -> str | None:
-    return (report.get("instance_info") or {}).get("instance_id") or None
+def instance_identity(timeout: float = 2.0) -> dict[str, Any]:
+    """The IMDSv2 instance identity document (``instanceId``, ``region``, ...).
 
-
-def imds_instance_id(timeout: float = 2.0) -> str | None:
-    """The instance id from IMDSv2 (launch templates require tokens), or None off EC2."""
-    try:
-        token_request = urllib.request.Request(
-            f"{_IMDS}/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "300"}
-        )
-        with urllib.request.urlopen(token_request, timeout=timeout) as response:
-            token = response.read().decode()
-        id_request = urllib.request.Request(
-            f"{_IMDS}/meta-data/instance-id", headers={"X-aws-ec2-metadata-token": token}
-        )
-        with urllib.request.urlopen(id_request, timeout=timeout) as response:
-            return str(response.read().decode()) or None
-    except OSError:
-        return None
+    Launch templates require IMDSv2 tokens, so the token request comes first.
+    """
+    token_request = urllib.request.Request(
+        f"{_IMDS}/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "300"}
+    )
+    with urllib.request.urlopen(token_request, timeout=timeout) as response:
+        token = response.read().decode()
+    document_request = urllib.request.Request(
+        f"{_IMDS}/dynamic/instance-identity/document", headers={"X-aws-ec2-metadata-token": token}
+    )
+    with urllib.request.urlopen(document_request, timeout=timeout) as response:
+        document: dict[str, Any] = json.loads(response.read())
+    return document
 
 
 def load_config(path: str) -> dict[str, Any]:
@@ -187,7 +180,7 @@ def load_config(path: str) -> dict[str, Any]:
     return config
 
 
-def run(config: Mapping[str, Any], reports: Iterator[str], client: Any) -> int:
+def run(config: Mapping[str, Any], reports: Iterator[str], client: Any, instance_id: str) -> int:
     """Publish every report line; returns the number of reports published.
 
     A bad line or a failed call is logged and skipped: one lost minute of metrics must not stop the
@@ -195,7 +188,7 @@ def run(config: Mapping[str, Any], reports: Iterator[str], client: Any) -> int:
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
-    instance_id: str | None = None
+    dimensions = dimension_sets(config["environment"], config["workload"], instance_id)
     published = 0
     for line in reports:
         if not line.strip():
@@ -205,15 +198,11 @@ def run(config: Mapping[str, Any], reports: Iterator[str], client: Any) -> int:
         except ValueError:
             _LOG.warning("skipping a line that is not a JSON report: %.80s", line)
             continue
-        instance_id = instance_id or report_instance_id(report) or imds_instance_id()
         values = summarize(
             report, neuron_cores=int(config["neuron_cores"]), hbm_bytes=int(config["hbm_bytes"])
         )
         data = metric_data(
-            values,
-            table=config["metrics"],
-            dimensions=dimension_sets(config["environment"], config["workload"], instance_id),
-            timestamp=datetime.now(timezone.utc),
+            values, table=config["metrics"], dimensions=dimensions, timestamp=datetime.now(timezone.utc)
         )
         try:
             publish(client, config["namespace"], data)
@@ -228,17 +217,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     args = list(sys.argv[1:] if argv is None else argv)
     config = load_config(args[0] if args else DEFAULT_CONFIG_PATH)
+    identity = instance_identity()  # an OSError here exits; systemd retries
 
     import boto3
 
-    client = boto3.client("cloudwatch", region_name=config["region"])
+    client = boto3.client("cloudwatch", region_name=identity["region"])
     monitor = subprocess.Popen(
-        [config["neuron_monitor"], "-c", config["neuron_monitor_config"]],
-        stdout=subprocess.PIPE,
-        text=True,
+        [config["neuron_monitor"], "-c", config["neuron_monitor_config"]], stdout=subprocess.PIPE, text=True
     )
     assert monitor.stdout is not None
-    run(config, iter(monitor.stdout), client)
+    run(config, iter(monitor.stdout), client, identity["instanceId"])
     # neuron-monitor streams until killed: any exit is a failure for systemd to restart.
     code = monitor.wait()
     _LOG.error("neuron-monitor exited with status %s", code)

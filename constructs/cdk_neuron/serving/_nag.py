@@ -14,7 +14,6 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
-
 from constructs import IConstruct
 
 

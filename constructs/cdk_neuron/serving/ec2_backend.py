@@ -12,13 +12,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from constructs import Construct
 
 from cdk_neuron import catalog
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
 from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, boot_config, render_user_data
-from constructs import Construct
 
 SERVICE_PORT = 8080
 LIFECYCLE_HOOK_NAME = "cdk-neuron-ready"

@@ -16,6 +16,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
+from constructs import Construct
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
@@ -28,7 +29,6 @@ from cdk_neuron.serving.placement import select_availability_zones
 from cdk_neuron.serving.sagemaker_backend import SageMakerFleet, build_sagemaker_fleet
 from cdk_neuron.serving.settings import FleetSettings, select_subnets
 from cdk_neuron.serving.timing import ec2_startup, sagemaker_timeouts, sagemaker_volume_gb
-from constructs import Construct
 
 # SageMaker hosting offers these Neuron types (AWS::SageMaker::EndpointConfig InstanceType enum).
 _SAGEMAKER_TYPES = frozenset(

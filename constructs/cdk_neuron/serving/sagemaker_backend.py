@@ -14,12 +14,12 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
 
 from cdk_neuron import catalog
 from cdk_neuron.serving._nag import acknowledge_wildcards
 from cdk_neuron.serving.settings import FleetSettings, select_subnets
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_timeouts, sagemaker_volume_gb
-from constructs import Construct
 
 # Where SageMaker puts ModelDataSource contents inside the container.
 SAGEMAKER_MODEL_DIR = "/opt/ml/model"

@@ -14,6 +14,7 @@ from aws_cdk import aws_efs as efs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from constructs import Construct
 
 from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
 from cdk_neuron.errors import NeuronConfigError, one_of
@@ -25,7 +26,6 @@ from cdk_neuron.storage.file_system_policy import (
     client_grant_conditions,
 )
 from cdk_neuron.storage.placement import resolve_placement
-from constructs import Construct
 
 CHECKPOINT_PATH = "/checkpoints"
 SAVE_TIME_WARNING_ID = "@cdk-neuron/storage:checkpointSaveTime"

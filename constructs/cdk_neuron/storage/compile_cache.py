@@ -20,10 +20,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from constructs import Construct
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.storage import _props
-from constructs import Construct
 
 COMPILE_CACHE_ENV = "NEURON_COMPILE_CACHE_URL"
 DEFAULT_EXPIRE_AFTER = cdk.Duration.days(30)

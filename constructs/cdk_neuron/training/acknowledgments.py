@@ -5,9 +5,9 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from constructs import IConstruct
 
 from cdk_neuron.storage import CompileCache
-from constructs import IConstruct
 
 
 def _acknowledge(scope: IConstruct, rule: str, reason: str) -> None:

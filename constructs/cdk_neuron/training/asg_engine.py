@@ -5,9 +5,9 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
 
 from cdk_neuron.training.engine import Engine
-from constructs import Construct
 
 
 def build_auto_scaling_group(

@@ -12,6 +12,7 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from constructs import Construct
 
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
@@ -19,7 +20,6 @@ from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.training.engine import Engine
 from cdk_neuron.training.launcher import SCRATCH_DIR, TRAINING_COMMAND_PARAMETER, launcher_command
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
-from constructs import Construct
 
 # ECS registers a little less memory than the instance has (the kernel and the agent keep some), and
 # a job asking for more than the registered amount never leaves RUNNABLE. 90 % leaves the host page

@@ -11,6 +11,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from constructs import Construct
 
 from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
@@ -27,7 +28,6 @@ from cdk_neuron.training.launcher import (
     node_environment,
     training_command,
 )
-from constructs import Construct
 
 OFFERING_WARNING_ID = "@cdk-neuron/training:offeringUnknown"
 DEFAULT_ROOT_VOLUME_SIZE = cdk.Size.gibibytes(512)

@@ -13,10 +13,10 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from constructs import Construct
 
 from cdk_neuron.catalog import EfaLayout, NeuronInstance, efa_network_interfaces
 from cdk_neuron.training.capacity import Capacity
-from constructs import Construct
 
 ROOT_DEVICE_NAME = "/dev/xvda"  # Amazon Linux 2023's root device
 # Neuron training images are tens of GB; gp3's baseline 125 MiB/s makes every first pull on a new

@@ -6,7 +6,6 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-
 from constructs import Construct
 
 SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"

@@ -1,0 +1,71 @@
+"""Snapshot and property tests for a user's own stack built from cdk-neuron.
+
+This is the pattern to copy into your CI: synthesize once per module, assert the properties you
+rely on, and snapshot the whole template with volatile values (asset hashes, bootstrap version)
+removed, so an upgrade of cdk-neuron shows up as a reviewable diff.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Match, Template
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.json import JSONSnapshotExtension
+
+import cdk_neuron
+from app import build
+
+
+@pytest.fixture(scope="module")
+def template() -> Template:
+    with open("cdk.json") as f:
+        app = cdk.App(context=json.load(f)["context"])
+    return Template.from_stack(build(app))
+
+
+def normalize(template: dict[str, Any]) -> dict[str, Any]:
+    template.get("Parameters", {}).pop("BootstrapVersion", None)
+    template.get("Rules", {}).pop("CheckBootstrapVersion", None)
+    return json.loads(re.sub(r"[0-9a-f]{64}", "ASSET_HASH", json.dumps(template, sort_keys=True)))
+
+
+def test_uses_the_installed_package_not_a_checkout() -> None:
+    assert "site-packages" in (cdk_neuron.__file__ or "")
+
+
+def test_training_launches_only_into_the_reservation(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {
+            "LaunchTemplateData": Match.object_like(
+                {
+                    "InstanceType": "trn1n.32xlarge",
+                    "CapacityReservationSpecification": {
+                        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}
+                    },
+                }
+            )
+        },
+    )
+
+
+def test_sixteen_efa_interfaces_on_trn1n(template: Template) -> None:
+    (lt,) = template.find_resources("AWS::EC2::LaunchTemplate").values()
+    interfaces = lt["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert sorted(i["NetworkCardIndex"] for i in interfaces) == list(range(16))
+
+
+def test_sagemaker_endpoint_on_inf2(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {"ProductionVariants": [Match.object_like({"InstanceType": "ml.inf2.xlarge"})]},
+    )
+
+
+def test_snapshot(template: Template, snapshot: SnapshotAssertion) -> None:
+    assert normalize(template.to_json()) == snapshot.use_extension(JSONSnapshotExtension)

@@ -25,6 +25,8 @@ help:
 	@echo "make test    set up, then ruff, mypy and pytest"
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
+	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
+	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
 $(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -54,7 +56,37 @@ typecheck: setup
 unit: setup
 	pytest -q
 
-test: lint typecheck unit
+test: lint typecheck unit example
+
+# --- the published package, used from another app -----------------------------------------------
+# The wheel is rebuilt only when library sources change; the example venv is created only when its
+# requirement files change, and then only the wheel is reinstalled.
+WHEEL := dist/cdk_neuron-0.1.0-py3-none-any.whl
+LIB_SOURCES := $(shell find constructs/cdk_neuron -name '*.py' -o -name py.typed) pyproject.toml README.md LICENSE
+EXAMPLE := examples/reserved-trn1n-sagemaker
+EXAMPLE_VENV := build/example-venv
+
+$(WHEEL): $(PY_STAMP) $(LIB_SOURCES)
+	rm -f dist/cdk_neuron-*.whl
+	$(BIN)/python -m build --wheel --no-isolation --outdir dist . > build-wheel.log 2>&1 || (cat build-wheel.log; exit 1)
+	rm -f build-wheel.log
+
+$(EXAMPLE_VENV)/.stamp-requirements: $(EXAMPLE)/requirements.txt $(EXAMPLE)/requirements-dev.txt | $(WHEEL)
+	rm -rf $(EXAMPLE_VENV)
+	$(PYTHON) -m venv $(EXAMPLE_VENV)
+	$(EXAMPLE_VENV)/bin/python -m pip install --quiet $(WHEEL)
+	$(EXAMPLE_VENV)/bin/python -m pip install --quiet -r $(EXAMPLE)/requirements-dev.txt
+	touch $@
+
+$(EXAMPLE_VENV)/.stamp-wheel: $(WHEEL) $(EXAMPLE_VENV)/.stamp-requirements
+	$(EXAMPLE_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall $(WHEEL)
+	touch $@
+
+example: $(EXAMPLE_VENV)/.stamp-wheel
+	cd $(EXAMPLE) && PATH="$(CURDIR)/$(EXAMPLE_VENV)/bin:$$PATH" pytest -q -p no:cacheprovider
+
+diagram: setup
+	python -m tools.diagram --env dev --out docs/architecture.svg
 
 bench: setup
 	python bench/synth_bench.py

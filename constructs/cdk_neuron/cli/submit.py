@@ -34,15 +34,13 @@ from cdk_neuron import planner
 from cdk_neuron.cli.output import document, notes, status_cell, table
 from cdk_neuron.config import EnvironmentConfig
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER
 
 # CloudFormation names the stack "<stage>-<stack id>": the app puts every environment in a stage
 # named after it, and the training stack's id is "Training".
 TRAINING_STACK_NAME = "{env}-Training"
 JOB_QUEUE_OUTPUT = "JobQueueArn"
 JOB_DEFINITION_OUTPUT = "JobDefinitionArn"
-# The job definition parameter the launcher runs (cdk_neuron.training.launcher.TRAINING_COMMAND_PARAMETER,
-# restated because importing cdk_neuron.training loads aws_cdk).
-TRAINING_COMMAND_PARAMETER = "training_command"
 
 # The fields of a job definition that RegisterJobDefinition accepts back for a multi-node job.
 _REGISTER_FIELDS = (

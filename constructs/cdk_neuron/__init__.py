@@ -8,7 +8,7 @@ constructs are loaded lazily, on first attribute access.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdk_neuron.errors import NeuronConfigError
 
@@ -42,7 +42,31 @@ _LAZY: dict[str, str] = {
     "NeuronMonitoring": "cdk_neuron.monitoring",
 }
 
-__all__ = ["NeuronConfigError", "__version__", *_LAZY]
+__all__ = [
+    "Capacity",
+    "CheckpointEstimate",
+    "CheckpointStore",
+    "CompileCache",
+    "Engine",
+    "FleetBackend",
+    "InferenceFleet",
+    "ModelSpec",
+    "NeuronConfigError",
+    "NeuronInstance",
+    "NeuronMonitoring",
+    "ServingEngine",
+    "ServingPlan",
+    "TrainingCluster",
+    "TrainingPlan",
+    "__version__",
+    "catalog",
+    "config",
+    "estimate_checkpoint",
+    "get_instance",
+    "plan_training",
+    "planner",
+    "size_model",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -57,3 +81,13 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they load lazily
+    from cdk_neuron import catalog, config, planner
+    from cdk_neuron.catalog import NeuronInstance, get_instance
+    from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
+    from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
+    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+    from cdk_neuron.storage import CheckpointStore, CompileCache
+    from cdk_neuron.training import Capacity, Engine, TrainingCluster

@@ -10,14 +10,33 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, NEURON_METRICS, NeuronMetric
 from cdk_neuron.monitoring.publisher import node_setup_commands
 from cdk_neuron.monitoring.thresholds import MonitoringThresholds
+
+if TYPE_CHECKING:
+    from cdk_neuron.monitoring.construct import NeuronMonitoring, node_metrics_policy
+
+_LAZY = {"NeuronMonitoring", "node_metrics_policy"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'cdk_neuron.monitoring' has no attribute {name!r}")
+    value = getattr(importlib.import_module("cdk_neuron.monitoring.construct"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_NAMESPACE",
     "NEURON_METRICS",
     "MonitoringThresholds",
     "NeuronMetric",
+    "NeuronMonitoring",
+    "node_metrics_policy",
     "node_setup_commands",
 ]

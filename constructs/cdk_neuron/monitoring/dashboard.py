@@ -1,0 +1,268 @@
+"""One CloudWatch dashboard per environment: alarms first, then Neuron, serving, training, storage.
+
+Rows appear only for what the environment has (a serving-only environment has no Batch row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from constructs import Construct
+
+from cdk_neuron.monitoring import series
+from cdk_neuron.monitoring.metrics import (
+    BATCH_JOB_STATUSES,
+    CORE_UTILIZATION,
+    DEVICE_MEMORY_UTILIZATION,
+    ECC_CORRECTED,
+    ECC_UNCORRECTED,
+    EXECUTION_ERRORS,
+    EXECUTION_LATENCY_P50,
+    EXECUTION_LATENCY_P99,
+    PERIOD_SECONDS,
+    NeuronMetric,
+    Workload,
+)
+from cdk_neuron.monitoring.thresholds import MonitoringThresholds
+
+FIVE_MINUTES = cdk.Duration.minutes(5)
+ONE_MINUTE = cdk.Duration.seconds(PERIOD_SECONDS)
+_PERCENT_AXIS = cw.YAxisProps(min=0, max=100, label="%", show_units=False)
+
+
+@dataclass(frozen=True)
+class DashboardSources:
+    """What the dashboard can show for one environment."""
+
+    environment: str
+    namespace: str
+    workloads: Sequence[Workload]
+    serving: series.AlbServing | series.SageMakerServing | None
+    job_queue_arn: str | None
+    file_system_id: str | None
+
+
+def dashboard_name(environment: str) -> str:
+    return f"cdk-neuron-{environment}"
+
+
+def build_dashboard(
+    scope: Construct,
+    id: str,
+    *,
+    sources: DashboardSources,
+    alarms: Sequence[cw.Alarm],
+    thresholds: MonitoringThresholds,
+) -> cw.Dashboard:
+    dashboard = cw.Dashboard(
+        scope,
+        id,
+        dashboard_name=dashboard_name(sources.environment),
+        default_interval=cdk.Duration.hours(6),
+    )
+    dashboard.add_widgets(
+        cw.TextWidget(
+            markdown=(
+                f"# cdk-neuron {sources.environment}\n"
+                f"Neuron metrics come from every node (namespace `{sources.namespace}`, published by the "
+                "`cdk-neuron-monitor` service); every alarm below notifies the environment's alarm topic."
+            ),
+            width=24,
+            height=2,
+        )
+    )
+    if alarms:
+        dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24, height=3))
+    if sources.workloads:
+        dashboard.add_widgets(*_neuron_widgets(sources, thresholds))
+    if isinstance(sources.serving, series.AlbServing):
+        dashboard.add_widgets(*_alb_widgets(sources.serving, thresholds))
+    elif isinstance(sources.serving, series.SageMakerServing):
+        dashboard.add_widgets(*_sagemaker_widgets(sources.serving, thresholds))
+    row: list[cw.IWidget] = []
+    if sources.job_queue_arn is not None:
+        row.append(_batch_widget(sources.namespace, sources.job_queue_arn))
+    if sources.file_system_id is not None:
+        row.append(_efs_widget(sources.file_system_id, thresholds))
+    if row:
+        dashboard.add_widgets(*row)
+    return dashboard
+
+
+def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
+    ns, env = sources.namespace, sources.environment
+
+    def per_workload(metric: NeuronMetric, statistic: str | None = None) -> list[cw.IMetric]:
+        return [
+            series.neuron(ns, metric, env, w, period=FIVE_MINUTES, statistic=statistic)
+            for w in sources.workloads
+        ]
+
+    def graph(
+        title: str,
+        left: Sequence[cw.IMetric],
+        *,
+        percent: bool = False,
+        annotations: Sequence[cw.HorizontalAnnotation] = (),
+    ) -> cw.GraphWidget:
+        return cw.GraphWidget(
+            title=title,
+            left=list(left),
+            left_y_axis=_PERCENT_AXIS if percent else None,
+            left_annotations=list(annotations) or None,
+            width=8,
+            height=6,
+        )
+
+    return [
+        graph(
+            "NeuronCore utilization (workload average)",
+            per_workload(CORE_UTILIZATION),
+            percent=True,
+            annotations=[
+                cw.HorizontalAnnotation(value=thresholds.idle_percent, label="idle"),
+                cw.HorizontalAnnotation(value=thresholds.saturated_percent, label="saturated"),
+            ],
+        ),
+        graph(
+            "NeuronCore utilization by instance",
+            [series.neuron_by_instance(ns, CORE_UTILIZATION, env, period=FIVE_MINUTES)],
+            percent=True,
+        ),
+        graph(
+            "Device memory (HBM), fullest node",
+            per_workload(DEVICE_MEMORY_UTILIZATION),
+            percent=True,
+            annotations=[cw.HorizontalAnnotation(value=thresholds.device_memory_percent, label="alarm")],
+        ),
+        graph(
+            "Neuron errors (count per 5 min)",
+            [*per_workload(EXECUTION_ERRORS), *per_workload(ECC_CORRECTED), *per_workload(ECC_UNCORRECTED)],
+        ),
+        graph(
+            "Neuron execution latency (s)",
+            [*per_workload(EXECUTION_LATENCY_P50), *per_workload(EXECUTION_LATENCY_P99)],
+        ),
+        graph(
+            "Nodes reporting",
+            # One datapoint per node per minute, so the per-minute sample count is the node count.
+            [
+                series.neuron(ns, CORE_UTILIZATION, env, w, period=ONE_MINUTE, statistic="SampleCount")
+                for w in sources.workloads
+            ],
+        ),
+    ]
+
+
+def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
+    tg, lb = serving.target_group.metrics, serving.load_balancer.metrics
+    return [
+        cw.GraphWidget(
+            title="Serving latency (target response time, s)",
+            left=[tg.target_response_time(statistic=p, period=ONE_MINUTE) for p in ("p50", "p90", "p99")],
+            left_annotations=[
+                cw.HorizontalAnnotation(value=thresholds.serving_p99_latency_seconds, label="p99 alarm")
+            ],
+            width=8,
+            height=6,
+        ),
+        cw.GraphWidget(
+            title="Serving 5xx",
+            left=[
+                tg.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=ONE_MINUTE),
+                lb.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=ONE_MINUTE),
+            ],
+            right=[series.alb_error_rate(serving.load_balancer, serving.target_group, period=ONE_MINUTE)],
+            right_y_axis=cw.YAxisProps(min=0, label="%", show_units=False),
+            width=8,
+            height=6,
+        ),
+        cw.GraphWidget(
+            title="Serving hosts",
+            left=[
+                tg.healthy_host_count(statistic="Minimum", period=ONE_MINUTE),
+                tg.unhealthy_host_count(statistic="Maximum", period=ONE_MINUTE),
+            ],
+            width=8,
+            height=6,
+        ),
+    ]
+
+
+def _sagemaker_widgets(
+    serving: series.SageMakerServing, thresholds: MonitoringThresholds
+) -> list[cw.IWidget]:
+    def metric(name: str, statistic: str) -> cw.Metric:
+        return series.sagemaker(
+            name, serving.endpoint_name, serving.variant_name, statistic=statistic, period=ONE_MINUTE
+        )
+
+    return [
+        cw.GraphWidget(
+            title="Serving latency (model latency, microseconds)",
+            left=[metric("ModelLatency", p) for p in ("p50", "p90", "p99")],
+            left_annotations=[
+                cw.HorizontalAnnotation(
+                    value=thresholds.serving_p99_latency_seconds * 1_000_000, label="p99 alarm"
+                )
+            ],
+            width=8,
+            height=6,
+        ),
+        cw.GraphWidget(
+            title="Serving 5xx",
+            left=[metric("Invocation5XXErrors", "Sum"), metric("Invocation4XXErrors", "Sum")],
+            right=[
+                series.sagemaker_error_rate(serving.endpoint_name, serving.variant_name, period=ONE_MINUTE)
+            ],
+            right_y_axis=cw.YAxisProps(min=0, label="%", show_units=False),
+            width=8,
+            height=6,
+        ),
+        cw.GraphWidget(
+            title="Serving invocations",
+            left=[metric("Invocations", "Sum")],
+            width=8,
+            height=6,
+        ),
+    ]
+
+
+def _batch_widget(namespace: str, job_queue_arn: str) -> cw.IWidget:
+    return cw.GraphWidget(
+        title="Training jobs: Batch state changes (per 5 min)",
+        left=[
+            series.batch_job_state_changes(namespace, job_queue_arn, status, period=FIVE_MINUTES)
+            for status in BATCH_JOB_STATUSES
+        ],
+        width=12,
+        height=6,
+    )
+
+
+def _efs_widget(file_system_id: str, thresholds: MonitoringThresholds) -> cw.IWidget:
+    def rate(metric_name: str, id: str) -> cw.MathExpression:
+        # ids must differ between the expressions of one graph
+        return cw.MathExpression(
+            expression=f"{id} / PERIOD({id})",
+            using_metrics={id: series.efs(metric_name, file_system_id, statistic="Sum", period=FIVE_MINUTES)},
+            label=f"{metric_name} (bytes/s)",
+            period=FIVE_MINUTES,
+        )
+
+    return cw.GraphWidget(
+        title="Checkpoint EFS throughput",
+        left=[rate("DataReadIOBytes", "read"), rate("DataWriteIOBytes", "written")],
+        right=[series.efs_throughput_utilization(file_system_id, period=FIVE_MINUTES)],
+        right_y_axis=_PERCENT_AXIS,
+        right_annotations=[cw.HorizontalAnnotation(value=thresholds.efs_throughput_percent, label="alarm")],
+        width=12,
+        height=6,
+    )
+
+
+__all__ = ["DashboardSources", "build_dashboard", "dashboard_name"]

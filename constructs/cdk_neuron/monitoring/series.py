@@ -1,0 +1,187 @@
+"""CloudWatch metrics and metric-math expressions shared by the alarms and the dashboard.
+
+Every function returns an ``IMetric``; none creates a construct.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+
+from cdk_neuron.monitoring.metrics import (
+    BATCH_JOB_STATE_CHANGES,
+    ENVIRONMENT_DIMENSION,
+    INSTANCE_DIMENSION,
+    JOB_QUEUE_DIMENSION,
+    STATUS_DIMENSION,
+    WORKLOAD_DIMENSION,
+    NeuronMetric,
+    Workload,
+    workload_dimensions,
+)
+
+
+@dataclass(frozen=True)
+class AlbServing:
+    """A fleet behind an Application Load Balancer."""
+
+    load_balancer: elbv2.IApplicationLoadBalancer
+    target_group: elbv2.IApplicationTargetGroup
+
+
+@dataclass(frozen=True)
+class SageMakerServing:
+    """A fleet that is one SageMaker endpoint variant."""
+
+    endpoint_name: str
+    variant_name: str
+
+
+def neuron(
+    namespace: str,
+    metric: NeuronMetric,
+    environment: str,
+    workload: Workload,
+    *,
+    period: cdk.Duration,
+    statistic: str | None = None,
+) -> cw.Metric:
+    """The per-workload series of a Neuron metric, with the statistic that fits it unless given."""
+    return cw.Metric(
+        namespace=namespace,
+        metric_name=metric.name,
+        dimensions_map=workload_dimensions(environment, workload),
+        statistic=statistic or metric.statistic,
+        period=period,
+        label=f"{workload} {metric.name} ({statistic or metric.statistic})",
+    )
+
+
+def neuron_by_instance(
+    namespace: str, metric: NeuronMetric, environment: str, *, period: cdk.Duration
+) -> cw.MathExpression:
+    """One line per instance (search expression): for spotting the node that is different."""
+    schema = f"{{{namespace},{ENVIRONMENT_DIMENSION},{INSTANCE_DIMENSION},{WORKLOAD_DIMENSION}}}"
+    query = f'{schema} MetricName="{metric.name}" {ENVIRONMENT_DIMENSION}="{environment}"'
+    return cw.MathExpression(
+        expression=f"SEARCH('{query}', '{metric.statistic}', {int(period.to_seconds())})",
+        label="",
+        period=period,
+    )
+
+
+def alb_error_rate(
+    load_balancer: elbv2.IApplicationLoadBalancer,
+    target_group: elbv2.IApplicationTargetGroup,
+    *,
+    period: cdk.Duration,
+) -> cw.MathExpression:
+    """Percent of requests answered 5xx, by the targets or by the load balancer itself.
+
+    Load-balancer 5xx are added to the denominator as well: requests the ALB rejects before it
+    picks a target (503 when no target is healthy) are not in ``RequestCount`` (ALB CloudWatch
+    metrics reference), and they are exactly the requests a dead fleet produces.
+    """
+    return cw.MathExpression(
+        expression=(
+            "IF(FILL(requests, 0) + FILL(elb5xx, 0) > 0, "
+            "100 * (FILL(target5xx, 0) + FILL(elb5xx, 0)) / (FILL(requests, 0) + FILL(elb5xx, 0)), 0)"
+        ),
+        using_metrics={
+            "requests": target_group.metrics.request_count(period=period),
+            "target5xx": target_group.metrics.http_code_target(
+                elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=period
+            ),
+            "elb5xx": load_balancer.metrics.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=period),
+        },
+        label="5xx (% of requests)",
+        period=period,
+    )
+
+
+def sagemaker(
+    metric_name: str, endpoint_name: str, variant_name: str, *, statistic: str, period: cdk.Duration
+) -> cw.Metric:
+    return cw.Metric(
+        namespace="AWS/SageMaker",
+        metric_name=metric_name,
+        dimensions_map={"EndpointName": endpoint_name, "VariantName": variant_name},
+        statistic=statistic,
+        period=period,
+        label=f"{metric_name} ({statistic})",
+    )
+
+
+def sagemaker_error_rate(endpoint_name: str, variant_name: str, *, period: cdk.Duration) -> cw.MathExpression:
+    """Percent of invocations that failed with a 5xx (model or container errors)."""
+    return cw.MathExpression(
+        expression="IF(FILL(invocations, 0) > 0, 100 * FILL(errors5xx, 0) / FILL(invocations, 0), 0)",
+        using_metrics={
+            "invocations": sagemaker(
+                "Invocations", endpoint_name, variant_name, statistic="Sum", period=period
+            ),
+            "errors5xx": sagemaker(
+                "Invocation5XXErrors", endpoint_name, variant_name, statistic="Sum", period=period
+            ),
+        },
+        label="5xx (% of invocations)",
+        period=period,
+    )
+
+
+def efs(metric_name: str, file_system_id: str, *, statistic: str, period: cdk.Duration) -> cw.Metric:
+    return cw.Metric(
+        namespace="AWS/EFS",
+        metric_name=metric_name,
+        dimensions_map={"FileSystemId": file_system_id},
+        statistic=statistic,
+        period=period,
+        label=f"{metric_name} ({statistic})",
+    )
+
+
+def efs_throughput_utilization(file_system_id: str, *, period: cdk.Duration) -> cw.MathExpression:
+    """Metered throughput as a percentage of what EFS permits (the console's "Throughput utilization").
+
+    With Elastic throughput ``PermittedThroughput`` is the file system's maximum write throughput,
+    the ceiling checkpoint saves run into (EFS user guide, CloudWatch metrics for Amazon EFS).
+    """
+    return cw.MathExpression(
+        expression="100 * (metered / PERIOD(metered)) / permitted",
+        using_metrics={
+            "metered": efs("MeteredIOBytes", file_system_id, statistic="Sum", period=period),
+            "permitted": efs("PermittedThroughput", file_system_id, statistic="Average", period=period),
+        },
+        label="Throughput used (% of permitted)",
+        period=period,
+    )
+
+
+def batch_job_state_changes(
+    namespace: str, job_queue_arn: str, status: str, *, period: cdk.Duration
+) -> cw.Metric:
+    return cw.Metric(
+        namespace=namespace,
+        metric_name=BATCH_JOB_STATE_CHANGES,
+        dimensions_map={STATUS_DIMENSION: status, JOB_QUEUE_DIMENSION: job_queue_arn},
+        statistic="Sum",
+        period=period,
+        label=status,
+    )
+
+
+__all__ = [
+    "AlbServing",
+    "SageMakerServing",
+    "alb_error_rate",
+    "batch_job_state_changes",
+    "efs",
+    "efs_throughput_utilization",
+    "neuron",
+    "neuron_by_instance",
+    "sagemaker",
+    "sagemaker_error_rate",
+]

@@ -1,0 +1,624 @@
+"""NeuronMonitoring on real TrainingClusters, InferenceFleets and a CheckpointStore.
+
+Two environments, synthesized once for the module:
+
+- ``prod``: one stack with a Batch trn1.32xlarge cluster, its checkpoint store and an EC2 inf2.xlarge
+  fleet behind an ALB, monitored in the same stack, with an alarm email.
+- ``dev``: an Auto Scaling group trn1.32xlarge cluster and a SageMaker ml.inf2.xlarge fleet in one
+  stack, monitored from a separate stack (cross-stack wiring), no email.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Template
+from syrupy.assertion import SnapshotAssertion
+from test_training_support import PUBLIC_IMAGE, PinnedStack, first_zone, network
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring, publisher
+from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
+from cdk_neuron.storage import CheckpointStore
+from cdk_neuron.training import Engine, TrainingCluster
+from cdk_support import make_app, nag_violations, normalize_template
+
+INF2_AZ_IDS = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az6"}
+MODEL = ModelSpec(
+    model_id="meta-llama/Llama-3.1-8B-Instruct",
+    artifact_uri="s3://my-models/llama-3.1-8b/neuron",
+    parameters=8_000_000_000,
+    batch_size=4,
+)
+
+
+@dataclass
+class Env:
+    app: cdk.App
+    workloads: PinnedStack
+    monitoring_stack: PinnedStack
+    monitoring: NeuronMonitoring
+    cluster: TrainingCluster
+    fleet: InferenceFleet
+    store: CheckpointStore | None
+    templates: dict[str, dict[str, Any]]
+
+    def template(self, stack: cdk.Stack) -> dict[str, Any]:
+        return self.templates[stack.stack_name]
+
+    @property
+    def mon(self) -> dict[str, Any]:
+        return self.template(self.monitoring_stack)
+
+    def props(self, construct: Any) -> dict[str, Any]:
+        stack = cdk.Stack.of(construct)
+        logical_id = stack.resolve(stack.get_logical_id(construct.node.default_child))
+        return self.template(stack)["Resources"][logical_id]["Properties"]  # type: ignore[no-any-return]
+
+    def ref(self, construct: Any) -> dict[str, str]:
+        stack = cdk.Stack.of(construct)
+        return {"Ref": stack.resolve(stack.get_logical_id(construct.node.default_child))}
+
+
+def _templates(*stacks: cdk.Stack) -> dict[str, dict[str, Any]]:
+    return {s.stack_name: Template.from_stack(s).to_json() for s in stacks}
+
+
+@pytest.fixture(scope="module")
+def prod() -> Iterator[Env]:
+    app = make_app()
+    stack = PinnedStack(app, "Prod", region="us-east-1")
+    vpc = network(stack)
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+    cluster = TrainingCluster(
+        stack,
+        "Cluster",
+        vpc=vpc,
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=first_zone(stack),
+        checkpoints=store,
+        job_image=PUBLIC_IMAGE,
+    )
+    fleet = InferenceFleet(
+        stack,
+        "Fleet",
+        vpc=vpc,
+        model=MODEL,
+        instance_type="inf2.xlarge",
+        availability_zone_ids=INF2_AZ_IDS,
+    )
+    monitoring = NeuronMonitoring(
+        stack,
+        "Monitoring",
+        environment="prod",
+        cluster=cluster,
+        fleet=fleet,
+        checkpoints=store,
+        alarm_email="oncall@example.com",
+    )
+    yield Env(app, stack, stack, monitoring, cluster, fleet, store, _templates(stack))
+
+
+@pytest.fixture(scope="module")
+def dev() -> Iterator[Env]:
+    app = make_app()
+    workloads = PinnedStack(app, "DevWorkloads", region="us-east-1")
+    vpc = network(workloads)
+    cluster = TrainingCluster(
+        workloads,
+        "Cluster",
+        vpc=vpc,
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=first_zone(workloads),
+        engine=Engine.auto_scaling_group(),
+    )
+    fleet = InferenceFleet(
+        workloads,
+        "Fleet",
+        vpc=vpc,
+        model=MODEL,
+        backend=FleetBackend.sagemaker(),
+        instance_type="ml.inf2.xlarge",
+    )
+    monitoring_stack = PinnedStack(app, "DevMonitoring", region="us-east-1")
+    monitoring = NeuronMonitoring(
+        monitoring_stack,
+        "Monitoring",
+        environment="dev",
+        cluster=cluster,
+        fleet=fleet,
+        thresholds=MonitoringThresholds(serving_p99_latency_seconds=2.5),
+    )
+    yield Env(
+        app,
+        workloads,
+        monitoring_stack,
+        monitoring,
+        cluster,
+        fleet,
+        None,
+        _templates(workloads, monitoring_stack),
+    )
+
+
+def _resources(template: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_}
+
+
+def _metric_stats(alarm: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Alarm metric id -> MetricStat (single-metric alarms are rendered as a one-entry Metrics list
+    only when they carry a label; handle both shapes)."""
+    if "Metrics" not in alarm:
+        return {
+            "m1": {
+                "Metric": {
+                    "Namespace": alarm["Namespace"],
+                    "MetricName": alarm["MetricName"],
+                    "Dimensions": alarm.get("Dimensions", []),
+                },
+                "Stat": alarm.get("Statistic") or alarm.get("ExtendedStatistic"),
+                "Period": alarm["Period"],
+            }
+        }
+    return {m["Id"]: m["MetricStat"] for m in alarm["Metrics"] if "MetricStat" in m}
+
+
+def _dims(stat: dict[str, Any]) -> dict[str, Any]:
+    return {d["Name"]: d["Value"] for d in stat["Metric"].get("Dimensions", [])}
+
+
+# ---------------------------------------------------------------------------------------------
+# Alarms: metric, threshold, actions
+# ---------------------------------------------------------------------------------------------
+
+NEURON_ALARMS = {
+    # name: (metric, statistic, comparison, threshold, periods of 5 min)
+    "TrainingCoresIdle": ("NeuronCoreUtilization", "Average", "LessThanThreshold", 5, 6),
+    "TrainingDeviceMemoryHigh": ("NeuronDeviceMemoryUtilization", "Maximum", "GreaterThanThreshold", 90, 3),
+    "TrainingEccUncorrected": ("EccUncorrected", "Sum", "GreaterThanOrEqualToThreshold", 1, 1),
+    "ServingCoresIdle": ("NeuronCoreUtilization", "Average", "LessThanThreshold", 5, 48),
+    "ServingCoresSaturated": ("NeuronCoreUtilization", "Average", "GreaterThanThreshold", 90, 3),
+    "ServingDeviceMemoryHigh": ("NeuronDeviceMemoryUtilization", "Maximum", "GreaterThanThreshold", 90, 3),
+    "ServingEccUncorrected": ("EccUncorrected", "Sum", "GreaterThanOrEqualToThreshold", 1, 1),
+}
+
+
+def test_prod_has_exactly_the_expected_alarms(prod: Env) -> None:
+    assert set(prod.monitoring.alarms) == {
+        *NEURON_ALARMS,
+        "Serving5xxRate",
+        "ServingP99Latency",
+        "ServingUnhealthyHosts",
+        "CheckpointThroughputSaturated",
+    }
+    assert len(_resources(prod.mon, "AWS::CloudWatch::Alarm")) == len(prod.monitoring.alarms)
+
+
+def test_every_alarm_notifies_the_topic_on_alarm_and_ok(prod: Env, dev: Env) -> None:
+    for env in (prod, dev):
+        topic = env.ref(env.monitoring.topic)
+        for name, alarm in env.monitoring.alarms.items():
+            props = env.props(alarm)
+            assert props["AlarmActions"] == [topic], name
+            assert props["OKActions"] == [topic], name
+            assert props["TreatMissingData"] == "notBreaching", name
+            assert props["DatapointsToAlarm"] == props["EvaluationPeriods"], name
+            assert props["AlarmDescription"].startswith(env.monitoring.environment), name
+
+
+@pytest.mark.parametrize("name", sorted(NEURON_ALARMS))
+def test_neuron_alarm_watches_the_workload_series(prod: Env, name: str) -> None:
+    metric, statistic, comparison, threshold, periods = NEURON_ALARMS[name]
+    props = prod.props(prod.monitoring.alarms[name])
+    (stat,) = _metric_stats(props).values()
+    assert stat["Metric"]["Namespace"] == "CdkNeuron"
+    assert stat["Metric"]["MetricName"] == metric
+    workload = "training" if name.startswith("Training") else "serving"
+    assert _dims(stat) == {"Environment": "prod", "Workload": workload}
+    assert (stat["Stat"], stat["Period"]) == (statistic, 300)
+    assert (props["ComparisonOperator"], props["Threshold"], props["EvaluationPeriods"]) == (
+        comparison,
+        threshold,
+        periods,
+    )
+
+
+def test_serving_5xx_rate_counts_load_balancer_errors_too(prod: Env) -> None:
+    props = prod.props(prod.monitoring.alarms["Serving5xxRate"])
+    expression = next(m["Expression"] for m in props["Metrics"] if "Expression" in m)
+    assert re.sub(r"\s", "", expression) == (
+        "IF(FILL(requests,0)+FILL(elb5xx,0)>0,"
+        "100*(FILL(target5xx,0)+FILL(elb5xx,0))/(FILL(requests,0)+FILL(elb5xx,0)),0)"
+    )
+    stats = _metric_stats(props)
+    assert {k: (v["Metric"]["MetricName"], v["Stat"], v["Period"]) for k, v in stats.items()} == {
+        "requests": ("RequestCount", "Sum", 60),
+        "target5xx": ("HTTPCode_Target_5XX_Count", "Sum", 60),
+        "elb5xx": ("HTTPCode_ELB_5XX_Count", "Sum", 60),
+    }
+    assert set(_dims(stats["target5xx"])) == {"LoadBalancer", "TargetGroup"}
+    assert set(_dims(stats["elb5xx"])) == {"LoadBalancer"}
+    assert (props["ComparisonOperator"], props["Threshold"], props["EvaluationPeriods"]) == (
+        "GreaterThanThreshold",
+        1,
+        5,
+    )
+
+
+def test_serving_latency_and_unhealthy_hosts_watch_the_fleets_target_group(prod: Env) -> None:
+    target_group = prod.props(prod.fleet.target_group)
+    assert target_group  # the fleet's own target group exists in this stack
+    tg_full_name = {"Fn::GetAtt": [prod.ref(prod.fleet.target_group)["Ref"], "TargetGroupFullName"]}
+    for name, metric, statistic, comparison, threshold in (
+        ("ServingP99Latency", "TargetResponseTime", "p99", "GreaterThanThreshold", 10),
+        ("ServingUnhealthyHosts", "UnHealthyHostCount", "Maximum", "GreaterThanOrEqualToThreshold", 1),
+    ):
+        props = prod.props(prod.monitoring.alarms[name])
+        (stat,) = _metric_stats(props).values()
+        assert (stat["Metric"]["Namespace"], stat["Metric"]["MetricName"]) == ("AWS/ApplicationELB", metric)
+        assert (stat["Stat"], stat["Period"]) == (statistic, 60)
+        assert _dims(stat)["TargetGroup"] == tg_full_name
+        assert (props["ComparisonOperator"], props["Threshold"], props["EvaluationPeriods"]) == (
+            comparison,
+            threshold,
+            5,
+        )
+
+
+def test_checkpoint_throughput_alarm_is_utilization_of_the_permitted_throughput(prod: Env) -> None:
+    assert prod.store is not None
+    props = prod.props(prod.monitoring.alarms["CheckpointThroughputSaturated"])
+    expression = next(m["Expression"] for m in props["Metrics"] if "Expression" in m)
+    assert expression == "100 * (metered / PERIOD(metered)) / permitted"
+    stats = _metric_stats(props)
+    assert {k: (v["Metric"]["MetricName"], v["Stat"]) for k, v in stats.items()} == {
+        "metered": ("MeteredIOBytes", "Sum"),
+        "permitted": ("PermittedThroughput", "Average"),
+    }
+    assert _dims(stats["metered"]) == {"FileSystemId": prod.ref(prod.store.file_system)}
+    assert (props["Threshold"], props["EvaluationPeriods"]) == (90, 3)
+
+
+def test_sagemaker_fleet_alarms_on_the_endpoint_in_microseconds(dev: Env) -> None:
+    assert set(dev.monitoring.alarms) == {
+        "TrainingCoresIdle",
+        "TrainingDeviceMemoryHigh",
+        "TrainingEccUncorrected",
+        "Serving5xxRate",
+        "ServingP99Latency",
+    }
+    latency = dev.props(dev.monitoring.alarms["ServingP99Latency"])
+    (stat,) = _metric_stats(latency).values()
+    assert (stat["Metric"]["Namespace"], stat["Metric"]["MetricName"], stat["Stat"]) == (
+        "AWS/SageMaker",
+        "ModelLatency",
+        "p99",
+    )
+    assert latency["Threshold"] == 2_500_000  # 2.5 s in microseconds
+    dims = _dims(stat)
+    assert dims["VariantName"] == "AllTraffic"
+    assert "DevWorkloads" in json.dumps(dims["EndpointName"])  # a reference to the workloads stack
+    errors = dev.props(dev.monitoring.alarms["Serving5xxRate"])
+    names = {v["Metric"]["MetricName"] for v in _metric_stats(errors).values()}
+    assert names == {"Invocations", "Invocation5XXErrors"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Node metrics: IAM and user data
+# ---------------------------------------------------------------------------------------------
+
+
+def _node_policies(env: Env) -> list[dict[str, Any]]:
+    return [
+        r["Properties"]
+        for r in _resources(env.mon, "AWS::IAM::ManagedPolicy").values()
+        if "Neuron metrics" in r["Properties"].get("Description", "")
+    ]
+
+
+def test_put_metric_data_is_limited_to_the_namespace(prod: Env) -> None:
+    policies = _node_policies(prod)
+    roles = [p["Roles"] for p in policies]
+    assert sorted(map(json.dumps, roles)) == sorted(
+        json.dumps([prod.ref(role)]) for role in (prod.cluster.role, prod.fleet.instance_role)
+    )
+    for policy in policies:
+        assert policy["PolicyDocument"]["Statement"] == [
+            {
+                "Sid": "PublishNeuronMetrics",
+                "Effect": "Allow",
+                "Action": "cloudwatch:PutMetricData",
+                "Resource": "*",
+                "Condition": {"StringEquals": {"cloudwatch:namespace": "CdkNeuron"}},
+            }
+        ]
+
+
+def test_sagemaker_fleet_gets_no_node_publisher(dev: Env) -> None:
+    # Only the training role: a SageMaker endpoint runs no user data.
+    (policy,) = _node_policies(dev)
+    assert "NodeRole" in json.dumps(policy["Roles"]) and "DevWorkloads" in json.dumps(policy["Roles"])
+
+
+def _user_data_text(env: Env, launch_template: Any) -> str:
+    raw = env.props(launch_template)["LaunchTemplateData"]["UserData"]
+
+    def flat(node: Any) -> str:
+        if isinstance(node, str):
+            return node
+        if isinstance(node, dict) and "Fn::Join" in node:
+            return str(node["Fn::Join"][0]).join(flat(p) for p in node["Fn::Join"][1])
+        if isinstance(node, dict) and "Fn::Base64" in node:
+            return flat(node["Fn::Base64"])
+        return "${" + "x" * 28 + "}"  # a token: about as long as what CloudFormation puts there
+
+    return flat(raw)
+
+
+def _bundle_in(user_data: str) -> dict[str, str]:
+    match = re.search(r"base64 -d <<'CDK_NEURON_EOF'[^\n]*\n(.*?)\nCDK_NEURON_EOF", user_data, re.S)
+    assert match, "no publisher bundle in the user data"
+    blob = base64.b64decode(match.group(1).replace("\n", ""))
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("which", "workload", "cores"),
+    [("cluster", "training", 32), ("fleet", "serving", 2)],
+)
+def test_nodes_install_the_publisher_within_the_user_data_limit(
+    prod: Env, which: str, workload: str, cores: int
+) -> None:
+    launch_template = getattr(prod, which).launch_template
+    text = _user_data_text(prod, launch_template)
+    config = json.loads(_bundle_in(text)["etc/cdk-neuron/publisher.json"])
+    assert (config["environment"], config["workload"], config["neuron_cores"]) == ("prod", workload, cores)
+    assert "cdk_neuron_monitoring ||" in text
+    assert len(text.encode()) <= 16_384  # EC2's user-data cap, with the fleet's own boot script
+
+
+def test_cross_stack_monitoring_installs_into_the_workload_stack(dev: Env) -> None:
+    text = _user_data_text(dev, dev.cluster.launch_template)
+    assert json.loads(_bundle_in(text)["etc/cdk-neuron/publisher.json"])["environment"] == "dev"
+    assert _bundle_in(text) == {
+        path.lstrip("/"): content
+        for path, (content, _) in publisher.bundle_files(
+            namespace="CdkNeuron", environment="dev", workload="training", instance_type="trn1.32xlarge"
+        ).items()
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Topic, rules, dashboard
+# ---------------------------------------------------------------------------------------------
+
+
+def test_topic_is_kms_encrypted_tls_only_and_publishable_by_alarms_and_rules(prod: Env) -> None:
+    topic = prod.props(prod.monitoring.topic)
+    key_ref = prod.ref(prod.monitoring.key)["Ref"]
+    assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [key_ref, "Arn"]}
+    key = prod.props(prod.monitoring.key)
+    assert key["EnableKeyRotation"] is True
+    grants = {
+        json.dumps(s["Principal"].get("Service"), sort_keys=True): sorted(s["Action"])
+        for s in key["KeyPolicy"]["Statement"]
+        if "Service" in s["Principal"] and not str(s["Principal"]["Service"]).startswith("logs.")
+    }
+    assert grants == {
+        '"cloudwatch.amazonaws.com"': ["kms:Decrypt", "kms:GenerateDataKey*"],
+        '"events.amazonaws.com"': ["kms:Decrypt", "kms:GenerateDataKey*"],
+    }
+    (policy,) = _resources(prod.mon, "AWS::SNS::TopicPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert {
+        "Action": "sns:Publish",
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        "Effect": "Deny",
+        "Principal": "*",
+        "Resource": prod.ref(prod.monitoring.topic),
+        "Sid": "AllowPublishThroughSSLOnly",
+    } in statements
+    alarms = next(s for s in statements if s.get("Sid") == "AllowThisAccountsAlarms")
+    assert alarms["Condition"] == {
+        "ArnLike": {"aws:SourceArn": "arn:aws:cloudwatch:us-east-1:111111111111:alarm:*"},
+        "StringEquals": {"aws:SourceAccount": "111111111111"},
+    }
+    assert any(s["Principal"] == {"Service": "events.amazonaws.com"} for s in statements)
+
+
+def test_alarm_email_subscribes_only_when_configured(prod: Env, dev: Env) -> None:
+    (subscription,) = _resources(prod.mon, "AWS::SNS::Subscription").values()
+    assert subscription["Properties"]["Protocol"] == "email"
+    assert subscription["Properties"]["Endpoint"] == "oncall@example.com"
+    assert _resources(dev.mon, "AWS::SNS::Subscription") == {}
+
+
+def test_batch_job_failures_page_through_eventbridge(prod: Env) -> None:
+    rule = prod.props(prod.monitoring.rules["BatchJobFailed"])
+    queue_arn = {"Fn::GetAtt": [prod.ref(prod.cluster.job_queue)["Ref"], "JobQueueArn"]}
+    assert rule["EventPattern"] == {
+        "source": ["aws.batch"],
+        "detail-type": ["Batch Job State Change"],
+        "detail": {"status": ["FAILED"], "jobQueue": [queue_arn]},
+    }
+    (target,) = rule["Targets"]
+    assert target["Arn"] == prod.ref(prod.monitoring.topic)
+    assert "<detail-statusReason>" in target["InputTransformer"]["InputTemplate"]
+
+
+def test_backup_failures_of_the_checkpoint_vault_page(prod: Env) -> None:
+    assert prod.store is not None
+    rule = prod.props(prod.monitoring.rules["CheckpointBackupFailed"])
+    pattern = rule["EventPattern"]
+    assert pattern["source"] == ["aws.backup"]
+    assert pattern["detail-type"] == ["Backup Job State Change"]
+    assert pattern["detail"]["state"] == ["FAILED", "ABORTED", "EXPIRED"]
+    vault = prod.ref(prod.store.backup_vault)["Ref"]
+    assert pattern["detail"]["backupVaultName"] == [{"Fn::GetAtt": [vault, "BackupVaultName"]}]
+    assert [t["Arn"] for t in rule["Targets"]] == [prod.ref(prod.monitoring.topic)]
+
+
+def test_batch_job_states_are_logged_encrypted_and_counted_by_status(prod: Env) -> None:
+    log = prod.monitoring.job_state_log
+    assert log is not None
+    group = prod.props(log.log_group)
+    assert group["LogGroupName"] == "/aws/events/cdk-neuron/prod/batch-job-states"
+    assert group["RetentionInDays"] == 365
+    assert group["KmsKeyId"] == {"Fn::GetAtt": [prod.ref(prod.monitoring.key)["Ref"], "Arn"]}
+    (policy,) = _resources(prod.mon, "AWS::Logs::ResourcePolicy").values()
+    assert "events.amazonaws.com" in json.dumps(policy["Properties"]["PolicyDocument"])
+    rule = prod.props(log.rule)
+    assert rule["EventPattern"]["detail"] == {
+        "jobQueue": [{"Fn::GetAtt": [prod.ref(prod.cluster.job_queue)["Ref"], "JobQueueArn"]}]
+    }
+    assert rule["Targets"][0]["Arn"] == {"Fn::GetAtt": [prod.ref(log.log_group)["Ref"], "Arn"]}
+    metric = prod.props(log.metric_filter)["MetricTransformations"][0]
+    assert metric["MetricNamespace"] == "CdkNeuron"
+    assert metric["MetricName"] == "BatchJobStateChanges"
+    assert metric["Dimensions"] == [
+        {"Key": "Status", "Value": "$.detail.status"},
+        {"Key": "JobQueue", "Value": "$.detail.jobQueue"},
+    ]
+    # No Lambda-backed custom resource for the log target.
+    assert not any(k.startswith("Monitoring") for k in _resources(prod.mon, "AWS::Lambda::Function"))
+
+
+def test_group_engine_and_no_store_mean_no_batch_or_backup_rules(dev: Env) -> None:
+    assert dev.monitoring.rules == {}
+    assert dev.monitoring.job_state_log is None
+    assert _resources(dev.mon, "AWS::Events::Rule") == {}
+
+
+def _dashboard_body(env: Env) -> str:
+    (dashboard,) = _resources(env.mon, "AWS::CloudWatch::Dashboard").values()
+    body = dashboard["Properties"]["DashboardBody"]
+    return json.dumps(body)
+
+
+def test_one_dashboard_per_environment(prod: Env, dev: Env) -> None:
+    names = {
+        env.monitoring.environment: env.props(env.monitoring.dashboard)["DashboardName"]
+        for env in (prod, dev)
+    }
+    assert names == {"prod": "cdk-neuron-prod", "dev": "cdk-neuron-dev"}
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "NeuronCore utilization (workload average)",
+        "NeuronCore utilization by instance",
+        "Device memory (HBM), fullest node",
+        "Neuron errors (count per 5 min)",
+        "Serving latency (target response time, s)",
+        "Serving 5xx",
+        "Serving hosts",
+        "Training jobs: Batch state changes (per 5 min)",
+        "Checkpoint EFS throughput",
+    ],
+)
+def test_prod_dashboard_has_the_widgets(prod: Env, title: str) -> None:
+    assert f'\\"title\\":\\"{title}\\"' in _dashboard_body(prod)
+
+
+def test_dev_dashboard_shows_the_sagemaker_endpoint_and_no_batch(dev: Env) -> None:
+    body = _dashboard_body(dev)
+    assert "Serving latency (model latency, microseconds)" in body
+    assert "ModelLatency" in body
+    assert "Batch state changes" not in body and "EFS" not in body
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "message"),
+    [
+        ({"cluster": None, "fleet": None}, "cluster", "give a TrainingCluster"),
+        ({"environment": "prod env"}, "environment", "letters, digits"),
+        ({"alarm_email": "oncall"}, "alarm_email", "email address"),
+        ({"namespace": "AWS/Neuron"}, "namespace", "reserved for AWS"),
+        ({"thresholds": {"idle_percent": 3}}, "thresholds", "MonitoringThresholds"),
+        ({"cluster": "my-cluster"}, "cluster", "TrainingCluster"),
+        ({"checkpoints": "fs-123"}, "checkpoints", "CheckpointStore"),
+        ({}, "cluster", "already has a Neuron metrics publisher from Prod/Monitoring"),
+        ({"cluster": None}, "fleet", "already has a Neuron metrics publisher from Prod/Monitoring"),
+        (
+            {"thresholds": MonitoringThresholds(efs_throughput_minutes=10)},
+            "thresholds.efs_throughput_minutes",
+            r"save_time_budget \(10 min\)",
+        ),
+    ],
+)
+def test_bad_props_are_refused_before_anything_is_built(
+    prod: Env, kwargs: dict[str, Any], field: str, message: str
+) -> None:
+    props: dict[str, Any] = {
+        "environment": "prod",
+        "cluster": prod.cluster,
+        "fleet": prod.fleet,
+        "checkpoints": prod.store,
+        **kwargs,
+    }
+    before = len(prod.workloads.node.children)
+    with pytest.raises(NeuronConfigError, match=f"^{re.escape(field)}=.*{message}"):
+        NeuronMonitoring(prod.workloads, "Refused", **props)
+    assert len(prod.workloads.node.children) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Compliance and snapshots
+# ---------------------------------------------------------------------------------------------
+
+
+def test_nag_clean(prod: Env, dev: Env) -> None:
+    for env in (prod, dev):
+        assert nag_violations(env.app) == []
+
+
+def test_put_metric_data_wildcard_is_acknowledged_precisely() -> None:
+    from aws_cdk import aws_iam as iam
+    from cdk_nag import AwsSolutionsChecks
+
+    from cdk_neuron.monitoring import node_metrics_policy
+
+    app = make_app()
+    stack = cdk.Stack(app, "Bare")
+    role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"))
+    ours = node_metrics_policy(stack, "Ours", role=role, namespace="CdkNeuron")
+    # The same statement without the acknowledgment: the finding the acknowledgment answers.
+    iam.ManagedPolicy(stack, "Plain", roles=[role], document=ours.document)
+    flagged = {
+        (v.rule_name, r.construct_path)
+        for v in AwsSolutionsChecks().validate_scope(app).violations
+        for r in v.violating_resources
+    }
+    assert ("AwsSolutions-IAM5[Resource::*]", "Bare/Plain/Resource") in flagged
+    assert not any(path.startswith("Bare/Ours") for _, path in flagged)
+
+
+def _monitoring_only(template: dict[str, Any]) -> dict[str, Any]:
+    resources = {k: v for k, v in template["Resources"].items() if k.startswith("Monitoring")}
+    return normalize_template({"Resources": resources})
+
+
+def test_snapshot_prod(prod: Env, snapshot_json: SnapshotAssertion) -> None:
+    assert _monitoring_only(prod.mon) == snapshot_json
+
+
+def test_snapshot_dev(dev: Env, snapshot_json: SnapshotAssertion) -> None:
+    assert normalize_template(dev.mon) == snapshot_json

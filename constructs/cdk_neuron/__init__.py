@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     "ServingEngine": "cdk_neuron.serving",
     "FleetBackend": "cdk_neuron.serving",
     "NeuronMonitoring": "cdk_neuron.monitoring",
+    "MonitoringThresholds": "cdk_neuron.monitoring",
 }
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "FleetBackend",
     "InferenceFleet",
     "ModelSpec",
+    "MonitoringThresholds",
     "NeuronConfigError",
     "NeuronInstance",
     "NeuronMonitoring",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
     from cdk_neuron import catalog, config, planner
     from cdk_neuron.catalog import NeuronInstance, get_instance
     from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
+    from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
     from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
     from cdk_neuron.storage import CheckpointStore, CompileCache

@@ -18,6 +18,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from cdk_neuron._subnets import select_subnets
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import ServingPlan
@@ -27,7 +28,7 @@ from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.placement import select_availability_zones
 from cdk_neuron.serving.sagemaker_backend import SageMakerFleet, build_sagemaker_fleet
-from cdk_neuron.serving.settings import FleetSettings, select_subnets
+from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import ec2_startup, sagemaker_timeouts, sagemaker_volume_gb
 
 # SageMaker hosting offers these Neuron types (AWS::SageMaker::EndpointConfig InstanceType enum).

@@ -17,8 +17,9 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from cdk_neuron import catalog
+from cdk_neuron._subnets import select_subnets
 from cdk_neuron.serving._nag import acknowledge_wildcards
-from cdk_neuron.serving.settings import FleetSettings, select_subnets
+from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_timeouts, sagemaker_volume_gb
 
 # Where SageMaker puts ModelDataSource contents inside the container.

@@ -48,15 +48,3 @@ class FleetSettings:
     target_requests_per_minute: int | None
     target_concurrency: float
     fleet_id: str
-
-
-def select_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> ec2.SelectedSubnets:
-    """``vpc.select_subnets`` for a SubnetSelection struct (the Python binding takes keywords)."""
-    return vpc.select_subnets(
-        availability_zones=selection.availability_zones,
-        one_per_az=selection.one_per_az,
-        subnet_filters=selection.subnet_filters,
-        subnet_group_name=selection.subnet_group_name,
-        subnets=selection.subnets,
-        subnet_type=selection.subnet_type,
-    )

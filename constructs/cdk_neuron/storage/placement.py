@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 
+from cdk_neuron._subnets import describe_selection, select_subnets
 from cdk_neuron.errors import NeuronConfigError
 
 _PIN_AZS = (
@@ -48,17 +49,19 @@ def resolve_placement(
     AZ or fails. With ``explicit_zone`` the caller supplies the name itself (an AZ-ID-pinned VPC),
     so the subnets' zone label only has to be a single, consistent one.
     """
-    selected = _select(vpc, selection)
+    selected = select_subnets(vpc, selection)
     subnets = tuple(selected.subnets)
     if not subnets:
-        raise NeuronConfigError("subnets", _describe(selection), "the selection matches no subnet in the VPC")
+        raise NeuronConfigError(
+            "subnets", describe_selection(selection), "the selection matches no subnet in the VPC"
+        )
     zones = [s.availability_zone for s in subnets]
     if not any(cdk.Token.is_unresolved(z) for z in zones):
         repeated = sorted(z for z, n in Counter(zones).items() if n > 1)
         if repeated:
             raise NeuronConfigError(
                 "subnets",
-                _describe(selection),
+                describe_selection(selection),
                 f"EFS allows one mount target per AZ but the selection has several subnets in {repeated}; "
                 "add one_per_az=True or select one subnet group",
             )
@@ -89,28 +92,3 @@ def resolve_placement(
             f"({[s.node.path for s in chosen_by_l2]}); select that subnet, or use one_zone=False",
         )
     return MountPlacement(subnets=subnets, availability_zone=zone)
-
-
-def _select(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> ec2.SelectedSubnets:
-    # jsii passes structs as keyword arguments only.
-    return vpc.select_subnets(
-        availability_zones=selection.availability_zones,
-        one_per_az=selection.one_per_az,
-        subnet_filters=selection.subnet_filters,
-        subnet_group_name=selection.subnet_group_name,
-        subnets=selection.subnets,
-        subnet_type=selection.subnet_type,
-    )
-
-
-def _describe(selection: ec2.SubnetSelection) -> str:
-    parts = []
-    if selection.subnet_type is not None:
-        parts.append(f"subnet_type={selection.subnet_type}")
-    if selection.subnet_group_name is not None:
-        parts.append(f"subnet_group_name={selection.subnet_group_name!r}")
-    if selection.availability_zones is not None:
-        parts.append(f"availability_zones={list(selection.availability_zones)}")
-    if selection.subnets is not None:
-        parts.append(f"subnets=[{len(selection.subnets)} subnets]")
-    return f"SubnetSelection({', '.join(parts)})"

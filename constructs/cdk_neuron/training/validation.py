@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 
+from cdk_neuron._subnets import describe_selection, select_subnets
 from cdk_neuron.catalog import (
     INSTANCES,
     EfaLayout,
@@ -225,23 +226,18 @@ def single_az_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> S
                 "vpc", vpc.node.path, "the VPC has no private subnets; training nodes get no public IP"
             )
     try:
-        selected = vpc.select_subnets(
-            availability_zones=selection.availability_zones,
-            one_per_az=selection.one_per_az,
-            subnet_filters=selection.subnet_filters,
-            subnet_group_name=selection.subnet_group_name,
-            subnets=selection.subnets,
-            subnet_type=selection.subnet_type,
-        )
+        selected = select_subnets(vpc, selection)
     except RuntimeError as error:  # jsii surfaces the L2's selection errors as RuntimeError
-        raise NeuronConfigError("vpc_subnets", _describe(selection), f"cannot be selected: {error}") from None
+        raise NeuronConfigError(
+            "vpc_subnets", describe_selection(selection), f"cannot be selected: {error}"
+        ) from None
     subnets = tuple(selected.subnets)
     if not subnets:
-        raise NeuronConfigError("vpc_subnets", _describe(selection), "selects no subnet")
+        raise NeuronConfigError("vpc_subnets", describe_selection(selection), "selects no subnet")
     if selected.has_public:
         raise NeuronConfigError(
             "vpc_subnets",
-            _describe(selection),
+            describe_selection(selection),
             "selects public subnets; nodes get no public IP, so use private subnets (NAT or VPC endpoints)",
         )
     zones = [_zone_of(subnet) for subnet in subnets]
@@ -249,14 +245,14 @@ def single_az_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> S
     if len(known) > 1:
         raise NeuronConfigError(
             "vpc_subnets",
-            _describe(selection),
+            describe_selection(selection),
             f"spans {len(known)} AZs ({', '.join(known)}); EFA and the cluster placement group need one AZ: "
             f"add availability_zones=[<the AZ that offers the instance>] to the selection",
         )
     if None in zones and len(subnets) > 1:
         raise NeuronConfigError(
             "vpc_subnets",
-            _describe(selection),
+            describe_selection(selection),
             f"selects {len(subnets)} subnets whose AZs are unknown at synthesis, so one AZ cannot be proven; "
             "select a single subnet, or pin the VPC's availability zones",
         )
@@ -282,19 +278,6 @@ def _zone_of(subnet: ec2.ISubnet) -> str | None:
     except RuntimeError:  # imported without an AZ
         return None
     return None if cdk.Token.is_unresolved(zone) else zone
-
-
-def _describe(selection: ec2.SubnetSelection) -> str:
-    parts = []
-    if selection.subnet_type is not None:
-        parts.append(f"subnet_type={selection.subnet_type.name}")
-    if selection.subnet_group_name is not None:
-        parts.append(f"subnet_group_name={selection.subnet_group_name!r}")
-    if selection.availability_zones is not None:
-        parts.append(f"availability_zones={list(selection.availability_zones)}")
-    if selection.subnets is not None:
-        parts.append(f"subnets=<{len(selection.subnets)} subnets>")
-    return f"SubnetSelection({', '.join(parts)})"
 
 
 __all__ = [

@@ -19,6 +19,7 @@ from constructs import Construct
 from cdk_neuron import catalog
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.serving._nag import acknowledge_wildcards
+from cdk_neuron.serving.permissions import artifact_read_statements
 from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_timeouts, sagemaker_volume_gb
 
@@ -156,38 +157,7 @@ def _execution_policy(
             eni_reason,
         ),
     ]
-    artifact = settings.model.artifact
-    if artifact is not None:
-        statements += [
-            (
-                iam.PolicyStatement(
-                    sid="ReadModelArtifacts",
-                    actions=["s3:GetObject"],
-                    resources=[f"arn:{stack.partition}:s3:::{artifact.bucket}/{artifact.object_pattern}"],
-                ),
-                "s3:GetObject covers exactly the objects under the model artifact prefix",
-            ),
-            (
-                iam.PolicyStatement(
-                    sid="ListModelArtifacts",
-                    actions=["s3:ListBucket"],
-                    resources=[f"arn:{stack.partition}:s3:::{artifact.bucket}"],
-                    conditions={"StringLike": {"s3:prefix": [artifact.prefix, artifact.object_pattern]}},
-                ),
-                "listing limited to the artifact prefix",
-            ),
-        ]
-        if settings.artifact_key is not None:
-            statements.append(
-                (
-                    iam.PolicyStatement(
-                        sid="DecryptModelArtifacts",
-                        actions=["kms:Decrypt"],
-                        resources=[settings.artifact_key.key_arn],
-                    ),
-                    "the artifact bucket's key",
-                )
-            )
+    statements += artifact_read_statements(stack, settings)
     policy = iam.ManagedPolicy(
         scope,
         "ExecutionPolicy",

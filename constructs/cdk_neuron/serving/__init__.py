@@ -7,8 +7,9 @@ Python; only :class:`InferenceFleet` imports ``aws_cdk``. Names are loaded lazil
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cdk_neuron.serving.backends import FleetBackend
@@ -43,14 +44,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'cdk_neuron.serving' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

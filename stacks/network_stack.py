@@ -45,9 +45,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig
-from constructs import Construct
 from stacks.pinned import PinnedAzStack
 
 _S = ec2.InterfaceVpcEndpointAwsService

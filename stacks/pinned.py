@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig
-from constructs import Construct
 
 
 class PinnedAzStack(cdk.Stack):

@@ -1,13 +1,15 @@
-"""One cdk.Stage per environment: its network stack (training and serving follow with their constructs)."""
+"""One cdk.Stage per environment: network, training and serving stacks."""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
+from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig
-from constructs import Construct
 from stacks.network_stack import NetworkStack
 from stacks.pinned import PinnedAzStack
+from stacks.serving_stack import ServingStack
+from stacks.training_stack import TrainingStack
 
 
 class EnvironmentStage(cdk.Stage):
@@ -20,7 +22,7 @@ class EnvironmentStage(cdk.Stage):
     Stacks of environments that retain their data get termination protection as well.
     """
 
-    STACK_IDS = ("Network",)
+    STACK_IDS = ("Network", "Training", "Serving")
 
     def __init__(self, scope: Construct, config: EnvironmentConfig) -> None:
         super().__init__(
@@ -35,6 +37,23 @@ class EnvironmentStage(cdk.Stage):
             termination_protection=protect,
             description=f"cdk-neuron {config.name}: VPC pinned to AZ IDs {', '.join(config.az_ids)}",
         )
+        self.training = TrainingStack(
+            self,
+            "Training",
+            config=config,
+            network=self.network,
+            termination_protection=protect,
+            description=f"cdk-neuron {config.name}: {config.training.instance_type} training cluster, "
+            "checkpoint store and compile cache",
+        )
+        self.serving = ServingStack(
+            self,
+            "Serving",
+            config=config,
+            network=self.network,
+            termination_protection=protect,
+            description=f"cdk-neuron {config.name}: {config.serving.backend} inference fleet",
+        )
         for key, value in config.tags.items():
             cdk.Tags.of(self).add(key, value)
         for stack in self.stacks:
@@ -42,4 +61,4 @@ class EnvironmentStage(cdk.Stage):
 
     @property
     def stacks(self) -> list[PinnedAzStack]:
-        return [self.network]
+        return [self.network, self.training, self.serving]

@@ -113,13 +113,12 @@ def test_staging_shares_one_nat_gateway(built: SynthesizedApp) -> None:
     assert len(resources(built.template("staging", "Network"), "AWS::EC2::NatGateway")) == 1
 
 
-@pytest.mark.parametrize(
-    ("env", "extra"),
-    [("dev", set()), ("staging", {"secretsmanager", "sagemaker.runtime"}), ("prod", {"secretsmanager"})],
-)
-def test_interface_endpoints_are_the_ones_the_nodes_use(
-    built: SynthesizedApp, env: str, extra: set[str]
-) -> None:
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_interface_endpoints_are_the_ones_the_nodes_use(built: SynthesizedApp, env: str) -> None:
+    config = ENVIRONMENTS[env]
+    extra = {"secretsmanager"} if config.serving.hugging_face_token_secret else set()
+    if config.serving.backend == "sagemaker":
+        extra.add("sagemaker.runtime")
     template = built.template(env, "Network")
     endpoints = resources(template, "AWS::EC2::VPCEndpoint")
     interface = [e for e in endpoints.values() if props(e).get("VpcEndpointType") == "Interface"]
@@ -134,6 +133,17 @@ def test_interface_endpoints_are_the_ones_the_nodes_use(
             1 if ENVIRONMENTS[env].network.endpoint_azs == "training" else len(ENVIRONMENTS[env].az_ids)
         )
         assert len(props(endpoint)["SubnetIds"]) == expected_subnets
+
+
+def test_only_staging_adds_the_sagemaker_runtime_endpoint(built: SynthesizedApp) -> None:
+    found = {
+        env: "sagemaker.runtime"
+        in {
+            service_of(e) for e in resources(built.template(env, "Network"), "AWS::EC2::VPCEndpoint").values()
+        }
+        for env in ENV_NAMES
+    }
+    assert found == {"dev": False, "staging": True, "prod": False}
 
 
 def test_dev_endpoints_sit_in_the_training_az_only(built: SynthesizedApp) -> None:

@@ -70,9 +70,11 @@ def test_dev_is_cheap_when_idle(shipped: dict[str, EnvironmentConfig]) -> None:
     assert dev.training.instance_type == "trn1.32xlarge" and dev.training.max_nodes == 2
     assert dev.storage.one_zone and dev.removal_policy == "destroy"
     assert dev.serving.backend == "ec2"
+    # Issue 7 asks for 0-2; InferenceFleet does not scale from zero yet (it needs a scale-out signal
+    # that exists without instances), so dev idles at one inf2.xlarge until it does.
     assert (dev.serving.instance_type, dev.serving.min_capacity, dev.serving.max_capacity) == (
         "inf2.xlarge",
-        0,
+        1,
         2,
     )
 
@@ -290,6 +292,11 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
     ("serving type not offered in every AZ", setting("az_ids", ["use1-az6", "use1-az1"]),
      "serving.instance_type", "use1-az1"),
     ("bad email", setting("monitoring.alarm_email", "oncall"), "monitoring.alarm_email", "email"),
+    ("TGI image unreachable without NAT", setting("serving.engine", "tgi"), "serving.engine", "ghcr.io"),
+    ("vLLM image unreachable without NAT", setting("serving.engine", "vllm-neuron"), "serving.engine",
+     "public.ecr.aws"),
+    ("HF token on SageMaker", lambda e: e["serving"].update(backend="sagemaker", hugging_face_token_secret="hf"),
+     "serving.hugging_face_token_secret", "plain text"),
 ]  # fmt: skip
 
 

@@ -51,10 +51,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from cdk_neuron import catalog, planner
 from cdk_neuron.errors import NeuronConfigError, one_of
+
+if TYPE_CHECKING:
+    from cdk_neuron.serving.engines import ContainerImage
 
 PLACEHOLDER_ACCOUNT = "000000000000"
 """Account used when neither the environment nor ``CDK_DEFAULT_ACCOUNT`` names one.
@@ -683,6 +686,22 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
             f"not offered in {', '.join(not_offered)}; in {region} it is offered in "
             f"{one_of(catalog.offered_az_ids(plan.instance_type, region)) or 'no AZ'}: change az_ids or the type",
         )
+    if backend == "sagemaker" and config.hugging_face_token_secret is not None:
+        raise NeuronConfigError(
+            section.field("hugging_face_token_secret"),
+            config.hugging_face_token_secret,
+            "SageMaker would keep the token in plain text in the model's environment: serve precompiled "
+            "artifacts from model.artifact_uri instead, or use the ec2 backend",
+        )
+    if backend == "ec2" and not network.has_internet_egress:
+        image = _serving_image(config.engine)
+        if not image.is_private_ecr or image.ecr_region(region) != region:
+            raise NeuronConfigError(
+                section.field("engine"),
+                config.engine,
+                f"its image {image.uri(region)} is outside ECR in {region}, which network.nat_gateways 0 "
+                "cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway",
+            )
     if backend == "ec2" and config.model.artifact_uri is None and not network.has_internet_egress:
         raise NeuronConfigError(
             section.field("model.artifact_uri"),
@@ -691,6 +710,18 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
             "s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway",
         )
     return config
+
+
+def _serving_image(engine: ServingEngineName) -> ContainerImage:
+    """The EC2 image of an engine's default (pinned) container."""
+    from cdk_neuron.serving.engines import ServingEngine  # plain Python, like this module
+
+    factories = {
+        "optimum-neuron": ServingEngine.optimum_neuron,
+        "tgi": ServingEngine.tgi,
+        "vllm-neuron": ServingEngine.vllm_neuron,
+    }
+    return factories[engine]().image
 
 
 def _environment(name: object, raw: object) -> EnvironmentConfig:

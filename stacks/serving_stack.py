@@ -1,0 +1,118 @@
+"""ServingStack: the inference fleet, on EC2 Auto Scaling or a SageMaker endpoint."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from cdk_neuron.config import EnvironmentConfig, ServingConfig
+from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+from stacks.network_stack import NetworkStack, removal_policy_of
+from stacks.pinned import PinnedAzStack
+from stacks.scan_skips import skip_checkov
+
+# A complete secret ARN ends in "-" and six random characters; a name or partial ARN does not.
+_COMPLETE_SECRET_ARN = re.compile(r"^arn:.+:secret:.+-[A-Za-z0-9]{6}$")
+
+
+def engine_of(config: ServingConfig) -> ServingEngine:
+    if config.engine == "tgi":
+        return ServingEngine.tgi()
+    if config.engine == "vllm-neuron":
+        return ServingEngine.vllm_neuron()
+    return ServingEngine.optimum_neuron()
+
+
+def model_of(config: ServingConfig) -> ModelSpec:
+    model = config.model
+    return ModelSpec(
+        model_id=model.model_id,
+        artifact_uri=model.artifact_uri,
+        parameters=model.parameters,
+        dtype=model.dtype,
+        sequence_length=model.sequence_length,
+        batch_size=model.batch_size,
+        tensor_parallel=model.tensor_parallel,
+    )
+
+
+class ServingStack(PinnedAzStack):
+    """The fleet in the private subnets of every configured AZ ID.
+
+    A fleet whose minimum is two or more instances must span at least two AZs, so one AZ's outage
+    leaves it serving. Output: the serving URL (EC2: the internal load balancer) or the SageMaker
+    endpoint name.
+    """
+
+    def __init__(
+        self, scope: Construct, id: str, *, config: EnvironmentConfig, network: NetworkStack, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, id, config=config, **kwargs)
+        serving = config.serving
+        self.fleet = InferenceFleet(
+            self,
+            "Fleet",
+            vpc=network.vpc,
+            model=model_of(serving),
+            engine=engine_of(serving),
+            backend=FleetBackend.sagemaker() if serving.backend == "sagemaker" else FleetBackend.ec2(),
+            instance_type=serving.instance_type,
+            min_capacity=serving.min_capacity,
+            max_capacity=serving.max_capacity,
+            vpc_subnets=network.workload_subnets,
+            # The VPC's zones are named by their AZ IDs (see PinnedAzStack).
+            availability_zone_ids={az_id: az_id for az_id in config.az_ids},
+            min_availability_zones=min(2, len(config.az_ids)) if serving.min_capacity >= 2 else 1,
+            certificate=self._certificate(serving),
+            hugging_face_token=self._token(serving),
+            warm_pool=serving.warm_pool,
+            removal_policy=removal_policy_of(config),
+        )
+        self._accept_scan_findings(serving)
+
+        if serving.backend == "sagemaker":
+            cdk.CfnOutput(self, "EndpointName", value=self.fleet.url)
+        else:
+            cdk.CfnOutput(self, "ServingUrl", value=self.fleet.url)
+
+    def _accept_scan_findings(self, serving: ServingConfig) -> None:
+        scaling = self.fleet.node.try_find_child("Scaling")
+        if scaling is not None and isinstance(scaling.node.default_child, cdk.CfnResource):
+            # The SageMaker scalable target DependsOn the endpoint that its ResourceId already
+            # references (Fn::GetAtt EndpointName): redundant, and cfn-lint W3005 says so.
+            scaling.node.default_child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+        if self.fleet.access_log_bucket is not None:
+            skip_checkov(
+                self.fleet.access_log_bucket,
+                "CKV_AWS_18",
+                "This is the load balancer's access-log bucket; logging its own accesses would need yet "
+                "another bucket.",
+            )
+        if self.fleet.listener is not None and serving.certificate_arn is None:
+            reason = (
+                "No serving.certificate_arn is configured: the internal load balancer listens on HTTP, "
+                "reachable only from inside the VPC (its security group admits the VPC CIDR). Set "
+                "certificate_arn to serve HTTPS with TLS 1.2+."
+            )
+            skip_checkov(self.fleet.listener, "CKV_AWS_2", reason)
+            skip_checkov(self.fleet.listener, "CKV_AWS_103", reason)
+
+    def _certificate(self, serving: ServingConfig) -> acm.ICertificate | None:
+        if serving.certificate_arn is None:
+            return None
+        return acm.Certificate.from_certificate_arn(self, "Certificate", serving.certificate_arn)
+
+    def _token(self, serving: ServingConfig) -> secretsmanager.ISecret | None:
+        name = serving.hugging_face_token_secret
+        if name is None:
+            return None
+        if _COMPLETE_SECRET_ARN.match(name):
+            return secretsmanager.Secret.from_secret_complete_arn(self, "HuggingFaceToken", name)
+        if name.startswith("arn:"):
+            return secretsmanager.Secret.from_secret_partial_arn(self, "HuggingFaceToken", name)
+        return secretsmanager.Secret.from_secret_name_v2(self, "HuggingFaceToken", name)

@@ -1,0 +1,108 @@
+"""TrainingStack: the Trainium cluster, its checkpoint file system and its compile cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from cdk_neuron.config import CapacityConfig, EnvironmentConfig
+from cdk_neuron.storage import CheckpointStore, CompileCache
+from cdk_neuron.training import Capacity, Engine, TrainingCluster
+from stacks.network_stack import NetworkStack, removal_policy_of
+from stacks.pinned import PinnedAzStack
+from stacks.scan_skips import skip_checkov
+
+
+def capacity_of(config: CapacityConfig) -> Capacity:
+    if config.type == "reservation":
+        return Capacity.reservation(str(config.reservation_id))
+    if config.type == "capacity-block":
+        return Capacity.capacity_block(str(config.reservation_id))
+    if config.type == "reservation-group":
+        return Capacity.reservation_group(str(config.resource_group_arn))
+    return Capacity.on_demand()
+
+
+class TrainingStack(PinnedAzStack):
+    """The training cluster in the training AZ (``az_ids[0]``), with storage it mounts.
+
+    The checkpoint store is One Zone in the training subnet, or Regional with a mount target in
+    every AZ; either way the cluster mounts it in its own AZ. Outputs: the job queue and job
+    definition ARNs (Batch engine), the checkpoint file system id and the compile cache URL.
+    """
+
+    def __init__(
+        self, scope: Construct, id: str, *, config: EnvironmentConfig, network: NetworkStack, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, id, config=config, **kwargs)
+        training, storage = config.training, config.storage
+        removal = removal_policy_of(config)
+        checkpoint = training.checkpoint
+
+        self.compile_cache = CompileCache(self, "CompileCache", removal_policy=removal)
+        self.checkpoints = CheckpointStore(
+            self,
+            "Checkpoints",
+            vpc=network.vpc,
+            subnets=network.training_subnets if storage.one_zone else network.workload_subnets,
+            one_zone=storage.one_zone,
+            removal_policy=removal,
+            infrequent_access_after_days=storage.infrequent_access_after_days,
+            backup_retention=cdk.Duration.days(storage.backup_retention_days),
+            model_parameters=checkpoint.model_parameters if checkpoint else None,
+            writers=checkpoint.writers if checkpoint else 1,
+            # EFS One Zone needs an AZ *name*; the VPC knows only AZ IDs, so CloudFormation supplies
+            # the name of the pinned training subnet.
+            availability_zone=network.training_subnet_availability_zone if storage.one_zone else None,
+        )
+        is_batch = training.engine == "batch"
+        self.cluster = TrainingCluster(
+            self,
+            "Cluster",
+            vpc=network.vpc,
+            instance_type=training.instance_type,
+            max_nodes=training.max_nodes,
+            plan=training.training_plan(),
+            vpc_subnets=network.training_subnets,
+            availability_zone_id=config.training_az_id,
+            checkpoints=self.checkpoints,
+            compile_cache=self.compile_cache,
+            capacity=capacity_of(training.capacity),
+            engine=Engine.batch() if is_batch else Engine.auto_scaling_group(),
+            job_image=training.job_image if is_batch else None,
+        )
+
+        self._accept_scan_findings()
+
+        if is_batch:
+            cdk.CfnOutput(self, "JobQueueArn", value=self.cluster.job_queue.job_queue_arn)
+            cdk.CfnOutput(self, "JobDefinitionArn", value=self.cluster.job_definition.job_definition_arn)
+        else:
+            cdk.CfnOutput(
+                self, "AutoScalingGroupName", value=self.cluster.auto_scaling_group.auto_scaling_group_name
+            )
+        cdk.CfnOutput(self, "CheckpointFileSystemId", value=self.checkpoints.file_system_id)
+        cdk.CfnOutput(self, "CompileCacheUrl", value=self.compile_cache.url)
+
+    def _accept_scan_findings(self) -> None:
+        bucket = self.compile_cache.bucket
+        skip_checkov(
+            bucket,
+            "CKV_AWS_18",
+            "Holds only regenerable Neuron compiler output, readable and writable by the cluster's roles alone.",
+        )
+        skip_checkov(
+            bucket,
+            "CKV_AWS_21",
+            "Cache entries are regenerable and expire after 30 days; versioning would keep every overwritten "
+            "graph and defeat the expiry.",
+        )
+        skip_checkov(
+            self.cluster.kms_key,
+            "CKV_AWS_33",
+            "Principal '*' is confined by aws:PrincipalArn to this account's Auto Scaling and Batch "
+            "service-linked roles and by kms:CallerAccount; naming the roles as principals would fail key "
+            "creation in accounts where those roles do not exist yet.",
+        )

@@ -1,0 +1,133 @@
+"""TrainingStack and ServingStack as wired for the shipped environments: placement, storage, outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
+
+from cdk_neuron.config import load_environments
+
+ENVIRONMENTS = load_environments(shipped_environments())
+ENV_NAMES = list(ENVIRONMENTS)
+
+
+@pytest.fixture(scope="session")
+def built() -> SynthesizedApp:
+    return synthesized_app()
+
+
+def only(template: dict[str, Any], type_: str) -> dict[str, Any]:
+    (resource,) = [r for r in template["Resources"].values() if r["Type"] == type_]
+    return resource
+
+
+def all_of(template: dict[str, Any], type_: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == type_]
+
+
+def from_network(built: SynthesizedApp, env: str, value: Any) -> Any:
+    """What a value imported from the network stack (Fn::GetStackOutput) is there."""
+    imported = value["Fn::GetStackOutput"]
+    assert imported["StackName"] == f"{env}-Network"
+    return built.template(env, "Network")["Outputs"][imported["OutputName"]]["Value"]
+
+
+def training_subnet_id(built: SynthesizedApp, env: str) -> str:
+    network = built.stack(env, "Network")
+    return str(network.get_logical_id(network.training_subnet.node.default_child))
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_the_compute_environment_runs_in_the_training_subnet_only(built: SynthesizedApp, env: str) -> None:
+    compute = only(built.template(env, "Training"), "AWS::Batch::ComputeEnvironment")["Properties"][
+        "ComputeResources"
+    ]
+    (subnet,) = compute["Subnets"]
+    assert from_network(built, env, subnet) == {"Ref": training_subnet_id(built, env)}
+
+
+def test_dev_checkpoints_are_one_zone_in_the_training_subnet_and_destroyed_with_the_stack(
+    built: SynthesizedApp,
+) -> None:
+    template = built.template("dev", "Training")
+    file_system = only(template, "AWS::EFS::FileSystem")
+    subnet_id = training_subnet_id(built, "dev")
+    # The AZ name comes from the pinned subnet at deploy time: never written into the template.
+    assert from_network(built, "dev", file_system["Properties"]["AvailabilityZoneName"]) == {
+        "Fn::GetAtt": [subnet_id, "AvailabilityZone"]
+    }
+    (mount_target,) = all_of(template, "AWS::EFS::MountTarget")
+    assert from_network(built, "dev", mount_target["Properties"]["SubnetId"]) == {"Ref": subnet_id}
+    assert file_system["DeletionPolicy"] == "Delete"
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_regional_checkpoints_have_a_mount_target_per_az_and_are_retained(
+    built: SynthesizedApp, env: str
+) -> None:
+    template = built.template(env, "Training")
+    file_system = only(template, "AWS::EFS::FileSystem")
+    assert "AvailabilityZoneName" not in file_system["Properties"]
+    assert file_system["DeletionPolicy"] == file_system["UpdateReplacePolicy"] == "Retain"
+    assert len(all_of(template, "AWS::EFS::MountTarget")) == len(ENVIRONMENTS[env].az_ids)
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_checkpoint_backups_keep_the_configured_days(built: SynthesizedApp, env: str) -> None:
+    plan = only(built.template(env, "Training"), "AWS::Backup::BackupPlan")["Properties"]["BackupPlan"]
+    (rule,) = plan["BackupPlanRule"]
+    assert rule["Lifecycle"]["DeleteAfterDays"] == ENVIRONMENTS[env].storage.backup_retention_days
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_training_outputs_name_the_queue_definition_file_system_and_cache(
+    built: SynthesizedApp, env: str
+) -> None:
+    outputs = built.template(env, "Training")["Outputs"]
+    assert set(outputs) == {"JobQueueArn", "JobDefinitionArn", "CheckpointFileSystemId", "CompileCacheUrl"}
+    assert outputs["CheckpointFileSystemId"]["Value"]["Ref"].startswith("CheckpointsFileSystem")
+
+
+def test_ec2_fleets_span_every_az_and_keep_their_capacity_bounds(built: SynthesizedApp) -> None:
+    for env in ("dev", "prod"):
+        group = only(built.template(env, "Serving"), "AWS::AutoScaling::AutoScalingGroup")["Properties"]
+        serving = ENVIRONMENTS[env].serving
+        assert (int(group["MinSize"]), int(group["MaxSize"])) == (serving.min_capacity, serving.max_capacity)
+        assert len(group["VPCZoneIdentifier"]) == len(ENVIRONMENTS[env].az_ids)
+    assert len(ENVIRONMENTS["prod"].az_ids) >= 2
+
+
+def test_staging_serves_from_a_sagemaker_endpoint(built: SynthesizedApp) -> None:
+    template = built.template("staging", "Serving")
+    config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
+    assert [v["InstanceType"] for v in config["ProductionVariants"]] == ["ml.inf2.xlarge"]
+    assert set(template["Outputs"]) == {"EndpointName"}
+    assert not all_of(template, "AWS::AutoScaling::AutoScalingGroup")
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_ec2_serving_outputs_the_url(built: SynthesizedApp, env: str) -> None:
+    assert set(built.template(env, "Serving")["Outputs"]) == {"ServingUrl"}
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_the_scan_skips_sit_on_the_resources_they_excuse(built: SynthesizedApp, env: str) -> None:
+    def skipped(template: dict[str, Any]) -> dict[str, set[str]]:
+        return {
+            resource["Type"]: {s["id"] for s in resource["Metadata"]["checkov"]["skip"]}
+            for resource in template["Resources"].values()
+            if "checkov" in resource.get("Metadata", {}) and resource["Type"] != "AWS::Lambda::Function"
+        }
+
+    assert skipped(built.template(env, "Training")) == {
+        "AWS::S3::Bucket": {"CKV_AWS_18", "CKV_AWS_21"},
+        "AWS::KMS::Key": {"CKV_AWS_33"},
+    }
+    expected = {}
+    if ENVIRONMENTS[env].serving.backend == "ec2":
+        expected["AWS::S3::Bucket"] = {"CKV_AWS_18"}
+        if ENVIRONMENTS[env].serving.certificate_arn is None:
+            expected["AWS::ElasticLoadBalancingV2::Listener"] = {"CKV_AWS_2", "CKV_AWS_103"}
+    assert skipped(built.template(env, "Serving")) == expected

@@ -1,4 +1,4 @@
-"""One cdk.Stage per environment: network, training and serving stacks."""
+"""One cdk.Stage per environment: network, training, serving and monitoring stacks."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig
+from stacks.monitoring_stack import MonitoringStack
 from stacks.network_stack import NetworkStack
 from stacks.pinned import PinnedAzStack
 from stacks.serving_stack import ServingStack
@@ -22,7 +23,7 @@ class EnvironmentStage(cdk.Stage):
     Stacks of environments that retain their data get termination protection as well.
     """
 
-    STACK_IDS = ("Network", "Training", "Serving")
+    STACK_IDS = ("Network", "Training", "Serving", "Monitoring")
 
     def __init__(self, scope: Construct, config: EnvironmentConfig) -> None:
         super().__init__(
@@ -54,6 +55,15 @@ class EnvironmentStage(cdk.Stage):
             termination_protection=protect,
             description=f"cdk-neuron {config.name}: {config.serving.backend} inference fleet",
         )
+        self.monitoring = MonitoringStack(
+            self,
+            "Monitoring",
+            config=config,
+            training=self.training,
+            serving=self.serving,
+            termination_protection=protect,
+            description=f"cdk-neuron {config.name}: Neuron metrics, alarms and dashboard",
+        )
         for key, value in config.tags.items():
             cdk.Tags.of(self).add(key, value)
         for stack in self.stacks:
@@ -61,4 +71,4 @@ class EnvironmentStage(cdk.Stage):
 
     @property
     def stacks(self) -> list[PinnedAzStack]:
-        return [self.network, self.training, self.serving]
+        return [self.network, self.training, self.serving, self.monitoring]

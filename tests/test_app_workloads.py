@@ -27,6 +27,15 @@ def all_of(template: dict[str, Any], type_: str) -> list[dict[str, Any]]:
     return [r for r in template["Resources"].values() if r["Type"] == type_]
 
 
+def declared_outputs(template: dict[str, Any]) -> set[str]:
+    """The stack's own outputs, without those CDK adds for cross-stack references."""
+    return {
+        name
+        for name in template.get("Outputs", {})
+        if not name.startswith(("ExportsOutput", "PublishOutput"))
+    }
+
+
 def from_network(built: SynthesizedApp, env: str, value: Any) -> Any:
     """What a value imported from the network stack (Fn::GetStackOutput) is there."""
     imported = value["Fn::GetStackOutput"]
@@ -86,7 +95,12 @@ def test_training_outputs_name_the_queue_definition_file_system_and_cache(
     built: SynthesizedApp, env: str
 ) -> None:
     outputs = built.template(env, "Training")["Outputs"]
-    assert set(outputs) == {"JobQueueArn", "JobDefinitionArn", "CheckpointFileSystemId", "CompileCacheUrl"}
+    assert declared_outputs(built.template(env, "Training")) == {
+        "JobQueueArn",
+        "JobDefinitionArn",
+        "CheckpointFileSystemId",
+        "CompileCacheUrl",
+    }
     assert outputs["CheckpointFileSystemId"]["Value"]["Ref"].startswith("CheckpointsFileSystem")
 
 
@@ -103,13 +117,13 @@ def test_staging_serves_from_a_sagemaker_endpoint(built: SynthesizedApp) -> None
     template = built.template("staging", "Serving")
     config = only(template, "AWS::SageMaker::EndpointConfig")["Properties"]
     assert [v["InstanceType"] for v in config["ProductionVariants"]] == ["ml.inf2.xlarge"]
-    assert set(template["Outputs"]) == {"EndpointName"}
+    assert declared_outputs(template) == {"EndpointName"}
     assert not all_of(template, "AWS::AutoScaling::AutoScalingGroup")
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])
 def test_ec2_serving_outputs_the_url(built: SynthesizedApp, env: str) -> None:
-    assert set(built.template(env, "Serving")["Outputs"]) == {"ServingUrl"}
+    assert declared_outputs(built.template(env, "Serving")) == {"ServingUrl"}
 
 
 @pytest.mark.parametrize("env", ENV_NAMES)
@@ -131,3 +145,26 @@ def test_the_scan_skips_sit_on_the_resources_they_excuse(built: SynthesizedApp, 
         if ENVIRONMENTS[env].serving.certificate_arn is None:
             expected["AWS::ElasticLoadBalancingV2::Listener"] = {"CKV_AWS_2", "CKV_AWS_103"}
     assert skipped(built.template(env, "Serving")) == expected
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_monitoring_reads_the_other_stacks_through_strong_references(built: SynthesizedApp, env: str) -> None:
+    text = built.template_path(env, "Monitoring").read_text()
+    assert "Fn::ImportValue" in text
+    assert "Fn::GetStackOutput" not in text
+    assert declared_outputs(built.template(env, "Monitoring")) == {"AlarmTopicArn", "DashboardName"}
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_every_node_publishes_into_the_monitoring_namespace_only(built: SynthesizedApp, env: str) -> None:
+    policies = [
+        resource
+        for resource in built.template(env, "Monitoring")["Resources"].values()
+        if resource["Type"] == "AWS::IAM::ManagedPolicy"
+        and any(
+            statement.get("Action") == "cloudwatch:PutMetricData"
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        )
+    ]
+    # The training nodes, and the EC2 serving nodes where the backend is EC2.
+    assert len(policies) == (2 if ENVIRONMENTS[env].serving.backend == "ec2" else 1)

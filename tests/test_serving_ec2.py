@@ -99,6 +99,9 @@ def built() -> Iterator[Built]:
         "spot": InferenceFleet(
             variants_stack, "Spot", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", spot=True
         ),
+        "idle": InferenceFleet(
+            variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.xlarge", min_capacity=0
+        ),
     }
     yield Built(
         app=app,
@@ -410,3 +413,43 @@ def test_maintenance_engine_and_hub_model_warn(built: Built) -> None:
     assert not Annotations.from_stack(built.stack).find_warning(
         "*", Match.string_like_regexp("cdk-neuron|Hub")
     )
+
+
+def test_a_fleet_may_idle_at_zero_and_wakes_on_the_first_request(built: Built) -> None:
+    group = _props(built.variants_template, "AWS::AutoScaling::AutoScalingGroup", "Idle")
+    assert (group["MinSize"], group["MaxSize"]) == ("0", "1")
+    steps = [
+        (k, v["Properties"])
+        for k, v in built.variants_template["Resources"].items()
+        if v["Type"] == "AWS::AutoScaling::ScalingPolicy"
+        and k.startswith("Idle")
+        and v["Properties"]["PolicyType"] == "StepScaling"
+    ]
+    assert len(steps) == 1
+    (policy_id, policy) = steps[0]
+    assert policy["AdjustmentType"] == "ChangeInCapacity"
+    assert policy["StepAdjustments"] == [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 1}]
+    (alarm,) = [
+        v["Properties"]
+        for v in built.variants_template["Resources"].values()
+        if v["Type"] == "AWS::CloudWatch::Alarm"
+        and any(policy_id in json.dumps(a) for a in v["Properties"].get("AlarmActions", []))
+    ]
+    expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
+    assert expression == "IF(requests > 0 AND desired == 0, 1, 0)"
+    used = {m["Id"]: m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Metrics"] if "MetricStat" in m}
+    assert used == {"requests": "RequestCount", "desired": "GroupDesiredCapacity"}
+    assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["EvaluationPeriods"]) == (
+        "GreaterThanOrEqualToThreshold",
+        1,
+        1,
+    )
+
+
+def test_fleets_above_zero_have_no_wake_up_policy(built: Built) -> None:
+    kinds = {
+        v["Properties"]["PolicyType"]
+        for v in built.template["Resources"].values()
+        if v["Type"] == "AWS::AutoScaling::ScalingPolicy"
+    }
+    assert kinds == {"TargetTrackingScaling"}

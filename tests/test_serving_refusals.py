@@ -148,8 +148,13 @@ def test_trn2_ultraserver_is_not_a_sagemaker_type(scope: tuple[Any, Any]) -> Non
 
 
 def test_capacity_bounds(scope: tuple[Any, Any]) -> None:
+    from cdk_neuron.serving import FleetBackend
+
+    # An EC2 fleet may idle at zero; a SageMaker endpoint always keeps one instance.
+    with pytest.raises(NeuronConfigError, match=r"min_capacity=-1: must be a whole number >= 0"):
+        _fleet(scope, min_capacity=-1)
     with pytest.raises(NeuronConfigError, match=r"min_capacity=0: must be a whole number >= 1"):
-        _fleet(scope, min_capacity=0)
+        _fleet(scope, backend=FleetBackend.sagemaker(), min_capacity=0)
     with pytest.raises(NeuronConfigError, match=r"max_capacity=1: must be a whole number >= 2"):
         _fleet(scope, min_capacity=2, max_capacity=1)
     with pytest.raises(NeuronConfigError, match=r"target_concurrency=0: must be a number > 0"):

@@ -557,6 +557,9 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         estimated_instance_warmup=cdk.Duration.seconds(60),
     )
 
+    if settings.min_capacity == 0:
+        _scale_from_zero(group, load_balancer)
+
     connections = ec2.Connections(security_groups=[lb_sg], default_port=ec2.Port.tcp(port))
     return Ec2Fleet(
         load_balancer=load_balancer,
@@ -571,4 +574,42 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         connections=connections,
         url=f"{scheme}://{load_balancer.load_balancer_dns_name}",
         startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
+    )
+
+
+def _scale_from_zero(
+    group: autoscaling.AutoScalingGroup, load_balancer: elbv2.ApplicationLoadBalancer
+) -> None:
+    """Start one instance when requests reach a fleet that has scaled to zero.
+
+    Target tracking cannot leave zero: with no instances there is no per-target metric. The
+    load-balancer-level request count still exists, so a step policy adds one instance when requests
+    arrive while the desired capacity is 0. Once desired is 1 the expression drops to 0, so the alarm
+    never adds a second instance; target tracking takes over from there.
+    """
+    one_minute = cdk.Duration.minutes(1)
+    wake = cloudwatch.MathExpression(
+        expression="IF(requests > 0 AND desired == 0, 1, 0)",
+        using_metrics={
+            "requests": load_balancer.metrics.request_count(period=one_minute, statistic="Sum"),
+            "desired": cloudwatch.Metric(
+                namespace="AWS/AutoScaling",
+                metric_name="GroupDesiredCapacity",
+                dimensions_map={"AutoScalingGroupName": group.auto_scaling_group_name},
+                statistic="Maximum",
+                period=one_minute,
+            ),
+        },
+        period=one_minute,
+        label="requests while scaled to zero",
+    )
+    group.scale_on_metric(
+        "ScaleFromZero",
+        metric=wake,
+        scaling_steps=[
+            autoscaling.ScalingInterval(upper=1, change=0),
+            autoscaling.ScalingInterval(lower=1, change=1),
+        ],
+        adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+        evaluation_periods=1,
     )

@@ -80,8 +80,11 @@ class InferenceFleet(Construct):
     :param backend: Default: ``FleetBackend.ec2()``.
     :param instance_type: e.g. ``"inf2.xlarge"`` (``"ml."`` prefix accepted). Default: the cheapest
         instance the model fits (:func:`~cdk_neuron.planner.size_model`).
-    :param min_capacity: instances (EC2) or endpoint instances (SageMaker). Default: 1.
-    :param max_capacity: Default: twice ``min_capacity``.
+    :param min_capacity: instances (EC2) or endpoint instances (SageMaker). Default: 1. An EC2 fleet
+        may use 0 to cost nothing while idle: the first request to the load balancer then starts one
+        instance (it answers 503 until that instance is healthy, i.e. for the startup time), and
+        target tracking scales back to 0 when the fleet is idle. SageMaker needs at least 1.
+    :param max_capacity: Default: twice ``min_capacity`` (at least 1).
     :param vpc_subnets: subnets for the load balancer and instances / SageMaker interfaces. Default:
         private subnets with egress.
     :param availability_zone_ids: AZ name -> AZ ID of the selected subnets' zones in this account, e.g.
@@ -181,9 +184,13 @@ class InferenceFleet(Construct):
             )
         engine.validate(model, plan, backend=backend.kind)
 
-        min_capacity = _whole("min_capacity", min_capacity, 1)
+        # An EC2 fleet may idle at zero instances (it wakes on the first request); a SageMaker
+        # endpoint always keeps at least one instance.
+        min_capacity = _whole("min_capacity", min_capacity, 1 if backend.is_sagemaker else 0)
         max_capacity = _whole(
-            "max_capacity", max_capacity if max_capacity is not None else 2 * min_capacity, min_capacity
+            "max_capacity",
+            max_capacity if max_capacity is not None else max(2 * min_capacity, 1),
+            max(min_capacity, 1),
         )
         min_healthy_percentage = _whole("min_healthy_percentage", min_healthy_percentage, 0, 100)
         if target_requests_per_minute is not None:
@@ -212,7 +219,7 @@ class InferenceFleet(Construct):
             availability_zone_ids=availability_zone_ids,
             min_availability_zones=min_availability_zones,
         )
-        if min_capacity < min_availability_zones:
+        if 0 < min_capacity < min_availability_zones:
             raise NeuronConfigError(
                 "min_capacity",
                 min_capacity,

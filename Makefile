@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth test lint typecheck unit bench scan clean
+.PHONY: help setup synth test lint typecheck unit example diagram lint-templates bench scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
+	@echo "make lint-templates  synthesize, then cfn-lint every template for its environment's region"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
@@ -84,6 +85,10 @@ $(EXAMPLE_VENV)/.stamp-wheel: $(WHEEL) $(EXAMPLE_VENV)/.stamp-requirements
 
 example: $(EXAMPLE_VENV)/.stamp-wheel
 	cd $(EXAMPLE) && PATH="$(CURDIR)/$(EXAMPLE_VENV)/bin:$$PATH" pytest -q -p no:cacheprovider
+
+# cfn-lint the CLI-synthesized templates (what `cdk deploy` ships), each for its environment's region.
+lint-templates: synth
+	python -m tools.lint_templates cdk.out
 
 diagram: setup
 	python -m tools.diagram --env dev --out docs/architecture.svg

@@ -70,11 +70,9 @@ def test_dev_is_cheap_when_idle(shipped: dict[str, EnvironmentConfig]) -> None:
     assert dev.training.instance_type == "trn1.32xlarge" and dev.training.max_nodes == 2
     assert dev.storage.one_zone and dev.removal_policy == "destroy"
     assert dev.serving.backend == "ec2"
-    # Issue 7 asks for 0-2; InferenceFleet does not scale from zero yet (it needs a scale-out signal
-    # that exists without instances), so dev idles at one inf2.xlarge until it does.
     assert (dev.serving.instance_type, dev.serving.min_capacity, dev.serving.max_capacity) == (
         "inf2.xlarge",
-        1,
+        0,
         2,
     )
 

@@ -1,13 +1,17 @@
-"""TrainingStack and ServingStack as wired for the shipped environments: placement, storage, outputs."""
+"""Training, serving and monitoring stacks as wired for the shipped environments: placement, storage, outputs."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
+from aws_cdk.assertions import Template
 
 from cdk_neuron.config import load_environments
+from cdk_support import make_app
+from stacks.app_builder import build_app
 
 ENVIRONMENTS = load_environments(shipped_environments())
 ENV_NAMES = list(ENVIRONMENTS)
@@ -168,3 +172,19 @@ def test_every_node_publishes_into_the_monitoring_namespace_only(built: Synthesi
     ]
     # The training nodes, and the EC2 serving nodes where the backend is EC2.
     assert len(policies) == (2 if ENVIRONMENTS[env].serving.backend == "ec2" else 1)
+
+
+def test_the_auto_scaling_group_engine_outputs_its_group_instead_of_a_queue(built: SynthesizedApp) -> None:
+
+    environments = shipped_environments()
+    environments["dev"]["training"]["engine"] = "auto-scaling-group"
+    del environments["dev"]["training"]["job_image"]
+    saved = os.environ.pop("CDK_DEFAULT_ACCOUNT", None)
+    try:
+        (stage,) = build_app(make_app(environments=environments, env="dev"))
+    finally:
+        if saved is not None:
+            os.environ["CDK_DEFAULT_ACCOUNT"] = saved
+    template = Template.from_stack(stage.training).to_json()
+    assert declared_outputs(template) == {"AutoScalingGroupName", "CheckpointFileSystemId", "CompileCacheUrl"}
+    assert not all_of(template, "AWS::Batch::JobQueue")

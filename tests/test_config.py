@@ -255,6 +255,8 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
     ("bad resource group", setting("training.capacity", {"type": "reservation-group", "resource_group_arn": "x"}),
      "training.capacity.resource_group_arn", "resource group ARN"),
     ("engine", setting("training.engine", "slurm"), "training.engine", "auto-scaling-group"),
+    ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"), "training.job_image",
+     "no job containers"),
     ("image without tag", setting("training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x"),
      "training.job_image", "registry/repository:tag"),
     ("latest tag", setting("training.job_image", DLC.split(":")[0] + ":latest"), "training.job_image", "pin"),
@@ -317,6 +319,14 @@ def test_trn1n_is_refused_outside_the_one_az_that_offers_it() -> None:
         load_one(env)
     env["az_ids"] = ["use1-az6", "use1-az4"]
     assert load_one(env).training.instance_type == "trn1n.32xlarge"
+
+
+def test_the_auto_scaling_group_engine_needs_no_job_image() -> None:
+    env = minimal_env()
+    env["training"]["engine"] = "auto-scaling-group"
+    del env["training"]["job_image"]
+    loaded = load_one(env)
+    assert (loaded.training.engine, loaded.training.job_image) == ("auto-scaling-group", None)
 
 
 def test_prod_may_not_be_destroyed() -> None:

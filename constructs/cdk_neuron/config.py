@@ -26,7 +26,8 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                | {type: "reservation-group", resource_group_arn: "arn:..."}
                                                | {type: "capacity-block", reservation_id: "cr-..."}
         engine: "batch"                        | "auto-scaling-group"
-        job_image: required                    pinned tag or digest; same-region ECR when nat_gateways is 0
+        job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
+                                               refused with auto-scaling-group (no job containers)
         checkpoint: null                       {model_parameters: required, writers: 1}
       storage: {one_zone: false, backup_retention_days: 35, infrequent_access_after_days: 30}
       serving:
@@ -185,7 +186,8 @@ class TrainingConfig:
     instance_type: str
     max_nodes: int
     plan: PlanConfig
-    job_image: str
+    job_image: str | None
+    """The Batch job container; None with the auto-scaling-group engine, which runs no job containers."""
     capacity: CapacityConfig = CapacityConfig()
     engine: TrainingEngine = "batch"
     checkpoint: CheckpointConfig | None = None
@@ -557,13 +559,20 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
                 f"at most one writer per node: <= max_nodes={max_nodes}",
             )
 
+    engine: TrainingEngine = section.choice("engine", TRAINING_ENGINES, "batch")
+    if engine != "batch" and section.has("job_image"):
+        raise NeuronConfigError(
+            section.field("job_image"),
+            section.raw["job_image"],
+            "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch",
+        )
     config = TrainingConfig(
         instance_type=instance.name,
         max_nodes=max_nodes,
         plan=plan,
-        job_image=_job_image(section, region, network),
+        job_image=_job_image(section, region, network) if engine == "batch" else None,
         capacity=_capacity(section, instance),
-        engine=section.choice("engine", TRAINING_ENGINES, "batch"),
+        engine=engine,
         checkpoint=checkpoint,
     )
     with _planner_fields(section.path, {"instance_type": "instance_type"} | _PLAN_FIELDS):

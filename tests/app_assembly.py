@@ -12,17 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cdk_support import REPO_ROOT, make_app
-
-# The app's `stacks` package lives at the repository root, which pytest does not put on sys.path
-# (only tests/). `pythonpath = ["."]` in pyproject's pytest options would make this line redundant.
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 
 def shipped_environments() -> dict[str, Any]:

@@ -146,7 +146,6 @@ def render_svg(env: str, stacks: list[tuple[str, dict[str, object], list[str]]])
 
 def _synthesize(env: str, outdir: Path) -> Path:
     """Synthesize the app for one environment in-process (no AWS access)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import json as _json
 
     import aws_cdk as cdk

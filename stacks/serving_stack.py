@@ -81,11 +81,6 @@ class ServingStack(PinnedAzStack):
             cdk.CfnOutput(self, "ServingUrl", value=self.fleet.url)
 
     def _accept_scan_findings(self, serving: ServingConfig) -> None:
-        scaling = self.fleet.node.try_find_child("Scaling")
-        if scaling is not None and isinstance(scaling.node.default_child, cdk.CfnResource):
-            # The SageMaker scalable target DependsOn the endpoint that its ResourceId already
-            # references (Fn::GetAtt EndpointName): redundant, and cfn-lint W3005 says so.
-            scaling.node.default_child.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
         if self.fleet.access_log_bucket is not None:
             skip_checkov(
                 self.fleet.access_log_bucket,

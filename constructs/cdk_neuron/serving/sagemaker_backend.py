@@ -280,7 +280,6 @@ def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMake
             mutable=False,
         ),
     )
-    scalable_target.node.add_dependency(endpoint)
     scalable_target.scale_to_track_metric(
         "ConcurrencyPerModel",
         target_value=settings.target_concurrency,

@@ -67,6 +67,8 @@ def _child_count(env: Env) -> int:
         ({"capacity": "on-demand"}, "capacity", "Capacity.on_demand"),
         ({"engine": "batch"}, "engine", "Engine.batch"),
         ({"job_image": None}, "job_image", "Engine.batch\\(\\) runs a container"),
+        ({"job_image": "public.ecr.aws/neuron/pytorch-training-neuronx:latest"}, "job_image", "pin the image"),
+        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx"}, "job_image", "pin the image"),
         ({"engine": Engine.auto_scaling_group()}, "job_image", "runs no job containers"),
         ({"retry_attempts": 0}, "retry_attempts", "1 to 10"),
         ({"retry_attempts": 11}, "retry_attempts", "1 to 10"),

@@ -69,6 +69,17 @@ def job_image(scope: Construct, value: object) -> ecs.ContainerImage:
             "Engine.batch() runs a container: give its image as ecs.ContainerImage or an image URI, "
             "e.g. '<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>' (pin the tag)",
         )
+    # A floating tag makes every node of a multi-node job free to pull a different image, and a
+    # job resumed from a checkpoint run with other code than the one that wrote it.
+    last = value.rsplit("/", 1)[-1]
+    tag = last.split("@", 1)[0].partition(":")[2] if "@" not in last else None
+    if tag is not None and tag in ("", "latest"):
+        raise NeuronConfigError(
+            "job_image",
+            value,
+            "pin the image by tag (not 'latest') or by digest, e.g. "
+            "'.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04'",
+        )
     match = _ECR_URI.fullmatch(value)
     if match is None:
         return ecs.ContainerImage.from_registry(value)
@@ -77,7 +88,7 @@ def job_image(scope: Construct, value: object) -> ecs.ContainerImage:
     repository = ecr.Repository.from_repository_attributes(
         scope, "JobImageRepository", repository_arn=arn, repository_name=match["name"]
     )
-    return ecs.ContainerImage.from_ecr_repository(repository, match["tag"] or match["digest"] or "latest")
+    return ecs.ContainerImage.from_ecr_repository(repository, match["tag"] or match["digest"])
 
 
 @dataclass

@@ -162,6 +162,16 @@ def test_capacity_reservation_and_json_float_counts_are_accepted() -> None:
     assert loaded.serving.model.parameters == 8_000_000_000
 
 
+def test_capacity_ids_are_validated_as_the_construct_validates_them() -> None:
+    from cdk_neuron.training import Capacity
+
+    env = minimal_env()
+    for reservation_id in ("cr-0123abcd", "cr-0123456789abcdef0"):
+        env["training"]["capacity"] = {"type": "reservation", "reservation_id": reservation_id}
+        assert load_one(env).training.capacity.reservation_id == reservation_id
+        assert Capacity.reservation(reservation_id).reservation_id == reservation_id
+
+
 def test_load_environments_accepts_document_context_or_mapping() -> None:
     envs = {"qa": minimal_env()}
     for shape in (envs, {"environments": envs}, {"context": {"environments": envs}}):

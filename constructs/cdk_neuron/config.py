@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from cdk_neuron import catalog, planner
 from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.patterns import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
 
 if TYPE_CHECKING:
     from cdk_neuron.serving.engines import ContainerImage
@@ -115,13 +116,10 @@ _ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _AZ_ID = re.compile(r"^([a-z]+\d*)-az\d+$")
-_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
-_RESOURCE_GROUP_ARN = re.compile(r"^arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:\d{12}:group/[A-Za-z0-9._-]+$")
 _CERTIFICATE_ARN = re.compile(r"^arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate/[0-9a-f-]+$")
 _SECRET = re.compile(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$")
 _HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # registry/repository:tag or @sha256:digest; the registry part needs a dot (a host name).
 _IMAGE = re.compile(
     r"^(?P<registry>[a-z0-9.-]+\.[a-z0-9.-]+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
@@ -477,12 +475,14 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityC
     reservation = resource_group = None
     if "reservation_id" in needs[kind]:
         reservation = section.matching(
-            "reservation_id", _RESERVATION_ID, "a capacity reservation id cr-<17 hex>"
+            "reservation_id",
+            RESERVATION_ID,
+            "a capacity reservation id cr-<17 hex digits> (or cr-<8> for older ones)",
         )
     if "resource_group_arn" in needs[kind]:
         resource_group = section.matching(
             "resource_group_arn",
-            _RESOURCE_GROUP_ARN,
+            RESOURCE_GROUP_ARN,
             "a resource group ARN arn:aws:resource-groups:...:group/NAME",
         )
     return CapacityConfig(type=kind, reservation_id=reservation, resource_group_arn=resource_group)
@@ -775,7 +775,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         network=network,
         storage=_storage(env),
         monitoring=MonitoringConfig(
-            alarm_email=monitoring.matching("alarm_email", _EMAIL, "an email address", None)
+            alarm_email=monitoring.matching("alarm_email", EMAIL, "an email address", None)
         ),
     )
 

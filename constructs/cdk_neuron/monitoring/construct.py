@@ -22,6 +22,7 @@ from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, Workload
 from cdk_neuron.monitoring.publisher import node_setup_commands
 from cdk_neuron.monitoring.thresholds import ALARM_PERIOD_MINUTES, MonitoringThresholds
 from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
+from cdk_neuron.patterns import EMAIL
 from cdk_neuron.serving import InferenceFleet
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import TrainingCluster
@@ -30,7 +31,6 @@ from cdk_neuron.training import TrainingCluster
 _ENVIRONMENT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # CloudWatch namespaces: up to 255 printable ASCII characters; "AWS/" is reserved for AWS services.
 _NAMESPACE = re.compile(r"^[A-Za-z0-9.\-_/#:]{1,255}$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 DEFAULT_THRESHOLDS = MonitoringThresholds()  # frozen, so one shared default is safe
 
 
@@ -294,7 +294,7 @@ def _validate(
         raise NeuronConfigError("fleet", fleet, "must be a cdk_neuron.InferenceFleet")
     if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):
         raise NeuronConfigError("checkpoints", checkpoints, "must be a cdk_neuron.CheckpointStore")
-    if alarm_email is not None and (not isinstance(alarm_email, str) or not _EMAIL.match(alarm_email)):
+    if alarm_email is not None and (not isinstance(alarm_email, str) or not EMAIL.match(alarm_email)):
         raise NeuronConfigError(
             "alarm_email", alarm_email, "must be an email address such as ops@example.com, or None"
         )

@@ -9,21 +9,14 @@ Spot is deliberately not offered: AWS Batch multi-node parallel jobs do not run 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from cdk_neuron.catalog import INSTANCES, NeuronInstance, known_instances
 from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.patterns import RESERVATION_ID, RESOURCE_GROUP_ARN
 
 CapacityKind = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
-
-# EC2 capacity reservation ids: "cr-" and 17 hex digits (older ids have 8).
-_RESERVATION_ID = re.compile(r"^cr-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
-# arn:<partition>:resource-groups:<region>:<account>:group/<name>
-_RESOURCE_GROUP_ARN = re.compile(
-    r"^arn:aws(?:-cn|-us-gov)?:resource-groups:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:group/[A-Za-z0-9_.-]{1,300}$"
-)
 
 
 @dataclass(frozen=True)
@@ -53,7 +46,7 @@ class Capacity:
         if self.kind in ("reservation", "capacity-block"):
             _reservation_id("reservation_id", self.reservation_id)
         elif self.kind == "reservation-group":
-            if not isinstance(self.resource_group_arn, str) or not _RESOURCE_GROUP_ARN.fullmatch(
+            if not isinstance(self.resource_group_arn, str) or not RESOURCE_GROUP_ARN.fullmatch(
                 self.resource_group_arn
             ):
                 raise NeuronConfigError(
@@ -133,7 +126,7 @@ class Capacity:
 
 
 def _reservation_id(field: str, value: object) -> str:
-    if not isinstance(value, str) or not _RESERVATION_ID.fullmatch(value):
+    if not isinstance(value, str) or not RESERVATION_ID.fullmatch(value):
         raise NeuronConfigError(
             field, value, "use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0"
         )

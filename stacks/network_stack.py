@@ -47,24 +47,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_neuron.config import EnvironmentConfig
+from cdk_neuron.config import EnvironmentConfig, interface_endpoints
 from stacks.pinned import PinnedAzStack
-
-_S = ec2.InterfaceVpcEndpointAwsService
-
-# Logical ids are part of the deployed state: keep them stable.
-_NODE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
-    "EcrApi": _S.ECR,
-    "EcrDocker": _S.ECR_DOCKER,
-    "Ecs": _S.ECS,
-    "EcsAgent": _S.ECS_AGENT,
-    "EcsTelemetry": _S.ECS_TELEMETRY,
-    "Logs": _S.CLOUDWATCH_LOGS,
-    "Monitoring": _S.CLOUDWATCH_MONITORING,
-    "Ssm": _S.SSM,
-    "SsmMessages": _S.SSM_MESSAGES,
-    "Ec2Messages": _S.EC2_MESSAGES,
-}
 
 _R = logs.RetentionDays
 # cdk.json gives days; the L2 takes its enum (the same set CloudWatch Logs accepts).
@@ -267,11 +251,11 @@ class NetworkStack(PinnedAzStack):
             subnet_type=private_type,
             availability_zones=[config.training_az_id] if config.network.endpoint_azs == "training" else None,
         )
-        services = dict(_NODE_ENDPOINTS)
-        if config.serving.hugging_face_token_secret:
-            services["SecretsManager"] = _S.SECRETS_MANAGER
-        if config.serving.backend == "sagemaker":
-            services["SageMakerRuntime"] = _S.SAGEMAKER_RUNTIME
+        # Logical ids and services come from cdk_neuron.config, which the cost command also reads.
+        services = {
+            name: ec2.InterfaceVpcEndpointAwsService(service)
+            for name, service in interface_endpoints(config).items()
+        }
         self.interface_endpoints = {
             name: self.vpc.add_interface_endpoint(
                 name,

@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 from cdk_neuron import catalog
 from cdk_neuron.cli import cost
 from cdk_neuron.cli.main import main
-from cdk_neuron.config import load_cdk_json
+from cdk_neuron.config import NODE_INTERFACE_ENDPOINTS, load_cdk_json
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
@@ -265,8 +265,8 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert line(dev["idle"], "application load balancer")["usd_per_hour"] == pytest.approx(0.0225)
     assert line(dev["idle"], "NAT gateways")["usd_per_hour"] == 0
     endpoints = line(dev["idle"], "interface VPC endpoints")
-    assert endpoints["quantity"] == f"{len(cost.NODE_INTERFACE_ENDPOINTS)} x 2 AZ"
-    assert endpoints["usd_per_hour"] == pytest.approx(len(cost.NODE_INTERFACE_ENDPOINTS) * 2 * 0.01)
+    assert endpoints["quantity"] == f"{len(NODE_INTERFACE_ENDPOINTS)} x 2 AZ"
+    assert endpoints["usd_per_hour"] == pytest.approx(len(NODE_INTERFACE_ENDPOINTS) * 2 * 0.01)
     efs = line(dev["idle"], "EFS checkpoints")
     assert efs["usd_per_month"] == pytest.approx(96 * cost.KEPT_CHECKPOINTS * 0.30)
     assert "One Zone priced at the Standard rate" in efs["basis"]
@@ -282,7 +282,7 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert not any(x["item"] == "application load balancer" for x in prod["idle"]["lines"])
     assert (
         line(prod["idle"], "interface VPC endpoints")["quantity"]
-        == f"{len(cost.NODE_INTERFACE_ENDPOINTS) + 1} x 2 AZ"
+        == f"{len(NODE_INTERFACE_ENDPOINTS) + 1} x 2 AZ"
     )
 
 

@@ -785,6 +785,38 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
 # --------------------------------------------------------------------------------------------
 
 
+# The interface endpoints every environment's VPC gets, by logical id (part of the deployed state:
+# keep them stable) -> AWS service name (com.amazonaws.<region>.<name>). The NetworkStack builds
+# them and `cdk-neuron cost` prices them, from this one list.
+NODE_INTERFACE_ENDPOINTS: Mapping[str, str] = {
+    "EcrApi": "ecr.api",
+    "EcrDocker": "ecr.dkr",
+    "Ecs": "ecs",
+    "EcsAgent": "ecs-agent",
+    "EcsTelemetry": "ecs-telemetry",
+    "Logs": "logs",
+    "Monitoring": "monitoring",
+    "Ssm": "ssm",
+    "SsmMessages": "ssmmessages",
+    "Ec2Messages": "ec2messages",
+}
+
+
+def interface_endpoints(env: EnvironmentConfig) -> dict[str, str]:
+    """The environment's interface endpoints: the node set plus what its serving setup needs."""
+    services = dict(NODE_INTERFACE_ENDPOINTS)
+    if env.serving.hugging_face_token_secret:
+        services["SecretsManager"] = "secretsmanager"
+    if env.serving.backend == "sagemaker":
+        services["SageMakerRuntime"] = "sagemaker.runtime"
+    return services
+
+
+def endpoint_az_count(env: EnvironmentConfig) -> int:
+    """How many AZs each interface endpoint is placed in (each AZ is billed)."""
+    return 1 if env.network.endpoint_azs == "training" else len(env.az_ids)
+
+
 def load_environments(context: Mapping[str, Any]) -> dict[str, EnvironmentConfig]:
     """Parse every environment, in file order.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from cdk_neuron import catalog
+from cdk_neuron import catalog, config
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
 from cdk_neuron.cli.output import document, notes, table, usd
 from cdk_neuron.cli.pricing import PriceBook
@@ -29,33 +29,13 @@ KEPT_CHECKPOINTS = 2
 COMPILE_CACHE_GB = 50
 """Neuron persistent compile cache in S3: NEFFs of a few models, tens of GB."""
 
-NODE_INTERFACE_ENDPOINTS: tuple[str, ...] = (
-    "ecr.api",
-    "ecr.dkr",
-    "ecs",
-    "ecs-agent",
-    "ecs-telemetry",
-    "logs",
-    "monitoring",
-    "ssm",
-    "ssmmessages",
-    "ec2messages",
-)
-"""The interface endpoints every environment's NetworkStack creates (``stacks/network_stack.py``
-``_NODE_ENDPOINTS``, restated here because that module imports ``aws_cdk``). The S3 gateway endpoint
-is free and not counted.
-"""
-
 
 def interface_endpoints(env: EnvironmentConfig) -> tuple[tuple[str, ...], int]:
-    """The interface endpoints the environment's VPC gets, and how many AZs each is placed in."""
-    services = list(NODE_INTERFACE_ENDPOINTS)
-    if env.serving.hugging_face_token_secret:
-        services.append("secretsmanager")
-    if env.serving.backend == "sagemaker":
-        services.append("sagemaker.runtime")
-    azs = 1 if env.network.endpoint_azs == "training" else len(env.az_ids)
-    return tuple(services), azs
+    """The interface endpoints the environment's VPC gets, and how many AZs each is placed in.
+
+    The S3 gateway endpoint is free and not counted.
+    """
+    return tuple(config.interface_endpoints(env).values()), config.endpoint_az_count(env)
 
 
 GPU_TRAINING_COMPARATORS = ("p4d.24xlarge", "p5.48xlarge")

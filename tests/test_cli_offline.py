@@ -396,3 +396,27 @@ def test_cost_live_prices_use_the_price_list_api(config: Path, capsys: pytest.Ca
     assert "AWS Price List API" in training["basis"]
     # Types the API did not price keep the dated table's price.
     assert "KARP" in line(env["full_scale"], "serving instances (max_capacity)")["basis"]
+
+
+@pytest.mark.parametrize(
+    ("region", "az_ids", "noted"),
+    [
+        ("us-west-2", ["usw2-az4", "usw2-az1"], False),  # same Neuron prices as us-east-1 (pricing.md 1.1)
+        ("ap-southeast-2", ["apse2-az1", "apse2-az3"], True),  # trn1 and inf2 offered, priced differently
+    ],
+)
+def test_regional_price_note_only_where_the_table_does_not_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], region: str, az_ids: list[str], noted: bool
+) -> None:
+    env = environment(
+        region=region,
+        az_ids=az_ids,
+        network={"nat_gateways": 1},
+        training={"job_image": IMAGE.format(region=region)},
+        serving={"instance_type": None},
+    )
+    env["serving"]["model"] = {"model_id": "meta-llama/Meta-Llama-3-8B-Instruct", "parameters": 8_000_000_000}
+    code, doc = run_json(capsys, "cost", "--config", str(write_config(tmp_path, dev=env)))
+    assert code == 0
+    (only,) = doc["environments"]
+    assert any("prices differ" in line for line in only["assumptions"]) is noted

@@ -643,6 +643,11 @@ ON_DEMAND_PRICES: dict[str, Price] = {
     "g6e.48xlarge": Price(30.13118, "us-east-1", "KARP"),
 }
 
+# Regions whose on-demand Neuron prices equal the us-east-1 figures above: SKY lists the same
+# trn1.32xlarge, trn1n.32xlarge and inf2 prices in us-east-1, us-east-2 and us-west-2 (pricing.md
+# sections 1.1 and 3). Elsewhere prices differ (inf2 in eu-west-1 is about 25 % higher).
+SAME_PRICE_REGIONS: frozenset[str] = frozenset({"us-east-1", "us-east-2", "us-west-2"})
+
 # SageMaker hosting prices (FMB, 2024-06-11): about 20-31 % above EC2 for ml.inf2.
 SAGEMAKER_PRICES: dict[str, Price] = {
     "ml.inf2.xlarge": Price(0.99, "us-east-1", "FMB"),

@@ -414,7 +414,7 @@ def assumptions(env: EnvironmentConfig, prices: PriceBook) -> list[str]:
     if env.serving.warm_pool:
         out.append("Warm pool instances are stopped: only their EBS volumes bill; not included.")
     regions = {p.region for p in (prices.ec2(env.training.instance_type),) if p is not None}
-    if not prices.live and regions and env.region not in regions:
+    if not prices.live and regions and env.region not in regions | catalog.SAME_PRICE_REGIONS:
         out.append(
             f"The table prices are for {', '.join(sorted(regions))}; {env.region} prices differ "
             "(inf2 in eu-west-1 is about 25% higher): use --live-prices."

@@ -446,7 +446,9 @@ def test_submit_needs_the_batch_engine_and_one_environment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "cdk.json"
-    envs = {"dev": environment(engine="auto-scaling-group"), "research": environment()}
+    node_group = environment(engine="auto-scaling-group")
+    del node_group["training"]["job_image"]  # a self-managed node group runs no Batch job containers
+    envs = {"dev": node_group, "research": environment()}
     path.write_text(json.dumps({"context": {"environments": envs}}))
     argv = ["submit", "--config", str(path), "--nodes", "2", "--", "python", "t.py"]
     assert main(argv) == 2

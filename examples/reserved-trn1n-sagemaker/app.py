@@ -42,13 +42,39 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
             "Vpc",
             availability_zones=AZ_NAMES,
             nat_gateways=1,
+            restrict_default_security_group=True,
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(
+                    name="Public",
+                    subnet_type=ec2.SubnetType.PUBLIC,
+                    cidr_mask=24,
+                    map_public_ip_on_launch=False,
+                ),
                 ec2.SubnetConfiguration(
                     name="Nodes", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
                 ),
             ],
+            flow_logs={"All": ec2.FlowLogOptions(traffic_type=ec2.FlowLogTrafficType.ALL)},
         )
+        flow_log = vpc.node.find_child("All")
+        cdk.Validations.of(flow_log).acknowledge(
+            cdk.Acknowledgment(
+                id="NIST.800.53.R5-IAMNoInlinePolicy",
+                reason="CDK scopes the flow-log role's generated policy to this one log group",
+            ),
+            cdk.Acknowledgment(
+                id="NIST.800.53.R5-CloudWatchLogGroupEncrypted",
+                reason="Flow records hold addresses and ports, no payload; CloudWatch Logs encrypts at rest by default",
+            ),
+        )
+        # The NAT gateway needs a route to the internet gateway; nodes have no public IPs.
+        for subnet in vpc.public_subnets:
+            cdk.Validations.of(subnet).acknowledge(
+                cdk.Acknowledgment(
+                    id="NIST.800.53.R5-VPCNoUnrestrictedRouteToIGW",
+                    reason="Public subnets hold only the NAT gateway; instances run in private subnets",
+                )
+            )
         training_subnets = ec2.SubnetSelection(subnet_group_name="Nodes", availability_zones=[AZ_NAMES[0]])
 
         checkpoints = CheckpointStore(

@@ -14,6 +14,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
+from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.json import JSONSnapshotExtension
 
@@ -22,10 +23,14 @@ from app import build
 
 
 @pytest.fixture(scope="module")
-def template() -> Template:
-    with open("cdk.json") as f:
-        app = cdk.App(context=json.load(f)["context"])
-    return Template.from_stack(build(app))
+def stack() -> cdk.Stack:
+    with open("cdk.json") as f:  # the same feature flags `cdk synth` uses
+        return build(cdk.App(context=json.load(f)["context"]))
+
+
+@pytest.fixture(scope="module")
+def template(stack: cdk.Stack) -> Template:
+    return Template.from_stack(stack)
 
 
 def normalize(template: dict[str, Any]) -> dict[str, Any]:
@@ -69,3 +74,9 @@ def test_sagemaker_endpoint_on_inf2(template: Template) -> None:
 
 def test_snapshot(template: Template, snapshot: SnapshotAssertion) -> None:
     assert normalize(template.to_json()) == snapshot.use_extension(JSONSnapshotExtension)
+
+
+@pytest.mark.parametrize("pack", [AwsSolutionsChecks, NIST80053R5Checks])
+def test_no_unacknowledged_nag_findings(stack: cdk.Stack, pack: Any) -> None:
+    report = pack().validate_scope(stack)
+    assert [(v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations] == []

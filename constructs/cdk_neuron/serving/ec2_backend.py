@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import aws_cdk as cdk
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
@@ -603,13 +604,24 @@ def _scale_from_zero(
         period=one_minute,
         label="requests while scaled to zero",
     )
-    group.scale_on_metric(
+    # A plain StepScalingAction + Alarm: scale_on_metric's internal policy trips a deprecation
+    # warning (StepScalingActionProps#cooldown) on every synth.
+    action = autoscaling.StepScalingAction(
+        group,
         "ScaleFromZero",
-        metric=wake,
-        scaling_steps=[
-            autoscaling.ScalingInterval(upper=1, change=0),
-            autoscaling.ScalingInterval(lower=1, change=1),
-        ],
+        auto_scaling_group=group,
         adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-        evaluation_periods=1,
+        metric_aggregation_type=autoscaling.MetricAggregationType.MAXIMUM,
     )
+    action.add_adjustment(adjustment=1, lower_bound=0)
+    alarm = cloudwatch.Alarm(
+        group,
+        "ScaleFromZeroAlarm",
+        metric=wake,
+        threshold=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluation_periods=1,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description="Requests reached the load balancer while the fleet is scaled to zero: start one instance",
+    )
+    alarm.add_alarm_action(cloudwatch_actions.AutoScalingAction(action))

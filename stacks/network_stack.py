@@ -48,6 +48,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig, interface_endpoints
+from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from stacks.pinned import PinnedAzStack
 
 _R = logs.RetentionDays
@@ -62,15 +63,6 @@ _RETENTION: dict[int, logs.RetentionDays] = {
 
 # What CloudWatch Logs needs on the key that encrypts a log group (CloudWatch Logs User Guide,
 # "Encrypt log data in CloudWatch Logs using AWS KMS").
-_LOGS_KEY_ACTIONS = [
-    "kms:Encrypt",
-    "kms:Decrypt",
-    "kms:ReEncryptFrom",
-    "kms:ReEncryptTo",
-    "kms:GenerateDataKey",
-    "kms:GenerateDataKeyWithoutPlaintext",
-    "kms:DescribeKey",
-]
 
 
 def removal_policy_of(config: EnvironmentConfig) -> cdk.RemovalPolicy:
@@ -170,7 +162,7 @@ class NetworkStack(PinnedAzStack):
             iam.PolicyStatement(
                 sid="CloudWatchLogsUsesKeyForFlowLogGroup",
                 principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
-                actions=_LOGS_KEY_ACTIONS,
+                actions=list(DATA_KEY_ACTIONS),
                 resources=["*"],  # in a key policy "*" means this key
                 conditions={
                     "ArnEquals": {

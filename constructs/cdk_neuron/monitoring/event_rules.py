@@ -21,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.interfaces import aws_events as events_refs
 from constructs import Construct
 
+from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.monitoring.metrics import BATCH_JOB_STATE_CHANGES, JOB_QUEUE_DIMENSION, STATUS_DIMENSION
 
 BATCH_JOB_STATE_CHANGE = "Batch Job State Change"
@@ -166,13 +167,7 @@ def _allow_log_encryption(key: kms.IKey, log_group_name: str) -> None:
         iam.PolicyStatement(
             sid="AllowCloudWatchLogsToEncryptTheJobStateLog",
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-            actions=[
-                "kms:Encrypt*",
-                "kms:Decrypt*",
-                "kms:ReEncrypt*",
-                "kms:GenerateDataKey*",
-                "kms:Describe*",
-            ],
+            actions=list(DATA_KEY_ACTIONS),
             resources=["*"],
             conditions={
                 "ArnEquals": {

@@ -15,9 +15,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-# What a service needs to publish to a KMS-encrypted topic (SNS developer guide, "Enable
-# compatibility between event sources from AWS services and encrypted topics").
-PUBLISHER_KEY_ACTIONS = ["kms:GenerateDataKey*", "kms:Decrypt"]
+from cdk_neuron.kms_actions import PUBLISHER_KEY_ACTIONS
+
 ALARMS_PRINCIPAL = "cloudwatch.amazonaws.com"
 
 
@@ -33,7 +32,7 @@ def alarm_key(scope: Construct, id: str, *, environment: str, removal_policy: cd
         iam.PolicyStatement(
             sid="AllowCloudWatchAlarmsToPublish",
             principals=[iam.ServicePrincipal(ALARMS_PRINCIPAL)],
-            actions=PUBLISHER_KEY_ACTIONS,
+            actions=list(PUBLISHER_KEY_ACTIONS),
             resources=["*"],  # in a key policy "*" is this key
         )
     )

@@ -16,6 +16,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk_neuron import catalog
+from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements
 from cdk_neuron.serving.settings import FleetSettings
@@ -277,13 +278,7 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
             iam.PolicyStatement(
                 sid="AutoScalingUsesKeyForVolumes",
                 principals=[service_role],
-                actions=[
-                    "kms:Encrypt",
-                    "kms:Decrypt",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:DescribeKey",
-                ],
+                actions=list(DATA_KEY_ACTIONS),
                 resources=["*"],
             )
         )

@@ -8,6 +8,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
+
 SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
 ECS_INSTANCE_POLICY = "service-role/AmazonEC2ContainerServiceforEC2Role"
 
@@ -17,16 +19,6 @@ _LAUNCHING_SERVICE_ROLES = (
     "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
     "aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch",
 )
-# Spelled out rather than "kms:Encrypt*"-style wildcards.
-_DATA_KEY_ACTIONS = [
-    "kms:Encrypt",
-    "kms:Decrypt",
-    "kms:ReEncryptFrom",
-    "kms:ReEncryptTo",
-    "kms:GenerateDataKey",
-    "kms:GenerateDataKeyWithoutPlaintext",
-    "kms:DescribeKey",
-]
 
 
 def node_security_group(scope: Construct, id: str, vpc: ec2.IVpc) -> ec2.SecurityGroup:
@@ -82,7 +74,7 @@ def allow_instance_launches(key: kms.IKey) -> bool:
         iam.PolicyStatement(
             sid="AllowInstanceLaunchesToUseTheKeyForEncryptedVolumes",
             principals=[iam.AnyPrincipal()],
-            actions=_DATA_KEY_ACTIONS,
+            actions=list(DATA_KEY_ACTIONS),
             resources=["*"],
             conditions=conditions,
         )
@@ -106,7 +98,7 @@ def allow_log_encryption(key: kms.IKey) -> bool:
         iam.PolicyStatement(
             sid="AllowCloudWatchLogsToEncryptTrainingLogs",
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-            actions=_DATA_KEY_ACTIONS,
+            actions=list(DATA_KEY_ACTIONS),
             resources=["*"],
             conditions={
                 "ArnLike": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -191,3 +192,27 @@ def test_nag_clean(built: Built) -> None:
 
 def test_snapshot(built: Built, snapshot_json: SnapshotAssertion) -> None:
     assert normalize_template(built.template) == snapshot_json
+
+
+def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
+    """TGI serves from GitHub's registry on EC2 but from the ECR DLC on SageMaker: the role must pull the latter."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+    from cdk_neuron.serving.engines import TGI_SAGEMAKER_REPOSITORY
+
+    stack = cdk.Stack(make_app(), "TgiOnSageMaker", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS)
+    InferenceFleet(
+        stack,
+        "Fleet",
+        vpc=vpc,
+        model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
+        engine=ServingEngine.tgi(),
+        backend=FleetBackend.sagemaker(),
+        instance_type="inf2.xlarge",
+    )
+    policy = _props(template_of(stack), "AWS::IAM::ManagedPolicy")
+    (pull,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "EcrPullServingImage"]
+    assert f"repository/{TGI_SAGEMAKER_REPOSITORY}" in json.dumps(pull["Resource"])

@@ -18,7 +18,7 @@ from constructs import Construct
 from cdk_neuron import catalog
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
-from cdk_neuron.serving.permissions import artifact_read_statements
+from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
 from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, boot_config, render_user_data
@@ -100,34 +100,7 @@ def _instance_policy(scope: Construct, settings: FleetSettings, role: iam.Role) 
     statements: list[tuple[iam.PolicyStatement, str]] = []
     image = settings.engine.image
     if image.is_private_ecr:
-        statements.append(
-            (
-                iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
-                "ecr:GetAuthorizationToken has no resource-level permissions",
-            )
-        )
-        statements.append(
-            (
-                iam.PolicyStatement(
-                    sid="EcrPullServingImage",
-                    actions=[
-                        "ecr:BatchGetImage",
-                        "ecr:GetDownloadUrlForLayer",
-                        "ecr:BatchCheckLayerAvailability",
-                    ],
-                    resources=[
-                        stack.format_arn(
-                            service="ecr",
-                            region=image.ecr_region(stack.region),
-                            account=image.ecr_account,
-                            resource="repository",
-                            resource_name=image.repository,
-                        )
-                    ],
-                ),
-                "one repository",
-            )
-        )
+        statements += image_pull_statements(stack, image)
     statements += artifact_read_statements(stack, settings)
     secret = settings.hugging_face_token
     if secret is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
+from cdk_neuron.serving.engines import ContainerImage
 from cdk_neuron.serving.settings import FleetSettings
 
 
@@ -46,3 +47,33 @@ def artifact_read_statements(
             )
         )
     return statements
+
+
+def image_pull_statements(stack: cdk.Stack, image: ContainerImage) -> list[tuple[iam.PolicyStatement, str]]:
+    """ECR login and pull from exactly the image's repository, each with its nag reason."""
+    return [
+        (
+            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+            "ecr:GetAuthorizationToken has no resource-level permissions",
+        ),
+        (
+            iam.PolicyStatement(
+                sid="EcrPullServingImage",
+                actions=[
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                    "ecr:BatchCheckLayerAvailability",
+                ],
+                resources=[
+                    stack.format_arn(
+                        service="ecr",
+                        region=image.ecr_region(stack.region),
+                        account=image.ecr_account,
+                        resource="repository",
+                        resource_name=image.repository,
+                    )
+                ],
+            ),
+            "one repository",
+        ),
+    ]

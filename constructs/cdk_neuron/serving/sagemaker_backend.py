@@ -19,7 +19,7 @@ from constructs import Construct
 from cdk_neuron import catalog
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.serving._nag import acknowledge_wildcards
-from cdk_neuron.serving.permissions import artifact_read_statements
+from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_timeouts, sagemaker_volume_gb
 
@@ -56,30 +56,7 @@ def _execution_policy(
         "limited to interfaces in this VPC by condition, creation to these subnets and security group"
     )
     statements: list[tuple[iam.PolicyStatement, str]] = [
-        (
-            iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
-            "ecr:GetAuthorizationToken has no resource-level permissions",
-        ),
-        (
-            iam.PolicyStatement(
-                sid="EcrPullServingImage",
-                actions=[
-                    "ecr:BatchGetImage",
-                    "ecr:GetDownloadUrlForLayer",
-                    "ecr:BatchCheckLayerAvailability",
-                ],
-                resources=[
-                    stack.format_arn(
-                        service="ecr",
-                        region=image.ecr_region(stack.region),
-                        account=image.ecr_account,
-                        resource="repository",
-                        resource_name=image.repository,
-                    )
-                ],
-            ),
-            "one repository",
-        ),
+        *image_pull_statements(stack, image),
         (
             iam.PolicyStatement(
                 sid="EndpointLogs",

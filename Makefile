@@ -90,8 +90,10 @@ example: $(EXAMPLE_VENV)/.stamp-wheel
 lint-templates: synth
 	python -m tools.lint_templates cdk.out
 
+DIAGRAM ?= docs/architecture.svg
+# DIAGRAM_ASSEMBLY=<cloud assembly dir> draws an existing synthesis instead of synthesizing dev.
 diagram: setup
-	python -m tools.diagram --env dev --out docs/architecture.svg
+	python -m tools.diagram --env dev --out $(DIAGRAM) $(if $(DIAGRAM_ASSEMBLY),--assembly $(DIAGRAM_ASSEMBLY))
 
 bench: setup
 	python bench/synth_bench.py

@@ -104,7 +104,7 @@ def render_svg(env: str, stacks: list[tuple[str, dict[str, object], list[str]]])
     boxes = [(name, summarize(template), deps) for name, template, deps in stacks]
     height = max((len(lines) + 2) * LINE_HEIGHT + 2 * PADDING for _, lines, _ in boxes) if boxes else 100
     width = len(boxes) * (BOX_WIDTH + GAP) + GAP
-    top = 60
+    top = 100  # room above the boxes for arrows that skip a box
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + top + 40}" '
         f'font-family="Helvetica, Arial, sans-serif" font-size="13">',
@@ -126,16 +126,27 @@ def render_svg(env: str, stacks: list[tuple[str, dict[str, object], list[str]]])
         for i, line in enumerate(lines):
             y = top + PADDING + 12 + (i + 1.5) * LINE_HEIGHT
             parts.append(f'<text x="{x + PADDING}" y="{y:.0f}">{escape(line)}</text>')
+    order = [name for name, _, _ in boxes]
     for name, _, deps in boxes:
         for dep in deps:
             if dep not in x_of:
                 continue
             x1, x2 = x_of[dep], x_of[name]
-            start, end = (x1 + BOX_WIDTH, x2) if x1 < x2 else (x1, x2 + BOX_WIDTH)
-            y = top + 24
-            parts.append(
-                f'<line x1="{start}" y1="{y}" x2="{end}" y2="{y}" stroke="#555" marker-end="url(#arrow)"/>'
-            )
+            if abs(order.index(dep) - order.index(name)) == 1:
+                # Neighbours: a straight arrow across the gap between the boxes.
+                start, end = (x1 + BOX_WIDTH, x2) if x1 < x2 else (x1, x2 + BOX_WIDTH)
+                y = top + 24
+                parts.append(
+                    f'<line x1="{start}" y1="{y}" x2="{end}" y2="{y}" stroke="#555" marker-end="url(#arrow)"/>'
+                )
+            else:
+                # Farther apart: an arc over the boxes in between, from top centre to top centre.
+                start, end = x1 + BOX_WIDTH // 2, x2 + BOX_WIDTH // 2
+                lift = 18 + 8 * abs(order.index(dep) - order.index(name))
+                parts.append(
+                    f'<path d="M{start},{top} C{start},{top - lift} {end},{top - lift} {end},{top}" '
+                    'fill="none" stroke="#555" marker-end="url(#arrow)"/>'
+                )
     parts.append(
         f'<text x="{GAP}" y="{height + top + 28}" fill="#555">Generated from the synthesized templates by '
         "tools/diagram.py (make diagram). Arrows: stack dependencies.</text>"

@@ -20,12 +20,6 @@ class MonitoringStack(PinnedAzStack):
 
     It installs the metrics publisher on the training and EC2 serving nodes (their launch
     templates live in those stacks) and alarms on all three; outputs the alarm topic and dashboard.
-
-    This stack reads the others through strong references (``Fn::ImportValue``), unlike the rest of
-    the app (weak, ``Fn::GetStackOutput``): its alarms take the load balancer's and target group's
-    names apart with ``Fn::Split``/``Fn::Join``, and cfn-lint cannot type-check ``Fn::GetStackOutput``
-    inside those (E1022). The cost: a change that replaces the fleet's load balancer must first be
-    deployed with this stack's alarms detached, as with any export in use.
     """
 
     def __init__(
@@ -39,7 +33,6 @@ class MonitoringStack(PinnedAzStack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, config=config, **kwargs)
-        cdk.CrossStackReferences.of(self).consume(cdk.ReferenceStrength.STRONG)
         self.monitoring = NeuronMonitoring(
             self,
             "Monitoring",

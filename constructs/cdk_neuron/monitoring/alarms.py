@@ -149,8 +149,8 @@ def add_alb_alarms(
     alarms: AlarmSet,
     *,
     environment: str,
-    load_balancer: elbv2.IApplicationLoadBalancer,
-    target_group: elbv2.IApplicationTargetGroup,
+    load_balancer: elbv2.ApplicationLoadBalancer,
+    target_group: elbv2.ApplicationTargetGroup,
     thresholds: MonitoringThresholds,
 ) -> None:
     periods = _periods(thresholds.serving_minutes, SERVING_PERIOD_MINUTES)
@@ -167,7 +167,9 @@ def add_alb_alarms(
     )
     alarms.add(
         "ServingP99Latency",
-        metric=target_group.metrics.target_response_time(statistic="p99", period=SERVING_PERIOD),
+        metric=series.target_group(
+            load_balancer, target_group, "TargetResponseTime", statistic="p99", period=SERVING_PERIOD
+        ),
         threshold=thresholds.serving_p99_latency_seconds,
         comparison=GT,
         periods=periods,
@@ -178,7 +180,9 @@ def add_alb_alarms(
     )
     alarms.add(
         "ServingUnhealthyHosts",
-        metric=target_group.metrics.unhealthy_host_count(statistic="Maximum", period=SERVING_PERIOD),
+        metric=series.target_group(
+            load_balancer, target_group, "UnHealthyHostCount", statistic="Maximum", period=SERVING_PERIOD
+        ),
         threshold=1,
         comparison=GE,
         periods=periods,

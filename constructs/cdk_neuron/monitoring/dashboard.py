@@ -159,11 +159,17 @@ def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds)
 
 
 def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
-    tg, lb = serving.target_group.metrics, serving.load_balancer.metrics
+    lb = serving.load_balancer.metrics
+
+    def tg(metric_name: str, statistic: str) -> cw.Metric:
+        return series.target_group(
+            serving.load_balancer, serving.target_group, metric_name, statistic=statistic, period=ONE_MINUTE
+        )
+
     return [
         cw.GraphWidget(
             title="Serving latency (target response time, s)",
-            left=[tg.target_response_time(statistic=p, period=ONE_MINUTE) for p in ("p50", "p90", "p99")],
+            left=[tg("TargetResponseTime", p) for p in ("p50", "p90", "p99")],
             left_annotations=[
                 cw.HorizontalAnnotation(value=thresholds.serving_p99_latency_seconds, label="p99 alarm")
             ],
@@ -173,7 +179,7 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
         cw.GraphWidget(
             title="Serving 5xx",
             left=[
-                tg.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=ONE_MINUTE),
+                tg("HTTPCode_Target_5XX_Count", "Sum"),
                 lb.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=ONE_MINUTE),
             ],
             right=[series.alb_error_rate(serving.load_balancer, serving.target_group, period=ONE_MINUTE)],
@@ -184,8 +190,8 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
         cw.GraphWidget(
             title="Serving hosts",
             left=[
-                tg.healthy_host_count(statistic="Minimum", period=ONE_MINUTE),
-                tg.unhealthy_host_count(statistic="Maximum", period=ONE_MINUTE),
+                tg("HealthyHostCount", "Minimum"),
+                tg("UnHealthyHostCount", "Maximum"),
             ],
             width=8,
             height=6,

@@ -28,8 +28,34 @@ from cdk_neuron.monitoring.metrics import (
 class AlbServing:
     """A fleet behind an Application Load Balancer."""
 
-    load_balancer: elbv2.IApplicationLoadBalancer
-    target_group: elbv2.IApplicationTargetGroup
+    load_balancer: elbv2.ApplicationLoadBalancer
+    target_group: elbv2.ApplicationTargetGroup
+
+
+def target_group(
+    load_balancer: elbv2.ApplicationLoadBalancer,
+    group: elbv2.ApplicationTargetGroup,
+    metric_name: str,
+    *,
+    statistic: str,
+    period: cdk.Duration,
+) -> cw.Metric:
+    """A per-target-group ALB metric, dimensioned by the two ``*FullName`` attributes.
+
+    ``target_group.metrics`` derives the load balancer's name from the listener ARN with
+    ``Fn::Split``/``Fn::Join``; across stacks that only works through strong references (cfn-lint
+    cannot type-check it over a weak one). The resources' own ``GetAtt`` attributes need neither.
+    """
+    return cw.Metric(
+        namespace="AWS/ApplicationELB",
+        metric_name=metric_name,
+        dimensions_map={
+            "TargetGroup": group.target_group_full_name,
+            "LoadBalancer": load_balancer.load_balancer_full_name,
+        },
+        statistic=statistic,
+        period=period,
+    )
 
 
 @dataclass(frozen=True)
@@ -74,8 +100,8 @@ def neuron_by_instance(
 
 
 def alb_error_rate(
-    load_balancer: elbv2.IApplicationLoadBalancer,
-    target_group: elbv2.IApplicationTargetGroup,
+    load_balancer: elbv2.ApplicationLoadBalancer,
+    group: elbv2.ApplicationTargetGroup,
     *,
     period: cdk.Duration,
 ) -> cw.MathExpression:
@@ -91,9 +117,9 @@ def alb_error_rate(
             "100 * (FILL(target5xx, 0) + FILL(elb5xx, 0)) / (FILL(requests, 0) + FILL(elb5xx, 0)), 0)"
         ),
         using_metrics={
-            "requests": target_group.metrics.request_count(period=period),
-            "target5xx": target_group.metrics.http_code_target(
-                elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=period
+            "requests": target_group(load_balancer, group, "RequestCount", statistic="Sum", period=period),
+            "target5xx": target_group(
+                load_balancer, group, "HTTPCode_Target_5XX_Count", statistic="Sum", period=period
             ),
             "elb5xx": load_balancer.metrics.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=period),
         },

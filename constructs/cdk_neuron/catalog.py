@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from cdk_neuron.errors import NeuronConfigError, one_of
@@ -232,91 +232,84 @@ def _inf2(name: str, **kw: Any) -> NeuronInstance:
 # - trn2 HBM: MOTO's NeuronInfo reports 512 GiB per device; TRN2-ARCH gives 96 GiB per chip
 #   (1,536 GiB per instance). We follow TRN2-ARCH.
 # - trn2 NVMe: TRN2-ARCH 4 x 1.92 TB, MOTO 4 x 1,900 GB. We use MOTO's 7,600 GB.
+_TRN1_2XLARGE = _trn(
+    "trn1.2xlarge",
+    chip="trainium",
+    chips=1,
+    physical_neuron_cores=2,
+    hbm_gib=32,
+    vcpus=8,
+    memory_gib=32,
+    network_cards=1,
+    max_interfaces_per_card=4,
+    efa_interfaces=0,
+    efa_gbps=0,
+    nvme_gb=474,
+    sources=("TRN1-ARCH", "MOTO", "EFA-SETUP"),
+)
+_TRN1_32XLARGE = _trn(
+    "trn1.32xlarge",
+    chip="trainium",
+    chips=16,
+    physical_neuron_cores=32,
+    hbm_gib=512,
+    vcpus=128,
+    memory_gib=512,
+    network_cards=8,
+    max_interfaces_per_card=5,
+    efa_interfaces=8,
+    efa_gbps=800,
+    nvme_gb=7600,
+    capacity_block=True,
+    sources=("TRN1-ARCH", "MOTO", "CB-DOC"),
+)
+# trn1n.32xlarge: trn1.32xlarge's chips and host with twice the network (16 cards, 1,600 Gbps EFA);
+# not sold as Capacity Blocks (MOTO usage classes).
+_TRN1N_32XLARGE = replace(
+    _TRN1_32XLARGE,
+    name="trn1n.32xlarge",
+    network_cards=16,
+    efa_interfaces=16,
+    efa_gbps=1600,
+    capacity_block=False,
+    sources=("TRN1-ARCH", "MOTO"),
+)
+_TRN2_48XLARGE = _trn(
+    "trn2.48xlarge",
+    chip="trainium2",
+    chips=16,
+    physical_neuron_cores=128,
+    hbm_gib=1536,
+    vcpus=192,
+    memory_gib=2048,
+    network_cards=16,
+    max_interfaces_per_card=2,
+    efa_interfaces=16,
+    efa_gbps=3200,
+    nvme_gb=7600,
+    default_logical_nc_config=2,
+    capacity_block=True,
+    sources=("TRN2-ARCH", "LNC", "MOTO", "CB-DOC"),
+)
+# trn2u.48xlarge: the same instance sold as part of a Trn2 UltraServer, where four instances
+# (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH). Our sources give it no Capacity Block
+# usage class and no AZ offerings.
+_TRN2U_48XLARGE = replace(
+    _TRN2_48XLARGE,
+    name="trn2u.48xlarge",
+    neuronlink_domain_instances=4,
+    capacity_block=False,
+    sources=("TRN2-ARCH", "LNC"),
+)
+
 INSTANCES: dict[str, NeuronInstance] = {
     i.name: i
     for i in (
-        _trn(
-            "trn1.2xlarge",
-            chip="trainium",
-            chips=1,
-            physical_neuron_cores=2,
-            hbm_gib=32,
-            vcpus=8,
-            memory_gib=32,
-            network_cards=1,
-            max_interfaces_per_card=4,
-            efa_interfaces=0,
-            efa_gbps=0,
-            nvme_gb=474,
-            sources=("TRN1-ARCH", "MOTO", "EFA-SETUP"),
-        ),
-        _trn(
-            "trn1.32xlarge",
-            chip="trainium",
-            chips=16,
-            physical_neuron_cores=32,
-            hbm_gib=512,
-            vcpus=128,
-            memory_gib=512,
-            network_cards=8,
-            max_interfaces_per_card=5,
-            efa_interfaces=8,
-            efa_gbps=800,
-            nvme_gb=7600,
-            capacity_block=True,
-            sources=("TRN1-ARCH", "MOTO", "CB-DOC"),
-        ),
-        _trn(
-            "trn1n.32xlarge",
-            chip="trainium",
-            chips=16,
-            physical_neuron_cores=32,
-            hbm_gib=512,
-            vcpus=128,
-            memory_gib=512,
-            network_cards=16,
-            max_interfaces_per_card=5,
-            efa_interfaces=16,
-            efa_gbps=1600,
-            nvme_gb=7600,
-            sources=("TRN1-ARCH", "MOTO"),
-        ),
-        _trn(
-            "trn2.48xlarge",
-            chip="trainium2",
-            chips=16,
-            physical_neuron_cores=128,
-            hbm_gib=1536,
-            vcpus=192,
-            memory_gib=2048,
-            network_cards=16,
-            max_interfaces_per_card=2,
-            efa_interfaces=16,
-            efa_gbps=3200,
-            nvme_gb=7600,
-            default_logical_nc_config=2,
-            capacity_block=True,
-            sources=("TRN2-ARCH", "LNC", "MOTO", "CB-DOC"),
-        ),
-        # trn2u.48xlarge: the same instance sold as part of a Trn2 UltraServer, where four instances
-        # (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH).
-        _trn(
-            "trn2u.48xlarge",
-            chip="trainium2",
-            chips=16,
-            physical_neuron_cores=128,
-            hbm_gib=1536,
-            vcpus=192,
-            memory_gib=2048,
-            network_cards=16,
-            max_interfaces_per_card=2,
-            efa_interfaces=16,
-            efa_gbps=3200,
-            nvme_gb=7600,
-            neuronlink_domain_instances=4,
-            default_logical_nc_config=2,
-            sources=("TRN2-ARCH", "LNC"),
-        ),
+        _TRN1_2XLARGE,
+        _TRN1_32XLARGE,
+        _TRN1N_32XLARGE,
+        _TRN2_48XLARGE,
+        _TRN2U_48XLARGE,
         _inf2("inf2.xlarge", chips=1, physical_neuron_cores=2, hbm_gib=32, vcpus=4, memory_gib=16,
               max_interfaces_per_card=4),
         _inf2("inf2.8xlarge", chips=1, physical_neuron_cores=2, hbm_gib=32, vcpus=32, memory_gib=128,

@@ -15,6 +15,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.monitoring import alarms as alarm_rules
 from cdk_neuron.monitoring import event_rules, series
 from cdk_neuron.monitoring.dashboard import DashboardSources, build_dashboard
@@ -46,20 +47,11 @@ def node_metrics_policy(scope: Construct, id: str, *, role: iam.IRole, namespace
         id,
         description=f"cdk-neuron nodes: publish Neuron metrics into the {namespace} namespace only",
         roles=[role],
-        statements=[
-            iam.PolicyStatement(
-                sid="PublishNeuronMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": namespace}},
-            )
-        ],
+        statements=[put_metric_data(namespace, sid="PublishNeuronMetrics")],
     )
     cdk.Validations.of(policy).acknowledge(
         cdk.Acknowledgment(
-            id="AwsSolutions-IAM5[Resource::*]",
-            reason="cloudwatch:PutMetricData has no resource-level permissions (its only resource is *); "
-            f"the cloudwatch:namespace condition confines the nodes to the {namespace} namespace.",
+            id="AwsSolutions-IAM5[Resource::*]", reason=f"{PUT_METRIC_DATA_REASON} ({namespace})"
         )
     )
     return policy

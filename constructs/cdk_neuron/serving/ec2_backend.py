@@ -16,6 +16,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk_neuron import catalog
+from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
@@ -149,15 +150,7 @@ def _instance_policy(scope: Construct, settings: FleetSettings, role: iam.Role) 
             "a group's ARN embeds a UUID generated at creation, and this policy must exist before the group; "
             "the resource-tag condition pins the action to this fleet's group",
         ),
-        (
-            iam.PolicyStatement(
-                sid="PublishConcurrency",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": METRIC_NAMESPACE}},
-            ),
-            "cloudwatch:PutMetricData has no resource-level permissions; the namespace is pinned by condition",
-        ),
+        (put_metric_data(METRIC_NAMESPACE, sid="PublishConcurrency"), PUT_METRIC_DATA_REASON),
     ]
     policy = iam.ManagedPolicy(
         scope,

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from cdk_neuron import catalog
 from cdk_neuron._subnets import select_subnets
+from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.serving._nag import acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import FleetSettings
@@ -78,15 +79,7 @@ def _execution_policy(
             "SageMaker names the log group after the endpoint, which CloudFormation names at creation; "
             "limited to SageMaker's endpoint log groups",
         ),
-        (
-            iam.PolicyStatement(
-                sid="EndpointMetrics",
-                actions=["cloudwatch:PutMetricData"],
-                resources=["*"],
-                conditions={"StringEquals": {"cloudwatch:namespace": LOG_GROUP_PREFIX}},
-            ),
-            "cloudwatch:PutMetricData has no resource-level permissions; the namespace is pinned by condition",
-        ),
+        (put_metric_data(LOG_GROUP_PREFIX, sid="EndpointMetrics"), PUT_METRIC_DATA_REASON),
         # SageMaker attaches the model's network interfaces in our subnets (SageMaker developer guide,
         # "Give SageMaker Hosted Endpoints Access to Resources in Your Amazon VPC").
         (

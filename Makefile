@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth test lint typecheck unit example diagram lint-templates bench scan clean
+.PHONY: help setup synth test lint typecheck unit example diagram acknowledgments lint-templates bench scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -27,6 +27,7 @@ help:
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
 	@echo "make lint-templates  synthesize, then cfn-lint every template for its environment's region"
+	@echo "make acknowledgments  regenerate the cdk-nag audit trail in docs/acknowledgments.md"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
@@ -89,6 +90,10 @@ example: $(EXAMPLE_VENV)/.stamp-wheel
 # cfn-lint the CLI-synthesized templates (what `cdk deploy` ships), each for its environment's region.
 lint-templates: synth
 	python -m tools.lint_templates cdk.out
+
+# Regenerate the cdk-nag audit trail in docs/acknowledgments.md from the app's construct metadata.
+acknowledgments: setup
+	python -m tools.acknowledgments --write
 
 DIAGRAM ?= docs/architecture.svg
 # DIAGRAM_ASSEMBLY=<cloud assembly dir> draws an existing synthesis instead of synthesizing dev.

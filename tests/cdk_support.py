@@ -83,3 +83,14 @@ def nag_violations(scope: Any, packs: Iterable[str] = NAG_PACKS) -> list[str]:
             paths = sorted(r.construct_path for r in violation.violating_resources)
             found.append(f"{violation.rule_name}: {', '.join(paths)}")
     return sorted(found)
+
+
+def use_fake_aws_credentials(patch: Any, region: str) -> None:
+    """Environment for moto: dummy keys and region, and no instance-metadata lookups."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": region,
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        patch.setenv(key, value)

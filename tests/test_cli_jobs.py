@@ -20,6 +20,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from cdk_neuron.cli.main import main
+from cdk_support import use_fake_aws_credentials
 
 REGION = "us-east-1"
 IMAGE = f"763104351884.dkr.ecr.{REGION}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
@@ -65,13 +66,7 @@ def config(tmp_path: Path) -> str:
 def deployed() -> Iterator[dict[str, Any]]:
     """A moto account with a job queue, a multi-node job definition and a dev-Training stack exporting them."""
     with pytest.MonkeyPatch.context() as patch:
-        for key, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }.items():
-            patch.setenv(key, value)
+        use_fake_aws_credentials(patch, REGION)
         with mock_aws(config={"batch": {"use_docker": False}}):
             clients = {s: boto3.client(s, region_name=REGION) for s in ("batch", "cloudformation", "iam")}
             batch = clients["batch"]

@@ -21,6 +21,7 @@ from cdk_neuron import catalog
 from cdk_neuron.cli import preflight
 from cdk_neuron.cli.aws import REJECTED_CREDENTIALS
 from cdk_neuron.cli.main import main
+from cdk_support import use_fake_aws_credentials
 
 REGION = "us-east-1"
 RESERVATION = "cr-0123456789abcdef0"
@@ -68,13 +69,7 @@ def write_config(tmp_path: Path, **envs: dict[str, Any]) -> str:
 def moto_clients() -> Iterator[dict[str, Any]]:
     """One moto account for the module (its data loads slowly); tests only read from it."""
     with pytest.MonkeyPatch.context() as patch:
-        for key, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": REGION,
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }.items():
-            patch.setenv(key, value)
+        use_fake_aws_credentials(patch, REGION)
         with mock_aws():
             seed_dlami_parameter()
             yield {s: boto3.client(s, region_name=REGION) for s in ("ec2", "ssm", "sts", "resource-groups")}

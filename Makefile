@@ -51,6 +51,8 @@ synth: setup
 lint: setup
 	ruff check .
 	ruff format --check .
+	# Every node program (cdk_neuron/node_programs/files), as nodes run it.
+	shellcheck -x --source-path=SCRIPTDIR $$(find constructs/cdk_neuron/node_programs/files -name '*.sh' | sort)
 
 typecheck: setup
 	mypy
@@ -64,12 +66,13 @@ test: lint typecheck unit example
 # The wheel is rebuilt only when library sources change; the example venv is created only when its
 # requirement files change, and then only the wheel is reinstalled.
 WHEEL := dist/cdk_neuron-0.1.0-py3-none-any.whl
-LIB_SOURCES := $(shell find constructs/cdk_neuron -name '*.py' -o -name py.typed) pyproject.toml README.md LICENSE
+LIB_SOURCES := $(shell find constructs/cdk_neuron -type f -not -path '*/__pycache__/*') pyproject.toml README.md LICENSE
 EXAMPLE := examples/reserved-trn1n-sagemaker
 EXAMPLE_VENV := build/example-venv
 
 $(WHEEL): $(PY_STAMP) $(LIB_SOURCES)
-	rm -f dist/cdk_neuron-*.whl
+	# setuptools never deletes from build/lib: a removed module would still ship from an earlier build.
+	rm -rf dist/cdk_neuron-*.whl build/lib
 	$(BIN)/python -m build --wheel --no-isolation --outdir dist . > build-wheel.log 2>&1 || (cat build-wheel.log; exit 1)
 	rm -f build-wheel.log
 

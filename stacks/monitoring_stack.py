@@ -18,8 +18,9 @@ from stacks.training_stack import TrainingStack
 class MonitoringStack(PinnedAzStack):
     """``NeuronMonitoring`` over the environment's cluster, fleet and checkpoint store.
 
-    It installs the metrics publisher on the training and EC2 serving nodes (their launch
-    templates live in those stacks) and alarms on all three; outputs the alarm topic and dashboard.
+    It only reads: the training and EC2 serving nodes publish Neuron metrics because their own
+    stacks give them ``NodeMetrics(environment=<name>)``. Outputs the alarm topic
+    and the dashboard.
     """
 
     def __init__(

@@ -11,6 +11,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig, ServingConfig
+from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
 from stacks.network_stack import NetworkStack, removal_policy_of
 from stacks.pinned import PinnedAzStack
@@ -72,6 +73,8 @@ class ServingStack(PinnedAzStack):
             hugging_face_token=self._token(serving),
             warm_pool=serving.warm_pool,
             removal_policy=removal_policy_of(config),
+            # EC2 instances publish Neuron metrics for the MonitoringStack; SageMaker runs none of our code.
+            node_metrics=NodeMetrics(environment=config.name) if serving.backend == "ec2" else None,
         )
         self._accept_scan_findings(serving)
 

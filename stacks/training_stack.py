@@ -8,6 +8,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from cdk_neuron.config import CapacityConfig, EnvironmentConfig
+from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import Capacity, Engine, TrainingCluster
 from stacks.network_stack import NetworkStack, removal_policy_of
@@ -72,6 +73,8 @@ class TrainingStack(PinnedAzStack):
             capacity=capacity_of(training.capacity),
             engine=Engine.batch() if is_batch else Engine.auto_scaling_group(),
             job_image=training.job_image if is_batch else None,
+            # The nodes publish Neuron metrics for the environment's MonitoringStack.
+            node_metrics=NodeMetrics(environment=config.name),
         )
 
         self._accept_scan_findings()

@@ -94,3 +94,41 @@ def use_fake_aws_credentials(patch: Any, region: str) -> None:
         "AWS_EC2_METADATA_DISABLED": "true",
     }.items():
         patch.setenv(key, value)
+
+
+_SETTINGS_FILE = re.compile(
+    r"^cat > \"\$\{CDK_NEURON_ROOT:-\}/etc/cdk-neuron/(?P<name>[^\"]+)\" <<'CDK_NEURON_EOF'\n(?P<body>.*?)\nCDK_NEURON_EOF$",
+    re.S | re.M,
+)
+
+
+def flatten_user_data(node: Any, token: str = "${" + "x" * 28 + "}") -> str:
+    """A launch template's ``UserData`` as the text an instance receives.
+
+    Joins are joined, base64 is undone (MIME parts may be base64-encoded), and every other token
+    (a Ref, an attribute, an import) becomes ``token``, about as long as what CloudFormation puts there.
+    """
+    if isinstance(node, str):
+        return node
+    if isinstance(node, dict) and "Fn::Join" in node:
+        separator, parts = node["Fn::Join"]
+        return str(separator).join(flatten_user_data(p, token) for p in parts)
+    if isinstance(node, dict) and "Fn::Base64" in node:
+        return flatten_user_data(node["Fn::Base64"], token)
+    return token
+
+
+def settings_in(user_data: str) -> dict[str, str]:
+    """The settings files a user-data script writes under /etc/cdk-neuron: name -> content."""
+    return {m["name"]: m["body"] + "\n" for m in _SETTINGS_FILE.finditer(user_data)}
+
+
+def parse_settings(content: str) -> dict[str, str]:
+    """``NAME='value'`` lines (as :func:`cdk_neuron.node_programs.render_settings` writes them)."""
+    import shlex
+
+    values = {}
+    for line in content.splitlines():
+        name, _, value = line.partition("=")
+        (values[name],) = shlex.split(value) or [""]
+    return values

@@ -162,17 +162,22 @@ def test_monitoring_reads_the_other_stacks_through_weak_references(built: Synthe
 
 @pytest.mark.parametrize("env", ENV_NAMES)
 def test_every_node_publishes_into_the_monitoring_namespace_only(built: SynthesizedApp, env: str) -> None:
-    policies = [
-        resource
-        for resource in built.template(env, "Monitoring")["Resources"].values()
-        if resource["Type"] == "AWS::IAM::ManagedPolicy"
-        and any(
-            statement.get("Action") == "cloudwatch:PutMetricData"
+    def statements(stack_id: str) -> list[dict[str, Any]]:
+        return [
+            statement
+            for resource in built.template(env, stack_id)["Resources"].values()
+            if resource["Type"] == "AWS::IAM::ManagedPolicy"
             for statement in resource["Properties"]["PolicyDocument"]["Statement"]
-        )
-    ]
-    # The training nodes, and the EC2 serving nodes where the backend is EC2.
-    assert len(policies) == (2 if ENVIRONMENTS[env].serving.backend == "ec2" else 1)
+            if statement.get("Sid") == "PublishNeuronMetrics"
+        ]
+
+    namespace = {"StringEquals": {"cloudwatch:namespace": "CdkNeuron"}}
+    # The nodes' own stacks grant it (the monitoring stack only reads): training always, serving
+    # where the backend is EC2 (SageMaker runs none of our code on its instances).
+    assert [s["Condition"] for s in statements("Training")] == [namespace]
+    serving = [s["Condition"] for s in statements("Serving")]
+    assert serving == ([namespace] if ENVIRONMENTS[env].serving.backend == "ec2" else [])
+    assert statements("Monitoring") == []
 
 
 def test_the_auto_scaling_group_engine_outputs_its_group_instead_of_a_queue(built: SynthesizedApp) -> None:

@@ -10,11 +10,8 @@ Two environments, synthesized once for the module:
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import re
-import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +23,11 @@ from syrupy.assertion import SnapshotAssertion
 from test_training_support import PUBLIC_IMAGE, PinnedStack, first_zone, network
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring, publisher
+from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring, NodeMetrics
 from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import Engine, TrainingCluster
-from cdk_support import make_app, nag_violations, normalize_template
+from cdk_support import flatten_user_data, make_app, nag_violations, normalize_template, settings_in
 
 INF2_AZ_IDS = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az6"}
 MODEL = ModelSpec(
@@ -88,6 +85,7 @@ def prod() -> Iterator[Env]:
         vpc_subnets=first_zone(stack),
         checkpoints=store,
         job_image=PUBLIC_IMAGE,
+        node_metrics=NodeMetrics(environment="prod"),
     )
     fleet = InferenceFleet(
         stack,
@@ -96,6 +94,7 @@ def prod() -> Iterator[Env]:
         model=MODEL,
         instance_type="inf2.xlarge",
         availability_zone_ids=INF2_AZ_IDS,
+        node_metrics=NodeMetrics(environment="prod"),
     )
     monitoring = NeuronMonitoring(
         stack,
@@ -122,6 +121,7 @@ def dev() -> Iterator[Env]:
         max_nodes=2,
         vpc_subnets=first_zone(workloads),
         engine=Engine.auto_scaling_group(),
+        node_metrics=NodeMetrics(environment="dev"),
     )
     fleet = InferenceFleet(
         workloads,
@@ -315,89 +315,102 @@ def test_sagemaker_fleet_alarms_on_the_endpoint_in_microseconds(dev: Env) -> Non
 
 
 # ---------------------------------------------------------------------------------------------
-# Node metrics: IAM and user data
+# Node metrics: the workloads publish, the monitoring only reads
 # ---------------------------------------------------------------------------------------------
 
 
-def _node_policies(env: Env) -> list[dict[str, Any]]:
-    return [
-        r["Properties"]
-        for r in _resources(env.mon, "AWS::IAM::ManagedPolicy").values()
-        if "Neuron metrics" in r["Properties"].get("Description", "")
-    ]
+def _namespace_statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in policy["PolicyDocument"]["Statement"] if s["Action"] == "cloudwatch:PutMetricData"]
 
 
-def test_put_metric_data_is_limited_to_the_namespace(prod: Env) -> None:
-    policies = _node_policies(prod)
-    roles = [p["Roles"] for p in policies]
-    assert sorted(map(json.dumps, roles)) == sorted(
-        json.dumps([prod.ref(role)]) for role in (prod.cluster.role, prod.fleet.instance_role)
-    )
-    for policy in policies:
-        assert policy["PolicyDocument"]["Statement"] == [
-            {
-                "Sid": "PublishNeuronMetrics",
-                "Effect": "Allow",
-                "Action": "cloudwatch:PutMetricData",
-                "Resource": "*",
-                "Condition": {"StringEquals": {"cloudwatch:namespace": "CdkNeuron"}},
-            }
+def test_node_roles_may_publish_into_the_namespace_only(prod: Env) -> None:
+    neuron_metrics = {
+        "Sid": "PublishNeuronMetrics",
+        "Effect": "Allow",
+        "Action": "cloudwatch:PutMetricData",
+        "Resource": "*",
+        "Condition": {"StringEquals": {"cloudwatch:namespace": "CdkNeuron"}},
+    }
+    cluster_policy = prod.props(prod.cluster.node.find_child("NodeMetricsPolicy"))
+    assert cluster_policy["Roles"] == [prod.ref(prod.cluster.role)]
+    assert cluster_policy["PolicyDocument"]["Statement"] == [neuron_metrics]
+    fleet_policy = prod.props(prod.fleet.node.find_child("InstancePolicy"))
+    assert neuron_metrics in _namespace_statements(fleet_policy)
+
+
+def test_monitoring_creates_no_policy_and_changes_no_workload(prod: Env, dev: Env) -> None:
+    for env in (prod, dev):
+        granted = [
+            r["Properties"]["Roles"]
+            for k, r in _resources(env.mon, "AWS::IAM::ManagedPolicy").items()
+            if k.startswith("Monitoring")
         ]
-
-
-def test_sagemaker_fleet_gets_no_node_publisher(dev: Env) -> None:
-    # Only the training role: a SageMaker endpoint runs no user data.
-    (policy,) = _node_policies(dev)
-    assert "NodeRole" in json.dumps(policy["Roles"]) and "DevWorkloads" in json.dumps(policy["Roles"])
+        assert not any(
+            "NodeRole" in json.dumps(roles) or "InstanceRole" in json.dumps(roles) for roles in granted
+        )
+    # The workload stack is byte-identical with and without a NeuronMonitoring watching it.
+    app = make_app()
+    alone = PinnedStack(app, "DevWorkloads", region="us-east-1")
+    vpc = network(alone)
+    TrainingCluster(
+        alone,
+        "Cluster",
+        vpc=vpc,
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=first_zone(alone),
+        engine=Engine.auto_scaling_group(),
+        node_metrics=NodeMetrics(environment="dev"),
+    )
+    InferenceFleet(
+        alone, "Fleet", vpc=vpc, model=MODEL, backend=FleetBackend.sagemaker(), instance_type="ml.inf2.xlarge"
+    )
+    watched = normalize_template(dev.template(dev.workloads))
+    unwatched = normalize_template(Template.from_stack(alone).to_json())
+    # Cross-stack references the monitoring stack reads become exports of the workload stack: the
+    # only difference allowed is Outputs.
+    watched.pop("Outputs", None)
+    unwatched.pop("Outputs", None)
+    assert watched == unwatched
 
 
 def _user_data_text(env: Env, launch_template: Any) -> str:
-    raw = env.props(launch_template)["LaunchTemplateData"]["UserData"]
-
-    def flat(node: Any) -> str:
-        if isinstance(node, str):
-            return node
-        if isinstance(node, dict) and "Fn::Join" in node:
-            return str(node["Fn::Join"][0]).join(flat(p) for p in node["Fn::Join"][1])
-        if isinstance(node, dict) and "Fn::Base64" in node:
-            return flat(node["Fn::Base64"])
-        return "${" + "x" * 28 + "}"  # a token: about as long as what CloudFormation puts there
-
-    return flat(raw)
-
-
-def _bundle_in(user_data: str) -> dict[str, str]:
-    match = re.search(r"base64 -d <<'CDK_NEURON_EOF'[^\n]*\n(.*?)\nCDK_NEURON_EOF", user_data, re.S)
-    assert match, "no publisher bundle in the user data"
-    blob = base64.b64decode(match.group(1).replace("\n", ""))
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-        return {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}  # type: ignore[union-attr]
+    return flatten_user_data(env.props(launch_template)["LaunchTemplateData"]["UserData"])
 
 
 @pytest.mark.parametrize(
     ("which", "workload", "cores"),
     [("cluster", "training", 32), ("fleet", "serving", 2)],
 )
-def test_nodes_install_the_publisher_within_the_user_data_limit(
+def test_nodes_get_the_publisher_config_in_their_settings(
     prod: Env, which: str, workload: str, cores: int
 ) -> None:
-    launch_template = getattr(prod, which).launch_template
-    text = _user_data_text(prod, launch_template)
-    config = json.loads(_bundle_in(text)["etc/cdk-neuron/publisher.json"])
+    text = _user_data_text(prod, getattr(prod, which).launch_template)
+    config = json.loads(settings_in(text)["publisher.json"])
     assert (config["environment"], config["workload"], config["neuron_cores"]) == ("prod", workload, cores)
-    assert "cdk_neuron_monitoring ||" in text
-    assert len(text.encode()) <= 16_384  # EC2's user-data cap, with the fleet's own boot script
+    assert config["neuron_monitor_config"] == "/opt/cdk-neuron/monitoring/neuron-monitor.json"
 
 
-def test_cross_stack_monitoring_installs_into_the_workload_stack(dev: Env) -> None:
-    text = _user_data_text(dev, dev.cluster.launch_template)
-    assert json.loads(_bundle_in(text)["etc/cdk-neuron/publisher.json"])["environment"] == "dev"
-    assert _bundle_in(text) == {
-        path.lstrip("/"): content
-        for path, (content, _) in publisher.bundle_files(
-            namespace="CdkNeuron", environment="dev", workload="training", instance_type="trn1.32xlarge"
-        ).items()
-    }
+def test_a_workload_without_node_metrics_is_watched_with_a_warning() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "Quiet", region="us-east-1")
+    vpc = network(stack)
+    cluster = TrainingCluster(
+        stack,
+        "Cluster",
+        vpc=vpc,
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=first_zone(stack),
+        job_image=PUBLIC_IMAGE,
+    )
+    monitoring = NeuronMonitoring(stack, "Monitoring", environment="quiet", cluster=cluster)
+    assert "TrainingCoresIdle" not in monitoring.alarms and "TrainingEccUncorrected" not in monitoring.alarms
+    from aws_cdk.assertions import Annotations, Match
+
+    Annotations.from_stack(stack).has_warning(
+        "/Quiet/Monitoring", Match.string_like_regexp("Quiet/Cluster publishes no Neuron node metrics")
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -556,8 +569,8 @@ def test_dev_dashboard_shows_the_sagemaker_endpoint_and_no_batch(dev: Env) -> No
         ({"thresholds": {"idle_percent": 3}}, "thresholds", "MonitoringThresholds"),
         ({"cluster": "my-cluster"}, "cluster", "TrainingCluster"),
         ({"checkpoints": "fs-123"}, "checkpoints", "CheckpointStore"),
-        ({}, "cluster", "already has a Neuron metrics publisher from Prod/Monitoring"),
-        ({"cluster": None}, "fleet", "already has a Neuron metrics publisher from Prod/Monitoring"),
+        ({"environment": "staging"}, "cluster.node_metrics", "prod/CdkNeuron.*watches 'staging'"),
+        ({"namespace": "Other", "cluster": None}, "fleet.node_metrics", "namespace 'CdkNeuron'.*'Other'"),
         (
             {"thresholds": MonitoringThresholds(efs_throughput_minutes=10)},
             "thresholds.efs_throughput_minutes",
@@ -595,7 +608,7 @@ def test_put_metric_data_wildcard_is_acknowledged_precisely() -> None:
     from aws_cdk import aws_iam as iam
     from cdk_nag import AwsSolutionsChecks
 
-    from cdk_neuron.monitoring import node_metrics_policy
+    from cdk_neuron.iam_statements import node_metrics_policy
 
     app = make_app()
     stack = cdk.Stack(app, "Bare")

@@ -1,7 +1,8 @@
-"""The node publisher: neuron-monitor report -> metrics, PutMetricData batching, and its user data.
+"""The node publisher: neuron-monitor report -> metrics, PutMetricData batching, and its config.
 
-Pure Python (no aws_cdk). boto3 calls go through botocore's Stubber; the rendered user data is run
-by bash in a temporary directory with stand-ins for systemctl, dnf and apt-get.
+Pure Python (no aws_cdk). The publisher is the file the nodes get
+(``node_programs/files/monitoring/neuron_publisher.py``), loaded here without writing bytecode next to
+it; boto3 calls go through botocore's Stubber. Its setup script runs in test_node_programs.py.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import copy
 import importlib.util
 import io
 import json
-import shutil
-import subprocess
-import tarfile
+import re
+import sys
 from datetime import datetime, timezone
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import boto3
@@ -23,7 +23,26 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.monitoring import metrics, node_agent, publisher
+from cdk_neuron.monitoring import NodeMetrics, metrics
+from cdk_neuron.node_programs import FILES_DIR
+
+AGENT = FILES_DIR / "monitoring" / "neuron_publisher.py"
+
+
+def _load_agent() -> ModuleType:
+    """The publisher file as a module, without writing __pycache__ into the node-program bundle."""
+    spec = importlib.util.spec_from_file_location("neuron_publisher", AGENT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.dont_write_bytecode = saved
+    return module
+
+
+node_agent = _load_agent()
 
 GIB = 2**30
 INF2_48_HBM = 384 * GIB
@@ -264,8 +283,8 @@ def test_run_publishes_each_report_and_survives_bad_lines_and_api_errors(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     client = _client(monkeypatch)
-    config = publisher.publisher_config(
-        namespace="CdkNeuron", environment="prod", workload="serving", instance_type="inf2.48xlarge"
+    config = NodeMetrics(environment="prod").publisher_config(
+        workload="serving", instance_type="inf2.48xlarge"
     )
     lines = iter(["not json\n", "\n", json.dumps(SERVING_REPORT), json.dumps(IDLE_REPORT)])
     with Stubber(client) as stub:
@@ -301,20 +320,51 @@ def test_identity_comes_from_imdsv2_with_a_token(monkeypatch: pytest.MonkeyPatch
 
 
 # ---------------------------------------------------------------------------------------------
-# Rendering into user data
+# NodeMetrics: the publisher's config, and the files the nodes get
 # ---------------------------------------------------------------------------------------------
 
 
 def test_publisher_config_takes_cores_and_hbm_from_the_catalog() -> None:
-    config = publisher.publisher_config(
-        namespace="CdkNeuron",
-        environment="prod",
-        workload="training",
-        instance_type="trn2.48xlarge",
+    config = NodeMetrics(environment="prod").publisher_config(
+        workload="training", instance_type="trn2.48xlarge"
     )
     assert (config["neuron_cores"], config["hbm_bytes"]) == (64, 1536 * GIB)
     assert config["metrics"]["core_utilization"] == ["NeuronCoreUtilization", "Percent"]
+    assert (config["namespace"], config["environment"], config["workload"]) == (
+        "CdkNeuron",
+        "prod",
+        "training",
+    )
+    assert config["neuron_monitor"] == "/opt/aws/neuron/bin/neuron-monitor"
+    assert config["neuron_monitor_config"] == "/opt/cdk-neuron/monitoring/neuron-monitor.json"
     assert set(config) == set(node_agent.REQUIRED_CONFIG)
+
+
+def test_settings_file_is_the_config_as_compact_json() -> None:
+    metrics = NodeMetrics(environment="dev", namespace="Team/Neuron")
+    (name, content), *rest = metrics.settings_files(workload="serving", instance_type="inf2.xlarge").items()
+    assert rest == [] and name == "publisher.json"
+    assert json.loads(content) == metrics.publisher_config(workload="serving", instance_type="inf2.xlarge")
+    assert "\n" not in content.rstrip("\n") and " " not in content
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "value"),
+    [
+        ({"environment": "prod env"}, "environment", "'prod env'"),
+        ({"environment": ""}, "environment", "''"),
+        ({"environment": "x" * 65}, "environment", "'" + "x" * 65 + "'"),
+        ({"environment": "dev", "namespace": "AWS/Neuron"}, "namespace", "'AWS/Neuron'"),
+        ({"environment": "dev", "namespace": "a b"}, "namespace", "'a b'"),
+    ],
+)
+def test_node_metrics_refuse_bad_names(kwargs: dict[str, str], field: str, value: str) -> None:
+    with pytest.raises(NeuronConfigError, match=f"^{field}={re.escape(value)}: "):
+        NodeMetrics(**kwargs)
+
+
+def test_node_metrics_accept_names_at_their_limits() -> None:
+    assert NodeMetrics(environment="x" * 64, namespace="N" * 255).namespace == "N" * 255
 
 
 @pytest.mark.parametrize(
@@ -325,14 +375,13 @@ def test_publisher_config_takes_cores_and_hbm_from_the_catalog() -> None:
     ],
 )
 def test_publisher_config_refuses_bad_input(field: str, kwargs: dict[str, str]) -> None:
-    base = {"namespace": "CdkNeuron", "environment": "dev", "workload": "serving"}
-    base["instance_type"] = "inf2.xlarge"
+    base = {"workload": "serving", "instance_type": "inf2.xlarge", **kwargs}
     with pytest.raises(NeuronConfigError, match=f"^{field}="):
-        publisher.publisher_config(**{**base, **kwargs})  # type: ignore[arg-type]
+        NodeMetrics(environment="dev").publisher_config(**base)  # type: ignore[arg-type]
 
 
 def test_agent_runs_on_python_3_9_and_imports_only_stdlib_and_boto3() -> None:
-    source = publisher.agent_source()
+    source = AGENT.read_text()
     tree = ast.parse(source, feature_version=(3, 9))
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
@@ -356,137 +405,9 @@ def test_agent_runs_on_python_3_9_and_imports_only_stdlib_and_boto3() -> None:
 
 
 def test_neuron_monitor_config_matches_the_publish_period_and_groups() -> None:
-    config = publisher.neuron_monitor_config()
-    assert config["period"] == "60s"
+    config = json.loads((AGENT.parent / "neuron-monitor.json").read_text())
+    assert config["period"] == f"{metrics.PERIOD_SECONDS}s" == "60s"
     groups = {m["type"] for m in config["neuron_runtimes"][0]["metrics"]}
     assert groups == {"neuroncore_counters", "memory_used", "execution_stats"}
+    assert config["neuron_runtimes"][0]["tag_filter"] == ".*"
     assert config["system_metrics"] == [{"type": "neuron_hw_counters"}]
-
-
-STRICT_HOST_PREAMBLE = "set -Eeuo pipefail\ntrap 'echo TRAPPED >&2; exit 99' ERR\n"
-"""What the serving boot script runs under: the publisher setup must survive it."""
-
-
-def _fake_bin(directory: Path, name: str, log: Path) -> None:
-    script = directory / name
-    script.write_text(f'#!/bin/sh\necho "{name} $*" >> {log}\n')
-    script.chmod(0o755)
-
-
-def _hermetic_path(tmp_path: Path) -> Path:
-    """A PATH directory with only the tools the script needs: the real dnf, apt-get and systemctl of
-    the test machine must never run."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in ("cat", "mkdir", "base64", "tar", "gzip"):
-        real = shutil.which(tool)
-        assert real is not None
-        (bin_dir / tool).symlink_to(real)
-    return bin_dir
-
-
-KWARGS: dict[str, Any] = {
-    "namespace": "CdkNeuron",
-    "environment": "prod",
-    "workload": "serving",
-    "instance_type": "inf2.48xlarge",
-}
-
-
-def _run(script: str, tmp_path: Path, bin_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
-    return subprocess.run(["/bin/bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
-
-
-def _rerooted(root: Path) -> str:
-    """The user data under the strict preamble, unpacking into ``root`` instead of /."""
-    script = STRICT_HOST_PREAMBLE + "\n".join(publisher.node_setup_commands(**KWARGS))
-    script = script.replace(" -C / ", f" -C {root} ")
-    return script.replace(f"/bin/bash {publisher.SETUP_PATH}", f"/bin/bash {root}{publisher.SETUP_PATH}")
-
-
-@pytest.mark.parametrize("package_manager", ["dnf", "apt-get"])
-def test_rendered_user_data_unpacks_the_bundle_and_starts_the_service(
-    tmp_path: Path, package_manager: str
-) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    bin_dir = _hermetic_path(tmp_path)
-    log = tmp_path / "calls.log"
-    for tool in ("systemctl", package_manager):
-        _fake_bin(bin_dir, tool, log)
-    result = _run(_rerooted(root), tmp_path, bin_dir)
-    assert result.returncode == 0, result.stderr
-
-    for path, (content, mode) in publisher.bundle_files(**KWARGS).items():
-        written = root / path.lstrip("/")
-        assert written.read_text() == content
-        assert written.stat().st_mode & 0o777 == mode
-    config = node_agent.load_config(str(root / "etc/cdk-neuron/publisher.json"))
-    assert config == publisher.publisher_config(**KWARGS)
-    calls = log.read_text().splitlines()
-    assert any(c.startswith(package_manager) and "aws-neuronx-tools" in c for c in calls)
-    assert calls[-3:] == [
-        "systemctl daemon-reload",
-        "systemctl enable cdk-neuron-monitor.service",
-        "systemctl start --no-block cdk-neuron-monitor.service",
-    ]
-
-
-@pytest.mark.parametrize("failure", ["unpack", "setup"])
-def test_failures_never_abort_a_strict_host_script(tmp_path: Path, failure: str) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
-    bin_dir = _hermetic_path(tmp_path)  # no dnf, no apt-get: nothing can be installed
-    (bin_dir / "systemctl").write_text("#!/bin/sh\nexit 1\n")
-    (bin_dir / "systemctl").chmod(0o755)
-    script = _rerooted(root)
-    if failure == "unpack":
-        script = script.replace(f" -C {root} ", " -C /proc/nope ")
-    result = _run(script + "\necho reached", tmp_path, bin_dir)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "reached"
-    assert "TRAPPED" not in result.stderr
-    assert "setup failed; this node publishes no Neuron metrics" in result.stderr
-
-
-def test_the_deployed_publisher_is_the_tested_code_without_docstrings(tmp_path: Path) -> None:
-    deployed = publisher.deployed_agent_source()
-    ast.parse(deployed, feature_version=(3, 9))
-    assert '"""' not in deployed
-    path = tmp_path / "neuron_publisher.py"
-    path.write_text(deployed)
-    spec = importlib.util.spec_from_file_location("deployed_publisher", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for report in (SERVING_REPORT, IDLE_REPORT):
-        assert module.summarize(report, neuron_cores=24, hbm_bytes=INF2_48_HBM) == _summary(report)
-    assert module.REQUIRED_CONFIG == node_agent.REQUIRED_CONFIG
-    assert module.MAX_METRICS_PER_CALL == 1000
-
-
-def test_bundle_is_reproducible() -> None:
-    files = publisher.bundle_files(**KWARGS)
-    assert publisher.bundle(files) == publisher.bundle(publisher.bundle_files(**KWARGS))
-    with tarfile.open(fileobj=io.BytesIO(publisher.bundle(files)), mode="r:gz") as tar:
-        members = {m.name: m for m in tar.getmembers()}
-    assert set(members) == {p.lstrip("/") for p in files}
-    assert all(m.mtime == 0 and m.uid == 0 and m.isfile() for m in members.values())
-
-
-def test_monitoring_fits_in_5_kib_of_user_data() -> None:
-    # EC2 caps user data at 16,384 bytes and the serving fleet's own boot script takes about 10 KB.
-    # (The construct tests check the composed user data of real clusters and fleets.)
-    size = len("\n".join(publisher.node_setup_commands(**KWARGS)).encode())
-    assert size <= 5 * 1024, size
-
-
-def test_unit_runs_the_agent_with_the_distro_python_and_restarts() -> None:
-    unit = publisher.systemd_unit()
-    assert (
-        "ExecStart=/usr/bin/python3 /opt/cdk-neuron/neuron_publisher.py /etc/cdk-neuron/publisher.json"
-        in unit
-    )
-    assert "Restart=always" in unit
-    assert "WantedBy=multi-user.target" in unit

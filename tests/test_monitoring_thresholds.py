@@ -68,8 +68,8 @@ def test_pure_monitoring_modules_do_not_import_aws_cdk() -> None:
     probe = (
         "import json, sys\n"
         "import cdk_neuron.monitoring\n"
-        "from cdk_neuron.monitoring import metrics, publisher, thresholds, node_agent\n"
-        "publisher.node_setup_commands(namespace='N', environment='e', workload='serving',"
+        "from cdk_neuron.monitoring import metrics, node_metrics, thresholds\n"
+        "node_metrics.NodeMetrics(environment='e').settings_files(workload='serving',"
         " instance_type='inf2.xlarge')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs'))))"
     )

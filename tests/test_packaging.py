@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,12 +16,15 @@ def _library_files() -> set[str]:
     files = {
         p.relative_to(root).as_posix()
         for p in (root / "cdk_neuron").rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix in {".py", ".typed"}
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
     return files
 
 
 def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
+    # setuptools copies into build/lib and never deletes there: a module removed from the source
+    # would still ship from an earlier build.
+    shutil.rmtree(REPO_ROOT / "build" / "lib", ignore_errors=True)
     subprocess.run(
         [
             sys.executable,
@@ -41,6 +45,10 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
     payload = {n for n in names if not n.startswith("cdk_neuron-")}
     assert payload == _library_files()
     assert "cdk_neuron/py.typed" in payload
+    # The node programs and the EFA mirror function ship as files, for CDK to publish as assets.
+    assert "cdk_neuron/node_programs/files/serving/units/cdk-neuron-replica@.service" in payload
+    assert "cdk_neuron/node_programs/files/monitoring/neuron-monitor.json" in payload
+    assert "cdk_neuron/training/efa_mirror/handler.py" in payload
     assert not any(n.startswith(("stacks/", "tests/", "examples/", "bench/")) or n == "app.py" for n in names)
     metadata = next(n for n in names if n.endswith("METADATA"))
     with zipfile.ZipFile(wheel) as zf:

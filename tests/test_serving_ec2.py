@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +11,15 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from cdk_neuron import catalog
-from cdk_support import make_app, nag_violations, normalize_template, template_of
+from cdk_support import (
+    TEST_ACCOUNT,
+    make_app,
+    nag_violations,
+    normalize_template,
+    parse_settings,
+    settings_in,
+    template_of,
+)
 
 ACCOUNT = "111111111111"
 REGION = "us-east-1"
@@ -138,10 +145,16 @@ def _user_data(template: dict[str, Any], path_contains: str = "") -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def test_launch_template_uses_the_dlami_with_imdsv2_and_encrypted_volumes(built: Built) -> None:
+def test_launch_template_uses_the_ecs_neuron_ami_with_imdsv2_and_encrypted_volumes(built: Built) -> None:
     data = _props(built.template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     parameter = data["ImageId"]["Ref"]
-    assert built.template["Parameters"][parameter]["Default"] == catalog.NEURON_DLAMI_PARAMETER
+    assert (
+        built.template["Parameters"][parameter]["Default"]
+        == catalog.ECS_NEURON_AMI_PARAMETER
+        == "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+    )
+    # A node that cannot boot powers off; terminating lets Auto Scaling replace it.
+    assert data["InstanceInitiatedShutdownBehavior"] == "terminate"
     assert data["InstanceType"] == "inf2.xlarge"
     assert data["MetadataOptions"] == {
         "HttpPutResponseHopLimit": 1,
@@ -152,7 +165,7 @@ def test_launch_template_uses_the_dlami_with_imdsv2_and_encrypted_volumes(built:
     root, volume = data["BlockDeviceMappings"]
     # The escape hatch keeps the root at the AMI's snapshot size but encrypts it with our key.
     assert root == {
-        "DeviceName": "/dev/sda1",
+        "DeviceName": "/dev/xvda",
         "Ebs": {"Encrypted": True, "KmsKeyId": key, "VolumeType": "gp3", "DeleteOnTermination": True},
     }
     assert volume["DeviceName"] == "/dev/sdf"
@@ -171,12 +184,52 @@ def test_launch_template_uses_the_dlami_with_imdsv2_and_encrypted_volumes(built:
 def test_user_data_runs_the_pinned_engine_on_the_chip(built: Built) -> None:
     script = _user_data(built.template)
     assert script.startswith("#!/bin/bash\n")
-    assert script.count("--device=") == 1
-    assert "--device=/dev/neuron0" in script
-    assert "NEURON_RT_VISIBLE_CORES=0-1" in script
-    assert "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5" in script
+    settings = settings_in(script)
+    assert parse_settings(settings["replica-0.env"]) == {
+        "REPLICA_DEVICES": "/dev/neuron0",
+        "VISIBLE_CORES": "0-1",
+    }
+    assert "replica-1.env" not in settings
+    fleet = parse_settings(settings["fleet.env"])
+    assert "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5" in fleet["IMAGE"]
     assert ":latest" not in script
-    assert "ASG_LOGICAL_ID=" + _one(built.template, "AWS::AutoScaling::AutoScalingGroup")[0] in script
+    assert fleet["ASG_LOGICAL_ID"] == _one(built.template, "AWS::AutoScaling::AutoScalingGroup")[0]
+    assert script.rstrip().endswith(
+        "cdk_neuron_bootstrap serving/boot.sh || cdk_neuron_give_up 'inference instance boot failed'"
+    )
+
+
+def test_instances_read_only_the_node_program_bundle_object(built: Built) -> None:
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    (read,) = [s for s in statements if s["Sid"] == "ReadNodePrograms"]
+    assert read["Action"] == "s3:GetObject"
+    resource = json.dumps(read["Resource"])
+    assert "cdk-hnb659fds-assets" in resource and ".zip" in resource and "/*" not in resource
+    bundle = settings_in(_user_data(built.template))["bundle.env"]
+    assert parse_settings(bundle)["BUNDLE_KEY"].endswith(".zip")
+
+
+def test_user_data_is_checked_against_the_16_kb_limit() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.node_programs.bundle import UserDataSizeLimit, estimated_size
+
+    app = make_app()
+    stack = cdk.Stack(app, "Huge", env=cdk.Environment(account=TEST_ACCOUNT, region="us-east-1"))
+    user_data = ec2.UserData.for_linux()
+    # 16,273 bytes of text, plus a stack name that may be 128 characters long at deployment.
+    user_data.add_commands("echo " + "x" * 16_250, f"echo {cdk.Aws.STACK_NAME}")
+    template = ec2.LaunchTemplate(stack, "Template", user_data=user_data)
+    (message,) = UserDataSizeLimit(template, user_data).validate()
+    assert message.startswith("Huge/Template: user data may reach 16,401 bytes")
+    assert "over EC2's limit of 16,384 bytes" in message
+    user_data_ok = ec2.UserData.for_linux()
+    user_data_ok.add_commands("echo " + "x" * 15_000)
+    assert UserDataSizeLimit(template, user_data_ok).validate() == []
+    # Tokens count as their longest value: the stack name up to 128 characters.
+    assert estimated_size({"Fn::Join": ["", ["ab", {"Ref": "AWS::StackName"}]]}) == 130
+    assert estimated_size({"Fn::Base64": "abcd"}) == 8
 
 
 def test_group_spans_only_the_zones_that_offer_the_type(built: Built) -> None:
@@ -372,13 +425,13 @@ def test_hub_token_comes_from_secrets_manager(built: Built) -> None:
 
 
 def test_six_replicas_on_inf2_24xlarge_behind_the_local_proxy(built: Built) -> None:
-    script = _user_data(built.variants_template, "Https")
-    assert sorted(set(re.findall(r"--device=(/dev/neuron\d+)", script))) == sorted(
-        f"/dev/neuron{i}" for i in range(6)
-    )
-    assert len(re.findall(r"cdk-neuron-replica-\d+\.service <<", script)) == 6
-    assert "public.ecr.aws/nginx/nginx:1.27-alpine" in script
-    assert "MODEL_ID=meta-llama/Llama-3.1-8B-Instruct" in script
+    settings = settings_in(_user_data(built.variants_template, "Https"))
+    devices = [parse_settings(settings[f"replica-{i}.env"])["REPLICA_DEVICES"] for i in range(6)]
+    assert devices == [f"/dev/neuron{i}" for i in range(6)]
+    assert parse_settings(settings["fleet.env"])["REPLICAS"] == "6"
+    assert "MODEL_ID=meta-llama/Llama-3.1-8B-Instruct" in settings["container.env"].splitlines()
+    # No public image: the proxy is the Amazon Linux nginx package (test_node_programs runs it).
+    assert "public.ecr.aws" not in _user_data(built.variants_template, "Https")
 
 
 def test_spot_uses_a_mixed_instances_policy(built: Built) -> None:
@@ -436,9 +489,15 @@ def test_a_fleet_may_idle_at_zero_and_wakes_on_the_first_request(built: Built) -
         and any(policy_id in json.dumps(a) for a in v["Properties"].get("AlarmActions", []))
     ]
     expression = next(m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
-    assert expression == "IF(requests > 0 AND desired == 0, 1, 0)"
+    assert expression == "IF(rejected > 0 AND desired == 0, 1, 0)"
     used = {m["Id"]: m["MetricStat"]["Metric"]["MetricName"] for m in alarm["Metrics"] if "MetricStat" in m}
-    assert used == {"requests": "RequestCount", "desired": "GroupDesiredCapacity"}
+    # RequestCount counts only requests for which a target was chosen: at zero instances it stays
+    # empty. The load balancer's own 503 ("no registered targets") is what exists at zero.
+    assert used == {"rejected": "HTTPCode_ELB_503_Count", "desired": "GroupDesiredCapacity"}
+    (rejected,) = [m["MetricStat"] for m in alarm["Metrics"] if m["Id"] == "rejected"]
+    assert rejected["Stat"] == "Sum"
+    assert [d["Name"] for d in rejected["Metric"]["Dimensions"]] == ["LoadBalancer"]
+    assert alarm["TreatMissingData"] == "notBreaching"
     assert (alarm["ComparisonOperator"], alarm["Threshold"], alarm["EvaluationPeriods"]) == (
         "GreaterThanOrEqualToThreshold",
         1,

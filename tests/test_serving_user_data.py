@@ -1,17 +1,25 @@
-"""The EC2 boot script: devices, cores and ports per replica, secrets, readiness, warm pool."""
+"""A serving instance's settings: devices, cores and ports per replica, image, artifacts, secrets.
+
+The programs that read them run under bash in test_node_programs.py; here the rendered user data is
+checked, then run end to end in a sandbox down to the docker command each replica starts.
+"""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
+import zipfile
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+from node_sandbox import Sandbox
 
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.node_programs import FILES_DIR, BundleLocation
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
-from cdk_neuron.serving.user_data import BootConfig, boot_config, render_user_data
+from cdk_neuron.serving.user_data import BootConfig, boot_config, render_user_data, settings_files
+from cdk_support import parse_settings, settings_in
 
 SPEC_8B = ModelSpec(
     model_id="meta-llama/Llama-3.1-8B-Instruct",
@@ -21,7 +29,7 @@ SPEC_8B = ModelSpec(
 )
 SPEC_70B = ModelSpec(model_id="meta-llama/Llama-3.1-70B-Instruct", parameters=70_000_000_000, batch_size=4)
 SECRET = "arn:aws:secretsmanager:us-east-1:111111111111:secret:hf-token-AbCdEf"
-_HEREDOC = re.compile(r"cat > (?P<path>\S+) <<'CDK_NEURON_EOF'\n(?P<body>.*?)CDK_NEURON_EOF\n", re.S)
+BUNDLE = BundleLocation(region="us-east-1", bucket="cdk-assets", key="bundle.zip")
 
 
 def _config(
@@ -42,167 +50,165 @@ def _config(
     )
 
 
-def _files(script: str) -> dict[str, str]:
-    return {m["path"]: m["body"] for m in _HEREDOC.finditer(script)}
-
-
-def _exec_start(files: dict[str, str], replica: int) -> str:
-    unit = files[f"/etc/systemd/system/cdk-neuron-replica-{replica}.service"]
-    return next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+def _fleet(config: BootConfig) -> dict[str, str]:
+    return parse_settings(settings_files(config)["fleet.env"])
 
 
 @pytest.mark.parametrize(
-    ("instance", "replicas", "last_devices"),
+    ("instance", "replicas", "last_devices", "last_cores"),
     [
-        ("inf2.xlarge", 1, ["/dev/neuron0"]),
-        ("inf2.8xlarge", 1, ["/dev/neuron0"]),
-        ("inf2.24xlarge", 6, ["/dev/neuron5"]),
-        ("inf2.48xlarge", 12, ["/dev/neuron11"]),
+        ("inf2.xlarge", 1, "/dev/neuron0", "0-1"),
+        ("inf2.8xlarge", 1, "/dev/neuron0", "0-1"),
+        ("inf2.24xlarge", 6, "/dev/neuron5", "10-11"),
+        ("inf2.48xlarge", 12, "/dev/neuron11", "22-23"),
     ],
 )
-def test_one_device_flag_per_chip_of_each_replica(
-    instance: str, replicas: int, last_devices: list[str]
+def test_one_device_per_chip_and_own_cores_for_each_replica(
+    instance: str, replicas: int, last_devices: str, last_cores: str
 ) -> None:
-    files = _files(render_user_data(_config(SPEC_8B, instance)))
-    units = [p for p in files if re.match(r"/etc/systemd/system/cdk-neuron-replica-\d+\.service", p)]
-    assert len(units) == replicas
-    first = _exec_start(files, 0)
-    last = _exec_start(files, replicas - 1)
-    assert re.findall(r"--device=(\S+)", first) == ["/dev/neuron0"]
-    assert re.findall(r"--device=(\S+)", last) == last_devices
-    assert "--privileged" not in first
+    files = settings_files(_config(SPEC_8B, instance))
+    assert sorted(f for f in files if f.startswith("replica-")) == sorted(
+        f"replica-{i}.env" for i in range(replicas)
+    )
+    first = parse_settings(files["replica-0.env"])
+    last = parse_settings(files[f"replica-{replicas - 1}.env"])
+    assert first == {"REPLICA_DEVICES": "/dev/neuron0", "VISIBLE_CORES": "0-1"}
+    assert last == {"REPLICA_DEVICES": last_devices, "VISIBLE_CORES": last_cores}
+    assert _fleet(_config(SPEC_8B, instance))["REPLICAS"] == str(replicas)
 
 
 def test_a_replica_spanning_chips_gets_every_chip() -> None:
-    files = _files(render_user_data(_config(SPEC_70B, "inf2.48xlarge")))
-    assert re.findall(r"--device=(\S+)", _exec_start(files, 0)) == [f"/dev/neuron{i}" for i in range(12)]
-    assert "NEURON_RT_VISIBLE_CORES=0-23" in files["/etc/cdk-neuron/cdk-neuron-replica-0.env"]
+    replica = parse_settings(settings_files(_config(SPEC_70B, "inf2.48xlarge"))["replica-0.env"])
+    assert replica == {
+        "REPLICA_DEVICES": " ".join(f"/dev/neuron{i}" for i in range(12)),
+        "VISIBLE_CORES": "0-23",
+    }
 
 
 def test_replicas_are_pinned_to_their_own_cores() -> None:
     spec = ModelSpec(artifact_uri="s3://my-models/m", parameters=8_000_000_000, tensor_parallel=4)
-    files = _files(render_user_data(_config(spec, "inf2.48xlarge")))
-    cores = [
-        re.search(r"NEURON_RT_VISIBLE_CORES=(\S+)", files[f"/etc/cdk-neuron/cdk-neuron-replica-{i}.env"])[1]  # type: ignore[index]
-        for i in range(6)
+    files = settings_files(_config(spec, "inf2.48xlarge"))
+    replicas = [parse_settings(files[f"replica-{i}.env"]) for i in range(6)]
+    assert [r["VISIBLE_CORES"] for r in replicas] == ["0-3", "4-7", "8-11", "12-15", "16-19", "20-23"]
+    assert replicas[1]["REPLICA_DEVICES"] == "/dev/neuron2 /dev/neuron3"
+
+
+def test_engine_arguments_and_environment_reach_the_container() -> None:
+    files = settings_files(_config(SPEC_8B, "inf2.xlarge"))
+    assert files["container.args"].splitlines()[:8] == [
+        "--model",
+        "/model",
+        "--batch_size",
+        "4",
+        "--sequence_length",
+        "4096",
+        "--tensor_parallel_size",
+        "2",
     ]
-    assert cores == ["0-3", "4-7", "8-11", "12-15", "16-19", "20-23"]
-    assert re.findall(r"--device=(\S+)", _exec_start(files, 1)) == ["/dev/neuron2", "/dev/neuron3"]
-
-
-def test_several_replicas_sit_behind_a_local_proxy() -> None:
-    config = _config(SPEC_8B, "inf2.24xlarge")
-    files = _files(render_user_data(config))
-    assert "--publish=127.0.0.1:8081:8080" in _exec_start(files, 0)
-    assert "--publish=127.0.0.1:8086:8080" in _exec_start(files, 5)
-    nginx = files["/etc/cdk-neuron/nginx.conf"]
-    assert re.findall(r"server 127\.0\.0\.1:(\d+)", nginx) == [str(p) for p in range(8081, 8087)]
-    assert "listen 8080;" in nginx
-    assert "least_conn;" in nginx
-    assert "proxy_buffering off;" in nginx
-    assert "UNITS='cdk-neuron-replica-0.service" in files["/etc/cdk-neuron/fleet.env"]
-    assert "cdk-neuron-proxy.service'" in files["/etc/cdk-neuron/fleet.env"]
-
-
-def test_a_single_replica_serves_the_port_itself() -> None:
-    files = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))
-    assert "--publish=8080:8080" in _exec_start(files, 0)
-    assert "/etc/cdk-neuron/nginx.conf" not in files
-    assert "PROXY_IMAGE=''" in files["/etc/cdk-neuron/fleet.env"]
-
-
-def test_engine_flags_reach_the_container() -> None:
-    files = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))
-    assert _exec_start(files, 0).endswith(
-        "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04 "
-        "--model /model --batch_size 4 --sequence_length 4096 --tensor_parallel_size 2"
+    env = files["container.env"].splitlines()
+    assert "HUGGINGFACE_HUB_CACHE=/data/hub" in env
+    assert "NEURON_COMPILE_CACHE_URL=/data/neuron-compile-cache" in env
+    fleet = _fleet(_config(SPEC_8B, "inf2.xlarge"))
+    assert fleet["IMAGE"].endswith(
+        "/huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
     )
-    assert "--volume=/var/lib/cdk-neuron/model:/model:ro" in _exec_start(files, 0)
 
 
 def test_the_hub_token_is_read_at_boot_never_written_into_the_template() -> None:
-    script = render_user_data(_config(SPEC_70B, "inf2.48xlarge", token=SECRET))
-    files = _files(script)
-    assert f"HF_TOKEN_SECRET_ARN={SECRET}" in files["/etc/cdk-neuron/fleet.env"]
-    assert "HF_TOKEN=" not in files["/etc/cdk-neuron/cdk-neuron-replica-0.env"]
-    assert "aws secretsmanager get-secret-value" in files["/usr/local/sbin/cdk-neuron-secrets"]
-    unit = files["/etc/systemd/system/cdk-neuron-replica-0.service"]
-    assert "ExecStartPre=/usr/local/sbin/cdk-neuron-secrets" in unit
-    assert "--env-file=/run/cdk-neuron/hf-token.env" in unit
-    without = _files(render_user_data(_config(SPEC_70B, "inf2.48xlarge")))
-    assert "/usr/local/sbin/cdk-neuron-secrets" not in without
+    with_token = settings_files(_config(SPEC_70B, "inf2.48xlarge", token=SECRET))
+    assert parse_settings(with_token["fleet.env"])["HF_TOKEN_SECRET_ARN"] == SECRET
+    assert not any("HF_TOKEN=" in content for content in with_token.values())
+    without = _fleet(_config(SPEC_70B, "inf2.48xlarge"))
+    assert without["HF_TOKEN_SECRET_ARN"] == ""
 
 
 def test_ecr_login_only_for_private_ecr_images() -> None:
-    ecr = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))["/etc/cdk-neuron/fleet.env"]
-    assert "ECR_REGISTRY=763104351884.dkr.ecr.us-east-1.amazonaws.com" in ecr
-    ghcr = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge", ServingEngine.tgi())))[
-        "/etc/cdk-neuron/fleet.env"
-    ]
-    assert "ECR_REGISTRY=''" in ghcr
-    assert "IMAGE=ghcr.io/huggingface/text-generation-inference:3.2.3-neuron" in ghcr
-
-
-def test_artifacts_are_synced_from_s3() -> None:
-    env = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))["/etc/cdk-neuron/fleet.env"]
-    assert "ARTIFACT_URI=s3://my-models/llama-3.1-8b/neuron/" in env
-    assert 'aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}"' in render_user_data(
-        _config(SPEC_8B, "inf2.xlarge")
+    ecr = _fleet(_config(SPEC_8B, "inf2.xlarge"))
+    assert (ecr["ECR_REGISTRY"], ecr["ECR_REGION"]) == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com",
+        "us-east-1",
     )
+    ghcr = _fleet(_config(SPEC_8B, "inf2.xlarge", ServingEngine.tgi()))
+    assert (ghcr["ECR_REGISTRY"], ghcr["ECR_REGION"]) == ("", "")
+    assert ghcr["IMAGE"] == "ghcr.io/huggingface/text-generation-inference:3.2.3-neuron"
 
 
-def test_readiness_completes_the_lifecycle_and_signals_only_when_healthy() -> None:
-    files = _files(render_user_data(_config(SPEC_8B, "inf2.24xlarge")))
-    ready = files["/usr/local/sbin/cdk-neuron-ready"]
-    warm, serve = ready.split("esac", 1)
-    assert "Warmed:*" in warm
-    assert "complete_lifecycle CONTINUE" in warm
-    assert "systemctl start" not in warm
-    assert (
-        serve.index("curl -sf")
-        < serve.index("complete_lifecycle CONTINUE")
-        < serve.index("signal_stack SUCCESS")
+def test_readiness_settings() -> None:
+    fleet = _fleet(_config(SPEC_8B, "inf2.24xlarge"))
+    assert fleet["ARTIFACT_URI"] == "s3://my-models/llama-3.1-8b/neuron/"
+    assert (fleet["SERVICE_PORT"], fleet["FIRST_REPLICA_PORT"], fleet["REPLICAS"]) == ("8080", "8081", "6")
+    assert (fleet["ASG_LOGICAL_ID"], fleet["STACK_NAME"], fleet["LIFECYCLE_HOOK"]) == (
+        "FleetGroupASG",
+        "Serving",
+        "cdk-neuron-ready",
     )
-    env = files["/etc/cdk-neuron/fleet.env"]
-    assert "REPLICA_PORTS='8081 8082 8083 8084 8085 8086'" in env
-    assert "SERVICE_PORT=8080" in env
-    assert "ASG_LOGICAL_ID=FleetGroupASG" in env
-    assert "STARTUP_TIMEOUT_SECONDS=900" in env
+    assert fleet["STARTUP_TIMEOUT_SECONDS"] == "900"
+    assert fleet["CONCURRENCY_METRICS"] == "vllm:num_requests_running vllm:num_requests_waiting"
 
 
-@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_every_script_is_valid_bash() -> None:
-    script = render_user_data(_config(SPEC_8B, "inf2.48xlarge", token=SECRET))
-    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
-    for path, body in _files(script).items():
-        if path.startswith("/usr/local/"):
-            subprocess.run(["bash", "-n"], input=body, text=True, check=True)
-
-
-@pytest.mark.skipif(shutil.which("awk") is None, reason="needs awk")
-def test_the_concurrency_metric_sums_running_and_waiting_requests() -> None:
-    metrics = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))["/usr/local/sbin/cdk-neuron-metrics"]
-    program = re.search(r"awk -v names=\"\$\{CONCURRENCY_METRICS\}\" '(.*?)'\)", metrics, re.S)[1]  # type: ignore[index]
-    sample = (
-        "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
-        'vllm:num_requests_running{model_name="m"} 3.0\n'
-        'vllm:num_requests_waiting{model_name="m"} 2.0\n'
-        'vllm:num_requests_running_total{model_name="m"} 99.0\n'
-        "vllm:num_requests_swapped 7.0\n"
-    )
-    out = subprocess.run(
-        ["awk", "-v", "names=vllm:num_requests_running vllm:num_requests_waiting", program],
-        input=sample,
-        text=True,
-        capture_output=True,
-        check=True,
-    )
-    assert out.stdout == "5"
-
-
-def test_arguments_that_would_break_the_unit_are_refused() -> None:
+def test_arguments_with_newlines_are_refused() -> None:
     config = _config(SPEC_8B, "inf2.xlarge")
-    from dataclasses import replace
+    with pytest.raises(NeuronConfigError, match=r"^container_args='a\\nb'"):
+        settings_files(replace(config, container_args=("a\nb",)))
+    # Anything else is passed literally: no shell or systemd ever expands it.
+    files = settings_files(replace(config, container_args=("$HOME", "%i", 'say "hi"')))
+    assert files["container.args"] == '$HOME\n%i\nsay "hi"\n'
 
-    with pytest.raises(NeuronConfigError, match=r"container_args='\$HOME'"):
-        render_user_data(replace(config, container_args=("$HOME",)))
+
+def test_user_data_holds_settings_and_bootstrap_only() -> None:
+    script = render_user_data(_config(SPEC_8B, "inf2.48xlarge", token=SECRET), BUNDLE)
+    assert script.startswith("#!/bin/bash\n")
+    assert set(settings_in(script)) == {"bundle.env", "fleet.env", "container.env", "container.args"} | {
+        f"replica-{i}.env" for i in range(12)
+    }
+    assert script.rstrip().endswith(
+        "cdk_neuron_bootstrap serving/boot.sh || cdk_neuron_give_up 'inference instance boot failed'"
+    )
+    assert "docker run" not in script and "aws autoscaling" not in script
+
+
+def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tmp_path: Path) -> None:
+    """The whole path on a stubbed host: user data -> bundle -> boot.sh; then each replica unit."""
+    box = Sandbox(tmp_path)
+    archive = tmp_path / "bundle.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        for file in FILES_DIR.rglob("*"):
+            if file.is_file() and "__pycache__" not in file.parts:
+                bundle.write(file, file.relative_to(FILES_DIR))
+    box.stub(
+        "aws",
+        f'case "$1 $2" in "s3 cp") cp {archive} "${{@: -1}}" ;; "ecr get-login-password") echo PW ;; *) exit 0 ;; esac',
+    )
+    box.stub("blkid", "exit 2")
+    box.stub("findmnt", "echo /dev/nvme0n1p1")
+    box.stub(
+        "lsblk",
+        'case "$*" in "-no PKNAME /dev/nvme0n1p1") echo nvme0n1 ;; "-dpno NAME,TYPE") '
+        'printf "/dev/nvme0n1 disk\\n/dev/nvme1n1 disk\\n" ;; *) echo "" ;; esac',
+    )
+    box.stub("mountpoint", "exit 1")
+    (box.bin / "nginx").unlink()
+    box.write("/etc/fstab", "")
+    box.home.rename(tmp_path / "unused")  # a new instance: the bundle is fetched
+    script = tmp_path / "user-data.sh"
+    spec = ModelSpec(artifact_uri="s3://my-models/m", parameters=8_000_000_000, tensor_parallel=4)
+    script.write_text(render_user_data(_config(spec, "inf2.24xlarge"), BUNDLE))
+    result = box.run_script(str(script))
+    assert result.returncode == 0, result.stderr
+    assert box.calls("poweroff") == []
+    assert box.calls("dnf") == ["dnf install -y -q nginx"]  # three replicas: the local proxy
+    assert box.calls("systemctl start") == ["systemctl start --no-block cdk-neuron-ready.service"]
+    for index in range(3):
+        assert box.run("serving/replica.sh", str(index)).returncode == 0
+    runs = box.calls("docker run")
+    assert [re.findall(r"--device=(\S+)", run) for run in runs] == [
+        ["/dev/neuron0", "/dev/neuron1"],
+        ["/dev/neuron2", "/dev/neuron3"],
+        ["/dev/neuron4", "/dev/neuron5"],
+    ]
+    assert [re.search(r"--publish=(\S+)", run)[1] for run in runs] == [  # type: ignore[index]
+        "127.0.0.1:8081:8080",
+        "127.0.0.1:8082:8080",
+        "127.0.0.1:8083:8080",
+    ]
+    assert all(run.endswith("--tensor_parallel_size 4") for run in runs)

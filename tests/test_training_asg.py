@@ -12,7 +12,7 @@ from test_training_support import PinnedStack, Scenario, build, first_zone
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import Engine, TrainingCluster
-from cdk_neuron.training.node_setup import LIMITS_PATH, PROFILE_PATH
+from cdk_support import flatten_user_data, parse_settings, settings_in
 
 
 @pytest.fixture(scope="module")
@@ -40,21 +40,23 @@ def group() -> Scenario:
 def _user_data(s: Scenario) -> str:
     """The launch template's user data with every token rendered as JSON, for text checks."""
     raw = s.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"]
-    parts: list[str] = []
+    return flatten_user_data(raw, token="")
 
-    def walk(node: Any) -> None:
+
+def _settings(s: Scenario, name: str) -> dict[str, str]:
+    """One settings file of the node setup part, with tokens as JSON (``{"Ref": ...}``)."""
+    raw = s.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"]
+
+    def walk(node: Any) -> str:
         if isinstance(node, str):
-            parts.append(node)
-        elif isinstance(node, dict) and "Fn::Join" in node:
-            for item in node["Fn::Join"][1]:
-                walk(item)
-        elif isinstance(node, dict) and "Fn::Base64" in node:
-            walk(node["Fn::Base64"])
-        else:
-            parts.append(json.dumps(node))
+            return node
+        if isinstance(node, dict) and "Fn::Join" in node:
+            return str(node["Fn::Join"][0]).join(walk(p) for p in node["Fn::Join"][1])
+        if isinstance(node, dict) and "Fn::Base64" in node:
+            return walk(node["Fn::Base64"])
+        return json.dumps(node).replace("'", "")
 
-    walk(raw)
-    return "".join(parts)
+    return parse_settings(settings_in(walk(raw))[name])
 
 
 def test_group_scales_from_zero_in_the_placement_group(group: Scenario) -> None:
@@ -91,27 +93,37 @@ def test_nodes_get_the_instance_profile_and_eight_efa_interfaces(group: Scenario
     assert data["MetadataOptions"]["HttpTokens"] == "required"
 
 
-def test_user_data_mounts_checkpoints_with_tls_and_iam(group: Scenario) -> None:
-    text = _user_data(group)
+def test_node_setup_settings_mount_checkpoints_with_tls_and_iam(group: Scenario) -> None:
     store = group.extras["store"]
-    assert "mount -t efs -o tls,iam,accesspoint=" in text
-    assert group.logical_id(store.access_point) in text
-    assert group.logical_id(store.file_system) in text
-    assert " /checkpoints efs _netdev,tls,iam" in text  # survives a reboot
+    training = _settings(group, "training.env")
+    assert group.logical_id(store.access_point) in training["CHECKPOINT_ACCESS_POINT_ID"]
+    assert group.logical_id(store.file_system) in training["CHECKPOINT_FILE_SYSTEM_ID"]
+    assert training["CHECKPOINT_DIR"] == "/checkpoints"
+    assert (training["ENGINE"], training["SCRATCH_DIR"], training["NOFILE_LIMIT"]) == (
+        "auto-scaling-group",
+        "/scratch",
+        "1048576",
+    )
 
 
-def test_user_data_prepares_scratch_limits_profile_and_stops_ecs(group: Scenario) -> None:
+def test_user_data_runs_efa_install_then_node_setup_with_the_profile(group: Scenario) -> None:
     text = _user_data(group)
     assert "Content-Type: multipart/mixed" in text
-    assert "Amazon EC2 NVMe Instance Storage" in text
-    assert "/scratch" in text
-    assert f"cat > {LIMITS_PATH}" in text and "* hard memlock unlimited" in text
-    assert f"cat > {PROFILE_PATH}" in text
-    for line in ("export FI_PROVIDER=efa", "export NEURON_TP_DEGREE=32", "export NPROC_PER_NODE=32",
-                 "export CHECKPOINT_DIR=/checkpoints", "export XLA_USE_BF16=1"):  # fmt: skip
-        assert line in text
-    assert group.logical_id(group.extras["cache"].bucket) in text  # NEURON_COMPILE_CACHE_URL
-    assert "systemctl disable --now --no-block ecs.service" in text
+    boothook = text.index("Content-Type: text/cloud-boothook")
+    shell = text.index("Content-Type: text/x-shellscript")
+    assert boothook < text.index("cdk_neuron_bootstrap training/efa-install.sh") < shell
+    assert shell < text.index("cdk_neuron_bootstrap training/node-setup.sh")
+    profile = _settings(group, "training-profile.env")
+    assert {
+        k: profile[k] for k in ("FI_PROVIDER", "NEURON_TP_DEGREE", "NPROC_PER_NODE", "CHECKPOINT_DIR")
+    } == {
+        "FI_PROVIDER": "efa",
+        "NEURON_TP_DEGREE": "32",
+        "NPROC_PER_NODE": "32",
+        "CHECKPOINT_DIR": "/checkpoints",
+    }
+    assert profile["XLA_USE_BF16"] == "1"
+    assert group.logical_id(group.extras["cache"].bucket) in profile["NEURON_COMPILE_CACHE_URL"]
 
 
 def test_node_role_gets_checkpoints_and_cache_but_no_ecs_agent_policy(group: Scenario) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import aws_cdk as cdk
@@ -15,7 +16,7 @@ from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, get_instance
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import LAUNCHER_SCRIPT, Capacity, TrainingCluster
-from cdk_support import normalize_template
+from cdk_support import flatten_user_data, normalize_template, parse_settings, settings_in
 
 RESERVATION = "cr-0123456789abcdef0"
 
@@ -170,11 +171,47 @@ def test_launch_template_is_locked_down(scenario: Scenario) -> None:
     assert "KeyName" not in data
 
 
-def test_user_data_is_mime_multipart_with_scratch(scenario: Scenario) -> None:
-    user_data = scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"]
-    text = str(user_data)
-    assert "Content-Type: multipart/mixed" in text
-    assert "text/x-shellscript" in text
+def test_user_data_installs_efa_in_a_boothook_then_sets_the_node_up(scenario: Scenario) -> None:
+    text = flatten_user_data(scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
+    assert text.startswith("Content-Type: multipart/mixed")
+    boothook = text.index('Content-Type: text/cloud-boothook; charset="utf-8"')
+    shell = text.index('Content-Type: text/x-shellscript; charset="utf-8"')
+    assert boothook < text.index("cdk_neuron_bootstrap training/efa-install.sh") < shell
+    assert shell < text.index("cdk_neuron_bootstrap training/node-setup.sh")
+    training = parse_settings(settings_in(text)["training.env"])
+    instance = _instance(scenario)
+    assert training["ENGINE"] == "batch" and training["SCRATCH_DIR"] == "/scratch"
+    assert (training["EFA_INSTALLER_VERSION"], training["EFA_DEVICES"]) == (
+        "1.41.0",
+        str(instance.efa_interfaces),
+    )
+    assert (
+        training["EFA_INSTALLER_SHA256"] == "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
+    )
+    assert training["EFA_INSTALLER_KEY"] == "efa-installer/aws-efa-installer-1.41.0.tar.gz"
+    # A node that cannot set up powers off; terminating lets Batch replace it.
+    data = scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert data["InstanceInitiatedShutdownBehavior"] == "terminate"
+
+
+def test_the_pinned_efa_installer_is_mirrored_before_any_node_boots(scenario: Scenario) -> None:
+    (copy_id, copy), *_ = [
+        (k, v) for k, v in scenario.json["Resources"].items() if v["Type"] == "Custom::CdkNeuronEfaInstaller"
+    ]
+    props = copy["Properties"]
+    assert props["Url"] == "https://efa-installer.amazonaws.com/aws-efa-installer-1.41.0.tar.gz"
+    assert props["Sha256"] == "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
+    assert props["Key"] == "efa-installer/aws-efa-installer-1.41.0.tar.gz"
+    environment = scenario.json["Resources"][scenario.logical_id(scenario.cluster.compute_environment)]
+    assert copy_id in environment["DependsOn"]
+    mirror = scenario.cluster.efa_installer_mirror
+    assert mirror is not None
+    bucket = scenario.json["Resources"][scenario.logical_id(mirror.bucket)]
+    assert bucket["DeletionPolicy"] == "Delete"  # a copy of public software: the stack deletes it
+    encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert encryption["ServerSideEncryptionByDefault"]["KMSMasterKeyID"] == _ref(
+        scenario, scenario.cluster.kms_key, "Arn"
+    )
 
 
 def test_ami_is_the_ecs_neuron_parameter_in_template_and_compute_environment(scenario: Scenario) -> None:
@@ -238,7 +275,14 @@ def test_compute_environment_scales_from_zero_to_max_nodes(scenario: Scenario) -
     assert resources["InstanceTypes"] == [instance.name]
     assert resources["Type"] == "EC2"  # Batch multi-node parallel cannot run on Spot
     assert resources["AllocationStrategy"] == "BEST_FIT_PROGRESSIVE"
-    assert resources["SecurityGroupIds"] == [_ref(scenario, scenario.cluster.security_group, "GroupId")]
+    # The launch template's EFA interfaces carry the security groups: Batch refuses both ("Either
+    # compute environment Security Groups or Network Interfaces in Launch template are exclusively
+    # allowed", aws/aws-cdk#21577).
+    assert "SecurityGroupIds" not in resources
+    interfaces = scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["NetworkInterfaces"]
+    assert all(
+        i["Groups"] == [_ref(scenario, scenario.cluster.security_group, "GroupId")] for i in interfaces
+    )
     assert len(resources["Subnets"]) == 1
     assert resources["InstanceRole"]["Fn::GetAtt"][1] == "Arn"
 
@@ -277,7 +321,13 @@ def test_every_neuron_and_efa_device_from_the_catalog(scenario: Scenario) -> Non
     paths = [d["HostPath"] for d in devices]
     assert paths == [*(f"/dev/neuron{i}" for i in range(instance.chips)),
                      *(f"/dev/infiniband/uverbs{i}" for i in range(instance.efa_interfaces))]  # fmt: skip
-    assert all(d["ContainerPath"] == d["HostPath"] and d["Permissions"] == ["read", "write"] for d in devices)
+    neuron = [d for d in devices if d["HostPath"].startswith("/dev/neuron")]
+    efa = [d for d in devices if d["HostPath"].startswith("/dev/infiniband/")]
+    assert all(d["ContainerPath"] == d["HostPath"] and d["Permissions"] == ["read", "write"] for d in neuron)
+    # AWS Batch's EFA guide: "If permissions is set, it must be set to READ | WRITE | MKNOD".
+    assert all(
+        d["ContainerPath"] == d["HostPath"] and d["Permissions"] == ["read", "write", "mknod"] for d in efa
+    )
 
 
 def test_expected_device_counts() -> None:
@@ -384,7 +434,8 @@ def test_retries_host_failures_and_exits_on_application_errors(scenario: Scenari
 
 
 def test_logs_go_to_an_encrypted_group_with_retention(scenario: Scenario) -> None:
-    group = scenario.one("AWS::Logs::LogGroup")
+    assert scenario.cluster.log_group is not None
+    group = scenario.json["Resources"][scenario.logical_id(scenario.cluster.log_group)]["Properties"]
     assert group["RetentionInDays"] == 90
     assert group["KmsKeyId"] == _ref(scenario, scenario.cluster.kms_key, "Arn")
     options = _container(scenario)["LogConfiguration"]
@@ -433,16 +484,58 @@ def test_security_group_rules(trn1: Scenario) -> None:
                for r in ingress)  # fmt: skip
 
 
-def test_node_role_is_ssm_and_ecs_agent_only(trn1: Scenario) -> None:
+def test_node_role_is_ssm_ecs_agent_and_its_own_software_only(trn1: Scenario) -> None:
     role = trn1.json["Resources"][trn1.logical_id(trn1.cluster.role)]["Properties"]
     managed = [arn["Fn::Join"][1][-1] for arn in role["ManagedPolicyArns"]]
     assert managed == [
         ":iam::aws:policy/AmazonSSMManagedInstanceCore",
         ":iam::aws:policy/service-role/AmazonEC2ContainerServiceforEC2Role",
     ]
-    policies = [p["Properties"] for p in trn1.resources("AWS::IAM::Policy").values()]
-    node_role = _ref(trn1, trn1.cluster.role)
-    assert not [p for p in policies if node_role in p["Roles"]]  # no extra permissions on the nodes
+    statements = _statements(trn1, trn1.cluster.role)
+    # Read the node-program bundle (one object of the bootstrap bucket) and the EFA installer copy
+    # (one object of the cluster's bucket, and its key): nothing else.
+    mirror = trn1.cluster.efa_installer_mirror
+    assert mirror is not None
+    assert sorted({json.dumps(s["Action"]) for s in statements}) == ['"kms:Decrypt"', '"s3:GetObject"']
+    objects = [
+        json.dumps(resource)
+        for s in statements
+        if s["Action"] == "s3:GetObject"
+        for resource in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+    ]
+    assert len(objects) == 2
+    assert any("cdk-hnb659fds-assets" in o and ".zip" in o for o in objects)
+    assert any(
+        trn1.logical_id(mirror.bucket) in o and "efa-installer/aws-efa-installer-1.41.0.tar.gz" in o
+        for o in objects
+    )
+    (decrypt,) = [s for s in statements if s["Action"] == "kms:Decrypt"]
+    assert decrypt["Resource"] == _ref(trn1, trn1.cluster.kms_key, "Arn")
+
+
+def test_node_containers_may_reach_each_other_through_the_vpc_default_group(trn1: Scenario) -> None:
+    """With EFA, Batch gives each node container the VPC's default group: the cluster opens it."""
+    default_group = _ref(trn1, trn1.vpc, "DefaultSecurityGroup")
+    ingress = [r["Properties"] for r in trn1.resources("AWS::EC2::SecurityGroupIngress").values()]
+    egress = [r["Properties"] for r in trn1.resources("AWS::EC2::SecurityGroupEgress").values()]
+    rendezvous = {"IpProtocol": "tcp", "FromPort": 0, "ToPort": 65535}
+    assert any(
+        r["GroupId"] == default_group
+        and r["SourceSecurityGroupId"] == default_group
+        and r.items() >= rendezvous.items()
+        for r in ingress
+    )
+    mine = [r for r in egress if r["GroupId"] == default_group]
+    assert any(
+        r.get("DestinationSecurityGroupId") == default_group and r.items() >= rendezvous.items() for r in mine
+    )
+    assert any(r.get("CidrIp") == "0.0.0.0/0" and (r["FromPort"], r["ToPort"]) == (443, 443) for r in mine)
+    # Never the all-protocols rule a default group starts with (the VPC's restricting custom
+    # resource removes exactly that one).
+    assert not any(r["GroupId"] == default_group and r["IpProtocol"] == "-1" for r in [*ingress, *egress])
+    assert trn1.cluster.task_security_group is not None
+    ids = [trn1.stack.resolve(g.security_group_id) for g in trn1.cluster.connections.security_groups]
+    assert default_group in ids
 
 
 def _statements(s: Scenario, role: Any) -> list[dict[str, Any]]:
@@ -528,3 +621,60 @@ def test_snapshot(request: pytest.FixtureRequest, name: str, snapshot_json: Snap
     # Logical ids of everything under the construct id "Cluster" start with it.
     template["Resources"] = {k: v for k, v in template["Resources"].items() if k.startswith("Cluster")}
     assert template == snapshot_json
+
+
+def test_a_cluster_without_efa_keeps_its_group_on_the_compute_environment() -> None:
+    """trn1.2xlarge has no EFA: no interfaces in the template, so the environment names the group
+    (and Batch gives it to the node containers); no installer, no boothook, no default-group rules."""
+
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
+        return TrainingCluster(
+            stack,
+            "Cluster",
+            vpc=vpc,
+            instance_type="trn1.2xlarge",
+            max_nodes=1,
+            vpc_subnets=first_zone(stack),
+            job_image=PUBLIC_IMAGE,
+        )
+
+    single = build("us-east-1", make)
+    resources = single.one("AWS::Batch::ComputeEnvironment")["ComputeResources"]
+    assert resources["SecurityGroupIds"] == [_ref(single, single.cluster.security_group, "GroupId")]
+    data = single.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert "NetworkInterfaces" not in data
+    assert single.cluster.efa_installer_mirror is None and single.cluster.task_security_group is None
+    assert not single.resources("Custom::CdkNeuronEfaInstaller")
+    text = flatten_user_data(data["UserData"])
+    assert "text/cloud-boothook" not in text and "cdk_neuron_bootstrap training/node-setup.sh" in text
+    assert "EFA_INSTALLER_VERSION" not in settings_in(text)["training.env"]
+    assert single.nag() == []
+
+
+def test_an_imported_vpc_must_name_its_default_group_for_efa() -> None:
+    from cdk_neuron.errors import NeuronConfigError
+
+    app = cdk.App()
+    stack = PinnedStack(app, "Imported", region="us-east-1")
+    vpc = ec2.Vpc.from_vpc_attributes(
+        stack,
+        "Vpc",
+        vpc_id="vpc-0123456789abcdef0",
+        availability_zones=["us-east-1a"],
+        private_subnet_ids=["subnet-0123456789abcdef0"],
+    )
+    props: dict[str, Any] = {
+        "vpc": vpc,
+        "instance_type": "trn1.32xlarge",
+        "max_nodes": 2,
+        "job_image": PUBLIC_IMAGE,
+    }
+    with pytest.raises(
+        NeuronConfigError, match=r"^vpc_default_security_group_id=None: with EFA, AWS Batch gives"
+    ):
+        TrainingCluster(stack, "Refused", **props)
+    with pytest.raises(NeuronConfigError, match=r"^vpc_default_security_group_id='default'"):
+        TrainingCluster(stack, "Bad", **props, vpc_default_security_group_id="default")
+    cluster = TrainingCluster(stack, "Named", **props, vpc_default_security_group_id="sg-0123456789abcdef0")
+    assert cluster.task_security_group is not None
+    assert cluster.task_security_group.security_group_id == "sg-0123456789abcdef0"

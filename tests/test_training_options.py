@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import aws_cdk as cdk
 import pytest
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.training import Capacity, Engine
-from cdk_neuron.training.node_setup import (
-    INSTANCE_STORE_MODEL,
-    disable_ecs_agent_commands,
-    host_limits_commands,
-    profile_commands,
-    scratch_commands,
-)
 
 RESERVATION = "cr-0123456789abcdef0"
 GROUP_ARN = "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs"
@@ -124,40 +114,3 @@ def test_bad_desired_capacity_is_refused(bad: object) -> None:
 
 
 # -- node set-up shell --------------------------------------------------------------------------
-
-BASH = shutil.which("bash")
-
-
-def _bash_syntax_ok(lines: list[str]) -> None:
-    if BASH is None:
-        pytest.skip("needs bash")
-    result = subprocess.run(
-        [BASH, "-n"], input="\n".join(lines) + "\n", capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stderr
-
-
-def test_scratch_detects_instance_store_by_model_not_device_name() -> None:
-    lines = scratch_commands(get_instance("trn1.32xlarge"))
-    text = "\n".join(lines)
-    assert INSTANCE_STORE_MODEL in text
-    assert "/dev/nvme1n1" not in text
-    assert "mdadm --create" in text and "--level=0" in text
-    assert "LABEL=neuron-scratch /scratch xfs defaults,noatime,nofail" in text
-    _bash_syntax_ok(lines)
-
-
-def test_no_scratch_without_instance_store() -> None:
-    assert scratch_commands(get_instance("inf2.xlarge")) == []
-
-
-def test_limits_profile_and_agent_lines_are_valid_bash() -> None:
-    limits = host_limits_commands()
-    assert "* hard memlock unlimited" in limits
-    assert "* soft nofile 1048576" in limits
-    profile = profile_commands({"NEURON_COMPILE_CACHE_URL": "s3://b/p/", "FI_PROVIDER": "efa"})
-    assert "export FI_PROVIDER=efa" in profile
-    assert "export NEURON_COMPILE_CACHE_URL=s3://b/p/" in profile
-    agent = disable_ecs_agent_commands()
-    assert agent == ["systemctl disable --now --no-block ecs.service || true"]
-    _bash_syntax_ok([*limits, *profile, *agent])

@@ -1,8 +1,8 @@
 """Neuron observability: node metrics, alarms, dashboards and the SNS topic that pages.
 
 - :mod:`~cdk_neuron.monitoring.metrics`: the namespace, dimensions and metric names (pure).
-- :mod:`~cdk_neuron.monitoring.node_agent`: the publisher that runs on every node (stdlib + boto3).
-- :mod:`~cdk_neuron.monitoring.publisher`: renders it into user data (pure).
+- :mod:`~cdk_neuron.monitoring.node_metrics`: :class:`NodeMetrics`, the option with which a
+  workload's own nodes run the publisher (``cdk_neuron/node_programs/files/monitoring``) (pure).
 - :mod:`~cdk_neuron.monitoring.thresholds`: :class:`MonitoringThresholds` (pure).
 - ``NeuronMonitoring``: the construct (imports ``aws_cdk``; loaded on first use, so the pure
   modules stay importable without it).
@@ -14,13 +14,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, NEURON_METRICS, NeuronMetric
-from cdk_neuron.monitoring.publisher import node_setup_commands
+from cdk_neuron.monitoring.node_metrics import NodeMetrics
 from cdk_neuron.monitoring.thresholds import MonitoringThresholds
 
 if TYPE_CHECKING:
-    from cdk_neuron.monitoring.construct import NeuronMonitoring, node_metrics_policy
+    from cdk_neuron.monitoring.construct import NeuronMonitoring
 
-_LAZY = {"NeuronMonitoring", "node_metrics_policy"}
+_LAZY = {"NeuronMonitoring"}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,6 +37,5 @@ __all__ = [
     "MonitoringThresholds",
     "NeuronMetric",
     "NeuronMonitoring",
-    "node_metrics_policy",
-    "node_setup_commands",
+    "NodeMetrics",
 ]

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import re
-import weakref
-
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.monitoring import alarms as alarm_rules
 from cdk_neuron.monitoring import event_rules, series
 from cdk_neuron.monitoring.dashboard import DashboardSources, build_dashboard
 from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, Workload
-from cdk_neuron.monitoring.publisher import node_setup_commands
+from cdk_neuron.monitoring.node_metrics import NodeMetrics, check_environment, check_namespace
 from cdk_neuron.monitoring.thresholds import ALARM_PERIOD_MINUTES, MonitoringThresholds
 from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
 from cdk_neuron.patterns import EMAIL
@@ -28,42 +22,19 @@ from cdk_neuron.serving import InferenceFleet
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import TrainingCluster
 
-# Also a CloudWatch dashboard name part and a dimension value: keep to what both accept.
-_ENVIRONMENT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-# CloudWatch namespaces: up to 255 printable ASCII characters; "AWS/" is reserved for AWS services.
-_NAMESPACE = re.compile(r"^[A-Za-z0-9.\-_/#:]{1,255}$")
 DEFAULT_THRESHOLDS = MonitoringThresholds()  # frozen, so one shared default is safe
-
-
-def node_metrics_policy(scope: Construct, id: str, *, role: iam.IRole, namespace: str) -> iam.ManagedPolicy:
-    """A customer-managed policy on ``role`` allowing ``cloudwatch:PutMetricData`` into ``namespace`` only.
-
-    PutMetricData supports no resource-level permissions (Resource must be ``*``); the
-    ``cloudwatch:namespace`` condition key is what confines it. A managed policy rather than an
-    inline one, which NIST 800-53 R5 (IAMNoInlinePolicy) refuses.
-    """
-    policy = iam.ManagedPolicy(
-        scope,
-        id,
-        description=f"cdk-neuron nodes: publish Neuron metrics into the {namespace} namespace only",
-        roles=[role],
-        statements=[put_metric_data(namespace, sid="PublishNeuronMetrics")],
-    )
-    cdk.Validations.of(policy).acknowledge(
-        cdk.Acknowledgment(
-            id="AwsSolutions-IAM5[Resource::*]", reason=f"{PUT_METRIC_DATA_REASON} ({namespace})"
-        )
-    )
-    return policy
+NO_NODE_METRICS_WARNING_ID = "@cdk-neuron/monitoring:noNodeMetrics"
 
 
 class NeuronMonitoring(Construct):
     """Neuron metrics, alarms, an alarm topic and a dashboard for one environment.
 
-    Installs a publisher on every node of ``cluster`` and of ``fleet`` (EC2 backend): a systemd
-    service that turns ``neuron-monitor`` reports into CloudWatch metrics in ``namespace``, per
-    instance and per workload (see :mod:`cdk_neuron.monitoring.metrics`), and lets the node roles
-    publish into that namespace only. Then it builds, for the environment:
+    It only reads: it changes nothing in the workloads it watches. Neuron node metrics come from the
+    workloads themselves: a ``cluster`` or EC2 ``fleet`` built with
+    ``node_metrics=NodeMetrics(environment=..., namespace=...)`` runs the publisher on its nodes (per
+    instance and per workload series, see :mod:`cdk_neuron.monitoring.metrics`); this construct
+    alarms on them when their environment and namespace are its own, and warns (no Neuron alarms for
+    that workload) when a workload publishes none. It builds, for the environment:
 
     - an SNS topic, encrypted with a customer-managed rotating key, TLS-only, that every alarm and
       event rule notifies (on ALARM and on OK), with an optional email subscription;
@@ -76,19 +47,20 @@ class NeuronMonitoring(Construct):
       state for the dashboard;
     - a dashboard named ``cdk-neuron-<environment>``.
 
-    A SageMaker-backed fleet runs no user data, so it gets no Neuron node metrics: SageMaker
-    publishes none for Inferentia, and its alarms are the endpoint's 5xx rate and latency.
+    A SageMaker-backed fleet runs no code of ours on its instances, so it has no Neuron node metrics:
+    SageMaker publishes none for Inferentia, and its alarms are the endpoint's 5xx rate and latency.
 
     Args:
         environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
             dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
-        cluster: the training cluster to instrument. Default None.
-        fleet: the inference fleet to instrument. Default None. At least one of the two is required.
+        cluster: the training cluster to watch. Default None.
+        fleet: the inference fleet to watch. Default None. At least one of the two is required.
         checkpoints: the cluster's checkpoint store: adds the EFS throughput alarm, the backup
             failure rule and the throughput widget. Default None.
         alarm_email: subscribe this address to the topic (the subscription must be confirmed).
             Default None (no subscription).
-        namespace: CloudWatch namespace of the node metrics. Default ``"CdkNeuron"``.
+        namespace: CloudWatch namespace of the node metrics; must be the workloads' ``NodeMetrics``
+            namespace. Default ``"CdkNeuron"``.
         thresholds: when each alarm fires. Default ``MonitoringThresholds()`` (see its fields).
         removal_policy: for the topic's key and the job-state log. Default RETAIN.
 
@@ -134,8 +106,7 @@ class NeuronMonitoring(Construct):
         serving: series.AlbServing | series.SageMakerServing | None = None
         job_queue_arn: str | None = None
         if cluster is not None:
-            workloads.append("training")
-            self._instrument("training", cluster, cluster.instance.name, cluster.role)
+            self._watch_nodes("training", cluster, workloads)
             if cluster.engine.is_batch:
                 job_queue_arn = cluster.job_queue.job_queue_arn
                 self.rules["BatchJobFailed"] = event_rules.batch_job_failed_rule(
@@ -200,23 +171,18 @@ class NeuronMonitoring(Construct):
 
     # -- wiring ------------------------------------------------------------------------------------
 
-    def _instrument(
-        self,
-        workload: Workload,
-        owner: TrainingCluster | InferenceFleet,
-        instance_type: str,
-        role: iam.IRole,
+    def _watch_nodes(
+        self, workload: Workload, owner: TrainingCluster | InferenceFleet, workloads: list[Workload]
     ) -> None:
-        _node_user_data(owner).add_commands(
-            *node_setup_commands(
-                namespace=self.namespace,
-                environment=self.environment,
-                workload=workload,
-                instance_type=instance_type,
+        """Alarm on the workload's Neuron node metrics, or say that it publishes none."""
+        if owner.node_metrics is None:
+            cdk.Annotations.of(self).add_warning_v2(
+                NO_NODE_METRICS_WARNING_ID,
+                f"{owner.node.path} publishes no Neuron node metrics, so its NeuronCore, device-memory and "
+                "ECC alarms are not built; give it node_metrics=NodeMetrics(environment=..., namespace=...)",
             )
-        )
-        node_metrics_policy(self, f"{workload.capitalize()}NodeMetrics", role=role, namespace=self.namespace)
-        _INSTRUMENTED[owner] = self.node.path
+            return
+        workloads.append(workload)
 
     def _watch_fleet(
         self, fleet: InferenceFleet, workloads: list[Workload]
@@ -234,10 +200,8 @@ class NeuronMonitoring(Construct):
                 thresholds=self.thresholds,
             )
             return serving_sm
-        assert fleet.instance_role is not None
         assert fleet.load_balancer is not None and fleet.target_group is not None
-        workloads.append("serving")
-        self._instrument("serving", fleet, fleet.instance_type, fleet.instance_role)
+        self._watch_nodes("serving", fleet, workloads)
         serving_alb = series.AlbServing(load_balancer=fleet.load_balancer, target_group=fleet.target_group)
         alarm_rules.add_alb_alarms(
             self._alarms,
@@ -247,19 +211,6 @@ class NeuronMonitoring(Construct):
             thresholds=self.thresholds,
         )
         return serving_alb
-
-
-def _node_user_data(owner: TrainingCluster | InferenceFleet) -> ec2.UserData:
-    if isinstance(owner, TrainingCluster):
-        return owner.user_data
-    # An EC2-backed fleet always has a launch template with user data (its boot script).
-    assert owner.launch_template is not None and owner.launch_template.user_data is not None
-    return owner.launch_template.user_data
-
-
-# cluster or fleet -> path of the NeuronMonitoring that installed its publisher. Rendered user data
-# cannot be inspected for it (multipart parts render as tokens), so the constructs are remembered.
-_INSTRUMENTED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
 
 
 def _validate(
@@ -272,10 +223,7 @@ def _validate(
     thresholds: object,
     removal_policy: object,
 ) -> None:
-    if not isinstance(environment, str) or not _ENVIRONMENT.match(environment):
-        raise NeuronConfigError(
-            "environment", environment, "use 1-64 letters, digits, '-' or '_' (it names the dashboard)"
-        )
+    check_environment(environment)
     if cluster is None and fleet is None:
         raise NeuronConfigError(
             "cluster", None, "give a TrainingCluster (cluster=), an InferenceFleet (fleet=) or both"
@@ -290,12 +238,7 @@ def _validate(
         raise NeuronConfigError(
             "alarm_email", alarm_email, "must be an email address such as ops@example.com, or None"
         )
-    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace) or namespace.startswith("AWS/"):
-        raise NeuronConfigError(
-            "namespace",
-            namespace,
-            "use up to 255 letters, digits or . - _ / # :, not starting with 'AWS/' (reserved for AWS)",
-        )
+    check_namespace(namespace)
     if not isinstance(thresholds, MonitoringThresholds):
         raise NeuronConfigError(
             "thresholds", thresholds, "must be a cdk_neuron.monitoring.MonitoringThresholds"
@@ -313,13 +256,15 @@ def _validate(
             )
 
     for field, workload in (("cluster", cluster), ("fleet", fleet)):
-        if workload is not None and workload in _INSTRUMENTED:
+        published: NodeMetrics | None = getattr(workload, "node_metrics", None)
+        if published is not None and (published.environment, published.namespace) != (environment, namespace):
             raise NeuronConfigError(
-                field,
-                workload.node.path,  # type: ignore[attr-defined]
-                f"already has a Neuron metrics publisher from {_INSTRUMENTED[workload]}: use one "
-                "NeuronMonitoring per environment",
+                f"{field}.node_metrics",
+                f"{published.environment}/{published.namespace}",
+                f"its nodes publish into environment {published.environment!r}, namespace "
+                f"{published.namespace!r}; this monitoring watches {environment!r} in {namespace!r}: use the same "
+                "NodeMetrics values for both",
             )
 
 
-__all__ = ["NeuronMonitoring", "node_metrics_policy"]
+__all__ = ["NO_NODE_METRICS_WARNING_ID", "NeuronMonitoring"]

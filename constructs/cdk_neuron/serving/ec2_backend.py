@@ -13,11 +13,18 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_neuron import catalog
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
+from cdk_neuron.node_programs.bundle import (
+    bundle_location,
+    bundle_object_arn,
+    limit_user_data_size,
+    node_bundle,
+)
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import FleetSettings
@@ -26,9 +33,14 @@ from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, b
 
 SERVICE_PORT = 8080
 LIFECYCLE_HOOK_NAME = "cdk-neuron-ready"
-# Ubuntu AMIs (the Neuron DLAMI) boot from /dev/sda1; the data volume is attached as /dev/sdf.
-ROOT_DEVICE = "/dev/sda1"
+# Amazon Linux 2023 (the ECS-optimized Neuron AMI) boots from /dev/xvda; the data volume is /dev/sdf.
+ROOT_DEVICE = "/dev/xvda"
 DATA_DEVICE = "/dev/sdf"
+# CloudFormation's AutoScalingRollingUpdate waits at most one hour for signals ("PauseTime ... The
+# maximum amount of time that you can specify for the pause time is one hour (PT1H)", UpdatePolicy
+# attribute, CloudFormation User Guide, read 2026-12-01). Fleets that start slower are updated by
+# replacement: a new group whose CreationPolicy may wait up to 12 hours.
+ROLLING_UPDATE_MAX_PAUSE_SECONDS = 3600
 # gp3 baseline is 125 MiB/s; 500 MiB/s (needs >= 2,000 IOPS, the baseline is 3,000) quarters the time
 # to write and read weights on instances whose EBS bandwidth allows it.
 DATA_VOLUME_THROUGHPUT_MIBPS = 500
@@ -95,10 +107,21 @@ def _access_log_bucket(scope: Construct, settings: FleetSettings) -> s3.IBucket:
     return bucket
 
 
-def _instance_policy(scope: Construct, settings: FleetSettings, role: iam.Role) -> iam.ManagedPolicy:
+def _instance_policy(
+    scope: Construct, settings: FleetSettings, role: iam.Role, bundle: s3_assets.Asset
+) -> iam.ManagedPolicy:
     """The instances' permissions as one customer-managed policy, each wildcard with its reason."""
     stack = cdk.Stack.of(scope)
-    statements: list[tuple[iam.PolicyStatement, str]] = []
+    statements: list[tuple[iam.PolicyStatement, str]] = [
+        (
+            iam.PolicyStatement(
+                sid="ReadNodePrograms",
+                actions=["s3:GetObject"],
+                resources=[bundle_object_arn(bundle)],
+            ),
+            "the node-program bundle, one object",
+        )
+    ]
     image = settings.engine.image
     if image.is_private_ecr:
         statements += image_pull_statements(stack, image)
@@ -152,10 +175,17 @@ def _instance_policy(scope: Construct, settings: FleetSettings, role: iam.Role) 
         ),
         (put_metric_data(METRIC_NAMESPACE, sid="PublishConcurrency"), PUT_METRIC_DATA_REASON),
     ]
+    if settings.node_metrics is not None:
+        statements.append(
+            (
+                put_metric_data(settings.node_metrics.namespace, sid="PublishNeuronMetrics"),
+                PUT_METRIC_DATA_REASON,
+            )
+        )
     policy = iam.ManagedPolicy(
         scope,
         "InstancePolicy",
-        description="cdk-neuron serving instance: pull the image, read artifacts, report readiness",
+        description="cdk-neuron serving instance: node programs, image, artifacts, readiness, metrics",
         statements=[statement for statement, _ in statements],
         roles=[role],
     )
@@ -180,10 +210,11 @@ def _security_groups(
         description="cdk-neuron inference instances: the load balancer only; egress for images and artifacts",
         allow_all_outbound=False,
     )
-    # Images, artifacts, the Hub and AWS APIs are HTTPS; the Ubuntu archive (used only if the AMI lacks
-    # Docker) is plain HTTP.
-    instance_sg.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS: images, artifacts, AWS APIs")
-    instance_sg.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP: Ubuntu package archive")
+    # Everything an instance reaches is HTTPS: AWS APIs, image registries, S3 (artifacts, the
+    # node-program bundle, the Amazon Linux repositories) and, without artifacts, the Hugging Face Hub.
+    instance_sg.add_egress_rule(
+        ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS: AWS APIs, images, S3, Amazon Linux repositories"
+    )
     return lb_sg, instance_sg
 
 
@@ -272,7 +303,8 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         "Instances have no SSH and no public IP; Session Manager is the only operator access, and this "
         "AWS-maintained policy is the documented minimum for the SSM agent",
     )
-    policy = _instance_policy(scope, settings, role)
+    bundle = node_bundle(scope)
+    policy = _instance_policy(scope, settings, role, bundle)
     acknowledge(
         role,
         "NIST.800.53.R5-IAMNoInlinePolicy",
@@ -301,7 +333,7 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         "LaunchTemplate",
         machine_image=settings.machine_image
         or ec2.MachineImage.from_ssm_parameter(
-            catalog.NEURON_DLAMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
+            catalog.ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
         ),
         instance_type=ec2.InstanceType(plan.instance_type),
         user_data=user_data,
@@ -326,7 +358,11 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         # The boot script reads its group name (aws:autoscaling:groupName) from instance tags.
         instance_metadata_tags=True,
         detailed_monitoring=True,
+        # A node that cannot boot powers itself off (node_programs/files/bootstrap.sh); terminating
+        # then lets Auto Scaling replace it.
+        instance_initiated_shutdown_behavior=ec2.InstanceInitiatedShutdownBehavior.TERMINATE,
     )
+    limit_user_data_size(launch_template, user_data)
     cfn_launch_template = launch_template.node.default_child
     assert isinstance(cfn_launch_template, ec2.CfnLaunchTemplate)
     # The L2 block device needs a size, but the root volume must keep the AMI snapshot's size.
@@ -366,7 +402,9 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
             min_instances_in_service=max(in_service, 0),
             pause_time=timeout,
             wait_on_resource_signals=True,
-        ),
+        )
+        if startup_seconds <= ROLLING_UPDATE_MAX_PAUSE_SECONDS
+        else autoscaling.UpdatePolicy.replacing_update(),
         min_healthy_percentage=settings.min_healthy_percentage,
         max_healthy_percentage=110 if settings.min_healthy_percentage == 100 else 100,
         # Readiness is gated by the lifecycle hook, so a new instance counts towards metrics at once.
@@ -390,8 +428,18 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
             heartbeat_timeout=startup_seconds,
         )
     ]
+    metrics_settings = (
+        settings.node_metrics.settings_files(workload="serving", instance_type=plan.instance_type)
+        if settings.node_metrics is not None
+        else None
+    )
     user_data.add_commands(
-        render_user_data(replace(boot, asg_logical_id=stack.get_logical_id(cfn_group)), shebang=False)
+        render_user_data(
+            replace(boot, asg_logical_id=stack.get_logical_id(cfn_group)),
+            bundle_location(bundle),
+            extra_settings=metrics_settings,
+            shebang=False,
+        )
     )
     if settings.notification_topic is None:
         acknowledge(
@@ -544,16 +592,24 @@ def _scale_from_zero(
 ) -> None:
     """Start one instance when requests reach a fleet that has scaled to zero.
 
-    Target tracking cannot leave zero: with no instances there is no per-target metric. The
-    load-balancer-level request count still exists, so a step policy adds one instance when requests
-    arrive while the desired capacity is 0. Once desired is 1 the expression drops to 0, so the alarm
-    never adds a second instance; target tracking takes over from there.
+    Target tracking cannot leave zero: with no instances there is no per-target metric. Nor can the
+    load balancer's ``RequestCount``: it "is only incremented for requests where the load balancer
+    node was able to choose a target", and with no registered target there is none. What does exist
+    at zero is the load balancer's own answer: "HTTP 503: Service unavailable - The target groups
+    for the load balancer have no registered targets" ("Troubleshoot your Application Load
+    Balancers"), counted in ``HTTPCode_ELB_503_Count``, reported whenever it is nonzero ("CloudWatch
+    metrics for your Application Load Balancer"; both ELB user guide, read 2026-12-01). So a step
+    policy adds one instance when the load balancer answers 503 while the desired capacity is 0.
+    Once desired is 1 the expression drops to 0, so the alarm never adds a second instance; target
+    tracking takes over from there.
     """
     one_minute = cdk.Duration.minutes(1)
     wake = cloudwatch.MathExpression(
-        expression="IF(requests > 0 AND desired == 0, 1, 0)",
+        expression="IF(rejected > 0 AND desired == 0, 1, 0)",
         using_metrics={
-            "requests": load_balancer.metrics.request_count(period=one_minute, statistic="Sum"),
+            "rejected": load_balancer.metrics.custom(
+                "HTTPCode_ELB_503_Count", period=one_minute, statistic="Sum"
+            ),
             "desired": cloudwatch.Metric(
                 namespace="AWS/AutoScaling",
                 metric_name="GroupDesiredCapacity",
@@ -563,7 +619,7 @@ def _scale_from_zero(
             ),
         },
         period=one_minute,
-        label="requests while scaled to zero",
+        label="requests refused while scaled to zero",
     )
     # A plain StepScalingAction + Alarm: scale_on_metric's internal policy trips a deprecation
     # warning (StepScalingActionProps#cooldown) on every synth.

@@ -21,6 +21,7 @@ from constructs import Construct
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.monitoring.node_metrics import NodeMetrics
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.backends import FleetBackend
 from cdk_neuron.serving.ec2_backend import Ec2Fleet, build_ec2_fleet
@@ -61,9 +62,10 @@ class InferenceFleet(Construct):
     constructor.
 
     ``FleetBackend.ec2()`` (default): an Auto Scaling group in private subnets of every configured AZ
-    that offers the type, launched from a template with the Neuron DLAMI (SSM parameter), IMDSv2
-    required, an encrypted root and gp3 data volume, and a boot script that runs one container per
-    replica with explicit ``--device`` flags and ``NEURON_RT_VISIBLE_CORES``. A launch lifecycle hook
+    that offers the type, launched from a template with the ECS-optimized Amazon Linux 2023 Neuron
+    AMI (SSM parameter: Neuron driver, Docker and tools installed), IMDSv2 required, an encrypted root
+    and gp3 data volume, and node programs (``cdk_neuron/node_programs/files/serving``) that run one
+    container per replica with explicit ``--device`` flags and ``NEURON_RT_VISIBLE_CORES``. A launch lifecycle hook
     keeps each instance out of service until every replica is healthy; rolling updates wait for the
     same readiness signal. Behind it: an internal ALB (HTTPS with ``certificate``, else HTTP from the
     VPC only), access logs, invalid headers dropped, least-outstanding-requests routing. Target
@@ -110,15 +112,21 @@ class InferenceFleet(Construct):
         ``RemovalPolicy.RETAIN``.
     :param access_log_bucket: ALB access-log bucket (must use SSE-S3). Default: a new versioned,
         SSL-only bucket.
-    :param machine_image: AMI for the instances. Default: the Neuron multi-framework DLAMI via
-        ``/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id`` (resolved at each
-        deployment; pin an AMI here to control when instances change).
+    :param machine_image: AMI for the instances: Amazon Linux 2023 with the Neuron driver and Docker.
+        Default: the ECS-optimized AL2023 Neuron AMI via
+        ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id`` (resolved at
+        each deployment; pin an AMI here to control when instances change). Everything else the
+        instances install comes from the Amazon Linux repositories, in S3, so the fleet needs no
+        internet access.
     :param notification_topic: SNS topic for Auto Scaling launch/terminate/error notifications (EC2).
         Default: None.
     :param target_requests_per_minute: also track ALB requests per instance per minute (EC2). Default:
         None.
     :param target_concurrency: in-flight plus queued requests per instance (EC2) or per model copy
         (SageMaker) to track. Default: ``batch_size`` x replicas per instance (every batch slot busy).
+    :param node_metrics: run the Neuron metrics publisher on every instance (EC2) and let the instance
+        role publish into its namespace only. Default: None (no node metrics). SageMaker instances
+        run no code of ours: their endpoint metrics come from SageMaker.
     """
 
     def __init__(
@@ -149,6 +157,7 @@ class InferenceFleet(Construct):
         notification_topic: sns.ITopic | None = None,
         target_requests_per_minute: int | None = None,
         target_concurrency: float | None = None,
+        node_metrics: NodeMetrics | None = None,
     ) -> None:
         super().__init__(scope, id)
         if not isinstance(model, ModelSpec):
@@ -171,7 +180,12 @@ class InferenceFleet(Construct):
             machine_image=machine_image,
             notification_topic=notification_topic,
             target_requests_per_minute=target_requests_per_minute,
+            node_metrics=node_metrics,
         )
+        if node_metrics is not None and not isinstance(node_metrics, NodeMetrics):
+            raise NeuronConfigError(
+                "node_metrics", node_metrics, "pass cdk_neuron.monitoring.NodeMetrics(environment=...)"
+            )
 
         if instance_type is not None:
             get_instance(instance_type)  # refuses non-Neuron types, listing the valid ones
@@ -274,6 +288,7 @@ class InferenceFleet(Construct):
             target_requests_per_minute=target_requests_per_minute,
             target_concurrency=concurrency,
             fleet_id=self.node.addr,
+            node_metrics=node_metrics,
         )
 
         self._ec2: Ec2Fleet | None = None
@@ -289,6 +304,7 @@ class InferenceFleet(Construct):
             self.url = self._sagemaker.endpoint.attr_endpoint_name
             self.startup_timeout_seconds = self._sagemaker.timeouts.container_startup_health_check_seconds
         self.target_concurrency: float = concurrency
+        self.node_metrics: NodeMetrics | None = node_metrics
         self._annotate(placement.warnings)
 
     # ------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from cdk_neuron.monitoring.node_metrics import NodeMetrics
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.backends import FleetBackend
 from cdk_neuron.serving.engines import ServingEngine
@@ -48,3 +49,4 @@ class FleetSettings:
     target_requests_per_minute: int | None
     target_concurrency: float
     fleet_id: str
+    node_metrics: NodeMetrics | None = None

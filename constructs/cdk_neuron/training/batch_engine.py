@@ -119,8 +119,15 @@ def build_compute_environment(
     security_group: ec2.ISecurityGroup,
     placement_group: ec2.PlacementGroup | None,
     engine: Engine,
+    security_groups_in_launch_template: bool,
 ) -> batch.ManagedEc2EcsComputeEnvironment:
     """A managed EC2 compute environment of ``instance`` nodes that scales from zero.
+
+    With EFA, the launch template's network interfaces carry the security groups, and the
+    environment must name none: Batch refuses the pair ("Either compute environment Security Groups
+    or Network Interfaces in Launch template are exclusively allowed", aws/aws-cdk#21577, fixed for
+    the old L1-style construct by aws/aws-cdk#21579). ``security_group`` is still passed to the L2,
+    which would otherwise create a group of its own, and the property is deleted from the template.
 
     minv CPUs 0: an idle cluster runs (and bills) nothing. max v CPUs = ``max_nodes`` x the
     instance's vCPUs. The launch template is pinned to its current version number: the L2 passes
@@ -154,6 +161,8 @@ def build_compute_environment(
     cfn.add_property_override(
         "ComputeResources.LaunchTemplate.Version", launch_template.latest_version_number
     )
+    if security_groups_in_launch_template:
+        cfn.add_property_deletion_override("ComputeResources.SecurityGroupIds")
     return environment
 
 
@@ -196,7 +205,9 @@ def build_job_definition(
     Every node gets the whole instance: every ``/dev/neuronN`` and ``/dev/infiniband/uverbsN``
     device from the catalog, all vCPUs, 90 % of memory, ``memlock`` unlimited (EFA pins memory), a
     high ``nofile`` limit, a large ``/dev/shm`` and an init process that reaps the many processes
-    torchrun starts and forwards Batch's SIGTERM to them.
+    torchrun starts and forwards Batch's SIGTERM to them. EFA devices get READ, WRITE and MKNOD:
+    "If permissions is set, it must be set to READ | WRITE | MKNOD" (AWS Batch User Guide, "Elastic
+    Fabric Adapter", read 2026-12-01).
     """
     instance = settings.instance
     linux = batch.LinuxParameters(
@@ -205,15 +216,18 @@ def build_job_definition(
         shared_memory_size=settings.shared_memory_size,
         init_process_enabled=True,
     )
+    read_write = [batch.DevicePermission.READ, batch.DevicePermission.WRITE]
     linux.add_devices(
         *(
+            batch.Device(host_path=path, container_path=path, permissions=read_write)
+            for path in instance.neuron_devices
+        ),
+        *(
             batch.Device(
-                host_path=path,
-                container_path=path,
-                permissions=[batch.DevicePermission.READ, batch.DevicePermission.WRITE],
+                host_path=path, container_path=path, permissions=[*read_write, batch.DevicePermission.MKNOD]
             )
-            for path in (*instance.neuron_devices, *instance.efa_devices)
-        )
+            for path in instance.efa_devices
+        ),
     )
     volumes = list(settings.volumes)
     if instance.nvme_gb > 0:

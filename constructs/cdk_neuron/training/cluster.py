@@ -15,15 +15,27 @@ from constructs import Construct
 
 from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.iam_statements import node_metrics_policy
+from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.node_programs import render_boot_script, render_settings
+from cdk_neuron.node_programs.bundle import (
+    bundle_location,
+    grant_bundle_read,
+    limit_user_data_size,
+    node_bundle,
+)
 from cdk_neuron.planner import TrainingPlan, plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import acknowledgments, batch_engine, node_setup, security, validation
 from cdk_neuron.training.asg_engine import build_auto_scaling_group
 from cdk_neuron.training.capacity import Capacity
+from cdk_neuron.training.efa_installer import EfaInstaller
+from cdk_neuron.training.efa_mirror_construct import EfaInstallerMirror
 from cdk_neuron.training.engine import Engine
 from cdk_neuron.training.launch_template import build_launch_template
 from cdk_neuron.training.launcher import (
     DEFAULT_TRAINING_COMMAND,
+    SCRATCH_DIR,
     job_environment,
     node_environment,
     training_command,
@@ -35,6 +47,10 @@ DEFAULT_JOB_TIMEOUT = cdk.Duration.days(7)
 DEFAULT_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_SHARED_MEMORY_SIZE = cdk.Size.gibibytes(64)
+# cloud-init MIME types: a boothook runs early in every boot; a shell script once, at the end
+# ("User data formats", cloud-init documentation).
+BOOTHOOK_CONTENT_TYPE = 'text/cloud-boothook; charset="utf-8"'
+SHELL_CONTENT_TYPE = 'text/x-shellscript; charset="utf-8"'
 
 
 @jsii.implements(ec2.IConnectable)
@@ -143,6 +159,9 @@ class TrainingCluster(Construct):
         log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
         shared_memory_size: cdk.Size = DEFAULT_SHARED_MEMORY_SIZE,
+        efa_installer: EfaInstaller | None = None,
+        vpc_default_security_group_id: str | None = None,
+        node_metrics: NodeMetrics | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = cdk.Stack.of(self)
@@ -188,6 +207,22 @@ class TrainingCluster(Construct):
                 "Engine.auto_scaling_group() runs no job containers; leave job_image unset",
             )
         image = batch_engine.job_image(self, job_image) if engine.is_batch else None
+        efa_installer = EfaInstaller.pinned() if efa_installer is None else efa_installer
+        if not isinstance(efa_installer, EfaInstaller):
+            raise NeuronConfigError(
+                "efa_installer",
+                efa_installer,
+                "use EfaInstaller.pinned() or EfaInstaller.of(version, sha256)",
+            )
+        if node_metrics is not None and not isinstance(node_metrics, NodeMetrics):
+            raise NeuronConfigError(
+                "node_metrics", node_metrics, "pass cdk_neuron.monitoring.NodeMetrics(environment=...)"
+            )
+        task_security_group_id = (
+            validation.task_security_group_id(vpc, vpc_default_security_group_id)
+            if engine.is_batch and instance.supports_efa
+            else None
+        )
 
         self.instance: NeuronInstance = instance
         self.max_nodes = max_nodes
@@ -223,7 +258,20 @@ class TrainingCluster(Construct):
         self.machine_image = machine_image or ec2.MachineImage.from_ssm_parameter(
             ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
         )
-        # add_commands() appends to the cluster's shell part (e.g. monitoring agents).
+        self.node_metrics = node_metrics
+        # Node programs (cdk_neuron/node_programs/files/training) and, with EFA, the pinned installer.
+        self._bundle = node_bundle(self)
+        grant_bundle_read(self._bundle, self.role)
+        self.efa_installer_mirror: EfaInstallerMirror | None = None
+        if instance.supports_efa:
+            security.allow_log_encryption(self.kms_key)
+            self.efa_installer_mirror = EfaInstallerMirror(
+                self, "EfaInstaller", installer=efa_installer, key=self.kms_key
+            )
+            self.efa_installer_mirror.grant_read(self.role)
+        if node_metrics is not None:
+            node_metrics_policy(self, "NodeMetricsPolicy", role=self.role, namespace=node_metrics.namespace)
+        acknowledgments.grant_policies(self.role)
         self.user_data: ec2.MultipartUserData = self._user_data(node_environment_extra=environment)
         self.launch_template = build_launch_template(
             self,
@@ -239,6 +287,8 @@ class TrainingCluster(Construct):
             # Batch launches with the compute environment's instance profile (its instance_role).
             role=None if engine.is_batch else self.role,
         )
+        limit_user_data_size(self.launch_template, self.user_data)
+        self._task_security_group_id = task_security_group_id
 
         self._job_queue: batch.JobQueue | None = None
         self._job_definition: batch.MultiNodeJobDefinition | None = None
@@ -247,6 +297,7 @@ class TrainingCluster(Construct):
         self._job_settings: batch_engine.JobSettings | None = None
         self._auto_scaling_group: autoscaling.AutoScalingGroup | None = None
         self.compute_environment: batch.ManagedEc2EcsComputeEnvironment | None = None
+        self.task_security_group: ec2.ISecurityGroup | None = None
         self.job_role: iam.Role | None = None
         self.execution_role: iam.Role | None = None
         self.log_group: logs.LogGroup | None = None
@@ -266,12 +317,13 @@ class TrainingCluster(Construct):
                 max_nodes=max_nodes,
                 engine=engine,
             )
+            if self.efa_installer_mirror is not None:
+                self._auto_scaling_group.node.add_dependency(self.efa_installer_mirror.ready)
             if checkpoints is not None:
                 checkpoints.grant_read_write(self.role, peer=self)
             if compile_cache is not None:
                 compile_cache.grant_read_write(self.role)
                 acknowledgments.compile_cache_prefix(self.role, compile_cache)
-            acknowledgments.grant_policies(self.role)
 
     # -- engines -----------------------------------------------------------------------------------
 
@@ -297,7 +349,16 @@ class TrainingCluster(Construct):
             security_group=self.security_group,
             placement_group=self.placement_group,
             engine=self.engine,
+            security_groups_in_launch_template=self.instance.supports_efa,
         )
+        if self.efa_installer_mirror is not None:
+            # No node may boot before its EFA installer is in the bucket.
+            self.compute_environment.node.add_dependency(self.efa_installer_mirror.ready)
+        if self._task_security_group_id is not None:
+            self.task_security_group = security.open_task_security_group(
+                self, "TaskSecurityGroup", self._task_security_group_id
+            )
+            self._connections.add_security_group(self.task_security_group)
         self._job_queue = batch_engine.build_job_queue(self, self.compute_environment)
         tasks = iam.ServicePrincipal("ecs-tasks.amazonaws.com")
         self.job_role = iam.Role(
@@ -346,26 +407,77 @@ class TrainingCluster(Construct):
         )
 
     def _user_data(self, *, node_environment_extra: dict[str, str] | None) -> ec2.MultipartUserData:
-        """MIME multipart user data (Batch merges its own part into it; it refuses plain scripts)."""
-        shell = ec2.UserData.for_linux()
-        if not self.engine.is_batch:
-            shell.add_commands(*node_setup.disable_ecs_agent_commands(), *node_setup.host_limits_commands())
-        shell.add_commands(*node_setup.scratch_commands(self.instance))
-        if not self.engine.is_batch:
+        """MIME multipart user data (Batch merges its own part into it; it refuses plain scripts).
+
+        With EFA, a cloud-boothook part installs the pinned EFA software early in every boot, before
+        the ECS agent can start (``training/efa-install.sh``); a shell part then sets up the node
+        (``training/node-setup.sh``). Both carry only settings and the bootstrap: the programs are
+        in the node-program bundle. A failure in either powers the node off to be replaced.
+        """
+        instance, engine = self.instance, self.engine
+        settings: dict[str, str | int | None] = {"ENGINE": engine.kind}
+        if instance.nvme_gb > 0:
+            settings["SCRATCH_DIR"] = SCRATCH_DIR
+        mirror = self.efa_installer_mirror
+        if mirror is not None:
+            settings.update(
+                {
+                    "REGION": cdk.Stack.of(self).region,
+                    "EFA_INSTALLER_VERSION": mirror.installer.version,
+                    "EFA_INSTALLER_SHA256": mirror.installer.sha256,
+                    "EFA_INSTALLER_BUCKET": mirror.bucket.bucket_name,
+                    "EFA_INSTALLER_KEY": mirror.object_key,
+                    "EFA_DEVICES": instance.efa_interfaces,
+                }
+            )
+        files: dict[str, str] = {}
+        if not engine.is_batch:
+            settings["NOFILE_LIMIT"] = node_setup.NOFILE_LIMIT
             if self.checkpoints is not None:
-                shell.add_commands(
-                    *self.checkpoints.mount_commands(self.checkpoints.mount_path, install_client=True)
+                settings.update(
+                    {
+                        "CHECKPOINT_FILE_SYSTEM_ID": self.checkpoints.file_system_id,
+                        "CHECKPOINT_ACCESS_POINT_ID": self.checkpoints.access_point_id,
+                        "CHECKPOINT_DIR": self.checkpoints.mount_path,
+                    }
                 )
             profile = node_environment(
-                self.instance,
+                instance,
                 self.plan,
                 compile_cache_url=self.compile_cache.url if self.compile_cache else None,
                 checkpoint_dir=self.checkpoints.mount_path if self.checkpoints else None,
             )
             profile.update(node_environment_extra or {})
-            shell.add_commands(*node_setup.profile_commands(profile))
+            files["training-profile.env"] = render_settings(profile)
+        files["training.env"] = render_settings(settings)
+        if self.node_metrics is not None:
+            files.update(self.node_metrics.settings_files(workload="training", instance_type=instance.name))
+
+        location = bundle_location(self._bundle)
         user_data = ec2.MultipartUserData()
-        user_data.add_user_data_part(shell, ec2.MultipartBody.SHELL_SCRIPT, True)
+        if mirror is not None:
+            user_data.add_part(
+                ec2.MultipartBody.from_raw_body(
+                    content_type=BOOTHOOK_CONTENT_TYPE,
+                    body=render_boot_script(
+                        bundle=location,
+                        settings=files,
+                        program_path="training/efa-install.sh",
+                        purpose="training node EFA installation",
+                    ),
+                )
+            )
+        user_data.add_part(
+            ec2.MultipartBody.from_raw_body(
+                content_type=SHELL_CONTENT_TYPE,
+                body=render_boot_script(
+                    bundle=location,
+                    settings=files,
+                    program_path="training/node-setup.sh",
+                    purpose="training node setup",
+                ),
+            )
+        )
         return user_data
 
     # -- attributes --------------------------------------------------------------------------------

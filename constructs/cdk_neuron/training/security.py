@@ -49,6 +49,40 @@ def node_security_group(scope: Construct, id: str, vpc: ec2.IVpc) -> ec2.Securit
     return group
 
 
+def open_task_security_group(scope: Construct, id: str, security_group_id: str) -> ec2.ISecurityGroup:
+    """The security group of the node containers' own interfaces, opened for what they need.
+
+    AWS Batch runs multi-node containers in ``awsvpc`` mode: each gets its own network interface with
+    the compute environment's security groups, "If you don't specify a security group, the default
+    security group for the VPC is used" (AWS Batch User Guide, "Compute environment considerations
+    for MNP", read 2026-12-01). With EFA the compute environment may name none (its launch template's
+    network interfaces carry them), so the containers get the VPC's default group, which a CDK VPC
+    (``restrictDefaultSecurityGroup``) leaves with no rules. These rules let the containers reach
+    each other and AWS:
+
+    - TCP from and to the group itself: torchrun's rendezvous store on the main node
+      (``MASTER_ADDR:MASTER_PORT``), the Neuron runtime's root communicator
+      (``NEURON_RT_ROOT_COMM_ID``) and the collectives' bootstrap sockets (``CCOM_SOCKET_IFNAME=eth0``).
+      TCP, not all protocols, so the rule is not the VPC's original default rule, which the VPC's
+      restricting custom resource removes.
+    - TCP 443 out: S3 (compile cache, data), and other AWS APIs the training code calls.
+
+    The collectives' data itself travels over the hosts' EFA interfaces, in the node security group.
+    """
+    group = ec2.SecurityGroup.from_security_group_id(
+        scope, id, security_group_id, allow_all_outbound=False, mutable=True
+    )
+    rendezvous = (
+        "torchrun rendezvous, Neuron root communicator and collective bootstrap between node containers"
+    )
+    group.add_ingress_rule(group, ec2.Port.tcp_range(0, 65535), rendezvous)
+    group.add_egress_rule(group, ec2.Port.tcp_range(0, 65535), rendezvous)
+    group.add_egress_rule(
+        ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS from node containers to AWS APIs and S3"
+    )
+    return group
+
+
 def allow_instance_launches(key: kms.IKey) -> bool:
     """Let EC2 Auto Scaling (and Batch) create root volumes encrypted with ``key``.
 
@@ -155,4 +189,5 @@ __all__ = [
     "allow_log_encryption",
     "node_role",
     "node_security_group",
+    "open_task_security_group",
 ]

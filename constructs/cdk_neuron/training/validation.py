@@ -39,6 +39,32 @@ def whole_number(field: str, value: object, *, minimum: int = 1) -> int:
     return value
 
 
+_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
+
+
+def task_security_group_id(vpc: ec2.IVpc, given: object) -> str:
+    """The VPC's default security group id, which AWS Batch gives the node containers with EFA."""
+    if given is not None:
+        if not isinstance(given, str) or not (
+            cdk.Token.is_unresolved(given) or _SECURITY_GROUP_ID.match(given)
+        ):
+            raise NeuronConfigError(
+                "vpc_default_security_group_id",
+                given,
+                "give the VPC's default security group id, e.g. sg-0123456789abcdef0",
+            )
+        return given
+    if isinstance(vpc, ec2.Vpc):
+        return vpc.vpc_default_security_group
+    raise NeuronConfigError(
+        "vpc_default_security_group_id",
+        None,
+        "with EFA, AWS Batch gives each node's container the VPC's default security group, and this VPC "
+        "is imported, so its id is unknown: pass vpc_default_security_group_id (aws ec2 "
+        "describe-security-groups --filters Name=vpc-id,Values=<vpc-id> Name=group-name,Values=default)",
+    )
+
+
 def training_instance(instance_type: object, max_nodes: int) -> NeuronInstance:
     """A Trainium instance that can run ``max_nodes`` nodes (several need EFA)."""
     if not isinstance(instance_type, str):

@@ -1,9 +1,11 @@
 """cdk-neuron node publisher: neuron-monitor reports -> CloudWatch custom metrics.
 
-This file is copied verbatim onto every Neuron node by user data and run by systemd; it must keep to
-the Python standard library plus boto3, and to Python 3.9 (Amazon Linux 2023's python3). It never
-imports cdk_neuron. The metric names and units come from its config file, rendered at synth time from
-``cdk_neuron.monitoring.metrics``.
+This file ships in the node-program bundle (``/opt/cdk-neuron/monitoring``) and runs under systemd
+(``cdk-neuron-monitor.service``); it must keep to the Python standard library plus boto3, and to
+Python 3.9 (Amazon Linux 2023's python3). It never imports cdk_neuron. The metric names and units
+come from its config file, ``/etc/cdk-neuron/publisher.json``, written into user data at synth time
+from ``cdk_neuron.monitoring.metrics``; neuron-monitor's own config is ``neuron-monitor.json`` beside
+this file.
 
 Input: ``neuron-monitor`` (aws-neuronx-tools, /opt/aws/neuron/bin) writes one JSON report per period
 to stdout. Schema: aws-neuron-sdk ``tools/neuron-sys-tools/neuron-monitor-user-guide.rst`` @1db4d74

@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# cdk-neuron: the functions every node program shares. Sourced, never run.
+#
+# Every step either succeeds or stops its program with a message that names the step: no program
+# hides a failure behind `|| true`. Where an AWS answer means "nothing to do" (a lifecycle action
+# that is no longer pending, a stack that is not waiting for signals), the caller matches exactly
+# that answer and treats only it as success.
+
+# Where user data writes each node's settings (read by the programs that source this file). The tests
+# run the programs with CDK_NEURON_ROOT set to a scratch directory.
+# shellcheck disable=SC2034
+CDK_NEURON_ETC="${CDK_NEURON_ROOT:-}/etc/cdk-neuron"
+
+log() { printf 'cdk-neuron[%s]: %s\n' "${CDK_NEURON_PROGRAM:-node}" "$*" >&2; }
+
+die() {
+    log "FAILED: $*"
+    exit 1
+}
+
+# retry <attempts> <command...>: run until it succeeds, waiting 5, 10, 15 ... seconds in between.
+retry() {
+    local attempts=$1 n
+    shift
+    for ((n = 1; n <= attempts; n++)); do
+        "$@" && return 0
+        if ((n < attempts)); then
+            log "attempt ${n}/${attempts} of '$1' failed; retrying"
+            sleep $((n * 5))
+        fi
+    done
+    return 1
+}
+
+# Instance metadata through IMDSv2 (every launch template requires tokens).
+imds() {
+    local token
+    token=$(curl -sSf -X PUT 'http://169.254.169.254/latest/api/token' \
+        -H 'X-aws-ec2-metadata-token-ttl-seconds: 300') || return 1
+    curl -sSf -H "X-aws-ec2-metadata-token: ${token}" "http://169.254.169.254/latest/$1"
+}
+
+# load_settings <file>...: the KEY='value' files that user data writes (values are shell-quoted).
+load_settings() {
+    local file
+    for file in "$@"; do
+        [ -r "${file}" ] || die "missing settings file ${file}"
+        # shellcheck disable=SC1090
+        . "${file}"
+    done
+}
+
+# require <NAME>...: every named setting is set and not empty.
+require() {
+    local name
+    for name in "$@"; do
+        [ -n "${!name:-}" ] || die "setting ${name} is empty"
+    done
+}
+
+# verify_sha256 <file> <hex>: the file's SHA-256 is exactly <hex>.
+verify_sha256() {
+    local actual
+    actual=$(sha256sum "$1" | cut -d ' ' -f 1)
+    if [ "${actual}" != "$2" ]; then
+        log "checksum of $1 is ${actual}, expected $2"
+        return 1
+    fi
+}

@@ -1,0 +1,111 @@
+#!/bin/bash
+# cdk-neuron training node setup: runs from user data after the EFA boothook, before the ECS agent.
+#
+# - Instance-store NVMe (when the type has it): striped (RAID 0) into one XFS file system at
+#   SCRATCH_DIR, mounted by label with nofail so a stop/start, which empties instance store, does
+#   not hang the boot. The disks are found by their Nitro model string, so the root EBS volume is
+#   never taken whatever order the kernel enumerates controllers in.
+# - Self-managed node group only (ENGINE=auto-scaling-group): no ECS agent; host limits for EFA
+#   (memlock) and many ranks (nofile); the checkpoint file system mounted with TLS and IAM through
+#   its access point; the training environment exported to every login shell.
+# - Node metrics, when the cluster enables them (publisher.json present): monitoring/setup.sh.
+# Any failure stops the boot: the bootstrap powers the node off to be replaced.
+set -euo pipefail
+CDK_NEURON_PROGRAM=training-setup
+# Paths are under ${ROOT}: empty on a node, a scratch directory when the tests run this script.
+ROOT="${CDK_NEURON_ROOT:-}"
+HOME_DIR="${ROOT}/opt/cdk-neuron"
+# shellcheck source=../lib/common.sh
+. "${HOME_DIR}/lib/common.sh"
+load_settings "${CDK_NEURON_ETC}/training.env"
+require ENGINE
+INSTANCE_STORE_MODEL='Amazon EC2 NVMe Instance Storage'
+SCRATCH_LABEL=neuron-scratch
+
+setup_scratch() {
+    local disks=() model device
+    mountpoint -q "${ROOT}${SCRATCH_DIR}" && return 0
+    for model in "${ROOT}"/sys/block/nvme*n1/device/model; do
+        [ -e "${model}" ] || continue
+        if grep -q "${INSTANCE_STORE_MODEL}" "${model}"; then
+            device=${model#"${ROOT}"/sys/block/}
+            disks+=("/dev/${device%%/*}")
+        fi
+    done
+    [ "${#disks[@]}" -gt 0 ] || die "no instance-store NVMe disk found for ${SCRATCH_DIR}"
+    if [ "${#disks[@]}" -gt 1 ]; then
+        command -v mdadm >/dev/null 2>&1 || retry 3 dnf install -y -q mdadm || die "cannot install mdadm"
+        mdadm --create /dev/md/scratch --run --force --level=0 --raid-devices="${#disks[@]}" "${disks[@]}"
+        device=/dev/md/scratch
+    else
+        device=${disks[0]}
+    fi
+    mkfs.xfs -f -L "${SCRATCH_LABEL}" "${device}"
+    mkdir -p "${ROOT}${SCRATCH_DIR}"
+    mount -o noatime "${device}" "${ROOT}${SCRATCH_DIR}"
+    chmod 1777 "${ROOT}${SCRATCH_DIR}"
+    grep -qs " ${SCRATCH_DIR} " "${ROOT}/etc/fstab" ||
+        echo "LABEL=${SCRATCH_LABEL} ${SCRATCH_DIR} xfs defaults,noatime,nofail 0 2" >>"${ROOT}/etc/fstab"
+    log "scratch: ${#disks[@]} NVMe disk(s) at ${SCRATCH_DIR}"
+}
+
+stop_ecs_agent() {
+    # --no-block: the agent's start is queued behind cloud-init, which runs this script.
+    if systemctl cat ecs.service >/dev/null 2>&1; then
+        systemctl disable --now --no-block ecs.service
+    fi
+}
+
+host_limits() {
+    # memlock unlimited: EFA registers (pins) memory. nofile: 32+ ranks per node each hold many EFA
+    # and Neuron handles; a low limit shows up as "Timeout waiting for RX" (aws-neuron-sdk#713).
+    install -d "${ROOT}/etc/security/limits.d"
+    cat >"${ROOT}/etc/security/limits.d/90-cdk-neuron.conf" <<LIMITS
+* soft memlock unlimited
+* hard memlock unlimited
+* soft nofile ${NOFILE_LIMIT}
+* hard nofile ${NOFILE_LIMIT}
+LIMITS
+}
+
+mount_checkpoints() {
+    local options="tls,iam,accesspoint=${CHECKPOINT_ACCESS_POINT_ID}"
+    local source="${CHECKPOINT_FILE_SYSTEM_ID}:/"
+    command -v mount.efs >/dev/null 2>&1 || retry 3 dnf install -y -q amazon-efs-utils ||
+        die "cannot install amazon-efs-utils"
+    mkdir -p "${ROOT}${CHECKPOINT_DIR}"
+    mountpoint -q "${ROOT}${CHECKPOINT_DIR}" ||
+        retry 5 mount -t efs -o "${options}" "${source}" "${ROOT}${CHECKPOINT_DIR}" ||
+        die "cannot mount ${source} at ${CHECKPOINT_DIR}"
+    grep -qs " ${CHECKPOINT_DIR} efs " "${ROOT}/etc/fstab" ||
+        echo "${source} ${CHECKPOINT_DIR} efs _netdev,${options} 0 0" >>"${ROOT}/etc/fstab"
+}
+
+export_profile() {
+    # The training environment (training-profile.env) for SSM sessions and Slurm/Ray workers.
+    install -d "${ROOT}/etc/profile.d"
+    cat >"${ROOT}/etc/profile.d/cdk-neuron-training.sh" <<'PROFILE'
+set -a
+. /etc/cdk-neuron/training-profile.env
+set +a
+PROFILE
+    chmod 0644 "${ROOT}/etc/profile.d/cdk-neuron-training.sh"
+}
+
+if [ -n "${SCRATCH_DIR:-}" ]; then
+    setup_scratch
+fi
+if [ "${ENGINE}" = auto-scaling-group ]; then
+    require NOFILE_LIMIT
+    stop_ecs_agent
+    host_limits
+    if [ -n "${CHECKPOINT_FILE_SYSTEM_ID:-}" ]; then
+        require CHECKPOINT_ACCESS_POINT_ID CHECKPOINT_DIR
+        mount_checkpoints
+    fi
+    export_profile
+fi
+if [ -r "${CDK_NEURON_ETC}/publisher.json" ]; then
+    /bin/bash "${HOME_DIR}/monitoring/setup.sh"
+fi
+log "training node ready"

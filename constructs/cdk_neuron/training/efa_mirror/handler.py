@@ -1,0 +1,109 @@
+"""CloudFormation custom resource: copy the pinned EFA installer into the cluster's bucket.
+
+Runs in AWS Lambda (Python 3.12 runtime, boto3 included), outside any VPC so it can reach
+``efa-installer.amazonaws.com``; nodes then fetch the copy from S3 through the VPC's S3 gateway
+endpoint, so training works with or without a NAT. Properties: ``Url``, ``Sha256``, ``Bucket``,
+``Key``. Create and Update download the tarball, refuse it unless its SHA-256 is the pinned one, and
+upload it with that checksum. Delete removes the object so the bucket can be deleted with its stack.
+The result is reported to CloudFormation's pre-signed ``ResponseURL`` (the custom resource
+protocol, CloudFormation User Guide "Custom resources", read 2026-12-01).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import urllib.request
+from typing import Any
+
+import boto3
+
+LOG = logging.getLogger()
+LOG.setLevel(logging.INFO)
+CHUNK = 1024 * 1024
+DOWNLOAD_TIMEOUT_SECONDS = 120
+
+
+def download(url: str, path: str) -> str:
+    """Stream ``url`` to ``path``; return the hex SHA-256 of what was written."""
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response, open(path, "wb") as out:
+        while True:
+            chunk = response.read(CHUNK)
+            if not chunk:
+                break
+            digest.update(chunk)
+            out.write(chunk)
+    return digest.hexdigest()
+
+
+def mirror(properties: dict[str, Any], s3: Any) -> str:
+    """Copy the installer into the bucket; return the physical id ``s3://bucket/key``."""
+    url, expected = properties["Url"], properties["Sha256"].lower()
+    bucket, key = properties["Bucket"], properties["Key"]
+    with tempfile.TemporaryDirectory() as work:
+        path = os.path.join(work, "installer.tar.gz")
+        actual = download(url, path)
+        if actual != expected:
+            raise ValueError(f"{url} has SHA-256 {actual}, not the pinned {expected}; refusing to mirror it")
+        with open(path, "rb") as body:
+            s3.put_object(
+                Bucket=bucket,
+                Key=key,
+                Body=body,
+                ChecksumSHA256=base64.b64encode(bytes.fromhex(expected)).decode("ascii"),
+            )
+    LOG.info("mirrored %s to s3://%s/%s", url, bucket, key)
+    return f"s3://{bucket}/{key}"
+
+
+def remove(physical_id: str, properties: dict[str, Any], s3: Any) -> None:
+    """Delete the object this resource created (nothing when creation never succeeded)."""
+    bucket, key = properties["Bucket"], properties["Key"]
+    if physical_id == f"s3://{bucket}/{key}":
+        s3.delete_object(Bucket=bucket, Key=key)
+
+
+def respond(event: dict[str, Any], status: str, physical_id: str, reason: str = "") -> None:
+    body = json.dumps(
+        {
+            "Status": status,
+            "Reason": reason[:1000] or "see the function's CloudWatch Logs",
+            "PhysicalResourceId": physical_id,
+            "StackId": event["StackId"],
+            "RequestId": event["RequestId"],
+            "LogicalResourceId": event["LogicalResourceId"],
+        }
+    ).encode("utf-8")
+    request = urllib.request.Request(
+        event["ResponseURL"],
+        data=body,
+        method="PUT",
+        headers={"Content-Type": "", "Content-Length": str(len(body))},
+    )
+    with urllib.request.urlopen(request, timeout=30):
+        pass
+
+
+def handler(event: dict[str, Any], context: Any, s3: Any = None) -> None:
+    s3 = s3 or boto3.client("s3")
+    kind = event["RequestType"]
+    properties = event["ResourceProperties"]
+    physical_id = event.get("PhysicalResourceId") or f"failed-{event['RequestId']}"
+    try:
+        if kind == "Delete":
+            remove(physical_id, properties, s3)
+        else:
+            new_id = mirror(properties, s3)
+            # An update that moved the object (a new version or key) removes the old copy afterwards:
+            # CloudFormation sends a Delete for the old physical id.
+            physical_id = new_id
+    except Exception as error:
+        LOG.exception("%s failed", kind)
+        respond(event, "FAILED", physical_id, f"{type(error).__name__}: {error}")
+        return
+    respond(event, "SUCCESS", physical_id)

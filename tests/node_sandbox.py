@@ -1,0 +1,105 @@
+"""Run node programs under bash in a scratch root, with every command that touches the world stubbed.
+
+A :class:`Sandbox` copies the node-program bundle to ``<root>/opt/cdk-neuron`` and runs a program
+with ``CDK_NEURON_ROOT=<root>`` (every path the programs write is under it) and a ``PATH`` holding
+only harmless real tools plus stubs. Each stub appends ``name arg...`` to a call log and runs a bash
+body the test gives it (default: succeed silently), so a test can assert what was called, in what
+order, and that a failed step stops the program.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from cdk_neuron.node_programs import FILES_DIR, render_settings
+
+# Real tools the programs may use freely: none reaches the network or changes the machine outside
+# the sandbox (every path the programs write is under CDK_NEURON_ROOT).
+REAL_TOOLS = (
+    "bash", "cat", "sed", "grep", "awk", "mkdir", "install", "cp", "mv", "rm", "sha256sum", "cut", "tar",
+    "gzip", "python3", "mktemp", "basename", "dirname", "tr", "sort", "head", "tail", "wc", "date", "env",
+    "chmod", "find", "ls", "touch", "ln", "printf", "sh", "seq", "xargs",
+)  # fmt: skip
+# Commands that reach AWS, the network, devices or the host's services: always stubs.
+STUBBED = (
+    "aws", "docker", "curl", "systemctl", "dnf", "mount", "mountpoint", "mkfs.xfs", "mkfs.ext4", "mdadm",
+    "modprobe", "poweroff", "blkid", "lsblk", "findmnt", "nginx", "sleep", "wget", "apt-get", "snap", "pip",
+)  # fmt: skip
+
+
+class Sandbox:
+    def __init__(self, tmp_path: Path) -> None:
+        self.root = tmp_path / "root"
+        self.bin = tmp_path / "bin"
+        self.log = tmp_path / "calls.log"
+        self.home = self.root / "opt" / "cdk-neuron"
+        self.etc = self.root / "etc" / "cdk-neuron"
+        shutil.copytree(FILES_DIR, self.home, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        self.etc.mkdir(parents=True)
+        self.bin.mkdir()
+        for tool in REAL_TOOLS:
+            real = shutil.which(tool)
+            assert real is not None, f"{tool} is not installed"
+            (self.bin / tool).symlink_to(real)
+        for name in STUBBED:
+            self.stub(name)
+        self.log.touch()
+
+    def stub(self, name: str, body: str = "exit 0") -> None:
+        """Replace ``name`` with a script that logs its call, then runs ``body`` (bash)."""
+        script = self.bin / name
+        if script.is_symlink() or script.exists():
+            script.unlink()
+        script.write_text(f'#!/bin/bash\nprintf "%s\\n" "{name} $*" >> {self.log}\n{body}\n')
+        script.chmod(0o755)
+
+    def settings(self, name: str, values: Mapping[str, str | int | None]) -> None:
+        (self.etc / name).write_text(render_settings(values))
+
+    def run(
+        self, program: str, *args: str, env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return self.run_script(str(self.home / program), *args, env=env)
+
+    def run_script(
+        self, path: str, *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        environment = {
+            "PATH": str(self.bin),
+            "HOME": str(self.root),
+            "CDK_NEURON_ROOT": str(self.root),
+            **(env or {}),
+        }
+        return subprocess.run(
+            [str(self.bin / "bash"), path, *args],
+            env=environment,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=str(self.root),
+        )
+
+    def calls(self, prefix: str = "") -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if line.startswith(prefix)]
+
+    def file(self, path: str) -> Path:
+        """A path on the node (``/etc/fstab``) inside the sandbox."""
+        return self.root / path.lstrip("/")
+
+    def write(self, path: str, content: str) -> Path:
+        target = self.file(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+        return target
+
+
+def index_of(calls: list[str], prefix: str) -> int:
+    """Position of the first call starting with ``prefix`` (fails the test when there is none)."""
+    for position, call in enumerate(calls):
+        if call.startswith(prefix):
+            return position
+    raise AssertionError(f"no call starting with {prefix!r} in {calls}")

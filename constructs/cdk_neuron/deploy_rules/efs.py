@@ -143,13 +143,12 @@ class LifecyclePolicies(_base.DeployRule):
             )
         if "TransitionToIA" in seen:
             ia = seen["TransitionToIA"][1]
-            if isinstance(ia, str) and isinstance(archive, str) and ia in _DAYS and archive in _DAYS:
-                if _DAYS[archive] <= _DAYS[ia]:
-                    yield Finding(
-                        ("Properties", "LifecyclePolicies", index, "TransitionToArchive"),
-                        f"{name}: TransitionToArchive {archive} is not later than TransitionToIA {ia}; files cannot "
-                        "move to Archive before IA. Fix: make the Archive transition later.",
-                    )
+            if ia in _DAYS and archive in _DAYS and _DAYS[archive] <= _DAYS[ia]:
+                yield Finding(
+                    ("Properties", "LifecyclePolicies", index, "TransitionToArchive"),
+                    f"{name}: TransitionToArchive {archive} is not later than TransitionToIA {ia}; files cannot "
+                    "move to Archive before IA. Fix: make the Archive transition later.",
+                )
 
 
 class PerformanceModeCombinations(_base.DeployRule):

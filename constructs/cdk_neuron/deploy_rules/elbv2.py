@@ -14,7 +14,7 @@ LISTENER = "AWS::ElasticLoadBalancingV2::Listener"
 
 
 def _is_application(properties: dict[str, Any]) -> bool:
-    return properties.get("Type", "application") == "application"
+    return bool(properties.get("Type", "application") == "application")
 
 
 def _attributes(properties: dict[str, Any], key: str) -> Iterator[tuple[int, str, Any]]:

@@ -71,11 +71,11 @@ def _principal_allows(
         return False
     if statement.get("Condition") is None:
         return True
-    arns = _condition_principal_arns(statement.get("Condition"))
-    if role is not None and arns is not None:
-        if any(a is not None and role in a for a in arns):
+    condition_arns = _condition_principal_arns(statement.get("Condition"))
+    if role is not None and condition_arns is not None:
+        if any(a is not None and role in a for a in condition_arns):
             return True
-        return None if any(a is None for a in arns) else False
+        return None if any(a is None for a in condition_arns) else False
     return None  # a wildcard narrowed by conditions we do not evaluate
 
 

@@ -143,7 +143,9 @@ class LifecyclePolicies(_base.DeployRule):
             )
         if "TransitionToIA" in seen:
             ia = seen["TransitionToIA"][1]
-            if ia in _DAYS and archive in _DAYS and _DAYS[archive] <= _DAYS[ia]:
+            # Only literal values compare (a dict/list token is unhashable and unknown).
+            known = isinstance(ia, str) and isinstance(archive, str) and ia in _DAYS and archive in _DAYS
+            if known and _DAYS[archive] <= _DAYS[ia]:
                 yield Finding(
                     ("Properties", "LifecyclePolicies", index, "TransitionToArchive"),
                     f"{name}: TransitionToArchive {archive} is not later than TransitionToIA {ia}; files cannot "

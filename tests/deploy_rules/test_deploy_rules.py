@@ -85,6 +85,13 @@ def test_cfn_lint_loads_the_directory_once_per_rule() -> None:
     assert sorted(loaded) == sorted(cls.id for cls in rule_classes())
 
 
+def test_importing_the_package_does_not_import_cfn_lint() -> None:
+    """cfn-lint is an optional extra: `import cdk_neuron.deploy_rules` (and --rules-dir) must work without it."""
+    probe = "import sys, cdk_neuron.deploy_rules; print(any(m.split('.')[0] == 'cfnlint' for m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
 def test_command_line_rules_dir_and_only(tmp_path: Path) -> None:
     run = [sys.executable, "-m", "cdk_neuron.deploy_rules"]
     printed = subprocess.run([*run, "--rules-dir"], capture_output=True, text=True, check=True).stdout.strip()

@@ -87,7 +87,9 @@ def test_cfn_lint_loads_the_directory_once_per_rule() -> None:
 
 def test_importing_the_package_does_not_import_cfn_lint() -> None:
     """cfn-lint is an optional extra: `import cdk_neuron.deploy_rules` (and --rules-dir) must work without it."""
-    probe = "import sys, cdk_neuron.deploy_rules; print(any(m.split('.')[0] == 'cfnlint' for m in sys.modules))"
+    probe = (
+        "import sys, cdk_neuron.deploy_rules; print(any(m.split('.')[0] == 'cfnlint' for m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 

@@ -125,6 +125,7 @@ def test_cfn_lint_append_rules_reports_our_rule() -> None:
         check=False,
     )
     assert ":E9101:" in result.stdout, result.stdout + result.stderr
+    assert ":E0002:" not in result.stdout, result.stdout  # no rule raised inside cfn-lint
 
 
 def _scramble(value: Any, replace: Any) -> Any:

@@ -16,10 +16,11 @@ UPDATE_POLICY_DOC = (
 
 class RollingUpdatePauseTime(_base.DeployRule):
     id = "E9301"
-    shortdesc = "AutoScalingRollingUpdate PauseTime is at most PT1H"
+    shortdesc = "AutoScalingRollingUpdate PauseTime at most PT1H, MinInstancesInService below MaxSize"
     description = (
         "The maximum amount of time that can be specified for the AutoScalingRollingUpdate PauseTime is one hour "
-        "(PT1H); with WaitOnResourceSignals it is also the signal timeout for each batch."
+        "(PT1H); with WaitOnResourceSignals it is also the signal timeout for each batch. MinInstancesInService "
+        "must be less than the group's MaxSize."
     )
     source_url = UPDATE_POLICY_DOC
     source_title = "AWS CloudFormation User Guide: UpdatePolicy attribute (AutoScalingRollingUpdate)"

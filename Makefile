@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth test lint typecheck unit example diagram acknowledgments lint-templates bench scan clean
+.PHONY: help setup synth test lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates bench scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -28,6 +28,8 @@ help:
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
 	@echo "make lint-templates  synthesize, then cfn-lint every template for its environment's region"
 	@echo "make acknowledgments  regenerate the cdk-nag audit trail in docs/acknowledgments.md"
+	@echo "make deploy-rules  synthesize, then run cfn-lint plus the project's deploy rules on every template"
+	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
@@ -93,6 +95,17 @@ example: $(EXAMPLE_VENV)/.stamp-wheel
 # cfn-lint the CLI-synthesized templates (what `cdk deploy` ships), each for its environment's region.
 lint-templates: synth
 	python -m tools.lint_templates cdk.out
+
+# cfn-lint plus the deploy rules (cdk_neuron.deploy_rules) on what `cdk deploy` ships, per environment region.
+deploy-rules: synth
+	for env in $$(python -c "import json; print(' '.join(json.load(open('cdk.json'))['context']['environments']))"); do \
+	  region=$$(python -c "import json; print(json.load(open('cdk.json'))['context']['environments']['$$env']['region'])"); \
+	  python -m cdk_neuron.deploy_rules --region $$region cdk.out/assembly-$$env/*.template.json; \
+	done
+
+# Regenerate the deploy-rules reference in docs/deploy-rules.md from the rules' metadata.
+deploy-rules-doc: setup
+	python -m tools.deploy_rules_doc --write
 
 # Regenerate the cdk-nag audit trail in docs/acknowledgments.md from the app's construct metadata.
 acknowledgments: setup

@@ -30,3 +30,12 @@ def test_every_acknowledgment_gives_a_reason() -> None:
     for env, path, rule, reason in rows:
         assert "[" not in rule or rule.endswith("]"), (env, path, rule)
         assert len(reason) >= 40, f"{env}/{path} {rule}: reason too thin: {reason!r}"
+
+
+def test_deploy_rules_reference_is_current() -> None:
+    """docs/deploy-rules.md lists exactly the deploy rules and their metadata (run `make deploy-rules-doc`)."""
+    from tools.deploy_rules_doc import BEGIN, DOC, END, render
+
+    doc = DOC.read_text()
+    recorded = doc[doc.index(BEGIN) + len(BEGIN) + 1 : doc.index(END)]
+    assert recorded == render()

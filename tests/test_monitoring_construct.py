@@ -19,6 +19,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 from test_training_support import PUBLIC_IMAGE, PinnedStack, first_zone, network
 
@@ -636,3 +637,21 @@ def test_snapshot_prod(prod: Env, snapshot_json: SnapshotAssertion) -> None:
 
 def test_snapshot_dev(dev: Env, snapshot_json: SnapshotAssertion) -> None:
     assert normalize_template(dev.mon) == snapshot_json
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    gate_params(
+        "monitoring_construct:prod",
+        "monitoring_construct:dev-workloads",
+        "monitoring_construct:dev-monitoring",
+    ),
+)
+def test_deploy_rules(prod: Env, dev: Env, name: str, rule: str | None) -> None:
+    stack = {
+        "prod": prod.monitoring_stack,
+        "dev-workloads": dev.workloads,
+        "dev-monitoring": dev.monitoring_stack,
+    }[name.split(":")[1]]
+    env = prod if name.endswith(":prod") else dev
+    check_gate(name, env.template(stack), rule)

@@ -55,6 +55,13 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
         text = zf.read(metadata).decode()
     assert "Name: cdk-neuron" in text
     assert "Version: 0.1.0" in text
+    # The deploy rules ship in the wheel, but cfn-lint is only the `lint` extra, never a runtime dependency.
+    assert "cdk_neuron/deploy_rules/batch.py" in payload
+    assert "Provides-Extra: lint" in text
+    cfn_lint = [line for line in text.splitlines() if line.startswith("Requires-Dist: cfn-lint")]
+    assert cfn_lint and all('extra == "lint"' in line or 'extra == "dev"' in line for line in cfn_lint), (
+        cfn_lint
+    )
     assert "License-Expression: Apache-2.0" in text
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheel) as zf:

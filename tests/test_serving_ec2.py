@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
 from cdk_neuron import catalog
@@ -512,3 +513,8 @@ def test_fleets_above_zero_have_no_wake_up_policy(built: Built) -> None:
         if v["Type"] == "AWS::AutoScaling::ScalingPolicy"
     }
     assert kinds == {"TargetTrackingScaling"}
+
+
+@pytest.mark.parametrize(("name", "rule"), gate_params("serving_ec2:stack", "serving_ec2:variants"))
+def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
+    check_gate(name, built.template if name.endswith(":stack") else built.variants_template, rule)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
 from cdk_neuron import catalog
@@ -216,3 +217,8 @@ def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
     policy = _props(template_of(stack), "AWS::IAM::ManagedPolicy")
     (pull,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "EcrPullServingImage"]
     assert f"repository/{TGI_SAGEMAKER_REPOSITORY}" in json.dumps(pull["Resource"])
+
+
+@pytest.mark.parametrize(("name", "rule"), gate_params("serving_sagemaker:stack"))
+def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
+    check_gate(name, built.template, rule)

@@ -22,6 +22,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
 from cdk_neuron.errors import NeuronConfigError
@@ -707,3 +708,18 @@ def test_explicit_availability_zone_refusals(kwargs: dict[str, Any], message: st
         CheckpointStore(
             stack, "Store", vpc=vpc, subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]), **kwargs
         )
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    gate_params(
+        "storage_checkpoint_store:regional",
+        "storage_checkpoint_store:one_zone",
+        "storage_checkpoint_store:quiet",
+    ),
+)
+def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
+    template = {"regional": built.t_regional, "one_zone": built.t_one_zone, "quiet": built.t_quiet}[
+        name.split(":")[1]
+    ]
+    check_gate(name, template.to_json(), rule)

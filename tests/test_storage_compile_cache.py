@@ -14,6 +14,7 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
 from cdk_neuron.errors import NeuronConfigError
@@ -262,3 +263,11 @@ def test_bad_props_raise(kwargs: dict[str, Any], message: str) -> None:
     stack = cdk.Stack(make_app(), "Bad")
     with pytest.raises(NeuronConfigError, match=message):
         CompileCache(stack, "CompileCache", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"), gate_params("storage_compile_cache:stack", "storage_compile_cache:custom")
+)
+def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
+    template = built.template if name.endswith(":stack") else built.custom_template
+    check_gate(name, template.to_json(), rule)

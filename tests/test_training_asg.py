@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from deploy_rules_gate import check_gate, gate_params
 from test_training_support import PinnedStack, Scenario, build, first_zone
 
 from cdk_neuron.errors import NeuronConfigError
@@ -177,3 +178,8 @@ def test_notification_topic_receives_scaling_events() -> None:
     (notification,) = props["NotificationConfigurations"]
     assert notification["TopicARN"] == {"Ref": s.logical_id(s.extras["topic"])}
     assert s.cluster.user_data is s.cluster.launch_template.user_data
+
+
+@pytest.mark.parametrize(("name", "rule"), gate_params("training_asg:group"))
+def test_deploy_rules(group: Scenario, name: str, rule: str | None) -> None:
+    check_gate(name, group.json, rule)

@@ -9,6 +9,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario, build, first_zone
 
@@ -678,3 +679,11 @@ def test_an_imported_vpc_must_name_its_default_group_for_efa() -> None:
     cluster = TrainingCluster(stack, "Named", **props, vpc_default_security_group_id="sg-0123456789abcdef0")
     assert cluster.task_security_group is not None
     assert cluster.task_security_group.security_group_id == "sg-0123456789abcdef0"
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"), gate_params("training_cluster:trn1", "training_cluster:trn1n", "training_cluster:trn2")
+)
+def test_deploy_rules(request: pytest.FixtureRequest, name: str, rule: str | None) -> None:
+    scenario: Scenario = request.getfixturevalue(name.split(":")[1])
+    check_gate(name, scenario.json, rule)

@@ -20,6 +20,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 
 import cdk_neuron
 from app import build
+from cdk_neuron.deploy_rules import lint_template
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,8 @@ def test_snapshot(template: Template, snapshot: SnapshotAssertion) -> None:
 def test_no_unacknowledged_nag_findings(stack: cdk.Stack, pack: Any) -> None:
     report = pack().validate_scope(stack)
     assert [(v.rule_name, [r.construct_path for r in v.violating_resources]) for v in report.violations] == []
+
+
+def test_deploy_rules_find_no_defect(template: Template) -> None:
+    """cdk-neuron's deploy rules: the constraints AWS services enforce at create time."""
+    assert [f"{m.rule.id} {m.message}" for m in lint_template(template.to_json())] == []

@@ -1,0 +1,78 @@
+"""``python -m cdk_neuron.deploy_rules``: lint CloudFormation templates with the deploy rules.
+
+    python -m cdk_neuron.deploy_rules TEMPLATE...           cfn-lint's own rules plus the deploy rules
+                                                            (other options go to cfn-lint; write them as --option=value)
+    python -m cdk_neuron.deploy_rules --only TEMPLATE...    the deploy rules only (fast, in-process)
+    python -m cdk_neuron.deploy_rules --rules-dir           print the directory for cfn-lint --append-rules
+
+Exit status follows cfn-lint: 0 clean, 2 errors, 4 warnings (bits combine), 1 on usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from cdk_neuron.deploy_rules import RULES_DIR
+
+_CFN_LINT = "import sys; sys.argv[0] = 'cfn-lint'; from cfnlint.runner import main; sys.exit(main())"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m cdk_neuron.deploy_rules", description=(__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument(
+        "templates", nargs="*", type=Path, help="CloudFormation template files (JSON or YAML)"
+    )
+    parser.add_argument("--rules-dir", action="store_true", help="print the rules directory and exit")
+    parser.add_argument("--only", action="store_true", help="run only the deploy rules, not cfn-lint's own")
+    parser.add_argument(
+        "--region", default="us-east-1", help="region the templates deploy to (default us-east-1)"
+    )
+    # Options we do not know are cfn-lint's (--format=json, ...): passed through, written with "=" so that
+    # their values are not taken for templates.
+    args, passthrough = parser.parse_known_args(argv)
+    if args.rules_dir:
+        print(RULES_DIR)
+        return 0
+    if not args.templates:
+        parser.error("give at least one template (or --rules-dir)")
+    try:
+        import cfnlint  # noqa: F401
+    except ImportError:
+        print("cfn-lint is not installed: pip install 'cdk-neuron[lint]'", file=sys.stderr)
+        return 1
+    if not args.only:
+        # cfnlint has no __main__; run its console-script entry point in this interpreter.
+        command = [
+            sys.executable,
+            "-c",
+            _CFN_LINT,
+            "--regions",
+            args.region,
+            "--append-rules",
+            str(RULES_DIR),
+        ]
+        command += [*passthrough, "--"]
+        return subprocess.run([*command, *map(str, args.templates)], check=False).returncode
+    if passthrough:
+        parser.error(f"--only runs without cfn-lint's options: {' '.join(passthrough)}")
+    return _only(args.templates, args.region)
+
+
+def _only(templates: list[Path], region: str) -> int:
+    from cdk_neuron.deploy_rules import lint_template
+
+    status = 0
+    for path in templates:
+        for match in lint_template(path.read_text(), region=region):
+            print(f"{match.rule.id} {match.message}\n{path}:{match.linenumber}:{match.columnnumber}\n")
+            status |= 2 if match.rule.id.startswith("E") else 4
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -89,6 +89,19 @@ SOURCES: dict[str, Source] = {
             "CB-DOC", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html", "2026"
         ),
         Source(
+            "ECS-AMI-NEURON",
+            "aws/amazon-ecs-ami scripts/enable-ecs-agent-inferentia-support.sh @130a7f3 (installs "
+            "aws-neuronx-dkms, aws-neuronx-oci-hook, oci-add-hooks and aws-neuronx-tools for AMI type "
+            "al2023neu; no EFA packages)",
+            "2026-01-05",
+        ),
+        Source(
+            "ECS-AMI-BASE",
+            "aws/amazon-ecs-ami release-al2023.auto.pkrvars.hcl @a2532d3 (source_ami_al2023 = "
+            "al2023-ami-minimal-...; al2023neu.pkr.hcl builds from var.source_ami_al2023)",
+            "2026-08-21",
+        ),
+        Source(
             "SERVICES",
             "pricing.md section 5: EFS $0.30/GB-month (AWS EFS pricing page; factualminds 2026-06-13); "
             "NAT $0.045/h (cloudburn.io 2026-02-24); ALB $0.0225/h (cloud-horizons 2026-05-08); "
@@ -679,8 +692,11 @@ def on_demand_price(instance_name: str) -> Price:
 # Software facts used by the constructs (AMIs), kept here so they are pinned in one place.
 # --------------------------------------------------------------------------------------------
 
-# ECS-optimized Amazon Linux 2023 Neuron AMI: the Neuron driver, runtime and EFA come baked in, so
-# nothing is installed from the internet at boot (aws/aws-cdk aws-ecs/test/amis.test.ts).
+# ECS-optimized Amazon Linux 2023 Neuron AMI (SSM parameter: aws/aws-cdk aws-ecs/test/amis.test.ts).
+# It is built from the AL2023 *minimal* AMI (ECS-AMI-BASE) and adds the Neuron driver
+# (aws-neuronx-dkms), aws-neuronx-oci-hook, oci-add-hooks and aws-neuronx-tools (ECS-AMI-NEURON).
+# It does NOT include the EFA software (aws-efa-installer, libfabric): multi-node EFA needs it
+# installed separately.
 ECS_NEURON_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
 # Neuron multi-framework DLAMI (Ubuntu 24.04): Inf2, Trn1, Trn1n, Trn2 (aws-neuron-sdk dlami.rst @43a8962).
 NEURON_DLAMI_PARAMETER = "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"

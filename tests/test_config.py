@@ -172,6 +172,26 @@ def test_capacity_ids_are_validated_as_the_construct_validates_them() -> None:
         assert Capacity.reservation(reservation_id).reservation_id == reservation_id
 
 
+def test_capacity_block_purchase_options_match_the_construct() -> None:
+    env = minimal_env()
+    env["az_ids"] = ["use2-az3", "use2-az1"]
+    env["region"] = "us-east-2"
+    env["training"]["job_image"] = DLC.replace("us-east-1", "us-east-2")
+    env["serving"]["instance_type"] = "inf2.xlarge"
+    # trn2u.48xlarge is sold as UltraServer Capacity Blocks.
+    env["training"].update(instance_type="trn2u.48xlarge", plan={"nodes": 2, "tensor_parallel": 64})
+    env["training"]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    assert load_one(env).training.capacity.type == "capacity-block"
+    # trn1n.32xlarge is sold as no Capacity Block: the construct's message, under the cdk.json key.
+    env["training"].update(instance_type="trn1n.32xlarge", plan={"nodes": 2, "tensor_parallel": 32})
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.training\.capacity\.type='capacity-block': EC2 sells no Capacity "
+        r"Blocks for trn1n\.32xlarge.*UltraServer Capacity Blocks for trn2u\.48xlarge",
+    ):
+        load_one(env)
+
+
 def test_load_environments_accepts_document_context_or_mapping() -> None:
     envs = {"qa": minimal_env()}
     for shape in (envs, {"environments": envs}, {"context": {"environments": envs}}):

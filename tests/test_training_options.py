@@ -88,9 +88,43 @@ def test_constructor_misuse_is_refused() -> None:
 def test_capacity_blocks_only_for_types_ec2_sells_that_way() -> None:
     Capacity.capacity_block(RESERVATION).check_instance(get_instance("trn1.32xlarge"))
     Capacity.capacity_block(RESERVATION).check_instance(get_instance("trn2.48xlarge"))
-    with pytest.raises(NeuronConfigError, match=r"not offered for trn1n\.32xlarge"):
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^capacity='capacity-block cr-0123456789abcdef0': EC2 sells no Capacity Blocks for "
+        r"trn1n\.32xlarge .*instance Capacity Blocks exist for trn1\.32xlarge, trn2\.48xlarge and "
+        r"UltraServer Capacity Blocks for trn2u\.48xlarge",
+    ):
         Capacity.capacity_block(RESERVATION).check_instance(get_instance("trn1n.32xlarge"))
     Capacity.reservation(RESERVATION).check_instance(get_instance("trn1n.32xlarge"))
+
+
+@pytest.mark.parametrize("name", ["trn1.2xlarge", "trn1n.32xlarge", "inf2.xlarge", "inf2.48xlarge"])
+def test_capacity_blocks_are_refused_where_ec2_sells_none(name: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"EC2 sells no Capacity Blocks for {name}") as err:
+        Capacity.capacity_block(RESERVATION).check_instance(get_instance(name))
+    assert RESERVATION in str(err.value)
+
+
+def test_trn2u_capacity_block_is_an_ultraserver_capacity_block() -> None:
+    # EC2 sells trn2u.48xlarge as Trn2 UltraServer Capacity Blocks (capacity-blocks-how.html); the
+    # block's instances launch into its cr- reservation like an instance block's.
+    trn2u = get_instance("trn2u.48xlarge")
+    block = Capacity.capacity_block(RESERVATION)
+    block.check_instance(trn2u)
+    assert block.purchase_option(trn2u) == "UltraServer Capacity Block"
+    assert block.purchase_option(get_instance("trn2.48xlarge")) == "Capacity Block"
+    assert block.launch_template_data()["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    # Its On-Demand sale is unknown to our sources: reservations are not refused.
+    Capacity.reservation(RESERVATION).check_instance(trn2u)
+
+
+def test_purchase_option_names() -> None:
+    trn1 = get_instance("trn1.32xlarge")
+    assert Capacity.on_demand().purchase_option(trn1) == "On-Demand"
+    assert Capacity.reservation(RESERVATION).purchase_option(trn1) == "On-Demand Capacity Reservation"
+    assert (
+        Capacity.reservation_group(GROUP_ARN).purchase_option(trn1) == "On-Demand Capacity Reservation group"
+    )
 
 
 # -- Engine -------------------------------------------------------------------------------------

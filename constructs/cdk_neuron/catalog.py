@@ -86,7 +86,49 @@ SOURCES: dict[str, Source] = {
             "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
         ),
         Source(
-            "CB-DOC", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html", "2026"
+            "CB-DOC",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (Capacity Blocks "
+            "for ML: instance Capacity Blocks for trn1.32xlarge and trn2.48xlarge; no Inf2, no trn1n)",
+            "2026",
+        ),
+        Source(
+            "CB-HOW",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-how.html, read in AWS's "
+            "de_de and ja_jp editions (the English page was not in our copy): Capacity Blocks reserve "
+            "p6-b200, p5, p5e, p5en, p4d, p4de, trn1 and trn2 instances; the UltraServer types P6e-GB200 "
+            "and Trn2 (preview) are sold as UltraServer Capacity Blocks, one Capacity Block per UltraServer",
+            "2026-12-01",
+        ),
+        Source(
+            "CB-API",
+            "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlock.html (a Capacity Block "
+            "has a capacityBlockId, an ultraserverType and a capacityReservationIdSet: instances launch into "
+            "its cr- Capacity Reservations, as for instance Capacity Blocks (capacity-blocks-launch.html))",
+            "2026-12-01",
+        ),
+        Source(
+            "ODCR",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-reservations.html (On-Demand "
+            "Capacity Reservations reserve an instance type in one AZ; the guide lists no exclusion for the "
+            "Trn1/Trn2/Inf2 types sold On-Demand, looked 2026-12-01); skypilot-org/skypilot#8054 "
+            "(a trn2.48xlarge ODCR, 2025-11-21)",
+            "2026-12-01",
+        ),
+        Source(
+            "CR-CPG",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html (Capacity Reservations in "
+            "cluster placement groups: created in the group, cannot be moved in or out, the group cannot be "
+            "deleted while they are active) and capacity-reservations-launch.html (select the cluster "
+            "placement group when launching into the reservation); using-cpg-odcr-crg.html (targeting a "
+            "reservation group without the placement group launches outside it)",
+            "2026-12-01",
+        ),
+        Source(
+            "US-EKS",
+            "aws-neuron/aws-neuron-sdk deploy/eks/ultraserver.rst @3afa0fd (UltraServer jobs need a "
+            "topology-aware launcher: pod affinity per UltraServer and NEURON_RT_ULTRASERVER_MODE / "
+            "_SERVER_ID / _NODE_ID for the runtime)",
+            "2026-05-21",
         ),
         Source(
             "ECS-AMI-NEURON",
@@ -146,7 +188,6 @@ class NeuronInstance:
     nvme_gb: int
     neuronlink_domain_instances: int = 1
     default_logical_nc_config: int | None = None
-    capacity_block: bool = False
     sources: tuple[str, ...] = ()
 
     @property
@@ -217,6 +258,16 @@ class NeuronInstance:
     def is_ultraserver(self) -> bool:
         return self.neuronlink_domain_instances > 1
 
+    @property
+    def purchase_options(self) -> PurchaseOptions:
+        """How EC2 sells this type (:data:`PURCHASE_OPTIONS`)."""
+        return PURCHASE_OPTIONS[self.name]
+
+    @property
+    def capacity_block(self) -> bool:
+        """Whether EC2 sells this type as a Capacity Block of either kind (instance or UltraServer)."""
+        return self.purchase_options.capacity_block_kind is not None
+
 
 def _trn(name: str, **kw: Any) -> NeuronInstance:
     return NeuronInstance(name=name, family="training", **kw)
@@ -273,7 +324,6 @@ _TRN1_32XLARGE = _trn(
     efa_interfaces=8,
     efa_gbps=800,
     nvme_gb=7600,
-    capacity_block=True,
     sources=("TRN1-ARCH", "MOTO", "CB-DOC"),
 )
 # trn1n.32xlarge: trn1.32xlarge's chips and host with twice the network (16 cards, 1,600 Gbps EFA);
@@ -284,7 +334,6 @@ _TRN1N_32XLARGE = replace(
     network_cards=16,
     efa_interfaces=16,
     efa_gbps=1600,
-    capacity_block=False,
     sources=("TRN1-ARCH", "MOTO"),
 )
 _TRN2_48XLARGE = _trn(
@@ -301,18 +350,16 @@ _TRN2_48XLARGE = _trn(
     efa_gbps=3200,
     nvme_gb=7600,
     default_logical_nc_config=2,
-    capacity_block=True,
     sources=("TRN2-ARCH", "LNC", "MOTO", "CB-DOC"),
 )
 # trn2u.48xlarge: the same instance sold as part of a Trn2 UltraServer, where four instances
-# (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH). Our sources give it no Capacity Block
-# usage class and no AZ offerings.
+# (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH). It is sold as Trn2 UltraServer Capacity
+# Blocks (CB-HOW); our sources give it no AZ offerings and no On-Demand price (PURCHASE_OPTIONS).
 _TRN2U_48XLARGE = replace(
     _TRN2_48XLARGE,
     name="trn2u.48xlarge",
     neuronlink_domain_instances=4,
-    capacity_block=False,
-    sources=("TRN2-ARCH", "LNC"),
+    sources=("TRN2-ARCH", "LNC", "CB-HOW"),
 )
 
 INSTANCES: dict[str, NeuronInstance] = {
@@ -364,6 +411,82 @@ def get_training_instance(name: str, *, field: str = "instance_type") -> NeuronI
 def get_inference_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
     """Any Neuron instance can serve (Inf2 is built for it; Trn also runs Neuron inference)."""
     return get_instance(name, field=field)
+
+
+# --------------------------------------------------------------------------------------------
+# Purchase options: how EC2 sells each type
+# --------------------------------------------------------------------------------------------
+
+Sold = Literal["yes", "no", "unknown"]
+CapacityBlockKind = Literal["instance", "ultraserver"]
+
+
+@dataclass(frozen=True)
+class PurchaseOptions:
+    """Which EC2 purchase options exist for one instance type, with the sources that say so.
+
+    ``"unknown"`` means no source we could read says either way (looked 2026-12-01); the library
+    refuses only what a source says is not sold (``"no"``), and ``cdk-neuron preflight`` checks the
+    live account.
+
+    - ``on_demand``: On-Demand instances (MOTO usage class ``on-demand``).
+    - ``reservation``: On-Demand Capacity Reservations, by id or resource group (ODCR).
+    - ``capacity_block``: *instance* Capacity Blocks for ML, bought by instance count (CB-DOC).
+    - ``ultraserver_capacity_block``: *UltraServer* Capacity Blocks, bought by UltraServer count;
+      every instance of the block belongs to one UltraServer (CB-HOW, CB-API).
+
+    Both kinds of Capacity Block are used the same way: instances launch into the block's
+    Capacity Reservation (``cr-...``) with market type ``capacity-block`` (CB-API), so one
+    :meth:`~cdk_neuron.training.Capacity.capacity_block` serves both; this table says which kind
+    a type is sold as.
+    """
+
+    on_demand: Sold
+    reservation: Sold
+    capacity_block: Sold
+    ultraserver_capacity_block: Sold
+    sources: tuple[str, ...]
+
+    @property
+    def capacity_block_kind(self) -> CapacityBlockKind | None:
+        """``"instance"``, ``"ultraserver"`` or None (not sold as Capacity Blocks, or unknown)."""
+        if self.capacity_block == "yes":
+            return "instance"
+        if self.ultraserver_capacity_block == "yes":
+            return "ultraserver"
+        return None
+
+
+_SOLD_ON_DEMAND = PurchaseOptions("yes", "yes", "no", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW"))
+
+# On-Demand: MOTO usage classes. Reservations: ODCR (every type sold On-Demand; trn2u unknown because
+# its On-Demand sale is). Instance Capacity Blocks: CB-DOC and CB-HOW list trn1.32xlarge and
+# trn2.48xlarge (MOTO's capacity-block usage class agrees), not trn1n, trn1.2xlarge or Inf2.
+# UltraServer Capacity Blocks: CB-HOW lists the Trn2 UltraServer, i.e. trn2u.48xlarge (TRN2-ARCH);
+# MOTO @0af643a has no trn2u.48xlarge entry and KARP no price, so its On-Demand sale is unknown.
+PURCHASE_OPTIONS: dict[str, PurchaseOptions] = {
+    "trn1.2xlarge": _SOLD_ON_DEMAND,
+    "trn1.32xlarge": PurchaseOptions("yes", "yes", "yes", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW")),
+    "trn1n.32xlarge": _SOLD_ON_DEMAND,
+    "trn2.48xlarge": PurchaseOptions("yes", "yes", "yes", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW")),
+    "trn2u.48xlarge": PurchaseOptions(
+        "unknown", "unknown", "no", "yes", ("MOTO", "KARP", "CB-DOC", "CB-HOW", "CB-API", "TRN2-ARCH")
+    ),
+    "inf2.xlarge": _SOLD_ON_DEMAND,
+    "inf2.8xlarge": _SOLD_ON_DEMAND,
+    "inf2.24xlarge": _SOLD_ON_DEMAND,
+    "inf2.48xlarge": _SOLD_ON_DEMAND,
+}
+
+
+def capacity_block_types(kind: CapacityBlockKind | None = None) -> tuple[str, ...]:
+    """Catalogued types sold as Capacity Blocks (of ``kind`` when given), in catalog order."""
+    return tuple(
+        name
+        for name in INSTANCES
+        if PURCHASE_OPTIONS[name].capacity_block_kind is not None
+        and (kind is None or PURCHASE_OPTIONS[name].capacity_block_kind == kind)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -717,14 +840,19 @@ __all__ = [
     "ON_DEMAND_PRICES",
     "PRICES_DATE",
     "PRICES_NOTE",
+    "PURCHASE_OPTIONS",
     "SAGEMAKER_NEURON_AMI_VERSION",
     "SAGEMAKER_PRICES",
     "SERVICE_PRICES",
     "SOURCES",
+    "CapacityBlockKind",
     "EfaLayout",
     "NeuronInstance",
     "Price",
+    "PurchaseOptions",
+    "Sold",
     "Source",
+    "capacity_block_types",
     "efa_network_interfaces",
     "get_inference_instance",
     "get_instance",

@@ -25,6 +25,8 @@ Schema (every key not marked *required* is optional; its default is given)::
         capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-..."}
                                                | {type: "reservation-group", resource_group_arn: "arn:..."}
                                                | {type: "capacity-block", reservation_id: "cr-..."}
+                                               (capacity-block: instance blocks of trn1.32xlarge and
+                                               trn2.48xlarge, UltraServer blocks of trn2u.48xlarge)
         engine: "batch"                        | "auto-scaling-group"
         job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
                                                refused with auto-scaling-group (no job containers)
@@ -60,6 +62,7 @@ from cdk_neuron.patterns import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
 
 if TYPE_CHECKING:
     from cdk_neuron.serving.engines import ContainerImage
+    from cdk_neuron.training.capacity import Capacity
 
 PLACEHOLDER_ACCOUNT = "000000000000"
 """Account used when neither the environment nor ``CDK_DEFAULT_ACCOUNT`` names one.
@@ -169,6 +172,18 @@ class CapacityConfig:
     type: CapacityType = "on-demand"
     reservation_id: str | None = None
     resource_group_arn: str | None = None
+
+    def to_capacity(self) -> Capacity:
+        """The :class:`~cdk_neuron.training.capacity.Capacity` this configuration describes."""
+        from cdk_neuron.training.capacity import Capacity  # plain Python, like this module
+
+        if self.type == "reservation":
+            return Capacity.reservation(str(self.reservation_id))
+        if self.type == "capacity-block":
+            return Capacity.capacity_block(str(self.reservation_id))
+        if self.type == "reservation-group":
+            return Capacity.reservation_group(str(self.resource_group_arn))
+        return Capacity.on_demand()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -466,12 +481,6 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityC
         "reservation-group": ("resource_group_arn",),
     }
     section = _Section(path, raw, ("type", *needs[kind]))
-    if kind == "capacity-block" and not instance.capacity_block:
-        raise NeuronConfigError(
-            section.field("type"),
-            kind,
-            f"{instance.name} is not sold as EC2 Capacity Blocks; use a reservation",
-        )
     reservation = resource_group = None
     if "reservation_id" in needs[kind]:
         reservation = section.matching(
@@ -485,7 +494,13 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityC
             RESOURCE_GROUP_ARN,
             "a resource group ARN arn:aws:resource-groups:...:group/NAME",
         )
-    return CapacityConfig(type=kind, reservation_id=reservation, resource_group_arn=resource_group)
+    config = CapacityConfig(type=kind, reservation_id=reservation, resource_group_arn=resource_group)
+    # The construct's own check, so cdk.json and the library refuse the same purchase options.
+    try:
+        config.to_capacity().check_instance(instance)
+    except NeuronConfigError as error:
+        raise NeuronConfigError(section.field("type"), kind, error.fix) from error
+    return config
 
 
 def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:

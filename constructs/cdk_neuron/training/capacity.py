@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cdk_neuron.catalog import INSTANCES, NeuronInstance, known_instances
+from cdk_neuron.catalog import NeuronInstance, capacity_block_types
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.patterns import RESERVATION_ID, RESOURCE_GROUP_ARN
 
@@ -29,7 +29,9 @@ class Capacity:
     - :meth:`reservation_group`: a resource group of capacity reservations, by ARN. EC2 launches
       into any reservation in the group with room; once the group runs out, launches may fall back
       to regular On-Demand capacity (the EC2 guide's reason for targeting groups rather than ids).
-    - :meth:`capacity_block`: an EC2 Capacity Block for ML. AWS places Capacity Block instances in
+    - :meth:`capacity_block`: an EC2 Capacity Block for ML, instance or UltraServer kind (an
+      UltraServer Capacity Block of trn2u.48xlarge is launched into by its ``cr-`` reservation just
+      like an instance block; see ``catalog.PURCHASE_OPTIONS``). AWS places Capacity Block instances in
       its UltraCluster itself, so the cluster creates no placement group; the block must match the
       instance type and the subnet's AZ, and instances are terminated when the block ends (scale to
       zero beforehand; see the EC2 Capacity Blocks guide). The EC2 Auto Scaling guide documents this
@@ -97,15 +99,42 @@ class Capacity:
         return f"{self.kind} {self.reservation_id or self.resource_group_arn}"
 
     def check_instance(self, instance: NeuronInstance) -> None:
-        """Refuse a Capacity Block for an instance type EC2 does not sell as Capacity Blocks."""
-        if self.is_capacity_block and not instance.capacity_block:
-            offered = [n for n in known_instances("training") if INSTANCES[n].capacity_block]
+        """Refuse a purchase option the catalog says EC2 does not sell for ``instance``.
+
+        A Capacity Block is accepted for types sold as *instance* Capacity Blocks (trn1.32xlarge,
+        trn2.48xlarge) and as *UltraServer* Capacity Blocks (trn2u.48xlarge, whose block is a whole
+        Trn2 UltraServer); both launch into the block's ``cr-`` reservation the same way
+        (``catalog.PURCHASE_OPTIONS``). Options the catalog marks "unknown" are accepted:
+        ``cdk-neuron preflight`` checks the live account.
+        """
+        options = instance.purchase_options
+        if self.is_capacity_block and options.capacity_block_kind is None:
+            instance_blocks = capacity_block_types("instance")
+            ultraserver_blocks = capacity_block_types("ultraserver")
             raise NeuronConfigError(
                 "capacity",
                 self.describe(),
-                f"EC2 Capacity Blocks are not offered for {instance.name} (CB-DOC); they exist for "
-                f"{one_of(offered)}. Use Capacity.reservation() or Capacity.on_demand()",
+                f"EC2 sells no Capacity Blocks for {instance.name} (CB-DOC, CB-HOW); instance Capacity "
+                f"Blocks exist for {one_of(instance_blocks)} and UltraServer Capacity Blocks for "
+                f"{one_of(ultraserver_blocks)}. Use Capacity.reservation() or Capacity.on_demand()",
             )
+        if self.kind in ("reservation", "reservation-group") and options.reservation == "no":
+            raise NeuronConfigError(
+                "capacity",
+                self.describe(),
+                f"EC2 sells no On-Demand Capacity Reservations for {instance.name} (ODCR)",
+            )
+
+    def purchase_option(self, instance: NeuronInstance) -> str:
+        """What is bought, in EC2's words, e.g. "UltraServer Capacity Block" on trn2u.48xlarge."""
+        if self.is_capacity_block:
+            kind = instance.purchase_options.capacity_block_kind
+            return "UltraServer Capacity Block" if kind == "ultraserver" else "Capacity Block"
+        return {
+            "on-demand": "On-Demand",
+            "reservation": "On-Demand Capacity Reservation",
+            "reservation-group": "On-Demand Capacity Reservation group",
+        }[self.kind]
 
     def launch_template_data(self) -> dict[str, Any]:
         """``LaunchTemplateData`` properties for this capacity (empty for on-demand).

@@ -192,6 +192,45 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
         load_one(env)
 
 
+def test_reservations_may_name_their_existing_placement_group() -> None:
+    env = minimal_env()
+    env["training"]["capacity"] = {
+        "type": "reservation",
+        "reservation_id": "cr-0123456789abcdef0",
+        "placement_group_name": "trn-odcr-cpg",
+    }
+    loaded = load_one(env).training.capacity
+    assert loaded.placement_group_name == "trn-odcr-cpg"
+    assert loaded.to_capacity().placement_group_name == "trn-odcr-cpg"
+    env["training"]["capacity"] = {
+        "type": "reservation-group",
+        "resource_group_arn": "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs",
+        "placement_group_name": "trn-odcr-cpg",
+    }
+    assert load_one(env).training.capacity.to_capacity().placement_group_name == "trn-odcr-cpg"
+
+
+@pytest.mark.parametrize(
+    ("capacity", "key", "reason"),
+    [
+        # A Capacity Block never gets a placement group: the key is unknown there.
+        ({"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "placement_group_name": "g"},
+         "placement_group_name", "unknown key"),
+        ({"type": "on-demand", "placement_group_name": "g"}, "placement_group_name", "unknown key"),
+        # The construct's name rule, under the cdk.json key.
+        ({"type": "reservation", "reservation_id": "cr-0123456789abcdef0", "placement_group_name": "g" * 256},
+         "placement_group_name", "existing cluster placement group"),
+    ],
+)  # fmt: skip
+def test_placement_group_names_are_refused_as_the_construct_refuses_them(
+    capacity: dict[str, str], key: str, reason: str
+) -> None:
+    env = minimal_env()
+    env["training"]["capacity"] = capacity
+    with pytest.raises(NeuronConfigError, match=rf"^environments\.qa\.training\.capacity\.{key}=.*{reason}"):
+        load_one(env)
+
+
 def test_load_environments_accepts_document_context_or_mapping() -> None:
     envs = {"qa": minimal_env()}
     for shape in (envs, {"environments": envs}, {"context": {"environments": envs}}):

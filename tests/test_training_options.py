@@ -118,6 +118,37 @@ def test_trn2u_capacity_block_is_an_ultraserver_capacity_block() -> None:
     Capacity.reservation(RESERVATION).check_instance(trn2u)
 
 
+def test_reservation_in_an_existing_cluster_placement_group() -> None:
+    # EC2: a reservation created in a cluster placement group is used only by instances launched
+    # into that group (cr-cpg.html), so the group's name travels with the reservation.
+    by_id = Capacity.reservation(RESERVATION, placement_group_name="trn-odcr-cpg")
+    assert by_id.placement_group_name == "trn-odcr-cpg"
+    assert by_id.describe() == f"reservation {RESERVATION} in placement group trn-odcr-cpg"
+    group = Capacity.reservation_group(GROUP_ARN, placement_group_name="trn-odcr-cpg")
+    assert group.placement_group_name == "trn-odcr-cpg"
+    # The launch template still only targets the reservation; the engine names the group.
+    assert by_id.launch_template_data() == Capacity.reservation(RESERVATION).launch_template_data()
+    assert Capacity.reservation(RESERVATION).placement_group_name is None
+    # Exactly at the EC2 limit of 255 characters.
+    assert Capacity.reservation(RESERVATION, placement_group_name="g" * 255).placement_group_name == "g" * 255
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "g" * 256, "gruppe-ü", 7])
+def test_bad_placement_group_names_are_refused(bad: object) -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^placement_group_name=.*existing cluster placement group"
+    ) as err:
+        Capacity.reservation(RESERVATION, placement_group_name=bad)  # type: ignore[arg-type]
+    assert err.value.value == bad
+
+
+def test_only_reservations_carry_a_placement_group() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^placement_group_name='cpg': .*AWS places Capacity Block"):
+        Capacity(kind="capacity-block", reservation_id=RESERVATION, placement_group_name="cpg")
+    with pytest.raises(NeuronConfigError, match=r"^placement_group_name='cpg':"):
+        Capacity(kind="on-demand", placement_group_name="cpg")
+
+
 def test_purchase_option_names() -> None:
     trn1 = get_instance("trn1.32xlarge")
     assert Capacity.on_demand().purchase_option(trn1) == "On-Demand"

@@ -22,8 +22,12 @@ Schema (every key not marked *required* is optional; its default is given)::
         instance_type: required                a Trainium type offered in az_ids[0]
         max_nodes: required                    >= plan.nodes
         plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null}
-        capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-..."}
-                                               | {type: "reservation-group", resource_group_arn: "arn:..."}
+        capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-...",
+                                                  placement_group_name: null}
+                                               | {type: "reservation-group", resource_group_arn: "arn:...",
+                                                  placement_group_name: null}
+                                               (placement_group_name: the existing cluster placement
+                                               group the reservations were created in)
                                                | {type: "capacity-block", reservation_id: "cr-..."}
                                                (capacity-block: instance blocks of trn1.32xlarge and
                                                trn2.48xlarge, UltraServer blocks of trn2u.48xlarge)
@@ -172,17 +176,23 @@ class CapacityConfig:
     type: CapacityType = "on-demand"
     reservation_id: str | None = None
     resource_group_arn: str | None = None
+    placement_group_name: str | None = None
+    """The existing cluster placement group a reservation (or reservation group) was created in."""
 
     def to_capacity(self) -> Capacity:
         """The :class:`~cdk_neuron.training.capacity.Capacity` this configuration describes."""
         from cdk_neuron.training.capacity import Capacity  # plain Python, like this module
 
         if self.type == "reservation":
-            return Capacity.reservation(str(self.reservation_id))
+            return Capacity.reservation(
+                str(self.reservation_id), placement_group_name=self.placement_group_name
+            )
         if self.type == "capacity-block":
             return Capacity.capacity_block(str(self.reservation_id))
         if self.type == "reservation-group":
-            return Capacity.reservation_group(str(self.resource_group_arn))
+            return Capacity.reservation_group(
+                str(self.resource_group_arn), placement_group_name=self.placement_group_name
+            )
         return Capacity.on_demand()
 
 
@@ -471,14 +481,14 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
 def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityConfig:
     raw = training.raw.get("capacity") or {}
     path = training.field("capacity")
-    kind = _Section(path, raw, ("type", "reservation_id", "resource_group_arn")).choice(
-        "type", CAPACITY_TYPES, "on-demand"
-    )
+    kind = _Section(
+        path, raw, ("type", "reservation_id", "resource_group_arn", "placement_group_name")
+    ).choice("type", CAPACITY_TYPES, "on-demand")
     needs: dict[CapacityType, tuple[str, ...]] = {
         "on-demand": (),
-        "reservation": ("reservation_id",),
+        "reservation": ("reservation_id", "placement_group_name"),
         "capacity-block": ("reservation_id",),
-        "reservation-group": ("resource_group_arn",),
+        "reservation-group": ("resource_group_arn", "placement_group_name"),
     }
     section = _Section(path, raw, ("type", *needs[kind]))
     reservation = resource_group = None
@@ -494,10 +504,19 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityC
             RESOURCE_GROUP_ARN,
             "a resource group ARN arn:aws:resource-groups:...:group/NAME",
         )
-    config = CapacityConfig(type=kind, reservation_id=reservation, resource_group_arn=resource_group)
-    # The construct's own check, so cdk.json and the library refuse the same purchase options.
+    config = CapacityConfig(
+        type=kind,
+        reservation_id=reservation,
+        resource_group_arn=resource_group,
+        placement_group_name=section.get("placement_group_name", str, None),
+    )
+    # The construct's own checks, so cdk.json and the library refuse the same things.
     try:
-        config.to_capacity().check_instance(instance)
+        capacity = config.to_capacity()
+    except NeuronConfigError as error:
+        raise NeuronConfigError(section.field(error.field), error.value, error.fix) from error
+    try:
+        capacity.check_instance(instance)
     except NeuronConfigError as error:
         raise NeuronConfigError(section.field("type"), kind, error.fix) from error
     return config

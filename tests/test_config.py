@@ -231,6 +231,22 @@ def test_placement_group_names_are_refused_as_the_construct_refuses_them(
         load_one(env)
 
 
+def test_unlisted_tp_degrees_need_the_same_opt_in_as_the_planner() -> None:
+    env = minimal_env()
+    env["training"]["plan"] = {"nodes": 2, "tensor_parallel": 16}
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.training\.plan\.tensor_parallel=16: TP 16 is not a documented TP degree",
+    ):
+        load_one(env)
+    env["training"]["plan"]["allow_unlisted_tp"] = True
+    loaded = load_one(env).training
+    assert loaded.plan.allow_unlisted_tp and loaded.training_plan().allow_unlisted_tp
+    env["training"]["plan"]["allow_unlisted_tp"] = 1
+    with pytest.raises(NeuronConfigError, match=r"plan\.allow_unlisted_tp=1: wrong type"):
+        load_one(env)
+
+
 def test_load_environments_accepts_document_context_or_mapping() -> None:
     envs = {"qa": minimal_env()}
     for shape in (envs, {"environments": envs}, {"context": {"environments": envs}}):

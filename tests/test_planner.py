@@ -51,30 +51,41 @@ def test_data_parallel_stays_inside_a_node_when_a_stage_fits_one() -> None:
     assert plan.efa_dimensions == ("pipeline",)
 
 
-def test_trn2u_ultraserver_tp_128_pp_2() -> None:
-    # 8 x trn2u = 2 UltraServers of 4 x 64 logical cores. TP 128 spans 2 instances over NeuronLink;
-    # stage 0 = ranks 0-255 = UltraServer 0, so DP stays in NeuronLink and only PP crosses EFA.
-    plan = plan_training("trn2u.48xlarge", 8, 128, 2)
-    assert plan.logical_nc_config == 2
-    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 512, 2)
-    assert plan.neuronlink_domain_instances == 4
-    assert plan.neuronlink_domain_cores == 256
-    assert plan.tp_within_neuronlink
-    assert plan.efa_dimensions == ("pipeline",)
-
-
-def test_trn2u_tp_256_fills_one_ultraserver() -> None:
-    one = plan_training("trn2u.48xlarge", 4, 256)
-    assert (one.world_size, one.data_parallel, one.efa_dimensions) == (256, 1, ())
-    assert "nothing crosses EFA" in one.efa_traffic
-    two = plan_training("trn2u.48xlarge", 8, 256)
-    assert (two.data_parallel, two.efa_dimensions) == (2, ("data",))
-
-
-def test_trn2u_nodes_of_one_ultraserver_need_no_efa() -> None:
+def test_trn2u_tp_within_one_instance_plans_each_node_as_its_own_domain() -> None:
+    # Four trn2u.48xlarge form a Trn2 UltraServer, but AWS Batch does not place a job's nodes by
+    # UltraServer: two nodes share no guaranteed NeuronLink domain, so DP between them is EFA traffic.
     plan = plan_training("trn2u.48xlarge", 2, 64)
-    assert plan.data_parallel == 2
-    assert plan.efa_dimensions == ()
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 128, 2)
+    assert plan.neuronlink_domain_instances == 1
+    assert plan.neuronlink_domain_cores == 64
+    assert plan.tp_within_neuronlink
+    assert plan.efa_dimensions == ("data",)
+    assert any("AWS Batch does not place them by UltraServer" in note for note in plan.notes)
+    # One node alone is one domain.
+    assert plan_training("trn2u.48xlarge", 1, 64).efa_dimensions == ()
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tp", "pp"), [(8, 128, 2), (4, 256, 1), (8, 256, 1), (2, 128, 1), (4, 65, 1)]
+)
+def test_trn2u_tp_across_instances_is_refused(nodes: int, tp: int, pp: int) -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^tensor_parallel={tp}: TP {tp} spans \d trn2u\.48xlarge instances\..*AWS Batch does not "
+        r"place nodes by UltraServer.*TP must stay within one instance for now \(TP <= 64 at LNC=2",
+    ):
+        plan_training("trn2u.48xlarge", nodes, tp, pp)
+
+
+def test_trn2u_tp_across_instances_is_refused_even_when_unlisted_degrees_are_allowed() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=128: .*UltraServer"):
+        plan_training("trn2u.48xlarge", 4, 128, allow_unlisted_tp=True)
+
+
+def test_trn2u_tp_exactly_one_instance_at_lnc1() -> None:
+    # Boundary: TP 128 is exactly one trn2u.48xlarge at LNC=1 (128 cores): accepted.
+    plan = plan_training("trn2u.48xlarge", 1, 128, logical_nc_config=1)
+    assert (plan.ranks_per_node, plan.tp_within_neuronlink) == (128, True)
 
 
 def test_trn2_llama3_70b_reference() -> None:
@@ -96,14 +107,64 @@ def test_single_trn1_2xlarge() -> None:
     assert (plan.world_size, plan.data_parallel, plan.efa_dimensions) == (2, 1, ())
 
 
-def test_tp_that_straddles_instances_is_reported() -> None:
-    # TP 12 does not divide 32 cores: some TP groups span two trn1 nodes and use EFA.
-    plan = plan_training("trn1.32xlarge", 3, 12)
+def test_tp_that_straddles_instances_is_refused_by_default() -> None:
+    # TP 12 does not divide 32 cores: some TP groups would span two trn1 nodes and use EFA.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=12: TP 12 is not a documented TP degree on trn1\.32xlarge \(its groups would "
+        r"straddle trn1\.32xlarge instances.*use one of 1, 2, 4, 8, 32 .*allow_unlisted_tp=True",
+    ):
+        plan_training("trn1.32xlarge", 3, 12)
+
+
+def test_straddling_tp_is_reported_when_explicitly_allowed() -> None:
+    plan = plan_training("trn1.32xlarge", 3, 12, allow_unlisted_tp=True)
     assert plan.data_parallel == 8
+    assert plan.allow_unlisted_tp
     assert not plan.tp_within_neuronlink
     assert "tensor" in plan.efa_dimensions
     assert "CROSSES" in plan.summary()
     assert any("straddle" in note for note in plan.notes)
+
+
+# Valid training TP degrees, transcribed by hand: trn1 2, 8, 32 (Neuron LLM inference app note:
+# "the Neuron runtime supports tensor-parallelism degrees 2, 8, and 32 on Trn1"), 4 (runtime 2.23
+# release notes: 4-rank replica groups on adjacent cores on TRN1/TRN1N); trn2 from neuronx-distributed
+# get_logic_chosen: LNC=1 128, 64, 32, 8, 4 work, LNC=2 64, 32, 16, 4 work; TP 1 forms no group.
+VALID_TP: dict[tuple[str, int | None], set[int]] = {
+    ("trn1.2xlarge", None): {1, 2},
+    ("trn1.32xlarge", None): {1, 2, 4, 8, 32},
+    ("trn1n.32xlarge", None): {1, 2, 4, 8, 32},
+    ("trn2.48xlarge", 1): {1, 4, 8, 32, 64, 128},
+    ("trn2.48xlarge", 2): {1, 4, 16, 32, 64},
+    ("trn2u.48xlarge", 1): {1, 4, 8, 32, 64, 128},
+    ("trn2u.48xlarge", 2): {1, 4, 16, 32, 64},
+}
+
+
+@pytest.mark.parametrize(("instance", "lnc"), sorted(VALID_TP, key=str))
+def test_documented_tp_degrees_are_exactly_the_accepted_ones(instance: str, lnc: int | None) -> None:
+    accepted = set()
+    for tp in range(1, 129):
+        try:
+            plan_training(instance, 1, tp, logical_nc_config=lnc)
+        except NeuronConfigError:
+            continue
+        accepted.add(tp)
+    assert accepted == VALID_TP[(instance, lnc)]
+
+
+def test_unlisted_but_not_broken_degrees_need_the_opt_in() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=16: .*\(no source documents it\)"):
+        plan_training("trn1.32xlarge", 1, 16)
+    plan = plan_training("trn1.32xlarge", 1, 16, allow_unlisted_tp=True)
+    assert plan.tp_within_neuronlink and plan.efa_dimensions == ()
+    assert any("not a documented degree" in note for note in plan.notes)
+    # Degrees a source says are broken stay refused.
+    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=8: neuronx-distributed does not support"):
+        plan_training("trn2.48xlarge", 1, 8, allow_unlisted_tp=True)
+    with pytest.raises(NeuronConfigError, match=r"^allow_unlisted_tp='yes':"):
+        plan_training("trn1.32xlarge", 1, 16, allow_unlisted_tp="yes")  # type: ignore[arg-type]
 
 
 def test_trn1_tp4_note() -> None:
@@ -126,12 +187,16 @@ def test_summary_is_one_line() -> None:
     [
         # TP larger than one NeuronLink domain's cores.
         (("trn1.32xlarge", 2, 64), {}, r"^tensor_parallel=64: exceeds the 32 NeuronCores"),
+        (("trn1.32xlarge", 2, 33), {"allow_unlisted_tp": True}, r"^tensor_parallel=33: exceeds the 32"),
         (("trn2.48xlarge", 2, 128), {}, r"^tensor_parallel=128: exceeds the 64 NeuronCores.*LNC=2"),
         (("trn2.48xlarge", 2, 256), {"logical_nc_config": 1}, r"^tensor_parallel=256: exceeds the 128"),
-        (("trn2u.48xlarge", 8, 512), {}, r"^tensor_parallel=512: exceeds the 256 NeuronCores"),
+        (("trn2u.48xlarge", 8, 512), {}, r"^tensor_parallel=512: TP 512 spans 8 trn2u.48xlarge instances"),
+        # Unlisted degrees (trn2 TP 2, trn1 TP 6) without the opt-in.
+        (("trn2.48xlarge", 1, 2), {}, r"^tensor_parallel=2: TP 2 is not a documented TP degree on trn2"),
+        (("trn1.32xlarge", 1, 6), {}, r"^tensor_parallel=6: TP 6 is not a documented .*straddle"),
         # World size not divisible by TP x PP: name the degree that breaks it.
         (("trn1.32xlarge", 1, 8, 3), {}, r"^pipeline_parallel=3: world size 32 .* TP x PP = 8 x 3"),
-        (("trn1.32xlarge", 1, 3), {}, r"^tensor_parallel=3: world size 32"),
+        (("trn1.32xlarge", 1, 3), {"allow_unlisted_tp": True}, r"^tensor_parallel=3: world size 32"),
         (("trn1.32xlarge", 16, 32, 3), {}, r"^pipeline_parallel=3: world size 512"),
         # Multi-node without EFA.
         (("trn1.2xlarge", 2, 2), {}, r"^nodes=2: trn1.2xlarge has no EFA.*trn1.32xlarge"),
@@ -163,10 +228,10 @@ def test_summary_is_one_line() -> None:
         ),
         (("trn2.48xlarge", 1, 4), {"logical_nc_config": True}, r"^logical_nc_config=True:"),
         (("trn2.48xlarge", 1, 4), {"logical_nc_config": 2.0}, r"^logical_nc_config=2.0:"),
-        # TP across trn2u instances needs whole UltraServers.
-        (("trn2u.48xlarge", 2, 128), {}, r"^nodes=2: .*multiple of 4"),
-        (("trn2u.48xlarge", 6, 128), {}, r"^nodes=6: .*multiple of 4"),
-        (("trn2u.48xlarge", 2, 256), {}, r"^nodes=2: .*multiple of 4"),
+        # TP across trn2u instances: Batch does not place nodes by UltraServer.
+        (("trn2u.48xlarge", 2, 128), {}, r"^tensor_parallel=128: .*UltraServer"),
+        (("trn2u.48xlarge", 6, 128), {}, r"^tensor_parallel=128: .*UltraServer"),
+        (("trn2u.48xlarge", 2, 256), {}, r"^tensor_parallel=256: .*UltraServer"),
     ],
 )
 def test_plan_training_refusals(args: tuple[Any, ...], kwargs: dict[str, Any], pattern: str) -> None:
@@ -178,15 +243,24 @@ def test_plan_training_refusals(args: tuple[Any, ...], kwargs: dict[str, Any], p
 # Training: properties against an oracle
 # --------------------------------------------------------------------------------------------
 
-TRAINING_ARGS = ("instance_type", "nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
-# Physical cores, default LNC and NeuronLink domain size, transcribed from training.md §1.1/§1.3.
+TRAINING_ARGS = (
+    "instance_type",
+    "nodes",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "logical_nc_config",
+    "allow_unlisted_tp",
+)
+# Physical cores, default LNC and the instances *guaranteed* to share one NeuronLink domain,
+# transcribed from training.md §1.1/§1.3. trn2u.48xlarge is 1: four form an UltraServer, but AWS
+# Batch does not place a job's nodes by UltraServer.
 TRAINING_FACTS: dict[str, tuple[int, int | None, int, bool]] = {
-    # name: (physical cores, default LNC, instances per NeuronLink domain, has EFA)
+    # name: (physical cores, default LNC, guaranteed instances per NeuronLink domain, has EFA)
     "trn1.2xlarge": (2, None, 1, False),
     "trn1.32xlarge": (32, None, 1, True),
     "trn1n.32xlarge": (32, None, 1, True),
     "trn2.48xlarge": (128, 2, 1, True),
-    "trn2u.48xlarge": (128, 2, 4, True),
+    "trn2u.48xlarge": (128, 2, 1, True),
 }
 UNSUPPORTED_TRN2_TP = {1: 16, 2: 8}
 
@@ -213,7 +287,7 @@ def _oracle_crossings(plan: TrainingPlan, domain_instances: int) -> tuple[bool, 
 
 
 @st.composite
-def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
+def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any, Any]:
     """Mostly inputs a user might really give (near the edges of the rules), one in four wild."""
     if draw(st.integers(0, 3)) == 3:
         return (
@@ -222,6 +296,7 @@ def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
             draw(st.integers(-1, 600)),
             draw(st.integers(-1, 40)),
             draw(st.sampled_from([None, 0, 1, 2, 3, True, 2.0])),
+            draw(st.sampled_from([False, True, "yes"])),
         )
     instance = draw(
         st.sampled_from(
@@ -232,15 +307,15 @@ def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
     nodes = draw(st.sampled_from([1, 2, 4, 8, 3, 5, 6, 12, 16, 32]))
     tp = draw(st.sampled_from([32, 8, 16, 64, 128, 256, 1, 2, 4, 512, 3, 6, 12, 24]))
     pp = draw(st.sampled_from([1, 2, 4, 8, 16, 3]))
-    return instance, nodes, tp, pp, lnc
+    return instance, nodes, tp, pp, lnc, draw(st.booleans())
 
 
 @settings(max_examples=250, deadline=None)
 @given(_training_inputs())
-def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any, Any]) -> None:
-    instance, nodes, tp, pp, lnc = case
+def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any, Any, Any]) -> None:
+    instance, nodes, tp, pp, lnc, allow = case
     try:
-        plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc)
+        plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc, allow_unlisted_tp=allow)
     except NeuronConfigError as err:
         event(f"refused: {err.field}")
         assert err.field in TRAINING_ARGS
@@ -265,11 +340,13 @@ def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any
     assert plan.data_parallel >= 1
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes) == (tp, pp, nodes)
     assert plan.logical_nc_config == effective_lnc
-    # TP fits a NeuronLink domain; spanning trn2u instances only with whole UltraServers.
-    assert tp <= rpn * min(nodes, domain_instances)
+    # TP fits one instance (the only guaranteed NeuronLink domain) and is a documented degree,
+    # unless the caller opted in to unlisted degrees.
+    assert tp <= rpn
     assert tp <= plan.neuronlink_domain_cores
-    if tp > rpn:
-        assert nodes % domain_instances == 0
+    if not allow:
+        assert tp in VALID_TP[(instance, effective_lnc)]
+        assert plan.tp_within_neuronlink
     # NeuronLink / EFA classification matches the enumerated rank groups.
     if plan.world_size <= 4096:
         tp_inside, crossing = _oracle_crossings(plan, domain_instances)
@@ -289,7 +366,9 @@ def test_efa_classification_matches_oracle_on_a_grid() -> None:
                 for tp in (1, 2, 4, 8, 12, 16, 32, 64, 128, 256):
                     for pp in (1, 2, 3, 4):
                         try:
-                            plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc)
+                            plan = plan_training(
+                                instance, nodes, tp, pp, logical_nc_config=lnc, allow_unlisted_tp=True
+                            )
                         except NeuronConfigError:
                             continue
                         tp_inside, crossing = _oracle_crossings(plan, domain_instances)

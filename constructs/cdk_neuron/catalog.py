@@ -79,8 +79,24 @@ SOURCES: dict[str, Source] = {
         ),
         Source(
             "NXD-PS",
-            "aws-neuron/neuronx-distributed parallel_layers/parallel_state.py get_logic_chosen",
-            "2026",
+            "aws-neuron/neuronx-distributed src/neuronx_distributed/parallel_layers/parallel_state.py "
+            "@fbac349 get_logic_chosen (trn2 replica groups that work, need Logic2, or are not supported)",
+            "2026-04-09",
+        ),
+        Source(
+            "TP-APPNOTE",
+            "aws-neuron/aws-neuron-sdk about-neuron/transformers/generative-llm-inference-with-neuron.rst "
+            '@b207f98 ("the Neuron runtime supports tensor-parallelism degrees 2, 8, and 32 on Trn1 and '
+            'supports tensor-parallelism degrees 2, 4, 8, 12 and 24 on Inf2")',
+            "2026-07-22",
+        ),
+        Source(
+            "RT-2.21",
+            "aws-neuron/aws-neuron-sdk release-notes/components/runtime.rst @a3247f5, Neuron Runtime 2.23 "
+            '(Neuron 2.21.0): "Added support for 4-rank replica group on adjacent Neuron cores on '
+            'TRN1/TRN1N"; neuronx-distributed parallel_state.py @fbac349 builds trn1 TP=4 groups from '
+            "locally connected ranks (needs LOCAL_WORLD_SIZE)",
+            "2024-12-20",
         ),
         Source(
             "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
@@ -411,6 +427,52 @@ def get_training_instance(name: str, *, field: str = "instance_type") -> NeuronI
 def get_inference_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
     """Any Neuron instance can serve (Inf2 is built for it; Trn also runs Neuron inference)."""
     return get_instance(name, field=field)
+
+
+# --------------------------------------------------------------------------------------------
+# Tensor-parallel degrees for training, per instance and logical NeuronCore config
+# --------------------------------------------------------------------------------------------
+
+# TP degrees whose groups neuronx-distributed and the Neuron runtime are documented to form inside
+# one instance; keyed by instance, then by LNC (None where LNC does not apply). TP 1 forms no
+# tensor-parallel group at all, so it is valid everywhere. Every listed degree divides the
+# instance's cores, so no listed TP group straddles instances.
+# - trn1/trn1n: 2, 8 and 32 (TP-APPNOTE, runtime support); 4 on adjacent cores (RT-2.21).
+#   16 is in no source: unlisted, not known broken.
+# - trn2/trn2u at LNC=1 (128 cores): TP 128, 32, 8, 4 work and 64 works with Logic2; 16 (16 x 8
+#   groups) is "not supported" (NXD-PS). At LNC=2 (64 cores): 64, 16, 4 work and 32 with Logic2;
+#   8 (8 x 8 groups) is "not supported" (NXD-PS). TP 2 is in no source.
+# - trn1.2xlarge (2 cores): 2 (TP-APPNOTE).
+_TRN2_TP: dict[int | None, tuple[int, ...]] = {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)}
+TRAINING_TP_DEGREES: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn1.2xlarge": {None: (1, 2)},
+    "trn1.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn1n.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn2.48xlarge": _TRN2_TP,
+    "trn2u.48xlarge": _TRN2_TP,
+}
+# Degrees a source says do not work: refused even when unlisted degrees are allowed.
+_TRN2_BROKEN_TP: dict[int | None, tuple[int, ...]] = {1: (16,), 2: (8,)}
+TRAINING_TP_UNSUPPORTED: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn2.48xlarge": _TRN2_BROKEN_TP,
+    "trn2u.48xlarge": _TRN2_BROKEN_TP,
+}
+TRAINING_TP_SOURCES = ("TP-APPNOTE", "RT-2.21", "NXD-PS")
+
+
+def training_tp_degrees(instance_name: str, logical_nc_config: int | None = None) -> tuple[int, ...]:
+    """Documented training TP degrees on ``instance_name`` at ``logical_nc_config`` (default LNC)."""
+    inst = get_training_instance(instance_name)
+    lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
+    inst.neuron_cores_at(lnc)  # validates the LNC
+    return TRAINING_TP_DEGREES[inst.name][lnc]
+
+
+def training_tp_unsupported(instance_name: str, logical_nc_config: int | None = None) -> tuple[int, ...]:
+    """Training TP degrees a source says do not work on ``instance_name`` at ``logical_nc_config``."""
+    inst = get_training_instance(instance_name)
+    lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
+    return TRAINING_TP_UNSUPPORTED.get(inst.name, {}).get(lnc, ())
 
 
 # --------------------------------------------------------------------------------------------
@@ -845,6 +907,9 @@ __all__ = [
     "SAGEMAKER_PRICES",
     "SERVICE_PRICES",
     "SOURCES",
+    "TRAINING_TP_DEGREES",
+    "TRAINING_TP_SOURCES",
+    "TRAINING_TP_UNSUPPORTED",
     "CapacityBlockKind",
     "EfaLayout",
     "NeuronInstance",
@@ -863,6 +928,8 @@ __all__ = [
     "on_demand_price",
     "region_of_az_id",
     "region_offering_status",
+    "training_tp_degrees",
+    "training_tp_unsupported",
 ]
 
 

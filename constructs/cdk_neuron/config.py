@@ -21,7 +21,8 @@ Schema (every key not marked *required* is optional; its default is given)::
       training:
         instance_type: required                a Trainium type offered in az_ids[0]
         max_nodes: required                    >= plan.nodes
-        plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null}
+        plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null,
+               allow_unlisted_tp: false}        TP from catalog.TRAINING_TP_DEGREES unless opted in
         capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-...",
                                                   placement_group_name: null}
                                                | {type: "reservation-group", resource_group_arn: "arn:...",
@@ -167,6 +168,8 @@ class PlanConfig:
     tensor_parallel: int
     pipeline_parallel: int = 1
     logical_nc_config: int | None = None
+    allow_unlisted_tp: bool = False
+    """Opt in to a TP degree the catalog does not list (see :func:`planner.plan_training`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,6 +226,7 @@ class TrainingConfig:
             self.plan.tensor_parallel,
             self.plan.pipeline_parallel,
             self.plan.logical_nc_config,
+            allow_unlisted_tp=self.plan.allow_unlisted_tp,
         )
 
 
@@ -566,13 +570,14 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
         raise NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
 
     plan_section = section.section(
-        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
     )
     plan = PlanConfig(
         nodes=plan_section.positive_int("nodes"),
         tensor_parallel=plan_section.positive_int("tensor_parallel"),
         pipeline_parallel=plan_section.positive_int("pipeline_parallel", 1),
         logical_nc_config=plan_section.get("logical_nc_config", int, None),
+        allow_unlisted_tp=plan_section.get("allow_unlisted_tp", bool, False),
     )
     if plan.nodes > max_nodes:
         raise NeuronConfigError(
@@ -615,7 +620,8 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
 
 
 _PLAN_FIELDS = {
-    k: f"plan.{k}" for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+    k: f"plan.{k}"
+    for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
 }
 
 

@@ -6,7 +6,8 @@ and the CLI prints their plans.
 Training rank layout follows neuronx-distributed (NXD-PS ``initialize_model_parallel``): ranks are
 ordered ``[PP, DP, TP]`` row-major with tensor-parallel ranks contiguous, "so as much TP communication
 as possible is intra-node". Tensor parallelism needs the most bandwidth, so it must stay inside one
-NeuronLink domain; pipeline and data parallelism may cross the network (EFA).
+NeuronLink domain, which today means one instance (Trn2 UltraServers are not placed as a unit by
+AWS Batch); pipeline and data parallelism may cross the network (EFA).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from cdk_neuron.catalog import (
     get_training_instance,
     known_instances,
     on_demand_price,
+    training_tp_degrees,
+    training_tp_unsupported,
 )
 from cdk_neuron.errors import NeuronConfigError, one_of
 
@@ -28,16 +31,19 @@ from cdk_neuron.errors import NeuronConfigError, one_of
 # Training
 # --------------------------------------------------------------------------------------------
 
-# TP degrees that neuronx-distributed cannot map onto trn2's replica groups (NXD-PS get_logic_chosen):
-# 16 x 8 groups at LNC=1 and 8 x 8 groups at LNC=2 are "not supported".
-_TRN2_UNSUPPORTED_TP: dict[int, frozenset[int]] = {1: frozenset({16}), 2: frozenset({8})}
-# TP degrees that need neuronx-distributed's alternative replica-group logic ("Logic2").
+# TP degrees that need neuronx-distributed's alternative replica-group logic ("Logic2", NXD-PS).
 _TRN2_LOGIC2_TP: dict[int, frozenset[int]] = {1: frozenset({64}), 2: frozenset({32})}
 
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """A validated distributed-training layout. Build it with :func:`plan_training`."""
+    """A validated distributed-training layout. Build it with :func:`plan_training`.
+
+    ``neuronlink_domain_instances`` is how many instances the plan may assume share one NeuronLink
+    domain: 1 for every type today. Four trn2u.48xlarge form a Trn2 UltraServer, but neither AWS
+    Batch nor an Auto Scaling group places nodes by UltraServer, so nothing guarantees two nodes of
+    a job share one (see :func:`plan_training`).
+    """
 
     instance_type: str
     nodes: int
@@ -51,6 +57,7 @@ class TrainingPlan:
     tp_within_neuronlink: bool
     efa_dimensions: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    allow_unlisted_tp: bool = False
 
     @property
     def efa_traffic(self) -> str:
@@ -94,27 +101,39 @@ def plan_training(
     tensor_parallel: int,
     pipeline_parallel: int = 1,
     logical_nc_config: int | None = None,
+    *,
+    allow_unlisted_tp: bool = False,
 ) -> TrainingPlan:
     """Plan a distributed training job and refuse layouts that cannot work.
 
     Refuses (with :class:`NeuronConfigError` naming the field): inference instances; ``nodes`` < 1;
-    multi-node on an instance without EFA (trn1.2xlarge); TP larger than one NeuronLink domain's
-    cores; a world size not divisible by TP x PP; a ``logical_nc_config`` on non-Trn2 instances; and
-    trn2 TP degrees neuronx-distributed does not support (TP 8 at LNC=2, TP 16 at LNC=1).
+    multi-node on an instance without EFA (trn1.2xlarge); TP larger than one instance's cores; a
+    world size not divisible by TP x PP; a ``logical_nc_config`` on non-Trn2 instances; trn2 TP
+    degrees neuronx-distributed cannot form (TP 8 at LNC=2, TP 16 at LNC=1); and, unless
+    ``allow_unlisted_tp``, any TP degree the catalog does not list for the instance
+    (``catalog.TRAINING_TP_DEGREES``: 1, 2, 4, 8 and 32 on trn1/trn1n; at LNC=2 1, 4, 16, 32 and 64
+    on trn2), which includes every TP whose groups would straddle instances.
 
-    Trn2 UltraServer: on ``trn2u.48xlarge`` four instances share one NeuronLink-v3 domain, so TP may
-    span up to 4 instances (256 logical cores at LNC=2). Such a plan needs whole UltraServers:
-    ``nodes`` must then be a multiple of 4. The plan assumes nodes are numbered so that each run of
-    four consecutive nodes is one UltraServer (what a launcher placing whole UltraServers does); a
-    job of at most four trn2u nodes is one domain, so nothing crosses EFA.
+    ``allow_unlisted_tp``: an explicit opt-in to an unlisted degree that no source says is broken,
+    e.g. TP 16 on trn1 or TP 12, whose groups straddle instances and run their collectives over EFA
+    (the plan then says so in ``efa_dimensions`` and ``notes``). You take on checking that
+    neuronx-distributed and the runtime form those groups. Default False.
 
-    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit in
-    different NeuronLink domains, for the ``[PP, DP, TP]`` rank order above.
+    Trn2 UltraServer: four trn2u.48xlarge share one NeuronLink-v3 domain (TRN2-ARCH), but AWS Batch
+    does not place a job's nodes by UltraServer and the Neuron runtime needs a topology-aware
+    launcher to use it (US-EKS). Until cdk-neuron has one, every instance is planned as its own
+    NeuronLink domain: TP must stay within one trn2u.48xlarge (refused otherwise, whatever
+    ``allow_unlisted_tp``), and data/pipeline traffic between nodes is counted as EFA traffic.
+
+    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit on
+    different instances, for the ``[PP, DP, TP]`` rank order above.
     """
     instance = get_training_instance(instance_type)
     nodes = _positive_int("nodes", nodes)
     tp = _positive_int("tensor_parallel", tensor_parallel)
     pp = _positive_int("pipeline_parallel", pipeline_parallel)
+    if not isinstance(allow_unlisted_tp, bool):
+        raise NeuronConfigError("allow_unlisted_tp", allow_unlisted_tp, "use True or False")
     if logical_nc_config is not None and not instance.supports_logical_nc_config:
         raise NeuronConfigError(
             "logical_nc_config",
@@ -123,6 +142,7 @@ def plan_training(
         )
     lnc = instance.default_logical_nc_config if logical_nc_config is None else logical_nc_config
     ranks_per_node = instance.neuron_cores_at(lnc)
+    at_lnc = f" at LNC={lnc}" if lnc else ""
 
     if nodes > 1 and not instance.supports_efa:
         efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
@@ -132,43 +152,50 @@ def plan_training(
             f"{instance.name} has no EFA, so it cannot run multi-node jobs; use nodes=1 or one of {one_of(efa_types)}",
         )
 
-    domain_instances = min(nodes, instance.neuronlink_domain_instances)
-    domain_ranks = ranks_per_node * domain_instances
-    max_domain_ranks = ranks_per_node * instance.neuronlink_domain_instances
-    if tp > max_domain_ranks:
+    listed = training_tp_degrees(instance.name, lnc)
+    if tp > ranks_per_node:
+        if instance.is_ultraserver:
+            raise NeuronConfigError(
+                "tensor_parallel",
+                tp,
+                f"TP {tp} spans {math.ceil(tp / ranks_per_node)} {instance.name} instances. Four of them form "
+                "a Trn2 UltraServer over NeuronLink, but AWS Batch does not place nodes by UltraServer, so "
+                "nothing guarantees a job's nodes share one; TP must stay within one instance for now "
+                f"(TP <= {ranks_per_node}{at_lnc}: one of {', '.join(map(str, listed))}); scale with PP/DP",
+            )
         raise NeuronConfigError(
             "tensor_parallel",
             tp,
-            f"exceeds the {max_domain_ranks} NeuronCores of one NeuronLink domain on {instance.name}"
-            f"{f' at LNC={lnc}' if lnc else ''}; use TP <= {max_domain_ranks} and scale with PP/DP",
+            f"exceeds the {ranks_per_node} NeuronCores of one NeuronLink domain (one {instance.name}){at_lnc}; "
+            f"use one of {', '.join(map(str, listed))} and scale with PP/DP",
         )
-    if tp > domain_ranks:
-        raise NeuronConfigError(
-            "nodes",
-            nodes,
-            f"TP {tp} spans {math.ceil(tp / ranks_per_node)} {instance.name} instances of a NeuronLink "
-            f"domain; a Trn2 UltraServer domain is {instance.neuronlink_domain_instances} instances, "
-            f"so use nodes that are a multiple of {instance.neuronlink_domain_instances}",
-        )
-    if instance.is_ultraserver and tp > ranks_per_node and nodes % instance.neuronlink_domain_instances:
-        raise NeuronConfigError(
-            "nodes",
-            nodes,
-            f"TP {tp} spans instances of a Trn2 UltraServer; use a multiple of "
-            f"{instance.neuronlink_domain_instances} nodes (whole UltraServers)",
-        )
-    if lnc is not None and tp in _TRN2_UNSUPPORTED_TP[lnc]:
-        supported = sorted(
-            d
-            for d in (1, 2, 4, 8, 16, 32, 64, 128)
-            if d <= ranks_per_node and d not in _TRN2_UNSUPPORTED_TP[lnc]
+    broken = training_tp_unsupported(instance.name, lnc)
+    if tp in broken:
+        other = 3 - lnc if lnc else None
+        elsewhere = (
+            f" or LNC={other}"
+            if other is not None and tp in training_tp_degrees(instance.name, other)
+            else ""
         )
         raise NeuronConfigError(
             "tensor_parallel",
             tp,
-            f"neuronx-distributed does not support TP {tp} at LNC={lnc} on {instance.name} "
-            f"(replica groups cannot be formed); use one of {', '.join(map(str, supported))}"
-            f"{' or LNC=' + str(3 - lnc) if tp not in _TRN2_UNSUPPORTED_TP[3 - lnc] else ''}",
+            f"neuronx-distributed does not support TP {tp}{at_lnc} on {instance.name} "
+            f"(replica groups cannot be formed, NXD-PS); use one of {', '.join(map(str, listed))}{elsewhere}",
+        )
+    if tp not in listed and not allow_unlisted_tp:
+        straddles = ranks_per_node % tp != 0
+        why = (
+            f"its groups would straddle {instance.name} instances and run their collectives over EFA"
+            if straddles
+            else "no source documents it"
+        )
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tp,
+            f"TP {tp} is not a documented TP degree on {instance.name}{at_lnc} ({why}); use one of "
+            f"{', '.join(map(str, listed))} (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True "
+            "to take responsibility for it",
         )
 
     world = nodes * ranks_per_node
@@ -183,12 +210,21 @@ def plan_training(
         )
     dp = world // (tp * pp)
 
+    # Only one instance is guaranteed to be one NeuronLink domain (see the docstring).
+    domain_ranks = ranks_per_node
     notes: list[str] = []
     tp_inside = not _crosses_domain(tp, domain_ranks)
     if not tp_inside:
         notes.append(
-            f"TP {tp} does not divide the {domain_ranks} cores of a NeuronLink domain: some TP groups "
-            "straddle instances and their collectives cross EFA"
+            f"TP {tp} does not divide the {domain_ranks} cores of one instance: some TP groups straddle "
+            "instances and their collectives cross EFA (allowed by allow_unlisted_tp)"
+        )
+    elif tp not in listed:
+        notes.append(f"TP {tp} is not a documented degree on {instance.name}{at_lnc} (allow_unlisted_tp)")
+    if instance.is_ultraserver and nodes > 1:
+        notes.append(
+            f"{instance.name} nodes are planned as separate NeuronLink domains: AWS Batch does not place "
+            "them by UltraServer, so traffic between nodes is counted as EFA traffic"
         )
     if lnc is not None and tp in _TRN2_LOGIC2_TP[lnc]:
         notes.append(
@@ -198,7 +234,7 @@ def plan_training(
         notes.append("trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE")
 
     efa: list[str] = []
-    if nodes > instance.neuronlink_domain_instances:
+    if nodes > 1:
         if pp > 1:
             efa.append("pipeline")
         if dp > 1 and _crosses_domain(dp * tp, domain_ranks):
@@ -214,10 +250,11 @@ def plan_training(
         world_size=world,
         ranks_per_node=ranks_per_node,
         logical_nc_config=lnc,
-        neuronlink_domain_instances=instance.neuronlink_domain_instances,
+        neuronlink_domain_instances=1,
         tp_within_neuronlink=tp_inside,
         efa_dimensions=tuple(efa),
         notes=tuple(notes),
+        allow_unlisted_tp=allow_unlisted_tp,
     )
 
 

@@ -457,6 +457,7 @@ class TrainingCluster(Construct):
                 self.plan.tensor_parallel,
                 self.plan.pipeline_parallel,
                 self.plan.logical_nc_config,
+                allow_unlisted_tp=self.plan.allow_unlisted_tp,
             )
         job_plan = validation.checked_plan(self.instance, self.max_nodes, plan or self.plan)
         if timeout is not None:

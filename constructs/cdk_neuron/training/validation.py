@@ -101,7 +101,12 @@ def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> Trai
             f"plan with plan_training({instance.name!r}, ...)",
         )
     replanned = plan_training(
-        plan.instance_type, plan.nodes, plan.tensor_parallel, plan.pipeline_parallel, plan.logical_nc_config
+        plan.instance_type,
+        plan.nodes,
+        plan.tensor_parallel,
+        plan.pipeline_parallel,
+        plan.logical_nc_config,
+        allow_unlisted_tp=plan.allow_unlisted_tp,
     )
     if replanned != plan:
         raise NeuronConfigError(

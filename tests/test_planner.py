@@ -16,7 +16,14 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.planner import ServingPlan, TrainingPlan, kv_cache_bytes, plan_training, size_model
+from cdk_neuron.planner import (
+    ServingPlan,
+    TrainingPlan,
+    kv_cache_bytes,
+    kv_heads_per_core,
+    plan_training,
+    size_model,
+)
 
 GIB = 2**30
 FAST = settings(max_examples=150, deadline=None)
@@ -399,10 +406,14 @@ def test_kv_cache_formula_matches_hand_computation() -> None:
 def test_70b_bf16_lands_on_inf2_48xlarge_tp24() -> None:
     plan = size_model(70e9)
     assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.48xlarge", 24, 1)
-    # 70e9 x 2 bytes = 130.39 GiB of weights; + 1.25 GiB KV (80 layers, 8 KV heads) over 24 cores.
+    # 70e9 x 2 bytes = 130.39 GiB of weights; KV 1.25 GiB (80 layers, 8 KV heads of 0.15625 GiB).
+    # At TP 24 each core holds one whole KV head (8 heads replicated to 24), not 1.25 / 24.
     assert plan.weights_gib == pytest.approx(130.385, abs=1e-3)
     assert plan.kv_cache_gib == 1.25
-    assert plan.hbm_per_core_gib == pytest.approx((130.385 + 1.25) / 24, abs=1e-3)
+    assert plan.kv_heads_per_core == 1
+    assert plan.kv_cache_per_core_gib == pytest.approx(0.15625, abs=1e-4)
+    assert plan.hbm_per_core_gib == pytest.approx(130.385 / 24 + 0.15625, abs=1e-3)
+    assert "1 of 8 KV head(s) per core, replicated" in plan.explanation
     assert plan.visible_cores(0) == "0-23"
     assert plan.devices(0) == tuple(f"/dev/neuron{i}" for i in range(12))
     assert plan.devices_per_replica == 12
@@ -419,6 +430,54 @@ def test_8b_bf16_lands_on_inf2_xlarge_tp2() -> None:
     assert plan.headroom == pytest.approx(1 - 7.7006 / 16, abs=1e-3)
     assert plan.visible_cores(0) == "0-1"
     assert plan.devices(0) == ("/dev/neuron0",)
+
+
+# NxD Inference GQA sharding (gqa.py get_shardable_head_counts), hand-worked:
+# (kv_heads, attention_heads, TP) -> KV heads per core.
+KV_HEADS_PER_CORE = [
+    (8, 32, 2, 4),  # 8 KV heads split over 2 cores
+    (8, 32, 8, 1),  # exactly one per core: TP == KV heads
+    (8, 32, 16, 1),  # replicated: 16 is a multiple of 8 (REPLICATE_TO_TP_DEGREE)
+    (8, 64, 24, 1),  # Llama-3 70B on inf2.48xlarge
+    (8, 32, 12, 3),  # 12 is no multiple of 8: MHA, 32 query heads padded to 36 -> 3 per core
+    (40, 40, 12, 4),  # MHA (Llama-2 13B): 40 heads padded to 48 -> 4 per core = ceil(40 / 12)
+    (40, 40, 8, 5),
+    (4, 32, 2, 2),
+    (1, 32, 8, 1),  # MQA: one KV head, replicated to every core
+]
+
+
+@pytest.mark.parametrize(("kv", "q", "tp", "per_core"), KV_HEADS_PER_CORE)
+def test_kv_heads_per_core_follows_nxd_inference(kv: int, q: int, tp: int, per_core: int) -> None:
+    assert kv_heads_per_core(kv, q, tp) == per_core
+    assert per_core >= max(1, math.ceil(kv / tp))  # never below the brief's floor
+
+
+def test_kv_cache_per_core_counts_whole_replicated_heads() -> None:
+    # Llama-3 8B shape, batch 16 x 4,096: per KV head 2 x 32 x 128 x 4096 x 16 x 2 B = 1 GiB; 8 GiB total.
+    shape: dict[str, Any] = {"layers": 32, "kv_heads": 8, "batch_size": 16}
+    at_8 = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=8, **shape)
+    assert (at_8.kv_cache_gib, at_8.kv_heads_per_core, at_8.kv_cache_per_core_gib) == (8.0, 1, 1.0)
+    # TP 24: the even share would be 8 / 24 = 0.33 GiB; each core still holds one whole head.
+    at_24 = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=24, **shape)
+    assert (at_24.kv_heads_per_core, at_24.kv_cache_per_core_gib) == (1, 1.0)
+    assert at_24.hbm_per_core_gib == pytest.approx(8e9 * 2 / GIB / 24 + 1.0, abs=1e-3)
+
+
+def test_replicated_kv_heads_can_make_a_model_not_fit() -> None:
+    # MQA (1 KV head), 32 layers, 32,768 positions, bf16: one head is 2 x 32 x 128 x 32768 x 2 B
+    # = 0.5 GiB per sequence, and every core holds it whole. 40 GiB of weights at TP 24 is 1.667 GiB.
+    shape: dict[str, Any] = {"layers": 32, "kv_heads": 1, "sequence_length": 32768}
+    params = 40 * GIB / 2
+    fits = size_model(params, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=8, **shape)
+    assert (fits.kv_cache_gib, fits.kv_cache_per_core_gib) == (4.0, 4.0)
+    assert fits.hbm_per_core_gib == pytest.approx(40 / 24 + 4.0, abs=1e-3)
+    # Batch 20: the replicated head is 10 GiB per core, 11.67 GiB with the weights, over the 10.4 usable;
+    # the old even share (10 / 24 = 0.42 GiB) would have called it 2.08 GiB and accepted it.
+    with pytest.raises(
+        NeuronConfigError, match=r"^tensor_parallel=24: 11\.7 GiB per NeuronCore|^instance_type="
+    ):
+        size_model(params, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=20, **shape)
 
 
 def test_8b_on_inf2_48xlarge_packs_12_replicas() -> None:
@@ -652,8 +711,13 @@ def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
     assert plan.replicas_per_instance == cores // tp
     assert plan.neuron_cores_used <= cores
     assert plan.hbm_limit_per_core_gib == 16.0
-    # Memory per core = (weights + KV) / TP, and it respects the 35 % default headroom.
-    assert plan.hbm_per_core_gib == pytest.approx((plan.weights_gib + plan.kv_cache_gib) / tp, abs=2e-3)
+    # Memory per core = weights / TP + the core's whole KV heads (at least its even share), and it
+    # respects the 35 % default headroom.
+    assert plan.hbm_per_core_gib == pytest.approx(
+        plan.weights_gib / tp + plan.kv_cache_per_core_gib, abs=2e-3
+    )
+    assert plan.kv_cache_per_core_gib >= plan.kv_cache_gib / tp - 1e-3
+    assert plan.kv_heads_per_core >= 1
     assert plan.hbm_per_core_gib <= 16.0 * 0.65 + 1e-3
     assert plan.headroom >= 0.35 - 1e-4
     assert plan.weights_gib == pytest.approx(float(parameters) * _bytes(dtype) / GIB, abs=1e-3)

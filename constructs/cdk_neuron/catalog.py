@@ -99,6 +99,14 @@ SOURCES: dict[str, Source] = {
             "2024-12-20",
         ),
         Source(
+            "NXDI-GQA",
+            "aws-neuron/neuronx-distributed-inference src/neuronx_distributed_inference/modules/attention/"
+            "gqa.py @c63afe0 (determine_sharding_strategy, get_shardable_head_counts: KV heads replicated "
+            "to the TP degree, or converted to MHA when TP is not a multiple of them); aws-neuron-sdk "
+            "libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286 (GQA sharding strategies)",
+            "2026-04-09",
+        ),
+        Source(
             "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
         ),
         Source(

@@ -296,18 +296,41 @@ class _Shape:
     layers: int
     kv_heads: int
     hidden_size: int
+    attention_heads: int
+    head_dim: int = DEFAULT_HEAD_DIM
 
 
 # Reference transformer shapes for estimating the KV cache when the caller gives none (public model
-# cards: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
+# cards / config.json: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
+# Llama 3.2 1B has 64-dimensional heads (2,048 hidden / 32 heads); the others 128.
 _REFERENCE_SHAPES = (
-    _Shape(1.2, 16, 8, 2048),
-    _Shape(3.2, 28, 8, 3072),
-    _Shape(8.0, 32, 8, 4096),
-    _Shape(13.0, 40, 40, 5120),
-    _Shape(70.6, 80, 8, 8192),
-    _Shape(405.0, 126, 8, 16384),
+    _Shape(1.2, 16, 8, 2048, 32, head_dim=64),
+    _Shape(3.2, 28, 8, 3072, 24),
+    _Shape(8.0, 32, 8, 4096, 32),
+    _Shape(13.0, 40, 40, 5120, 40),
+    _Shape(70.6, 80, 8, 8192, 64),
+    _Shape(405.0, 126, 8, 16384, 128),
 )
+
+
+def kv_heads_per_core(kv_heads: int, attention_heads: int, tensor_parallel: int) -> int:
+    """KV heads each NeuronCore holds at ``tensor_parallel``, as NxD Inference shards attention.
+
+    NxD Inference (used by optimum-neuron and TGI's Neuron backend) pads the query heads to a
+    multiple of TP and, by default (``GQA.REPLICATE_TO_TP_DEGREE``), replicates the KV heads so each
+    rank holds one when TP exceeds them: 8 KV heads at TP 32 become 32, one per core. When TP is
+    not a multiple of the KV heads it converts to MHA (``GQA.CONVERT_TO_MHA``): the KV heads become
+    the padded query heads (NXDI-GQA). KV heads are never split below one per core, so the per-core
+    KV cache is ``ceil(kv_heads / TP)`` heads at least, and never less than one head.
+    """
+    padded_attention = math.ceil(attention_heads / tensor_parallel) * tensor_parallel
+    if attention_heads == kv_heads:  # MHA: the KV heads are padded like the query heads
+        heads = padded_attention
+    elif kv_heads < tensor_parallel or kv_heads % tensor_parallel:
+        heads = tensor_parallel if tensor_parallel % kv_heads == 0 else padded_attention
+    else:
+        heads = kv_heads
+    return heads // tensor_parallel
 
 
 @dataclass(frozen=True)
@@ -320,10 +343,14 @@ class ServingPlan:
     devices_per_replica: int
     weights_gib: float
     kv_cache_gib: float
+    """The model's KV cache (every layer, KV head, position and sequence), before replication."""
     hbm_per_core_gib: float
     hbm_limit_per_core_gib: float
     headroom: float
     explanation: str
+    kv_cache_per_core_gib: float = 0.0
+    """The KV cache one NeuronCore holds: its share of the KV heads, at least one head (replicated)."""
+    kv_heads_per_core: int = 0
 
     @property
     def neuron_cores_used(self) -> int:
@@ -407,7 +434,7 @@ def size_model(
 ) -> ServingPlan:
     """Size a model for Inferentia2 serving under the 16 GiB-per-NeuronCore limit.
 
-    Memory per core = (weights + KV cache for ``batch_size x sequence_length``) / TP; it must leave
+    Memory per core = weights / TP + the KV heads the core holds (for ``batch_size x sequence_length``); it must leave
     ``headroom`` (default 0.35) of the core's HBM (16 GiB on Inf2 and Trn1) free: TGI-DOC's rule, with
     room for compiled graphs, runtime buffers and activations.
 
@@ -419,7 +446,10 @@ def size_model(
 
     The KV cache is 2 x layers x KV heads x 128 x positions x batch x bytes; ``hidden_size`` alone
     means multi-head attention (one KV head per attention head); missing shape values come from the
-    nearest reference model, as the explanation says. ``kv_cache_dtype`` defaults to ``dtype`` for
+    nearest reference model, as the explanation says. Per NeuronCore it is not KV / TP: each core
+    holds whole KV heads, at least one, replicated when TP exceeds the KV heads (NxD Inference's
+    GQA sharding, :func:`kv_heads_per_core`): Llama-3 70B's 8 KV heads at TP 24 cost each core one
+    head, three times its even share. ``kv_cache_dtype`` defaults to ``dtype`` for
     16/32-bit weights and to bf16 for 8-bit weights (Neuron's int8/fp8 are weight-only by default).
     """
     params = _nonnegative_number("parameters", parameters)
@@ -451,27 +481,42 @@ def size_model(
     n_layers = layers or reference.layers
     if layers is None:
         assumed.append(f"layers={n_layers}")
+    head_dim = DEFAULT_HEAD_DIM
     if kv_heads is not None:
-        kv_dim = kv_heads * DEFAULT_HEAD_DIM
+        n_kv_heads = kv_heads
     elif hidden_size is not None:
-        kv_dim = hidden_size  # multi-head attention: one KV head per attention head
+        n_kv_heads = max(1, hidden_size // DEFAULT_HEAD_DIM)  # MHA: one KV head per attention head
     else:
-        kv_dim = reference.kv_heads * DEFAULT_HEAD_DIM
-        assumed.append(f"kv_heads={reference.kv_heads}")
+        n_kv_heads, head_dim = reference.kv_heads, reference.head_dim
+        assumed.append(f"kv_heads={n_kv_heads}")
+    # Query heads only matter when NxD Inference converts GQA to MHA (TP not a multiple of the KV heads).
+    if hidden_size is not None:
+        n_attention_heads, attention_assumed = max(n_kv_heads, hidden_size // DEFAULT_HEAD_DIM), False
+    elif kv_heads is None:
+        n_attention_heads, attention_assumed = reference.attention_heads, False  # with the reference KV heads
+    else:
+        n_attention_heads, attention_assumed = max(kv_heads, reference.attention_heads), True
     gib = 2**30
     weights = params * bytes_per / gib
-    kv = (
+    kv_per_head = (
         kv_cache_bytes(
             layers=n_layers,
             kv_heads=1,
-            head_dim=kv_dim,
+            head_dim=head_dim,
             sequence_length=sequence_length,
             batch_size=batch_size,
             bytes_per_value=kv_bytes_per,
         )
         / gib
     )
-    total = weights + kv
+    kv = kv_per_head * n_kv_heads
+
+    def heads_per_core(tp: int) -> int:
+        return kv_heads_per_core(n_kv_heads, n_attention_heads, tp)
+
+    def per_core(tp: int) -> float:
+        """HBM one NeuronCore needs: its weight shard and its KV heads (at least one, NXDI-GQA)."""
+        return weights / tp + kv_per_head * heads_per_core(tp)
 
     def usable(instance: NeuronInstance) -> float:
         return instance.hbm_gib_per_core * (1 - headroom)
@@ -482,7 +527,7 @@ def size_model(
             options = _serving_tp_options(instance)
         else:
             options = [fixed_tp] if fixed_tp in _serving_tp_allowed(instance) else []
-        return next((tp for tp in options if total / tp <= usable(instance)), None)
+        return next((tp for tp in options if per_core(tp) <= usable(instance)), None)
 
     candidates = sorted(
         (INSTANCES[n] for n in known_instances("inference")),
@@ -521,14 +566,14 @@ def size_model(
                 raise NeuronConfigError(
                     "tensor_parallel",
                     tensor_parallel,
-                    f"{total / tensor_parallel:.1f} GiB per NeuronCore exceeds the "
+                    f"{per_core(tensor_parallel):.1f} GiB per NeuronCore exceeds the "
                     f"{usable(instance):.1f} GiB usable on {instance.name}; TP {here} fits there",
                 )
-            best = total / max(_serving_tp_allowed(instance))
+            best = min(per_core(t) for t in _serving_tp_allowed(instance))
             raise NeuronConfigError(
                 "instance_type",
                 instance.name,
-                f"model needs {total:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at least "
+                f"model needs {weights + kv:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at least "
                 f"{best:.1f} GiB per NeuronCore on {instance.name} exceeds the {usable(instance):.1f} GiB usable "
                 f"({instance.hbm_gib_per_core:.0f} GiB less {headroom:.0%} headroom); {suggestion}",
             )
@@ -540,7 +585,7 @@ def size_model(
                 raise NeuronConfigError(
                     "tensor_parallel",
                     tensor_parallel,
-                    f"{total / tensor_parallel:.1f} GiB per NeuronCore does not fit any Inf2 instance "
+                    f"{per_core(tensor_parallel):.1f} GiB per NeuronCore does not fit any Inf2 instance "
                     f"with {headroom:.0%} headroom; {suggestion}",
                 )
             # Name the input that broke it: the weights alone, or the KV cache on top of them.
@@ -552,21 +597,28 @@ def size_model(
                 )
             raise NeuronConfigError(
                 *culprit,
-                f"needs {total:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
+                f"needs {weights + kv:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
                 f"{batch_size} x {sequence_length}), more than any Inf2 instance holds with {headroom:.0%} "
                 "headroom; quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances",
             )
         instance, tp = chosen
-    per_core = total / tp
+    core_gib = per_core(tp)
+    core_heads = heads_per_core(tp)
+    kv_core = kv_per_head * core_heads
+    replicated = core_heads * tp > n_kv_heads
+    if attention_assumed and core_heads * tp > max(n_kv_heads, tp):
+        assumed.append(f"attention_heads={n_attention_heads}")
     replicas = instance.neuron_cores // tp
     cores_per_chip = instance.neuron_cores // instance.chips
     limit = instance.hbm_gib_per_core
     kv_note = f" at {kv_dtype}" if kv_dtype != dtype.lower() else ""
+    heads_note = f"{core_heads} of {n_kv_heads} KV head(s) per core{', replicated' if replicated else ''}"
     explanation = (
         f"{params / 1e9:.1f}B params at {dtype} = {weights:.1f} GiB weights + {kv:.1f} GiB KV cache{kv_note} "
-        f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}) "
-        f"/ TP {tp} = {per_core:.1f} GiB per NeuronCore of {limit:.0f} "
-        f"({1 - per_core / limit:.0%} free) on {instance.name}, {replicas} replica(s) per instance"
+        f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}); "
+        f"per NeuronCore at TP {tp}: {weights / tp:.1f} GiB weights + {kv_core:.2f} GiB KV ({heads_note}) "
+        f"= {core_gib:.1f} GiB of {limit:.0f} ({1 - core_gib / limit:.0%} free) on {instance.name}, "
+        f"{replicas} replica(s) per instance"
     )
     return ServingPlan(
         instance_type=instance.name,
@@ -575,10 +627,12 @@ def size_model(
         devices_per_replica=math.ceil(tp / cores_per_chip),
         weights_gib=round(weights, 3),
         kv_cache_gib=round(kv, 3),
-        hbm_per_core_gib=round(per_core, 3),
+        hbm_per_core_gib=round(core_gib, 3),
         hbm_limit_per_core_gib=limit,
-        headroom=round(1 - per_core / limit, 4),
+        headroom=round(1 - core_gib / limit, 4),
         explanation=explanation,
+        kv_cache_per_core_gib=round(kv_core, 4),
+        kv_heads_per_core=core_heads,
     )
 
 
@@ -588,6 +642,7 @@ __all__ = [
     "ServingPlan",
     "TrainingPlan",
     "kv_cache_bytes",
+    "kv_heads_per_core",
     "plan_training",
     "size_model",
 ]

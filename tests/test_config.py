@@ -37,9 +37,10 @@ def minimal_env() -> dict[str, Any]:
         "serving": {
             "instance_type": "inf2.xlarge",
             "model": {
-                "model_id": "meta-llama/Meta-Llama-3-8B-Instruct",
-                "parameters": 8_000_000_000,
-                "artifact_uri": "s3://models-bucket/llama3-8b/",
+                "model_id": "meta-llama/Llama-3.2-3B-Instruct",
+                "parameters": 3_210_000_000,
+                "tensor_parallel": 2,  # one replica on both cores
+                "artifact_uri": "s3://models-bucket/llama-3.2-3b/",
             },
         },
     }
@@ -79,6 +80,49 @@ def test_dev_is_cheap_when_idle(shipped: dict[str, EnvironmentConfig]) -> None:
 
 def test_staging_uses_the_sagemaker_backend(shipped: dict[str, EnvironmentConfig]) -> None:
     assert shipped["staging"].serving.backend == "sagemaker"
+
+
+@pytest.mark.parametrize("name", ["dev", "staging"])
+def test_dev_and_staging_serve_a_model_whose_weights_inf2_xlarge_can_load(
+    shipped: dict[str, EnvironmentConfig], name: str
+) -> None:
+    # Llama-3 8B (14.9 GiB bf16) exceeds the 12 GiB usable of inf2.xlarge's 16 GiB host RAM;
+    # Llama-3.2 3B (3.21B parameters, 28 layers, 8 KV heads; 5.98 GiB) fits.
+    model = shipped[name].serving.model
+    assert (model.model_id, model.parameters) == ("meta-llama/Llama-3.2-3B-Instruct", 3_210_000_000)
+    assert model.artifact_uri == (
+        f"s3://cdk-neuron-{name}-models/meta-llama/Llama-3.2-3B-Instruct/neuron-bs1-seq4096/"
+    )
+    plan = shipped[name].serving.serving_plan()
+    assert plan.instance_type == "inf2.xlarge"
+    assert plan.weights_gib == pytest.approx(5.979, abs=1e-3)
+    assert plan.host_memory_limit_gib == 12.0
+
+
+def test_several_replicas_without_nat_are_refused_because_of_the_proxy_image() -> None:
+    # TP 1 packs two Llama-3.2 3B replicas on inf2.xlarge; the fleet then pulls an nginx proxy from
+    # public ECR, which a VPC without NAT cannot reach.
+    env = minimal_env()
+    env["serving"]["model"]["tensor_parallel"] = None
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.serving\.model\.tensor_parallel=None: 2 replicas per inf2\.xlarge need "
+        r"the local proxy image public\.ecr\.aws/nginx.*set model\.tensor_parallel to 2",
+    ):
+        load_one(env)
+    env["network"] = {"nat_gateways": 1}
+    assert load_one(env).serving.serving_plan().replicas_per_instance == 2
+
+
+def test_llama3_8b_on_inf2_xlarge_is_refused_for_host_memory() -> None:
+    env = minimal_env()
+    env["serving"]["model"].update(model_id="meta-llama/Meta-Llama-3-8B-Instruct", parameters=8_000_000_000)
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.serving\.instance_type='inf2\.xlarge': 14\.9 GiB of weights .*host memory.*"
+        r"inf2\.8xlarge with TP 2 would fit",
+    ):
+        load_one(env)
 
 
 def test_prod_plans_a_70b_model_on_16_nodes_and_keeps_its_data(shipped: dict[str, EnvironmentConfig]) -> None:
@@ -156,10 +200,10 @@ def test_serving_instance_type_may_be_left_to_the_planner_and_ml_prefix_is_dropp
 def test_capacity_reservation_and_json_float_counts_are_accepted() -> None:
     env = minimal_env()
     env["training"]["capacity"] = {"type": "reservation", "reservation_id": "cr-0123456789abcdef0"}
-    env["serving"]["model"]["parameters"] = 8e9
+    env["serving"]["model"]["parameters"] = 3.21e9
     loaded = load_one(env)
     assert loaded.training.capacity.reservation_id == "cr-0123456789abcdef0"
-    assert loaded.serving.model.parameters == 8_000_000_000
+    assert loaded.serving.model.parameters == 3_210_000_000
 
 
 def test_capacity_ids_are_validated_as_the_construct_validates_them() -> None:

@@ -2,9 +2,9 @@
 
 Two environments, synthesized once for the module:
 
-- ``prod``: one stack with a Batch trn1.32xlarge cluster, its checkpoint store and an EC2 inf2.xlarge
+- ``prod``: one stack with a Batch trn1.32xlarge cluster, its checkpoint store and an EC2 inf2.8xlarge
   fleet behind an ALB, monitored in the same stack, with an alarm email.
-- ``dev``: an Auto Scaling group trn1.32xlarge cluster and a SageMaker ml.inf2.xlarge fleet in one
+- ``dev``: an Auto Scaling group trn1.32xlarge cluster and a SageMaker ml.inf2.8xlarge fleet in one
   stack, monitored from a separate stack (cross-stack wiring), no email.
 """
 
@@ -94,7 +94,7 @@ def prod() -> Iterator[Env]:
         "Fleet",
         vpc=vpc,
         model=MODEL,
-        instance_type="inf2.xlarge",
+        instance_type="inf2.8xlarge",
         availability_zone_ids=INF2_AZ_IDS,
     )
     monitoring = NeuronMonitoring(
@@ -129,7 +129,7 @@ def dev() -> Iterator[Env]:
         vpc=vpc,
         model=MODEL,
         backend=FleetBackend.sagemaker(),
-        instance_type="ml.inf2.xlarge",
+        instance_type="ml.inf2.8xlarge",
     )
     monitoring_stack = PinnedStack(app, "DevMonitoring", region="us-east-1")
     monitoring = NeuronMonitoring(

@@ -420,16 +420,64 @@ def test_70b_bf16_lands_on_inf2_48xlarge_tp24() -> None:
     assert "inf2.48xlarge" in plan.explanation and "\n" not in plan.explanation
 
 
-def test_8b_bf16_lands_on_inf2_xlarge_tp2() -> None:
+def test_8b_bf16_lands_on_inf2_8xlarge_tp2_because_of_host_memory() -> None:
+    # HBM alone would take inf2.xlarge, but its 16 GiB of host RAM (12 usable) cannot load 14.9 GiB.
     plan = size_model(8e9)
-    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.xlarge", 2, 1)
-    # (14.901 GiB weights + 0.5 GiB KV) / 2 = 7.70 GiB per core of 16: 52 % free.
+    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.8xlarge", 2, 1)
+    # 14.901 GiB weights / 2 + 4 of 8 KV heads (0.0625 GiB each) = 7.70 GiB per core of 16: 52 % free.
     assert plan.weights_gib == pytest.approx(14.901, abs=1e-3)
     assert plan.hbm_per_core_gib == pytest.approx(7.701, abs=1e-3)
     assert plan.hbm_limit_per_core_gib == 16.0
     assert plan.headroom == pytest.approx(1 - 7.7006 / 16, abs=1e-3)
+    assert plan.host_memory_limit_gib == 96.0  # 128 GiB less 25 %
     assert plan.visible_cores(0) == "0-1"
     assert plan.devices(0) == ("/dev/neuron0",)
+
+
+# Host RAM (GiB) transcribed from the Inf2 architecture page: 16, 128, 384, 768; 75 % usable.
+def test_llama3_8b_is_refused_on_inf2_xlarge_for_host_memory() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^instance_type='inf2\.xlarge': 14\.9 GiB of weights at bf16 exceed the 12\.0 GiB of host "
+        r"memory usable on inf2\.xlarge \(16 GiB less 25%\).*inf2\.8xlarge with TP 2 would fit",
+    ):
+        size_model(8e9, instance_type="inf2.xlarge")
+    # SageMaker's name for it too.
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': .*host memory"):
+        size_model(8e9, instance_type="ml.inf2.xlarge")
+
+
+def test_host_memory_limit_is_inclusive() -> None:
+    # Exactly 12 GiB of bf16 weights is exactly 75 % of inf2.xlarge's 16 GiB: accepted at TP 2 (one
+    # replica); one parameter more is refused.
+    at_limit = 12 * GIB // 2
+    plan = size_model(at_limit, instance_type="inf2.xlarge", layers=32, kv_heads=8)
+    assert (plan.weights_gib, plan.tensor_parallel, plan.host_memory_limit_gib) == (12.0, 2, 12.0)
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 12\.0 GiB of weights"):
+        size_model(at_limit + 1, instance_type="inf2.xlarge", layers=32, kv_heads=8)
+
+
+def test_replicas_each_load_their_own_weights_into_host_memory() -> None:
+    # Llama-3.2 3B (3.21B, bf16: 5.98 GiB): TP 1 packs 2 replicas on inf2.xlarge, 11.96 of 12 GiB.
+    small = size_model(3.21e9, instance_type="inf2.xlarge")
+    assert (small.tensor_parallel, small.replicas_per_instance) == (1, 2)
+    # 3.3B (6.15 GiB): two replicas would load 12.3 GiB, so TP 2 (one replica) is chosen instead ...
+    bigger = size_model(3.3e9, instance_type="inf2.xlarge")
+    assert (bigger.tensor_parallel, bigger.replicas_per_instance) == (2, 1)
+    # ... and an explicit TP 1 is refused for host memory, naming the TP that fits.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=1: 2 replicas of 6\.1 GiB load 12\.3 GiB into host memory.*TP 2 fits",
+    ):
+        size_model(3.3e9, instance_type="inf2.xlarge", tensor_parallel=1)
+
+
+def test_host_memory_headroom_is_a_fraction() -> None:
+    for bad in (1.0, -0.1, True, "25%"):
+        with pytest.raises(NeuronConfigError, match=r"^host_memory_headroom="):
+            size_model(8e9, host_memory_headroom=bad)  # type: ignore[arg-type]
+    # With no reserve at all, 14.9 GiB fits 16 GiB: the reserve is what refuses it.
+    assert size_model(8e9, instance_type="inf2.xlarge", host_memory_headroom=0.0).tensor_parallel == 2
 
 
 # NxD Inference GQA sharding (gqa.py get_shardable_head_counts), hand-worked:
@@ -521,12 +569,20 @@ def test_reference_deployments_fit() -> None:
         "sequence_length": 2048,
         "batch_size": 4,
     }
-    assert size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b).tensor_parallel == 2
+    # Its HBM fits inf2.xlarge at TP 2, but its 12.6 GiB of weights take 78 % of the 16 GiB host
+    # ("pretty much maxes out the RAM", HOST-MEM): refused by the 25 % host reserve, accepted without it.
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 12\.6 GiB of weights"):
+        size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b)
+    edge = size_model(6.74e9, instance_type="inf2.xlarge", host_memory_headroom=0.2, **llama2_7b)
+    assert edge.tensor_parallel == 2
     on_24 = size_model(6.74e9, instance_type="inf2.24xlarge", tensor_parallel=8, **llama2_7b)
     assert (on_24.tensor_parallel, on_24.replicas_per_instance, on_24.devices_per_replica) == (8, 1, 4)
     assert on_24.devices(0) == tuple(f"/dev/neuron{i}" for i in range(4))
-    # SNIPPET: Llama-3 8B at batch 8 x 4,096 on ml.inf2.xlarge, HF_NUM_CORES=2.
-    snippet = size_model(8e9, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge")
+    # SNIPPET: Llama-3 8B at batch 8 x 4,096 on ml.inf2.xlarge, HF_NUM_CORES=2: its HBM fits at TP 2
+    # (only with no host reserve: 14.9 GiB of weights on a 16 GiB host).
+    snippet = size_model(
+        8e9, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge", host_memory_headroom=0.0
+    )
     assert (snippet.instance_type, snippet.tensor_parallel) == ("inf2.xlarge", 2)
 
 
@@ -619,8 +675,8 @@ def test_trainium_can_be_validated_for_serving() -> None:
             r"^tensor_parallel=12: .*TP 24 fits there",
         ),
         (
-            {"parameters": 8e9, "instance_type": "inf2.xlarge", "tensor_parallel": 1},
-            r"^tensor_parallel=1: .*TP 2 fits there",
+            {"parameters": 6e9, "instance_type": "inf2.xlarge", "tensor_parallel": 1},
+            r"^tensor_parallel=1: 11\.7 GiB per NeuronCore exceeds .*TP 2 fits there",
         ),
     ],
 )
@@ -718,6 +774,10 @@ def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
     )
     assert plan.kv_cache_per_core_gib >= plan.kv_cache_gib / tp - 1e-3
     assert plan.kv_heads_per_core >= 1
+    # Every replica's weights fit 75 % of the host RAM (Inf2/Trn1 architecture pages).
+    host_gib = {"inf2.xlarge": 16, "inf2.8xlarge": 128, "inf2.24xlarge": 384, "inf2.48xlarge": 768}
+    host = host_gib.get(plan.instance_type, 512)
+    assert plan.replicas_per_instance * plan.weights_gib <= host * 0.75 + 1e-3
     assert plan.hbm_per_core_gib <= 16.0 * 0.65 + 1e-3
     assert plan.headroom >= 0.35 - 1e-4
     assert plan.weights_gib == pytest.approx(float(parameters) * _bytes(dtype) / GIB, abs=1e-3)

@@ -54,7 +54,6 @@ def _exec_start(files: dict[str, str], replica: int) -> str:
 @pytest.mark.parametrize(
     ("instance", "replicas", "last_devices"),
     [
-        ("inf2.xlarge", 1, ["/dev/neuron0"]),
         ("inf2.8xlarge", 1, ["/dev/neuron0"]),
         ("inf2.24xlarge", 6, ["/dev/neuron5"]),
         ("inf2.48xlarge", 12, ["/dev/neuron11"]),
@@ -105,14 +104,14 @@ def test_several_replicas_sit_behind_a_local_proxy() -> None:
 
 
 def test_a_single_replica_serves_the_port_itself() -> None:
-    files = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))
+    files = _files(render_user_data(_config(SPEC_8B, "inf2.8xlarge")))
     assert "--publish=8080:8080" in _exec_start(files, 0)
     assert "/etc/cdk-neuron/nginx.conf" not in files
     assert "PROXY_IMAGE=''" in files["/etc/cdk-neuron/fleet.env"]
 
 
 def test_engine_flags_reach_the_container() -> None:
-    files = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))
+    files = _files(render_user_data(_config(SPEC_8B, "inf2.8xlarge")))
     assert _exec_start(files, 0).endswith(
         "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04 "
         "--model /model --batch_size 4 --sequence_length 4096 --tensor_parallel_size 2"
@@ -134,9 +133,9 @@ def test_the_hub_token_is_read_at_boot_never_written_into_the_template() -> None
 
 
 def test_ecr_login_only_for_private_ecr_images() -> None:
-    ecr = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))["/etc/cdk-neuron/fleet.env"]
+    ecr = _files(render_user_data(_config(SPEC_8B, "inf2.8xlarge")))["/etc/cdk-neuron/fleet.env"]
     assert "ECR_REGISTRY=763104351884.dkr.ecr.us-east-1.amazonaws.com" in ecr
-    ghcr = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge", ServingEngine.tgi())))[
+    ghcr = _files(render_user_data(_config(SPEC_8B, "inf2.8xlarge", ServingEngine.tgi())))[
         "/etc/cdk-neuron/fleet.env"
     ]
     assert "ECR_REGISTRY=''" in ghcr
@@ -144,10 +143,10 @@ def test_ecr_login_only_for_private_ecr_images() -> None:
 
 
 def test_artifacts_are_synced_from_s3() -> None:
-    env = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))["/etc/cdk-neuron/fleet.env"]
+    env = _files(render_user_data(_config(SPEC_8B, "inf2.8xlarge")))["/etc/cdk-neuron/fleet.env"]
     assert "ARTIFACT_URI=s3://my-models/llama-3.1-8b/neuron/" in env
     assert 'aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}"' in render_user_data(
-        _config(SPEC_8B, "inf2.xlarge")
+        _config(SPEC_8B, "inf2.8xlarge")
     )
 
 
@@ -181,7 +180,7 @@ def test_every_script_is_valid_bash() -> None:
 
 @pytest.mark.skipif(shutil.which("awk") is None, reason="needs awk")
 def test_the_concurrency_metric_sums_running_and_waiting_requests() -> None:
-    metrics = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))["/usr/local/sbin/cdk-neuron-metrics"]
+    metrics = _files(render_user_data(_config(SPEC_8B, "inf2.8xlarge")))["/usr/local/sbin/cdk-neuron-metrics"]
     program = re.search(r"awk -v names=\"\$\{CONCURRENCY_METRICS\}\" '(.*?)'\)", metrics, re.S)[1]  # type: ignore[index]
     sample = (
         "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
@@ -201,7 +200,7 @@ def test_the_concurrency_metric_sums_running_and_waiting_requests() -> None:
 
 
 def test_arguments_that_would_break_the_unit_are_refused() -> None:
-    config = _config(SPEC_8B, "inf2.xlarge")
+    config = _config(SPEC_8B, "inf2.8xlarge")
     from dataclasses import replace
 
     with pytest.raises(NeuronConfigError, match=r"container_args='\$HOME'"):

@@ -107,6 +107,17 @@ SOURCES: dict[str, Source] = {
             "2026-04-09",
         ),
         Source(
+            "HOST-MEM",
+            "https://docs.aws.amazon.com/dlami/latest/devguide/inferentia.html (Recommended Inferentia "
+            "Instances: \"If your model exceeds an instance's available RAM, choose a different instance "
+            'type with enough memory"); aws-neuron-sdk libraries/nxd-inference/developer_guides/'
+            "weights-sharding-guide.rst @49ee15c (loading reads the checkpoint on the host and shards it "
+            "per rank; shard-on-load is the default since Neuron 2.23); margin calibrated on "
+            "huggingface.co/aws-neuron/CodeLlama-7b-hf-neuron-8xlarge README @64c28e7 (7B fp16, 12.6 GiB "
+            'of weights, on inf2.xlarge\'s 16 GiB "pretty much maxes out the RAM")',
+            "2026-12-01",
+        ),
+        Source(
             "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
         ),
         Source(

@@ -751,6 +751,17 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
                 f"its image {image.uri(region)} is outside ECR in {region}, which network.nat_gateways 0 "
                 "cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway",
             )
+    if backend == "ec2" and plan.replicas_per_instance > 1 and not network.has_internet_egress:
+        from cdk_neuron.serving.user_data import PROXY_IMAGE  # plain Python, like this module
+
+        raise NeuronConfigError(
+            section.field("model.tensor_parallel"),
+            config.model.tensor_parallel,
+            f"{plan.replicas_per_instance} replicas per {plan.instance_type} need the local proxy image "
+            f"{PROXY_IMAGE}, which network.nat_gateways 0 cannot reach: set model.tensor_parallel to "
+            f"{plan.tensor_parallel * plan.replicas_per_instance} (one replica on every NeuronCore) or give "
+            "the VPC a NAT gateway",
+        )
     if backend == "ec2" and config.model.artifact_uri is None and not network.has_internet_egress:
         raise NeuronConfigError(
             section.field("model.artifact_uri"),

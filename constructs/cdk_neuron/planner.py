@@ -278,6 +278,13 @@ BYTES_PER_DTYPE: dict[str, float] = {
 # deployments (Llama-3 8B at batch 8 x 4,096 on inf2.xlarge, ~59 % used) and rejects
 # Llama 70B on inf2.24xlarge (~69 % used), which public deployments avoid.
 DEFAULT_HEADROOM = 0.35
+# Loading a model reads its weights into host memory before they reach the NeuronCores (HOST-MEM:
+# NxD Inference shards the checkpoint on the host); the instance's RAM must hold them with room for
+# the OS, the runtime and the serving process. AWS's rule is only "the model must not exceed the
+# instance's available RAM"; the 25 % reserve is calibrated on the one public data point near the
+# edge: a 7B fp16 model (12.6 GiB, 78 % of inf2.xlarge's 16 GiB) "pretty much maxes out the RAM".
+# So weights may use at most 75 % of host RAM: 12 GiB on inf2.xlarge, 96 GiB on inf2.8xlarge.
+DEFAULT_HOST_MEMORY_HEADROOM = 0.25
 # Every mainstream LLM family (Llama 2/3, Mistral, Qwen) uses 128-dimensional attention heads.
 DEFAULT_HEAD_DIM = 128
 # TP degrees Neuron serving stacks compile for. When choosing, size_model only uses degrees that
@@ -351,6 +358,8 @@ class ServingPlan:
     kv_cache_per_core_gib: float = 0.0
     """The KV cache one NeuronCore holds: its share of the KV heads, at least one head (replicated)."""
     kv_heads_per_core: int = 0
+    host_memory_limit_gib: float = 0.0
+    """Host RAM the weights may use while loading: the instance's memory less the host headroom."""
 
     @property
     def neuron_cores_used(self) -> int:
@@ -431,6 +440,7 @@ def size_model(
     tensor_parallel: int | None = None,
     headroom: float = DEFAULT_HEADROOM,
     kv_cache_dtype: str | None = None,
+    host_memory_headroom: float = DEFAULT_HOST_MEMORY_HEADROOM,
 ) -> ServingPlan:
     """Size a model for Inferentia2 serving under the 16 GiB-per-NeuronCore limit.
 
@@ -438,9 +448,15 @@ def size_model(
     ``headroom`` (default 0.35) of the core's HBM (16 GiB on Inf2 and Trn1) free: TGI-DOC's rule, with
     room for compiled graphs, runtime buffers and activations.
 
-    Without ``instance_type`` it picks the cheapest Inf2 that fits, and on it the smallest TP that
+    Host memory: loading reads the weights into the instance's RAM (HOST-MEM), once per replica (the
+    EC2 fleet starts one serving process per replica), so replicas x weights may use at most
+    ``1 - host_memory_headroom`` (default 75 %) of it; an instance whose RAM one replica does not fit
+    is refused (Llama-3 8B bf16, 14.9 GiB, on inf2.xlarge's 16 GiB) and never chosen, and a TP that
+    packs more replicas than the RAM loads is not chosen either.
+
+    Without ``instance_type`` it picks the cheapest Inf2 that fits HBM and host RAM, and on it the smallest TP that
     divides the instance's cores and fits, so several replicas share an instance when TP < NeuronCores
-    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.xlarge TP 2). With ``instance_type`` it
+    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.8xlarge TP 2; 3B bf16 -> inf2.xlarge TP 1). With ``instance_type`` it
     validates instead and refuses what does not fit, naming the instance that would. An explicit
     ``tensor_parallel`` (default: chosen) may leave cores idle, e.g. TP 8 on inf2.24xlarge.
 
@@ -467,6 +483,14 @@ def size_model(
             _positive_int(field, value)
     if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
         raise NeuronConfigError("headroom", headroom, "must be a fraction in [0, 1), e.g. 0.35")
+    if (
+        isinstance(host_memory_headroom, bool)
+        or not isinstance(host_memory_headroom, (int, float))
+        or not 0 <= host_memory_headroom < 1
+    ):
+        raise NeuronConfigError(
+            "host_memory_headroom", host_memory_headroom, "must be a fraction in [0, 1), e.g. 0.25"
+        )
     if tensor_parallel is not None:
         _positive_int("tensor_parallel", tensor_parallel)
         if tensor_parallel not in _SERVING_TP:
@@ -521,13 +545,31 @@ def size_model(
     def usable(instance: NeuronInstance) -> float:
         return instance.hbm_gib_per_core * (1 - headroom)
 
+    def host_usable(instance: NeuronInstance) -> float:
+        return instance.memory_gib * (1 - host_memory_headroom)
+
+    def host_need(instance: NeuronInstance, tp: int) -> float:
+        """Host RAM for loading: every replica on the instance is a process reading its own copy."""
+        return instance.neuron_cores // tp * weights
+
+    def host_fits(instance: NeuronInstance) -> bool:
+        """Whether one replica's weights fit the instance's usable host RAM."""
+        return weights <= host_usable(instance)
+
     def fit(instance: NeuronInstance, fixed_tp: int | None) -> int | None:
-        """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given)."""
+        """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given), host RAM included."""
         if fixed_tp is None:
             options = _serving_tp_options(instance)
         else:
             options = [fixed_tp] if fixed_tp in _serving_tp_allowed(instance) else []
-        return next((tp for tp in options if per_core(tp) <= usable(instance)), None)
+        return next(
+            (
+                tp
+                for tp in options
+                if per_core(tp) <= usable(instance) and host_need(instance, tp) <= host_usable(instance)
+            ),
+            None,
+        )
 
     candidates = sorted(
         (INSTANCES[n] for n in known_instances("inference")),
@@ -559,10 +601,26 @@ def size_model(
                 f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
                 f"{', '.join(map(str, _serving_tp_allowed(instance)))}",
             )
+        if not host_fits(instance):
+            raise NeuronConfigError(
+                "instance_type",
+                instance.name,
+                f"{weights:.1f} GiB of weights at {dtype} exceed the {host_usable(instance):.1f} GiB of host "
+                f"memory usable on {instance.name} ({instance.memory_gib} GiB less {host_memory_headroom:.0%}): "
+                f"loading reads the weights into host memory (HOST-MEM); {suggestion}",
+            )
         chosen_tp = fit(instance, tensor_parallel)
         if chosen_tp is None:
             here = fit(instance, None)
             if tensor_parallel is not None and here is not None:
+                if per_core(tensor_parallel) <= usable(instance):
+                    raise NeuronConfigError(
+                        "tensor_parallel",
+                        tensor_parallel,
+                        f"{instance.neuron_cores // tensor_parallel} replicas of {weights:.1f} GiB load "
+                        f"{host_need(instance, tensor_parallel):.1f} GiB into host memory, more than the "
+                        f"{host_usable(instance):.1f} GiB usable on {instance.name} (HOST-MEM); TP {here} fits there",
+                    )
                 raise NeuronConfigError(
                     "tensor_parallel",
                     tensor_parallel,
@@ -589,7 +647,9 @@ def size_model(
                     f"with {headroom:.0%} headroom; {suggestion}",
                 )
             # Name the input that broke it: the weights alone, or the KV cache on top of them.
-            weights_fit = any(weights / max(_serving_tp_options(i)) <= usable(i) for i in candidates)
+            weights_fit = any(
+                host_fits(i) and weights / max(_serving_tp_options(i)) <= usable(i) for i in candidates
+            )
             culprit: tuple[str, object] = ("parameters", parameters)
             if weights_fit:
                 culprit = (
@@ -618,7 +678,8 @@ def size_model(
         f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}); "
         f"per NeuronCore at TP {tp}: {weights / tp:.1f} GiB weights + {kv_core:.2f} GiB KV ({heads_note}) "
         f"= {core_gib:.1f} GiB of {limit:.0f} ({1 - core_gib / limit:.0%} free) on {instance.name}, "
-        f"{replicas} replica(s) per instance"
+        f"{replicas} replica(s) per instance; host RAM for loading: {host_need(instance, tp):.1f} of "
+        f"{host_usable(instance):.0f} GiB usable"
     )
     return ServingPlan(
         instance_type=instance.name,
@@ -633,12 +694,14 @@ def size_model(
         explanation=explanation,
         kv_cache_per_core_gib=round(kv_core, 4),
         kv_heads_per_core=core_heads,
+        host_memory_limit_gib=round(host_usable(instance), 3),
     )
 
 
 __all__ = [
     "BYTES_PER_DTYPE",
     "DEFAULT_HEADROOM",
+    "DEFAULT_HOST_MEMORY_HEADROOM",
     "ServingPlan",
     "TrainingPlan",
     "kv_cache_bytes",

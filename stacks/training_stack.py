@@ -17,13 +17,7 @@ from stacks.scan_skips import skip_checkov
 
 
 def capacity_of(config: CapacityConfig) -> Capacity:
-    if config.type == "reservation":
-        return Capacity.reservation(str(config.reservation_id))
-    if config.type == "capacity-block":
-        return Capacity.capacity_block(str(config.reservation_id))
-    if config.type == "reservation-group":
-        return Capacity.reservation_group(str(config.resource_group_arn))
-    return Capacity.on_demand()
+    return config.to_capacity()
 
 
 class TrainingStack(PinnedAzStack):

@@ -518,6 +518,45 @@ def test_every_catalogued_inference_instance_is_priced() -> None:
             assert on_demand_price(name).usd_per_hour > 0
 
 
+# --------------------------------------------------------------------------------------------
+# Purchase options, transcribed by hand from the EC2 Capacity Blocks guide (ec2-capacity-blocks.html:
+# instance blocks for trn1.32xlarge and trn2.48xlarge; capacity-blocks-how.html: Trn2 UltraServer
+# blocks), moto usage classes and the On-Demand Capacity Reservations guide.
+# --------------------------------------------------------------------------------------------
+
+# name: (On-Demand, reservation, instance Capacity Block, UltraServer Capacity Block)
+EXPECTED_PURCHASE: dict[str, tuple[str, str, str, str]] = {
+    "trn1.2xlarge": ("yes", "yes", "no", "no"),
+    "trn1.32xlarge": ("yes", "yes", "yes", "no"),
+    "trn1n.32xlarge": ("yes", "yes", "no", "no"),
+    "trn2.48xlarge": ("yes", "yes", "yes", "no"),
+    "trn2u.48xlarge": ("unknown", "unknown", "no", "yes"),
+    "inf2.xlarge": ("yes", "yes", "no", "no"),
+    "inf2.8xlarge": ("yes", "yes", "no", "no"),
+    "inf2.24xlarge": ("yes", "yes", "no", "no"),
+    "inf2.48xlarge": ("yes", "yes", "no", "no"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_PURCHASE))
+def test_purchase_options_match_the_ec2_guides(name: str) -> None:
+    got = get_instance(name).purchase_options
+    assert (got.on_demand, got.reservation, got.capacity_block, got.ultraserver_capacity_block) == (
+        EXPECTED_PURCHASE[name]
+    )
+    for key in got.sources:
+        assert key in SOURCES, (name, key)
+
+
+def test_capacity_block_kinds() -> None:
+    assert catalog.capacity_block_types() == ("trn1.32xlarge", "trn2.48xlarge", "trn2u.48xlarge")
+    assert catalog.capacity_block_types("instance") == ("trn1.32xlarge", "trn2.48xlarge")
+    assert catalog.capacity_block_types("ultraserver") == ("trn2u.48xlarge",)
+    assert get_instance("trn2u.48xlarge").purchase_options.capacity_block_kind == "ultraserver"
+    assert get_instance("trn1n.32xlarge").purchase_options.capacity_block_kind is None
+    assert set(catalog.PURCHASE_OPTIONS) == set(INSTANCES)
+
+
 def test_neuron_instance_is_exported() -> None:
     assert catalog.NeuronInstance is NeuronInstance
     for name in catalog.__all__:

@@ -32,9 +32,10 @@ DEV = {
     "serving": {
         "instance_type": "inf2.xlarge",
         "model": {
-            "model_id": "meta-llama/Meta-Llama-3-8B-Instruct",
-            "parameters": 8_000_000_000,
-            "artifact_uri": "s3://models-bucket/llama3-8b/",
+            "model_id": "meta-llama/Llama-3.2-3B-Instruct",
+            "parameters": 3_210_000_000,
+            "tensor_parallel": 2,  # one replica on both cores
+            "artifact_uri": "s3://models-bucket/llama-3.2-3b/",
         },
     },
 }

@@ -42,9 +42,10 @@ def environment(**overrides: Any) -> dict[str, Any]:
             "min_capacity": 1,
             "max_capacity": 3,
             "model": {
-                "model_id": "meta-llama/Meta-Llama-3-8B-Instruct",
-                "parameters": 8_000_000_000,
-                "artifact_uri": "s3://models-bucket/llama3-8b/",
+                "model_id": "meta-llama/Llama-3.2-3B-Instruct",
+                "parameters": 3_210_000_000,
+                "tensor_parallel": 2,  # one replica on both cores
+                "artifact_uri": "s3://models-bucket/llama-3.2-3b/",
             },
         },
     }
@@ -126,9 +127,13 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
     assert checkpoint["save_minutes"] > 0
 
     serving = dev["serving"]
+    # Llama-3.2 3B bf16 at the configured TP 2: 2.99 GiB of weights + 4 of 8 KV heads (0.22 GiB)
+    # per core; one replica loads 5.98 of inf2.xlarge's 12 usable GiB of host RAM.
     assert serving["instance_type"] == "inf2.xlarge"
     assert serving["instance_chosen_by"] == "planner (cheapest fit)"
     assert serving["tensor_parallel"] == 2
+    assert serving["replicas_per_instance"] == 1
+    assert serving["kv_heads_per_core"] == 4
     assert 0 < serving["hbm_per_core_gib"] < serving["hbm_limit_per_core_gib"] == 16
     assert 0 < serving["headroom"] < 1
 
@@ -318,8 +323,9 @@ def test_cost_gpu_comparison(config: Path, capsys: pytest.CaptureFixture[str]) -
 
     serving = {r["family"]: r for r in env_doc(doc, "dev")["gpu_comparison"]["serving"]}
     assert set(serving) == {"inf2", "g5", "g6e"}
-    # 8B bf16 (~15 GiB) does not fit one 22 GiB A10G with 35 % headroom, but fits one 45 GiB L40S.
-    assert serving["g5"]["tensor_parallel"] == 2
+    # 3B bf16 (~6.4 GiB with its KV cache) fits one 22 GiB A10G and one 45 GiB L40S with 35 % headroom;
+    # the fleet is 3 instances x 1 replica = 3 replicas, one per g6e.xlarge (cheapest per replica).
+    assert serving["g5"]["tensor_parallel"] == 1
     assert serving["g6e"]["instance_type"] == "g6e.xlarge" and serving["g6e"]["tensor_parallel"] == 1
     assert serving["g6e"]["instances_for_fleet"] == 3
     # 70B (~131 GiB) fits no g5 instance at all: said so, not invented.
@@ -415,7 +421,7 @@ def test_regional_price_note_only_where_the_table_does_not_apply(
         training={"job_image": IMAGE.format(region=region)},
         serving={"instance_type": None},
     )
-    env["serving"]["model"] = {"model_id": "meta-llama/Meta-Llama-3-8B-Instruct", "parameters": 8_000_000_000}
+    env["serving"]["model"] = {"model_id": "meta-llama/Llama-3.1-8B-Instruct", "parameters": 8_000_000_000}
     code, doc = run_json(capsys, "cost", "--config", str(write_config(tmp_path, dev=env)))
     assert code == 0
     (only,) = doc["environments"]

@@ -37,9 +37,10 @@ def minimal_env() -> dict[str, Any]:
         "serving": {
             "instance_type": "inf2.xlarge",
             "model": {
-                "model_id": "meta-llama/Meta-Llama-3-8B-Instruct",
-                "parameters": 8_000_000_000,
-                "artifact_uri": "s3://models-bucket/llama3-8b/",
+                "model_id": "meta-llama/Llama-3.2-3B-Instruct",
+                "parameters": 3_210_000_000,
+                "tensor_parallel": 2,  # one replica on both cores
+                "artifact_uri": "s3://models-bucket/llama-3.2-3b/",
             },
         },
     }
@@ -79,6 +80,43 @@ def test_dev_is_cheap_when_idle(shipped: dict[str, EnvironmentConfig]) -> None:
 
 def test_staging_uses_the_sagemaker_backend(shipped: dict[str, EnvironmentConfig]) -> None:
     assert shipped["staging"].serving.backend == "sagemaker"
+
+
+@pytest.mark.parametrize("name", ["dev", "staging"])
+def test_dev_and_staging_serve_a_model_whose_weights_inf2_xlarge_can_load(
+    shipped: dict[str, EnvironmentConfig], name: str
+) -> None:
+    # Llama-3 8B (14.9 GiB bf16) exceeds the 12 GiB usable of inf2.xlarge's 16 GiB host RAM;
+    # Llama-3.2 3B (3.21B parameters, 28 layers, 8 KV heads; 5.98 GiB) fits.
+    model = shipped[name].serving.model
+    assert (model.model_id, model.parameters) == ("meta-llama/Llama-3.2-3B-Instruct", 3_210_000_000)
+    assert model.artifact_uri == (
+        f"s3://cdk-neuron-{name}-models/meta-llama/Llama-3.2-3B-Instruct/neuron-bs1-seq4096/"
+    )
+    plan = shipped[name].serving.serving_plan()
+    assert plan.instance_type == "inf2.xlarge"
+    assert plan.weights_gib == pytest.approx(5.979, abs=1e-3)
+    assert plan.host_memory_limit_gib == 12.0
+
+
+def test_several_replicas_without_nat_are_accepted() -> None:
+    # TP 1 packs two Llama-3.2 3B replicas on inf2.xlarge. Their local proxy is the Amazon Linux
+    # nginx package (repositories in S3, through the gateway endpoint), so no NAT is needed.
+    env = minimal_env()
+    env["serving"]["model"]["tensor_parallel"] = None
+    assert load_one(env).network.has_internet_egress is False
+    assert load_one(env).serving.serving_plan().replicas_per_instance == 2
+
+
+def test_llama3_8b_on_inf2_xlarge_is_refused_for_host_memory() -> None:
+    env = minimal_env()
+    env["serving"]["model"].update(model_id="meta-llama/Meta-Llama-3-8B-Instruct", parameters=8_000_000_000)
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.serving\.instance_type='inf2\.xlarge': 14\.9 GiB of weights .*host memory.*"
+        r"inf2\.8xlarge with TP 2 would fit",
+    ):
+        load_one(env)
 
 
 def test_prod_plans_a_70b_model_on_16_nodes_and_keeps_its_data(shipped: dict[str, EnvironmentConfig]) -> None:
@@ -156,10 +194,10 @@ def test_serving_instance_type_may_be_left_to_the_planner_and_ml_prefix_is_dropp
 def test_capacity_reservation_and_json_float_counts_are_accepted() -> None:
     env = minimal_env()
     env["training"]["capacity"] = {"type": "reservation", "reservation_id": "cr-0123456789abcdef0"}
-    env["serving"]["model"]["parameters"] = 8e9
+    env["serving"]["model"]["parameters"] = 3.21e9
     loaded = load_one(env)
     assert loaded.training.capacity.reservation_id == "cr-0123456789abcdef0"
-    assert loaded.serving.model.parameters == 8_000_000_000
+    assert loaded.serving.model.parameters == 3_210_000_000
 
 
 def test_capacity_ids_are_validated_as_the_construct_validates_them() -> None:
@@ -170,6 +208,81 @@ def test_capacity_ids_are_validated_as_the_construct_validates_them() -> None:
         env["training"]["capacity"] = {"type": "reservation", "reservation_id": reservation_id}
         assert load_one(env).training.capacity.reservation_id == reservation_id
         assert Capacity.reservation(reservation_id).reservation_id == reservation_id
+
+
+def test_capacity_block_purchase_options_match_the_construct() -> None:
+    env = minimal_env()
+    env["az_ids"] = ["use2-az3", "use2-az1"]
+    env["region"] = "us-east-2"
+    env["training"]["job_image"] = DLC.replace("us-east-1", "us-east-2")
+    env["serving"]["instance_type"] = "inf2.xlarge"
+    # trn2u.48xlarge is sold as UltraServer Capacity Blocks.
+    env["training"].update(instance_type="trn2u.48xlarge", plan={"nodes": 2, "tensor_parallel": 64})
+    env["training"]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    assert load_one(env).training.capacity.type == "capacity-block"
+    # trn1n.32xlarge is sold as no Capacity Block: the construct's message, under the cdk.json key.
+    env["training"].update(instance_type="trn1n.32xlarge", plan={"nodes": 2, "tensor_parallel": 32})
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.training\.capacity\.type='capacity-block': EC2 sells no Capacity "
+        r"Blocks for trn1n\.32xlarge.*UltraServer Capacity Blocks for trn2u\.48xlarge",
+    ):
+        load_one(env)
+
+
+def test_reservations_may_name_their_existing_placement_group() -> None:
+    env = minimal_env()
+    env["training"]["capacity"] = {
+        "type": "reservation",
+        "reservation_id": "cr-0123456789abcdef0",
+        "placement_group_name": "trn-odcr-cpg",
+    }
+    loaded = load_one(env).training.capacity
+    assert loaded.placement_group_name == "trn-odcr-cpg"
+    assert loaded.to_capacity().placement_group_name == "trn-odcr-cpg"
+    env["training"]["capacity"] = {
+        "type": "reservation-group",
+        "resource_group_arn": "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs",
+        "placement_group_name": "trn-odcr-cpg",
+    }
+    assert load_one(env).training.capacity.to_capacity().placement_group_name == "trn-odcr-cpg"
+
+
+@pytest.mark.parametrize(
+    ("capacity", "key", "reason"),
+    [
+        # A Capacity Block never gets a placement group: the key is unknown there.
+        ({"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0", "placement_group_name": "g"},
+         "placement_group_name", "unknown key"),
+        ({"type": "on-demand", "placement_group_name": "g"}, "placement_group_name", "unknown key"),
+        # The construct's name rule, under the cdk.json key.
+        ({"type": "reservation", "reservation_id": "cr-0123456789abcdef0", "placement_group_name": "g" * 256},
+         "placement_group_name", "existing cluster placement group"),
+    ],
+)  # fmt: skip
+def test_placement_group_names_are_refused_as_the_construct_refuses_them(
+    capacity: dict[str, str], key: str, reason: str
+) -> None:
+    env = minimal_env()
+    env["training"]["capacity"] = capacity
+    with pytest.raises(NeuronConfigError, match=rf"^environments\.qa\.training\.capacity\.{key}=.*{reason}"):
+        load_one(env)
+
+
+def test_unlisted_tp_degrees_need_the_same_opt_in_as_the_planner() -> None:
+    env = minimal_env()
+    env["training"]["plan"] = {"nodes": 2, "tensor_parallel": 16}
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.training\.plan\.tensor_parallel=16: TP 16 is not a documented TP degree",
+    ):
+        load_one(env)
+    env["training"]["plan"]["allow_unlisted_tp"] = True
+    loaded = load_one(env).training
+    assert loaded.plan.allow_unlisted_tp and loaded.training_plan().allow_unlisted_tp
+    env["training"]["plan"]["allow_unlisted_tp"] = 1
+    with pytest.raises(NeuronConfigError, match=r"plan\.allow_unlisted_tp=1: wrong type"):
+        load_one(env)
 
 
 def test_load_environments_accepts_document_context_or_mapping() -> None:

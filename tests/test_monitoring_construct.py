@@ -2,9 +2,9 @@
 
 Two environments, synthesized once for the module:
 
-- ``prod``: one stack with a Batch trn1.32xlarge cluster, its checkpoint store and an EC2 inf2.xlarge
+- ``prod``: one stack with a Batch trn1.32xlarge cluster, its checkpoint store and an EC2 inf2.8xlarge
   fleet behind an ALB, monitored in the same stack, with an alarm email.
-- ``dev``: an Auto Scaling group trn1.32xlarge cluster and a SageMaker ml.inf2.xlarge fleet in one
+- ``dev``: an Auto Scaling group trn1.32xlarge cluster and a SageMaker ml.inf2.8xlarge fleet in one
   stack, monitored from a separate stack (cross-stack wiring), no email.
 """
 
@@ -93,7 +93,7 @@ def prod() -> Iterator[Env]:
         "Fleet",
         vpc=vpc,
         model=MODEL,
-        instance_type="inf2.xlarge",
+        instance_type="inf2.8xlarge",
         availability_zone_ids=INF2_AZ_IDS,
         node_metrics=NodeMetrics(environment="prod"),
     )
@@ -130,7 +130,7 @@ def dev() -> Iterator[Env]:
         vpc=vpc,
         model=MODEL,
         backend=FleetBackend.sagemaker(),
-        instance_type="ml.inf2.xlarge",
+        instance_type="ml.inf2.8xlarge",
     )
     monitoring_stack = PinnedStack(app, "DevMonitoring", region="us-east-1")
     monitoring = NeuronMonitoring(
@@ -364,7 +364,12 @@ def test_monitoring_creates_no_policy_and_changes_no_workload(prod: Env, dev: En
         node_metrics=NodeMetrics(environment="dev"),
     )
     InferenceFleet(
-        alone, "Fleet", vpc=vpc, model=MODEL, backend=FleetBackend.sagemaker(), instance_type="ml.inf2.xlarge"
+        alone,
+        "Fleet",
+        vpc=vpc,
+        model=MODEL,
+        backend=FleetBackend.sagemaker(),
+        instance_type="ml.inf2.8xlarge",
     )
     watched = normalize_template(dev.template(dev.workloads))
     unwatched = normalize_template(Template.from_stack(alone).to_json())

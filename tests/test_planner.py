@@ -16,7 +16,14 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.planner import ServingPlan, TrainingPlan, kv_cache_bytes, plan_training, size_model
+from cdk_neuron.planner import (
+    ServingPlan,
+    TrainingPlan,
+    kv_cache_bytes,
+    kv_heads_per_core,
+    plan_training,
+    size_model,
+)
 
 GIB = 2**30
 FAST = settings(max_examples=150, deadline=None)
@@ -51,30 +58,41 @@ def test_data_parallel_stays_inside_a_node_when_a_stage_fits_one() -> None:
     assert plan.efa_dimensions == ("pipeline",)
 
 
-def test_trn2u_ultraserver_tp_128_pp_2() -> None:
-    # 8 x trn2u = 2 UltraServers of 4 x 64 logical cores. TP 128 spans 2 instances over NeuronLink;
-    # stage 0 = ranks 0-255 = UltraServer 0, so DP stays in NeuronLink and only PP crosses EFA.
-    plan = plan_training("trn2u.48xlarge", 8, 128, 2)
-    assert plan.logical_nc_config == 2
-    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 512, 2)
-    assert plan.neuronlink_domain_instances == 4
-    assert plan.neuronlink_domain_cores == 256
-    assert plan.tp_within_neuronlink
-    assert plan.efa_dimensions == ("pipeline",)
-
-
-def test_trn2u_tp_256_fills_one_ultraserver() -> None:
-    one = plan_training("trn2u.48xlarge", 4, 256)
-    assert (one.world_size, one.data_parallel, one.efa_dimensions) == (256, 1, ())
-    assert "nothing crosses EFA" in one.efa_traffic
-    two = plan_training("trn2u.48xlarge", 8, 256)
-    assert (two.data_parallel, two.efa_dimensions) == (2, ("data",))
-
-
-def test_trn2u_nodes_of_one_ultraserver_need_no_efa() -> None:
+def test_trn2u_tp_within_one_instance_plans_each_node_as_its_own_domain() -> None:
+    # Four trn2u.48xlarge form a Trn2 UltraServer, but AWS Batch does not place a job's nodes by
+    # UltraServer: two nodes share no guaranteed NeuronLink domain, so DP between them is EFA traffic.
     plan = plan_training("trn2u.48xlarge", 2, 64)
-    assert plan.data_parallel == 2
-    assert plan.efa_dimensions == ()
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 128, 2)
+    assert plan.neuronlink_domain_instances == 1
+    assert plan.neuronlink_domain_cores == 64
+    assert plan.tp_within_neuronlink
+    assert plan.efa_dimensions == ("data",)
+    assert any("AWS Batch does not place them by UltraServer" in note for note in plan.notes)
+    # One node alone is one domain.
+    assert plan_training("trn2u.48xlarge", 1, 64).efa_dimensions == ()
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tp", "pp"), [(8, 128, 2), (4, 256, 1), (8, 256, 1), (2, 128, 1), (4, 65, 1)]
+)
+def test_trn2u_tp_across_instances_is_refused(nodes: int, tp: int, pp: int) -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^tensor_parallel={tp}: TP {tp} spans \d trn2u\.48xlarge instances\..*AWS Batch does not "
+        r"place nodes by UltraServer.*TP must stay within one instance for now \(TP <= 64 at LNC=2",
+    ):
+        plan_training("trn2u.48xlarge", nodes, tp, pp)
+
+
+def test_trn2u_tp_across_instances_is_refused_even_when_unlisted_degrees_are_allowed() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=128: .*UltraServer"):
+        plan_training("trn2u.48xlarge", 4, 128, allow_unlisted_tp=True)
+
+
+def test_trn2u_tp_exactly_one_instance_at_lnc1() -> None:
+    # Boundary: TP 128 is exactly one trn2u.48xlarge at LNC=1 (128 cores): accepted.
+    plan = plan_training("trn2u.48xlarge", 1, 128, logical_nc_config=1)
+    assert (plan.ranks_per_node, plan.tp_within_neuronlink) == (128, True)
 
 
 def test_trn2_llama3_70b_reference() -> None:
@@ -96,14 +114,64 @@ def test_single_trn1_2xlarge() -> None:
     assert (plan.world_size, plan.data_parallel, plan.efa_dimensions) == (2, 1, ())
 
 
-def test_tp_that_straddles_instances_is_reported() -> None:
-    # TP 12 does not divide 32 cores: some TP groups span two trn1 nodes and use EFA.
-    plan = plan_training("trn1.32xlarge", 3, 12)
+def test_tp_that_straddles_instances_is_refused_by_default() -> None:
+    # TP 12 does not divide 32 cores: some TP groups would span two trn1 nodes and use EFA.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=12: TP 12 is not a documented TP degree on trn1\.32xlarge \(its groups would "
+        r"straddle trn1\.32xlarge instances.*use one of 1, 2, 4, 8, 32 .*allow_unlisted_tp=True",
+    ):
+        plan_training("trn1.32xlarge", 3, 12)
+
+
+def test_straddling_tp_is_reported_when_explicitly_allowed() -> None:
+    plan = plan_training("trn1.32xlarge", 3, 12, allow_unlisted_tp=True)
     assert plan.data_parallel == 8
+    assert plan.allow_unlisted_tp
     assert not plan.tp_within_neuronlink
     assert "tensor" in plan.efa_dimensions
     assert "CROSSES" in plan.summary()
     assert any("straddle" in note for note in plan.notes)
+
+
+# Valid training TP degrees, transcribed by hand: trn1 2, 8, 32 (Neuron LLM inference app note:
+# "the Neuron runtime supports tensor-parallelism degrees 2, 8, and 32 on Trn1"), 4 (runtime 2.23
+# release notes: 4-rank replica groups on adjacent cores on TRN1/TRN1N); trn2 from neuronx-distributed
+# get_logic_chosen: LNC=1 128, 64, 32, 8, 4 work, LNC=2 64, 32, 16, 4 work; TP 1 forms no group.
+VALID_TP: dict[tuple[str, int | None], set[int]] = {
+    ("trn1.2xlarge", None): {1, 2},
+    ("trn1.32xlarge", None): {1, 2, 4, 8, 32},
+    ("trn1n.32xlarge", None): {1, 2, 4, 8, 32},
+    ("trn2.48xlarge", 1): {1, 4, 8, 32, 64, 128},
+    ("trn2.48xlarge", 2): {1, 4, 16, 32, 64},
+    ("trn2u.48xlarge", 1): {1, 4, 8, 32, 64, 128},
+    ("trn2u.48xlarge", 2): {1, 4, 16, 32, 64},
+}
+
+
+@pytest.mark.parametrize(("instance", "lnc"), sorted(VALID_TP, key=str))
+def test_documented_tp_degrees_are_exactly_the_accepted_ones(instance: str, lnc: int | None) -> None:
+    accepted = set()
+    for tp in range(1, 129):
+        try:
+            plan_training(instance, 1, tp, logical_nc_config=lnc)
+        except NeuronConfigError:
+            continue
+        accepted.add(tp)
+    assert accepted == VALID_TP[(instance, lnc)]
+
+
+def test_unlisted_but_not_broken_degrees_need_the_opt_in() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=16: .*\(no source documents it\)"):
+        plan_training("trn1.32xlarge", 1, 16)
+    plan = plan_training("trn1.32xlarge", 1, 16, allow_unlisted_tp=True)
+    assert plan.tp_within_neuronlink and plan.efa_dimensions == ()
+    assert any("not a documented degree" in note for note in plan.notes)
+    # Degrees a source says are broken stay refused.
+    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=8: neuronx-distributed does not support"):
+        plan_training("trn2.48xlarge", 1, 8, allow_unlisted_tp=True)
+    with pytest.raises(NeuronConfigError, match=r"^allow_unlisted_tp='yes':"):
+        plan_training("trn1.32xlarge", 1, 16, allow_unlisted_tp="yes")  # type: ignore[arg-type]
 
 
 def test_trn1_tp4_note() -> None:
@@ -126,12 +194,16 @@ def test_summary_is_one_line() -> None:
     [
         # TP larger than one NeuronLink domain's cores.
         (("trn1.32xlarge", 2, 64), {}, r"^tensor_parallel=64: exceeds the 32 NeuronCores"),
+        (("trn1.32xlarge", 2, 33), {"allow_unlisted_tp": True}, r"^tensor_parallel=33: exceeds the 32"),
         (("trn2.48xlarge", 2, 128), {}, r"^tensor_parallel=128: exceeds the 64 NeuronCores.*LNC=2"),
         (("trn2.48xlarge", 2, 256), {"logical_nc_config": 1}, r"^tensor_parallel=256: exceeds the 128"),
-        (("trn2u.48xlarge", 8, 512), {}, r"^tensor_parallel=512: exceeds the 256 NeuronCores"),
+        (("trn2u.48xlarge", 8, 512), {}, r"^tensor_parallel=512: TP 512 spans 8 trn2u.48xlarge instances"),
+        # Unlisted degrees (trn2 TP 2, trn1 TP 6) without the opt-in.
+        (("trn2.48xlarge", 1, 2), {}, r"^tensor_parallel=2: TP 2 is not a documented TP degree on trn2"),
+        (("trn1.32xlarge", 1, 6), {}, r"^tensor_parallel=6: TP 6 is not a documented .*straddle"),
         # World size not divisible by TP x PP: name the degree that breaks it.
         (("trn1.32xlarge", 1, 8, 3), {}, r"^pipeline_parallel=3: world size 32 .* TP x PP = 8 x 3"),
-        (("trn1.32xlarge", 1, 3), {}, r"^tensor_parallel=3: world size 32"),
+        (("trn1.32xlarge", 1, 3), {"allow_unlisted_tp": True}, r"^tensor_parallel=3: world size 32"),
         (("trn1.32xlarge", 16, 32, 3), {}, r"^pipeline_parallel=3: world size 512"),
         # Multi-node without EFA.
         (("trn1.2xlarge", 2, 2), {}, r"^nodes=2: trn1.2xlarge has no EFA.*trn1.32xlarge"),
@@ -163,10 +235,10 @@ def test_summary_is_one_line() -> None:
         ),
         (("trn2.48xlarge", 1, 4), {"logical_nc_config": True}, r"^logical_nc_config=True:"),
         (("trn2.48xlarge", 1, 4), {"logical_nc_config": 2.0}, r"^logical_nc_config=2.0:"),
-        # TP across trn2u instances needs whole UltraServers.
-        (("trn2u.48xlarge", 2, 128), {}, r"^nodes=2: .*multiple of 4"),
-        (("trn2u.48xlarge", 6, 128), {}, r"^nodes=6: .*multiple of 4"),
-        (("trn2u.48xlarge", 2, 256), {}, r"^nodes=2: .*multiple of 4"),
+        # TP across trn2u instances: Batch does not place nodes by UltraServer.
+        (("trn2u.48xlarge", 2, 128), {}, r"^tensor_parallel=128: .*UltraServer"),
+        (("trn2u.48xlarge", 6, 128), {}, r"^tensor_parallel=128: .*UltraServer"),
+        (("trn2u.48xlarge", 2, 256), {}, r"^tensor_parallel=256: .*UltraServer"),
     ],
 )
 def test_plan_training_refusals(args: tuple[Any, ...], kwargs: dict[str, Any], pattern: str) -> None:
@@ -178,15 +250,24 @@ def test_plan_training_refusals(args: tuple[Any, ...], kwargs: dict[str, Any], p
 # Training: properties against an oracle
 # --------------------------------------------------------------------------------------------
 
-TRAINING_ARGS = ("instance_type", "nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
-# Physical cores, default LNC and NeuronLink domain size, transcribed from training.md §1.1/§1.3.
+TRAINING_ARGS = (
+    "instance_type",
+    "nodes",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "logical_nc_config",
+    "allow_unlisted_tp",
+)
+# Physical cores, default LNC and the instances *guaranteed* to share one NeuronLink domain,
+# transcribed from training.md §1.1/§1.3. trn2u.48xlarge is 1: four form an UltraServer, but AWS
+# Batch does not place a job's nodes by UltraServer.
 TRAINING_FACTS: dict[str, tuple[int, int | None, int, bool]] = {
-    # name: (physical cores, default LNC, instances per NeuronLink domain, has EFA)
+    # name: (physical cores, default LNC, guaranteed instances per NeuronLink domain, has EFA)
     "trn1.2xlarge": (2, None, 1, False),
     "trn1.32xlarge": (32, None, 1, True),
     "trn1n.32xlarge": (32, None, 1, True),
     "trn2.48xlarge": (128, 2, 1, True),
-    "trn2u.48xlarge": (128, 2, 4, True),
+    "trn2u.48xlarge": (128, 2, 1, True),
 }
 UNSUPPORTED_TRN2_TP = {1: 16, 2: 8}
 
@@ -213,7 +294,7 @@ def _oracle_crossings(plan: TrainingPlan, domain_instances: int) -> tuple[bool, 
 
 
 @st.composite
-def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
+def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any, Any]:
     """Mostly inputs a user might really give (near the edges of the rules), one in four wild."""
     if draw(st.integers(0, 3)) == 3:
         return (
@@ -222,6 +303,7 @@ def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
             draw(st.integers(-1, 600)),
             draw(st.integers(-1, 40)),
             draw(st.sampled_from([None, 0, 1, 2, 3, True, 2.0])),
+            draw(st.sampled_from([False, True, "yes"])),
         )
     instance = draw(
         st.sampled_from(
@@ -232,15 +314,15 @@ def _training_inputs(draw: st.DrawFn) -> tuple[Any, Any, Any, Any, Any]:
     nodes = draw(st.sampled_from([1, 2, 4, 8, 3, 5, 6, 12, 16, 32]))
     tp = draw(st.sampled_from([32, 8, 16, 64, 128, 256, 1, 2, 4, 512, 3, 6, 12, 24]))
     pp = draw(st.sampled_from([1, 2, 4, 8, 16, 3]))
-    return instance, nodes, tp, pp, lnc
+    return instance, nodes, tp, pp, lnc, draw(st.booleans())
 
 
 @settings(max_examples=250, deadline=None)
 @given(_training_inputs())
-def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any, Any]) -> None:
-    instance, nodes, tp, pp, lnc = case
+def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any, Any, Any]) -> None:
+    instance, nodes, tp, pp, lnc, allow = case
     try:
-        plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc)
+        plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc, allow_unlisted_tp=allow)
     except NeuronConfigError as err:
         event(f"refused: {err.field}")
         assert err.field in TRAINING_ARGS
@@ -265,11 +347,13 @@ def test_training_plans_are_consistent_or_refused(case: tuple[Any, Any, Any, Any
     assert plan.data_parallel >= 1
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.nodes) == (tp, pp, nodes)
     assert plan.logical_nc_config == effective_lnc
-    # TP fits a NeuronLink domain; spanning trn2u instances only with whole UltraServers.
-    assert tp <= rpn * min(nodes, domain_instances)
+    # TP fits one instance (the only guaranteed NeuronLink domain) and is a documented degree,
+    # unless the caller opted in to unlisted degrees.
+    assert tp <= rpn
     assert tp <= plan.neuronlink_domain_cores
-    if tp > rpn:
-        assert nodes % domain_instances == 0
+    if not allow:
+        assert tp in VALID_TP[(instance, effective_lnc)]
+        assert plan.tp_within_neuronlink
     # NeuronLink / EFA classification matches the enumerated rank groups.
     if plan.world_size <= 4096:
         tp_inside, crossing = _oracle_crossings(plan, domain_instances)
@@ -289,7 +373,9 @@ def test_efa_classification_matches_oracle_on_a_grid() -> None:
                 for tp in (1, 2, 4, 8, 12, 16, 32, 64, 128, 256):
                     for pp in (1, 2, 3, 4):
                         try:
-                            plan = plan_training(instance, nodes, tp, pp, logical_nc_config=lnc)
+                            plan = plan_training(
+                                instance, nodes, tp, pp, logical_nc_config=lnc, allow_unlisted_tp=True
+                            )
                         except NeuronConfigError:
                             continue
                         tp_inside, crossing = _oracle_crossings(plan, domain_instances)
@@ -320,26 +406,126 @@ def test_kv_cache_formula_matches_hand_computation() -> None:
 def test_70b_bf16_lands_on_inf2_48xlarge_tp24() -> None:
     plan = size_model(70e9)
     assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.48xlarge", 24, 1)
-    # 70e9 x 2 bytes = 130.39 GiB of weights; + 1.25 GiB KV (80 layers, 8 KV heads) over 24 cores.
+    # 70e9 x 2 bytes = 130.39 GiB of weights; KV 1.25 GiB (80 layers, 8 KV heads of 0.15625 GiB).
+    # At TP 24 each core holds one whole KV head (8 heads replicated to 24), not 1.25 / 24.
     assert plan.weights_gib == pytest.approx(130.385, abs=1e-3)
     assert plan.kv_cache_gib == 1.25
-    assert plan.hbm_per_core_gib == pytest.approx((130.385 + 1.25) / 24, abs=1e-3)
+    assert plan.kv_heads_per_core == 1
+    assert plan.kv_cache_per_core_gib == pytest.approx(0.15625, abs=1e-4)
+    assert plan.hbm_per_core_gib == pytest.approx(130.385 / 24 + 0.15625, abs=1e-3)
+    assert "1 of 8 KV head(s) per core, replicated" in plan.explanation
     assert plan.visible_cores(0) == "0-23"
     assert plan.devices(0) == tuple(f"/dev/neuron{i}" for i in range(12))
     assert plan.devices_per_replica == 12
     assert "inf2.48xlarge" in plan.explanation and "\n" not in plan.explanation
 
 
-def test_8b_bf16_lands_on_inf2_xlarge_tp2() -> None:
+def test_8b_bf16_lands_on_inf2_8xlarge_tp2_because_of_host_memory() -> None:
+    # HBM alone would take inf2.xlarge, but its 16 GiB of host RAM (12 usable) cannot load 14.9 GiB.
     plan = size_model(8e9)
-    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.xlarge", 2, 1)
-    # (14.901 GiB weights + 0.5 GiB KV) / 2 = 7.70 GiB per core of 16: 52 % free.
+    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.8xlarge", 2, 1)
+    # 14.901 GiB weights / 2 + 4 of 8 KV heads (0.0625 GiB each) = 7.70 GiB per core of 16: 52 % free.
     assert plan.weights_gib == pytest.approx(14.901, abs=1e-3)
     assert plan.hbm_per_core_gib == pytest.approx(7.701, abs=1e-3)
     assert plan.hbm_limit_per_core_gib == 16.0
     assert plan.headroom == pytest.approx(1 - 7.7006 / 16, abs=1e-3)
+    assert plan.host_memory_limit_gib == 96.0  # 128 GiB less 25 %
     assert plan.visible_cores(0) == "0-1"
     assert plan.devices(0) == ("/dev/neuron0",)
+
+
+# Host RAM (GiB) transcribed from the Inf2 architecture page: 16, 128, 384, 768; 75 % usable.
+def test_llama3_8b_is_refused_on_inf2_xlarge_for_host_memory() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^instance_type='inf2\.xlarge': 14\.9 GiB of weights at bf16 exceed the 12\.0 GiB of host "
+        r"memory usable on inf2\.xlarge \(16 GiB less 25%\).*inf2\.8xlarge with TP 2 would fit",
+    ):
+        size_model(8e9, instance_type="inf2.xlarge")
+    # SageMaker's name for it too.
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': .*host memory"):
+        size_model(8e9, instance_type="ml.inf2.xlarge")
+
+
+def test_host_memory_limit_is_inclusive() -> None:
+    # Exactly 12 GiB of bf16 weights is exactly 75 % of inf2.xlarge's 16 GiB: accepted at TP 2 (one
+    # replica); one parameter more is refused.
+    at_limit = 12 * GIB // 2
+    plan = size_model(at_limit, instance_type="inf2.xlarge", layers=32, kv_heads=8)
+    assert (plan.weights_gib, plan.tensor_parallel, plan.host_memory_limit_gib) == (12.0, 2, 12.0)
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 12\.0 GiB of weights"):
+        size_model(at_limit + 1, instance_type="inf2.xlarge", layers=32, kv_heads=8)
+
+
+def test_replicas_each_load_their_own_weights_into_host_memory() -> None:
+    # Llama-3.2 3B (3.21B, bf16: 5.98 GiB): TP 1 packs 2 replicas on inf2.xlarge, 11.96 of 12 GiB.
+    small = size_model(3.21e9, instance_type="inf2.xlarge")
+    assert (small.tensor_parallel, small.replicas_per_instance) == (1, 2)
+    # 3.3B (6.15 GiB): two replicas would load 12.3 GiB, so TP 2 (one replica) is chosen instead ...
+    bigger = size_model(3.3e9, instance_type="inf2.xlarge")
+    assert (bigger.tensor_parallel, bigger.replicas_per_instance) == (2, 1)
+    # ... and an explicit TP 1 is refused for host memory, naming the TP that fits.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=1: 2 replicas of 6\.1 GiB load 12\.3 GiB into host memory.*TP 2 fits",
+    ):
+        size_model(3.3e9, instance_type="inf2.xlarge", tensor_parallel=1)
+
+
+def test_host_memory_headroom_is_a_fraction() -> None:
+    for bad in (1.0, -0.1, True, "25%"):
+        with pytest.raises(NeuronConfigError, match=r"^host_memory_headroom="):
+            size_model(8e9, host_memory_headroom=bad)  # type: ignore[arg-type]
+    # With no reserve at all, 14.9 GiB fits 16 GiB: the reserve is what refuses it.
+    assert size_model(8e9, instance_type="inf2.xlarge", host_memory_headroom=0.0).tensor_parallel == 2
+
+
+# NxD Inference GQA sharding (gqa.py get_shardable_head_counts), hand-worked:
+# (kv_heads, attention_heads, TP) -> KV heads per core.
+KV_HEADS_PER_CORE = [
+    (8, 32, 2, 4),  # 8 KV heads split over 2 cores
+    (8, 32, 8, 1),  # exactly one per core: TP == KV heads
+    (8, 32, 16, 1),  # replicated: 16 is a multiple of 8 (REPLICATE_TO_TP_DEGREE)
+    (8, 64, 24, 1),  # Llama-3 70B on inf2.48xlarge
+    (8, 32, 12, 3),  # 12 is no multiple of 8: MHA, 32 query heads padded to 36 -> 3 per core
+    (40, 40, 12, 4),  # MHA (Llama-2 13B): 40 heads padded to 48 -> 4 per core = ceil(40 / 12)
+    (40, 40, 8, 5),
+    (4, 32, 2, 2),
+    (1, 32, 8, 1),  # MQA: one KV head, replicated to every core
+]
+
+
+@pytest.mark.parametrize(("kv", "q", "tp", "per_core"), KV_HEADS_PER_CORE)
+def test_kv_heads_per_core_follows_nxd_inference(kv: int, q: int, tp: int, per_core: int) -> None:
+    assert kv_heads_per_core(kv, q, tp) == per_core
+    assert per_core >= max(1, math.ceil(kv / tp))  # never below the brief's floor
+
+
+def test_kv_cache_per_core_counts_whole_replicated_heads() -> None:
+    # Llama-3 8B shape, batch 16 x 4,096: per KV head 2 x 32 x 128 x 4096 x 16 x 2 B = 1 GiB; 8 GiB total.
+    shape: dict[str, Any] = {"layers": 32, "kv_heads": 8, "batch_size": 16}
+    at_8 = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=8, **shape)
+    assert (at_8.kv_cache_gib, at_8.kv_heads_per_core, at_8.kv_cache_per_core_gib) == (8.0, 1, 1.0)
+    # TP 24: the even share would be 8 / 24 = 0.33 GiB; each core still holds one whole head.
+    at_24 = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=24, **shape)
+    assert (at_24.kv_heads_per_core, at_24.kv_cache_per_core_gib) == (1, 1.0)
+    assert at_24.hbm_per_core_gib == pytest.approx(8e9 * 2 / GIB / 24 + 1.0, abs=1e-3)
+
+
+def test_replicated_kv_heads_can_make_a_model_not_fit() -> None:
+    # MQA (1 KV head), 32 layers, 32,768 positions, bf16: one head is 2 x 32 x 128 x 32768 x 2 B
+    # = 0.5 GiB per sequence, and every core holds it whole. 40 GiB of weights at TP 24 is 1.667 GiB.
+    shape: dict[str, Any] = {"layers": 32, "kv_heads": 1, "sequence_length": 32768}
+    params = 40 * GIB / 2
+    fits = size_model(params, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=8, **shape)
+    assert (fits.kv_cache_gib, fits.kv_cache_per_core_gib) == (4.0, 4.0)
+    assert fits.hbm_per_core_gib == pytest.approx(40 / 24 + 4.0, abs=1e-3)
+    # Batch 20: the replicated head is 10 GiB per core, 11.67 GiB with the weights, over the 10.4 usable;
+    # the old even share (10 / 24 = 0.42 GiB) would have called it 2.08 GiB and accepted it.
+    with pytest.raises(
+        NeuronConfigError, match=r"^tensor_parallel=24: 11\.7 GiB per NeuronCore|^instance_type="
+    ):
+        size_model(params, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=20, **shape)
 
 
 def test_8b_on_inf2_48xlarge_packs_12_replicas() -> None:
@@ -383,12 +569,20 @@ def test_reference_deployments_fit() -> None:
         "sequence_length": 2048,
         "batch_size": 4,
     }
-    assert size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b).tensor_parallel == 2
+    # Its HBM fits inf2.xlarge at TP 2, but its 12.6 GiB of weights take 78 % of the 16 GiB host
+    # ("pretty much maxes out the RAM", HOST-MEM): refused by the 25 % host reserve, accepted without it.
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 12\.6 GiB of weights"):
+        size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b)
+    edge = size_model(6.74e9, instance_type="inf2.xlarge", host_memory_headroom=0.2, **llama2_7b)
+    assert edge.tensor_parallel == 2
     on_24 = size_model(6.74e9, instance_type="inf2.24xlarge", tensor_parallel=8, **llama2_7b)
     assert (on_24.tensor_parallel, on_24.replicas_per_instance, on_24.devices_per_replica) == (8, 1, 4)
     assert on_24.devices(0) == tuple(f"/dev/neuron{i}" for i in range(4))
-    # SNIPPET: Llama-3 8B at batch 8 x 4,096 on ml.inf2.xlarge, HF_NUM_CORES=2.
-    snippet = size_model(8e9, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge")
+    # SNIPPET: Llama-3 8B at batch 8 x 4,096 on ml.inf2.xlarge, HF_NUM_CORES=2: its HBM fits at TP 2
+    # (only with no host reserve: 14.9 GiB of weights on a 16 GiB host).
+    snippet = size_model(
+        8e9, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge", host_memory_headroom=0.0
+    )
     assert (snippet.instance_type, snippet.tensor_parallel) == ("inf2.xlarge", 2)
 
 
@@ -481,8 +675,8 @@ def test_trainium_can_be_validated_for_serving() -> None:
             r"^tensor_parallel=12: .*TP 24 fits there",
         ),
         (
-            {"parameters": 8e9, "instance_type": "inf2.xlarge", "tensor_parallel": 1},
-            r"^tensor_parallel=1: .*TP 2 fits there",
+            {"parameters": 6e9, "instance_type": "inf2.xlarge", "tensor_parallel": 1},
+            r"^tensor_parallel=1: 11\.7 GiB per NeuronCore exceeds .*TP 2 fits there",
         ),
     ],
 )
@@ -573,8 +767,17 @@ def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
     assert plan.replicas_per_instance == cores // tp
     assert plan.neuron_cores_used <= cores
     assert plan.hbm_limit_per_core_gib == 16.0
-    # Memory per core = (weights + KV) / TP, and it respects the 35 % default headroom.
-    assert plan.hbm_per_core_gib == pytest.approx((plan.weights_gib + plan.kv_cache_gib) / tp, abs=2e-3)
+    # Memory per core = weights / TP + the core's whole KV heads (at least its even share), and it
+    # respects the 35 % default headroom.
+    assert plan.hbm_per_core_gib == pytest.approx(
+        plan.weights_gib / tp + plan.kv_cache_per_core_gib, abs=2e-3
+    )
+    assert plan.kv_cache_per_core_gib >= plan.kv_cache_gib / tp - 1e-3
+    assert plan.kv_heads_per_core >= 1
+    # Every replica's weights fit 75 % of the host RAM (Inf2/Trn1 architecture pages).
+    host_gib = {"inf2.xlarge": 16, "inf2.8xlarge": 128, "inf2.24xlarge": 384, "inf2.48xlarge": 768}
+    host = host_gib.get(plan.instance_type, 512)
+    assert plan.replicas_per_instance * plan.weights_gib <= host * 0.75 + 1e-3
     assert plan.hbm_per_core_gib <= 16.0 * 0.65 + 1e-3
     assert plan.headroom >= 0.35 - 1e-4
     assert plan.weights_gib == pytest.approx(float(parameters) * _bytes(dtype) / GIB, abs=1e-3)

@@ -1,4 +1,4 @@
-"""InferenceFleet on EC2 Auto Scaling behind an internal ALB (inf2.xlarge, Llama 8B) and its variants."""
+"""InferenceFleet on EC2 Auto Scaling behind an internal ALB (inf2.8xlarge, Llama 8B) and its variants."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def built() -> Iterator[Built]:
             parameters=8_000_000_000,
             batch_size=4,
         ),
-        instance_type="inf2.xlarge",
+        instance_type="inf2.8xlarge",
         min_capacity=2,
         availability_zone_ids=AZ_IDS,
         min_availability_zones=2,
@@ -108,7 +108,7 @@ def built() -> Iterator[Built]:
             variants_stack, "Spot", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", spot=True
         ),
         "idle": InferenceFleet(
-            variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.xlarge", min_capacity=0
+            variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", min_capacity=0
         ),
     }
     yield Built(
@@ -156,7 +156,7 @@ def test_launch_template_uses_the_ecs_neuron_ami_with_imdsv2_and_encrypted_volum
     )
     # A node that cannot boot powers off; terminating lets Auto Scaling replace it.
     assert data["InstanceInitiatedShutdownBehavior"] == "terminate"
-    assert data["InstanceType"] == "inf2.xlarge"
+    assert data["InstanceType"] == "inf2.8xlarge"
     assert data["MetadataOptions"] == {
         "HttpPutResponseHopLimit": 1,
         "HttpTokens": "required",
@@ -362,7 +362,7 @@ def test_attributes(built: Built) -> None:
     assert (fleet.plan.tensor_parallel, fleet.plan.replicas_per_instance, fleet.instance_type) == (
         2,
         1,
-        "inf2.xlarge",
+        "inf2.8xlarge",
     )
     from cdk_neuron.errors import NeuronConfigError
 

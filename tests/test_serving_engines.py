@@ -9,7 +9,7 @@ from cdk_neuron.serving.engines import ContainerImage, ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 
 SPEC = ModelSpec(model_id="meta-llama/Llama-3.1-8B-Instruct", parameters=8_000_000_000, batch_size=4)
-PLAN = SPEC.plan("inf2.xlarge")
+PLAN = SPEC.plan("inf2.8xlarge")
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_tgi_is_configured_by_environment() -> None:
         max_input_tokens=1024,
     )
     engine = ServingEngine.tgi()
-    plan = spec.plan("inf2.xlarge")
+    plan = spec.plan("inf2.8xlarge")
     assert engine.container_args(spec, plan, model="/model") == ()
     assert engine.environment(spec, plan, model="/model") == {
         "MODEL_ID": "/model",
@@ -129,14 +129,14 @@ def test_vllm_serves_only_the_compiled_shape() -> None:
     with pytest.raises(
         NeuronConfigError, match=r"batch_size=2: vLLM on Neuron serves exactly the compiled shape"
     ):
-        ServingEngine.optimum_neuron().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
-    ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")  # TGI accepts <= compiled
+        ServingEngine.optimum_neuron().validate(spec, spec.plan("inf2.8xlarge"), backend="ec2")
+    ServingEngine.tgi().validate(spec, spec.plan("inf2.8xlarge"), backend="ec2")  # TGI accepts <= compiled
 
 
 def test_tgi_casts_to_16_bit_only() -> None:
     spec = ModelSpec(model_id="org/m", parameters=8_000_000_000, dtype="int8")
     with pytest.raises(NeuronConfigError, match=r"dtype='int8': TGI's Neuron backend casts to fp16 or bf16"):
-        ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
+        ServingEngine.tgi().validate(spec, spec.plan("inf2.8xlarge"), backend="ec2")
 
 
 def test_tgi_is_refused_on_trainium2() -> None:
@@ -149,7 +149,7 @@ def test_tgi_is_refused_on_trainium2() -> None:
 def test_vllm_neuron_after_sdk_2_31_is_refused_on_inf2() -> None:
     engine = ServingEngine.vllm_neuron(image_tag="0.24.0-neuronx-py312-sdk2.32.0-ubuntu24.04")
     with pytest.raises(
-        NeuronConfigError, match=r"image_tag='0.24.0.*Trn2/Trn3 only; inf2.xlarge stays on NxD"
+        NeuronConfigError, match=r"image_tag='0.24.0.*Trn2/Trn3 only; inf2.8xlarge stays on NxD"
     ):
         engine.validate(SPEC, PLAN, backend="ec2")
     engine.validate(SPEC, SPEC.plan("trn2.48xlarge"), backend="ec2")

@@ -120,7 +120,8 @@ def test_hbm_is_sized_at_the_compiled_shape() -> None:
 
 def test_plan_without_an_instance_picks_the_cheapest_that_fits() -> None:
     assert (
-        ModelSpec(model_id="org/m", parameters=LLAMA_8B, batch_size=4).plan().instance_type == "inf2.xlarge"
+        # inf2.xlarge's HBM would hold it, but its 16 GiB of host RAM cannot load 14.9 GiB of weights.
+        ModelSpec(model_id="org/m", parameters=LLAMA_8B, batch_size=4).plan().instance_type == "inf2.8xlarge"
     )
     assert (
         ModelSpec(model_id="org/m", parameters=LLAMA_70B, batch_size=4).plan().instance_type

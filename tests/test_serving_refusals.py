@@ -52,7 +52,13 @@ def test_a_model_that_does_not_fit_names_an_instance_that_would(scope: tuple[Any
 
     big = ModelSpec(model_id="meta-llama/Llama-3.1-70B-Instruct", parameters=70_000_000_000)
     with pytest.raises(
-        NeuronConfigError, match=r"instance_type='inf2.xlarge': model needs .* inf2.48xlarge with TP 24"
+        NeuronConfigError, match=r"instance_type='inf2.24xlarge': model needs .* inf2.48xlarge with TP 24"
+    ):
+        _fleet(scope, model=big, instance_type="inf2.24xlarge")
+    # On inf2.xlarge its 130 GiB of weights do not even fit the host memory that loads them.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"instance_type='inf2.xlarge': 130.4 GiB of weights .*host memory.* inf2.48xlarge",
     ):
         _fleet(scope, model=big, instance_type="inf2.xlarge")
 

@@ -212,7 +212,7 @@ def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
         model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
         engine=ServingEngine.tgi(),
         backend=FleetBackend.sagemaker(),
-        instance_type="inf2.xlarge",
+        instance_type="inf2.8xlarge",
     )
     policy = _props(template_of(stack), "AWS::IAM::ManagedPolicy")
     (pull,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "EcrPullServingImage"]

@@ -14,7 +14,7 @@ from cdk_neuron.serving.timing import (
     sagemaker_volume_gb,
 )
 
-WEIGHTS_8B = ModelSpec(model_id="org/m", parameters=8_000_000_000).plan("inf2.xlarge").weights_gib
+WEIGHTS_8B = ModelSpec(model_id="org/m", parameters=8_000_000_000).plan("inf2.8xlarge").weights_gib
 WEIGHTS_70B = ModelSpec(model_id="org/m", parameters=70_000_000_000).plan("inf2.48xlarge").weights_gib
 
 

@@ -57,7 +57,6 @@ def _fleet(config: BootConfig) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("instance", "replicas", "last_devices", "last_cores"),
     [
-        ("inf2.xlarge", 1, "/dev/neuron0", "0-1"),
         ("inf2.8xlarge", 1, "/dev/neuron0", "0-1"),
         ("inf2.24xlarge", 6, "/dev/neuron5", "10-11"),
         ("inf2.48xlarge", 12, "/dev/neuron11", "22-23"),
@@ -94,7 +93,7 @@ def test_replicas_are_pinned_to_their_own_cores() -> None:
 
 
 def test_engine_arguments_and_environment_reach_the_container() -> None:
-    files = settings_files(_config(SPEC_8B, "inf2.xlarge"))
+    files = settings_files(_config(SPEC_8B, "inf2.8xlarge"))
     assert files["container.args"].splitlines()[:8] == [
         "--model",
         "/model",
@@ -108,7 +107,7 @@ def test_engine_arguments_and_environment_reach_the_container() -> None:
     env = files["container.env"].splitlines()
     assert "HUGGINGFACE_HUB_CACHE=/data/hub" in env
     assert "NEURON_COMPILE_CACHE_URL=/data/neuron-compile-cache" in env
-    fleet = _fleet(_config(SPEC_8B, "inf2.xlarge"))
+    fleet = _fleet(_config(SPEC_8B, "inf2.8xlarge"))
     assert fleet["IMAGE"].endswith(
         "/huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
     )
@@ -123,12 +122,12 @@ def test_the_hub_token_is_read_at_boot_never_written_into_the_template() -> None
 
 
 def test_ecr_login_only_for_private_ecr_images() -> None:
-    ecr = _fleet(_config(SPEC_8B, "inf2.xlarge"))
+    ecr = _fleet(_config(SPEC_8B, "inf2.8xlarge"))
     assert (ecr["ECR_REGISTRY"], ecr["ECR_REGION"]) == (
         "763104351884.dkr.ecr.us-east-1.amazonaws.com",
         "us-east-1",
     )
-    ghcr = _fleet(_config(SPEC_8B, "inf2.xlarge", ServingEngine.tgi()))
+    ghcr = _fleet(_config(SPEC_8B, "inf2.8xlarge", ServingEngine.tgi()))
     assert (ghcr["ECR_REGISTRY"], ghcr["ECR_REGION"]) == ("", "")
     assert ghcr["IMAGE"] == "ghcr.io/huggingface/text-generation-inference:3.2.3-neuron"
 
@@ -147,7 +146,7 @@ def test_readiness_settings() -> None:
 
 
 def test_arguments_with_newlines_are_refused() -> None:
-    config = _config(SPEC_8B, "inf2.xlarge")
+    config = _config(SPEC_8B, "inf2.8xlarge")
     with pytest.raises(NeuronConfigError, match=r"^container_args='a\\nb'"):
         settings_files(replace(config, container_args=("a\nb",)))
     # Anything else is passed literally: no shell or systemd ever expands it.

@@ -63,7 +63,7 @@ def _child_count(env: Env) -> int:
         ({"availability_zone_id": "us-east-1a"}, "availability_zone_id", "not an AZ name"),
         ({"availability_zone_id": "use2-az3"}, "availability_zone_id", "stack deploys to us-east-1"),
         ({"capacity": Capacity.capacity_block(RESERVATION), "placement_group": True}, "placement_group", "UltraCluster"),
-        ({"instance_type": "trn1n.32xlarge", "capacity": Capacity.capacity_block(RESERVATION)}, "capacity", "not offered"),
+        ({"instance_type": "trn1n.32xlarge", "capacity": Capacity.capacity_block(RESERVATION)}, "capacity", "sells no Capacity Blocks for trn1n"),
         ({"capacity": "on-demand"}, "capacity", "Capacity.on_demand"),
         ({"engine": "batch"}, "engine", "Engine.batch"),
         ({"job_image": None}, "job_image", "Engine.batch\\(\\) runs a container"),
@@ -216,6 +216,55 @@ def test_auto_placement_follows_capacity(env: Env) -> None:
         is None
     )
     assert env.cluster(placement_group=False).placement_group is None
+
+
+CPG = "trn-odcr-cpg"
+
+
+@pytest.mark.parametrize("requested", [True, False])
+def test_a_reservations_placement_group_cannot_be_overridden(env: Env, requested: bool) -> None:
+    capacity = Capacity.reservation(RESERVATION, placement_group_name=CPG)
+    with pytest.raises(
+        NeuronConfigError, match=rf"^placement_group={requested}: .*placement group {CPG}"
+    ) as err:
+        env.cluster(capacity=capacity, placement_group=requested)
+    assert err.value.field == "placement_group"
+
+
+@pytest.mark.parametrize("engine", [Engine.batch(), Engine.auto_scaling_group()])
+def test_reservation_in_an_existing_placement_group_launches_into_it(engine: Engine) -> None:
+    from aws_cdk.assertions import Template
+
+    app = make_app()
+    stack = PinnedStack(app, "ExistingGroup", region="us-east-1")
+    cluster = TrainingCluster(
+        stack,
+        "Cluster",
+        vpc=network(stack),
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=first_zone(stack),
+        capacity=Capacity.reservation_group(
+            "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs", placement_group_name=CPG
+        ),
+        engine=engine,
+        job_image=PUBLIC_IMAGE if engine.is_batch else None,
+    )
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::EC2::PlacementGroup", 0)  # the existing group, not a new one
+    assert cluster.placement_group is not None and cluster.placement_group.placement_group_name == CPG
+    if engine.is_batch:
+        (ce,) = template.find_resources("AWS::Batch::ComputeEnvironment").values()
+        assert ce["Properties"]["ComputeResources"]["PlacementGroup"] == CPG
+    else:
+        (group,) = template.find_resources("AWS::AutoScaling::AutoScalingGroup").values()
+        assert group["Properties"]["PlacementGroup"] == CPG
+    (lt,) = template.find_resources("AWS::EC2::LaunchTemplate").values()
+    assert lt["Properties"]["LaunchTemplateData"]["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {
+            "CapacityReservationResourceGroupArn": "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs"
+        }
+    }
 
 
 def test_job_definitions_added_after_a_grant_are_granted_too(env: Env) -> None:

@@ -79,14 +79,104 @@ SOURCES: dict[str, Source] = {
         ),
         Source(
             "NXD-PS",
-            "aws-neuron/neuronx-distributed parallel_layers/parallel_state.py get_logic_chosen",
-            "2026",
+            "aws-neuron/neuronx-distributed src/neuronx_distributed/parallel_layers/parallel_state.py "
+            "@fbac349 get_logic_chosen (trn2 replica groups that work, need Logic2, or are not supported)",
+            "2026-04-09",
+        ),
+        Source(
+            "TP-APPNOTE",
+            "aws-neuron/aws-neuron-sdk about-neuron/transformers/generative-llm-inference-with-neuron.rst "
+            '@b207f98 ("the Neuron runtime supports tensor-parallelism degrees 2, 8, and 32 on Trn1 and '
+            'supports tensor-parallelism degrees 2, 4, 8, 12 and 24 on Inf2")',
+            "2026-07-22",
+        ),
+        Source(
+            "RT-2.21",
+            "aws-neuron/aws-neuron-sdk release-notes/components/runtime.rst @a3247f5, Neuron Runtime 2.23 "
+            '(Neuron 2.21.0): "Added support for 4-rank replica group on adjacent Neuron cores on '
+            'TRN1/TRN1N"; neuronx-distributed parallel_state.py @fbac349 builds trn1 TP=4 groups from '
+            "locally connected ranks (needs LOCAL_WORLD_SIZE)",
+            "2024-12-20",
+        ),
+        Source(
+            "NXDI-GQA",
+            "aws-neuron/neuronx-distributed-inference src/neuronx_distributed_inference/modules/attention/"
+            "gqa.py @c63afe0 (determine_sharding_strategy, get_shardable_head_counts: KV heads replicated "
+            "to the TP degree, or converted to MHA when TP is not a multiple of them); aws-neuron-sdk "
+            "libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286 (GQA sharding strategies)",
+            "2026-04-09",
+        ),
+        Source(
+            "HOST-MEM",
+            "https://docs.aws.amazon.com/dlami/latest/devguide/inferentia.html (Recommended Inferentia "
+            "Instances: \"If your model exceeds an instance's available RAM, choose a different instance "
+            'type with enough memory"); aws-neuron-sdk libraries/nxd-inference/developer_guides/'
+            "weights-sharding-guide.rst @49ee15c (loading reads the checkpoint on the host and shards it "
+            "per rank; shard-on-load is the default since Neuron 2.23); margin calibrated on "
+            "huggingface.co/aws-neuron/CodeLlama-7b-hf-neuron-8xlarge README @64c28e7 (7B fp16, 12.6 GiB "
+            'of weights, on inf2.xlarge\'s 16 GiB "pretty much maxes out the RAM")',
+            "2026-12-01",
         ),
         Source(
             "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
         ),
         Source(
-            "CB-DOC", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html", "2026"
+            "CB-DOC",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (Capacity Blocks "
+            "for ML: instance Capacity Blocks for trn1.32xlarge and trn2.48xlarge; no Inf2, no trn1n)",
+            "2026",
+        ),
+        Source(
+            "CB-HOW",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-how.html, read in AWS's "
+            "de_de and ja_jp editions (the English page was not in our copy): Capacity Blocks reserve "
+            "p6-b200, p5, p5e, p5en, p4d, p4de, trn1 and trn2 instances; the UltraServer types P6e-GB200 "
+            "and Trn2 (preview) are sold as UltraServer Capacity Blocks, one Capacity Block per UltraServer",
+            "2026-12-01",
+        ),
+        Source(
+            "CB-API",
+            "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlock.html (a Capacity Block "
+            "has a capacityBlockId, an ultraserverType and a capacityReservationIdSet: instances launch into "
+            "its cr- Capacity Reservations, as for instance Capacity Blocks (capacity-blocks-launch.html))",
+            "2026-12-01",
+        ),
+        Source(
+            "ODCR",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-reservations.html (On-Demand "
+            "Capacity Reservations reserve an instance type in one AZ; the guide lists no exclusion for the "
+            "Trn1/Trn2/Inf2 types sold On-Demand, looked 2026-12-01); skypilot-org/skypilot#8054 "
+            "(a trn2.48xlarge ODCR, 2025-11-21)",
+            "2026-12-01",
+        ),
+        Source(
+            "CR-CPG",
+            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html (Capacity Reservations in "
+            "cluster placement groups: created in the group, cannot be moved in or out, the group cannot be "
+            "deleted while they are active) and capacity-reservations-launch.html (select the cluster "
+            "placement group when launching into the reservation); using-cpg-odcr-crg.html (targeting a "
+            "reservation group without the placement group launches outside it)",
+            "2026-12-01",
+        ),
+        Source(
+            "US-EKS",
+            "aws-neuron/aws-neuron-sdk deploy/eks/ultraserver.rst @3afa0fd (UltraServer jobs need a "
+            "topology-aware launcher: pod affinity per UltraServer and NEURON_RT_ULTRASERVER_MODE / "
+            "_SERVER_ID / _NODE_ID for the runtime)",
+            "2026-05-21",
+        ),
+        Source(
+            "ECS-AMI-NEURON",
+            "aws/amazon-ecs-ami scripts/enable-ecs-agent-inferentia-support.sh @130a7f3 (installs "
+            "aws-neuronx-dkms, aws-neuronx-oci-hook, oci-add-hooks and aws-neuronx-tools for AMI type "
+            "al2023neu; no EFA packages)",
+            "2026-01-05",
+        ),
+        Source(
+            "ECS-AMI-BASE",
+            "aws/amazon-ecs-ami release-al2023.auto.pkrvars.hcl @a2532d3 (source_ami_al2023 = "
+            "al2023-ami-minimal-...; al2023neu.pkr.hcl builds from var.source_ami_al2023)",
+            "2026-08-21",
         ),
         Source(
             "SERVICES",
@@ -133,7 +223,6 @@ class NeuronInstance:
     nvme_gb: int
     neuronlink_domain_instances: int = 1
     default_logical_nc_config: int | None = None
-    capacity_block: bool = False
     sources: tuple[str, ...] = ()
 
     @property
@@ -204,6 +293,16 @@ class NeuronInstance:
     def is_ultraserver(self) -> bool:
         return self.neuronlink_domain_instances > 1
 
+    @property
+    def purchase_options(self) -> PurchaseOptions:
+        """How EC2 sells this type (:data:`PURCHASE_OPTIONS`)."""
+        return PURCHASE_OPTIONS[self.name]
+
+    @property
+    def capacity_block(self) -> bool:
+        """Whether EC2 sells this type as a Capacity Block of either kind (instance or UltraServer)."""
+        return self.purchase_options.capacity_block_kind is not None
+
 
 def _trn(name: str, **kw: Any) -> NeuronInstance:
     return NeuronInstance(name=name, family="training", **kw)
@@ -260,7 +359,6 @@ _TRN1_32XLARGE = _trn(
     efa_interfaces=8,
     efa_gbps=800,
     nvme_gb=7600,
-    capacity_block=True,
     sources=("TRN1-ARCH", "MOTO", "CB-DOC"),
 )
 # trn1n.32xlarge: trn1.32xlarge's chips and host with twice the network (16 cards, 1,600 Gbps EFA);
@@ -271,7 +369,6 @@ _TRN1N_32XLARGE = replace(
     network_cards=16,
     efa_interfaces=16,
     efa_gbps=1600,
-    capacity_block=False,
     sources=("TRN1-ARCH", "MOTO"),
 )
 _TRN2_48XLARGE = _trn(
@@ -288,18 +385,16 @@ _TRN2_48XLARGE = _trn(
     efa_gbps=3200,
     nvme_gb=7600,
     default_logical_nc_config=2,
-    capacity_block=True,
     sources=("TRN2-ARCH", "LNC", "MOTO", "CB-DOC"),
 )
 # trn2u.48xlarge: the same instance sold as part of a Trn2 UltraServer, where four instances
-# (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH). Our sources give it no Capacity Block
-# usage class and no AZ offerings.
+# (64 chips) share one NeuronLink-v3 domain (TRN2-ARCH). It is sold as Trn2 UltraServer Capacity
+# Blocks (CB-HOW); our sources give it no AZ offerings and no On-Demand price (PURCHASE_OPTIONS).
 _TRN2U_48XLARGE = replace(
     _TRN2_48XLARGE,
     name="trn2u.48xlarge",
     neuronlink_domain_instances=4,
-    capacity_block=False,
-    sources=("TRN2-ARCH", "LNC"),
+    sources=("TRN2-ARCH", "LNC", "CB-HOW"),
 )
 
 INSTANCES: dict[str, NeuronInstance] = {
@@ -351,6 +446,128 @@ def get_training_instance(name: str, *, field: str = "instance_type") -> NeuronI
 def get_inference_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
     """Any Neuron instance can serve (Inf2 is built for it; Trn also runs Neuron inference)."""
     return get_instance(name, field=field)
+
+
+# --------------------------------------------------------------------------------------------
+# Tensor-parallel degrees for training, per instance and logical NeuronCore config
+# --------------------------------------------------------------------------------------------
+
+# TP degrees whose groups neuronx-distributed and the Neuron runtime are documented to form inside
+# one instance; keyed by instance, then by LNC (None where LNC does not apply). TP 1 forms no
+# tensor-parallel group at all, so it is valid everywhere. Every listed degree divides the
+# instance's cores, so no listed TP group straddles instances.
+# - trn1/trn1n: 2, 8 and 32 (TP-APPNOTE, runtime support); 4 on adjacent cores (RT-2.21).
+#   16 is in no source: unlisted, not known broken.
+# - trn2/trn2u at LNC=1 (128 cores): TP 128, 32, 8, 4 work and 64 works with Logic2; 16 (16 x 8
+#   groups) is "not supported" (NXD-PS). At LNC=2 (64 cores): 64, 16, 4 work and 32 with Logic2;
+#   8 (8 x 8 groups) is "not supported" (NXD-PS). TP 2 is in no source.
+# - trn1.2xlarge (2 cores): 2 (TP-APPNOTE).
+_TRN2_TP: dict[int | None, tuple[int, ...]] = {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)}
+TRAINING_TP_DEGREES: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn1.2xlarge": {None: (1, 2)},
+    "trn1.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn1n.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn2.48xlarge": _TRN2_TP,
+    "trn2u.48xlarge": _TRN2_TP,
+}
+# Degrees a source says do not work: refused even when unlisted degrees are allowed.
+_TRN2_BROKEN_TP: dict[int | None, tuple[int, ...]] = {1: (16,), 2: (8,)}
+TRAINING_TP_UNSUPPORTED: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn2.48xlarge": _TRN2_BROKEN_TP,
+    "trn2u.48xlarge": _TRN2_BROKEN_TP,
+}
+TRAINING_TP_SOURCES = ("TP-APPNOTE", "RT-2.21", "NXD-PS")
+
+
+def training_tp_degrees(instance_name: str, logical_nc_config: int | None = None) -> tuple[int, ...]:
+    """Documented training TP degrees on ``instance_name`` at ``logical_nc_config`` (default LNC)."""
+    inst = get_training_instance(instance_name)
+    lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
+    inst.neuron_cores_at(lnc)  # validates the LNC
+    return TRAINING_TP_DEGREES[inst.name][lnc]
+
+
+def training_tp_unsupported(instance_name: str, logical_nc_config: int | None = None) -> tuple[int, ...]:
+    """Training TP degrees a source says do not work on ``instance_name`` at ``logical_nc_config``."""
+    inst = get_training_instance(instance_name)
+    lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
+    return TRAINING_TP_UNSUPPORTED.get(inst.name, {}).get(lnc, ())
+
+
+# --------------------------------------------------------------------------------------------
+# Purchase options: how EC2 sells each type
+# --------------------------------------------------------------------------------------------
+
+Sold = Literal["yes", "no", "unknown"]
+CapacityBlockKind = Literal["instance", "ultraserver"]
+
+
+@dataclass(frozen=True)
+class PurchaseOptions:
+    """Which EC2 purchase options exist for one instance type, with the sources that say so.
+
+    ``"unknown"`` means no source we could read says either way (looked 2026-12-01); the library
+    refuses only what a source says is not sold (``"no"``), and ``cdk-neuron preflight`` checks the
+    live account.
+
+    - ``on_demand``: On-Demand instances (MOTO usage class ``on-demand``).
+    - ``reservation``: On-Demand Capacity Reservations, by id or resource group (ODCR).
+    - ``capacity_block``: *instance* Capacity Blocks for ML, bought by instance count (CB-DOC).
+    - ``ultraserver_capacity_block``: *UltraServer* Capacity Blocks, bought by UltraServer count;
+      every instance of the block belongs to one UltraServer (CB-HOW, CB-API).
+
+    Both kinds of Capacity Block are used the same way: instances launch into the block's
+    Capacity Reservation (``cr-...``) with market type ``capacity-block`` (CB-API), so one
+    :meth:`~cdk_neuron.training.Capacity.capacity_block` serves both; this table says which kind
+    a type is sold as.
+    """
+
+    on_demand: Sold
+    reservation: Sold
+    capacity_block: Sold
+    ultraserver_capacity_block: Sold
+    sources: tuple[str, ...]
+
+    @property
+    def capacity_block_kind(self) -> CapacityBlockKind | None:
+        """``"instance"``, ``"ultraserver"`` or None (not sold as Capacity Blocks, or unknown)."""
+        if self.capacity_block == "yes":
+            return "instance"
+        if self.ultraserver_capacity_block == "yes":
+            return "ultraserver"
+        return None
+
+
+_SOLD_ON_DEMAND = PurchaseOptions("yes", "yes", "no", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW"))
+
+# On-Demand: MOTO usage classes. Reservations: ODCR (every type sold On-Demand; trn2u unknown because
+# its On-Demand sale is). Instance Capacity Blocks: CB-DOC and CB-HOW list trn1.32xlarge and
+# trn2.48xlarge (MOTO's capacity-block usage class agrees), not trn1n, trn1.2xlarge or Inf2.
+# UltraServer Capacity Blocks: CB-HOW lists the Trn2 UltraServer, i.e. trn2u.48xlarge (TRN2-ARCH);
+# MOTO @0af643a has no trn2u.48xlarge entry and KARP no price, so its On-Demand sale is unknown.
+PURCHASE_OPTIONS: dict[str, PurchaseOptions] = {
+    "trn1.2xlarge": _SOLD_ON_DEMAND,
+    "trn1.32xlarge": PurchaseOptions("yes", "yes", "yes", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW")),
+    "trn1n.32xlarge": _SOLD_ON_DEMAND,
+    "trn2.48xlarge": PurchaseOptions("yes", "yes", "yes", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW")),
+    "trn2u.48xlarge": PurchaseOptions(
+        "unknown", "unknown", "no", "yes", ("MOTO", "KARP", "CB-DOC", "CB-HOW", "CB-API", "TRN2-ARCH")
+    ),
+    "inf2.xlarge": _SOLD_ON_DEMAND,
+    "inf2.8xlarge": _SOLD_ON_DEMAND,
+    "inf2.24xlarge": _SOLD_ON_DEMAND,
+    "inf2.48xlarge": _SOLD_ON_DEMAND,
+}
+
+
+def capacity_block_types(kind: CapacityBlockKind | None = None) -> tuple[str, ...]:
+    """Catalogued types sold as Capacity Blocks (of ``kind`` when given), in catalog order."""
+    return tuple(
+        name
+        for name in INSTANCES
+        if PURCHASE_OPTIONS[name].capacity_block_kind is not None
+        and (kind is None or PURCHASE_OPTIONS[name].capacity_block_kind == kind)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -679,8 +896,11 @@ def on_demand_price(instance_name: str) -> Price:
 # Software facts used by the constructs (AMIs), kept here so they are pinned in one place.
 # --------------------------------------------------------------------------------------------
 
-# ECS-optimized Amazon Linux 2023 Neuron AMI: the Neuron driver, runtime and EFA come baked in, so
-# nothing is installed from the internet at boot (aws/aws-cdk aws-ecs/test/amis.test.ts).
+# ECS-optimized Amazon Linux 2023 Neuron AMI (SSM parameter: aws/aws-cdk aws-ecs/test/amis.test.ts).
+# It is built from the AL2023 *minimal* AMI (ECS-AMI-BASE) and adds the Neuron driver
+# (aws-neuronx-dkms), aws-neuronx-oci-hook, oci-add-hooks and aws-neuronx-tools (ECS-AMI-NEURON).
+# It does NOT include the EFA software (aws-efa-installer, libfabric): multi-node EFA needs it
+# installed separately.
 ECS_NEURON_AMI_PARAMETER = "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
 # Neuron multi-framework DLAMI (Ubuntu 24.04): Inf2, Trn1, Trn1n, Trn2 (aws-neuron-sdk dlami.rst @43a8962).
 NEURON_DLAMI_PARAMETER = "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
@@ -701,14 +921,22 @@ __all__ = [
     "ON_DEMAND_PRICES",
     "PRICES_DATE",
     "PRICES_NOTE",
+    "PURCHASE_OPTIONS",
     "SAGEMAKER_NEURON_AMI_VERSION",
     "SAGEMAKER_PRICES",
     "SERVICE_PRICES",
     "SOURCES",
+    "TRAINING_TP_DEGREES",
+    "TRAINING_TP_SOURCES",
+    "TRAINING_TP_UNSUPPORTED",
+    "CapacityBlockKind",
     "EfaLayout",
     "NeuronInstance",
     "Price",
+    "PurchaseOptions",
+    "Sold",
     "Source",
+    "capacity_block_types",
     "efa_network_interfaces",
     "get_inference_instance",
     "get_instance",
@@ -719,6 +947,8 @@ __all__ = [
     "on_demand_price",
     "region_of_az_id",
     "region_offering_status",
+    "training_tp_degrees",
+    "training_tp_unsupported",
 ]
 
 

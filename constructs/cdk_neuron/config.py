@@ -21,10 +21,17 @@ Schema (every key not marked *required* is optional; its default is given)::
       training:
         instance_type: required                a Trainium type offered in az_ids[0]
         max_nodes: required                    >= plan.nodes
-        plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null}
-        capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-..."}
-                                               | {type: "reservation-group", resource_group_arn: "arn:..."}
+        plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null,
+               allow_unlisted_tp: false}        TP from catalog.TRAINING_TP_DEGREES unless opted in
+        capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-...",
+                                                  placement_group_name: null}
+                                               | {type: "reservation-group", resource_group_arn: "arn:...",
+                                                  placement_group_name: null}
+                                               (placement_group_name: the existing cluster placement
+                                               group the reservations were created in)
                                                | {type: "capacity-block", reservation_id: "cr-..."}
+                                               (capacity-block: instance blocks of trn1.32xlarge and
+                                               trn2.48xlarge, UltraServer blocks of trn2u.48xlarge)
         engine: "batch"                        | "auto-scaling-group"
         job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
                                                refused with auto-scaling-group (no job containers)
@@ -60,6 +67,7 @@ from cdk_neuron.patterns import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
 
 if TYPE_CHECKING:
     from cdk_neuron.serving.engines import ContainerImage
+    from cdk_neuron.training.capacity import Capacity
 
 PLACEHOLDER_ACCOUNT = "000000000000"
 """Account used when neither the environment nor ``CDK_DEFAULT_ACCOUNT`` names one.
@@ -160,6 +168,8 @@ class PlanConfig:
     tensor_parallel: int
     pipeline_parallel: int = 1
     logical_nc_config: int | None = None
+    allow_unlisted_tp: bool = False
+    """Opt in to a TP degree the catalog does not list (see :func:`planner.plan_training`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,6 +179,24 @@ class CapacityConfig:
     type: CapacityType = "on-demand"
     reservation_id: str | None = None
     resource_group_arn: str | None = None
+    placement_group_name: str | None = None
+    """The existing cluster placement group a reservation (or reservation group) was created in."""
+
+    def to_capacity(self) -> Capacity:
+        """The :class:`~cdk_neuron.training.capacity.Capacity` this configuration describes."""
+        from cdk_neuron.training.capacity import Capacity  # plain Python, like this module
+
+        if self.type == "reservation":
+            return Capacity.reservation(
+                str(self.reservation_id), placement_group_name=self.placement_group_name
+            )
+        if self.type == "capacity-block":
+            return Capacity.capacity_block(str(self.reservation_id))
+        if self.type == "reservation-group":
+            return Capacity.reservation_group(
+                str(self.resource_group_arn), placement_group_name=self.placement_group_name
+            )
+        return Capacity.on_demand()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,6 +226,7 @@ class TrainingConfig:
             self.plan.tensor_parallel,
             self.plan.pipeline_parallel,
             self.plan.logical_nc_config,
+            allow_unlisted_tp=self.plan.allow_unlisted_tp,
         )
 
 
@@ -456,22 +485,16 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
 def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityConfig:
     raw = training.raw.get("capacity") or {}
     path = training.field("capacity")
-    kind = _Section(path, raw, ("type", "reservation_id", "resource_group_arn")).choice(
-        "type", CAPACITY_TYPES, "on-demand"
-    )
+    kind = _Section(
+        path, raw, ("type", "reservation_id", "resource_group_arn", "placement_group_name")
+    ).choice("type", CAPACITY_TYPES, "on-demand")
     needs: dict[CapacityType, tuple[str, ...]] = {
         "on-demand": (),
-        "reservation": ("reservation_id",),
+        "reservation": ("reservation_id", "placement_group_name"),
         "capacity-block": ("reservation_id",),
-        "reservation-group": ("resource_group_arn",),
+        "reservation-group": ("resource_group_arn", "placement_group_name"),
     }
     section = _Section(path, raw, ("type", *needs[kind]))
-    if kind == "capacity-block" and not instance.capacity_block:
-        raise NeuronConfigError(
-            section.field("type"),
-            kind,
-            f"{instance.name} is not sold as EC2 Capacity Blocks; use a reservation",
-        )
     reservation = resource_group = None
     if "reservation_id" in needs[kind]:
         reservation = section.matching(
@@ -485,7 +508,22 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityC
             RESOURCE_GROUP_ARN,
             "a resource group ARN arn:aws:resource-groups:...:group/NAME",
         )
-    return CapacityConfig(type=kind, reservation_id=reservation, resource_group_arn=resource_group)
+    config = CapacityConfig(
+        type=kind,
+        reservation_id=reservation,
+        resource_group_arn=resource_group,
+        placement_group_name=section.get("placement_group_name", str, None),
+    )
+    # The construct's own checks, so cdk.json and the library refuse the same things.
+    try:
+        capacity = config.to_capacity()
+    except NeuronConfigError as error:
+        raise NeuronConfigError(section.field(error.field), error.value, error.fix) from error
+    try:
+        capacity.check_instance(instance)
+    except NeuronConfigError as error:
+        raise NeuronConfigError(section.field("type"), kind, error.fix) from error
+    return config
 
 
 def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
@@ -532,13 +570,14 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
         raise NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
 
     plan_section = section.section(
-        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
     )
     plan = PlanConfig(
         nodes=plan_section.positive_int("nodes"),
         tensor_parallel=plan_section.positive_int("tensor_parallel"),
         pipeline_parallel=plan_section.positive_int("pipeline_parallel", 1),
         logical_nc_config=plan_section.get("logical_nc_config", int, None),
+        allow_unlisted_tp=plan_section.get("allow_unlisted_tp", bool, False),
     )
     if plan.nodes > max_nodes:
         raise NeuronConfigError(
@@ -581,7 +620,8 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
 
 
 _PLAN_FIELDS = {
-    k: f"plan.{k}" for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config")
+    k: f"plan.{k}"
+    for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
 }
 
 

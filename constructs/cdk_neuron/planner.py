@@ -6,7 +6,8 @@ and the CLI prints their plans.
 Training rank layout follows neuronx-distributed (NXD-PS ``initialize_model_parallel``): ranks are
 ordered ``[PP, DP, TP]`` row-major with tensor-parallel ranks contiguous, "so as much TP communication
 as possible is intra-node". Tensor parallelism needs the most bandwidth, so it must stay inside one
-NeuronLink domain; pipeline and data parallelism may cross the network (EFA).
+NeuronLink domain, which today means one instance (Trn2 UltraServers are not placed as a unit by
+AWS Batch); pipeline and data parallelism may cross the network (EFA).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from cdk_neuron.catalog import (
     get_training_instance,
     known_instances,
     on_demand_price,
+    training_tp_degrees,
+    training_tp_unsupported,
 )
 from cdk_neuron.errors import NeuronConfigError, one_of
 
@@ -28,16 +31,19 @@ from cdk_neuron.errors import NeuronConfigError, one_of
 # Training
 # --------------------------------------------------------------------------------------------
 
-# TP degrees that neuronx-distributed cannot map onto trn2's replica groups (NXD-PS get_logic_chosen):
-# 16 x 8 groups at LNC=1 and 8 x 8 groups at LNC=2 are "not supported".
-_TRN2_UNSUPPORTED_TP: dict[int, frozenset[int]] = {1: frozenset({16}), 2: frozenset({8})}
-# TP degrees that need neuronx-distributed's alternative replica-group logic ("Logic2").
+# TP degrees that need neuronx-distributed's alternative replica-group logic ("Logic2", NXD-PS).
 _TRN2_LOGIC2_TP: dict[int, frozenset[int]] = {1: frozenset({64}), 2: frozenset({32})}
 
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """A validated distributed-training layout. Build it with :func:`plan_training`."""
+    """A validated distributed-training layout. Build it with :func:`plan_training`.
+
+    ``neuronlink_domain_instances`` is how many instances the plan may assume share one NeuronLink
+    domain: 1 for every type today. Four trn2u.48xlarge form a Trn2 UltraServer, but neither AWS
+    Batch nor an Auto Scaling group places nodes by UltraServer, so nothing guarantees two nodes of
+    a job share one (see :func:`plan_training`).
+    """
 
     instance_type: str
     nodes: int
@@ -51,6 +57,7 @@ class TrainingPlan:
     tp_within_neuronlink: bool
     efa_dimensions: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    allow_unlisted_tp: bool = False
 
     @property
     def efa_traffic(self) -> str:
@@ -94,27 +101,39 @@ def plan_training(
     tensor_parallel: int,
     pipeline_parallel: int = 1,
     logical_nc_config: int | None = None,
+    *,
+    allow_unlisted_tp: bool = False,
 ) -> TrainingPlan:
     """Plan a distributed training job and refuse layouts that cannot work.
 
     Refuses (with :class:`NeuronConfigError` naming the field): inference instances; ``nodes`` < 1;
-    multi-node on an instance without EFA (trn1.2xlarge); TP larger than one NeuronLink domain's
-    cores; a world size not divisible by TP x PP; a ``logical_nc_config`` on non-Trn2 instances; and
-    trn2 TP degrees neuronx-distributed does not support (TP 8 at LNC=2, TP 16 at LNC=1).
+    multi-node on an instance without EFA (trn1.2xlarge); TP larger than one instance's cores; a
+    world size not divisible by TP x PP; a ``logical_nc_config`` on non-Trn2 instances; trn2 TP
+    degrees neuronx-distributed cannot form (TP 8 at LNC=2, TP 16 at LNC=1); and, unless
+    ``allow_unlisted_tp``, any TP degree the catalog does not list for the instance
+    (``catalog.TRAINING_TP_DEGREES``: 1, 2, 4, 8 and 32 on trn1/trn1n; at LNC=2 1, 4, 16, 32 and 64
+    on trn2), which includes every TP whose groups would straddle instances.
 
-    Trn2 UltraServer: on ``trn2u.48xlarge`` four instances share one NeuronLink-v3 domain, so TP may
-    span up to 4 instances (256 logical cores at LNC=2). Such a plan needs whole UltraServers:
-    ``nodes`` must then be a multiple of 4. The plan assumes nodes are numbered so that each run of
-    four consecutive nodes is one UltraServer (what a launcher placing whole UltraServers does); a
-    job of at most four trn2u nodes is one domain, so nothing crosses EFA.
+    ``allow_unlisted_tp``: an explicit opt-in to an unlisted degree that no source says is broken,
+    e.g. TP 16 on trn1 or TP 12, whose groups straddle instances and run their collectives over EFA
+    (the plan then says so in ``efa_dimensions`` and ``notes``). You take on checking that
+    neuronx-distributed and the runtime form those groups. Default False.
 
-    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit in
-    different NeuronLink domains, for the ``[PP, DP, TP]`` rank order above.
+    Trn2 UltraServer: four trn2u.48xlarge share one NeuronLink-v3 domain (TRN2-ARCH), but AWS Batch
+    does not place a job's nodes by UltraServer and the Neuron runtime needs a topology-aware
+    launcher to use it (US-EKS). Until cdk-neuron has one, every instance is planned as its own
+    NeuronLink domain: TP must stay within one trn2u.48xlarge (refused otherwise, whatever
+    ``allow_unlisted_tp``), and data/pipeline traffic between nodes is counted as EFA traffic.
+
+    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit on
+    different instances, for the ``[PP, DP, TP]`` rank order above.
     """
     instance = get_training_instance(instance_type)
     nodes = _positive_int("nodes", nodes)
     tp = _positive_int("tensor_parallel", tensor_parallel)
     pp = _positive_int("pipeline_parallel", pipeline_parallel)
+    if not isinstance(allow_unlisted_tp, bool):
+        raise NeuronConfigError("allow_unlisted_tp", allow_unlisted_tp, "use True or False")
     if logical_nc_config is not None and not instance.supports_logical_nc_config:
         raise NeuronConfigError(
             "logical_nc_config",
@@ -123,6 +142,7 @@ def plan_training(
         )
     lnc = instance.default_logical_nc_config if logical_nc_config is None else logical_nc_config
     ranks_per_node = instance.neuron_cores_at(lnc)
+    at_lnc = f" at LNC={lnc}" if lnc else ""
 
     if nodes > 1 and not instance.supports_efa:
         efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
@@ -132,43 +152,50 @@ def plan_training(
             f"{instance.name} has no EFA, so it cannot run multi-node jobs; use nodes=1 or one of {one_of(efa_types)}",
         )
 
-    domain_instances = min(nodes, instance.neuronlink_domain_instances)
-    domain_ranks = ranks_per_node * domain_instances
-    max_domain_ranks = ranks_per_node * instance.neuronlink_domain_instances
-    if tp > max_domain_ranks:
+    listed = training_tp_degrees(instance.name, lnc)
+    if tp > ranks_per_node:
+        if instance.is_ultraserver:
+            raise NeuronConfigError(
+                "tensor_parallel",
+                tp,
+                f"TP {tp} spans {math.ceil(tp / ranks_per_node)} {instance.name} instances. Four of them form "
+                "a Trn2 UltraServer over NeuronLink, but AWS Batch does not place nodes by UltraServer, so "
+                "nothing guarantees a job's nodes share one; TP must stay within one instance for now "
+                f"(TP <= {ranks_per_node}{at_lnc}: one of {', '.join(map(str, listed))}); scale with PP/DP",
+            )
         raise NeuronConfigError(
             "tensor_parallel",
             tp,
-            f"exceeds the {max_domain_ranks} NeuronCores of one NeuronLink domain on {instance.name}"
-            f"{f' at LNC={lnc}' if lnc else ''}; use TP <= {max_domain_ranks} and scale with PP/DP",
+            f"exceeds the {ranks_per_node} NeuronCores of one NeuronLink domain (one {instance.name}){at_lnc}; "
+            f"use one of {', '.join(map(str, listed))} and scale with PP/DP",
         )
-    if tp > domain_ranks:
-        raise NeuronConfigError(
-            "nodes",
-            nodes,
-            f"TP {tp} spans {math.ceil(tp / ranks_per_node)} {instance.name} instances of a NeuronLink "
-            f"domain; a Trn2 UltraServer domain is {instance.neuronlink_domain_instances} instances, "
-            f"so use nodes that are a multiple of {instance.neuronlink_domain_instances}",
-        )
-    if instance.is_ultraserver and tp > ranks_per_node and nodes % instance.neuronlink_domain_instances:
-        raise NeuronConfigError(
-            "nodes",
-            nodes,
-            f"TP {tp} spans instances of a Trn2 UltraServer; use a multiple of "
-            f"{instance.neuronlink_domain_instances} nodes (whole UltraServers)",
-        )
-    if lnc is not None and tp in _TRN2_UNSUPPORTED_TP[lnc]:
-        supported = sorted(
-            d
-            for d in (1, 2, 4, 8, 16, 32, 64, 128)
-            if d <= ranks_per_node and d not in _TRN2_UNSUPPORTED_TP[lnc]
+    broken = training_tp_unsupported(instance.name, lnc)
+    if tp in broken:
+        other = 3 - lnc if lnc else None
+        elsewhere = (
+            f" or LNC={other}"
+            if other is not None and tp in training_tp_degrees(instance.name, other)
+            else ""
         )
         raise NeuronConfigError(
             "tensor_parallel",
             tp,
-            f"neuronx-distributed does not support TP {tp} at LNC={lnc} on {instance.name} "
-            f"(replica groups cannot be formed); use one of {', '.join(map(str, supported))}"
-            f"{' or LNC=' + str(3 - lnc) if tp not in _TRN2_UNSUPPORTED_TP[3 - lnc] else ''}",
+            f"neuronx-distributed does not support TP {tp}{at_lnc} on {instance.name} "
+            f"(replica groups cannot be formed, NXD-PS); use one of {', '.join(map(str, listed))}{elsewhere}",
+        )
+    if tp not in listed and not allow_unlisted_tp:
+        straddles = ranks_per_node % tp != 0
+        why = (
+            f"its groups would straddle {instance.name} instances and run their collectives over EFA"
+            if straddles
+            else "no source documents it"
+        )
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tp,
+            f"TP {tp} is not a documented TP degree on {instance.name}{at_lnc} ({why}); use one of "
+            f"{', '.join(map(str, listed))} (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True "
+            "to take responsibility for it",
         )
 
     world = nodes * ranks_per_node
@@ -183,12 +210,21 @@ def plan_training(
         )
     dp = world // (tp * pp)
 
+    # Only one instance is guaranteed to be one NeuronLink domain (see the docstring).
+    domain_ranks = ranks_per_node
     notes: list[str] = []
     tp_inside = not _crosses_domain(tp, domain_ranks)
     if not tp_inside:
         notes.append(
-            f"TP {tp} does not divide the {domain_ranks} cores of a NeuronLink domain: some TP groups "
-            "straddle instances and their collectives cross EFA"
+            f"TP {tp} does not divide the {domain_ranks} cores of one instance: some TP groups straddle "
+            "instances and their collectives cross EFA (allowed by allow_unlisted_tp)"
+        )
+    elif tp not in listed:
+        notes.append(f"TP {tp} is not a documented degree on {instance.name}{at_lnc} (allow_unlisted_tp)")
+    if instance.is_ultraserver and nodes > 1:
+        notes.append(
+            f"{instance.name} nodes are planned as separate NeuronLink domains: AWS Batch does not place "
+            "them by UltraServer, so traffic between nodes is counted as EFA traffic"
         )
     if lnc is not None and tp in _TRN2_LOGIC2_TP[lnc]:
         notes.append(
@@ -198,7 +234,7 @@ def plan_training(
         notes.append("trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE")
 
     efa: list[str] = []
-    if nodes > instance.neuronlink_domain_instances:
+    if nodes > 1:
         if pp > 1:
             efa.append("pipeline")
         if dp > 1 and _crosses_domain(dp * tp, domain_ranks):
@@ -214,10 +250,11 @@ def plan_training(
         world_size=world,
         ranks_per_node=ranks_per_node,
         logical_nc_config=lnc,
-        neuronlink_domain_instances=instance.neuronlink_domain_instances,
+        neuronlink_domain_instances=1,
         tp_within_neuronlink=tp_inside,
         efa_dimensions=tuple(efa),
         notes=tuple(notes),
+        allow_unlisted_tp=allow_unlisted_tp,
     )
 
 
@@ -241,6 +278,13 @@ BYTES_PER_DTYPE: dict[str, float] = {
 # deployments (Llama-3 8B at batch 8 x 4,096 on inf2.xlarge, ~59 % used) and rejects
 # Llama 70B on inf2.24xlarge (~69 % used), which public deployments avoid.
 DEFAULT_HEADROOM = 0.35
+# Loading a model reads its weights into host memory before they reach the NeuronCores (HOST-MEM:
+# NxD Inference shards the checkpoint on the host); the instance's RAM must hold them with room for
+# the OS, the runtime and the serving process. AWS's rule is only "the model must not exceed the
+# instance's available RAM"; the 25 % reserve is calibrated on the one public data point near the
+# edge: a 7B fp16 model (12.6 GiB, 78 % of inf2.xlarge's 16 GiB) "pretty much maxes out the RAM".
+# So weights may use at most 75 % of host RAM: 12 GiB on inf2.xlarge, 96 GiB on inf2.8xlarge.
+DEFAULT_HOST_MEMORY_HEADROOM = 0.25
 # Every mainstream LLM family (Llama 2/3, Mistral, Qwen) uses 128-dimensional attention heads.
 DEFAULT_HEAD_DIM = 128
 # TP degrees Neuron serving stacks compile for. When choosing, size_model only uses degrees that
@@ -259,18 +303,41 @@ class _Shape:
     layers: int
     kv_heads: int
     hidden_size: int
+    attention_heads: int
+    head_dim: int = DEFAULT_HEAD_DIM
 
 
 # Reference transformer shapes for estimating the KV cache when the caller gives none (public model
-# cards: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
+# cards / config.json: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
+# Llama 3.2 1B has 64-dimensional heads (2,048 hidden / 32 heads); the others 128.
 _REFERENCE_SHAPES = (
-    _Shape(1.2, 16, 8, 2048),
-    _Shape(3.2, 28, 8, 3072),
-    _Shape(8.0, 32, 8, 4096),
-    _Shape(13.0, 40, 40, 5120),
-    _Shape(70.6, 80, 8, 8192),
-    _Shape(405.0, 126, 8, 16384),
+    _Shape(1.2, 16, 8, 2048, 32, head_dim=64),
+    _Shape(3.2, 28, 8, 3072, 24),
+    _Shape(8.0, 32, 8, 4096, 32),
+    _Shape(13.0, 40, 40, 5120, 40),
+    _Shape(70.6, 80, 8, 8192, 64),
+    _Shape(405.0, 126, 8, 16384, 128),
 )
+
+
+def kv_heads_per_core(kv_heads: int, attention_heads: int, tensor_parallel: int) -> int:
+    """KV heads each NeuronCore holds at ``tensor_parallel``, as NxD Inference shards attention.
+
+    NxD Inference (used by optimum-neuron and TGI's Neuron backend) pads the query heads to a
+    multiple of TP and, by default (``GQA.REPLICATE_TO_TP_DEGREE``), replicates the KV heads so each
+    rank holds one when TP exceeds them: 8 KV heads at TP 32 become 32, one per core. When TP is
+    not a multiple of the KV heads it converts to MHA (``GQA.CONVERT_TO_MHA``): the KV heads become
+    the padded query heads (NXDI-GQA). KV heads are never split below one per core, so the per-core
+    KV cache is ``ceil(kv_heads / TP)`` heads at least, and never less than one head.
+    """
+    padded_attention = math.ceil(attention_heads / tensor_parallel) * tensor_parallel
+    if attention_heads == kv_heads:  # MHA: the KV heads are padded like the query heads
+        heads = padded_attention
+    elif kv_heads < tensor_parallel or kv_heads % tensor_parallel:
+        heads = tensor_parallel if tensor_parallel % kv_heads == 0 else padded_attention
+    else:
+        heads = kv_heads
+    return heads // tensor_parallel
 
 
 @dataclass(frozen=True)
@@ -283,10 +350,16 @@ class ServingPlan:
     devices_per_replica: int
     weights_gib: float
     kv_cache_gib: float
+    """The model's KV cache (every layer, KV head, position and sequence), before replication."""
     hbm_per_core_gib: float
     hbm_limit_per_core_gib: float
     headroom: float
     explanation: str
+    kv_cache_per_core_gib: float = 0.0
+    """The KV cache one NeuronCore holds: its share of the KV heads, at least one head (replicated)."""
+    kv_heads_per_core: int = 0
+    host_memory_limit_gib: float = 0.0
+    """Host RAM the weights may use while loading: the instance's memory less the host headroom."""
 
     @property
     def neuron_cores_used(self) -> int:
@@ -367,22 +440,32 @@ def size_model(
     tensor_parallel: int | None = None,
     headroom: float = DEFAULT_HEADROOM,
     kv_cache_dtype: str | None = None,
+    host_memory_headroom: float = DEFAULT_HOST_MEMORY_HEADROOM,
 ) -> ServingPlan:
     """Size a model for Inferentia2 serving under the 16 GiB-per-NeuronCore limit.
 
-    Memory per core = (weights + KV cache for ``batch_size x sequence_length``) / TP; it must leave
+    Memory per core = weights / TP + the KV heads the core holds (for ``batch_size x sequence_length``); it must leave
     ``headroom`` (default 0.35) of the core's HBM (16 GiB on Inf2 and Trn1) free: TGI-DOC's rule, with
     room for compiled graphs, runtime buffers and activations.
 
-    Without ``instance_type`` it picks the cheapest Inf2 that fits, and on it the smallest TP that
+    Host memory: loading reads the weights into the instance's RAM (HOST-MEM), once per replica (the
+    EC2 fleet starts one serving process per replica), so replicas x weights may use at most
+    ``1 - host_memory_headroom`` (default 75 %) of it; an instance whose RAM one replica does not fit
+    is refused (Llama-3 8B bf16, 14.9 GiB, on inf2.xlarge's 16 GiB) and never chosen, and a TP that
+    packs more replicas than the RAM loads is not chosen either.
+
+    Without ``instance_type`` it picks the cheapest Inf2 that fits HBM and host RAM, and on it the smallest TP that
     divides the instance's cores and fits, so several replicas share an instance when TP < NeuronCores
-    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.xlarge TP 2). With ``instance_type`` it
+    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.8xlarge TP 2; 3B bf16 -> inf2.xlarge TP 1). With ``instance_type`` it
     validates instead and refuses what does not fit, naming the instance that would. An explicit
     ``tensor_parallel`` (default: chosen) may leave cores idle, e.g. TP 8 on inf2.24xlarge.
 
     The KV cache is 2 x layers x KV heads x 128 x positions x batch x bytes; ``hidden_size`` alone
     means multi-head attention (one KV head per attention head); missing shape values come from the
-    nearest reference model, as the explanation says. ``kv_cache_dtype`` defaults to ``dtype`` for
+    nearest reference model, as the explanation says. Per NeuronCore it is not KV / TP: each core
+    holds whole KV heads, at least one, replicated when TP exceeds the KV heads (NxD Inference's
+    GQA sharding, :func:`kv_heads_per_core`): Llama-3 70B's 8 KV heads at TP 24 cost each core one
+    head, three times its even share. ``kv_cache_dtype`` defaults to ``dtype`` for
     16/32-bit weights and to bf16 for 8-bit weights (Neuron's int8/fp8 are weight-only by default).
     """
     params = _nonnegative_number("parameters", parameters)
@@ -400,6 +483,14 @@ def size_model(
             _positive_int(field, value)
     if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
         raise NeuronConfigError("headroom", headroom, "must be a fraction in [0, 1), e.g. 0.35")
+    if (
+        isinstance(host_memory_headroom, bool)
+        or not isinstance(host_memory_headroom, (int, float))
+        or not 0 <= host_memory_headroom < 1
+    ):
+        raise NeuronConfigError(
+            "host_memory_headroom", host_memory_headroom, "must be a fraction in [0, 1), e.g. 0.25"
+        )
     if tensor_parallel is not None:
         _positive_int("tensor_parallel", tensor_parallel)
         if tensor_parallel not in _SERVING_TP:
@@ -414,38 +505,71 @@ def size_model(
     n_layers = layers or reference.layers
     if layers is None:
         assumed.append(f"layers={n_layers}")
+    head_dim = DEFAULT_HEAD_DIM
     if kv_heads is not None:
-        kv_dim = kv_heads * DEFAULT_HEAD_DIM
+        n_kv_heads = kv_heads
     elif hidden_size is not None:
-        kv_dim = hidden_size  # multi-head attention: one KV head per attention head
+        n_kv_heads = max(1, hidden_size // DEFAULT_HEAD_DIM)  # MHA: one KV head per attention head
     else:
-        kv_dim = reference.kv_heads * DEFAULT_HEAD_DIM
-        assumed.append(f"kv_heads={reference.kv_heads}")
+        n_kv_heads, head_dim = reference.kv_heads, reference.head_dim
+        assumed.append(f"kv_heads={n_kv_heads}")
+    # Query heads only matter when NxD Inference converts GQA to MHA (TP not a multiple of the KV heads).
+    if hidden_size is not None:
+        n_attention_heads, attention_assumed = max(n_kv_heads, hidden_size // DEFAULT_HEAD_DIM), False
+    elif kv_heads is None:
+        n_attention_heads, attention_assumed = reference.attention_heads, False  # with the reference KV heads
+    else:
+        n_attention_heads, attention_assumed = max(kv_heads, reference.attention_heads), True
     gib = 2**30
     weights = params * bytes_per / gib
-    kv = (
+    kv_per_head = (
         kv_cache_bytes(
             layers=n_layers,
             kv_heads=1,
-            head_dim=kv_dim,
+            head_dim=head_dim,
             sequence_length=sequence_length,
             batch_size=batch_size,
             bytes_per_value=kv_bytes_per,
         )
         / gib
     )
-    total = weights + kv
+    kv = kv_per_head * n_kv_heads
+
+    def heads_per_core(tp: int) -> int:
+        return kv_heads_per_core(n_kv_heads, n_attention_heads, tp)
+
+    def per_core(tp: int) -> float:
+        """HBM one NeuronCore needs: its weight shard and its KV heads (at least one, NXDI-GQA)."""
+        return weights / tp + kv_per_head * heads_per_core(tp)
 
     def usable(instance: NeuronInstance) -> float:
         return instance.hbm_gib_per_core * (1 - headroom)
 
+    def host_usable(instance: NeuronInstance) -> float:
+        return instance.memory_gib * (1 - host_memory_headroom)
+
+    def host_need(instance: NeuronInstance, tp: int) -> float:
+        """Host RAM for loading: every replica on the instance is a process reading its own copy."""
+        return instance.neuron_cores // tp * weights
+
+    def host_fits(instance: NeuronInstance) -> bool:
+        """Whether one replica's weights fit the instance's usable host RAM."""
+        return weights <= host_usable(instance)
+
     def fit(instance: NeuronInstance, fixed_tp: int | None) -> int | None:
-        """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given)."""
+        """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given), host RAM included."""
         if fixed_tp is None:
             options = _serving_tp_options(instance)
         else:
             options = [fixed_tp] if fixed_tp in _serving_tp_allowed(instance) else []
-        return next((tp for tp in options if total / tp <= usable(instance)), None)
+        return next(
+            (
+                tp
+                for tp in options
+                if per_core(tp) <= usable(instance) and host_need(instance, tp) <= host_usable(instance)
+            ),
+            None,
+        )
 
     candidates = sorted(
         (INSTANCES[n] for n in known_instances("inference")),
@@ -477,21 +601,37 @@ def size_model(
                 f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
                 f"{', '.join(map(str, _serving_tp_allowed(instance)))}",
             )
+        if not host_fits(instance):
+            raise NeuronConfigError(
+                "instance_type",
+                instance.name,
+                f"{weights:.1f} GiB of weights at {dtype} exceed the {host_usable(instance):.1f} GiB of host "
+                f"memory usable on {instance.name} ({instance.memory_gib} GiB less {host_memory_headroom:.0%}): "
+                f"loading reads the weights into host memory (HOST-MEM); {suggestion}",
+            )
         chosen_tp = fit(instance, tensor_parallel)
         if chosen_tp is None:
             here = fit(instance, None)
             if tensor_parallel is not None and here is not None:
+                if per_core(tensor_parallel) <= usable(instance):
+                    raise NeuronConfigError(
+                        "tensor_parallel",
+                        tensor_parallel,
+                        f"{instance.neuron_cores // tensor_parallel} replicas of {weights:.1f} GiB load "
+                        f"{host_need(instance, tensor_parallel):.1f} GiB into host memory, more than the "
+                        f"{host_usable(instance):.1f} GiB usable on {instance.name} (HOST-MEM); TP {here} fits there",
+                    )
                 raise NeuronConfigError(
                     "tensor_parallel",
                     tensor_parallel,
-                    f"{total / tensor_parallel:.1f} GiB per NeuronCore exceeds the "
+                    f"{per_core(tensor_parallel):.1f} GiB per NeuronCore exceeds the "
                     f"{usable(instance):.1f} GiB usable on {instance.name}; TP {here} fits there",
                 )
-            best = total / max(_serving_tp_allowed(instance))
+            best = min(per_core(t) for t in _serving_tp_allowed(instance))
             raise NeuronConfigError(
                 "instance_type",
                 instance.name,
-                f"model needs {total:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at least "
+                f"model needs {weights + kv:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at least "
                 f"{best:.1f} GiB per NeuronCore on {instance.name} exceeds the {usable(instance):.1f} GiB usable "
                 f"({instance.hbm_gib_per_core:.0f} GiB less {headroom:.0%} headroom); {suggestion}",
             )
@@ -503,11 +643,13 @@ def size_model(
                 raise NeuronConfigError(
                     "tensor_parallel",
                     tensor_parallel,
-                    f"{total / tensor_parallel:.1f} GiB per NeuronCore does not fit any Inf2 instance "
+                    f"{per_core(tensor_parallel):.1f} GiB per NeuronCore does not fit any Inf2 instance "
                     f"with {headroom:.0%} headroom; {suggestion}",
                 )
             # Name the input that broke it: the weights alone, or the KV cache on top of them.
-            weights_fit = any(weights / max(_serving_tp_options(i)) <= usable(i) for i in candidates)
+            weights_fit = any(
+                host_fits(i) and weights / max(_serving_tp_options(i)) <= usable(i) for i in candidates
+            )
             culprit: tuple[str, object] = ("parameters", parameters)
             if weights_fit:
                 culprit = (
@@ -515,21 +657,29 @@ def size_model(
                 )
             raise NeuronConfigError(
                 *culprit,
-                f"needs {total:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
+                f"needs {weights + kv:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
                 f"{batch_size} x {sequence_length}), more than any Inf2 instance holds with {headroom:.0%} "
                 "headroom; quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances",
             )
         instance, tp = chosen
-    per_core = total / tp
+    core_gib = per_core(tp)
+    core_heads = heads_per_core(tp)
+    kv_core = kv_per_head * core_heads
+    replicated = core_heads * tp > n_kv_heads
+    if attention_assumed and core_heads * tp > max(n_kv_heads, tp):
+        assumed.append(f"attention_heads={n_attention_heads}")
     replicas = instance.neuron_cores // tp
     cores_per_chip = instance.neuron_cores // instance.chips
     limit = instance.hbm_gib_per_core
     kv_note = f" at {kv_dtype}" if kv_dtype != dtype.lower() else ""
+    heads_note = f"{core_heads} of {n_kv_heads} KV head(s) per core{', replicated' if replicated else ''}"
     explanation = (
         f"{params / 1e9:.1f}B params at {dtype} = {weights:.1f} GiB weights + {kv:.1f} GiB KV cache{kv_note} "
-        f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}) "
-        f"/ TP {tp} = {per_core:.1f} GiB per NeuronCore of {limit:.0f} "
-        f"({1 - per_core / limit:.0%} free) on {instance.name}, {replicas} replica(s) per instance"
+        f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}); "
+        f"per NeuronCore at TP {tp}: {weights / tp:.1f} GiB weights + {kv_core:.2f} GiB KV ({heads_note}) "
+        f"= {core_gib:.1f} GiB of {limit:.0f} ({1 - core_gib / limit:.0%} free) on {instance.name}, "
+        f"{replicas} replica(s) per instance; host RAM for loading: {host_need(instance, tp):.1f} of "
+        f"{host_usable(instance):.0f} GiB usable"
     )
     return ServingPlan(
         instance_type=instance.name,
@@ -538,19 +688,24 @@ def size_model(
         devices_per_replica=math.ceil(tp / cores_per_chip),
         weights_gib=round(weights, 3),
         kv_cache_gib=round(kv, 3),
-        hbm_per_core_gib=round(per_core, 3),
+        hbm_per_core_gib=round(core_gib, 3),
         hbm_limit_per_core_gib=limit,
-        headroom=round(1 - per_core / limit, 4),
+        headroom=round(1 - core_gib / limit, 4),
         explanation=explanation,
+        kv_cache_per_core_gib=round(kv_core, 4),
+        kv_heads_per_core=core_heads,
+        host_memory_limit_gib=round(host_usable(instance), 3),
     )
 
 
 __all__ = [
     "BYTES_PER_DTYPE",
     "DEFAULT_HEADROOM",
+    "DEFAULT_HOST_MEMORY_HEADROOM",
     "ServingPlan",
     "TrainingPlan",
     "kv_cache_bytes",
+    "kv_heads_per_core",
     "plan_training",
     "size_model",
 ]

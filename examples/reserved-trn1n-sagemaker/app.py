@@ -110,7 +110,8 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
                 compiled_sequence_length=4096,
                 compiled_tensor_parallel=2,
             ),
-            instance_type="inf2.xlarge",
+            # 8B bf16 (14.9 GiB) needs more host RAM to load than inf2.xlarge's 16 GiB allows.
+            instance_type="inf2.8xlarge",
             min_capacity=1,
             max_capacity=3,
         )

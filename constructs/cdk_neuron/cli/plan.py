@@ -78,6 +78,8 @@ def serving_section(env: EnvironmentConfig) -> dict[str, Any]:
         "replicas_per_instance": plan.replicas_per_instance,
         "weights_gib": plan.weights_gib,
         "kv_cache_gib": plan.kv_cache_gib,
+        "kv_cache_per_core_gib": plan.kv_cache_per_core_gib,
+        "kv_heads_per_core": plan.kv_heads_per_core,
         "hbm_per_core_gib": plan.hbm_per_core_gib,
         "hbm_limit_per_core_gib": plan.hbm_limit_per_core_gib,
         "headroom": plan.headroom,
@@ -145,7 +147,8 @@ def render(doc: dict[str, Any], out: Console) -> None:
             ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
             ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
             ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
-                             f"(weights {s['weights_gib']:.1f} + KV {s['kv_cache_gib']:.1f} GiB / TP)"),
+                             f"(weights {s['weights_gib']:.1f} GiB / TP + KV {s['kv_cache_per_core_gib']:.2f} GiB: "
+                             f"{s['kv_heads_per_core']} KV head(s) per core)"),
             ("headroom", f"{s['headroom']:.0%} free"),
             ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
         ]  # fmt: skip

@@ -95,6 +95,7 @@ def validate_nodes(env: EnvironmentConfig, nodes: int) -> None:
             training.plan.tensor_parallel,
             training.plan.pipeline_parallel,
             training.plan.logical_nc_config,
+            allow_unlisted_tp=training.plan.allow_unlisted_tp,
         )
     except NeuronConfigError as error:
         raise NeuronConfigError("--nodes", nodes, f"breaks the configured plan: {error}") from None

@@ -16,7 +16,7 @@ def build_auto_scaling_group(
     vpc: ec2.IVpc,
     subnets: ec2.SubnetSelection,
     launch_template: ec2.LaunchTemplate,
-    placement_group: ec2.PlacementGroup | None,
+    placement_group: ec2.IPlacementGroup | None,
     max_nodes: int,
     engine: Engine,
 ) -> autoscaling.AutoScalingGroup:

@@ -117,7 +117,7 @@ def build_compute_environment(
     machine_image: ec2.IMachineImage,
     role: iam.IRole,
     security_group: ec2.ISecurityGroup,
-    placement_group: ec2.PlacementGroup | None,
+    placement_group: ec2.IPlacementGroup | None,
     engine: Engine,
     security_groups_in_launch_template: bool,
 ) -> batch.ManagedEc2EcsComputeEnvironment:

@@ -1,5 +1,10 @@
 """Where a training cluster's instances come from: on-demand, a capacity reservation or a Capacity Block.
 
+A reservation made inside an existing cluster placement group carries that group's name
+(``Capacity.reservation(id, placement_group_name=...)``): EC2 uses such a reservation only for
+instances launched into its group, and the reservation can never leave it, so the name belongs to the
+reservation rather than to the cluster (CR-CPG in :data:`cdk_neuron.catalog.SOURCES`).
+
 Plain Python (no ``aws_cdk``): a :class:`Capacity` renders the launch-template properties EC2 reads
 when the compute environment or Auto Scaling group launches an instance.
 
@@ -12,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cdk_neuron.catalog import INSTANCES, NeuronInstance, known_instances
+from cdk_neuron.catalog import NeuronInstance, capacity_block_types
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.patterns import RESERVATION_ID, RESOURCE_GROUP_ARN
 
@@ -29,7 +34,9 @@ class Capacity:
     - :meth:`reservation_group`: a resource group of capacity reservations, by ARN. EC2 launches
       into any reservation in the group with room; once the group runs out, launches may fall back
       to regular On-Demand capacity (the EC2 guide's reason for targeting groups rather than ids).
-    - :meth:`capacity_block`: an EC2 Capacity Block for ML. AWS places Capacity Block instances in
+    - :meth:`capacity_block`: an EC2 Capacity Block for ML, instance or UltraServer kind (an
+      UltraServer Capacity Block of trn2u.48xlarge is launched into by its ``cr-`` reservation just
+      like an instance block; see ``catalog.PURCHASE_OPTIONS``). AWS places Capacity Block instances in
       its UltraCluster itself, so the cluster creates no placement group; the block must match the
       instance type and the subnet's AZ, and instances are terminated when the block ends (scale to
       zero beforehand; see the EC2 Capacity Blocks guide). The EC2 Auto Scaling guide documents this
@@ -41,6 +48,7 @@ class Capacity:
     kind: CapacityKind = "on-demand"
     reservation_id: str | None = None
     resource_group_arn: str | None = None
+    placement_group_name: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind in ("reservation", "capacity-block"):
@@ -67,20 +75,48 @@ class Capacity:
             raise NeuronConfigError(
                 "capacity", self, "build capacities with the Capacity class methods, not the constructor"
             )
+        if self.placement_group_name is not None:
+            if self.kind not in ("reservation", "reservation-group"):
+                raise NeuronConfigError(
+                    "placement_group_name",
+                    self.placement_group_name,
+                    "only an On-Demand Capacity Reservation (Capacity.reservation or .reservation_group) "
+                    "lives in a placement group; AWS places Capacity Block instances itself",
+                )
+            _placement_group_name(self.placement_group_name)
 
     @classmethod
     def on_demand(cls) -> Capacity:
         return cls()
 
     @classmethod
-    def reservation(cls, reservation_id: str) -> Capacity:
-        """A targeted On-Demand Capacity Reservation, e.g. ``"cr-0123456789abcdef0"``."""
-        return cls(kind="reservation", reservation_id=reservation_id)
+    def reservation(cls, reservation_id: str, *, placement_group_name: str | None = None) -> Capacity:
+        """A targeted On-Demand Capacity Reservation, e.g. ``"cr-0123456789abcdef0"``.
+
+        ``placement_group_name``: the existing cluster placement group the reservation was created in.
+        A reservation made in a cluster placement group is used only by instances launched into that
+        group (CR-CPG), so the cluster then launches into it instead of creating its own. Default None
+        (the reservation is in no placement group; the cluster creates one).
+        """
+        return cls(
+            kind="reservation", reservation_id=reservation_id, placement_group_name=placement_group_name
+        )
 
     @classmethod
-    def reservation_group(cls, resource_group_arn: str) -> Capacity:
-        """A resource group of On-Demand Capacity Reservations."""
-        return cls(kind="reservation-group", resource_group_arn=resource_group_arn)
+    def reservation_group(
+        cls, resource_group_arn: str, *, placement_group_name: str | None = None
+    ) -> Capacity:
+        """A resource group of On-Demand Capacity Reservations.
+
+        ``placement_group_name``: the existing cluster placement group the group's reservations were
+        created in; launches name it so they use those reservations and stay in the group (targeting
+        the group alone falls back to instances outside any placement group, CR-CPG). Default None.
+        """
+        return cls(
+            kind="reservation-group",
+            resource_group_arn=resource_group_arn,
+            placement_group_name=placement_group_name,
+        )
 
     @classmethod
     def capacity_block(cls, reservation_id: str) -> Capacity:
@@ -94,18 +130,46 @@ class Capacity:
     def describe(self) -> str:
         if self.kind == "on-demand":
             return "on-demand"
-        return f"{self.kind} {self.reservation_id or self.resource_group_arn}"
+        where = f" in placement group {self.placement_group_name}" if self.placement_group_name else ""
+        return f"{self.kind} {self.reservation_id or self.resource_group_arn}{where}"
 
     def check_instance(self, instance: NeuronInstance) -> None:
-        """Refuse a Capacity Block for an instance type EC2 does not sell as Capacity Blocks."""
-        if self.is_capacity_block and not instance.capacity_block:
-            offered = [n for n in known_instances("training") if INSTANCES[n].capacity_block]
+        """Refuse a purchase option the catalog says EC2 does not sell for ``instance``.
+
+        A Capacity Block is accepted for types sold as *instance* Capacity Blocks (trn1.32xlarge,
+        trn2.48xlarge) and as *UltraServer* Capacity Blocks (trn2u.48xlarge, whose block is a whole
+        Trn2 UltraServer); both launch into the block's ``cr-`` reservation the same way
+        (``catalog.PURCHASE_OPTIONS``). Options the catalog marks "unknown" are accepted:
+        ``cdk-neuron preflight`` checks the live account.
+        """
+        options = instance.purchase_options
+        if self.is_capacity_block and options.capacity_block_kind is None:
+            instance_blocks = capacity_block_types("instance")
+            ultraserver_blocks = capacity_block_types("ultraserver")
             raise NeuronConfigError(
                 "capacity",
                 self.describe(),
-                f"EC2 Capacity Blocks are not offered for {instance.name} (CB-DOC); they exist for "
-                f"{one_of(offered)}. Use Capacity.reservation() or Capacity.on_demand()",
+                f"EC2 sells no Capacity Blocks for {instance.name} (CB-DOC, CB-HOW); instance Capacity "
+                f"Blocks exist for {one_of(instance_blocks)} and UltraServer Capacity Blocks for "
+                f"{one_of(ultraserver_blocks)}. Use Capacity.reservation() or Capacity.on_demand()",
             )
+        if self.kind in ("reservation", "reservation-group") and options.reservation == "no":
+            raise NeuronConfigError(
+                "capacity",
+                self.describe(),
+                f"EC2 sells no On-Demand Capacity Reservations for {instance.name} (ODCR)",
+            )
+
+    def purchase_option(self, instance: NeuronInstance) -> str:
+        """What is bought, in EC2's words, e.g. "UltraServer Capacity Block" on trn2u.48xlarge."""
+        if self.is_capacity_block:
+            kind = instance.purchase_options.capacity_block_kind
+            return "UltraServer Capacity Block" if kind == "ultraserver" else "Capacity Block"
+        return {
+            "on-demand": "On-Demand",
+            "reservation": "On-Demand Capacity Reservation",
+            "reservation-group": "On-Demand Capacity Reservation group",
+        }[self.kind]
 
     def launch_template_data(self) -> dict[str, Any]:
         """``LaunchTemplateData`` properties for this capacity (empty for on-demand).
@@ -123,6 +187,26 @@ class Capacity:
         if self.is_capacity_block:
             data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
         return data
+
+
+# EC2 placement group names: up to 255 ASCII characters (CreatePlacementGroup GroupName).
+_MAX_PLACEMENT_GROUP_NAME = 255
+
+
+def _placement_group_name(value: object) -> str:
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > _MAX_PLACEMENT_GROUP_NAME
+        or not value.isascii()
+    ):
+        raise NeuronConfigError(
+            "placement_group_name",
+            value,
+            "give the name of the existing cluster placement group the reservation was created in "
+            "(1-255 ASCII characters), e.g. 'trn-odcr-cpg'",
+        )
+    return value
 
 
 def _reservation_id(field: str, value: object) -> str:

@@ -96,7 +96,10 @@ class TrainingCluster(Construct):
         capacity: on-demand, a capacity reservation or a Capacity Block. Default ``Capacity.on_demand()``.
         placement_group: create a cluster placement group. Default None: yes, except with a Capacity
             Block, whose instances AWS places in its UltraCluster itself (a forced placement group
-            there makes launches fail for lack of capacity). True with a Capacity Block is refused.
+            there makes launches fail for lack of capacity), and with a reservation made in an
+            existing placement group (``Capacity.reservation(id, placement_group_name=...)``), whose
+            group the nodes launch into instead. True with a Capacity Block, and True or False with
+            a reservation's placement group, are refused.
         machine_image: the nodes' AMI. Default the ECS-optimized AL2023 Neuron AMI through its SSM
             parameter (``catalog.ECS_NEURON_AMI_PARAMETER``), resolved at every deployment: a new AMI
             rolls out as a new launch template version. Pin an image for long runs if you want none.
@@ -127,8 +130,9 @@ class TrainingCluster(Construct):
         job_role: the jobs' role (checkpoints, compile cache); execution_role: image pulls and logs;
             log_group: the jobs' logs (Batch engine; None with the group engine).
         auto_scaling_group: the node group (group engine only; raises with Batch).
-        launch_template, user_data, machine_image, placement_group (None for Capacity Blocks or
-            when disabled), security_group, connections, role (the instance role), kms_key.
+        launch_template, user_data, machine_image, placement_group (created, or the reservation's
+            existing group; None for Capacity Blocks or when disabled), security_group, connections,
+            role (the instance role), kms_key.
         availability_zone: the AZ name of the subnets when known at synthesis, else None.
     """
 
@@ -250,11 +254,15 @@ class TrainingCluster(Construct):
         acknowledgments.efa_self_ingress(self.security_group)
         self._connections = ec2.Connections(security_groups=[self.security_group])
         self.role = security.node_role(self, "NodeRole", ecs_agent=engine.is_batch)
-        self.placement_group: ec2.PlacementGroup | None = (
-            ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
-            if use_placement_group
-            else None
-        )
+        self.placement_group: ec2.IPlacementGroup | None = None
+        if capacity.placement_group_name is not None:  # the reservation's own group
+            self.placement_group = ec2.PlacementGroup.from_placement_group_name(
+                self, "PlacementGroup", capacity.placement_group_name
+            )
+        elif use_placement_group:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
         self.machine_image = machine_image or ec2.MachineImage.from_ssm_parameter(
             ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
         )
@@ -561,6 +569,7 @@ class TrainingCluster(Construct):
                 self.plan.tensor_parallel,
                 self.plan.pipeline_parallel,
                 self.plan.logical_nc_config,
+                allow_unlisted_tp=self.plan.allow_unlisted_tp,
             )
         job_plan = validation.checked_plan(self.instance, self.max_nodes, plan or self.plan)
         if timeout is not None:

@@ -127,7 +127,12 @@ def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> Trai
             f"plan with plan_training({instance.name!r}, ...)",
         )
     replanned = plan_training(
-        plan.instance_type, plan.nodes, plan.tensor_parallel, plan.pipeline_parallel, plan.logical_nc_config
+        plan.instance_type,
+        plan.nodes,
+        plan.tensor_parallel,
+        plan.pipeline_parallel,
+        plan.logical_nc_config,
+        allow_unlisted_tp=plan.allow_unlisted_tp,
     )
     if replanned != plan:
         raise NeuronConfigError(
@@ -145,9 +150,26 @@ def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> Trai
 
 
 def placement_group_wanted(requested: object, capacity: Capacity) -> bool:
-    """None means automatic: a cluster placement group, except for Capacity Blocks."""
+    """Whether the cluster creates its own cluster placement group.
+
+    None means automatic: yes, except for Capacity Blocks (AWS places their instances itself) and
+    for a reservation made in an existing placement group (``capacity.placement_group_name``), whose
+    instances must launch into that group: the cluster then uses it and creates none, and both
+    True (a second group would miss the reservation) and False (launches outside the group miss it
+    too) are refused.
+    """
     if requested is not None and not isinstance(requested, bool):
         raise NeuronConfigError("placement_group", requested, "use True, False or None (automatic)")
+    if capacity.placement_group_name is not None:
+        if requested is not None:
+            raise NeuronConfigError(
+                "placement_group",
+                requested,
+                f"the reservation lives in cluster placement group {capacity.placement_group_name}, and EC2 "
+                "uses it only for instances launched into that group, which the cluster therefore does; "
+                "leave placement_group=None",
+            )
+        return False
     if capacity.is_capacity_block:
         if requested:
             raise NeuronConfigError(

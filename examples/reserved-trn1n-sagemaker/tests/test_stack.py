@@ -69,7 +69,7 @@ def test_sixteen_efa_interfaces_on_trn1n(template: Template) -> None:
 def test_sagemaker_endpoint_on_inf2(template: Template) -> None:
     template.has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
-        {"ProductionVariants": [Match.object_like({"InstanceType": "ml.inf2.xlarge"})]},
+        {"ProductionVariants": [Match.object_like({"InstanceType": "ml.inf2.8xlarge"})]},
     )
 
 

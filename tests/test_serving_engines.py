@@ -64,6 +64,8 @@ def test_optimum_neuron_flags() -> None:
     assert args == (
         "--model",
         "/model",
+        "--served_model_name",
+        "meta-llama/Llama-3.1-8B-Instruct",
         "--batch_size",
         "4",
         "--sequence_length",
@@ -74,6 +76,7 @@ def test_optimum_neuron_flags() -> None:
     env = ServingEngine.optimum_neuron().sagemaker_environment(SPEC, PLAN, model="/opt/ml/model")
     assert env == {
         "SM_ON_MODEL": "/opt/ml/model",
+        "SM_ON_SERVED_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct",
         "SM_ON_BATCH_SIZE": "4",
         "SM_ON_SEQUENCE_LENGTH": "4096",
         "SM_ON_TENSOR_PARALLEL_SIZE": "2",

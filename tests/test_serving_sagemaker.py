@@ -92,6 +92,8 @@ def test_model_runs_isolated_in_the_vpc_from_s3_artifacts(built: Built) -> None:
     }
     assert container["Environment"] == {
         "SM_ON_MODEL": "/opt/ml/model",
+        # Without it vLLM would answer only to "/opt/ml/model" (optimum-cli neuron serve's default).
+        "SM_ON_SERVED_MODEL_NAME": "meta-llama/Llama-3.1-70B-Instruct",
         "SM_ON_BATCH_SIZE": "4",
         "SM_ON_SEQUENCE_LENGTH": "4096",
         "SM_ON_TENSOR_PARALLEL_SIZE": "24",
@@ -216,3 +218,12 @@ def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
     policy = _props(template_of(stack), "AWS::IAM::ManagedPolicy")
     (pull,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "EcrPullServingImage"]
     assert f"repository/{TGI_SAGEMAKER_REPOSITORY}" in json.dumps(pull["Resource"])
+    # TGI has no served-name setting: its API lists the artifact path, and the synth says so.
+    from aws_cdk.assertions import Annotations, Match
+
+    assert Annotations.from_stack(stack).find_warning(
+        "/TgiOnSageMaker/Fleet",
+        Match.string_like_regexp(
+            "TGI cannot set a served model name: /v1/models lists '/opt/ml/model', not 'neuron'"
+        ),
+    )

@@ -115,7 +115,8 @@ def test_engine_flags_reach_the_container() -> None:
     files = _files(render_user_data(_config(SPEC_8B, "inf2.xlarge")))
     assert _exec_start(files, 0).endswith(
         "huggingface-vllm-inference-neuronx:0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04 "
-        "--model /model --batch_size 4 --sequence_length 4096 --tensor_parallel_size 2"
+        "--model /model --served_model_name meta-llama/Llama-3.1-8B-Instruct "
+        "--batch_size 4 --sequence_length 4096 --tensor_parallel_size 2"
     )
     assert "--volume=/var/lib/cdk-neuron/model:/model:ro" in _exec_start(files, 0)
 

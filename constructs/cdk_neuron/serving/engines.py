@@ -56,6 +56,13 @@ TGI_SAGEMAKER_TAG = "2.5.1-optimum3.3.4-neuronx-py310-ubuntu22.04"
 # NxD Inference stays at Neuron SDK 2.31 on Inf2 and Trn1 (serving.md section 5).
 _NXDI_LAST_SDK_FOR_INF2_TRN1 = (2, 31)
 _SDK_IN_TAG = re.compile(r"sdk(\d+)\.(\d+)")
+# The Hugging Face vLLM DLC names the optimum-neuron release in its tag ("...-optimum0.4.5-...").
+_OPTIMUM_IN_TAG = re.compile(r"optimum(\d+)\.(\d+)\.(\d+)")
+# `optimum-cli neuron serve --served_model_name` first shipped in optimum-neuron v0.4.1
+# (huggingface/optimum-neuron commit e7489948 "feat(vllm): support served model name arg when
+# serving", 2025-10-16; tag v0.4.1 @a3ded34a, 2025-10-23). v0.4.0's parser is strict and has no
+# such flag, so an older image would exit on the argument instead of serving.
+OPTIMUM_SERVED_MODEL_NAME_SINCE = (0, 4, 1)
 _ECR_REGISTRY = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>\{region\}|[a-z0-9-]+)\.amazonaws\.com(\.cn)?$"
 )
@@ -119,6 +126,12 @@ class ContainerImage:
         """The Neuron SDK (major, minor) the tag names, e.g. ``sdk2.25.0`` -> (2, 25); None if absent."""
         match = _SDK_IN_TAG.search(self.tag)
         return (int(match[1]), int(match[2])) if match else None
+
+    @property
+    def optimum_neuron_version(self) -> tuple[int, int, int] | None:
+        """The optimum-neuron release a Hugging Face vLLM DLC tag names (``optimum0.4.5`` -> (0, 4, 5))."""
+        match = _OPTIMUM_IN_TAG.search(self.tag)
+        return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
 def _image(image: ContainerImage | None, tag: str | None, default: ContainerImage) -> ContainerImage:
@@ -312,6 +325,25 @@ class ServingEngine:
             )
         if self.name == "vllm-neuron" and self._vllm_dtype(spec) is None:
             raise NeuronConfigError("dtype", spec.dtype, "vLLM Neuron serves bf16, fp16 or fp32 weights")
+        self._check_served_model_name_support()
+
+    def _check_served_model_name_support(self) -> None:
+        """Refuse an optimum-neuron image too old to take ``--served_model_name``.
+
+        Without the flag vLLM registers the model under its path (``/model``, ``/opt/ml/model``) and
+        answers 404 to requests naming ``ModelSpec.served_model_name``. Tags that name no
+        optimum-neuron release (a private mirror) are trusted.
+        """
+        version = self.image.optimum_neuron_version if self.name == "optimum-neuron" else None
+        if version is not None and version < OPTIMUM_SERVED_MODEL_NAME_SINCE:
+            since = ".".join(map(str, OPTIMUM_SERVED_MODEL_NAME_SINCE))
+            raise NeuronConfigError(
+                "image_tag",
+                self.image.tag,
+                f"optimum-neuron {'.'.join(map(str, version))} cannot set the served model name "
+                f"(--served_model_name arrived in {since}), so clients could not use the model id they "
+                f"are given; use an image with optimum{since} or later (default {OPTIMUM_NEURON_TAG})",
+            )
 
     def _check_chip(self, instance: NeuronInstance) -> None:
         if self.name == "tgi" and instance.chip == "trainium2":
@@ -358,11 +390,17 @@ class ServingEngine:
     def container_args(self, spec: ModelSpec, plan: ServingPlan, *, model: str) -> tuple[str, ...]:
         """Arguments after the image in ``docker run`` on EC2 (``model``: Hub id or path in the container)."""
         if self.name == "optimum-neuron":
-            # optimum-cli neuron serve flags (optimum-neuron docs/source/guides/vllm_plugin.mdx); the
-            # entrypoint already adds --port 8080.
+            # optimum-cli neuron serve flags (optimum-neuron optimum/commands/neuron/serve.py @v0.4.5
+            # abf59858, 2026-02-11); the DLC entrypoint already adds --port 8080 (docker/vllm/Dockerfile).
+            # Without --served_model_name vLLM lists and accepts the model only under --model ("If not
+            # specified, the model name will be the same as the `--model` argument", serve.py help), i.e.
+            # /model for S3 artifacts. The underscore spelling is the one every release since 0.4.1
+            # accepts (0.4.5 also takes --served-model-name).
             return (
                 "--model",
                 model,
+                "--served_model_name",
+                spec.served_model_name,
                 "--batch_size",
                 str(spec.graph_batch_size),
                 "--sequence_length",
@@ -406,8 +444,12 @@ class ServingEngine:
     def sagemaker_environment(self, spec: ModelSpec, plan: ServingPlan, *, model: str) -> dict[str, str]:
         """The SageMaker model container's environment (SageMaker cannot pass container arguments)."""
         if self.name == "optimum-neuron":
+            # The DLC entrypoint turns each SM_ON_<NAME>=value into "--<name> value", lowercasing the
+            # name and keeping underscores (optimum-neuron docker/vllm/Dockerfile @v0.4.5), so
+            # SM_ON_SERVED_MODEL_NAME becomes --served_model_name.
             return {
                 "SM_ON_MODEL": model,
+                "SM_ON_SERVED_MODEL_NAME": spec.served_model_name,
                 "SM_ON_BATCH_SIZE": str(spec.graph_batch_size),
                 "SM_ON_SEQUENCE_LENGTH": str(spec.graph_sequence_length),
                 "SM_ON_TENSOR_PARALLEL_SIZE": str(plan.tensor_parallel),
@@ -436,6 +478,32 @@ class ServingEngine:
             env["MAX_INPUT_TOKENS"] = str(spec.max_input_tokens)
         return env
 
+    def listed_model_name(self, spec: ModelSpec, *, model: str) -> str:
+        """The model name the OpenAI-compatible API lists in ``/v1/models`` (``model``: what is served).
+
+        vLLM (both DLCs) lists ``--served-model-name`` and answers 404 to any other name in a request
+        (vllm-project/vllm ``vllm/entrypoints/openai/serving_engine.py`` @0030b9ff, ``_check_model``:
+        "The model `...` does not exist.", HTTP 404). TGI has no served-name setting: ``/v1/models`` reports its
+        ``MODEL_ID`` (huggingface/text-generation-inference ``router/src/server.rs`` @v3.2.3 a1f3ebe1,
+        ``openai_get_model_info``: ``id: info.model_id``; for a local path that is the path).
+        """
+        return model if self.name == "tgi" else spec.served_model_name
+
+    def served_name_caveat(self, spec: ModelSpec, *, model: str) -> str | None:
+        """Why clients may not see ``served_model_name`` in ``/v1/models``, or None when they do."""
+        listed = self.listed_model_name(spec, model=model)
+        if listed == spec.served_model_name:
+            return None
+        # TGI chat completions echo the request's "model" and never check it (server.rs @v3.2.3,
+        # chat_completions: `Some("tgi") | None => info.model_id`, `Some(m_id) => m_id`), so
+        # requests naming served_model_name still work.
+        return (
+            f"TGI cannot set a served model name: /v1/models lists {listed!r}, not "
+            f"{spec.served_model_name!r}. TGI accepts any model name in requests (chat completions echo "
+            f"it), so clients may still send {spec.served_model_name!r}; use ServingEngine.optimum_neuron() "
+            "to have the API list it"
+        )
+
     def describe(self) -> str:
         """One line for logs and the CLI: name, image and support status."""
         return f"{self.name} ({self.image.repository}:{self.image.tag}, {self.status})"
@@ -444,6 +512,7 @@ class ServingEngine:
 __all__ = [
     "DLC_REGISTRY",
     "OPTIMUM_NEURON_TAG",
+    "OPTIMUM_SERVED_MODEL_NAME_SINCE",
     "TGI_SAGEMAKER_TAG",
     "TGI_TAG",
     "VLLM_NEURON_TAG",

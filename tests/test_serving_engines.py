@@ -118,9 +118,10 @@ def test_tgi_is_configured_by_environment() -> None:
         "HF_AUTO_CAST_TYPE": "bf16",
         "MAX_BATCH_SIZE": "2",
         "MAX_TOTAL_TOKENS": "2048",
+        "MAX_INPUT_TOKENS": "1024",
+        "MAX_BATCH_PREFILL_TOKENS": "2048",
         "HF_BATCH_SIZE": "4",
         "HF_SEQUENCE_LENGTH": "4096",
-        "MAX_INPUT_TOKENS": "1024",
     }
     assert engine.sagemaker_environment(spec, plan, model="/opt/ml/model")["HF_MODEL_ID"] == "/opt/ml/model"
 
@@ -179,3 +180,47 @@ def test_an_image_and_a_tag_together_are_refused() -> None:
     assert ServingEngine.vllm_neuron("0.9.2-neuronx-py310-sdk2.25.1-ubuntu22.04").image.tag.startswith(
         "0.9.2"
     )
+
+
+# The variables TGI's Neuron entrypoint checks before it leaves the environment alone (transcribed:
+# huggingface/text-generation-inference backends/neuron/tgi_env.py @v3.2.3, `env_vars =
+# tgi_server_env_vars + tgi_router_env_vars`; the same list in tgi_entry_point.py @v3.3.4).
+TGI_ENTRYPOINT_SKIPS_WHEN_ALL_SET = (
+    "HF_NUM_CORES",
+    "HF_AUTO_CAST_TYPE",
+    "MAX_BATCH_SIZE",
+    "MAX_TOTAL_TOKENS",
+    "MAX_INPUT_TOKENS",
+    "MAX_BATCH_PREFILL_TOKENS",
+)
+
+
+@pytest.mark.parametrize("sagemaker", [False, True])
+def test_tgi_keeps_a_served_shape_smaller_than_the_compiled_one(sagemaker: bool) -> None:
+    """With one of the six unset, TGI 3.2.3 refuses MAX_BATCH_SIZE/MAX_TOTAL_TOKENS that differ from the
+    compiled shape and 3.3.x overwrites them with it: every one must be set."""
+    spec = ModelSpec(
+        artifact_uri="s3://models/llama",
+        parameters=8_000_000_000,
+        batch_size=2,
+        compiled_batch_size=4,
+        sequence_length=2048,
+        compiled_sequence_length=4096,
+    )
+    plan = spec.plan("inf2.xlarge")
+    engine = ServingEngine.tgi()
+    env = (
+        engine.sagemaker_environment(spec, plan, model="/opt/ml/model")
+        if sagemaker
+        else engine.environment(spec, plan, model="/model")
+    )
+    assert all(env.get(name) for name in TGI_ENTRYPOINT_SKIPS_WHEN_ALL_SET), env
+    assert (env["MAX_BATCH_SIZE"], env["MAX_TOTAL_TOKENS"]) == ("2", "2048")
+    # TGI's defaults when not given: half the sequence for the prompt, batch x prompt for prefill.
+    assert (env["MAX_INPUT_TOKENS"], env["MAX_BATCH_PREFILL_TOKENS"]) == ("1024", "2048")
+
+
+def test_tgi_needs_room_for_a_prompt_and_a_generated_token() -> None:
+    spec = ModelSpec(model_id="org/m", parameters=1_000_000_000, sequence_length=1)
+    with pytest.raises(NeuronConfigError, match=r"sequence_length=1: TGI needs room"):
+        ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")

@@ -255,7 +255,8 @@ class ServingEngine:
         """Text Generation Inference with the Neuron backend (maintenance mode upstream).
 
         Configured entirely through environment variables (``MODEL_ID``, ``HF_NUM_CORES``,
-        ``HF_AUTO_CAST_TYPE``, ``MAX_BATCH_SIZE``, ``MAX_TOTAL_TOKENS``, ``MAX_INPUT_TOKENS``; TGI-ENV).
+        ``HF_AUTO_CAST_TYPE``, ``MAX_BATCH_SIZE``, ``MAX_TOTAL_TOKENS``, ``MAX_INPUT_TOKENS``,
+        ``MAX_BATCH_PREFILL_TOKENS``; all six are set so TGI's entrypoint keeps the served shape).
         Supports Inferentia2 and Trainium 1 (TGI-DOC).
 
         :param image_tag: tag of ``ghcr.io/huggingface/text-generation-inference`` (EC2). Default:
@@ -322,6 +323,12 @@ class ServingEngine:
         if self.name == "tgi" and self._tgi_dtype(spec) is None:
             raise NeuronConfigError(
                 "dtype", spec.dtype, "TGI's Neuron backend casts to fp16 or bf16 only (HF_AUTO_CAST_TYPE)"
+            )
+        if self.name == "tgi" and spec.max_input_tokens is None and spec.sequence_length < 2:
+            raise NeuronConfigError(
+                "sequence_length",
+                spec.sequence_length,
+                "TGI needs room for at least one prompt token and one generated token; use >= 2",
             )
         if self.name == "vllm-neuron" and self._vllm_dtype(spec) is None:
             raise NeuronConfigError("dtype", spec.dtype, "vLLM Neuron serves bf16, fp16 or fp32 weights")
@@ -464,18 +471,30 @@ class ServingEngine:
     ) -> dict[str, str]:
         dtype = self._tgi_dtype(spec)
         assert dtype is not None
+        # TGI's Neuron entrypoint (backends/neuron/tgi_env.py @v3.2.3 a1f3ebe1, the EC2 image 3.2.3-neuron;
+        # server/text_generation_server/tgi_env.py + tgi_entry_point.py @v3.3.4 d4bd5cac) leaves the
+        # environment alone only when all six of HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
+        # MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS and MAX_BATCH_PREFILL_TOKENS are set. Otherwise 3.2.3 requires
+        # MAX_BATCH_SIZE and MAX_TOTAL_TOKENS to *equal* the compiled batch and sequence length (else
+        # "Invalid neuron config and env" at start-up; docs/source/backends/neuron.md @v3.2.3: "must be
+        # set to"), and 3.3.x overwrites them with the compiled values. Setting all six is what lets a
+        # fleet serve a smaller batch or shorter sequences than the artifact was compiled for; the
+        # server only refuses a batch larger than the compiled one (generator.py warmup, @v3.2.3).
+        max_input_tokens = spec.max_input_tokens or spec.sequence_length // 2  # TGI's own default: half
         env = {
             model_variable: model,
             "HF_NUM_CORES": str(plan.tensor_parallel),
             "HF_AUTO_CAST_TYPE": dtype,
-            # TGI accepts serving values up to the compiled ones (TGI-ENV): batch and total tokens.
             "MAX_BATCH_SIZE": str(spec.batch_size),
             "MAX_TOTAL_TOKENS": str(spec.sequence_length),
+            "MAX_INPUT_TOKENS": str(max_input_tokens),
+            # TGI's docs: "should be set to batch_size * max-input-length" (efficient prefill).
+            "MAX_BATCH_PREFILL_TOKENS": str(spec.batch_size * max_input_tokens),
+            # The compiled shape, for images whose entrypoint reads them (the SageMaker tutorials of
+            # optimum-neuron v0.2.0 document HF_BATCH_SIZE and HF_SEQUENCE_LENGTH); TGI 3.x ignores them.
             "HF_BATCH_SIZE": str(spec.graph_batch_size),
             "HF_SEQUENCE_LENGTH": str(spec.graph_sequence_length),
         }
-        if spec.max_input_tokens is not None:
-            env["MAX_INPUT_TOKENS"] = str(spec.max_input_tokens)
         return env
 
     def listed_model_name(self, spec: ModelSpec, *, model: str) -> str:

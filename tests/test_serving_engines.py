@@ -224,3 +224,18 @@ def test_tgi_needs_room_for_a_prompt_and_a_generated_token() -> None:
     spec = ModelSpec(model_id="org/m", parameters=1_000_000_000, sequence_length=1)
     with pytest.raises(NeuronConfigError, match=r"sequence_length=1: TGI needs room"):
         ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
+
+
+def test_vllm_neuron_loads_precompiled_artifacts_instead_of_compiling() -> None:
+    """NxD Inference's vLLM loader reads a precompiled model only from NEURON_COMPILED_ARTIFACTS
+    (aws-neuron-sdk vllm-user-guide.rst); without it every boot compiles into the read-only /model."""
+    engine = ServingEngine.vllm_neuron()
+    spec = ModelSpec(
+        model_id="meta-llama/Llama-3.1-8B-Instruct", artifact_uri="s3://models/l8b", parameters=8_000_000_000
+    )
+    assert engine.environment(spec, PLAN, model="/model") == {
+        "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
+        "NEURON_COMPILED_ARTIFACTS": "/model",
+    }
+    # From the Hub there is nothing precompiled to point at.
+    assert "NEURON_COMPILED_ARTIFACTS" not in engine.environment(SPEC, PLAN, model=SPEC.served_model_name)

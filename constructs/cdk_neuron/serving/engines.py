@@ -444,6 +444,13 @@ class ServingEngine:
     def environment(self, spec: ModelSpec, plan: ServingPlan, *, model: str) -> dict[str, str]:
         """Container environment on EC2 (no secrets: the Hub token is added at boot from Secrets Manager)."""
         env = dict(self.fixed_environment)
+        if self.name == "vllm-neuron" and spec.precompiled:
+            # vLLM on NxD Inference loads a precompiled model only from NEURON_COMPILED_ARTIFACTS; unset,
+            # it compiles into "a neuron-compiled-artifacts subdirectory in the directory of your model
+            # checkpoint" (aws-neuron/aws-neuron-sdk libraries/nxd-inference/developer_guides/
+            # vllm-user-guide.rst @81ce03ae, 2026-07-20), i.e. every boot would compile (~15 min for a
+            # 15 GB model, same page) into /model, which is mounted read-only.
+            env["NEURON_COMPILED_ARTIFACTS"] = model
         if self.name == "tgi":
             env.update(self._tgi_environment(spec, plan, model_variable="MODEL_ID", model=model))
         return env

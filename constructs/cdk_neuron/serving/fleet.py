@@ -203,12 +203,20 @@ class InferenceFleet(Construct):
             sagemaker_timeouts(
                 plan.weights_gib,
                 precompiled=model.precompiled,
+                instance_type=plan.instance_type,
                 model_data_download_seconds=backend.model_data_download_timeout_seconds,
                 container_startup_health_check_seconds=backend.container_startup_health_check_timeout_seconds,
+                measured=backend.measured_startup,
             )
             sagemaker_volume_gb(plan.weights_gib, given=backend.volume_size_gb)
         else:
-            ec2_startup(plan.weights_gib, precompiled=model.precompiled)
+            ec2_startup(
+                plan.weights_gib,
+                precompiled=model.precompiled,
+                instance_type=plan.instance_type,
+                replicas=plan.replicas_per_instance,
+                measured=backend.measured_startup,
+            )
 
         subnets = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         selected = select_subnets(vpc, subnets)

@@ -60,8 +60,9 @@ _SDK_IN_TAG = re.compile(r"sdk(\d+)\.(\d+)")
 _OPTIMUM_IN_TAG = re.compile(r"optimum(\d+)\.(\d+)\.(\d+)")
 # `optimum-cli neuron serve --served_model_name` first shipped in optimum-neuron v0.4.1
 # (huggingface/optimum-neuron commit e7489948 "feat(vllm): support served model name arg when
-# serving", 2025-10-16; tag v0.4.1 @a3ded34a, 2025-10-23). v0.4.0's parser is strict and has no
-# such flag, so an older image would exit on the argument instead of serving.
+# serving", 2025-10-16; tag v0.4.1 @a3ded34a, 2025-10-23). v0.4.0 has no such flag and "the
+# optimum-cli uses a strict parsing and does not allow unknown args" (serve.py @v0.4.5), so an older
+# image would exit on the argument instead of serving.
 OPTIMUM_SERVED_MODEL_NAME_SINCE = (0, 4, 1)
 _ECR_REGISTRY = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>\{region\}|[a-z0-9-]+)\.amazonaws\.com(\.cn)?$"

@@ -19,7 +19,8 @@ its replicas hold (inf2.xlarge: 16 GiB for ~15 GiB of an 8B model). Around it:
 
 - EC2: ``EC2_BOOT_SECONDS`` (300 s: boot, Docker, image pull; an assumption, not a published
   measurement) + ``SAFETY`` x the S3 sync of the artifacts at ``DISK_MIB_PER_SECOND`` (125 MiB/s,
-  the gp3 baseline and about inf2.xlarge's EBS baseline) + the container budget.
+  gp3's baseline throughput in the Amazon EBS User Guide, "General Purpose SSD volumes"; kept from
+  the previous model, not a Neuron measurement) + the container budget.
 - SageMaker: ``ModelDataDownloadTimeoutInSeconds`` = 60 s + ``SAFETY`` x the S3 download (S3
   artifacts only); ``ContainerStartupHealthCheckTimeoutInSeconds`` = the container budget.
 

@@ -31,7 +31,11 @@ TRN, INF = preflight.EC2_VCPU_QUOTAS["trn"], preflight.EC2_VCPU_QUOTAS["inf"]
 
 
 def environment(
-    *, capacity: dict[str, Any] | None = None, backend: str = "ec2", account: str | None = None
+    *,
+    capacity: dict[str, Any] | None = None,
+    backend: str = "ec2",
+    account: str | None = None,
+    artifact_uri: str | None = "s3://models-bucket/llama3-8b/",
 ) -> dict[str, Any]:
     return {
         "account": account,
@@ -54,7 +58,7 @@ def environment(
                 "model_id": "meta-llama/Llama-3.2-3B-Instruct",
                 "parameters": 3_210_000_000,
                 "tensor_parallel": 2,  # one replica on both cores
-                "artifact_uri": "s3://models-bucket/llama-3.2-3b/",
+                "artifact_uri": artifact_uri,
             },
         },
     }
@@ -66,6 +70,51 @@ def write_config(tmp_path: Path, **envs: dict[str, Any]) -> str:
     return str(path)
 
 
+# A self-contained export of Llama-3-8B at TP 2 (the plan for inf2.xlarge), laid out as
+# optimum-neuron v0.4.5 saves it from a local checkpoint: graphs, configs, tokenizer, and the weights
+# sharded per rank under checkpoint/weights/ (README "Precompiled artifacts").
+EXPORT = (
+    "config.json",
+    "generation_config.json",
+    "neuron_config.json",
+    "model.pt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "checkpoint/weights/tp0_sharded_checkpoint.safetensors",
+    "checkpoint/weights/tp1_sharded_checkpoint.safetensors",
+)
+HF_CHECKPOINT = (
+    "config.json",
+    "model-00001-of-00002.safetensors",
+    "model-00002-of-00002.safetensors",
+    "model.safetensors.index.json",
+    "tokenizer.json",
+)
+ARTIFACTS: dict[str, tuple[str, ...]] = {
+    "llama3-8b": EXPORT,
+    # optimum-cli export neuron --model <hub id>: graphs and configs, no weights.
+    "hub-export": tuple(k for k in EXPORT if not k.endswith(".safetensors")),
+    # A plain Hugging Face checkpoint: nothing compiled.
+    "checkpoint-only": HF_CHECKPOINT,
+    # optimum-neuron's transformers-neuronx layout (TGI 3.2.3): compiled/*.neff and checkpoint/.
+    "legacy": ("config.json", "compiled/3f9a.neff", "checkpoint/config.json", "checkpoint/model.safetensors", "tokenizer.json"),
+    # Exported at TP 8: shards for ranks 0-7.
+    "tp8": tuple(k for k in EXPORT if "sharded" not in k)
+    + tuple(f"checkpoint/weights/tp{r}_sharded_checkpoint.safetensors" for r in range(8)),
+    "graph-without-config": tuple(k for k in EXPORT if k != "neuron_config.json"),
+    "tokenizer-only": ("tokenizer.json",),
+}  # fmt: skip
+
+
+def seed_artifacts(s3: Any) -> None:
+    s3.create_bucket(Bucket="models-bucket")
+    for prefix, keys in ARTIFACTS.items():
+        for key in keys:
+            s3.put_object(Bucket="models-bucket", Key=f"{prefix}/{key}", Body=b"x")
+    s3.put_object(Bucket="models-bucket", Key="hub-export-and-more/config.json", Body=b"x")
+
+
 @pytest.fixture(scope="module")
 def moto_clients() -> Iterator[dict[str, Any]]:
     """One moto account for the module (its data loads slowly); tests only read from it."""
@@ -73,7 +122,11 @@ def moto_clients() -> Iterator[dict[str, Any]]:
         use_fake_aws_credentials(patch, REGION)
         with mock_aws():
             seed_dlami_parameter()
-            yield {s: boto3.client(s, region_name=REGION) for s in ("ec2", "ssm", "sts", "resource-groups")}
+            clients = {
+                s: boto3.client(s, region_name=REGION) for s in ("ec2", "ssm", "sts", "resource-groups", "s3")
+            }
+            seed_artifacts(clients["s3"])
+            yield clients
 
 
 @pytest.fixture
@@ -248,6 +301,15 @@ def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert amis[catalog.ECS_NEURON_AMI_PARAMETER]["detail"].startswith("training: ami-")
     assert amis[catalog.NEURON_DLAMI_PARAMETER]["detail"] == "serving: ami-0dlami0000000000"
     assert rows(doc, "capacity")[0]["status"] == "INFO"  # on-demand: nothing to verify, said so
+    artifacts = {
+        c["check"]: c["detail"] for c in doc["checks"] if c["subject"] == "s3://models-bucket/llama3-8b/"
+    }
+    assert artifacts == {
+        "artifacts": "9 object(s)",
+        "artifact graph": "model.pt + neuron_config.json",
+        "artifact weights": "TP 2 shards in checkpoint/weights/",
+        "artifact config": "config.json and tokenizer files",
+    }
 
     quotas, stub = ec2_quotas()
     with stub:
@@ -619,3 +681,136 @@ def test_table_marks_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out = capsys.readouterr().out
     assert code == 1
     assert "FAIL" in out and "1 check(s) failed." in out  # the Inf quota: 4 vCPUs < 12
+
+
+# --------------------------------------------------------------------------------------------
+# Precompiled artifacts
+# --------------------------------------------------------------------------------------------
+
+
+def _artifact_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], artifact_uri: str | None
+) -> tuple[int, dict[str, Any]]:
+    quotas, stub = ec2_quotas()
+    with stub:
+        return run(
+            capsys,
+            write_config(tmp_path, dev=environment(artifact_uri=artifact_uri)),
+            factory({"service-quotas": quotas}),
+        )
+
+
+@pytest.mark.parametrize(
+    ("prefix", "failing", "needle"),
+    [
+        (
+            "hub-export",
+            ["artifact weights"],
+            "no weights (*.safetensors): an export from a Hub id stores only",
+        ),
+        (
+            "checkpoint-only",
+            ["artifact graph"],
+            "no compiled graph (model.pt with neuron_config.json, or compiled/",
+        ),
+        ("graph-without-config", ["artifact graph"], "model.pt without neuron_config.json"),
+        (
+            "tp8",
+            ["artifact weights"],
+            "holds shards for ranks [0, 1, 2, 3, 4, 5, 6, 7], but the plan serves TP 2",
+        ),
+        (
+            "tokenizer-only",
+            ["artifact graph", "artifact weights", "artifact config"],
+            "no compiled graph",
+        ),
+        ("nothing-here", ["artifacts"], "nothing under the prefix"),
+    ],
+)
+def test_an_artifact_missing_a_part_fails_once_per_part(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prefix: str, failing: list[str], needle: str
+) -> None:
+    uri = f"s3://models-bucket/{prefix}/"
+    code, doc = _artifact_failures(tmp_path, capsys, uri)
+    assert code == 1
+    assert only_failures(doc) == [(check, uri) for check in failing]
+    assert needle in next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+
+
+def test_a_prefix_is_not_matched_by_a_longer_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """hub-export-and-more/ exists too; hub-export/ must be listed on its own."""
+    _, doc = _artifact_failures(tmp_path, capsys, "s3://models-bucket/hub-export/")
+    assert rows(doc, "artifacts")[0]["detail"] == "7 object(s)"
+
+
+def test_the_transformers_neuronx_layout_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _artifact_failures(tmp_path, capsys, "s3://models-bucket/legacy/")
+    assert code == 0, only_failures(doc)
+    assert rows(doc, "artifact graph")[0]["detail"] == "1 NEFF file(s) under compiled/"
+    assert rows(doc, "artifact weights")[0]["detail"] == "1 safetensors file(s) (unsharded checkpoint)"
+
+
+def test_a_missing_bucket_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _artifact_failures(tmp_path, capsys, "s3://no-such-models/llama3-8b/")
+    assert code == 1
+    assert only_failures(doc) == [("artifacts", "s3://no-such-models/llama3-8b/")]
+    assert rows(doc, "artifacts")[0]["detail"] == "bucket no-such-models does not exist"
+
+
+def test_an_environment_without_artifacts_is_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = environment(artifact_uri=None)
+    env["network"] = {"nat_gateways": 1}  # the Hub needs a way out
+    quotas, stub = ec2_quotas()
+    with stub:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), factory({"service-quotas": quotas}))
+    assert code == 0, only_failures(doc)
+    assert not [c for c in doc["checks"] if c["check"].startswith("artifact")]
+
+
+def test_listing_the_artifacts_needs_s3_list_bucket(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s3, stub = stubbed("s3")
+    stub.add_client_error("list_objects_v2", service_error_code="AccessDenied", service_message="denied")
+    quotas, quota_stub = ec2_quotas()
+    with stub, quota_stub:
+        code, doc = run(
+            capsys,
+            write_config(tmp_path, dev=environment()),
+            factory({"service-quotas": quotas, "s3": s3}),
+        )
+    assert code == 1
+    assert [(c["check"], c["detail"]) for c in doc["checks"] if c["status"] == "FAIL"] == [
+        ("artifacts", "could not check: AccessDenied: denied")
+    ]
+
+
+def test_artifact_listings_are_followed_across_pages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s3, stub = stubbed("s3")
+    first, rest = EXPORT[:4], EXPORT[4:]
+    stub.add_response(
+        "list_objects_v2",
+        {
+            "IsTruncated": True,
+            "NextContinuationToken": "more",
+            "Contents": [{"Key": f"llama3-8b/{k}"} for k in first],
+        },
+        {"Bucket": "models-bucket", "Prefix": "llama3-8b/"},
+    )
+    stub.add_response(
+        "list_objects_v2",
+        {"IsTruncated": False, "Contents": [{"Key": f"llama3-8b/{k}"} for k in rest]},
+        {"Bucket": "models-bucket", "Prefix": "llama3-8b/", "ContinuationToken": "more"},
+    )
+    quotas, quota_stub = ec2_quotas()
+    with stub, quota_stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas, "s3": s3})
+        )
+    stub.assert_no_pending_responses()
+    assert code == 0, only_failures(doc)
+    assert rows(doc, "artifacts")[0]["detail"] == "9 object(s)"

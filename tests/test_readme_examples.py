@@ -17,7 +17,7 @@ STANDALONE, PURE, *IN_A_STACK, _USER_TEST = BLOCKS
 def test_the_readme_has_the_examples_this_test_expects() -> None:
     assert "class NeuronStack(cdk.Stack)" in STANDALONE
     assert "plan_training(" in PURE
-    assert len(IN_A_STACK) == 6
+    assert len(IN_A_STACK) == 7
     assert _USER_TEST.startswith("# tests/test_stack.py")
 
 

@@ -64,6 +64,8 @@ def test_optimum_neuron_flags() -> None:
     assert args == (
         "--model",
         "/model",
+        "--served_model_name",
+        "meta-llama/Llama-3.1-8B-Instruct",
         "--batch_size",
         "4",
         "--sequence_length",
@@ -74,6 +76,7 @@ def test_optimum_neuron_flags() -> None:
     env = ServingEngine.optimum_neuron().sagemaker_environment(SPEC, PLAN, model="/opt/ml/model")
     assert env == {
         "SM_ON_MODEL": "/opt/ml/model",
+        "SM_ON_SERVED_MODEL_NAME": "meta-llama/Llama-3.1-8B-Instruct",
         "SM_ON_BATCH_SIZE": "4",
         "SM_ON_SEQUENCE_LENGTH": "4096",
         "SM_ON_TENSOR_PARALLEL_SIZE": "2",
@@ -115,9 +118,10 @@ def test_tgi_is_configured_by_environment() -> None:
         "HF_AUTO_CAST_TYPE": "bf16",
         "MAX_BATCH_SIZE": "2",
         "MAX_TOTAL_TOKENS": "2048",
+        "MAX_INPUT_TOKENS": "1024",
+        "MAX_BATCH_PREFILL_TOKENS": "2048",
         "HF_BATCH_SIZE": "4",
         "HF_SEQUENCE_LENGTH": "4096",
-        "MAX_INPUT_TOKENS": "1024",
     }
     assert engine.sagemaker_environment(spec, plan, model="/opt/ml/model")["HF_MODEL_ID"] == "/opt/ml/model"
 
@@ -176,3 +180,62 @@ def test_an_image_and_a_tag_together_are_refused() -> None:
     assert ServingEngine.vllm_neuron("0.9.2-neuronx-py310-sdk2.25.1-ubuntu22.04").image.tag.startswith(
         "0.9.2"
     )
+
+
+# The variables TGI's Neuron entrypoint checks before it leaves the environment alone (transcribed:
+# huggingface/text-generation-inference backends/neuron/tgi_env.py @v3.2.3, `env_vars =
+# tgi_server_env_vars + tgi_router_env_vars`; the same list in tgi_entry_point.py @v3.3.4).
+TGI_ENTRYPOINT_SKIPS_WHEN_ALL_SET = (
+    "HF_NUM_CORES",
+    "HF_AUTO_CAST_TYPE",
+    "MAX_BATCH_SIZE",
+    "MAX_TOTAL_TOKENS",
+    "MAX_INPUT_TOKENS",
+    "MAX_BATCH_PREFILL_TOKENS",
+)
+
+
+@pytest.mark.parametrize("sagemaker", [False, True])
+def test_tgi_keeps_a_served_shape_smaller_than_the_compiled_one(sagemaker: bool) -> None:
+    """With one of the six unset, TGI 3.2.3 refuses MAX_BATCH_SIZE/MAX_TOTAL_TOKENS that differ from the
+    compiled shape and 3.3.x overwrites them with it: every one must be set."""
+    spec = ModelSpec(
+        artifact_uri="s3://models/llama",
+        parameters=8_000_000_000,
+        batch_size=2,
+        compiled_batch_size=4,
+        sequence_length=2048,
+        compiled_sequence_length=4096,
+    )
+    plan = spec.plan("inf2.8xlarge")
+    engine = ServingEngine.tgi()
+    env = (
+        engine.sagemaker_environment(spec, plan, model="/opt/ml/model")
+        if sagemaker
+        else engine.environment(spec, plan, model="/model")
+    )
+    assert all(env.get(name) for name in TGI_ENTRYPOINT_SKIPS_WHEN_ALL_SET), env
+    assert (env["MAX_BATCH_SIZE"], env["MAX_TOTAL_TOKENS"]) == ("2", "2048")
+    # TGI's defaults when not given: half the sequence for the prompt, batch x prompt for prefill.
+    assert (env["MAX_INPUT_TOKENS"], env["MAX_BATCH_PREFILL_TOKENS"]) == ("1024", "2048")
+
+
+def test_tgi_needs_room_for_a_prompt_and_a_generated_token() -> None:
+    spec = ModelSpec(model_id="org/m", parameters=1_000_000_000, sequence_length=1)
+    with pytest.raises(NeuronConfigError, match=r"sequence_length=1: TGI needs room"):
+        ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
+
+
+def test_vllm_neuron_loads_precompiled_artifacts_instead_of_compiling() -> None:
+    """NxD Inference's vLLM loader reads a precompiled model only from NEURON_COMPILED_ARTIFACTS
+    (aws-neuron-sdk vllm-user-guide.rst); without it every boot compiles into the read-only /model."""
+    engine = ServingEngine.vllm_neuron()
+    spec = ModelSpec(
+        model_id="meta-llama/Llama-3.1-8B-Instruct", artifact_uri="s3://models/l8b", parameters=8_000_000_000
+    )
+    assert engine.environment(spec, PLAN, model="/model") == {
+        "VLLM_NEURON_FRAMEWORK": "neuronx-distributed-inference",
+        "NEURON_COMPILED_ARTIFACTS": "/model",
+    }
+    # From the Hub there is nothing precompiled to point at.
+    assert "NEURON_COMPILED_ARTIFACTS" not in engine.environment(SPEC, PLAN, model=SPEC.served_model_name)

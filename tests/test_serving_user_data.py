@@ -94,9 +94,12 @@ def test_replicas_are_pinned_to_their_own_cores() -> None:
 
 def test_engine_arguments_and_environment_reach_the_container() -> None:
     files = settings_files(_config(SPEC_8B, "inf2.8xlarge"))
-    assert files["container.args"].splitlines()[:8] == [
+    assert files["container.args"].splitlines() == [
         "--model",
         "/model",
+        # vLLM serves the model under its path unless told the name clients use.
+        "--served_model_name",
+        "meta-llama/Llama-3.1-8B-Instruct",
         "--batch_size",
         "4",
         "--sequence_length",

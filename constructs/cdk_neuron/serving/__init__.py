@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from cdk_neuron.serving.fleet import InferenceFleet
     from cdk_neuron.serving.model_spec import ModelSpec, S3Location
     from cdk_neuron.serving.placement import Placement
-    from cdk_neuron.serving.timing import Ec2Startup, SageMakerTimeouts
+    from cdk_neuron.serving.timing import Ec2Startup, MeasuredStartup, SageMakerTimeouts
 
 _LAZY: dict[str, str] = {
     "InferenceFleet": "cdk_neuron.serving.fleet",
@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "Placement": "cdk_neuron.serving.placement",
     "Ec2Startup": "cdk_neuron.serving.timing",
     "SageMakerTimeouts": "cdk_neuron.serving.timing",
+    "MeasuredStartup": "cdk_neuron.serving.timing",
 }
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "Ec2Startup",
     "FleetBackend",
     "InferenceFleet",
+    "MeasuredStartup",
     "ModelSpec",
     "Placement",
     "S3Location",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.serving.timing import MeasuredStartup
 
 BackendKind = Literal["ec2", "sagemaker"]
 
@@ -18,6 +19,14 @@ def _optional_seconds(field: str, value: object) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise NeuronConfigError(field, value, "must be whole seconds >= 1, or None to derive it")
+    return value
+
+
+def _measured(value: object) -> MeasuredStartup | None:
+    if value is not None and not isinstance(value, MeasuredStartup):
+        raise NeuronConfigError(
+            "measured_startup", value, "pass a cdk_neuron.serving.MeasuredStartup (or None to estimate)"
+        )
     return value
 
 
@@ -35,10 +44,14 @@ class FleetBackend:
     model_data_download_timeout_seconds: int | None = None
     container_startup_health_check_timeout_seconds: int | None = None
     volume_size_gb: int | None = None
+    measured_startup: MeasuredStartup | None = None
 
     @staticmethod
     def ec2(
-        *, startup_timeout_seconds: int | None = None, data_volume_gib: int | None = None
+        *,
+        startup_timeout_seconds: int | None = None,
+        data_volume_gib: int | None = None,
+        measured_startup: MeasuredStartup | None = None,
     ) -> FleetBackend:
         """An Auto Scaling group of Neuron instances behind an internal Application Load Balancer.
 
@@ -47,6 +60,8 @@ class FleetBackend:
             grace). Default: derived from the model size (:func:`cdk_neuron.serving.timing.ec2_startup`).
         :param data_volume_gib: size of the encrypted gp3 data volume holding images, weights and
             compiled artifacts. Default: 40 GiB + 3 x weights + 20 GiB, rounded up to 10 GiB.
+        :param measured_startup: start-up phases timed on a real deployment; they replace the
+            estimates (each still x 1.5). Default: None - estimated from published load times.
         """
         timeout = _optional_seconds("startup_timeout_seconds", startup_timeout_seconds)
         if timeout is not None and timeout > 7200:
@@ -59,7 +74,12 @@ class FleetBackend:
             or not 1 <= data_volume_gib <= 16384
         ):
             raise NeuronConfigError("data_volume_gib", data_volume_gib, "gp3 volumes are 1 to 16,384 GiB")
-        return FleetBackend(kind="ec2", startup_timeout_seconds=timeout, data_volume_gib=data_volume_gib)
+        return FleetBackend(
+            kind="ec2",
+            startup_timeout_seconds=timeout,
+            data_volume_gib=data_volume_gib,
+            measured_startup=_measured(measured_startup),
+        )
 
     @staticmethod
     def sagemaker(
@@ -68,6 +88,7 @@ class FleetBackend:
         model_data_download_timeout_seconds: int | None = None,
         container_startup_health_check_timeout_seconds: int | None = None,
         volume_size_gb: int | None = None,
+        measured_startup: MeasuredStartup | None = None,
     ) -> FleetBackend:
         """A SageMaker real-time endpoint on ``ml.<instance_type>``.
 
@@ -82,6 +103,9 @@ class FleetBackend:
         :param container_startup_health_check_timeout_seconds: Default: derived from the weights
             (60-3,600 s).
         :param volume_size_gb: ML storage volume per instance. Default: 2 x weights + 20 GiB, in GB.
+        :param measured_startup: start-up phases timed on a real deployment (the S3 download and the
+            container becoming ready); they replace the estimates (each still x 1.5). Explicit
+            timeouts above win over them. Default: None - estimated from published load times.
         """
         if not isinstance(variant_name, str) or not _VARIANT_NAME.match(variant_name):
             raise NeuronConfigError(
@@ -100,6 +124,7 @@ class FleetBackend:
                 container_startup_health_check_timeout_seconds,
             ),
             volume_size_gb=volume_size_gb,
+            measured_startup=_measured(measured_startup),
         )
 
     @property

@@ -260,7 +260,13 @@ def vpc_cidr(vpc: ec2.IVpc) -> str:
 def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
     stack = cdk.Stack.of(scope)
     spec, plan, engine = settings.model, settings.plan, settings.engine
-    startup = ec2_startup(plan.weights_gib, precompiled=spec.precompiled)
+    startup = ec2_startup(
+        plan.weights_gib,
+        precompiled=spec.precompiled,
+        instance_type=plan.instance_type,
+        replicas=plan.replicas_per_instance,
+        measured=settings.backend.measured_startup,
+    )
     startup_seconds = settings.backend.startup_timeout_seconds or startup.seconds
     volume_gib = settings.backend.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
 

@@ -56,6 +56,14 @@ TGI_SAGEMAKER_TAG = "2.5.1-optimum3.3.4-neuronx-py310-ubuntu22.04"
 # NxD Inference stays at Neuron SDK 2.31 on Inf2 and Trn1 (serving.md section 5).
 _NXDI_LAST_SDK_FOR_INF2_TRN1 = (2, 31)
 _SDK_IN_TAG = re.compile(r"sdk(\d+)\.(\d+)")
+# The Hugging Face vLLM DLC names the optimum-neuron release in its tag ("...-optimum0.4.5-...").
+_OPTIMUM_IN_TAG = re.compile(r"optimum(\d+)\.(\d+)\.(\d+)")
+# `optimum-cli neuron serve --served_model_name` first shipped in optimum-neuron v0.4.1
+# (huggingface/optimum-neuron commit e7489948 "feat(vllm): support served model name arg when
+# serving", 2025-10-16; tag v0.4.1 @a3ded34a, 2025-10-23). v0.4.0 has no such flag and "the
+# optimum-cli uses a strict parsing and does not allow unknown args" (serve.py @v0.4.5), so an older
+# image would exit on the argument instead of serving.
+OPTIMUM_SERVED_MODEL_NAME_SINCE = (0, 4, 1)
 _ECR_REGISTRY = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>\{region\}|[a-z0-9-]+)\.amazonaws\.com(\.cn)?$"
 )
@@ -119,6 +127,12 @@ class ContainerImage:
         """The Neuron SDK (major, minor) the tag names, e.g. ``sdk2.25.0`` -> (2, 25); None if absent."""
         match = _SDK_IN_TAG.search(self.tag)
         return (int(match[1]), int(match[2])) if match else None
+
+    @property
+    def optimum_neuron_version(self) -> tuple[int, int, int] | None:
+        """The optimum-neuron release a Hugging Face vLLM DLC tag names (``optimum0.4.5`` -> (0, 4, 5))."""
+        match = _OPTIMUM_IN_TAG.search(self.tag)
+        return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
 def _image(image: ContainerImage | None, tag: str | None, default: ContainerImage) -> ContainerImage:
@@ -242,7 +256,8 @@ class ServingEngine:
         """Text Generation Inference with the Neuron backend (maintenance mode upstream).
 
         Configured entirely through environment variables (``MODEL_ID``, ``HF_NUM_CORES``,
-        ``HF_AUTO_CAST_TYPE``, ``MAX_BATCH_SIZE``, ``MAX_TOTAL_TOKENS``, ``MAX_INPUT_TOKENS``; TGI-ENV).
+        ``HF_AUTO_CAST_TYPE``, ``MAX_BATCH_SIZE``, ``MAX_TOTAL_TOKENS``, ``MAX_INPUT_TOKENS``,
+        ``MAX_BATCH_PREFILL_TOKENS``; all six are set so TGI's entrypoint keeps the served shape).
         Supports Inferentia2 and Trainium 1 (TGI-DOC).
 
         :param image_tag: tag of ``ghcr.io/huggingface/text-generation-inference`` (EC2). Default:
@@ -310,8 +325,33 @@ class ServingEngine:
             raise NeuronConfigError(
                 "dtype", spec.dtype, "TGI's Neuron backend casts to fp16 or bf16 only (HF_AUTO_CAST_TYPE)"
             )
+        if self.name == "tgi" and spec.max_input_tokens is None and spec.sequence_length < 2:
+            raise NeuronConfigError(
+                "sequence_length",
+                spec.sequence_length,
+                "TGI needs room for at least one prompt token and one generated token; use >= 2",
+            )
         if self.name == "vllm-neuron" and self._vllm_dtype(spec) is None:
             raise NeuronConfigError("dtype", spec.dtype, "vLLM Neuron serves bf16, fp16 or fp32 weights")
+        self._check_served_model_name_support()
+
+    def _check_served_model_name_support(self) -> None:
+        """Refuse an optimum-neuron image too old to take ``--served_model_name``.
+
+        Without the flag vLLM registers the model under its path (``/model``, ``/opt/ml/model``) and
+        answers 404 to requests naming ``ModelSpec.served_model_name``. Tags that name no
+        optimum-neuron release (a private mirror) are trusted.
+        """
+        version = self.image.optimum_neuron_version if self.name == "optimum-neuron" else None
+        if version is not None and version < OPTIMUM_SERVED_MODEL_NAME_SINCE:
+            since = ".".join(map(str, OPTIMUM_SERVED_MODEL_NAME_SINCE))
+            raise NeuronConfigError(
+                "image_tag",
+                self.image.tag,
+                f"optimum-neuron {'.'.join(map(str, version))} cannot set the served model name "
+                f"(--served_model_name arrived in {since}), so clients could not use the model id they "
+                f"are given; use an image with optimum{since} or later (default {OPTIMUM_NEURON_TAG})",
+            )
 
     def _check_chip(self, instance: NeuronInstance) -> None:
         if self.name == "tgi" and instance.chip == "trainium2":
@@ -358,11 +398,17 @@ class ServingEngine:
     def container_args(self, spec: ModelSpec, plan: ServingPlan, *, model: str) -> tuple[str, ...]:
         """Arguments after the image in ``docker run`` on EC2 (``model``: Hub id or path in the container)."""
         if self.name == "optimum-neuron":
-            # optimum-cli neuron serve flags (optimum-neuron docs/source/guides/vllm_plugin.mdx); the
-            # entrypoint already adds --port 8080.
+            # optimum-cli neuron serve flags (optimum-neuron optimum/commands/neuron/serve.py @v0.4.5
+            # abf59858, 2026-02-11); the DLC entrypoint already adds --port 8080 (docker/vllm/Dockerfile).
+            # Without --served_model_name vLLM lists and accepts the model only under --model ("If not
+            # specified, the model name will be the same as the `--model` argument", serve.py help), i.e.
+            # /model for S3 artifacts. The underscore spelling is the one every release since 0.4.1
+            # accepts (0.4.5 also takes --served-model-name).
             return (
                 "--model",
                 model,
+                "--served_model_name",
+                spec.served_model_name,
                 "--batch_size",
                 str(spec.graph_batch_size),
                 "--sequence_length",
@@ -399,6 +445,13 @@ class ServingEngine:
     def environment(self, spec: ModelSpec, plan: ServingPlan, *, model: str) -> dict[str, str]:
         """Container environment on EC2 (no secrets: the Hub token is added at boot from Secrets Manager)."""
         env = dict(self.fixed_environment)
+        if self.name == "vllm-neuron" and spec.precompiled:
+            # vLLM on NxD Inference loads a precompiled model only from NEURON_COMPILED_ARTIFACTS; unset,
+            # it compiles into "a neuron-compiled-artifacts subdirectory in the directory of your model
+            # checkpoint" (aws-neuron/aws-neuron-sdk libraries/nxd-inference/developer_guides/
+            # vllm-user-guide.rst @81ce03ae, 2026-07-20), i.e. every boot would compile (~15 min for a
+            # 15 GB model, same page) into /model, which is mounted read-only.
+            env["NEURON_COMPILED_ARTIFACTS"] = model
         if self.name == "tgi":
             env.update(self._tgi_environment(spec, plan, model_variable="MODEL_ID", model=model))
         return env
@@ -406,8 +459,12 @@ class ServingEngine:
     def sagemaker_environment(self, spec: ModelSpec, plan: ServingPlan, *, model: str) -> dict[str, str]:
         """The SageMaker model container's environment (SageMaker cannot pass container arguments)."""
         if self.name == "optimum-neuron":
+            # The DLC entrypoint turns each SM_ON_<NAME>=value into "--<name> value", lowercasing the
+            # name and keeping underscores (optimum-neuron docker/vllm/Dockerfile @v0.4.5), so
+            # SM_ON_SERVED_MODEL_NAME becomes --served_model_name.
             return {
                 "SM_ON_MODEL": model,
+                "SM_ON_SERVED_MODEL_NAME": spec.served_model_name,
                 "SM_ON_BATCH_SIZE": str(spec.graph_batch_size),
                 "SM_ON_SEQUENCE_LENGTH": str(spec.graph_sequence_length),
                 "SM_ON_TENSOR_PARALLEL_SIZE": str(plan.tensor_parallel),
@@ -422,19 +479,57 @@ class ServingEngine:
     ) -> dict[str, str]:
         dtype = self._tgi_dtype(spec)
         assert dtype is not None
+        # TGI's Neuron entrypoint (backends/neuron/tgi_env.py @v3.2.3 a1f3ebe1, the EC2 image 3.2.3-neuron;
+        # server/text_generation_server/tgi_env.py + tgi_entry_point.py @v3.3.4 d4bd5cac) leaves the
+        # environment alone only when all six of HF_NUM_CORES, HF_AUTO_CAST_TYPE, MAX_BATCH_SIZE,
+        # MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS and MAX_BATCH_PREFILL_TOKENS are set. Otherwise 3.2.3 requires
+        # MAX_BATCH_SIZE and MAX_TOTAL_TOKENS to *equal* the compiled batch and sequence length (else
+        # "Invalid neuron config and env" at start-up; docs/source/backends/neuron.md @v3.2.3: "must be
+        # set to"), and 3.3.x overwrites them with the compiled values. Setting all six is what lets a
+        # fleet serve a smaller batch or shorter sequences than the artifact was compiled for; the
+        # server only refuses a batch larger than the compiled one (generator.py warmup, @v3.2.3).
+        max_input_tokens = spec.max_input_tokens or spec.sequence_length // 2  # TGI's own default: half
         env = {
             model_variable: model,
             "HF_NUM_CORES": str(plan.tensor_parallel),
             "HF_AUTO_CAST_TYPE": dtype,
-            # TGI accepts serving values up to the compiled ones (TGI-ENV): batch and total tokens.
             "MAX_BATCH_SIZE": str(spec.batch_size),
             "MAX_TOTAL_TOKENS": str(spec.sequence_length),
+            "MAX_INPUT_TOKENS": str(max_input_tokens),
+            # TGI's docs: "should be set to batch_size * max-input-length" (efficient prefill).
+            "MAX_BATCH_PREFILL_TOKENS": str(spec.batch_size * max_input_tokens),
+            # The compiled shape, for images whose entrypoint reads them (the SageMaker tutorials of
+            # optimum-neuron v0.2.0 document HF_BATCH_SIZE and HF_SEQUENCE_LENGTH); TGI 3.x ignores them.
             "HF_BATCH_SIZE": str(spec.graph_batch_size),
             "HF_SEQUENCE_LENGTH": str(spec.graph_sequence_length),
         }
-        if spec.max_input_tokens is not None:
-            env["MAX_INPUT_TOKENS"] = str(spec.max_input_tokens)
         return env
+
+    def listed_model_name(self, spec: ModelSpec, *, model: str) -> str:
+        """The model name the OpenAI-compatible API lists in ``/v1/models`` (``model``: what is served).
+
+        vLLM (both DLCs) lists ``--served-model-name`` and answers 404 to any other name in a request
+        (vllm-project/vllm ``vllm/entrypoints/openai/serving_engine.py`` @0030b9ff, ``_check_model``:
+        "The model `...` does not exist.", HTTP 404). TGI has no served-name setting: ``/v1/models`` reports its
+        ``MODEL_ID`` (huggingface/text-generation-inference ``router/src/server.rs`` @v3.2.3 a1f3ebe1,
+        ``openai_get_model_info``: ``id: info.model_id``; for a local path that is the path).
+        """
+        return model if self.name == "tgi" else spec.served_model_name
+
+    def served_name_caveat(self, spec: ModelSpec, *, model: str) -> str | None:
+        """Why clients may not see ``served_model_name`` in ``/v1/models``, or None when they do."""
+        listed = self.listed_model_name(spec, model=model)
+        if listed == spec.served_model_name:
+            return None
+        # TGI chat completions echo the request's "model" and never check it (server.rs @v3.2.3,
+        # chat_completions: `Some("tgi") | None => info.model_id`, `Some(m_id) => m_id`), so
+        # requests naming served_model_name still work.
+        return (
+            f"TGI cannot set a served model name: /v1/models lists {listed!r}, not "
+            f"{spec.served_model_name!r}. TGI accepts any model name in requests (chat completions echo "
+            f"it), so clients may still send {spec.served_model_name!r}; use ServingEngine.optimum_neuron() "
+            "to have the API list it"
+        )
 
     def describe(self) -> str:
         """One line for logs and the CLI: name, image and support status."""
@@ -444,6 +539,7 @@ class ServingEngine:
 __all__ = [
     "DLC_REGISTRY",
     "OPTIMUM_NEURON_TAG",
+    "OPTIMUM_SERVED_MODEL_NAME_SINCE",
     "TGI_SAGEMAKER_TAG",
     "TGI_TAG",
     "VLLM_NEURON_TAG",

@@ -28,9 +28,10 @@ from cdk_neuron.serving.ec2_backend import Ec2Fleet, build_ec2_fleet
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.placement import select_availability_zones
-from cdk_neuron.serving.sagemaker_backend import SageMakerFleet, build_sagemaker_fleet
+from cdk_neuron.serving.sagemaker_backend import SAGEMAKER_MODEL_DIR, SageMakerFleet, build_sagemaker_fleet
 from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import ec2_startup, sagemaker_timeouts, sagemaker_volume_gb
+from cdk_neuron.serving.user_data import MODEL_MOUNT
 
 # SageMaker hosting offers these Neuron types (AWS::SageMaker::EndpointConfig InstanceType enum).
 _SAGEMAKER_TYPES = frozenset(
@@ -216,12 +217,20 @@ class InferenceFleet(Construct):
             sagemaker_timeouts(
                 plan.weights_gib,
                 precompiled=model.precompiled,
+                instance_type=plan.instance_type,
                 model_data_download_seconds=backend.model_data_download_timeout_seconds,
                 container_startup_health_check_seconds=backend.container_startup_health_check_timeout_seconds,
+                measured=backend.measured_startup,
             )
             sagemaker_volume_gb(plan.weights_gib, given=backend.volume_size_gb)
         else:
-            ec2_startup(plan.weights_gib, precompiled=model.precompiled)
+            ec2_startup(
+                plan.weights_gib,
+                precompiled=model.precompiled,
+                instance_type=plan.instance_type,
+                replicas=plan.replicas_per_instance,
+                measured=backend.measured_startup,
+            )
 
         subnets = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         selected = select_subnets(vpc, subnets)
@@ -362,6 +371,15 @@ class InferenceFleet(Construct):
                 )
                 + ". Export it once and set ModelSpec.artifact_uri for fast scale-out.",
             )
+        # Where the container finds the model: the mounted artifacts, or the Hub id itself.
+        location = (
+            (SAGEMAKER_MODEL_DIR if self.backend.is_sagemaker else MODEL_MOUNT)
+            if self.model.precompiled
+            else self.model.served_model_name
+        )
+        caveat = self.engine.served_name_caveat(self.model, model=location)
+        if caveat is not None:
+            annotations.add_warning_v2("cdk-neuron:served-model-name", caveat)
         if self.backend.is_sagemaker and self.plan.replicas_per_instance > 1:
             annotations.add_warning_v2(
                 "cdk-neuron:sagemaker-idle-cores",

@@ -67,13 +67,16 @@ class ModelSpec:
     """A model to serve on Neuron, and the static shape it is served at.
 
     Give ``model_id`` (a Hugging Face Hub id), ``artifact_uri`` (``s3://bucket/prefix`` of precompiled
-    Neuron artifacts, e.g. the output of ``optimum-cli export neuron``), or both: then the artifacts
-    are what is served and ``model_id`` names them (the model name clients see, and where the
-    tokenizer came from). Serving from ``artifact_uri`` is what makes scale-out fast: new instances
-    download compiled graphs instead of compiling, and SageMaker can then run with network isolation.
+    Neuron artifacts), or both: then the artifacts are what is served and ``model_id`` names them
+    (the model name clients see, and where the tokenizer came from). Serving from ``artifact_uri`` is
+    what makes scale-out fast: new instances download compiled graphs instead of compiling, and
+    SageMaker can then run with network isolation. The artifacts must hold the weights too:
+    ``optimum-cli export neuron`` saves them only when it exports from a local copy of the checkpoint
+    (README "Precompiled artifacts"; ``cdk-neuron preflight`` checks the prefix).
 
     :param model_id: Hugging Face Hub id, e.g. ``"meta-llama/Llama-3.1-8B-Instruct"``. Default: None.
-    :param artifact_uri: ``s3://bucket/prefix`` of precompiled Neuron artifacts. Default: None.
+    :param artifact_uri: ``s3://bucket/prefix`` of a self-contained precompiled export (graphs,
+        weights, config, tokenizer). Default: None.
     :param parameters: parameter count, e.g. ``8_000_000_000``. Required: it drives HBM sizing, disk
         sizes and start-up timeouts.
     :param dtype: weight dtype (``bf16``, ``fp16``, ``fp32``, ``fp8``, ``int8``). Default: ``"bf16"``.
@@ -202,7 +205,11 @@ class ModelSpec:
 
     @property
     def served_model_name(self) -> str:
-        """The name clients use in requests: the Hub id, else the artifact prefix's last segment."""
+        """The name clients use in requests: the Hub id, else the artifact prefix's last segment.
+
+        The engines start the server with it (:meth:`ServingEngine.listed_model_name`), so
+        ``/v1/models`` lists it even when the weights come from an artifact directory.
+        """
         if self.model_id is not None:
             return self.model_id
         artifact = self.artifact

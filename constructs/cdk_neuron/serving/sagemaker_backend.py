@@ -147,8 +147,10 @@ def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMake
     timeouts = sagemaker_timeouts(
         plan.weights_gib,
         precompiled=spec.precompiled,
+        instance_type=plan.instance_type,
         model_data_download_seconds=backend.model_data_download_timeout_seconds,
         container_startup_health_check_seconds=backend.container_startup_health_check_timeout_seconds,
+        measured=backend.measured_startup,
     )
     volume_gb = sagemaker_volume_gb(plan.weights_gib, given=backend.volume_size_gb)
     # Isolation cuts the container off the network: possible only when the weights come from S3.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -178,4 +179,44 @@ class UserDataSizeEstimate(_base.DeployRule):
                 ("Properties", "LaunchTemplateData", "UserData"),
                 f"{name}: UserData has {size[0]} literal bytes and {size[1]} token(s), an estimated {estimate} "
                 f"bytes before base64 (limit {USER_DATA_LIMIT}). Fix: shrink the script or fetch it at boot.",
+            )
+
+
+# An AZ ID (use1-az6, apne1-az4, usw2-lax1-az1): region code, optional Local Zone part, -az<n>.
+_AZ_ID = re.compile(r"^[a-z]{2,5}\d(-[a-z]{3}\d)?-az\d+$")
+# Properties that take an AZ *name* (us-east-1a); each resource that also accepts an ID names it.
+_AZ_NAME_PROPERTIES: dict[str, tuple[str, str | None]] = {
+    "AWS::EC2::Instance": ("AvailabilityZone", None),
+    "AWS::EC2::Volume": ("AvailabilityZone", None),
+    "AWS::EC2::Subnet": ("AvailabilityZone", "AvailabilityZoneId"),
+    "AWS::EFS::FileSystem": ("AvailabilityZoneName", None),
+}
+
+
+class AvailabilityZoneNameNotId(_base.DeployRule):
+    id = "E9205"
+    shortdesc = "AvailabilityZone properties take AZ names, not AZ IDs"
+    description = (
+        "An AZ ID (use1-az6) and an AZ name (us-east-1a) are different identifiers: AZ names are mapped to "
+        "AZ IDs independently for each account. Properties named AvailabilityZone (EC2 instances, volumes, "
+        "subnets) and AvailabilityZoneName (EFS One Zone) accept names; EC2 rejects an ID there at create "
+        "time. Subnets accept IDs in AvailabilityZoneId instead."
+    )
+    source_url = "https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html"
+    source_title = "AWS RAM User Guide: Availability Zone IDs for your AWS resources"
+    resource_types = tuple(_AZ_NAME_PROPERTIES)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        key, id_key = _AZ_NAME_PROPERTIES[resource["Type"]]
+        value = _base.props(resource).get(key)
+        if isinstance(value, str) and _AZ_ID.match(value):
+            fix = (
+                f"put the AZ ID in {id_key} and remove {key}"
+                if id_key
+                else f"give the AZ name (or Fn::GetAtt of the subnet's AvailabilityZone), or remove {key} "
+                "and let the subnet place the resource"
+            )
+            yield Finding(
+                ("Properties", key),
+                f"{name}: {key} is {value!r}, an AZ ID; it takes an AZ name such as us-east-1a. Fix: {fix}.",
             )

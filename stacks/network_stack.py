@@ -1,35 +1,43 @@
-"""NetworkStack: the environment's VPC, pinned to AZ IDs, with flow logs and the endpoints the nodes use.
+"""NetworkStack: the environment's VPC, pinned to AZ IDs, with flow logs and the routes the nodes need.
 
-Egress, per environment (``network.nat_gateways`` in cdk.json):
+Every host a node reaches is derived from the node programs themselves
+(``cdk_neuron.node_programs.reach``, assembled per environment by ``cdk_neuron.config.node_destinations``)
+and tests check that this stack routes each one. Three ways out, per environment
+(``network`` in cdk.json):
 
-- **No NAT (dev).** Subnets are isolated: nothing reaches the internet, and an idle environment pays
-  only for its interface endpoints (placed in the training AZ alone with ``endpoint_azs:
-  "training"``). The consequence: images must come from ECR in the same region (the Neuron DLCs in
-  AWS's ``763104351884`` registry, or your own repositories), and model weights from S3; the
-  configuration refuses a public image or a Hugging Face Hub download when there is no NAT.
-- **NAT (staging, prod).** Subnets route to NAT gateways for what has no endpoint (the Hugging Face
-  Hub, public registries), while every AWS API the nodes call still goes through an endpoint: a
-  16-node job pulls a ~10 GB training image on every node, and through NAT that volume would be
-  billed per GB processed (pricing.md) and share the NAT's bandwidth with the model downloads. Prod
-  has one NAT per AZ so an AZ outage does not cut the other AZ's egress; staging shares one.
+- **NAT instance, no interface endpoints (dev).** ``nat_instance_type: "t4g.nano"`` with
+  ``endpoint_azs: "none"``: one aws-cdk-lib ``NatProvider.instance_v2`` carries every AWS API
+  call and the Hugging Face Hub, while S3 (the node-program bundle, model artifacts, ECR image
+  layers, the Amazon Linux repositories) stays on the free S3 gateway endpoint. It costs a t4g.nano
+  and a public IPv4 address, $0.009/h, where the 12 interface endpoints a dev fleet would
+  otherwise need cost $0.12/h in one AZ: the difference between meeting the $0.10/h idle budget
+  and not. The price is one instance's bandwidth (a t4g.nano bursts to 5 Gbps, baseline
+  32 Mbps: enough for API calls, slow for a model download from the Hub) and no failover (EC2
+  automatic recovery restarts it on a host failure). It is hardened: IMDSv2, an encrypted root
+  volume, HTTPS from the VPC CIDR only, no SSH key.
+- **NAT gateways plus endpoints (staging, prod).** Managed NAT gateways for what has no endpoint,
+  and an interface endpoint for every AWS service a node calls: a 16-node job pulls a ~10 GB
+  image on every node, and through a NAT gateway that volume would be billed per GB processed
+  ($0.045/GB against $0.01/GB through an endpoint) and share the gateway's bandwidth with model
+  downloads. Prod has one NAT gateway per AZ so an AZ outage does not cut the other AZ's egress;
+  staging shares one.
+- **No NAT.** ``nat_gateways: 0``: isolated subnets, endpoints only. The configuration then
+  refuses anything an endpoint cannot reach (a public image, a Hub download, ECR in another region).
 
 Endpoints (private DNS on, one security group: HTTPS from the VPC CIDR only, no egress):
 
-- S3 gateway: ECR image layers, the compile cache, model artifacts (free, no hourly charge).
-- ``ecr.api`` + ``ecr.dkr``: image manifests and auth tokens.
-- ``ecs``, ``ecs-agent``, ``ecs-telemetry``: AWS Batch runs jobs through ECS container instances
-  whose agent must reach all three.
-- ``logs``: job and fleet logs; ``monitoring``: CloudWatch metrics (Neuron and health metrics).
-- ``ssm``, ``ssmmessages``, ``ec2messages``: Session Manager replaces SSH (no key pairs, no port 22).
-- ``secretsmanager``: only when a Hugging Face token secret is configured.
-- ``sagemaker.runtime``: only with the SageMaker backend, so callers inside the VPC invoke the
-  endpoint privately.
+- S3 gateway, always: free, and S3 is most of the bytes.
+- Interface endpoints for exactly the services the nodes call (``cdk_neuron.config.interface_endpoints``):
+  ``ecr.api``/``ecr.dkr`` (images), ``ecs``/``ecs-agent``/``ecs-telemetry`` (the ECS agent
+  AWS Batch drives), ``logs`` (job logs), ``monitoring`` (Neuron and fleet metrics),
+  ``ssm``/``ssmmessages``/``ec2messages`` (Session Manager replaces SSH), ``autoscaling`` and
+  ``cloudformation`` (an EC2 fleet's lifecycle hook and creation signal), ``secretsmanager``
+  (a Hugging Face token), ``sagemaker.runtime`` (callers of a SageMaker endpoint in the VPC).
 
-Not created, because the nodes never call them: ``sts`` (Batch and ECS hand out task-role
-credentials through the ECS agent, and instance profiles through IMDS), ``batch`` (nodes do not
-call the Batch API; the service drives them through ECS), ``elasticfilesystem`` (mounts go to the
-mount-target DNS names; the API is only needed to create file systems), ``kms`` (EFS, S3, Logs
-and Secrets Manager call KMS on the caller's behalf).
+Not created, because no node calls them: ``sts`` (Batch and ECS hand out task-role credentials
+through the ECS agent, and instance profiles through IMDS), ``batch`` (the service drives the
+nodes through ECS), ``elasticfilesystem`` (mounts go to the mount-target DNS names), ``kms``
+(EFS, S3, Logs and Secrets Manager call KMS on the caller's behalf).
 
 Flow logs go to a CloudWatch Logs group encrypted with a customer-managed, rotating KMS key and
 kept ``network.flow_log_retention_days``. Logs rather than S3: Logs Insights queries them in
@@ -65,6 +73,19 @@ _RETENTION: dict[int, logs.RetentionDays] = {
 # "Encrypt log data in CloudWatch Logs using AWS KMS").
 
 
+_NAT_INSTANCE_ACKNOWLEDGMENTS = {
+    "AwsSolutions-EC28": "A NAT instance keeps no state worth per-minute metrics; detailed monitoring would "
+    "bill per metric for a router that CloudFormation can replace at any deploy.",
+    "AwsSolutions-EC29": "A NAT instance is disposable: a new AMI or instance type replaces it (and its route) "
+    "on the next deploy, which termination protection would block.",
+    "NIST.800.53.R5-EC2InstanceNoPublicIp": "A NAT instance needs a public IP to forward the private subnets' "
+    "traffic; its security group admits HTTPS from the VPC CIDR only.",
+    "NIST.800.53.R5-EC2InstancesInVPC": "It is in the VPC's public subnet: with a public IP, aws-cdk-lib "
+    "puts the SubnetId on the network interface, where this rule does not look.",
+}
+"""Why each nag rule does not apply to a NAT instance (network.nat_instance_type)."""
+
+
 def removal_policy_of(config: EnvironmentConfig) -> cdk.RemovalPolicy:
     return cdk.RemovalPolicy.DESTROY if config.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
 
@@ -80,7 +101,8 @@ class NetworkStack(PinnedAzStack):
             cluster needs one AZ and one cluster placement group.
         training_subnet_availability_zone: the AZ *name* of that subnet as ``Fn::GetAtt
             Subnet.AvailabilityZone``, for properties that only accept names (EFS One Zone).
-        endpoint_security_group: the interface endpoints' group (HTTPS in from the VPC CIDR).
+        endpoint_security_group: the interface endpoints' group (HTTPS in from the VPC CIDR); None
+            without interface endpoints (``endpoint_azs: "none"``).
     """
 
     def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
@@ -105,6 +127,17 @@ class NetworkStack(PinnedAzStack):
                 )
             )
 
+        nat_instances = (
+            ec2.NatProvider.instance_v2(
+                instance_type=ec2.InstanceType(network.nat_instance_type),
+                # Only the VPC may send through it; the provider's default lets the internet in.
+                default_allowed_traffic=ec2.NatTrafficDirection.OUTBOUND_ONLY,
+                # The public subnets do not map public IPs on launch, and a NAT needs one.
+                associate_public_ip_address=True,
+            )
+            if network.nat_instance_type is not None
+            else None
+        )
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
@@ -112,10 +145,13 @@ class NetworkStack(PinnedAzStack):
             # AZ IDs stand in for names here; _pin_subnets_to_az_ids turns them into AvailabilityZoneId.
             availability_zones=list(config.az_ids),
             nat_gateways=network.nat_gateways,
+            nat_gateway_provider=nat_instances,
             subnet_configuration=subnets,
             restrict_default_security_group=True,
         )
         self._pin_subnets_to_az_ids()
+        if nat_instances is not None:
+            self._harden_nat_instances(nat_instances)
         for public_subnet in self.vpc.public_subnets:
             cdk.Validations.of(public_subnet.node.find_child("DefaultRoute")).acknowledge(
                 cdk.Acknowledgment(
@@ -139,6 +175,32 @@ class NetworkStack(PinnedAzStack):
 
         self._add_flow_logs(removal)
         self.endpoint_security_group = self._add_endpoints(private_type)
+
+    def _harden_nat_instances(self, provider: ec2.NatInstanceProviderV2) -> None:
+        """IMDSv2, an encrypted root volume, and HTTPS from this VPC only.
+
+        ``NatProvider.instance_v2`` runs Amazon Linux 2023 with iptables masquerading (its default
+        user data); it leaves IMDSv1 on and the root volume unencrypted unless the account
+        encrypts EBS by default.
+        """
+        # HTTPS is all the nodes send out (AWS APIs, registries, the Hugging Face Hub); DNS and
+        # time stay inside the VPC (Route 53 Resolver, Amazon Time Sync Service).
+        provider.connections.allow_from(
+            ec2.Peer.ipv4(self.config.network.cidr), ec2.Port.tcp(443), "HTTPS from the VPC, to forward"
+        )
+        for instance in provider.gateway_instances:
+            # The L2 copies the subnet's AZ, here an AZ *ID* (see _pin_subnets_to_az_ids), which
+            # EC2 refuses as AvailabilityZone; the subnet on the network interface places it.
+            instance.instance.availability_zone = None
+            instance.instance.block_device_mappings = [
+                ec2.CfnInstance.BlockDeviceMappingProperty(
+                    device_name="/dev/xvda",
+                    ebs=ec2.CfnInstance.EbsProperty(encrypted=True, volume_type="gp3"),
+                )
+            ]
+            cdk.Aspects.of(instance).add(ec2.InstanceRequireImdsv2Aspect())
+            for rule, reason in _NAT_INSTANCE_ACKNOWLEDGMENTS.items():
+                cdk.Validations.of(instance).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 
     def _pin_subnets_to_az_ids(self) -> None:
         """Replace every subnet's AvailabilityZone (a name) with AvailabilityZoneId."""
@@ -220,13 +282,18 @@ class NetworkStack(PinnedAzStack):
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
 
-    def _add_endpoints(self, private_type: ec2.SubnetType) -> ec2.SecurityGroup:
+    def _add_endpoints(self, private_type: ec2.SubnetType) -> ec2.SecurityGroup | None:
         config = self.config
         self.vpc.add_gateway_endpoint(
             "S3",
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnet_type=private_type)],
         )
+        # Logical ids and services come from cdk_neuron.config, which the cost command also reads.
+        services = interface_endpoints(config)
+        self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        if not services:  # endpoint_azs "none": the NAT carries every AWS API call
+            return None
         security_group = ec2.SecurityGroup(
             self,
             "EndpointSecurityGroup",
@@ -243,15 +310,10 @@ class NetworkStack(PinnedAzStack):
             subnet_type=private_type,
             availability_zones=[config.training_az_id] if config.network.endpoint_azs == "training" else None,
         )
-        # Logical ids and services come from cdk_neuron.config, which the cost command also reads.
-        services = {
-            name: ec2.InterfaceVpcEndpointAwsService(service)
-            for name, service in interface_endpoints(config).items()
-        }
         self.interface_endpoints = {
             name: self.vpc.add_interface_endpoint(
                 name,
-                service=service,
+                service=ec2.InterfaceVpcEndpointAwsService(service),
                 subnets=endpoint_subnets,
                 security_groups=[security_group],
                 open=False,

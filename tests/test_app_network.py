@@ -1,4 +1,7 @@
-"""NetworkStack, as synthesized for the shipped environments: AZ-ID pinning, egress, endpoints, flow logs."""
+"""NetworkStack, as synthesized for the shipped environments: AZ-ID pinning, egress, endpoints, flow logs.
+
+Which endpoints exist and that every node destination has a route: tests/test_node_reach.py.
+"""
 
 from __future__ import annotations
 
@@ -11,19 +14,6 @@ from cdk_neuron.config import load_environments
 
 ENVIRONMENTS = load_environments(shipped_environments())
 ENV_NAMES = list(ENVIRONMENTS)
-
-NODE_SERVICES = {
-    "ecr.api",
-    "ecr.dkr",
-    "ecs",
-    "ecs-agent",
-    "ecs-telemetry",
-    "logs",
-    "monitoring",
-    "ssm",
-    "ssmmessages",
-    "ec2messages",
-}
 
 
 @pytest.fixture(scope="session")
@@ -88,15 +78,17 @@ def test_training_subnets_are_exactly_one_subnet_in_the_training_az(built: Synth
     }
 
 
-def test_dev_has_no_nat_and_no_route_out(built: SynthesizedApp) -> None:
+def test_dev_egresses_through_a_nat_instance_not_a_gateway(built: SynthesizedApp) -> None:
     template = built.template("dev", "Network")
     assert not resources(template, "AWS::EC2::NatGateway")
-    assert not resources(template, "AWS::EC2::InternetGateway")
-    assert not resources(template, "AWS::EC2::Route")
-    assert all(
-        _subnet_tag(s, "aws-cdk:subnet-type") == "Isolated"
+    assert not resources(template, "AWS::EC2::EIP")
+    assert len(resources(template, "AWS::EC2::Instance")) == 1
+    private = [
+        s
         for s in resources(template, "AWS::EC2::Subnet").values()
-    )
+        if _subnet_tag(s, "aws-cdk:subnet-name") == "Private"
+    ]
+    assert {_subnet_tag(s, "aws-cdk:subnet-type") for s in private} == {"Private"}
 
 
 def test_prod_has_one_nat_gateway_per_az_and_private_routes_through_them(built: SynthesizedApp) -> None:
@@ -114,18 +106,21 @@ def test_staging_shares_one_nat_gateway(built: SynthesizedApp) -> None:
 
 
 @pytest.mark.parametrize("env", ENV_NAMES)
-def test_interface_endpoints_are_the_ones_the_nodes_use(built: SynthesizedApp, env: str) -> None:
-    config = ENVIRONMENTS[env]
-    extra = {"secretsmanager"} if config.serving.hugging_face_token_secret else set()
-    if config.serving.backend == "sagemaker":
-        extra.add("sagemaker.runtime")
+def test_interface_endpoints_share_one_https_only_group_and_private_dns(
+    built: SynthesizedApp, env: str
+) -> None:
     template = built.template(env, "Network")
     endpoints = resources(template, "AWS::EC2::VPCEndpoint")
     interface = [e for e in endpoints.values() if props(e).get("VpcEndpointType") == "Interface"]
     gateway = [e for e in endpoints.values() if props(e).get("VpcEndpointType") == "Gateway"]
-    assert {service_of(e) for e in interface} == NODE_SERVICES | extra
     assert [service_of(e) for e in gateway] == ["s3"]
-    (security_group,) = resources(template, "AWS::EC2::SecurityGroup")
+    if ENVIRONMENTS[env].network.endpoint_azs == "none":
+        assert interface == []
+        assert "EndpointSecurityGroup" not in "".join(resources(template, "AWS::EC2::SecurityGroup"))
+        return
+    (security_group,) = (
+        k for k in resources(template, "AWS::EC2::SecurityGroup") if "EndpointSecurityGroup" in k
+    )
     for endpoint in interface:
         assert props(endpoint)["PrivateDnsEnabled"] is True
         assert props(endpoint)["SecurityGroupIds"] == [{"Fn::GetAtt": [security_group, "GroupId"]}]
@@ -146,20 +141,13 @@ def test_only_staging_adds_the_sagemaker_runtime_endpoint(built: SynthesizedApp)
     assert found == {"dev": False, "staging": True, "prod": False}
 
 
-def test_dev_endpoints_sit_in_the_training_az_only(built: SynthesizedApp) -> None:
-    template = built.template("dev", "Network")
-    subnets = resources(template, "AWS::EC2::Subnet")
-    for endpoint in resources(template, "AWS::EC2::VPCEndpoint").values():
-        if props(endpoint).get("VpcEndpointType") == "Interface":
-            (subnet_ref,) = props(endpoint)["SubnetIds"]
-            assert (
-                props(subnets[subnet_ref["Ref"]])["AvailabilityZoneId"] == ENVIRONMENTS["dev"].training_az_id
-            )
-
-
-@pytest.mark.parametrize("env", ENV_NAMES)
+@pytest.mark.parametrize("env", [e for e in ENV_NAMES if ENVIRONMENTS[e].network.has_interface_endpoints])
 def test_endpoint_security_group_allows_only_https_from_the_vpc(built: SynthesizedApp, env: str) -> None:
-    (group,) = resources(built.template(env, "Network"), "AWS::EC2::SecurityGroup").values()
+    (group,) = (
+        g
+        for k, g in resources(built.template(env, "Network"), "AWS::EC2::SecurityGroup").items()
+        if "EndpointSecurityGroup" in k
+    )
     assert props(group)["SecurityGroupIngress"] == [
         {
             "CidrIp": ENVIRONMENTS[env].network.cidr,

@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 from cdk_neuron import catalog
 from cdk_neuron.cli import cost
 from cdk_neuron.cli.main import main
-from cdk_neuron.config import NODE_INTERFACE_ENDPOINTS, load_cdk_json
+from cdk_neuron.config import load_cdk_json
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
@@ -241,14 +241,27 @@ def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> No
             "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "assumptions", "claims",
         }  # fmt: skip
         for section in (env["idle"], env["full_scale"]):
-            assert set(section) == {"lines", "usd_per_hour", "usd_per_month", "complete"}
+            assert set(section) == {
+                "lines", "usd_per_hour", "usd_per_month", "complete", "usd_per_hour_excluding_stored_data",
+            }  # fmt: skip
+            stored = sum(x["usd_per_hour"] for x in section["lines"] if x["stored_data"])
+            assert section["usd_per_hour_excluding_stored_data"] == pytest.approx(
+                section["usd_per_hour"] - stored, abs=1e-3
+            )
             assert section["complete"] is True
             assert section["usd_per_hour"] == pytest.approx(
                 sum(x["usd_per_hour"] for x in section["lines"]), abs=1e-3
             )
             assert section["usd_per_month"] == pytest.approx(section["usd_per_hour"] * 730, rel=1e-4)
             for item in section["lines"]:
-                assert set(item) == {"item", "quantity", "usd_per_hour", "usd_per_month", "basis"}
+                assert set(item) == {
+                    "item",
+                    "quantity",
+                    "usd_per_hour",
+                    "usd_per_month",
+                    "basis",
+                    "stored_data",
+                }
         assert set(env["gpu_comparison"]) == {"training", "serving"}
         for claim in env["claims"]:
             assert set(claim) == {"claim", "source", "status"}
@@ -269,9 +282,16 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     )
     assert line(dev["idle"], "application load balancer")["usd_per_hour"] == pytest.approx(0.0225)
     assert line(dev["idle"], "NAT gateways")["usd_per_hour"] == 0
+    assert line(dev["idle"], "public IPv4 addresses")["usd_per_hour"] == 0
+    # Without NAT the EC2 fleet's nodes need 12 endpoints: the 10 every node uses (ECR, ECS,
+    # logs, metrics, SSM) plus autoscaling and cloudformation for the lifecycle hook and signal.
     endpoints = line(dev["idle"], "interface VPC endpoints")
-    assert endpoints["quantity"] == f"{len(NODE_INTERFACE_ENDPOINTS)} x 2 AZ"
-    assert endpoints["usd_per_hour"] == pytest.approx(len(NODE_INTERFACE_ENDPOINTS) * 2 * 0.01)
+    assert endpoints["quantity"] == "12 x 2 AZ"
+    assert endpoints["usd_per_hour"] == pytest.approx(12 * 2 * 0.01)
+    assert line(dev["idle"], "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.0)
+    alarms = line(dev["idle"], "CloudWatch alarms and dashboard")
+    assert alarms["quantity"] == "11 alarms, 1 dashboard"  # min_capacity 1: no scale-from-zero alarm
+    assert alarms["usd_per_month"] == pytest.approx(11 * 0.10 + 3.0)
     efs = line(dev["idle"], "EFS checkpoints")
     assert efs["usd_per_month"] == pytest.approx(96 * cost.KEPT_CHECKPOINTS * 0.30)
     assert "One Zone priced at the Standard rate" in efs["basis"]
@@ -284,11 +304,23 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert line(prod["idle"], "serving instances (minimum)")["usd_per_hour"] == pytest.approx(2 * ml)
     assert line(prod["full_scale"], "serving instances (max_capacity)")["quantity"] == "8 x ml.inf2.48xlarge"
     assert line(prod["idle"], "NAT gateways")["usd_per_hour"] == pytest.approx(2 * 0.045)
+    assert line(prod["idle"], "public IPv4 addresses")["usd_per_hour"] == pytest.approx(2 * 0.005)
     assert not any(x["item"] == "application load balancer" for x in prod["idle"]["lines"])
-    assert (
-        line(prod["idle"], "interface VPC endpoints")["quantity"]
-        == f"{len(NODE_INTERFACE_ENDPOINTS) + 1} x 2 AZ"
-    )
+    # SageMaker: no fleet nodes, so no autoscaling/cloudformation endpoints; sagemaker.runtime instead.
+    assert line(prod["idle"], "interface VPC endpoints")["quantity"] == "11 x 2 AZ"
+    assert line(prod["idle"], "CloudWatch alarms and dashboard")["quantity"] == "6 alarms, 1 dashboard"
+
+
+def test_cost_of_a_nat_instance_without_endpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = environment(network={"nat_gateways": 1, "nat_instance_type": "t4g.nano", "endpoint_azs": "none"})
+    _, doc = run_json(capsys, "cost", "--config", str(write_config(tmp_path, dev=env)))
+    idle = env_doc(doc, "dev")["idle"]
+    nat = line(idle, "NAT instances")
+    assert (nat["quantity"], nat["usd_per_hour"]) == ("1 x t4g.nano", pytest.approx(0.0042))
+    assert line(idle, "public IPv4 addresses")["usd_per_hour"] == pytest.approx(0.005)
+    endpoints = line(idle, "interface VPC endpoints")
+    assert (endpoints["quantity"], endpoints["usd_per_hour"]) == ("none", 0)
+    assert any("No interface endpoints" in a for a in env_doc(doc, "dev")["assumptions"])
 
 
 def test_cost_capacity_block_is_prepaid_and_endpoints_in_training_az(

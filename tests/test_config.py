@@ -67,7 +67,12 @@ def test_cdk_json_defines_dev_staging_prod_in_order(shipped: dict[str, Environme
 def test_dev_is_cheap_when_idle(shipped: dict[str, EnvironmentConfig]) -> None:
     dev = shipped["dev"]
     assert dev.region == "us-east-1"
-    assert dev.network.nat_gateways == 0
+    # One NAT instance instead of a dozen interface endpoints (see docs/configuration.md, Network).
+    assert (dev.network.nat_gateways, dev.network.nat_instance_type, dev.network.endpoint_azs) == (
+        1,
+        "t4g.nano",
+        "none",
+    )
     assert dev.training.instance_type == "trn1.32xlarge" and dev.training.max_nodes == 2
     assert dev.storage.one_zone and dev.removal_policy == "destroy"
     assert dev.serving.backend == "ec2"

@@ -179,11 +179,53 @@ SOURCES: dict[str, Source] = {
             "2026-08-21",
         ),
         Source(
-            "SERVICES",
-            "pricing.md section 5: EFS $0.30/GB-month (AWS EFS pricing page; factualminds 2026-06-13); "
-            "NAT $0.045/h (cloudburn.io 2026-02-24); ALB $0.0225/h (cloud-horizons 2026-05-08); "
-            "interface endpoint ~$0.01/h per AZ (egresscost.com); S3 $0.023/GB-month",
-            "2026-06",
+            "SVC-NAT",
+            "cloudburn.io, 'AWS NAT Gateway Pricing: Complete Guide with Calculator', "
+            "https://cloudburn.io/blog/aws-nat-gateway-pricing (US East: $0.045 per NAT gateway-hour, "
+            "$0.005 per public IPv4 address-hour)",
+            "2026-02-24",
+        ),
+        Source(
+            "SVC-ENDPOINT",
+            "AWS PrivateLink pricing, https://aws.amazon.com/privatelink/pricing/ (billed per endpoint per "
+            "AZ-hour); the rate from egresscost.com, 'AWS NAT Gateway Costs: The $0.045/GB Tax', "
+            "https://egresscost.com/nat-gateway ($7.20 per AZ-month)",
+            "2026-03",
+        ),
+        Source(
+            "SVC-ALB",
+            "Elastic Load Balancing pricing, https://aws.amazon.com/elasticloadbalancing/pricing/ (US East "
+            "(N. Virginia) $0.0225 per ALB-hour and $0.008 per LCU-hour, as quoted by cloud-horizons.com)",
+            "2026-05-08",
+        ),
+        Source(
+            "SVC-EFS",
+            "factualminds.com, 'Amazon EFS Pricing: The Throughput Mode and Storage Class Decisions That "
+            "Decide the Bill', https://www.factualminds.com/blog/amazon-efs-pricing-throughput-modes-storage-classes/ "
+            "(us-east-1, June 2026: Standard $0.30/GB-month); also https://aws.amazon.com/efs/pricing/",
+            "2026-06-13",
+        ),
+        Source(
+            "SVC-S3",
+            "zeonedge.com, 'Cloud Storage Cost Guide: S3, EBS, EFS, and FSx', "
+            "https://zeonedge.com/blog/cloud-storage-cost-guide-s3-ebs-efs-fsx-choosing-right-tier "
+            "(us-east-1 S3 Standard $0.023/GB-month)",
+            "2026-04-09",
+        ),
+        Source(
+            "SVC-KMS",
+            "AWS KMS pricing, https://aws.amazon.com/kms/pricing/ ('Each AWS KMS key that you create in KMS "
+            "costs $1/month'; each rotation adds $1/month, capped after the second since May 2024 per "
+            "cloudburn.io 'AWS KMS Pricing', https://cloudburn.io/blog/aws-kms-pricing, 2026-03-14)",
+            "2026-03-14",
+        ),
+        Source(
+            "SVC-CW",
+            "factualminds.com, 'Amazon CloudWatch Pricing: The 10 Billing Dimensions Behind Your Observability "
+            "Bill', https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/ "
+            "(dashboards $3 each per month); c3x.dev, 'aws_cloudwatch_metric_alarm cost estimation', "
+            "https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ($0.10 per standard alarm-month)",
+            "2026-06-13",
         ),
     )
 }
@@ -869,13 +911,29 @@ SAGEMAKER_PRICES: dict[str, Price] = {
 
 # Supporting services, us-east-1 (SERVICES).
 SERVICE_PRICES: dict[str, Price] = {
-    "nat_gateway_hour": Price(0.045, "us-east-1", "SERVICES"),
-    "alb_hour": Price(0.0225, "us-east-1", "SERVICES", "plus $0.008 per LCU-hour"),
+    # Hourly rates are per hour; "_month" rates are per unit-month (the cost tool divides by 730 h).
+    "nat_gateway_hour": Price(0.045, "us-east-1", "SVC-NAT"),
+    "public_ipv4_hour": Price(0.005, "us-east-1", "SVC-NAT", "per public IPv4 address"),
+    "alb_hour": Price(0.0225, "us-east-1", "SVC-ALB", "plus $0.008 per LCU-hour"),
     "interface_endpoint_az_hour": Price(
-        0.01, "us-east-1", "SERVICES", "weak source: implied by $7.20/AZ/month"
+        0.01, "us-east-1", "SVC-ENDPOINT", "weak source: implied by $7.20/AZ/month"
     ),
-    "efs_standard_gb_month": Price(0.30, "us-east-1", "SERVICES"),
-    "s3_standard_gb_month": Price(0.023, "us-east-1", "SERVICES"),
+    "efs_standard_gb_month": Price(0.30, "us-east-1", "SVC-EFS"),
+    "s3_standard_gb_month": Price(0.023, "us-east-1", "SVC-S3"),
+    "kms_key_month": Price(1.00, "us-east-1", "SVC-KMS", "plus $1 for each of the first two rotations"),
+    "alarm_month": Price(0.10, "us-east-1", "SVC-CW", "standard resolution"),
+    "dashboard_month": Price(3.00, "us-east-1", "SVC-CW"),
+}
+
+# NAT instances (network.nat_instance_type): the small burstable types a NAT runs on, us-east-1
+# on-demand Linux, from the same Price List API snapshot as ON_DEMAND_PRICES.
+NAT_INSTANCE_PRICES: dict[str, Price] = {
+    "t4g.nano": Price(0.0042, "us-east-1", "KARP"),
+    "t4g.micro": Price(0.0084, "us-east-1", "KARP"),
+    "t4g.small": Price(0.0168, "us-east-1", "KARP"),
+    "t3.nano": Price(0.0052, "us-east-1", "KARP"),
+    "t3.micro": Price(0.0104, "us-east-1", "KARP"),
+    "t3.small": Price(0.0208, "us-east-1", "KARP"),
 }
 
 
@@ -914,6 +972,7 @@ __all__ = [
     "ECS_NEURON_AMI_PARAMETER",
     "HBM_GIB_PER_NEURONCORE_V2",
     "INSTANCES",
+    "NAT_INSTANCE_PRICES",
     "NEURON_BASE_DLAMI_PARAMETER",
     "NEURON_DLAMI_PARAMETER",
     "OFFERINGS",

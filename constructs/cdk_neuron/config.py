@@ -16,8 +16,11 @@ Schema (every key not marked *required* is optional; its default is given)::
       az_ids: required                         AZ IDs of the region (not names); the first is the training AZ
       removal_policy: "retain"                 "retain" | "destroy"; an environment named "prod" must retain
       tags: {}                                 str -> str, applied to every resource of the environment
-      network: {cidr: "10.0.0.0/16", nat_gateways: 0, endpoint_azs: "all", flow_log_retention_days: 365}
-                                               cidr: private /16../22; endpoint_azs: "all" | "training"
+      network: {cidr: "10.0.0.0/16", nat_gateways: 0, nat_instance_type: null, endpoint_azs: "all",
+                flow_log_retention_days: 365}
+                                               cidr: private /16../22; nat_instance_type: null (NAT
+                                               gateways) | e.g. "t4g.nano" (NAT instances);
+                                               endpoint_azs: "all" | "training" | "none" (NAT only)
       training:
         instance_type: required                a Trainium type offered in az_ids[0]
         max_nodes: required                    >= plan.nodes
@@ -63,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from cdk_neuron import catalog, planner
 from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.node_programs import reach
 from cdk_neuron.patterns import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
 
 if TYPE_CHECKING:
@@ -82,14 +86,14 @@ CapacityType = Literal["on-demand", "reservation", "reservation-group", "capacit
 TrainingEngine = Literal["batch", "auto-scaling-group"]
 ServingBackend = Literal["ec2", "sagemaker"]
 ServingEngineName = Literal["optimum-neuron", "tgi", "vllm-neuron"]
-EndpointAzs = Literal["all", "training"]
+EndpointAzs = Literal["all", "training", "none"]
 
 REMOVAL_POLICIES: tuple[RemovalPolicy, ...] = ("retain", "destroy")
 CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "reservation", "reservation-group", "capacity-block")
 TRAINING_ENGINES: tuple[TrainingEngine, ...] = ("batch", "auto-scaling-group")
 SERVING_BACKENDS: tuple[ServingBackend, ...] = ("ec2", "sagemaker")
 SERVING_ENGINES: tuple[ServingEngineName, ...] = ("optimum-neuron", "tgi", "vllm-neuron")
-ENDPOINT_AZS: tuple[EndpointAzs, ...] = ("all", "training")
+ENDPOINT_AZS: tuple[EndpointAzs, ...] = ("all", "training", "none")
 # CloudWatch Logs accepts only these retention periods (PutRetentionPolicy).
 LOG_RETENTION_DAYS = (
     1,
@@ -133,6 +137,11 @@ _IMAGE = re.compile(
     r"^(?P<registry>[a-z0-9.-]+\.[a-z0-9.-]+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
     r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})|@sha256:[0-9a-f]{64})$"
 )
+# NAT instances: burstable or general-purpose sizes up to xlarge (a NAT needs no more, and a
+# typo such as "trn1.32xlarge" must not become a NAT).
+_NAT_INSTANCE_TYPE = re.compile(
+    r"^(t3|t3a|t4g|m6g|m7g|c6gn|c7gn|m6i|m7i|c6i|c7i)\.(nano|micro|small|medium|large|xlarge)$"
+)
 _ECR_REGISTRY = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com$")
 
 
@@ -145,19 +154,29 @@ _ECR_REGISTRY = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaw
 class NetworkConfig:
     """The VPC.
 
-    ``nat_gateways`` 0 means no internet egress: the nodes reach AWS APIs through VPC endpoints only.
+    ``nat_gateways`` counts the NAT devices, one per AZ from the first (aws-cdk-lib's ``natGateways``
+    has the same meaning for both kinds): 0 means no internet egress, and the nodes reach AWS through
+    VPC endpoints only. ``nat_instance_type`` null makes them managed NAT gateways; an instance type
+    (``"t4g.nano"``) makes them NAT instances (aws-cdk-lib ``NatProvider.instance_v2``): a tenth of
+    the hourly price, for environments that can live with one instance's bandwidth and no failover.
     ``endpoint_azs`` "training" puts each interface endpoint in the training AZ only (other AZs reach
-    it across AZs): a dev saving of one endpoint-hour per AZ and service; "all" for resilience.
+    it across AZs): a saving of one endpoint-hour per AZ and service; "all" for resilience; "none"
+    creates no interface endpoint at all (only with NAT, which then carries every AWS API call).
     """
 
     cidr: str = "10.0.0.0/16"
     nat_gateways: int = 0
+    nat_instance_type: str | None = None
     endpoint_azs: EndpointAzs = "all"
     flow_log_retention_days: int = 365
 
     @property
     def has_internet_egress(self) -> bool:
         return self.nat_gateways > 0
+
+    @property
+    def has_interface_endpoints(self) -> bool:
+        return self.endpoint_azs != "none"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -451,7 +470,9 @@ def _tags(env: _Section) -> Mapping[str, str]:
 
 
 def _network(env: _Section, az_count: int) -> NetworkConfig:
-    section = env.section("network", ("cidr", "nat_gateways", "endpoint_azs", "flow_log_retention_days"))
+    section = env.section(
+        "network", ("cidr", "nat_gateways", "nat_instance_type", "endpoint_azs", "flow_log_retention_days")
+    )
     cidr = section.get("cidr", str, NetworkConfig.cidr)
     try:
         network = ipaddress.IPv4Network(cidr)
@@ -467,6 +488,28 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
         raise NeuronConfigError(
             section.field("nat_gateways"), nat, f"at most one per AZ: 0..{az_count} for {az_count} AZ ID(s)"
         )
+    nat_instance_type = section.get("nat_instance_type", str, None)
+    if nat_instance_type is not None:
+        if _NAT_INSTANCE_TYPE.match(nat_instance_type) is None:
+            raise NeuronConfigError(
+                section.field("nat_instance_type"),
+                nat_instance_type,
+                "a small general-purpose EC2 type such as t4g.nano or t3.micro, or null for NAT gateways",
+            )
+        if nat == 0:
+            raise NeuronConfigError(
+                section.field("nat_instance_type"),
+                nat_instance_type,
+                "there is no NAT to run on it: set network.nat_gateways to 1 (or more), or remove the key",
+            )
+    endpoint_azs = section.choice("endpoint_azs", ENDPOINT_AZS, "all")
+    if endpoint_azs == "none" and nat == 0:
+        raise NeuronConfigError(
+            section.field("endpoint_azs"),
+            endpoint_azs,
+            "with network.nat_gateways 0 the nodes reach AWS only through interface endpoints: "
+            "use 'training' or 'all', or add a NAT",
+        )
     retention = section.positive_int("flow_log_retention_days", NetworkConfig.flow_log_retention_days)
     if retention not in LOG_RETENTION_DAYS:
         raise NeuronConfigError(
@@ -477,7 +520,8 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
     return NetworkConfig(
         cidr=str(network),
         nat_gateways=nat,
-        endpoint_azs=section.choice("endpoint_azs", ENDPOINT_AZS, "all"),
+        nat_instance_type=nat_instance_type,
+        endpoint_azs=endpoint_azs,
         flow_log_retention_days=retention,
     )
 
@@ -803,7 +847,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         )
     network = _network(env, len(az_ids))
     monitoring = env.section("monitoring", ("alarm_email",))
-    return EnvironmentConfig(
+    config = EnvironmentConfig(
         name=name,
         account=account,
         region=region,
@@ -818,6 +862,18 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
             alarm_email=monitoring.matching("alarm_email", EMAIL, "an email address", None)
         ),
     )
+    # The specific checks above name the key to change; this one catches any other call that
+    # the network cannot carry (a host reached only through a NAT, in an environment without one).
+    missing = unreachable(config)
+    if missing:
+        node, destination = missing[0]
+        raise NeuronConfigError(
+            env.field("network"),
+            destination.service,
+            f"the {node} reaches {destination.service} ({destination.caller}) and nothing routes there: "
+            "set network.nat_gateways to 1 or more",
+        )
+    return config
 
 
 # --------------------------------------------------------------------------------------------
@@ -825,31 +881,93 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
 # --------------------------------------------------------------------------------------------
 
 
-# The interface endpoints every environment's VPC gets, by logical id (part of the deployed state:
-# keep them stable) -> AWS service name (com.amazonaws.<region>.<name>). The NetworkStack builds
-# them and `cdk-neuron cost` prices them, from this one list.
-NODE_INTERFACE_ENDPOINTS: Mapping[str, str] = {
-    "EcrApi": "ecr.api",
-    "EcrDocker": "ecr.dkr",
-    "Ecs": "ecs",
-    "EcsAgent": "ecs-agent",
-    "EcsTelemetry": "ecs-telemetry",
-    "Logs": "logs",
-    "Monitoring": "monitoring",
-    "Ssm": "ssm",
-    "SsmMessages": "ssmmessages",
-    "Ec2Messages": "ec2messages",
+# Interface endpoint logical ids (part of the deployed state: keep them stable) by VPC endpoint
+# service name (com.amazonaws.<region>.<name>). The NetworkStack builds the endpoints and
+# `cdk-neuron cost` prices them, both from interface_endpoints().
+ENDPOINT_IDS: Mapping[str, str] = {
+    "ecr.api": "EcrApi",
+    "ecr.dkr": "EcrDocker",
+    "ecs": "Ecs",
+    "ecs-agent": "EcsAgent",
+    "ecs-telemetry": "EcsTelemetry",
+    "logs": "Logs",
+    "monitoring": "Monitoring",
+    "ssm": "Ssm",
+    "ssmmessages": "SsmMessages",
+    "ec2messages": "Ec2Messages",
+    "autoscaling": "AutoScaling",
+    "cloudformation": "CloudFormation",
+    "secretsmanager": "SecretsManager",
+    "sagemaker.runtime": "SageMakerRuntime",
+    "ec2": "Ec2",
+    "sts": "Sts",
 }
 
 
+def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destination, ...]]:
+    """Every host each kind of node in the environment reaches (see :mod:`cdk_neuron.node_programs.reach`).
+
+    Keys name the node: ``training node``, ``serving node`` (EC2 backend) or ``SageMaker model``.
+    The stacks give both workloads ``NodeMetrics``, so both publish Neuron metrics.
+    """
+    training = env.training
+    nodes = {
+        "training node": reach.training_node(
+            job_image=training.job_image if training.engine == "batch" else None,
+            region=env.region,
+            node_metrics=True,
+        )
+    }
+    serving = env.serving
+    if serving.backend == "ec2":
+        nodes["serving node"] = reach.serving_node(
+            image_uri=_serving_image(serving.engine).uri(env.region),
+            region=env.region,
+            artifact_uri=serving.model.artifact_uri,
+            token_secret=serving.hugging_face_token_secret is not None,
+            node_metrics=True,
+        )
+    else:
+        nodes["SageMaker model"] = reach.sagemaker_model(artifact_uri=serving.model.artifact_uri)
+    return nodes
+
+
 def interface_endpoints(env: EnvironmentConfig) -> dict[str, str]:
-    """The environment's interface endpoints: the node set plus what its serving setup needs."""
-    services = dict(NODE_INTERFACE_ENDPOINTS)
-    if env.serving.hugging_face_token_secret:
-        services["SecretsManager"] = "secretsmanager"
+    """The environment's interface endpoints, logical id -> service name.
+
+    Every AWS service a node calls gets one (with a NAT too: the traffic stays private, and image
+    and log volume is not billed per NAT-processed GB), plus ``sagemaker.runtime`` for callers of a
+    SageMaker endpoint inside the VPC. None with ``network.endpoint_azs`` "none".
+    """
+    if not env.network.has_interface_endpoints:
+        return {}
+    services = {
+        d.service
+        for destinations in node_destinations(env).values()
+        for d in destinations
+        if d.route == "interface-endpoint"
+    }
     if env.serving.backend == "sagemaker":
-        services["SageMakerRuntime"] = "sagemaker.runtime"
-    return services
+        services.add("sagemaker.runtime")
+    unknown = services - set(ENDPOINT_IDS)
+    if unknown:  # a new service in reach.CLI_SERVICES needs a stable logical id here
+        raise NeuronConfigError("ENDPOINT_IDS", sorted(unknown), "give each service a logical id")
+    return {ENDPOINT_IDS[s]: s for s in ENDPOINT_IDS if s in services}
+
+
+def unreachable(env: EnvironmentConfig) -> list[tuple[str, reach.Destination]]:
+    """(node, destination) pairs with no route in the environment's network: empty when all is well."""
+    network = env.network
+    endpoints = set(interface_endpoints(env).values())
+    missing = []
+    for node, destinations in node_destinations(env).items():
+        for d in destinations:
+            routed = network.has_internet_egress or (
+                d.route == "s3-gateway" or (d.route == "interface-endpoint" and d.service in endpoints)
+            )
+            if not routed:
+                missing.append((node, d))
+    return missing
 
 
 def endpoint_az_count(env: EnvironmentConfig) -> int:

@@ -35,7 +35,8 @@ def interface_endpoints(env: EnvironmentConfig) -> tuple[tuple[str, ...], int]:
 
     The S3 gateway endpoint is free and not counted.
     """
-    return tuple(config.interface_endpoints(env).values()), config.endpoint_az_count(env)
+    services = tuple(config.interface_endpoints(env).values())
+    return services, config.endpoint_az_count(env) if services else 0
 
 
 GPU_TRAINING_COMPARATORS = ("p4d.24xlarge", "p5.48xlarge")
@@ -100,10 +101,13 @@ class Line:
     quantity: str
     usd_per_hour: float | None
     basis: str
+    stored_data: bool = False
+    """Storage that bills by what is kept (checkpoints, cache), not by what runs."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "item": self.item,
+            "stored_data": self.stored_data,
             "quantity": self.quantity,
             "usd_per_hour": _round(self.usd_per_hour),
             "usd_per_month": _round(
@@ -135,8 +139,10 @@ def _service(key: str) -> float:
 def _total(lines: Sequence[Line]) -> dict[str, Any]:
     known = [line.usd_per_hour for line in lines if line.usd_per_hour is not None]
     hourly = sum(known)
+    running = sum(line.usd_per_hour or 0.0 for line in lines if not line.stored_data)
     return {
         "lines": [line.as_dict() for line in lines],
+        "usd_per_hour_excluding_stored_data": round(running, 4),
         "usd_per_hour": round(hourly, 4),
         "usd_per_month": round(hourly * HOURS_PER_MONTH, 2),
         "complete": len(known) == len(lines),
@@ -158,22 +164,90 @@ def _rate(key: str, unit: str) -> str:
     return f"${price.usd_per_hour:g}/{unit} ({price.source}, {price.region}{note})"
 
 
-def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
-    """What bills whether or not any accelerator runs."""
-    nat = env.network.nat_gateways
-    services, azs = interface_endpoints(env)
-    lines = [
-        Line(
+KMS_KEYS = (
+    "VPC flow logs",
+    "checkpoints (EFS)",
+    "compile cache (S3)",
+    "training cluster (EBS, job logs)",
+    "serving fleet",
+    "alarm topic",
+)
+"""The customer-managed keys every environment creates (tests compare the count with the templates)."""
+
+
+def alarm_count(env: EnvironmentConfig) -> int:
+    """CloudWatch alarms an environment creates (tests compare the count with the templates).
+
+    Training nodes: cores idle, device memory, ECC. EC2 serving nodes: the same plus saturation,
+    the ALB's 5xx, p99 latency and unhealthy hosts, and the scale-from-zero alarm when the
+    minimum is 0. SageMaker: 5xx and p99 latency. The checkpoint file system: throughput.
+    """
+    count = 3 + 1
+    if env.serving.backend == "ec2":
+        count += 4 + 3 + (1 if env.serving.min_capacity == 0 else 0)
+    else:
+        count += 2
+    return count
+
+
+def _monthly(key: str, count: int) -> float:
+    return count * _service(key) / HOURS_PER_MONTH
+
+
+def _nat_lines(env: EnvironmentConfig) -> list[Line]:
+    network = env.network
+    nat = network.nat_gateways
+    if network.nat_instance_type is None:
+        device = Line(
             "NAT gateways",
             str(nat),
             nat * _service("nat_gateway_hour"),
             _rate("nat_gateway_hour", "h each") + "; data processed not included",
-        ),
+        )
+    else:
+        name = network.nat_instance_type
+        price = catalog.NAT_INSTANCE_PRICES.get(name)
+        device = Line(
+            "NAT instances",
+            f"{nat} x {name}",
+            _times(nat, price),
+            _price_basis(name, price) + "; no per-GB processing charge",
+        )
+    addresses = Line(
+        "public IPv4 addresses",
+        f"{nat} (one per NAT)",
+        nat * _service("public_ipv4_hour"),
+        _rate("public_ipv4_hour", "h each"),
+    )
+    return [device, addresses]
+
+
+def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
+    """What bills whether or not any accelerator runs."""
+    services, azs = interface_endpoints(env)
+    alarms = alarm_count(env)
+    lines = [
+        *_nat_lines(env),
         Line(
             "interface VPC endpoints",
-            f"{len(services)} x {azs} AZ",
+            f"{len(services)} x {azs} AZ" if services else "none",
             len(services) * azs * _service("interface_endpoint_az_hour"),
             _rate("interface_endpoint_az_hour", "h per endpoint per AZ") + "; data processed not included",
+        ),
+        Line(
+            "KMS keys",
+            str(len(KMS_KEYS)),
+            _monthly("kms_key_month", len(KMS_KEYS)),
+            _rate("kms_key_month", "key-month") + f": {', '.join(KMS_KEYS)}",
+        ),
+        Line(
+            "CloudWatch alarms and dashboard",
+            f"{alarms} alarms, 1 dashboard",
+            _monthly("alarm_month", alarms) + _monthly("dashboard_month", 1),
+            _rate("alarm_month", "alarm-month")
+            + "; "
+            + _rate("dashboard_month", "dashboard-month")
+            + "; free-tier allowances not deducted",
         ),
     ]
     if env.serving.backend == "ec2":
@@ -182,7 +256,11 @@ def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
     if ckpt is None:
         lines.append(
             Line(
-                "EFS checkpoints", "unknown", 0.0, "no training.checkpoint in cdk.json: storage not estimated"
+                "EFS checkpoints",
+                "unknown",
+                0.0,
+                "no training.checkpoint in cdk.json: storage not estimated",
+                stored_data=True,
             )
         )
     else:
@@ -202,6 +280,7 @@ def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
                 f"{KEPT_CHECKPOINTS} checkpoints of {size_gb:,.0f} GB at "
                 + _rate("efs_standard_gb_month", "GB-month")
                 + one_zone,
+                stored_data=True,
             )
         )
     lines.append(
@@ -210,6 +289,7 @@ def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
             f"{COMPILE_CACHE_GB} GB",
             COMPILE_CACHE_GB * _service("s3_standard_gb_month") / HOURS_PER_MONTH,
             _rate("s3_standard_gb_month", "GB-month"),
+            stored_data=True,
         )
     )
     return lines
@@ -399,11 +479,16 @@ def assumptions(env: EnvironmentConfig, prices: PriceBook) -> list[str]:
         f"Monthly = hourly x {HOURS_PER_MONTH} h. On-demand Linux prices dated {prices.date}"
         + (" (live from the AWS Price List API for EC2 types)" if prices.live else " (catalog table)")
         + f"; SageMaker ml.* prices from a table dated {_sagemaker_prices_date()}.",
-        f"Interface endpoints as the NetworkStack creates them: {', '.join(services)} in {azs} AZ(s) "
-        f"(network.endpoint_azs {env.network.endpoint_azs!r}).",
+        (
+            f"Interface endpoints as the NetworkStack creates them: {', '.join(services)} in {azs} AZ(s) "
+            f"(network.endpoint_azs {env.network.endpoint_azs!r})."
+            if services
+            else "No interface endpoints (network.endpoint_azs 'none'): the NAT carries every AWS API call; "
+            "S3 still goes through the free gateway endpoint."
+        ),
         f"EFS holds {KEPT_CHECKPOINTS} checkpoints; S3 holds a {COMPILE_CACHE_GB} GB compile cache. Excluded: data "
         "transfer, NAT/endpoint data processing, load balancer LCUs, EFS throughput charges, EBS root volumes, "
-        "CloudWatch, backups.",
+        "CloudWatch Logs and custom metrics, backups.",
         "Training GPU comparison: price per cluster-hour only, assuming equal wall-clock time on either basis "
         "(same node count; enough GPU memory to hold what the Trainium cluster's HBM holds). Throughput is "
         "not modelled: measure your model before deciding.",
@@ -473,6 +558,10 @@ def _lines_table(title: str, section: dict[str, Any]) -> Any:
         for line in section["lines"]
     ]
     partial = "" if section["complete"] else " (incomplete: a price is missing)"
+    running = section["usd_per_hour_excluding_stored_data"]
+    rows.append(
+        ("without stored data", "", usd(running), usd(running * HOURS_PER_MONTH), "EFS and S3 excluded")
+    )
     rows.append(("total" + partial, "", usd(section["usd_per_hour"]), usd(section["usd_per_month"]), ""))
     return table(title, ("item", "quantity", "$/hour", "$/month", "basis"), rows)
 

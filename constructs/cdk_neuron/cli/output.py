@@ -77,7 +77,12 @@ def text(value: Any) -> str:
 
 
 def usd(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.2f}"
+    """Dollars to the cent; below a cent, to a tenth of a cent ($0.004), so a small charge is not shown as $0.00."""
+    if value is None:
+        return "n/a"
+    if 0 < abs(value) < 0.01:
+        return f"${value:.3f}"
+    return f"${value:,.2f}"
 
 
 def notes(out: Console, title: str, lines: Iterable[str]) -> None:

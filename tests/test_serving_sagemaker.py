@@ -234,3 +234,53 @@ def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
 @pytest.mark.parametrize(("name", "rule"), gate_params("serving_sagemaker:stack"))
 def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
     check_gate(name, built.template, rule)
+
+
+def _trn1_fleet(**backend: Any) -> dict[str, Any]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
+
+    stack = cdk.Stack(make_app(), "Trn1OnSageMaker", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    InferenceFleet(
+        stack,
+        "Fleet",
+        vpc=ec2.Vpc(stack, "Vpc", availability_zones=AZS),
+        model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
+        backend=FleetBackend.sagemaker(**backend),
+        instance_type="ml.trn1.32xlarge",
+    )
+    return template_of(stack)
+
+
+def test_local_nvme_instance_types_get_no_volume_size_and_no_endpoint_config_key() -> None:
+    """ml.trn1.32xlarge hosts from its NVMe: SageMaker refuses VolumeSizeInGB and KmsKeyId there."""
+    config = _props(_trn1_fleet(), "AWS::SageMaker::EndpointConfig")
+    (variant,) = config["ProductionVariants"]
+    assert variant["InstanceType"] == "ml.trn1.32xlarge"
+    assert "VolumeSizeInGB" not in variant
+    assert "KmsKeyId" not in config
+    from cdk_neuron.deploy_rules import lint_template
+
+    assert [
+        str(m)
+        for m in lint_template(
+            {"Resources": {"Config": {"Type": "AWS::SageMaker::EndpointConfig", "Properties": config}}}
+        )
+    ] == []
+
+
+def test_inf2_keeps_its_volume_and_key(built: Built) -> None:
+    config = _props(built.template, "AWS::SageMaker::EndpointConfig")
+    assert config["ProductionVariants"][0]["VolumeSizeInGB"] > 0
+    assert "KmsKeyId" in config
+
+
+def test_a_volume_size_on_a_local_nvme_type_is_refused() -> None:
+    from cdk_neuron.errors import NeuronConfigError
+
+    with pytest.raises(
+        NeuronConfigError, match=r"volume_size_gb=100: ml\.trn1\.32xlarge serves from its local NVMe"
+    ):
+        _trn1_fleet(volume_size_gb=100)

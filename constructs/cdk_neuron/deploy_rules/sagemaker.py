@@ -177,3 +177,29 @@ class UncompressedModelData(_base.DeployRule):
                     (*where, "S3Uri"),
                     f"{name}: S3Uri {uri!r} is an S3Prefix without a trailing '/'. Fix: end the S3Uri with '/'.",
                 )
+
+
+class VolumeSizeOnLocalStorage(_base.DeployRule):
+    id = "E9605"
+    shortdesc = "No VolumeSizeInGB for production variants on instance types with local storage"
+    description = (
+        "Hosting instance types with NVMe instance storage (ml.trn1, ml.trn1n, ml.trn2, ml.g5, ml.p4d, ...) keep "
+        "the model on that storage; SageMaker attaches no ML storage volume to them and CreateEndpointConfig "
+        "refuses a VolumeSizeInGB for such a variant."
+    )
+    source_url = "https://docs.aws.amazon.com/sagemaker/latest/dg/host-instance-storage.html"
+    source_title = "Amazon SageMaker Developer Guide: Host instance storage volumes"
+    resource_types = (ENDPOINT_CONFIG,)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        for path, variant in _variants(_base.props(resource)):
+            instance_type = variant.get("InstanceType")
+            if (
+                variant.get("VolumeSizeInGB") is not None
+                and _family(instance_type) in _LOCAL_STORAGE_FAMILIES
+            ):
+                yield Finding(
+                    (*path, "VolumeSizeInGB"),
+                    f"{name}: {path[1]}[{path[2]}] sets VolumeSizeInGB on {instance_type}, which hosts from its "
+                    "local instance storage; CreateEndpointConfig fails. Fix: remove VolumeSizeInGB.",
+                )

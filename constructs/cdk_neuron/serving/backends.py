@@ -103,6 +103,8 @@ class FleetBackend:
         :param container_startup_health_check_timeout_seconds: Default: derived from the weights
             (60-3,600 s).
         :param volume_size_gb: ML storage volume per instance. Default: 2 x weights + 20 GiB, in GB.
+            Refused on trn1, trn1n and trn2, which serve from their local NVMe (SageMaker accepts no
+            VolumeSizeInGB for them).
         :param measured_startup: start-up phases timed on a real deployment (the S3 download and the
             container becoming ready); they replace the estimates (each still x 1.5). Explicit
             timeouts above win over them. Default: None - estimated from published load times.

@@ -30,7 +30,7 @@ from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.placement import select_availability_zones
 from cdk_neuron.serving.sagemaker_backend import SAGEMAKER_MODEL_DIR, SageMakerFleet, build_sagemaker_fleet
 from cdk_neuron.serving.settings import FleetSettings
-from cdk_neuron.serving.timing import ec2_startup, sagemaker_timeouts, sagemaker_volume_gb
+from cdk_neuron.serving.timing import ec2_startup, sagemaker_storage_gb, sagemaker_timeouts
 from cdk_neuron.serving.user_data import MODEL_MOUNT
 
 # SageMaker hosting offers these Neuron types (AWS::SageMaker::EndpointConfig InstanceType enum).
@@ -222,7 +222,7 @@ class InferenceFleet(Construct):
                 container_startup_health_check_seconds=backend.container_startup_health_check_timeout_seconds,
                 measured=backend.measured_startup,
             )
-            sagemaker_volume_gb(plan.weights_gib, given=backend.volume_size_gb)
+            sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=backend.volume_size_gb)
         else:
             ec2_startup(
                 plan.weights_gib,

@@ -22,7 +22,7 @@ from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.serving._nag import acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import FleetSettings
-from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_timeouts, sagemaker_volume_gb
+from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_storage_gb, sagemaker_timeouts
 
 # Where SageMaker puts ModelDataSource contents inside the container.
 SAGEMAKER_MODEL_DIR = "/opt/ml/model"
@@ -39,7 +39,8 @@ class SageMakerFleet:
     scalable_target: appscaling.ScalableTarget
     connections: ec2.Connections
     timeouts: SageMakerTimeouts
-    volume_size_gb: int
+    volume_size_gb: int | None
+    """None on instance types that serve from local NVMe (trn1, trn1n, trn2)."""
     network_isolation: bool
 
 
@@ -152,7 +153,10 @@ def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMake
         container_startup_health_check_seconds=backend.container_startup_health_check_timeout_seconds,
         measured=backend.measured_startup,
     )
-    volume_gb = sagemaker_volume_gb(plan.weights_gib, given=backend.volume_size_gb)
+    # Instance types with local NVMe (trn1, trn1n, trn2) keep the model on it: no VolumeSizeInGB, and
+    # no endpoint-config KmsKeyId (SageMaker refuses it; a hardware module encrypts local volumes).
+    volume_gb = sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=backend.volume_size_gb)
+    local_storage = volume_gb is None
     # Isolation cuts the container off the network: possible only when the weights come from S3.
     network_isolation = engine.supports_network_isolation and spec.precompiled
 
@@ -204,7 +208,7 @@ def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMake
     endpoint_config = sagemaker.CfnEndpointConfig(
         scope,
         "EndpointConfig",
-        kms_key_id=settings.key.key_arn,
+        kms_key_id=None if local_storage else settings.key.key_arn,
         production_variants=[
             sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                 variant_name=backend.variant_name,

@@ -381,6 +381,28 @@ def sagemaker_volume_gb(weights_gib: float, *, given: int | None = None) -> int:
     return size
 
 
+def sagemaker_storage_gb(instance_type: str, weights_gib: float, *, given: int | None = None) -> int | None:
+    """``VolumeSizeInGB`` for a variant on ``instance_type``, or None where the instance has local NVMe.
+
+    SageMaker hosts the model on an instance's own NVMe storage when it has some (trn1, trn1n,
+    trn2) and refuses ``VolumeSizeInGB`` for it ("Host instance storage volumes", SageMaker
+    Developer Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/host-instance-storage.html;
+    deploy rule E9605). Inf2 is EBS-only and gets :func:`sagemaker_volume_gb`.
+    """
+    from cdk_neuron import catalog
+
+    if catalog.get_instance(instance_type).nvme_gb == 0:
+        return sagemaker_volume_gb(weights_gib, given=given)
+    if given is not None:
+        raise NeuronConfigError(
+            "volume_size_gb",
+            given,
+            f"ml.{instance_type} serves from its local NVMe storage and SageMaker accepts no VolumeSizeInGB "
+            "for it: remove volume_size_gb",
+        )
+    return None
+
+
 __all__ = [
     "DISK_MIB_PER_SECOND",
     "LOAD_FLOOR_SECONDS",
@@ -398,6 +420,7 @@ __all__ = [
     "ec2_startup",
     "is_small_host",
     "load_estimate_seconds",
+    "sagemaker_storage_gb",
     "sagemaker_timeouts",
     "sagemaker_volume_gb",
 ]

@@ -15,7 +15,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
-from moto.ssm.models import Parameter, ssm_backends
+from moto.ssm.models import ssm_backends
 
 from cdk_neuron import catalog
 from cdk_neuron.cli import preflight
@@ -121,7 +121,6 @@ def moto_clients() -> Iterator[dict[str, Any]]:
     with pytest.MonkeyPatch.context() as patch:
         use_fake_aws_credentials(patch, REGION)
         with mock_aws():
-            seed_dlami_parameter()
             clients = {
                 s: boto3.client(s, region_name=REGION) for s in ("ec2", "ssm", "sts", "resource-groups", "s3")
             }
@@ -130,31 +129,11 @@ def moto_clients() -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def without_dlami_parameter(moto_clients: dict[str, Any]) -> Iterator[None]:
+def without_ami_parameter(moto_clients: dict[str, Any]) -> Iterator[None]:
     parameters = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters
-    saved = parameters.pop(catalog.NEURON_DLAMI_PARAMETER)
+    saved = parameters.pop(catalog.ECS_NEURON_AMI_PARAMETER)
     yield
-    parameters[catalog.NEURON_DLAMI_PARAMETER] = saved
-
-
-def seed_dlami_parameter(value: str = "ami-0dlami0000000000") -> None:
-    """moto ships the ECS Neuron AMI parameter but not the Neuron DLAMI one, and refuses to put
-    /aws/... names, so the test writes it into moto's parameter store directly."""
-    name = catalog.NEURON_DLAMI_PARAMETER
-    ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters[name].append(
-        Parameter(
-            account_id=DEFAULT_ACCOUNT_ID,
-            name=name,
-            value=value,
-            parameter_type="String",
-            description=None,
-            allowed_pattern=None,
-            keyid=None,
-            last_modified_date=datetime.now(timezone.utc),
-            version=1,
-            data_type="aws:ec2:image",
-        )
-    )
+    parameters[catalog.ECS_NEURON_AMI_PARAMETER] = saved
 
 
 class Routed:
@@ -298,8 +277,9 @@ def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     trn_row = next(c for c in rows(doc, "quota") if TRN.code in c["subject"])
     assert "512 vCPUs >= 512 needed" in trn_row["detail"]
     amis = {c["subject"]: c for c in rows(doc, "AMI parameter")}
-    assert amis[catalog.ECS_NEURON_AMI_PARAMETER]["detail"].startswith("training: ami-")
-    assert amis[catalog.NEURON_DLAMI_PARAMETER]["detail"] == "serving: ami-0dlami0000000000"
+    # Training and EC2 serving boot the same ECS-optimized Neuron AMI: one row names both.
+    assert list(amis) == [catalog.ECS_NEURON_AMI_PARAMETER]
+    assert amis[catalog.ECS_NEURON_AMI_PARAMETER]["detail"].startswith("training and serving: ami-")
     assert rows(doc, "capacity")[0]["status"] == "INFO"  # on-demand: nothing to verify, said so
     artifacts = {
         c["check"]: c["detail"] for c in doc["checks"] if c["subject"] == "s3://models-bucket/llama3-8b/"
@@ -590,18 +570,18 @@ def test_resource_group_members_are_checked(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_missing_ami_parameter_fails(
-    without_dlami_parameter: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    without_ami_parameter: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Without seeding, moto has the ECS Neuron AMI parameter but not the Neuron DLAMI one."""
+    """A Region without the ECS Neuron AMI parameter cannot launch training or serving nodes."""
     quotas, stub = ec2_quotas()
     with stub:
         code, doc = run(
             capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
         )
     assert code == 1
-    assert only_failures(doc) == [("AMI parameter", catalog.NEURON_DLAMI_PARAMETER)]
+    assert only_failures(doc) == [("AMI parameter", catalog.ECS_NEURON_AMI_PARAMETER)]
     assert (
-        "serving: parameter not found in us-east-1"
+        "training and serving: parameter not found in us-east-1"
         in next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
     )
 
@@ -650,7 +630,7 @@ def test_sagemaker_endpoint_quota_is_found_by_name(
     sagemaker = next(c for c in rows(doc, "quota") if "endpoint usage" in c["subject"])
     assert sagemaker["status"] == status
     assert code == (1 if status == "FAIL" else 0)
-    # The SageMaker backend needs no DLAMI and no EC2 offering for the fleet.
+    # The SageMaker backend boots no EC2 serving instance: no serving AMI and no EC2 offering to check.
     assert [c["subject"] for c in rows(doc, "AMI parameter")] == [catalog.ECS_NEURON_AMI_PARAMETER]
     assert any(c["subject"] == "ml.inf2.xlarge" and c["status"] == "INFO" for c in rows(doc, "offering"))
 

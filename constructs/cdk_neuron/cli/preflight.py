@@ -57,7 +57,8 @@ TRAINING_AMI_PARAMETERS: dict[str, str] = {
     "batch": catalog.ECS_NEURON_AMI_PARAMETER,
     "auto-scaling-group": catalog.ECS_NEURON_AMI_PARAMETER,
 }
-SERVING_AMI_PARAMETER = catalog.NEURON_DLAMI_PARAMETER
+# EC2 serving instances boot the same ECS-optimized AL2023 Neuron AMI (cdk_neuron.serving.ec2_backend).
+SERVING_AMI_PARAMETER = catalog.ECS_NEURON_AMI_PARAMETER
 
 # Capacity reservation states (EC2 CapacityReservation.State).
 _USABLE_STATES = {"active"}
@@ -498,10 +499,11 @@ def _parameter_row(ctx: Context, name: str, role: str) -> Row:
 
 
 def check_amis(ctx: Context) -> list[Row]:
-    rows = [_parameter_row(ctx, TRAINING_AMI_PARAMETERS[ctx.env.training.engine], "training")]
+    """One row per AMI parameter the nodes resolve at deploy time, naming the roles that use it."""
+    roles: dict[str, list[str]] = {TRAINING_AMI_PARAMETERS[ctx.env.training.engine]: ["training"]}
     if ctx.env.serving.backend == "ec2":
-        rows.append(_parameter_row(ctx, SERVING_AMI_PARAMETER, "serving"))
-    return rows
+        roles.setdefault(SERVING_AMI_PARAMETER, []).append("serving")
+    return [_parameter_row(ctx, name, " and ".join(users)) for name, users in roles.items()]
 
 
 # What a self-contained precompiled model holds (README "Precompiled artifacts"), by the layouts the

@@ -59,9 +59,11 @@ class TrainingCluster(Construct):
 
     Every node is a whole instance in one AZ, with one EFA interface on each network card (from the
     catalog: 8 on trn1.32xlarge, 16 on trn1n.32xlarge and trn2.48xlarge), in a cluster placement
-    group, booted from the ECS-optimized AL2023 Neuron AMI (driver, runtime and EFA baked in, nothing
-    installed at boot), with IMDSv2 only, an encrypted gp3 root volume, no public IP and no SSH
-    (Session Manager instead). Local NVMe instance store is striped into ``/scratch`` on each node.
+    group, booted from the ECS-optimized AL2023 Neuron AMI (Neuron driver and tools), with IMDSv2
+    only, an encrypted gp3 root volume, no public IP and no SSH (Session Manager instead). That AMI
+    has no EFA software, so a cloud-boothook installs a pinned, checksum-verified EFA installer
+    (``efa_installer``, mirrored into a cluster bucket by :class:`EfaInstallerMirror`) before the ECS
+    agent starts. Local NVMe instance store is striped into ``/scratch`` on each node.
 
     With ``Engine.batch()`` (default) the cluster is an AWS Batch multi-node parallel setup that
     costs nothing while idle: ``job_queue`` and ``job_definition`` are ready for

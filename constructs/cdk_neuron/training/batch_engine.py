@@ -205,9 +205,13 @@ def build_job_definition(
     Every node gets the whole instance: every ``/dev/neuronN`` and ``/dev/infiniband/uverbsN``
     device from the catalog, all vCPUs, 90 % of memory, ``memlock`` unlimited (EFA pins memory), a
     high ``nofile`` limit, a large ``/dev/shm`` and an init process that reaps the many processes
-    torchrun starts and forwards Batch's SIGTERM to them. EFA devices get READ, WRITE and MKNOD:
-    "If permissions is set, it must be set to READ | WRITE | MKNOD" (AWS Batch User Guide, "Elastic
-    Fabric Adapter", read 2026-12-01).
+    torchrun starts and forwards Batch's SIGTERM to them. Devices carry no ``Permissions``, so each
+    gets the default, READ, WRITE and MKNOD: what EFA needs ("If permissions is set, it must be set
+    to READ | WRITE | MKNOD", AWS Batch User Guide, "Elastic Fabric Adapter", read 2026-12-01), and
+    the shape of the Neuron Batch samples known to run (aws-neuron/aws-neuron-samples
+    torch-neuronx/training/aws-batch/llama2/templates/job_def.json: ``hostPath`` only). It also
+    sidesteps the case question: aws-cdk-lib renders ``read``/``write``/``mknod`` where the Batch
+    API documents ``READ | WRITE | MKNOD``.
     """
     instance = settings.instance
     linux = batch.LinuxParameters(
@@ -216,18 +220,11 @@ def build_job_definition(
         shared_memory_size=settings.shared_memory_size,
         init_process_enabled=True,
     )
-    read_write = [batch.DevicePermission.READ, batch.DevicePermission.WRITE]
     linux.add_devices(
         *(
-            batch.Device(host_path=path, container_path=path, permissions=read_write)
-            for path in instance.neuron_devices
-        ),
-        *(
-            batch.Device(
-                host_path=path, container_path=path, permissions=[*read_write, batch.DevicePermission.MKNOD]
-            )
-            for path in instance.efa_devices
-        ),
+            batch.Device(host_path=path, container_path=path)
+            for path in (*instance.neuron_devices, *instance.efa_devices)
+        )
     )
     volumes = list(settings.volumes)
     if instance.nvme_gb > 0:

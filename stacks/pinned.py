@@ -14,11 +14,12 @@ class PinnedAzStack(cdk.Stack):
     """An environment-specific stack that answers ``availability_zones`` from the configuration.
 
     An environment-specific stack normally resolves its AZs through the
-    ``availability-zones:account=...:region=...`` context lookup, which needs credentials
-    (cdk-toolchain.md section 9). Here the "zones" are the configured AZ IDs (``use1-az6``): the
-    VPC builds one subnet per ID and ``NetworkStack`` rewrites each subnet to ``AvailabilityZoneId``,
-    so the template never names an AZ. AZ names differ per account; AZ IDs do not, and the catalog's
-    offerings are keyed by them.
+    ``availability-zones:account=...:region=...`` context lookup, which needs credentials: the CDK
+    Toolkit fills that context from the AWS account during synthesis (AWS CDK v2 Developer Guide,
+    "Context values and the AWS CDK", https://docs.aws.amazon.com/cdk/v2/guide/context.html). Here
+    the "zones" are the configured AZ IDs (``use1-az6``): the VPC builds one subnet per ID and
+    ``NetworkStack`` rewrites each subnet to ``AvailabilityZoneId``, so the template never names an AZ.
+    AZ names differ per account; AZ IDs do not, and the catalog's offerings are keyed by them.
 
     Overriding the property bypasses the JavaScript getter that acknowledges the built-in validator's
     W3010 (hard-coded AZ names); no template here carries an AZ name, so nothing needs acknowledging.
@@ -44,7 +45,9 @@ class PinnedAzStack(cdk.Stack):
                 handler = child.node.try_find_child("Handler")
                 if isinstance(handler, cdk.CfnResource):
                     # aws-cdk-lib renders DependsOn its role although Role already uses Fn::GetAtt on it:
-                    # redundant, not wrong (cdk-toolchain.md section 11).
+                    # redundant, not wrong. W3005 is cfn-lint's rule for a DependsOn that a Ref or
+                    # Fn::GetAtt already implies (aws-cloudformation/cfn-lint v1.58.0,
+                    # src/cfnlint/rules/resources/DependsOnObsolete.py).
                     handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
                     handler.add_metadata("checkov", {"skip": _CDK_PROVIDER_CHECKOV_SKIPS})
 

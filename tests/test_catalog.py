@@ -1,8 +1,13 @@
-"""The catalog against the reference tables, the EFA layouts, offerings and prices.
+"""The catalog against its public sources' tables, the EFA layouts, offerings and prices.
 
-Expected values below are transcribed by hand from /work/shared/reference (training.md §1-3,
-serving.md §1 and §4, pricing.md §1 and §7), never read from ``cdk_neuron.catalog``, so a wrong
-catalog value fails here.
+Expected values below are transcribed by hand from the public sources, never read from
+``cdk_neuron.catalog``, so a wrong catalog value fails here: the aws-neuron-sdk architecture pages
+(trn1-arch.rst, trn2-arch.rst, trainium2.rst, inf2-arch.rst) and its logical-NeuronCore page for
+chips, cores, LNC and HBM; moto's EC2 instance data (instance_types.json and the availability-zone-id
+offerings, getmoto/moto @0af643a) for host, network, EFA, NVMe and offering facts; the Neuron
+multi-node setup page and the EC2 EFA guide for the interface layouts; and the Karpenter price file,
+foundation-model-benchmarking-tool's pricing.yml and the SkyPilot catalog for prices. Upper-case keys
+(TRN1-ARCH, MOTO, KARP, ...) name entries of ``cdk_neuron.catalog.SOURCES``.
 """
 
 from __future__ import annotations
@@ -55,9 +60,12 @@ class Expected:
     neuronlink_domain_instances: int = 1
 
 
-# training.md §1.1 (chips, cores, LNC, HBM, vCPU/RAM, network cards, EFA, NVMe; trn2u shares the
-# trn2.48xlarge column, UltraServer = 4 x trn2u); NVMe "4 x 1,900 GB" for trn1.32xlarge/trn1n and
-# trn2 (moto). serving.md §1 for Inf2 (no EFA, no instance store; one network card).
+# Trainium: chips, cores, HBM and vCPU/RAM from TRN1-ARCH, TRN2-ARCH and aws-neuron-sdk
+# about-neuron/arch/neuron-hardware/trainium2.rst @7c165a3; logical cores from LNC; network cards,
+# EFA interfaces and NVMe from MOTO (NVMe "4 x 1,900 GB" for trn1.32xlarge/trn1n and trn2); EFA Gbps
+# from TRN1-ARCH (800 / 1,600) and TRN2-ARCH (3,200). trn2u has trn2.48xlarge's figures and four of
+# them form an UltraServer (TRN2-ARCH). Inf2: chips, cores and HBM from INF2-ARCH, the rest from MOTO
+# (no EFA, no instance store; one network card).
 EXPECTED: dict[str, Expected] = {
     "trn1.2xlarge": Expected("training", 1, 2, 2, 32, 8, 32, 1, 0, 0, 474),
     "trn1.32xlarge": Expected("training", 16, 32, 32, 512, 128, 512, 8, 8, 800, 7600),
@@ -70,7 +78,7 @@ EXPECTED: dict[str, Expected] = {
     "inf2.48xlarge": Expected("inference", 12, 24, 24, 384, 192, 768, 1, 0, 0, 0),
 }
 
-# training.md §1.1 "Max ENIs (per card)"; serving.md §1 "Max ENIs" (one card).
+# Maximum network interfaces per network card, from MOTO (Inf2 has a single card).
 MAX_INTERFACES_PER_CARD = {
     "trn1.2xlarge": 4,
     "trn1.32xlarge": 5,
@@ -129,7 +137,8 @@ def test_hbm_per_core(name: str, per_core: float) -> None:
 @pytest.mark.parametrize(
     ("name", "devices"),
     [
-        # serving.md §1: neuron0 on xlarge/8xlarge, neuron0-5 on 24xlarge, neuron0-11 on 48xlarge.
+        # One device per chip (INF2-ARCH chip counts; TGI-DOC: two cores per Neuron device):
+        # neuron0 on xlarge/8xlarge, neuron0-5 on 24xlarge, neuron0-11 on 48xlarge.
         ("inf2.xlarge", ["/dev/neuron0"]),
         ("inf2.8xlarge", ["/dev/neuron0"]),
         ("inf2.24xlarge", [f"/dev/neuron{i}" for i in range(6)]),
@@ -157,7 +166,7 @@ def test_efa_devices_one_per_efa_interface(name: str, count: int) -> None:
 
 
 class TestLogicalNeuronCores:
-    """training.md §1.3: LNC is 1 or 2, Trn2 only, default 2 (64 cores; 128 at LNC=1)."""
+    """Source LNC: LNC is 1 or 2, Trn2 only, default 2 (64 cores; 128 at LNC=1)."""
 
     @pytest.mark.parametrize("name", ["trn2.48xlarge", "trn2u.48xlarge"])
     def test_trn2_exposes_both_settings(self, name: str) -> None:
@@ -256,7 +265,7 @@ def test_any_unknown_name_is_a_config_error(name: Any) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# EFA launch-template network interfaces (training.md §3)
+# EFA launch-template network interfaces (EFA-SETUP: all EFA; EFA-MULTI: ENA primary + EFA-only)
 # --------------------------------------------------------------------------------------------
 
 SG = ["sg-0123456789abcdef0"]
@@ -367,7 +376,7 @@ def test_efa_interfaces_properties(name: str, layout: EfaLayout, groups: list[st
 
 
 # --------------------------------------------------------------------------------------------
-# Offerings by AZ ID (training.md §2, MOTO column; serving.md §4)
+# Offerings by AZ ID (MOTO: moto's availability-zone-id offerings)
 # --------------------------------------------------------------------------------------------
 
 _INF2 = {
@@ -467,7 +476,7 @@ def test_region_of_unknown_az_is_none() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Prices (pricing.md §1.1, §1.3, §1.4)
+# Prices (KARP for EC2, Neuron and GPU; FMB for SageMaker ml.*)
 # --------------------------------------------------------------------------------------------
 
 

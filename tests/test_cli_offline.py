@@ -439,7 +439,7 @@ def test_cost_live_prices_use_the_price_list_api(config: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(
     ("region", "az_ids", "noted"),
     [
-        ("us-west-2", ["usw2-az4", "usw2-az1"], False),  # same Neuron prices as us-east-1 (pricing.md 1.1)
+        ("us-west-2", ["usw2-az4", "usw2-az1"], False),  # same Neuron prices as us-east-1 (SKY catalog)
         ("ap-southeast-2", ["apse2-az1", "apse2-az3"], True),  # trn1 and inf2 offered, priced differently
     ],
 )

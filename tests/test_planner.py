@@ -1,9 +1,16 @@
 """plan_training and size_model: hand-worked examples, every refusal, and property tests.
 
-Hand-worked numbers come from training.md §9 (rank order ``[PP, DP, TP]``, NXDT reference
-configurations, the trn2 TP table) and serving.md §2-3 (16 GiB per NeuronCore, reference
-deployments). The property tests check accepted plans against an independent oracle that
-enumerates rank groups and their NeuronLink domains.
+Hand-worked numbers are transcribed by hand from public sources, never read from
+``cdk_neuron.catalog``: neuronx-distributed's parallel_state.py (NXD-PS in
+``cdk_neuron.catalog.SOURCES``: rank order ``[PP, DP, TP]``, the trn2 TP table); the NxD Training
+(NXDT) reference configurations (aws-neuron/neuronx-distributed-training examples/conf/, e.g.
+hf_llama3_70B_config.yaml @143f4fe, hf_llama3_70B_trn2_config.yaml @1a8ba56) and the Llama-3 70B
+run of awsome-distributed-training (ADT: awslabs/awsome-distributed-training
+3.test_cases/pytorch/neuronx-distributed/llama3/slurm/README.md @6abac09); TGI-DOC (16 GiB per
+NeuronCore); and the reference deployments of the LMI transformers-neuronx tuning guide
+(deepjavalibrary/djl-serving serving/docs/lmi/tuning_guides/tnx_tuning_guide.md @0827345). The
+property tests check accepted plans against an independent oracle that enumerates rank groups and
+their NeuronLink domains.
 """
 
 from __future__ import annotations
@@ -210,7 +217,7 @@ def test_summary_is_one_line() -> None:
         # Inference instances and unknown ones.
         (("inf2.48xlarge", 1, 8), {}, r"^instance_type='inf2.48xlarge': .*Inferentia2"),
         (("trn3.48xlarge", 1, 8), {}, r"^instance_type='trn3.48xlarge': not a Neuron instance type"),
-        # trn2 TP degrees neuronx-distributed does not support (training.md §9.2).
+        # trn2 TP degrees neuronx-distributed does not support (NXD-PS get_logic_chosen).
         (("trn2.48xlarge", 1, 8), {}, r"^tensor_parallel=8: .*LNC=2.*or LNC=1"),
         (("trn2.48xlarge", 1, 8), {"logical_nc_config": 2}, r"^tensor_parallel=8: .*LNC=2"),
         (("trn2.48xlarge", 1, 16), {"logical_nc_config": 1}, r"^tensor_parallel=16: .*LNC=1.*or LNC=2"),
@@ -259,8 +266,8 @@ TRAINING_ARGS = (
     "allow_unlisted_tp",
 )
 # Physical cores, default LNC and the instances *guaranteed* to share one NeuronLink domain,
-# transcribed from training.md §1.1/§1.3. trn2u.48xlarge is 1: four form an UltraServer, but AWS
-# Batch does not place a job's nodes by UltraServer.
+# transcribed from TRN1-ARCH, TRN2-ARCH and LNC (EFA from MOTO). trn2u.48xlarge is 1: four form an
+# UltraServer, but AWS Batch does not place a job's nodes by UltraServer.
 TRAINING_FACTS: dict[str, tuple[int, int | None, int, bool]] = {
     # name: (physical cores, default LNC, guaranteed instances per NeuronLink domain, has EFA)
     "trn1.2xlarge": (2, None, 1, False),
@@ -561,7 +568,8 @@ def test_headroom_is_what_keeps_70b_off_inf2_24xlarge() -> None:
 
 
 def test_reference_deployments_fit() -> None:
-    # serving.md §3, LMI-TNX: Llama-2 7B fp16 (MHA, 32 layers x 32 KV heads), batch 4 x 2,048.
+    # djl-serving tnx_tuning_guide.md @0827345 (LMI transformers-neuronx tuning guide): Llama-2 7B
+    # fp16 (MHA, 32 layers x 32 KV heads), batch 4 x 2,048.
     llama2_7b: dict[str, Any] = {
         "dtype": "fp16",
         "layers": 32,
@@ -702,7 +710,7 @@ SERVING_ARGS = (
     "headroom",
     "kv_cache_dtype",
 )
-# serving.md §1 cores and pricing.md §1.1 on-demand order (cheapest first).
+# INF2-ARCH cores and KARP on-demand price order (cheapest first).
 INF2_CORES = {"inf2.xlarge": 2, "inf2.8xlarge": 2, "inf2.24xlarge": 12, "inf2.48xlarge": 24}
 INF2_BY_PRICE = ["inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge"]
 

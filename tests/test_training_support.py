@@ -1,7 +1,9 @@
 """Stacks the training-cluster tests share (this module holds no tests).
 
-Each stack has an explicit env and pinned AZ names (cdk-toolchain.md section 9): a VPC with a public
-and a private-with-egress subnet group in two AZs, the cluster in the first AZ.
+Each stack has an explicit env and pinned AZ names, because an env-specific stack otherwise looks its
+AZs up in the account (AWS CDK v2 Developer Guide, "Context values and the AWS CDK",
+https://docs.aws.amazon.com/cdk/v2/guide/context.html): a VPC with a public and a private-with-egress
+subnet group in two AZs, the cluster in the first AZ.
 """
 
 from __future__ import annotations

@@ -731,7 +731,9 @@ _INF2_AZS: dict[str, tuple[str, ...]] = {
     "sa-east-1": ("sae1-az3",),
 }
 
-# instance -> region -> AZ IDs (source MOTO; SKY agrees except where noted in training.md section 2).
+# instance -> region -> AZ IDs (source MOTO). SKY agrees except: it has no apse4-az1 for
+# trn1.32xlarge, only use2-az1 for trn2.48xlarge (noted below), only apne2-az1/az2 for inf2.xlarge in
+# ap-northeast-2, and no sa-east-1 row for inf2.
 OFFERINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "trn1.2xlarge": {
         "us-east-1": ("use1-az5", "use1-az6"),
@@ -895,9 +897,9 @@ ON_DEMAND_PRICES: dict[str, Price] = {
     "g6e.48xlarge": Price(30.13118, "us-east-1", "KARP"),
 }
 
-# Regions whose on-demand Neuron prices equal the us-east-1 figures above: SKY lists the same
-# trn1.32xlarge, trn1n.32xlarge and inf2 prices in us-east-1, us-east-2 and us-west-2 (pricing.md
-# sections 1.1 and 3). Elsewhere prices differ (inf2 in eu-west-1 is about 25 % higher).
+# Regions whose on-demand Neuron prices equal the us-east-1 figures above: SKY's on-demand column
+# lists the same trn1.32xlarge, trn1n.32xlarge and inf2 prices in us-east-1, us-east-2 and us-west-2.
+# Elsewhere prices differ (inf2 in eu-west-1 is about 25 % higher, also SKY).
 SAME_PRICE_REGIONS: frozenset[str] = frozenset({"us-east-1", "us-east-2", "us-west-2"})
 
 # SageMaker hosting prices (FMB, 2024-06-11): about 20-31 % above EC2 for ml.inf2.

@@ -38,8 +38,10 @@ Alternative: FSx for Lustre
     FSx ``CreateFileSystem`` ``StorageCapacity`` reference, retrieved 2026-11-30).
 
 Cost
-    Elastic throughput bills writes at $0.06 per GB in us-east-1 (pricing.md §5, factualminds.com,
-    2026-06-13), so every full save of a 70B checkpoint costs about $50.
+    Elastic throughput bills writes at $0.06 per GB in us-east-1 (factualminds.com, "Amazon EFS
+    Pricing: The Throughput Mode and Storage Class Decisions That Decide the Bill", 2026-06-13; source
+    SVC-EFS in :data:`cdk_neuron.catalog.SOURCES`), so every full save of a 70B checkpoint costs about
+    $50.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ EFS_ONE_ZONE_WRITE_MIBPS = 1 * 1024
 EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2 = 1_500
 EFS_PER_CLIENT_MIBPS_OTHER = 500
 
-# USD per GB written with Elastic throughput, us-east-1 (pricing.md §5).
+# USD per GB written with Elastic throughput, us-east-1 (factualminds.com, 2026-06-13: the article
+# cited as SVC-EFS in cdk_neuron.catalog.SOURCES).
 EFS_ELASTIC_WRITE_USD_PER_GB = 0.06
 
 # FSx for Lustre PERSISTENT_2 SSD throughput tiers (MB/s per TiB) and capacity steps (GiB).

@@ -66,7 +66,8 @@ def _stale_p4d_gap() -> str:
     )
 
 
-# pricing.md section 6. Claims are shown as claims, never used in the arithmetic.
+# Published price-performance claims, each with the public page it was read on (``source``).
+# Claims are shown as claims, never used in the arithmetic.
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "Trn1: up to 50% cost-to-train savings over comparable EC2 instances",
@@ -266,7 +267,8 @@ def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
     else:
         size_gb = estimate_checkpoint(ckpt.model_parameters, writers=ckpt.writers, region=env.region).size_gb
         stored = size_gb * KEPT_CHECKPOINTS
-        # pricing.md has no One Zone storage price: the Standard rate is an upper bound.
+        # Our EFS price source (SVC-EFS) gives no One Zone storage price: the Standard rate is an
+        # upper bound.
         one_zone = (
             "; One Zone priced at the Standard rate (no One Zone price on record)"
             if env.storage.one_zone
@@ -312,7 +314,8 @@ def _idle_training_line(env: EnvironmentConfig, prices: PriceBook) -> Line:
             "training Capacity Block",
             "prepaid",
             0.0,
-            "the Capacity Block fee is paid up front at purchase (pricing.md section 4), not hourly: not included",
+            "the Capacity Block fee is paid up front at purchase (Amazon EC2 Capacity Blocks for ML pricing, "
+            "https://aws.amazon.com/ec2/capacityblocks/pricing/, late-2024 copy), not hourly: not included",
         )
     return Line(
         "training nodes",

@@ -6,15 +6,23 @@ a :class:`~cdk_neuron.serving.model_spec.ModelSpec` and :class:`~cdk_neuron.plan
 onto that container's command-line flags (EC2) or environment (SageMaker, which cannot pass
 arguments to a model container).
 
-Support status (serving.md section 5, as of the reference's dates):
+Support status, as of the dated sources named here:
 
 - ``optimum_neuron`` (default): Hugging Face's vLLM DLC with the optimum-neuron platform plugin.
-  optimum-neuron is actively developed and is the maintained LLM path for Inferentia2.
+  optimum-neuron is actively developed and is the maintained LLM path for Inferentia2
+  (huggingface/optimum-neuron pyproject.toml @021989d: a ``vllm`` extra and an ``optimum_neuron``
+  entry point under ``vllm.platform_plugins``).
 - ``vllm_neuron``: AWS's vLLM Neuron DLC (vLLM with the Neuron plugin on NxD Inference). NxD Inference
   is in maintenance and frozen at Neuron SDK 2.31 for Inf2 and Trn1; later vLLM-Neuron releases
-  (no NxDI) support only Trn2/Trn3, so images past SDK 2.31 are refused on Inf2/Trn1.
+  (no NxDI) support only Trn2/Trn3, so images past SDK 2.31 are refused on Inf2/Trn1 (Neuron
+  announcements "NxD Inference and NxD Core maintenance support with Neuron SDK 2.31",
+  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/neuron2.x/announce-nxdi-maintenance-support-2-31.html,
+  and "Announcing end of support for the NxD Inference library and NxD Core Inference APIs on Trn2
+  and Trn3 starting in Neuron 2.34", posted 2026-10-16,
+  https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/neuron2.x/announce-eos-nxdi-nxd-core-inference.html).
 - ``tgi``: Text Generation Inference with its Neuron backend. TGI is in maintenance mode upstream
-  (only minor fixes); it still works on Inf2 and Trn1 and is marked ``maintenance``.
+  (only minor fixes; maintenance notice in the huggingface/text-generation-inference README
+  @db931fc, 2026-01-08); it still works on Inf2 and Trn1 and is marked ``maintenance``.
 
 Image tags are pinned (never ``latest``) and must be given explicitly to change.
 """
@@ -37,7 +45,7 @@ EngineStatus = Literal["active", "maintenance"]
 # regions; other partitions use other accounts, so pass a ContainerImage with their registry.
 DLC_REGISTRY = "763104351884.dkr.ecr.{region}.amazonaws.com"
 
-# Pinned default images (sources in serving.md section 5 and the comments below).
+# Pinned default images (sources in the comments below).
 # ECS-TD (AWS ECS Neuron task-definition example) and the optimum-neuron container docs.
 OPTIMUM_NEURON_REPOSITORY = "huggingface-vllm-inference-neuronx"
 OPTIMUM_NEURON_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
@@ -53,7 +61,8 @@ TGI_TAG = "3.2.3-neuron"
 TGI_SAGEMAKER_REPOSITORY = "huggingface-pytorch-tgi-inference"
 TGI_SAGEMAKER_TAG = "2.5.1-optimum3.3.4-neuronx-py310-ubuntu22.04"
 
-# NxD Inference stays at Neuron SDK 2.31 on Inf2 and Trn1 (serving.md section 5).
+# NxD Inference stays at Neuron SDK 2.31 on Inf2 and Trn1 (Neuron announcement
+# announce-eos-nxdi-nxd-core-inference, posted 2026-10-16; URL in the module docstring).
 _NXDI_LAST_SDK_FOR_INF2_TRN1 = (2, 31)
 _SDK_IN_TAG = re.compile(r"sdk(\d+)\.(\d+)")
 # The Hugging Face vLLM DLC names the optimum-neuron release in its tag ("...-optimum0.4.5-...").
@@ -211,7 +220,7 @@ class ServingEngine:
             health_path="/health",
             status="active",
             status_note="optimum-neuron is actively developed; its vLLM platform plugin is the maintained "
-            "LLM serving path on Inferentia2 (serving.md section 5, OPTN)",
+            "LLM serving path on Inferentia2 (huggingface/optimum-neuron pyproject.toml @021989d)",
             supports_network_isolation=True,
             concurrency_metrics=("vllm:num_requests_running", "vllm:num_requests_waiting"),
         )
@@ -240,7 +249,8 @@ class ServingEngine:
             status="maintenance",
             status_note="NxD Inference (the vLLM Neuron plugin's backend on Inf2/Trn1) is in maintenance, "
             "frozen at Neuron SDK 2.31 for Inf2 and Trn1; newer vLLM-Neuron releases are Trn2/Trn3 only "
-            "(serving.md section 5)",
+            "(AWS Neuron announcements on awsdocs-neuron.readthedocs-hosted.com: "
+            "announce-nxdi-maintenance-support-2-31; announce-eos-nxdi-nxd-core-inference, 2026-10-16)",
             supports_network_isolation=False,
             concurrency_metrics=("vllm:num_requests_running", "vllm:num_requests_waiting"),
             fixed_environment=(("VLLM_NEURON_FRAMEWORK", "neuronx-distributed-inference"),),
@@ -274,7 +284,7 @@ class ServingEngine:
             health_path="/health",
             status="maintenance",
             status_note="TGI is in maintenance mode upstream: minor fixes only; Hugging Face recommends "
-            "vLLM (TGI README, 2026-01-08; serving.md section 5)",
+            "vLLM (huggingface/text-generation-inference README @db931fc, 2026-01-08)",
             supports_network_isolation=True,
             concurrency_metrics=("tgi_batch_current_size", "tgi_queue_size"),
         )

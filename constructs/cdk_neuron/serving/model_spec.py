@@ -4,9 +4,10 @@ Plain Python (no ``aws_cdk``): the spec validates itself on construction and siz
 :func:`cdk_neuron.planner.size_model`, so the CLI and tests can use it without synthesizing.
 
 Neuron serving runs static graphs: a compiled artifact was traced for one batch size, one sequence
-length and one tensor-parallel degree (serving.md section 2, "static input dimensions
-[batch_size, max_length]"). A spec that asks to serve a bigger batch, a longer sequence or another
-TP than its artifact was compiled for is refused here, before anything is synthesized.
+length and one tensor-parallel degree (Neuron LLM graphs have fixed input dimensions
+``[batch_size, max_length]``: source TGI-DOC in :data:`cdk_neuron.catalog.SOURCES`). A spec that
+asks to serve a bigger batch, a longer sequence or another TP than its artifact was compiled for is
+refused here, before anything is synthesized.
 """
 
 from __future__ import annotations

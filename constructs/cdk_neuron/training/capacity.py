@@ -8,8 +8,10 @@ reservation rather than to the cluster (CR-CPG in :data:`cdk_neuron.catalog.SOUR
 Plain Python (no ``aws_cdk``): a :class:`Capacity` renders the launch-template properties EC2 reads
 when the compute environment or Auto Scaling group launches an instance.
 
-Spot is deliberately not offered: AWS Batch multi-node parallel jobs do not run on Spot
-(training.md section 7.1, MNP-CE), and a reclaimed node kills every rank of a collective job anyway.
+Spot is deliberately not offered: AWS Batch multi-node parallel jobs do not run on Spot (AWS Batch
+User Guide, "Compute environment considerations for MNP with AWS Batch",
+https://docs.aws.amazon.com/batch/latest/userguide/mnp-ce.html), and a reclaimed node kills every rank
+of a collective job anyway.
 """
 
 from __future__ import annotations

@@ -3,10 +3,13 @@
 Plain Python (no ``aws_cdk``), so the script text can be read and tested on its own.
 
 Why a launcher: AWS Batch sets ``AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS`` only on the child
-nodes of a multi-node job, never on the main node (MNP-ENV, training.md section 7.2). A job that
-reads it blindly gets an empty master address on node 0; the public Neuron Batch sample works around
-it in its training script and still sets ``NEURON_RT_ROOT_COMM_ID=localhost:48620`` and
-``WORLD_SIZE=1`` (training.md section 12). The launcher derives everything once, for every node:
+nodes of a multi-node job, never on the main node (AWS Batch User Guide, "Environment variables" for
+multi-node parallel jobs, https://docs.aws.amazon.com/batch/latest/userguide/mnp-env-vars.html). A job
+that reads it blindly gets an empty master address on node 0; the public Neuron Batch sample works
+around it in its training script and still sets ``NEURON_RT_ROOT_COMM_ID=localhost:48620`` and
+``WORLD_SIZE=1`` (aws-neuron/aws-neuron-samples
+torch-neuronx/training/aws-batch/llama2/docker/llama_batch_training.sh @0bb2b5b). The launcher
+derives everything once, for every node:
 
 - ``MASTER_ADDR``: the Batch variable on children; on the main node its own address (the container's
   ``eth0``, which in Batch's ``awsvpc`` mode is the task's own network interface, then ``hostname -I``,

@@ -261,7 +261,11 @@ class SingleAzSubnets:
 def single_az_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> SingleAzSubnets:
     """Resolve the subnet selection and refuse anything that is not private and in one AZ.
 
-    EFA collectives and a cluster placement group need one AZ (training.md section 2; MNP-CE).
+    EFA collectives and a cluster placement group need one AZ (AWS Batch User Guide, "Compute
+    environment considerations for MNP with AWS Batch",
+    https://docs.aws.amazon.com/batch/latest/userguide/mnp-ce.html: a cluster placement group in a
+    single Availability Zone; aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop#25: Trainium
+    clusters need a single subnet for collectives over EFA).
     Nodes get no public IP, so public subnets would leave them without a route to AWS APIs.
     """
     if selection is None:

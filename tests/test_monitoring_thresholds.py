@@ -46,8 +46,8 @@ def test_every_field_is_documented_with_its_default() -> None:
         ("serving_idle_minutes", 24 * 60 + 5, "one day"),
         ("device_memory_minutes", 15.0, "whole number"),
         ("serving_minutes", 0, "multiple of 1"),
-        ("serving_p99_latency_seconds", 0, "greater than zero"),
-        ("serving_p99_latency_seconds", float("inf"), "greater than zero"),
+        ("serving_p99_latency_seconds", 0, "greater than 0"),
+        ("serving_p99_latency_seconds", float("inf"), "finite number"),
     ],
 )
 def test_bad_values_name_the_field(field: str, value: Any, message: str) -> None:

@@ -60,7 +60,7 @@ def _child_count(env: Env) -> int:
         ({"max_nodes": 0}, "max_nodes", ">= 1"),
         ({"max_nodes": True}, "max_nodes", ">= 1"),
         ({"availability_zone_id": "use1-az3"}, "availability_zone_id", "not offered in use1-az3"),
-        ({"availability_zone_id": "us-east-1a"}, "availability_zone_id", "not an AZ name"),
+        ({"availability_zone_id": "us-east-1a"}, "availability_zone_id", "AZ names .us-east-1a. map to different AZs"),
         ({"availability_zone_id": "use2-az3"}, "availability_zone_id", "stack deploys to us-east-1"),
         ({"capacity": Capacity.capacity_block(RESERVATION), "placement_group": True}, "placement_group", "UltraCluster"),
         ({"instance_type": "trn1n.32xlarge", "capacity": Capacity.capacity_block(RESERVATION)}, "capacity", "sells no Capacity Blocks for trn1n"),

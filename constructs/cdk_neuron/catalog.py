@@ -12,11 +12,11 @@ is recorded next to the value. Offerings and prices are dated snapshots, not liv
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from cdk_neuron import validation
 from cdk_neuron.errors import NeuronConfigError, one_of
 
 Family = Literal["training", "inference"]
@@ -766,31 +766,13 @@ OFFERINGS: dict[str, dict[str, tuple[str, ...]]] = {
 
 OfferingStatus = Literal["offered", "not-offered", "unknown"]
 
-# "us-east-1", "ap-southeast-4", "us-gov-west-1"; and AZ IDs such as "use1-az4" or, for Local Zones,
-# "usw2-lax1-az1" (not AZ *names* such as "us-east-1a", which differ between accounts).
-_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
-_AZ_ID = re.compile(r"^[a-z]+\d*(-[a-z]+\d+)?-az\d+$")
-
 
 def _check_region(region: object) -> str:
-    if not isinstance(region, str) or not _REGION.match(region):
-        raise NeuronConfigError(
-            "region",
-            region,
-            "give a concrete region code such as us-east-2 (an unresolved token cannot be checked "
-            "at synth time; `cdk-neuron preflight` checks the live account)",
-        )
-    return region
+    return validation.region("region", region)
 
 
 def _check_az_id(az_id: object) -> str:
-    if not isinstance(az_id, str) or not _AZ_ID.match(az_id):
-        raise NeuronConfigError(
-            "az_id",
-            az_id,
-            "give an AZ ID such as use1-az4; AZ names (us-east-1a) map to different AZs in each account",
-        )
-    return az_id
+    return validation.az_id("az_id", az_id)
 
 
 def _covered_regions() -> frozenset[str]:

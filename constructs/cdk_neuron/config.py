@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 from cdk_neuron import catalog, planner
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.node_programs import reach
-from cdk_neuron.patterns import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
+from cdk_neuron.validation import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
 
 if TYPE_CHECKING:
     from cdk_neuron.serving.engines import ContainerImage

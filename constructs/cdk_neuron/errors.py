@@ -9,15 +9,29 @@ from typing import Any
 class NeuronConfigError(ValueError):
     """Raised for every invalid cdk-neuron configuration, before anything is synthesized.
 
-    The message always names the field, the value that was given and what would be valid,
-    so a user can fix the input without reading a stack trace.
+    The message always names the field, the value that was given and what would be valid, so a
+    user can fix the input without reading a stack trace. Raised from a construct, it also names
+    the construct's path (``dev/Training/Cluster: max_nodes=0: must be ...``), so an app with
+    several clusters or fleets says which one is wrong.
+
+    :param field: the prop or configuration key (a dotted path for nested values).
+    :param value: the value given.
+    :param fix: what would be valid, worded as an instruction.
+    :param construct: the path of the construct that refused it (``construct.node.path``), when
+        raised from one. Default: None (a pure function: catalog, planner, validation).
     """
 
-    def __init__(self, field: str, value: Any, fix: str) -> None:
+    def __init__(self, field: str, value: Any, fix: str, *, construct: str | None = None) -> None:
         self.field = field
         self.value = value
         self.fix = fix
-        super().__init__(f"{field}={value!r}: {fix}")
+        self.construct = construct
+        where = f"{construct}: " if construct else ""
+        super().__init__(f"{where}{field}={value!r}: {fix}")
+
+    def at(self, construct: str) -> NeuronConfigError:
+        """The same error, reported by the construct at path ``construct``."""
+        return NeuronConfigError(self.field, self.value, self.fix, construct=construct)
 
 
 def one_of(values: Iterable[object]) -> str:

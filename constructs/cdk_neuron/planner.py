@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from cdk_neuron import validation
 from cdk_neuron.catalog import (
     INSTANCES,
     NeuronInstance,
@@ -85,9 +86,7 @@ class TrainingPlan:
 
 
 def _positive_int(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise NeuronConfigError(field, value, "must be a whole number >= 1")
-    return value
+    return validation.whole_number(field, value)
 
 
 def _crosses_domain(group_span: int, domain_ranks: int) -> bool:

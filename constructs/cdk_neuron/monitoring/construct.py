@@ -17,10 +17,10 @@ from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, Workload
 from cdk_neuron.monitoring.node_metrics import NodeMetrics, check_environment, check_namespace
 from cdk_neuron.monitoring.thresholds import ALARM_PERIOD_MINUTES, MonitoringThresholds
 from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
-from cdk_neuron.patterns import EMAIL
 from cdk_neuron.serving import InferenceFleet
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import TrainingCluster
+from cdk_neuron.validation import EMAIL
 
 DEFAULT_THRESHOLDS = MonitoringThresholds()  # frozen, so one shared default is safe
 NO_NODE_METRICS_WARNING_ID = "@cdk-neuron/monitoring:noNodeMetrics"

@@ -7,9 +7,9 @@ day.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
+from cdk_neuron import validation
 from cdk_neuron.errors import NeuronConfigError
 
 ALARM_PERIOD_MINUTES = 5
@@ -72,21 +72,12 @@ class MonitoringThresholds:
             )
 
 
-def _number(field: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise NeuronConfigError(field, value, "must be a number")
-    return float(value)
-
-
 def _check_percent(field: str, value: object) -> None:
-    if not 0 < _number(field, value) <= 100:
-        raise NeuronConfigError(field, value, "must be a percentage in (0, 100]")
+    validation.percentage(field, value)
 
 
 def _check_positive(field: str, value: object) -> None:
-    number = _number(field, value)
-    if not 0 < number < math.inf:
-        raise NeuronConfigError(field, value, "must be greater than zero")
+    validation.number(field, value, above=0)
 
 
 def _check_minutes(field: str, value: object, step: int) -> None:

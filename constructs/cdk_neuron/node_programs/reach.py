@@ -28,6 +28,7 @@ from typing import Literal
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import FILES_DIR
+from cdk_neuron.validation import ecr_region
 
 Route = Literal["interface-endpoint", "s3-gateway", "internet"]
 """What can carry a destination: an interface endpoint of its service (or a NAT); the S3 gateway
@@ -151,9 +152,6 @@ def program_calls(*paths: str) -> tuple[Destination, ...]:
     return tuple(found)
 
 
-_ECR = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
-
-
 def image_destinations(image_uri: str, region: str, caller: str) -> tuple[Destination, ...]:
     """Where pulling ``image_uri`` goes: ECR in ``region`` (API, registry, S3 layers) or its registry host.
 
@@ -162,8 +160,7 @@ def image_destinations(image_uri: str, region: str, caller: str) -> tuple[Destin
     """
     first = image_uri.split("/", 1)[0]
     registry = first if ("." in first or ":" in first) and "/" in image_uri else "registry-1.docker.io"
-    match = _ECR.match(registry)
-    if match is not None and match["region"] == region:
+    if ecr_region(registry) == region:
         return (
             Destination("ecr.api", "interface-endpoint", f"{caller}: {image_uri} (auth and manifest)"),
             Destination("ecr.dkr", "interface-endpoint", f"{caller}: {image_uri}"),

@@ -38,6 +38,7 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.backends import BackendKind
 from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.validation import IMAGE_TAG
 
 EngineStatus = Literal["active", "maintenance"]
 
@@ -76,7 +77,6 @@ OPTIMUM_SERVED_MODEL_NAME_SINCE = (0, 4, 1)
 _ECR_REGISTRY = re.compile(
     r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>\{region\}|[a-z0-9-]+)\.amazonaws\.com(\.cn)?$"
 )
-_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class ContainerImage:
     tag: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.tag, str) or not _TAG.match(self.tag):
+        if not isinstance(self.tag, str) or not IMAGE_TAG.match(self.tag):
             raise NeuronConfigError(
                 "image_tag", self.tag, "give an explicit, pinned image tag such as a version string"
             )

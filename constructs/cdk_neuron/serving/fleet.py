@@ -32,6 +32,7 @@ from cdk_neuron.serving.sagemaker_backend import SAGEMAKER_MODEL_DIR, SageMakerF
 from cdk_neuron.serving.settings import FleetSettings
 from cdk_neuron.serving.timing import ec2_startup, sagemaker_storage_gb, sagemaker_timeouts
 from cdk_neuron.serving.user_data import MODEL_MOUNT
+from cdk_neuron.validation import whole_number
 
 # SageMaker hosting offers these Neuron types (AWS::SageMaker::EndpointConfig InstanceType enum).
 _SAGEMAKER_TYPES = frozenset(
@@ -41,15 +42,7 @@ _SAGEMAKER_TYPES = frozenset(
 
 
 def _whole(field: str, value: object, minimum: int, maximum: int | None = None) -> int:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or value < minimum
-        or (maximum is not None and value > maximum)
-    ):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
-        raise NeuronConfigError(field, value, f"must be a whole number {bound}")
-    return value
+    return whole_number(field, value, minimum=minimum, maximum=maximum)
 
 
 @jsii.implements(ec2.IConnectable)

@@ -12,17 +12,15 @@ refused here, before anything is synthesized.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import BYTES_PER_DTYPE, ServingPlan, size_model
+from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI
 
 # Bucket naming rules (3-63 chars, lowercase letters, digits, dots, hyphens; starts and ends with a
 # letter or digit). The key prefix may not be empty: the IAM grants are scoped to it.
-_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>[^\s]+?)/?$")
 # Hugging Face Hub ids: "name" or "org/name" (letters, digits, "-", "_", ".").
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class S3Location:
 
 def parse_s3_uri(uri: str, *, field: str = "artifact_uri") -> S3Location:
     """Parse ``s3://bucket/prefix``; refuse anything else (no bucket root, no other scheme)."""
-    match = _S3_URI.match(uri) if isinstance(uri, str) else None
+    match = S3_PREFIX_URI.match(uri) if isinstance(uri, str) else None
     if match is None or ".." in uri:
         raise NeuronConfigError(
             field,
@@ -126,7 +124,7 @@ class ModelSpec:
                 "Neuron artifacts), or both",
             )
         if self.model_id is not None and (
-            not isinstance(self.model_id, str) or not _HUB_ID.match(self.model_id)
+            not isinstance(self.model_id, str) or not HF_MODEL_ID.match(self.model_id)
         ):
             raise NeuronConfigError(
                 "model_id", self.model_id, 'use a Hugging Face Hub id such as "org/model-name"'

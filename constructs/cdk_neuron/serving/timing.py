@@ -79,6 +79,7 @@ from dataclasses import dataclass
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.validation import whole_number
 
 LOAD_FLOOR_SECONDS = 480.0
 LOAD_SECONDS_PER_GIB = 10.5
@@ -133,9 +134,7 @@ PUBLISHED_LOAD_TIMES: tuple[LoadTime, ...] = (
 
 
 def _whole_seconds(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise NeuronConfigError(field, value, "must be whole seconds >= 1")
-    return value
+    return whole_number(field, value, unit="seconds")
 
 
 @dataclass(frozen=True)

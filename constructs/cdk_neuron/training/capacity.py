@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from cdk_neuron.catalog import NeuronInstance, capacity_block_types
 from cdk_neuron.errors import NeuronConfigError, one_of
-from cdk_neuron.patterns import RESERVATION_ID, RESOURCE_GROUP_ARN
+from cdk_neuron.validation import RESERVATION_ID, RESOURCE_GROUP_ARN
 
 CapacityKind = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
 

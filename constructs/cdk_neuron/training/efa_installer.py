@@ -23,9 +23,9 @@ import re
 from dataclasses import dataclass
 
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.validation import SHA256
 
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 DEFAULT_VERSION = "1.41.0"
 DEFAULT_SHA256 = "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
@@ -54,7 +54,7 @@ class EfaInstaller:
                 self.version,
                 "use a release number such as '1.41.0' (never 'latest')",
             )
-        if not isinstance(self.sha256, str) or not _SHA256.match(self.sha256):
+        if not isinstance(self.sha256, str) or not SHA256.match(self.sha256):
             raise NeuronConfigError(
                 "efa_installer.sha256", self.sha256, "give the tarball's SHA-256 as 64 lower-case hex digits"
             )

@@ -33,11 +33,10 @@ may use the variables above, e.g. ``torchrun $TORCHRUN_ARGS train.py --tp $NEURO
 
 from __future__ import annotations
 
-import re
-
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import TrainingPlan
+from cdk_neuron.validation import ENVIRONMENT_VARIABLE
 
 LAUNCHER_NAME = "cdk-neuron-launcher"
 TRAINING_COMMAND_PARAMETER = "training_command"
@@ -47,7 +46,6 @@ DEFAULT_ROOT_COMM_PORT = 29600
 SCRATCH_DIR = "/scratch"
 
 # Batch refuses environment names starting with AWS_BATCH; ECS allows letters, digits and '_'.
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 LAUNCHER_SCRIPT = r"""set -euo pipefail
 log() { echo "cdk-neuron-launcher: $*" >&2; }
@@ -158,7 +156,11 @@ def job_environment(
         }
     )
     for name, value in (extra or {}).items():
-        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name) or name.startswith("AWS_BATCH"):
+        if (
+            not isinstance(name, str)
+            or not ENVIRONMENT_VARIABLE.fullmatch(name)
+            or name.startswith("AWS_BATCH")
+        ):
             raise NeuronConfigError(
                 "environment", name, "use names of letters, digits and '_' that do not start with AWS_BATCH"
             )

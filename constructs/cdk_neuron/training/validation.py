@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 
+from cdk_neuron import validation
 from cdk_neuron._subnets import describe_selection, select_subnets
 from cdk_neuron.catalog import (
     INSTANCES,
@@ -23,8 +23,8 @@ from cdk_neuron.catalog import (
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.planner import TrainingPlan, plan_training
 from cdk_neuron.training.capacity import Capacity
+from cdk_neuron.validation import SECURITY_GROUP_ID, whole_number
 
-_AZ_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
 # The root volume holds the AMI (about 30 GiB) and the Docker images (tens of GB for Neuron images).
 MIN_ROOT_VOLUME_GIB = 64
 MAX_ROOT_VOLUME_GIB = 16_384  # gp3
@@ -33,20 +33,11 @@ _RETRY_ATTEMPTS = range(1, 11)
 _MIN_JOB_TIMEOUT_SECONDS = 60
 
 
-def whole_number(field: str, value: object, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise NeuronConfigError(field, value, f"must be a whole number >= {minimum}")
-    return value
-
-
-_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
-
-
 def task_security_group_id(vpc: ec2.IVpc, given: object) -> str:
     """The VPC's default security group id, which AWS Batch gives the node containers with EFA."""
     if given is not None:
         if not isinstance(given, str) or not (
-            cdk.Token.is_unresolved(given) or _SECURITY_GROUP_ID.match(given)
+            cdk.Token.is_unresolved(given) or SECURITY_GROUP_ID.match(given)
         ):
             raise NeuronConfigError(
                 "vpc_default_security_group_id",
@@ -219,10 +210,8 @@ def availability_zone_id(instance: NeuronInstance, az_id: object, stack: cdk.Sta
     """Validate an AZ ID against the offerings table; returns a warning when it cannot tell."""
     if az_id is None:
         return None
-    if not isinstance(az_id, str) or not _AZ_ID.fullmatch(az_id):
-        raise NeuronConfigError(
-            "availability_zone_id", az_id, "use an AZ ID such as 'use1-az6' (not an AZ name)"
-        )
+    validation.az_id("availability_zone_id", az_id)
+    assert isinstance(az_id, str)
     region = region_of_az_id(az_id)
     if region is not None and not cdk.Token.is_unresolved(stack.region) and stack.region != region:
         raise NeuronConfigError(

@@ -1,0 +1,184 @@
+"""Every identifier pattern and number check cdk-neuron applies, defined once.
+
+Plain Python (no ``aws_cdk``). The constructs, the pure core (catalog, planner) and any app that
+parses its own configuration into cdk-neuron's value objects call these, so one input is refused
+with the same words wherever it enters. Each check returns the value it accepted (narrowed for
+the type checker) or raises :class:`~cdk_neuron.errors.NeuronConfigError` naming the field, the
+value and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import TypeVar
+
+from cdk_neuron.errors import NeuronConfigError, one_of
+
+# -- identifier formats --------------------------------------------------------------------------
+
+ACCOUNT = re.compile(r"^\d{12}$")
+# "us-east-1", "ap-southeast-4", "us-gov-west-1", "cn-north-1".
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+# AZ IDs such as "use1-az4" and, for Local Zones, "usw2-lax1-az1"; never AZ *names* ("us-east-1a"),
+# which map to different zones in different accounts.
+AZ_ID = re.compile(r"^[a-z]+\d*(-[a-z]+\d+)?-az\d+$")
+# EC2 capacity reservation ids: "cr-" and 17 hex digits (older ids have 8).
+RESERVATION_ID = re.compile(r"^cr-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
+# arn:<partition>:resource-groups:<region>:<account>:group/<name>
+RESOURCE_GROUP_ARN = re.compile(
+    r"^arn:aws(?:-cn|-us-gov)?:resource-groups:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:group/[A-Za-z0-9_.-]{1,300}$"
+)
+CERTIFICATE_ARN = re.compile(r"^arn:aws[a-z-]*:acm:(?P<region>[a-z0-9-]+):\d{12}:certificate/[0-9a-f-]+$")
+# A Secrets Manager secret name or ARN.
+SECRET = re.compile(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$")
+SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
+# Deliberately loose: SNS confirms the address; this only catches obvious typos.
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# Hugging Face Hub repository ids: "org/name", or a bare "name" for the few legacy root models ("gpt2").
+HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+# s3://bucket/prefix[/]: a bucket name (3-63 of a-z 0-9 . -) and a non-empty key prefix.
+S3_PREFIX_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>[^\s]+?)/?$")
+# <account>.dkr.ecr.<region>.amazonaws.com[.cn]
+ECR_REGISTRY = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
+# registry/repository:tag or registry/repository@sha256:<digest>; the registry needs a dot (a host).
+IMAGE_URI = re.compile(
+    r"^(?P<registry>[a-z0-9.-]+\.[a-z0-9.-]+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
+    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})|@(?P<digest>sha256:[0-9a-f]{64}))$"
+)
+IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# A shell/environment variable name.
+ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# -- numbers -------------------------------------------------------------------------------------
+
+
+def whole_number(
+    field: str, value: object, *, minimum: int = 1, maximum: int | None = None, unit: str = ""
+) -> int:
+    """An ``int`` (never a ``bool``) within ``[minimum, maximum]``; ``unit`` words the message
+    ("whole seconds >= 1") where a bare number would be ambiguous."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        what = f"whole {unit}" if unit else "a whole number"
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise NeuronConfigError(field, value, f"must be {what} {bound}")
+    return value
+
+
+def number(
+    field: str,
+    value: object,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    below: float | None = None,
+) -> float:
+    """A finite ``int`` or ``float`` (never a ``bool`` or NaN) within the given bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise NeuronConfigError(field, value, "must be a number")
+    if math.isinf(value):
+        raise NeuronConfigError(field, value, "must be a finite number")
+    checks: list[tuple[float | None, bool, str]] = [
+        (above, above is not None and value > above, "greater than"),
+        (at_least, at_least is not None and value >= at_least, "at least"),
+        (at_most, at_most is not None and value <= at_most, "at most"),
+        (below, below is not None and value < below, "below"),
+    ]
+    for bound, holds, words in checks:
+        if bound is not None and not holds:
+            raise NeuronConfigError(field, value, f"must be {words} {bound:g}")
+    return float(value)
+
+
+def percentage(field: str, value: object) -> float:
+    """A percentage in (0, 100]."""
+    number(field, value)
+    if not 0 < float(value) <= 100:  # type: ignore[arg-type]
+        raise NeuronConfigError(field, value, "must be a percentage in (0, 100]")
+    return float(value)  # type: ignore[arg-type]
+
+
+# -- strings -------------------------------------------------------------------------------------
+
+
+def matching(field: str, value: object, pattern: re.Pattern[str], what: str) -> str:
+    """A string that ``pattern`` matches; ``what`` describes a valid value for the message."""
+    if not isinstance(value, str) or not pattern.match(value):
+        raise NeuronConfigError(field, value, f"must be {what}")
+    return value
+
+
+_T = TypeVar("_T")
+
+
+def choice(field: str, value: object, choices: Iterable[_T]) -> _T:
+    """One of ``choices``."""
+    options = list(choices)
+    if value not in options:
+        raise NeuronConfigError(field, value, f"must be one of {one_of(options)}")
+    return value  # type: ignore[return-value]
+
+
+def region(field: str, value: object) -> str:
+    """A concrete region code; an unresolved token cannot be checked at synthesis."""
+    if not isinstance(value, str) or not REGION.match(value):
+        raise NeuronConfigError(
+            field,
+            value,
+            "give a concrete region code such as us-east-2 (an unresolved token cannot be checked "
+            "at synth time; `cdk-neuron preflight` checks the live account)",
+        )
+    return value
+
+
+def az_id(field: str, value: object) -> str:
+    """An AZ ID (``use1-az4``), not an AZ name."""
+    if not isinstance(value, str) or not AZ_ID.match(value):
+        raise NeuronConfigError(
+            field,
+            value,
+            "give an AZ ID such as use1-az4; AZ names (us-east-1a) map to different AZs in each account",
+        )
+    return value
+
+
+def ecr_region(registry: str) -> str | None:
+    """The region of an ECR registry host, or None for any other registry."""
+    match = ECR_REGISTRY.match(registry)
+    return match["region"] if match else None
+
+
+__all__ = [
+    "ACCOUNT",
+    "AZ_ID",
+    "CERTIFICATE_ARN",
+    "ECR_REGISTRY",
+    "EMAIL",
+    "ENVIRONMENT_VARIABLE",
+    "HF_MODEL_ID",
+    "IMAGE_TAG",
+    "IMAGE_URI",
+    "REGION",
+    "RESERVATION_ID",
+    "RESOURCE_GROUP_ARN",
+    "S3_PREFIX_URI",
+    "SECRET",
+    "SECURITY_GROUP_ID",
+    "SHA256",
+    "az_id",
+    "choice",
+    "ecr_region",
+    "matching",
+    "number",
+    "percentage",
+    "region",
+    "whole_number",
+]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 
-from cdk_neuron.config import load_environments, select_environments
+from stacks.config import load_environments, select_environments
 from stacks.stage import EnvironmentStage
 
 

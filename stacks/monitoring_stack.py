@@ -7,8 +7,8 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from cdk_neuron.config import EnvironmentConfig
 from cdk_neuron.monitoring import NeuronMonitoring
+from stacks.config import EnvironmentConfig
 from stacks.network_stack import removal_policy_of
 from stacks.pinned import PinnedAzStack
 from stacks.serving_stack import ServingStack

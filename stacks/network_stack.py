@@ -1,7 +1,7 @@
 """NetworkStack: the environment's VPC, pinned to AZ IDs, with flow logs and the routes the nodes need.
 
 Every host a node reaches is derived from the node programs themselves
-(``cdk_neuron.node_programs.reach``, assembled per environment by ``cdk_neuron.config.node_destinations``)
+(``cdk_neuron.node_programs.reach``, assembled per environment by ``stacks.config.node_destinations``)
 and tests check that this stack routes each one. Three ways out, per environment
 (``network`` in cdk.json):
 
@@ -27,7 +27,7 @@ and tests check that this stack routes each one. Three ways out, per environment
 Endpoints (private DNS on, one security group: HTTPS from the VPC CIDR only, no egress):
 
 - S3 gateway, always: free, and S3 is most of the bytes.
-- Interface endpoints for exactly the services the nodes call (``cdk_neuron.config.interface_endpoints``):
+- Interface endpoints for exactly the services the nodes call (``stacks.config.interface_endpoints``):
   ``ecr.api``/``ecr.dkr`` (images), ``ecs``/``ecs-agent``/``ecs-telemetry`` (the ECS agent
   AWS Batch drives), ``logs`` (job logs), ``monitoring`` (Neuron and fleet metrics),
   ``ssm``/``ssmmessages``/``ec2messages`` (Session Manager replaces SSH), ``autoscaling`` and
@@ -55,8 +55,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_neuron.config import EnvironmentConfig, interface_endpoints
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
+from stacks.config import EnvironmentConfig, interface_endpoints
 from stacks.pinned import PinnedAzStack
 
 _R = logs.RetentionDays
@@ -289,7 +289,7 @@ class NetworkStack(PinnedAzStack):
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnet_type=private_type)],
         )
-        # Logical ids and services come from cdk_neuron.config, which the cost command also reads.
+        # Logical ids and services come from stacks.config, which also hands them to `cdk-neuron cost`.
         services = interface_endpoints(config)
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         if not services:  # endpoint_azs "none": the NAT carries every AWS API call

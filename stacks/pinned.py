@@ -7,7 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from cdk_neuron.config import EnvironmentConfig
+from stacks.config import EnvironmentConfig
 
 
 class PinnedAzStack(cdk.Stack):

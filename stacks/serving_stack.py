@@ -10,36 +10,15 @@ from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from cdk_neuron.config import EnvironmentConfig, ServingConfig
 from cdk_neuron.monitoring import NodeMetrics
-from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+from cdk_neuron.serving import FleetBackend, InferenceFleet
+from stacks.config import EnvironmentConfig, ServingConfig
 from stacks.network_stack import NetworkStack, removal_policy_of
 from stacks.pinned import PinnedAzStack
 from stacks.scan_skips import skip_checkov
 
 # A complete secret ARN ends in "-" and six random characters; a name or partial ARN does not.
 _COMPLETE_SECRET_ARN = re.compile(r"^arn:.+:secret:.+-[A-Za-z0-9]{6}$")
-
-
-def engine_of(config: ServingConfig) -> ServingEngine:
-    if config.engine == "tgi":
-        return ServingEngine.tgi()
-    if config.engine == "vllm-neuron":
-        return ServingEngine.vllm_neuron()
-    return ServingEngine.optimum_neuron()
-
-
-def model_of(config: ServingConfig) -> ModelSpec:
-    model = config.model
-    return ModelSpec(
-        model_id=model.model_id,
-        artifact_uri=model.artifact_uri,
-        parameters=model.parameters,
-        dtype=model.dtype,
-        sequence_length=model.sequence_length,
-        batch_size=model.batch_size,
-        tensor_parallel=model.tensor_parallel,
-    )
 
 
 class ServingStack(PinnedAzStack):
@@ -59,8 +38,8 @@ class ServingStack(PinnedAzStack):
             self,
             "Fleet",
             vpc=network.vpc,
-            model=model_of(serving),
-            engine=engine_of(serving),
+            model=serving.model,
+            engine=serving.engine,
             backend=FleetBackend.sagemaker() if serving.backend == "sagemaker" else FleetBackend.ec2(),
             instance_type=serving.instance_type,
             min_capacity=serving.min_capacity,

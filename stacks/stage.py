@@ -5,7 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from cdk_neuron.config import EnvironmentConfig
+from stacks.config import EnvironmentConfig
 from stacks.monitoring_stack import MonitoringStack
 from stacks.network_stack import NetworkStack
 from stacks.pinned import PinnedAzStack

@@ -7,17 +7,13 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
-from cdk_neuron.config import CapacityConfig, EnvironmentConfig
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.storage import CheckpointStore, CompileCache
-from cdk_neuron.training import Capacity, Engine, TrainingCluster
+from cdk_neuron.training import Engine, TrainingCluster
+from stacks.config import EnvironmentConfig
 from stacks.network_stack import NetworkStack, removal_policy_of
 from stacks.pinned import PinnedAzStack
 from stacks.scan_skips import skip_checkov
-
-
-def capacity_of(config: CapacityConfig) -> Capacity:
-    return config.to_capacity()
 
 
 class TrainingStack(PinnedAzStack):
@@ -64,7 +60,7 @@ class TrainingStack(PinnedAzStack):
             availability_zone_id=config.training_az_id,
             checkpoints=self.checkpoints,
             compile_cache=self.compile_cache,
-            capacity=capacity_of(training.capacity),
+            capacity=training.capacity,
             engine=Engine.batch() if is_batch else Engine.auto_scaling_group(),
             job_image=training.job_image if is_batch else None,
             # The nodes publish Neuron metrics for the environment's MonitoringStack.

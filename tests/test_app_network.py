@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
 
-from cdk_neuron.config import load_environments
+from stacks.config import load_environments
 
 ENVIRONMENTS = load_environments(shipped_environments())
 ENV_NAMES = list(ENVIRONMENTS)

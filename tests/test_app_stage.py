@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
 
-from cdk_neuron.config import PLACEHOLDER_ACCOUNT
 from cdk_neuron.errors import NeuronConfigError
 from cdk_support import make_app
 from stacks.app_builder import build_app
+from stacks.config import PLACEHOLDER_ACCOUNT
 from stacks.stage import EnvironmentStage
 
 

@@ -9,9 +9,9 @@ import pytest
 from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
 from aws_cdk.assertions import Template
 
-from cdk_neuron.config import load_environments
 from cdk_support import make_app
 from stacks.app_builder import build_app
+from stacks.config import load_environments
 
 ENVIRONMENTS = load_environments(shipped_environments())
 ENV_NAMES = list(ENVIRONMENTS)

@@ -61,7 +61,11 @@ def no_credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str,
 @pytest.fixture
 def config(tmp_path: Path) -> str:
     path = tmp_path / "cdk.json"
-    path.write_text(json.dumps({"context": {"environments": {"dev": DEV}}}))
+    path.write_text(
+        json.dumps(
+            {"context": {"cdk-neuron:deployments": "stacks.config:deployments", "environments": {"dev": DEV}}}
+        )
+    )
     return str(path)
 
 
@@ -104,6 +108,8 @@ def test_console_script_without_credentials(no_credentials: dict[str, str], conf
     """The installed entry point, in a fresh process: one sentence on stderr, no traceback, exit 3."""
     script = Path(sys.executable).with_name("cdk-neuron")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | no_credentials
+    # The config names this app's loader (stacks.config:deployments): the app is importable from its root.
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     result = subprocess.run(
         [str(script), "preflight", "--config", config], capture_output=True, text=True, env=env
     )

@@ -59,7 +59,16 @@ def environment(**training: Any) -> dict[str, Any]:
 @pytest.fixture
 def config(tmp_path: Path) -> str:
     path = tmp_path / "cdk.json"
-    path.write_text(json.dumps({"context": {"environments": {"dev": environment()}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "context": {
+                    "cdk-neuron:deployments": "stacks.config:deployments",
+                    "environments": {"dev": environment()},
+                }
+            }
+        )
+    )
     return str(path)
 
 
@@ -445,7 +454,9 @@ def test_submit_needs_the_batch_engine_and_one_environment(
     node_group = environment(engine="auto-scaling-group")
     del node_group["training"]["job_image"]  # a self-managed node group runs no Batch job containers
     envs = {"dev": node_group, "research": environment()}
-    path.write_text(json.dumps({"context": {"environments": envs}}))
+    path.write_text(
+        json.dumps({"context": {"cdk-neuron:deployments": "stacks.config:deployments", "environments": envs}})
+    )
     argv = ["submit", "--config", str(path), "--nodes", "2", "--", "python", "t.py"]
     assert main(argv) == 2
     assert "--env=None: choose the environment: dev, research" in capsys.readouterr().err

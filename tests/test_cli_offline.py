@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 from cdk_neuron import catalog
 from cdk_neuron.cli import cost
 from cdk_neuron.cli.main import main
-from cdk_neuron.config import load_cdk_json
+from stacks.config import load_cdk_json
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
@@ -56,7 +56,14 @@ def environment(**overrides: Any) -> dict[str, Any]:
 
 def write_config(tmp_path: Path, **envs: dict[str, Any]) -> Path:
     path = tmp_path / "cdk.json"
-    path.write_text(json.dumps({"app": "python3 app.py", "context": {"environments": envs}}))
+    path.write_text(
+        json.dumps(
+            {
+                "app": "python3 app.py",
+                "context": {"cdk-neuron:deployments": "stacks.config:deployments", "environments": envs},
+            }
+        )
+    )
     return path
 
 

@@ -66,7 +66,9 @@ def environment(
 
 def write_config(tmp_path: Path, **envs: dict[str, Any]) -> str:
     path = tmp_path / "cdk.json"
-    path.write_text(json.dumps({"context": {"environments": envs}}))
+    path.write_text(
+        json.dumps({"context": {"cdk-neuron:deployments": "stacks.config:deployments", "environments": envs}})
+    )
     return str(path)
 
 

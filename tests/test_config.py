@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron.config import (
+from cdk_neuron.errors import NeuronConfigError
+from cdk_support import REPO_ROOT
+from stacks.config import (
     PLACEHOLDER_ACCOUNT,
     EnvironmentConfig,
     load_cdk_json,
     load_environments,
     select_environments,
 )
-from cdk_neuron.errors import NeuronConfigError
-from cdk_support import REPO_ROOT
 
 DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
 
@@ -164,10 +164,10 @@ def test_minimal_environment_gets_documented_defaults() -> None:
     assert env.account is None and env.removal_policy == "retain" and dict(env.tags) == {}
     assert (env.network.cidr, env.network.nat_gateways) == ("10.0.0.0/16", 0)
     assert (env.network.endpoint_azs, env.network.flow_log_retention_days) == ("all", 365)
-    assert env.training.capacity.type == "on-demand" and env.training.engine == "batch"
+    assert env.training.capacity.kind == "on-demand" and env.training.engine == "batch"
     assert env.training.checkpoint is None
     assert (env.storage.one_zone, env.storage.backup_retention_days) == (False, 35)
-    assert env.serving.backend == "ec2" and env.serving.engine == "optimum-neuron"
+    assert env.serving.backend == "ec2" and env.serving.engine.name == "optimum-neuron"
     assert (env.serving.min_capacity, env.serving.max_capacity, env.serving.warm_pool) == (1, 2, False)
     assert env.training_az_id == "use1-az6"
 
@@ -224,7 +224,7 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
     # trn2u.48xlarge is sold as UltraServer Capacity Blocks.
     env["training"].update(instance_type="trn2u.48xlarge", plan={"nodes": 2, "tensor_parallel": 64})
     env["training"]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
-    assert load_one(env).training.capacity.type == "capacity-block"
+    assert load_one(env).training.capacity.kind == "capacity-block"
     # trn1n.32xlarge is sold as no Capacity Block: the construct's message, under the cdk.json key.
     env["training"].update(instance_type="trn1n.32xlarge", plan={"nodes": 2, "tensor_parallel": 32})
     with pytest.raises(
@@ -244,13 +244,12 @@ def test_reservations_may_name_their_existing_placement_group() -> None:
     }
     loaded = load_one(env).training.capacity
     assert loaded.placement_group_name == "trn-odcr-cpg"
-    assert loaded.to_capacity().placement_group_name == "trn-odcr-cpg"
     env["training"]["capacity"] = {
         "type": "reservation-group",
         "resource_group_arn": "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs",
         "placement_group_name": "trn-odcr-cpg",
     }
-    assert load_one(env).training.capacity.to_capacity().placement_group_name == "trn-odcr-cpg"
+    assert load_one(env).training.capacity.placement_group_name == "trn-odcr-cpg"
 
 
 @pytest.mark.parametrize(
@@ -377,7 +376,7 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
     ("multi-node without EFA", setting("training.instance_type", "trn1.2xlarge"), "training.max_nodes", "no EFA"),
     ("capacity type", setting("training.capacity", {"type": "spot"}), "training.capacity.type", "on-demand"),
     ("reservation without id", setting("training.capacity", {"type": "reservation"}),
-     "training.capacity.reservation_id", "required"),
+     "training.capacity.reservation_id", "capacity reservation id"),
     ("bad reservation id", setting("training.capacity", {"type": "reservation", "reservation_id": "r-1"}),
      "training.capacity.reservation_id", "cr-"),
     ("bad resource group", setting("training.capacity", {"type": "reservation-group", "resource_group_arn": "x"}),
@@ -410,7 +409,8 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
      "serving.instance_type", "would fit"),
     ("unknown dtype", setting("serving.model.dtype", "fp4"), "serving.model.dtype", "bf16"),
     ("bad TP for instance", setting("serving.model.tensor_parallel", 3), "serving.model.tensor_parallel", "TP degrees"),
-    ("bad model id", setting("serving.model.model_id", "llama"), "serving.model.model_id", "organization/name"),
+    # The library's ModelSpec decides: "gpt2"-style root ids are valid Hub ids, three segments are not.
+    ("bad model id", setting("serving.model.model_id", "org/name/x"), "serving.model.model_id", "Hub id"),
     ("bad artifact URI", setting("serving.model.artifact_uri", "https://x/y"), "serving.model.artifact_uri", "s3://"),
     ("HF download without NAT", setting("serving.model.artifact_uri", None), "serving.model.artifact_uri",
      "Hugging Face Hub"),

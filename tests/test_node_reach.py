@@ -15,9 +15,9 @@ import pytest
 from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
 from route_check import routes_of, service_of, unrouted
 
-from cdk_neuron import config as cfg
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import reach
+from stacks import config as cfg
 
 ENVIRONMENTS = cfg.load_environments(shipped_environments())
 LEGACY_DEV_NETWORK = Path(__file__).parent / "fixtures" / "legacy" / "dev-Network-0.1.0.json"

@@ -66,3 +66,29 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheel) as zf:
         assert "cdk-neuron = cdk_neuron.cli.main:main" in zf.read(entry_points).decode()
+
+
+def test_the_library_holds_no_app_code() -> None:
+    """The app (app.py, stacks/, its cdk.json schema) uses the library; the library never uses the app.
+
+    No module of the wheel imports ``stacks`` or ``app``, reads the app's ``environments`` context or
+    names its stacks; the CLI reaches an app's settings only through the loader cdk.json names.
+    """
+    import ast
+
+    library = REPO_ROOT / "constructs" / "cdk_neuron"
+    assert not (library / "config.py").exists()
+    for path in sorted(library.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                roots = {(node.module or "").split(".")[0]}
+            else:
+                roots = set()
+            assert not roots & {"stacks", "app", "tools"}, f"{path}: imports {roots}"
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+                assert "context.environments" not in text and "context']['environments" not in text, path
+                assert "-Training" not in text and "-Serving" not in text, f"{path}: names the app's stacks"

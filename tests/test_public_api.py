@@ -24,7 +24,7 @@ def test_pure_names_do_not_start_jsii() -> None:
     code = (
         "import sys, cdk_neuron\n"
         "cdk_neuron.plan_training, cdk_neuron.size_model, cdk_neuron.estimate_checkpoint, cdk_neuron.ModelSpec\n"
-        "import cdk_neuron.training.launcher, cdk_neuron.config\n"
+        "import cdk_neuron.training.launcher, cdk_neuron.deployment\n"
         "assert 'aws_cdk' not in sys.modules, sorted(m for m in sys.modules if m.startswith('aws_cdk'))\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cdk_neuron.config import load_cdk_json
+from stacks.config import load_cdk_json
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,9 @@ _LAZY: dict[str, str] = {
     # pure Python
     "catalog": "cdk_neuron.catalog",
     "planner": "cdk_neuron.planner",
-    "config": "cdk_neuron.config",
+    "deployment": "cdk_neuron.deployment",
+    "validation": "cdk_neuron.validation",
+    "Deployment": "cdk_neuron.deployment",
     "TrainingPlan": "cdk_neuron.planner",
     "ServingPlan": "cdk_neuron.planner",
     "CheckpointEstimate": "cdk_neuron.checkpoint_advisor",
@@ -48,6 +50,7 @@ __all__ = [
     "CheckpointEstimate",
     "CheckpointStore",
     "CompileCache",
+    "Deployment",
     "Engine",
     "FleetBackend",
     "InferenceFleet",
@@ -62,12 +65,13 @@ __all__ = [
     "TrainingPlan",
     "__version__",
     "catalog",
-    "config",
+    "deployment",
     "estimate_checkpoint",
     "get_instance",
     "plan_training",
     "planner",
     "size_model",
+    "validation",
 ]
 
 
@@ -75,9 +79,10 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
 
 
 if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they load lazily
-    from cdk_neuron import catalog, config, planner
+    from cdk_neuron import catalog, deployment, planner, validation
     from cdk_neuron.catalog import NeuronInstance, get_instance
     from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
+    from cdk_neuron.deployment import Deployment
     from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
     from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine

@@ -15,11 +15,11 @@ from typing import Any
 
 from rich.console import Console
 
-from cdk_neuron import catalog, config
+from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
 from cdk_neuron.cli.output import document, notes, table, usd
 from cdk_neuron.cli.pricing import PriceBook
-from cdk_neuron.config import EnvironmentConfig
+from cdk_neuron.deployment import Deployment
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
 
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates (8,760 h / 12)
@@ -30,13 +30,12 @@ COMPILE_CACHE_GB = 50
 """Neuron persistent compile cache in S3: NEFFs of a few models, tens of GB."""
 
 
-def interface_endpoints(env: EnvironmentConfig) -> tuple[tuple[str, ...], int]:
+def interface_endpoints(env: Deployment) -> tuple[tuple[str, ...], int]:
     """The interface endpoints the environment's VPC gets, and how many AZs each is placed in.
 
     The S3 gateway endpoint is free and not counted.
     """
-    services = tuple(config.interface_endpoints(env).values())
-    return services, config.endpoint_az_count(env) if services else 0
+    return env.network.interface_endpoints, env.network.endpoint_azs
 
 
 GPU_TRAINING_COMPARATORS = ("p4d.24xlarge", "p5.48xlarge")
@@ -150,9 +149,7 @@ def _total(lines: Sequence[Line]) -> dict[str, Any]:
     }
 
 
-def _serving_price(
-    env: EnvironmentConfig, plan: ServingPlan, prices: PriceBook
-) -> tuple[str, catalog.Price | None]:
+def _serving_price(env: Deployment, plan: ServingPlan, prices: PriceBook) -> tuple[str, catalog.Price | None]:
     sagemaker = env.serving.backend == "sagemaker"
     name = f"ml.{plan.instance_type}" if sagemaker else plan.instance_type
     return name, prices.instance(plan.instance_type, sagemaker=sagemaker)
@@ -165,37 +162,11 @@ def _rate(key: str, unit: str) -> str:
     return f"${price.usd_per_hour:g}/{unit} ({price.source}, {price.region}{note})"
 
 
-KMS_KEYS = (
-    "VPC flow logs",
-    "checkpoints (EFS)",
-    "compile cache (S3)",
-    "training cluster (EBS, job logs)",
-    "serving fleet",
-    "alarm topic",
-)
-"""The customer-managed keys every environment creates (tests compare the count with the templates)."""
-
-
-def alarm_count(env: EnvironmentConfig) -> int:
-    """CloudWatch alarms an environment creates (tests compare the count with the templates).
-
-    Training nodes: cores idle, device memory, ECC. EC2 serving nodes: the same plus saturation,
-    the ALB's 5xx, p99 latency and unhealthy hosts, and the scale-from-zero alarm when the
-    minimum is 0. SageMaker: 5xx and p99 latency. The checkpoint file system: throughput.
-    """
-    count = 3 + 1
-    if env.serving.backend == "ec2":
-        count += 4 + 3 + (1 if env.serving.min_capacity == 0 else 0)
-    else:
-        count += 2
-    return count
-
-
 def _monthly(key: str, count: int) -> float:
     return count * _service(key) / HOURS_PER_MONTH
 
 
-def _nat_lines(env: EnvironmentConfig) -> list[Line]:
+def _nat_lines(env: Deployment) -> list[Line]:
     network = env.network
     nat = network.nat_gateways
     if network.nat_instance_type is None:
@@ -223,10 +194,11 @@ def _nat_lines(env: EnvironmentConfig) -> list[Line]:
     return [device, addresses]
 
 
-def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
+def infrastructure_lines(env: Deployment) -> list[Line]:
     """What bills whether or not any accelerator runs."""
     services, azs = interface_endpoints(env)
-    alarms = alarm_count(env)
+    standing = env.standing
+    alarms = standing.alarms
     lines = [
         *_nat_lines(env),
         Line(
@@ -237,22 +209,27 @@ def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
         ),
         Line(
             "KMS keys",
-            str(len(KMS_KEYS)),
-            _monthly("kms_key_month", len(KMS_KEYS)),
-            _rate("kms_key_month", "key-month") + f": {', '.join(KMS_KEYS)}",
+            str(len(standing.kms_keys)),
+            _monthly("kms_key_month", len(standing.kms_keys)),
+            _rate("kms_key_month", "key-month") + f": {', '.join(standing.kms_keys)}",
         ),
         Line(
             "CloudWatch alarms and dashboard",
-            f"{alarms} alarms, 1 dashboard",
-            _monthly("alarm_month", alarms) + _monthly("dashboard_month", 1),
+            f"{alarms} alarms, {standing.dashboards} dashboard" + ("s" if standing.dashboards != 1 else ""),
+            _monthly("alarm_month", alarms) + _monthly("dashboard_month", standing.dashboards),
             _rate("alarm_month", "alarm-month")
             + "; "
             + _rate("dashboard_month", "dashboard-month")
             + "; free-tier allowances not deducted",
         ),
     ]
-    if env.serving.backend == "ec2":
-        lines.append(Line("application load balancer", "1", _service("alb_hour"), _rate("alb_hour", "h")))
+    if standing.load_balancers:
+        count = standing.load_balancers
+        lines.append(
+            Line(
+                "application load balancer", str(count), count * _service("alb_hour"), _rate("alb_hour", "h")
+            )
+        )
     ckpt = env.training.checkpoint
     if ckpt is None:
         lines.append(
@@ -297,10 +274,10 @@ def infrastructure_lines(env: EnvironmentConfig) -> list[Line]:
     return lines
 
 
-def _idle_training_line(env: EnvironmentConfig, prices: PriceBook) -> Line:
+def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
     training = env.training
     price = prices.ec2(training.instance_type)
-    kind = training.capacity.type
+    kind = training.capacity.kind
     if kind in ("reservation", "reservation-group"):
         return Line(
             "training capacity reservation",
@@ -325,8 +302,8 @@ def _idle_training_line(env: EnvironmentConfig, prices: PriceBook) -> Line:
     )
 
 
-def idle(env: EnvironmentConfig, prices: PriceBook) -> list[Line]:
-    plan = env.serving.serving_plan()
+def idle(env: Deployment, prices: PriceBook) -> list[Line]:
+    plan = env.serving.plan
     name, price = _serving_price(env, plan, prices)
     serving = Line(
         "serving instances (minimum)",
@@ -337,14 +314,14 @@ def idle(env: EnvironmentConfig, prices: PriceBook) -> list[Line]:
     return [_idle_training_line(env, prices), serving, *infrastructure_lines(env)]
 
 
-def full_scale(env: EnvironmentConfig, prices: PriceBook) -> list[Line]:
+def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
     training = env.training
     train_price = prices.ec2(training.instance_type)
-    plan = env.serving.serving_plan()
+    plan = env.serving.plan
     name, serving_price = _serving_price(env, plan, prices)
     cb = (
         " (Capacity Block: the block fee replaces this on-demand rate)"
-        if training.capacity.type == "capacity-block"
+        if training.capacity.kind == "capacity-block"
         else ""
     )
     return [
@@ -364,7 +341,7 @@ def full_scale(env: EnvironmentConfig, prices: PriceBook) -> list[Line]:
     ]
 
 
-def training_comparison(env: EnvironmentConfig, prices: PriceBook) -> list[dict[str, Any]]:
+def training_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any]]:
     """The max_nodes Trainium cluster against GPU clusters, per cluster-hour, on two bases."""
     trn = catalog.get_instance(env.training.instance_type)
     nodes = env.training.max_nodes
@@ -408,9 +385,9 @@ def _gpu_fit(total_gib: float, gpu: catalog.GpuInstance) -> int | None:
     return next((tp for tp in _GPU_TP if tp <= gpu.gpus and total_gib / tp <= usable), None)
 
 
-def serving_comparison(env: EnvironmentConfig, prices: PriceBook) -> list[dict[str, Any]]:
+def serving_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any]]:
     """The serving fleet at max_capacity against the cheapest-per-replica GPU instance of each family."""
-    plan = env.serving.serving_plan()
+    plan = env.serving.plan
     total_gib = plan.weights_gib + plan.kv_cache_gib
     replicas = env.serving.max_capacity * plan.replicas_per_instance
     # The comparison is EC2 against EC2, also for the SageMaker backend (whose ml.* premium is in the totals).
@@ -475,19 +452,18 @@ def _sagemaker_prices_date() -> str:
     return ", ".join(sorted({catalog.SOURCES[p.source].date for p in catalog.SAGEMAKER_PRICES.values()}))
 
 
-def assumptions(env: EnvironmentConfig, prices: PriceBook) -> list[str]:
-    plan = env.serving.serving_plan()
+def assumptions(env: Deployment, prices: PriceBook) -> list[str]:
+    plan = env.serving.plan
     services, azs = interface_endpoints(env)
     out = [
         f"Monthly = hourly x {HOURS_PER_MONTH} h. On-demand Linux prices dated {prices.date}"
         + (" (live from the AWS Price List API for EC2 types)" if prices.live else " (catalog table)")
         + f"; SageMaker ml.* prices from a table dated {_sagemaker_prices_date()}.",
         (
-            f"Interface endpoints as the NetworkStack creates them: {', '.join(services)} in {azs} AZ(s) "
-            f"(network.endpoint_azs {env.network.endpoint_azs!r})."
+            f"Interface endpoints: {', '.join(services)} in {azs} AZ(s)."
             if services
-            else "No interface endpoints (network.endpoint_azs 'none'): the NAT carries every AWS API call; "
-            "S3 still goes through the free gateway endpoint."
+            else "No interface endpoints: the NAT carries every AWS API call; S3 still goes through the free "
+            "gateway endpoint."
         ),
         f"EFS holds {KEPT_CHECKPOINTS} checkpoints; S3 holds a {COMPILE_CACHE_GB} GB compile cache. Excluded: data "
         "transfer, NAT/endpoint data processing, load balancer LCUs, EFS throughput charges, EBS root volumes, "
@@ -510,12 +486,12 @@ def assumptions(env: EnvironmentConfig, prices: PriceBook) -> list[str]:
     return out
 
 
-def ec2_types(env: EnvironmentConfig) -> set[str]:
+def ec2_types(env: Deployment) -> set[str]:
     """Every EC2 instance type the estimate prices (for ``--live-prices``)."""
     return {env.training.instance_type, env.serving.resolved_instance_type, *catalog.GPU_INSTANCES}
 
 
-def _claims_for(env: EnvironmentConfig) -> list[dict[str, str]]:
+def _claims_for(env: Deployment) -> list[dict[str, str]]:
     chip = catalog.get_instance(env.training.instance_type).chip
     families = {"trn2" if chip == "trainium2" else "trn1", "inf2"}
     return [
@@ -523,9 +499,7 @@ def _claims_for(env: EnvironmentConfig) -> list[dict[str, str]]:
     ]
 
 
-def build(
-    envs: Sequence[EnvironmentConfig], prices_by_env: dict[str, PriceBook] | None = None
-) -> dict[str, Any]:
+def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None = None) -> dict[str, Any]:
     books = prices_by_env or {}
     environments = []
     for env in envs:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from cdk_neuron import __version__
-from cdk_neuron.cli import cost, plan, preflight, submit
+from cdk_neuron.cli import cost, deployments, plan, preflight, submit
 from cdk_neuron.cli.aws import (
     Boto3Clients,
     ClientFactory,
@@ -26,7 +26,7 @@ from cdk_neuron.cli.aws import (
 )
 from cdk_neuron.cli.output import make_console, print_json
 from cdk_neuron.cli.pricing import PRICING_API_REGION, PriceBook, live_price_book
-from cdk_neuron.config import EnvironmentConfig, load_cdk_json, select_environments
+from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError, one_of
 
 EXIT_OK = 0
@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
         help="environment variable for every node (a container override); repeatable",
     )
     sub.add_argument("--name", help="job name (default: <env>-train-<UTC timestamp>)")
-    sub.add_argument("--stack", help=f"training stack name (default: {submit.TRAINING_STACK_NAME})")
+    sub.add_argument("--stack", help="the stack that publishes the job queue (default: as the app says)")
 
     sub = command("status", "Show a training job's status, nodes and attempts.", aws)
     sub.add_argument("--env", metavar="NAME", help="the environment (required when cdk.json has several)")
@@ -104,10 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_environment(envs: dict[str, EnvironmentConfig], name: str | None) -> EnvironmentConfig:
+def _one_environment(envs: dict[str, Deployment], name: str | None) -> Deployment:
     if name is None and len(envs) > 1:
         raise NeuronConfigError("--env", None, f"choose the environment: {one_of(envs)}")
-    return select_environments(envs, name)[0]
+    return deployments.select(envs, name)[0]
 
 
 def _emit(
@@ -120,13 +120,13 @@ def _emit(
 
 
 def _run(args: argparse.Namespace, job_command: Sequence[str], clients: ClientFactory | None) -> int:
-    envs = load_cdk_json(args.config)
+    envs = deployments.load(args.config)
     aws = clients or Boto3Clients(getattr(args, "profile", None))
     if args.command == "plan":
-        _emit(args, plan.build(select_environments(envs, args.env)), plan.render)
+        _emit(args, plan.build(deployments.select(envs, args.env)), plan.render)
         return EXIT_OK
     if args.command == "cost":
-        selected = select_environments(envs, args.env)
+        selected = deployments.select(envs, args.env)
         books: dict[str, PriceBook] = {}
         if args.live_prices:
             for env in selected:
@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace, job_command: Sequence[str], clients: ClientFa
         _emit(args, cost.build(selected, books), cost.render)
         return EXIT_OK
     if args.command == "preflight":
-        rows = preflight.run(select_environments(envs, args.env), list(envs.values()), aws)
+        rows = preflight.run(deployments.select(envs, args.env), list(envs.values()), aws)
         doc = preflight.build(rows)
         _emit(args, doc, preflight.render)
         return EXIT_OK if doc["ok"] else EXIT_FAILED

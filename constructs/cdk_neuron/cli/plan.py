@@ -16,17 +16,17 @@ from rich.console import Console
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
 from cdk_neuron.cli.output import document, notes, table
-from cdk_neuron.config import EnvironmentConfig
+from cdk_neuron.deployment import Deployment
 
 
-def training_section(env: EnvironmentConfig) -> dict[str, Any]:
+def training_section(env: Deployment) -> dict[str, Any]:
     training = env.training
-    plan = training.training_plan()
+    plan = training.plan
     return {
         "instance_type": plan.instance_type,
         "az_id": env.training_az_id,
         "engine": training.engine,
-        "capacity": training.capacity.type,
+        "capacity": training.capacity.kind,
         "nodes": plan.nodes,
         "max_nodes": training.max_nodes,
         "ranks_per_node": plan.ranks_per_node,
@@ -42,7 +42,7 @@ def training_section(env: EnvironmentConfig) -> dict[str, Any]:
     }
 
 
-def checkpoint_section(env: EnvironmentConfig) -> dict[str, Any] | None:
+def checkpoint_section(env: Deployment) -> dict[str, Any] | None:
     ckpt = env.training.checkpoint
     if ckpt is None:
         return None
@@ -63,16 +63,16 @@ def checkpoint_section(env: EnvironmentConfig) -> dict[str, Any] | None:
     }
 
 
-def serving_section(env: EnvironmentConfig) -> dict[str, Any]:
+def serving_section(env: Deployment) -> dict[str, Any]:
     serving = env.serving
-    plan = serving.serving_plan()
+    plan = serving.plan
     instance = catalog.get_instance(plan.instance_type)
     return {
         "backend": serving.backend,
-        "engine": serving.engine,
+        "engine": serving.engine.name,
         "model_id": serving.model.model_id,
         "instance_type": plan.instance_type,
-        "instance_chosen_by": "cdk.json" if serving.instance_type else "planner (cheapest fit)",
+        "instance_chosen_by": "configuration" if serving.instance_type else "planner (cheapest fit)",
         "neuron_cores": instance.neuron_cores,
         "tensor_parallel": plan.tensor_parallel,
         "replicas_per_instance": plan.replicas_per_instance,
@@ -89,7 +89,7 @@ def serving_section(env: EnvironmentConfig) -> dict[str, Any]:
     }
 
 
-def build(envs: Sequence[EnvironmentConfig]) -> dict[str, Any]:
+def build(envs: Sequence[Deployment]) -> dict[str, Any]:
     return document(
         "plan",
         environments=[

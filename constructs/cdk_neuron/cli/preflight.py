@@ -29,7 +29,7 @@ from rich.console import Console
 from cdk_neuron import catalog
 from cdk_neuron.cli.aws import ClientFactory, credentials_problem, error_code, error_summary
 from cdk_neuron.cli.output import Status, document, status_cell, table
-from cdk_neuron.config import EnvironmentConfig
+from cdk_neuron.deployment import Deployment
 from cdk_neuron.serving.model_spec import parse_s3_uri
 
 
@@ -85,8 +85,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Context:
-    env: EnvironmentConfig
-    all_envs: Sequence[EnvironmentConfig]
+    env: Deployment
+    all_envs: Sequence[Deployment]
     clients: ClientFactory
 
     def client(self, service: str) -> Any:
@@ -185,7 +185,7 @@ def _vcpu_needs(ctx: Context) -> dict[str, list[tuple[str, int]]]:
         if env.region != region or env.resolve_account() != account:
             continue
         training = catalog.get_instance(env.training.instance_type)
-        if env.training.capacity.type != "capacity-block":
+        if env.training.capacity.kind != "capacity-block":
             needs[_family(training.name)].append(
                 (
                     f"{env.name} training {env.training.max_nodes} x {training.name}",
@@ -246,7 +246,7 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
                     f"--desired-value {needed} --region {ctx.env.region}",
                 )
             )
-    if ctx.env.training.capacity.type == "capacity-block":
+    if ctx.env.training.capacity.kind == "capacity-block":
         rows.append(
             ctx.row(
                 "quota",
@@ -403,7 +403,7 @@ def _describe_reservations(ec2: Any, ids: Sequence[str]) -> dict[str, dict[str, 
 
 def check_capacity(ctx: Context) -> list[Row]:
     capacity = ctx.env.training.capacity
-    if capacity.type == "on-demand":
+    if capacity.kind == "on-demand":
         return [
             ctx.row(
                 "capacity",
@@ -413,7 +413,7 @@ def check_capacity(ctx: Context) -> list[Row]:
             )
         ]
     ec2 = ctx.client("ec2")
-    if capacity.type in ("reservation", "capacity-block"):
+    if capacity.kind in ("reservation", "capacity-block"):
         assert capacity.reservation_id is not None
         found = _describe_reservations(ec2, [capacity.reservation_id])
         if capacity.reservation_id not in found:
@@ -425,9 +425,9 @@ def check_capacity(ctx: Context) -> list[Row]:
                     f"no capacity reservation {capacity.reservation_id} in {ctx.env.region} for this account",
                 )
             ]
-        rows = [ctx.row("capacity exists", capacity.reservation_id, "PASS", capacity.type)]
+        rows = [ctx.row("capacity exists", capacity.reservation_id, "PASS", capacity.kind)]
         return rows + _reservation_rows(
-            ctx, found[capacity.reservation_id], capacity_block=capacity.type == "capacity-block"
+            ctx, found[capacity.reservation_id], capacity_block=capacity.kind == "capacity-block"
         )
     return _check_reservation_group(ctx, ec2)
 
@@ -590,7 +590,7 @@ def _weights_row(ctx: Context, uri: str, keys: Sequence[str]) -> Row:
         return ctx.row(
             "artifact weights", uri, "PASS", f"{len(weights)} safetensors file(s) (unsharded checkpoint)"
         )
-    tensor_parallel = ctx.env.serving.serving_plan().tensor_parallel
+    tensor_parallel = ctx.env.serving.plan.tensor_parallel
     for directory, found in sorted(ranks.items()):
         if found != set(range(tensor_parallel)):
             return ctx.row(
@@ -662,9 +662,7 @@ def _is_aws_error(error: BaseException) -> bool:
     return isinstance(error, (bx.ClientError, bx.BotoCoreError))
 
 
-def run(
-    envs: Iterable[EnvironmentConfig], all_envs: Sequence[EnvironmentConfig], clients: ClientFactory
-) -> list[Row]:
+def run(envs: Iterable[Deployment], all_envs: Sequence[Deployment], clients: ClientFactory) -> list[Row]:
     """Run every check for every environment. Credential problems abort; other AWS errors become FAIL rows."""
     rows: list[Row] = []
     for env in envs:

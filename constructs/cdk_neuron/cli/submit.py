@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,15 +33,9 @@ from rich.console import Console
 
 from cdk_neuron import planner
 from cdk_neuron.cli.output import document, notes, status_cell, table
-from cdk_neuron.config import EnvironmentConfig
+from cdk_neuron.deployment import Deployment, JobQueueLocation
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER
-
-# CloudFormation names the stack "<stage>-<stack id>": the app puts every environment in a stage
-# named after it, and the training stack's id is "Training".
-TRAINING_STACK_NAME = "{env}-Training"
-JOB_QUEUE_OUTPUT = "JobQueueArn"
-JOB_DEFINITION_OUTPUT = "JobDefinitionArn"
 
 # The fields of a job definition that RegisterJobDefinition accepts back for a multi-node job.
 _REGISTER_FIELDS = (
@@ -81,7 +76,7 @@ def _output(outputs: dict[str, str], key: str, stack_name: str) -> str:
     return outputs[key]
 
 
-def validate_nodes(env: EnvironmentConfig, nodes: int) -> None:
+def validate_nodes(env: Deployment, nodes: int) -> None:
     """--nodes must fit the compute environment and keep the configured TP x PP layout valid."""
     training = env.training
     if not 1 <= nodes <= training.max_nodes:
@@ -207,13 +202,13 @@ def job_definition_for(
     )
 
 
-def default_job_name(env: EnvironmentConfig, now: datetime | None = None) -> str:
+def default_job_name(env: Deployment, now: datetime | None = None) -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     return f"{env.name}-train-{stamp}"
 
 
 def submit(
-    env: EnvironmentConfig,
+    env: Deployment,
     clients: Any,
     *,
     nodes: int,
@@ -244,12 +239,24 @@ def submit(
     if image is not None and (not image or any(c.isspace() for c in image)):
         raise NeuronConfigError("--image", image, "give an image URI such as <registry>/<repository>:<tag>")
 
-    stack = stack_name or TRAINING_STACK_NAME.format(env=env.name)
+    jobs = env.training.jobs
+    if jobs is None and stack_name is None:
+        raise NeuronConfigError(
+            "--stack",
+            None,
+            f"the app says nothing of where {env.name}'s job queue is published: pass --stack NAME "
+            "(the stack with JobQueueArn and JobDefinitionArn outputs)",
+        )
+    if jobs is None:
+        location = JobQueueLocation(stack_name=str(stack_name))
+    else:
+        location = jobs if stack_name is None else replace(jobs, stack_name=stack_name)
+    stack = location.stack_name
     outputs = stack_outputs(clients("cloudformation", env.region), stack)
-    queue = _output(outputs, JOB_QUEUE_OUTPUT, stack)
+    queue = _output(outputs, location.job_queue_output, stack)
     batch = clients("batch", env.region)
     definition, definition_action = job_definition_for(
-        batch, _output(outputs, JOB_DEFINITION_OUTPUT, stack), nodes=nodes, image=image
+        batch, _output(outputs, location.job_definition_output, stack), nodes=nodes, image=image
     )
     node_overrides: dict[str, Any] = {}
     if int(definition["nodeProperties"].get("numNodes", 0)) != nodes:
@@ -327,7 +334,7 @@ def _attempts(job: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def status(env: EnvironmentConfig, clients: Any, job_id: str) -> dict[str, Any]:
+def status(env: Deployment, clients: Any, job_id: str) -> dict[str, Any]:
     batch = clients("batch", env.region)
     jobs = batch.describe_jobs(jobs=[job_id])["jobs"]
     if not jobs:

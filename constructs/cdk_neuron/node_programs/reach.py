@@ -14,8 +14,9 @@ call, not against a list someone remembers. This module builds that list:
   :data:`SSM_AGENT`) and what the configuration adds (image registry, model source) come from
   :func:`image_destinations` and the role functions.
 
-``cdk_neuron.config.node_destinations`` assembles them per environment, and the NetworkStack's
-endpoints come from the same list (``cdk_neuron.config.interface_endpoints``).
+An app assembles them per node of an environment and derives its VPC endpoints from the same
+list, so the routes it builds are the routes its nodes need (this repository's app does it in
+``stacks/config.py``, ``node_destinations`` and ``interface_endpoints``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
-"""The per-environment configuration in ``cdk.json`` (context key ``environments``), parsed and checked.
+"""This app's per-environment configuration in ``cdk.json`` (context key ``environments``), parsed and checked.
 
-Plain Python (no ``aws_cdk``): the app's stacks and the ``cdk-neuron`` CLI read the same file through
-this module, so both refuse the same mistakes with the same message.
+App code, not in the wheel. Plain Python (no ``aws_cdk``): the stacks read it, and the ``cdk-neuron``
+CLI reads it through :func:`deployments` (named in cdk.json as ``cdk-neuron:deployments``), so both
+refuse the same mistakes with the same message. Values the library models are parsed straight into
+the library's value objects (:class:`~cdk_neuron.serving.ModelSpec`,
+:class:`~cdk_neuron.training.Capacity`, a :class:`~cdk_neuron.serving.ServingEngine`, the
+planner's plans), so each has exactly one validator: the library's; this module adds the cdk.json
+key path to its errors and checks only what is this app's own (network, names, environments).
 
 Every value is checked before anything is synthesized. Unknown keys, wrong types and impossible
 values raise :class:`~cdk_neuron.errors.NeuronConfigError` whose ``field`` is the full key path,
@@ -62,24 +67,40 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from cdk_neuron import catalog, planner
+from cdk_neuron.deployment import (
+    PLACEHOLDER_ACCOUNT,
+    CheckpointSizing,
+    Deployment,
+    JobQueueLocation,
+    NetworkDeployment,
+    ServingDeployment,
+    StandingResources,
+    StorageDeployment,
+    TrainingDeployment,
+)
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.node_programs import reach
-from cdk_neuron.validation import EMAIL, RESERVATION_ID, RESOURCE_GROUP_ARN
+from cdk_neuron.planner import ServingPlan, TrainingPlan
+from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.training.capacity import Capacity
+from cdk_neuron.validation import (
+    ACCOUNT,
+    AZ_ID,
+    CERTIFICATE_ARN,
+    EMAIL,
+    IMAGE_URI,
+    REGION,
+    SECRET,
+    ecr_region,
+)
 
-if TYPE_CHECKING:
-    from cdk_neuron.serving.engines import ContainerImage
-    from cdk_neuron.training.capacity import Capacity
-
-PLACEHOLDER_ACCOUNT = "000000000000"
-"""Account used when neither the environment nor ``CDK_DEFAULT_ACCOUNT`` names one.
-
-It keeps synthesis working without credentials (the stacks stay environment-specific, which AZ-ID
-pinning needs); a template synthesized with it must not be deployed: ``cdk deploy`` with real
-credentials sets ``CDK_DEFAULT_ACCOUNT``, or set ``account`` in cdk.json.
-"""
+# PLACEHOLDER_ACCOUNT (cdk_neuron.deployment) keeps synthesis working without credentials (the
+# stacks stay environment-specific, which AZ-ID pinning needs); a template synthesized with it must
+# not be deployed: `cdk deploy` with real credentials sets CDK_DEFAULT_ACCOUNT, or set `account`.
 
 RemovalPolicy = Literal["retain", "destroy"]
 CapacityType = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
@@ -125,24 +146,11 @@ PROTECTED_ENVIRONMENTS = frozenset({"prod"})
 EFS_IA_DAYS = (1, 7, 14, 30, 60, 90, 180, 270, 365)
 
 _ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}$")
-_ACCOUNT = re.compile(r"^\d{12}$")
-_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-_AZ_ID = re.compile(r"^([a-z]+\d*)-az\d+$")
-_CERTIFICATE_ARN = re.compile(r"^arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate/[0-9a-f-]+$")
-_SECRET = re.compile(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$")
-_HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")
-# registry/repository:tag or @sha256:digest; the registry part needs a dot (a host name).
-_IMAGE = re.compile(
-    r"^(?P<registry>[a-z0-9.-]+\.[a-z0-9.-]+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
-    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})|@sha256:[0-9a-f]{64})$"
-)
 # NAT instances: burstable or general-purpose sizes up to xlarge (a NAT needs no more, and a
 # typo such as "trn1.32xlarge" must not become a NAT).
 _NAT_INSTANCE_TYPE = re.compile(
     r"^(t3|t3a|t4g|m6g|m7g|c6gn|c7gn|m6i|m7i|c6i|c7i)\.(nano|micro|small|medium|large|xlarge)$"
 )
-_ECR_REGISTRY = re.compile(r"^\d{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com$")
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,73 +188,19 @@ class NetworkConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlanConfig:
-    """The distributed layout a training job is planned for (see :func:`planner.plan_training`)."""
-
-    nodes: int
-    tensor_parallel: int
-    pipeline_parallel: int = 1
-    logical_nc_config: int | None = None
-    allow_unlisted_tp: bool = False
-    """Opt in to a TP degree the catalog does not list (see :func:`planner.plan_training`)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class CapacityConfig:
-    """Where training instances come from. Exactly the id that ``type`` needs is set."""
-
-    type: CapacityType = "on-demand"
-    reservation_id: str | None = None
-    resource_group_arn: str | None = None
-    placement_group_name: str | None = None
-    """The existing cluster placement group a reservation (or reservation group) was created in."""
-
-    def to_capacity(self) -> Capacity:
-        """The :class:`~cdk_neuron.training.capacity.Capacity` this configuration describes."""
-        from cdk_neuron.training.capacity import Capacity  # plain Python, like this module
-
-        if self.type == "reservation":
-            return Capacity.reservation(
-                str(self.reservation_id), placement_group_name=self.placement_group_name
-            )
-        if self.type == "capacity-block":
-            return Capacity.capacity_block(str(self.reservation_id))
-        if self.type == "reservation-group":
-            return Capacity.reservation_group(
-                str(self.resource_group_arn), placement_group_name=self.placement_group_name
-            )
-        return Capacity.on_demand()
-
-
-@dataclass(frozen=True, kw_only=True)
-class CheckpointConfig:
-    """Inputs of the checkpoint advisor (``cdk_neuron.checkpoint_advisor``)."""
-
-    model_parameters: int
-    writers: int = 1
-
-
-@dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
     instance_type: str
     max_nodes: int
-    plan: PlanConfig
+    plan: TrainingPlan
+    """The validated layout (:func:`cdk_neuron.planner.plan_training`)."""
     job_image: str | None
     """The Batch job container; None with the auto-scaling-group engine, which runs no job containers."""
-    capacity: CapacityConfig = CapacityConfig()
+    capacity: Capacity = field(default_factory=Capacity.on_demand)
     engine: TrainingEngine = "batch"
-    checkpoint: CheckpointConfig | None = None
+    checkpoint: CheckpointSizing | None = None
 
-    def training_plan(self) -> planner.TrainingPlan:
-        """The validated layout (already checked when the configuration was loaded)."""
-        return planner.plan_training(
-            self.instance_type,
-            self.plan.nodes,
-            self.plan.tensor_parallel,
-            self.plan.pipeline_parallel,
-            self.plan.logical_nc_config,
-            allow_unlisted_tp=self.plan.allow_unlisted_tp,
-        )
+    def training_plan(self) -> TrainingPlan:
+        return self.plan
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,32 +213,12 @@ class StorageConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelConfig:
-    model_id: str
-    parameters: int
-    artifact_uri: str | None = None
-    dtype: str = "bf16"
-    sequence_length: int = 4096
-    batch_size: int = 1
-    tensor_parallel: int | None = None
-
-    def serving_plan(self, instance_type: str | None = None) -> planner.ServingPlan:
-        """Size the model (:func:`planner.size_model`); without ``instance_type`` the cheapest fit."""
-        return planner.size_model(
-            self.parameters,
-            dtype=self.dtype,
-            sequence_length=self.sequence_length,
-            batch_size=self.batch_size,
-            instance_type=instance_type,
-            tensor_parallel=self.tensor_parallel,
-        )
-
-
-@dataclass(frozen=True, kw_only=True)
 class ServingConfig:
-    model: ModelConfig
+    model: ModelSpec
+    engine: ServingEngine
+    plan: ServingPlan
+    """The model sized for ``instance_type`` (or the cheapest Neuron instance that fits)."""
     backend: ServingBackend = "ec2"
-    engine: ServingEngineName = "optimum-neuron"
     instance_type: str | None = None
     """EC2 name (``inf2.xlarge``) for both backends; an ``ml.`` prefix in cdk.json is dropped."""
     min_capacity: int = 1
@@ -293,14 +227,13 @@ class ServingConfig:
     certificate_arn: str | None = None
     hugging_face_token_secret: str | None = None
 
-    def serving_plan(self) -> planner.ServingPlan:
-        """The model sized for ``instance_type`` (or the cheapest Inf2 that fits when it is None)."""
-        return self.model.serving_plan(self.instance_type)
+    def serving_plan(self) -> ServingPlan:
+        return self.plan
 
     @property
     def resolved_instance_type(self) -> str:
         """``instance_type``, or the one the planner chose."""
-        return self.instance_type or self.serving_plan().instance_type
+        return self.plan.instance_type
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -442,7 +375,7 @@ def _az_ids(env: _Section, region: str) -> tuple[str, ...]:
     }
     for index, az_id in enumerate(raw):
         item = f"{path}[{index}]"
-        if not isinstance(az_id, str) or not _AZ_ID.match(az_id):
+        if not isinstance(az_id, str) or not AZ_ID.match(az_id):
             raise NeuronConfigError(
                 item, az_id, "must be an AZ ID such as use1-az6 (AZ names like us-east-1a differ per account)"
             )
@@ -526,7 +459,7 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
     )
 
 
-def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityConfig:
+def _capacity(training: _Section, instance: catalog.NeuronInstance) -> Capacity:
     raw = training.raw.get("capacity") or {}
     path = training.field("capacity")
     kind = _Section(
@@ -539,40 +472,29 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> CapacityC
         "reservation-group": ("resource_group_arn", "placement_group_name"),
     }
     section = _Section(path, raw, ("type", *needs[kind]))
-    reservation = resource_group = None
-    if "reservation_id" in needs[kind]:
-        reservation = section.matching(
-            "reservation_id",
-            RESERVATION_ID,
-            "a capacity reservation id cr-<17 hex digits> (or cr-<8> for older ones)",
-        )
-    if "resource_group_arn" in needs[kind]:
-        resource_group = section.matching(
-            "resource_group_arn",
-            RESOURCE_GROUP_ARN,
-            "a resource group ARN arn:aws:resource-groups:...:group/NAME",
-        )
-    config = CapacityConfig(
-        type=kind,
-        reservation_id=reservation,
-        resource_group_arn=resource_group,
-        placement_group_name=section.get("placement_group_name", str, None),
-    )
-    # The construct's own checks, so cdk.json and the library refuse the same things.
-    try:
-        capacity = config.to_capacity()
-    except NeuronConfigError as error:
-        raise NeuronConfigError(section.field(error.field), error.value, error.fix) from error
+    reservation = section.get("reservation_id", str, None)
+    resource_group = section.get("resource_group_arn", str, None)
+    placement_group = section.get("placement_group_name", str, None)
+    # The library's Capacity validates the ids; errors get the cdk.json key path.
+    with _planner_fields(section.path, {}):
+        if kind == "reservation":
+            capacity = Capacity.reservation(str(reservation), placement_group_name=placement_group)
+        elif kind == "capacity-block":
+            capacity = Capacity.capacity_block(str(reservation))
+        elif kind == "reservation-group":
+            capacity = Capacity.reservation_group(str(resource_group), placement_group_name=placement_group)
+        else:
+            capacity = Capacity.on_demand()
     try:
         capacity.check_instance(instance)
     except NeuronConfigError as error:
         raise NeuronConfigError(section.field("type"), kind, error.fix) from error
-    return config
+    return capacity
 
 
 def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
     image = training.get("job_image", str)
-    match = _IMAGE.match(image)
+    match = IMAGE_URI.match(image)
     path = training.field("job_image")
     if match is None:
         raise NeuronConfigError(
@@ -582,16 +504,14 @@ def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
         raise NeuronConfigError(
             path, image, "pin a version tag or digest: ':latest' changes under a running job"
         )
-    if not network.has_internet_egress:
-        ecr = _ECR_REGISTRY.match(match["registry"])
-        if ecr is None or ecr["region"] != region:
-            raise NeuronConfigError(
-                path,
-                image,
-                f"with network.nat_gateways 0 the nodes reach only VPC endpoints: use an ECR image in {region} "
-                f"(e.g. the Neuron DLC 763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:<tag>) "
-                "or give the VPC a NAT gateway",
-            )
+    if not network.has_internet_egress and ecr_region(match["registry"]) != region:
+        raise NeuronConfigError(
+            path,
+            image,
+            f"with network.nat_gateways 0 the nodes reach only VPC endpoints: use an ECR image in {region} "
+            f"(e.g. the Neuron DLC 763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:<tag>) "
+            "or give the VPC a NAT gateway",
+        )
     return image
 
 
@@ -616,22 +536,25 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     plan_section = section.section(
         "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
     )
-    plan = PlanConfig(
-        nodes=plan_section.positive_int("nodes"),
-        tensor_parallel=plan_section.positive_int("tensor_parallel"),
-        pipeline_parallel=plan_section.positive_int("pipeline_parallel", 1),
-        logical_nc_config=plan_section.get("logical_nc_config", int, None),
-        allow_unlisted_tp=plan_section.get("allow_unlisted_tp", bool, False),
-    )
-    if plan.nodes > max_nodes:
+    nodes = plan_section.positive_int("nodes")
+    if nodes > max_nodes:
         raise NeuronConfigError(
-            plan_section.field("nodes"), plan.nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
+            plan_section.field("nodes"), nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
+        )
+    with _planner_fields(section.path, {"instance_type": "instance_type"} | _PLAN_FIELDS):
+        plan = planner.plan_training(
+            instance.name,
+            nodes,
+            plan_section.positive_int("tensor_parallel"),
+            plan_section.positive_int("pipeline_parallel", 1),
+            plan_section.get("logical_nc_config", int, None),
+            allow_unlisted_tp=plan_section.get("allow_unlisted_tp", bool, False),
         )
 
     checkpoint = None
     if section.has("checkpoint"):
         ckpt = section.section("checkpoint", ("model_parameters", "writers"))
-        checkpoint = CheckpointConfig(
+        checkpoint = CheckpointSizing(
             model_parameters=ckpt.positive_int("model_parameters"),
             writers=ckpt.positive_int("writers", 1),
         )
@@ -649,7 +572,7 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
             section.raw["job_image"],
             "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch",
         )
-    config = TrainingConfig(
+    return TrainingConfig(
         instance_type=instance.name,
         max_nodes=max_nodes,
         plan=plan,
@@ -658,9 +581,6 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
         engine=engine,
         checkpoint=checkpoint,
     )
-    with _planner_fields(section.path, {"instance_type": "instance_type"} | _PLAN_FIELDS):
-        config.training_plan()
-    return config
 
 
 _PLAN_FIELDS = {
@@ -712,17 +632,33 @@ _SERVING_KEYS = (
 )
 
 
-def _model(serving: _Section) -> ModelConfig:
+def _model(serving: _Section) -> ModelSpec:
+    """The library's ModelSpec, which alone decides what a model id and an artifact URI may be."""
     section = serving.section("model", _MODEL_KEYS, required=True)
-    return ModelConfig(
-        model_id=section.matching("model_id", _HF_MODEL_ID, "a Hugging Face model id, organization/name"),
-        artifact_uri=section.matching("artifact_uri", _S3_URI, "an s3://bucket/prefix URI", None),
-        parameters=section.positive_int("parameters"),
-        dtype=section.get("dtype", str, "bf16"),
-        sequence_length=section.positive_int("sequence_length", 4096),
-        batch_size=section.positive_int("batch_size", 1),
-        tensor_parallel=section.get("tensor_parallel", int, None),
-    )
+    model_id = section.get("model_id", str)
+    artifact_uri = section.get("artifact_uri", str, None)
+    parameters = section.get("parameters", int)
+    dtype = section.get("dtype", str, "bf16")
+    sequence_length = section.get("sequence_length", int, 4096)
+    batch_size = section.get("batch_size", int, 1)
+    tensor_parallel = section.get("tensor_parallel", int, None)
+    with _planner_fields(section.path, {}):
+        return ModelSpec(
+            model_id=model_id,
+            artifact_uri=artifact_uri,
+            parameters=parameters,
+            dtype=dtype,
+            sequence_length=sequence_length,
+            batch_size=batch_size,
+            tensor_parallel=tensor_parallel,
+        )
+
+
+_ENGINES: Mapping[str, Any] = {
+    "optimum-neuron": ServingEngine.optimum_neuron,
+    "tgi": ServingEngine.tgi,
+    "vllm-neuron": ServingEngine.vllm_neuron,
+}
 
 
 def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> ServingConfig:
@@ -744,33 +680,38 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
             min_capacity,
             "a SageMaker real-time endpoint keeps >= 1 instance: use 1",
         )
-    certificate = section.matching("certificate_arn", _CERTIFICATE_ARN, "an ACM certificate ARN", None)
+    certificate = section.matching("certificate_arn", CERTIFICATE_ARN, "an ACM certificate ARN", None)
     if certificate is not None:
-        cert_region = _CERTIFICATE_ARN.match(certificate)[1]  # type: ignore[index]
+        cert_region = CERTIFICATE_ARN.match(certificate)[1]  # type: ignore[index]
         if cert_region != region:
             raise NeuronConfigError(
                 section.field("certificate_arn"),
                 certificate,
                 f"a load balancer needs an ACM certificate in {region}",
             )
+    engine_name: ServingEngineName = section.choice("engine", SERVING_ENGINES, "optimum-neuron")
+    model = _model(section)
+    model_fields = {"instance_type": "instance_type"} | {
+        k: f"model.{k}" for k in ("parameters", "dtype", "sequence_length", "batch_size", "tensor_parallel")
+    }
+    with _planner_fields(section.path, model_fields):
+        plan = model.plan(instance_type)
     config = ServingConfig(
-        model=_model(section),
+        model=model,
+        engine=_ENGINES[engine_name](),
+        plan=plan,
         backend=backend,
-        engine=section.choice("engine", SERVING_ENGINES, "optimum-neuron"),
         instance_type=instance_type,
         min_capacity=min_capacity,
         max_capacity=max_capacity,
         warm_pool=section.get("warm_pool", bool, False),
         certificate_arn=certificate,
         hugging_face_token_secret=section.matching(
-            "hugging_face_token_secret", _SECRET, "a Secrets Manager secret name or ARN", None
+            "hugging_face_token_secret", SECRET, "a Secrets Manager secret name or ARN", None
         ),
     )
     if config.warm_pool and backend != "ec2":
         raise NeuronConfigError(section.field("warm_pool"), True, "warm pools exist only for the ec2 backend")
-    model_fields = {k: f"model.{k}" for k in _MODEL_KEYS} | {"instance_type": "instance_type"}
-    with _planner_fields(section.path, model_fields):
-        plan = config.serving_plan()
     not_offered = [az for az in az_ids if catalog.offering_status(plan.instance_type, az) == "not-offered"]
     if not_offered:
         raise NeuronConfigError(
@@ -787,11 +728,11 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
             "artifacts from model.artifact_uri instead, or use the ec2 backend",
         )
     if backend == "ec2" and not network.has_internet_egress:
-        image = _serving_image(config.engine)
+        image = config.engine.image
         if not image.is_private_ecr or image.ecr_region(region) != region:
             raise NeuronConfigError(
                 section.field("engine"),
-                config.engine,
+                engine_name,
                 f"its image {image.uri(region)} is outside ECR in {region}, which network.nat_gateways 0 "
                 "cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway",
             )
@@ -803,18 +744,6 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
             "s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway",
         )
     return config
-
-
-def _serving_image(engine: ServingEngineName) -> ContainerImage:
-    """The EC2 image of an engine's default (pinned) container."""
-    from cdk_neuron.serving.engines import ServingEngine  # plain Python, like this module
-
-    factories = {
-        "optimum-neuron": ServingEngine.optimum_neuron,
-        "tgi": ServingEngine.tgi,
-        "vllm-neuron": ServingEngine.vllm_neuron,
-    }
-    return factories[engine]().image
 
 
 def _environment(name: object, raw: object) -> EnvironmentConfig:
@@ -837,8 +766,8 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         "monitoring",
     )
     env = _Section(f"environments.{name}", raw, keys)
-    account = env.matching("account", _ACCOUNT, "a 12-digit AWS account id, or null", None)
-    region = env.matching("region", _REGION, "an AWS Region name such as us-east-1")
+    account = env.matching("account", ACCOUNT, "a 12-digit AWS account id, or null", None)
+    region = env.matching("region", REGION, "an AWS Region name such as us-east-1")
     az_ids = _az_ids(env, region)
     removal: RemovalPolicy = env.choice("removal_policy", REMOVAL_POLICIES, "retain")
     if removal == "destroy" and name in PROTECTED_ENVIRONMENTS:
@@ -921,7 +850,7 @@ def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destinati
     serving = env.serving
     if serving.backend == "ec2":
         nodes["serving node"] = reach.serving_node(
-            image_uri=_serving_image(serving.engine).uri(env.region),
+            image_uri=serving.engine.image.uri(env.region),
             region=env.region,
             artifact_uri=serving.model.artifact_uri,
             token_secret=serving.hugging_face_token_secret is not None,
@@ -1014,19 +943,112 @@ def select_environments(envs: Mapping[str, EnvironmentConfig], only: str | None)
     return [envs[only]]
 
 
+# --------------------------------------------------------------------------------------------
+# What the cdk-neuron CLI sees: each environment as a cdk_neuron.deployment.Deployment
+# --------------------------------------------------------------------------------------------
+
+# The customer-managed keys every environment creates (tests/test_app_cost.py counts them in the
+# templates).
+KMS_KEYS = (
+    "VPC flow logs",
+    "checkpoints (EFS)",
+    "compile cache (S3)",
+    "training cluster (EBS, job logs)",
+    "serving fleet",
+    "alarm topic",
+)
+
+
+def alarm_count(env: EnvironmentConfig) -> int:
+    """CloudWatch alarms an environment creates (tests/test_app_cost.py counts them in the templates).
+
+    Training nodes: cores idle, device memory, ECC. EC2 serving nodes: the same plus saturation,
+    the ALB's 5xx, p99 latency and unhealthy hosts, and the scale-from-zero alarm when the
+    minimum is 0. SageMaker: 5xx and p99 latency. The checkpoint file system: throughput.
+    """
+    count = 3 + 1
+    if env.serving.backend == "ec2":
+        count += 4 + 3 + (1 if env.serving.min_capacity == 0 else 0)
+    else:
+        count += 2
+    return count
+
+
+# CloudFormation names each stack "<stage>-<stack id>": the app puts every environment in a stage
+# named after it (stacks/stage.py), and the training stack's id is "Training".
+TRAINING_STACK_NAME = "{env}-Training"
+
+
+def deployment(env: EnvironmentConfig) -> Deployment:
+    """``env`` as the CLI sees it, in the library's terms."""
+    training, serving = env.training, env.serving
+    endpoints = tuple(interface_endpoints(env).values())
+    return Deployment(
+        name=env.name,
+        account=env.account,
+        region=env.region,
+        az_ids=env.az_ids,
+        training=TrainingDeployment(
+            instance_type=training.instance_type,
+            max_nodes=training.max_nodes,
+            plan=training.plan,
+            capacity=training.capacity,
+            engine=training.engine,
+            job_image=training.job_image,
+            checkpoint=training.checkpoint,
+            jobs=JobQueueLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
+            if training.engine == "batch"
+            else None,
+        ),
+        serving=ServingDeployment(
+            backend=serving.backend,
+            engine=serving.engine,
+            model=serving.model,
+            plan=serving.plan,
+            min_capacity=serving.min_capacity,
+            max_capacity=serving.max_capacity,
+            warm_pool=serving.warm_pool,
+            instance_type=serving.instance_type,
+        ),
+        storage=StorageDeployment(one_zone=env.storage.one_zone),
+        network=NetworkDeployment(
+            nat_gateways=env.network.nat_gateways,
+            nat_instance_type=env.network.nat_instance_type,
+            interface_endpoints=endpoints,
+            endpoint_azs=endpoint_az_count(env) if endpoints else 0,
+        ),
+        standing=StandingResources(
+            kms_keys=KMS_KEYS,
+            alarms=alarm_count(env),
+            dashboards=1,
+            load_balancers=1 if serving.backend == "ec2" else 0,
+        ),
+    )
+
+
+def deployments(context: Mapping[str, Any]) -> dict[str, Deployment]:
+    """The loader cdk.json names for the CLI (``"cdk-neuron:deployments": "stacks.config:deployments"``)."""
+    return {name: deployment(env) for name, env in load_environments(context).items()}
+
+
 __all__ = [
+    "KMS_KEYS",
     "PLACEHOLDER_ACCOUNT",
-    "CapacityConfig",
-    "CheckpointConfig",
+    "TRAINING_STACK_NAME",
     "EnvironmentConfig",
-    "ModelConfig",
     "MonitoringConfig",
     "NetworkConfig",
-    "PlanConfig",
     "ServingConfig",
     "StorageConfig",
     "TrainingConfig",
+    "alarm_count",
+    "deployment",
+    "deployments",
+    "endpoint_az_count",
+    "interface_endpoints",
     "load_cdk_json",
     "load_environments",
+    "node_destinations",
     "select_environments",
+    "unreachable",
 ]

@@ -1,0 +1,157 @@
+"""What the ``cdk-neuron`` tools need to know about one deployment, in the library's own terms.
+
+Plain Python (no ``aws_cdk``). The CLI plans, prices and preflights a :class:`Deployment`, never an
+app's configuration: an app hands its environments to the CLI as Deployments, built from its own
+configuration with the library's value objects (:class:`~cdk_neuron.training.Capacity`,
+:class:`~cdk_neuron.serving.ModelSpec`, a :class:`~cdk_neuron.serving.ServingEngine`, the planner's
+plans), each validated where it is defined. This repository's app does so from cdk.json
+(``stacks/config.py``); see :mod:`cdk_neuron.cli.deployments` for how the CLI finds an app's
+loader.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.planner import ServingPlan, TrainingPlan
+from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.training.capacity import Capacity
+
+PLACEHOLDER_ACCOUNT = "000000000000"
+"""The account synthesis uses when none is configured and no credentials say one."""
+
+TrainingEngineKind = Literal["batch", "auto-scaling-group"]
+ServingBackendKind = Literal["ec2", "sagemaker"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckpointSizing:
+    """The model whose checkpoints the training writes (for the checkpoint advisor and ``cost``)."""
+
+    model_parameters: int
+    writers: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobQueueLocation:
+    """Where ``submit`` and ``status`` find the job queue and job definition: a deployed stack's outputs."""
+
+    stack_name: str
+    job_queue_output: str = "JobQueueArn"
+    job_definition_output: str = "JobDefinitionArn"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingDeployment:
+    """A training cluster: the instance, the most nodes it runs, its plan and how it buys capacity."""
+
+    instance_type: str
+    max_nodes: int
+    plan: TrainingPlan
+    capacity: Capacity = field(default_factory=Capacity.on_demand)
+    engine: TrainingEngineKind = "batch"
+    job_image: str | None = None
+    checkpoint: CheckpointSizing | None = None
+    jobs: JobQueueLocation | None = None
+    """Where the Batch queue and definition are published (None: ``submit`` is not available)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingDeployment:
+    """An inference fleet: the backend, the engine, the model, its plan and the capacity bounds."""
+
+    backend: ServingBackendKind
+    engine: ServingEngine
+    model: ModelSpec
+    plan: ServingPlan
+    min_capacity: int
+    max_capacity: int
+    warm_pool: bool = False
+    instance_type: str | None = None
+    """The instance type as configured; None when the planner chose the cheapest fit."""
+
+    @property
+    def resolved_instance_type(self) -> str:
+        """The EC2 name of the instance type the plan uses (``inf2.xlarge``, also for SageMaker)."""
+        return self.plan.instance_type
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageDeployment:
+    one_zone: bool = False
+    """An EFS One Zone checkpoint file system (priced at the Standard rate: no One Zone price on record)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkDeployment:
+    """What the VPC bills by the hour: NAT devices and interface endpoints."""
+
+    nat_gateways: int = 0
+    """NAT devices (gateways, or instances when ``nat_instance_type`` is set)."""
+    nat_instance_type: str | None = None
+    interface_endpoints: tuple[str, ...] = ()
+    """Service names (``ecr.api``) of the interface endpoints; the S3 gateway endpoint is free."""
+    endpoint_azs: int = 0
+    """AZs each interface endpoint is placed in (each is billed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StandingResources:
+    """What bills by the month whatever runs: keys, alarms, dashboards, load balancers."""
+
+    kms_keys: tuple[str, ...] = ()
+    """What each customer-managed key protects."""
+    alarms: int = 0
+    dashboards: int = 0
+    load_balancers: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment:
+    """One environment as the tools see it: where it deploys and what runs there."""
+
+    name: str
+    region: str
+    az_ids: tuple[str, ...]
+    """AZ IDs; the first is the training AZ."""
+    training: TrainingDeployment
+    serving: ServingDeployment
+    account: str | None = None
+    """As configured; :meth:`resolve_account` applies the fallbacks."""
+    storage: StorageDeployment = StorageDeployment()
+    network: NetworkDeployment = NetworkDeployment()
+    standing: StandingResources = StandingResources()
+
+    def __post_init__(self) -> None:
+        if not self.az_ids:
+            raise NeuronConfigError(f"{self.name}.az_ids", self.az_ids, "give at least one AZ ID")
+
+    @property
+    def training_az_id(self) -> str:
+        """Training runs in one AZ (cluster placement group, EFA): the first AZ ID."""
+        return self.az_ids[0]
+
+    def resolve_account(self, environ: Mapping[str, str] | None = None) -> str:
+        """The configured account, else ``$CDK_DEFAULT_ACCOUNT``, else :data:`PLACEHOLDER_ACCOUNT`."""
+        if self.account:
+            return self.account
+        environ = os.environ if environ is None else environ
+        return environ.get("CDK_DEFAULT_ACCOUNT") or PLACEHOLDER_ACCOUNT
+
+
+__all__ = [
+    "PLACEHOLDER_ACCOUNT",
+    "CheckpointSizing",
+    "Deployment",
+    "JobQueueLocation",
+    "NetworkDeployment",
+    "ServingDeployment",
+    "StandingResources",
+    "StorageDeployment",
+    "TrainingDeployment",
+]

@@ -18,10 +18,12 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth test lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates bench scan clean
+.PHONY: help setup synth diff deploy test lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
+	@echo "make diff ENV=dev    what a deploy of one environment would change (cdk diff of its stacks)"
+	@echo "make deploy ENV=dev  deploy one environment's stacks (its account's credentials)"
 	@echo "make test    set up, then ruff, mypy and pytest"
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
@@ -48,7 +50,20 @@ setup: $(PY_STAMP) $(NPM_STAMP)
 synth: setup
 	rm -rf cdk.out
 	# '**' selects the stacks inside every per-environment Stage (plain --all sees only top-level stacks).
-	cdk synth '**' --quiet --no-notices
+	# Synthesis only: every environment, whichever account the credentials (if any) are for.
+	cdk synth '**' --quiet --no-notices -c cross_account=true
+
+# The environments are Stages: a bare `cdk diff` sees no top-level stack and reports "0 differences",
+# a false all-clear. These select one environment and every stack in it.
+ENV_REQUIRED = $(if $(ENV),,$(error give the environment: make $@ ENV=<name>, a key of cdk.json context.environments))
+
+diff: setup
+	$(ENV_REQUIRED)
+	cdk diff -c env=$(ENV) '$(ENV)/*' --no-notices
+
+deploy: setup
+	$(ENV_REQUIRED)
+	cdk deploy -c env=$(ENV) '$(ENV)/*' --no-notices
 
 lint: setup
 	ruff check .
@@ -108,6 +123,9 @@ deploy-rules-doc: setup
 	python -m tools.deploy_rules_doc --write
 
 # Regenerate the cdk-nag audit trail in docs/acknowledgments.md from the app's construct metadata.
+construct-docs: setup
+	python -m tools.construct_docs --write
+
 acknowledgments: setup
 	python -m tools.acknowledgments --write
 

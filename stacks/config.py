@@ -58,11 +58,13 @@ Schema (every key not marked *required* is optional; its default is given)::
 
 from __future__ import annotations
 
+import difflib
+import functools
 import ipaddress
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +83,7 @@ from cdk_neuron.deployment import (
     StorageDeployment,
     TrainingDeployment,
 )
-from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors, one_of
 from cdk_neuron.node_programs import reach
 from cdk_neuron.planner import ServingPlan, TrainingPlan
 from cdk_neuron.serving.engines import ServingEngine
@@ -285,6 +287,30 @@ def _type_name(expected: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
+def _unknown_key_fix(key: str, allowed: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key; {hint}valid keys here: {', '.join(allowed)}"
+
+
+class _Collector:
+    """Runs independent parsing steps and keeps every error, so one run reports them all."""
+
+    def __init__(self) -> None:
+        self.errors: list[NeuronConfigError] = []
+
+    def run(self, step: Callable[[], _T]) -> _T | None:
+        try:
+            return step()
+        except NeuronConfigError as error:
+            self.errors.append(error)
+            return None
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise NeuronConfigErrors(self.errors) if len(self.errors) > 1 else self.errors[0]
+
+
 class _Section:
     """A JSON object at ``path``: refuses unknown keys, hands out typed values."""
 
@@ -293,9 +319,9 @@ class _Section:
             raise NeuronConfigError(path, raw, f"must be an object with keys {one_of(allowed)}")
         unknown = sorted(set(raw) - set(allowed))
         if unknown:
-            key = unknown[0]
-            raise NeuronConfigError(
-                f"{path}.{key}", raw[key], f"unknown key; valid keys here: {', '.join(allowed)}"
+            raise NeuronConfigErrors(
+                NeuronConfigError(f"{path}.{key}", raw[key], _unknown_key_fix(key, allowed))
+                for key in unknown
             )
         self.path = path
         self.raw: dict[str, Any] = raw
@@ -746,6 +772,24 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
     return config
 
 
+def _removal_policy(env: _Section, name: str, account: str | None) -> RemovalPolicy:
+    removal: RemovalPolicy = env.choice("removal_policy", REMOVAL_POLICIES, "retain")
+    if removal == "destroy" and name in PROTECTED_ENVIRONMENTS:
+        raise NeuronConfigError(
+            env.field("removal_policy"), removal, f"{name} keeps its data when a stack is deleted: use retain"
+        )
+    # With no account, `cdk deploy` puts the environment into whatever account the credentials
+    # point at; an environment whose data must survive has to say where it lives.
+    if removal == "retain" and account is None and env.raw.get("account") is None:
+        raise NeuronConfigError(
+            env.field("account"),
+            None,
+            "an environment that retains its data must name its 12-digit account, so it is never deployed "
+            "into whichever account the credentials point at",
+        )
+    return removal
+
+
 def _environment(name: object, raw: object) -> EnvironmentConfig:
     if not isinstance(name, str) or not _ENV_NAME.match(name):
         raise NeuronConfigError(
@@ -766,30 +810,40 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         "monitoring",
     )
     env = _Section(f"environments.{name}", raw, keys)
-    account = env.matching("account", ACCOUNT, "a 12-digit AWS account id, or null", None)
-    region = env.matching("region", REGION, "an AWS Region name such as us-east-1")
-    az_ids = _az_ids(env, region)
-    removal: RemovalPolicy = env.choice("removal_policy", REMOVAL_POLICIES, "retain")
-    if removal == "destroy" and name in PROTECTED_ENVIRONMENTS:
-        raise NeuronConfigError(
-            env.field("removal_policy"), removal, f"{name} keeps its data when a stack is deleted: use retain"
+    found = _Collector()
+    account = found.run(lambda: env.matching("account", ACCOUNT, "a 12-digit AWS account id, or null", None))
+    region = found.run(lambda: env.matching("region", REGION, "an AWS Region name such as us-east-1"))
+    az_ids = found.run(lambda: _az_ids(env, region)) if region is not None else None
+    removal = found.run(lambda: _removal_policy(env, name, account))
+    network = found.run(lambda: _network(env, len(az_ids))) if az_ids is not None else None
+    monitoring = found.run(
+        lambda: MonitoringConfig(
+            alarm_email=env.section("monitoring", ("alarm_email",)).matching(
+                "alarm_email", EMAIL, "an email address", None
+            )
         )
-    network = _network(env, len(az_ids))
-    monitoring = env.section("monitoring", ("alarm_email",))
+    )
+    tags = found.run(lambda: _tags(env))
+    storage = found.run(lambda: _storage(env))
+    training = serving = None
+    if region is not None and az_ids is not None and network is not None:
+        training = found.run(lambda: _training(env, region, az_ids, network))
+        serving = found.run(lambda: _serving(env, region, az_ids, network))
+    found.raise_if_any()
+    assert region and az_ids and removal and network and monitoring and tags is not None and storage
+    assert training is not None and serving is not None
     config = EnvironmentConfig(
         name=name,
         account=account,
         region=region,
         az_ids=az_ids,
-        training=_training(env, region, az_ids, network),
-        serving=_serving(env, region, az_ids, network),
+        training=training,
+        serving=serving,
         removal_policy=removal,
-        tags=_tags(env),
+        tags=tags,
         network=network,
-        storage=_storage(env),
-        monitoring=MonitoringConfig(
-            alarm_email=monitoring.matching("alarm_email", EMAIL, "an email address", None)
-        ),
+        storage=storage,
+        monitoring=monitoring,
     )
     # The specific checks above name the key to change; this one catches any other call that
     # the network cannot carry (a host reached only through a NAT, in an environment without one).
@@ -918,7 +972,13 @@ def load_environments(context: Mapping[str, Any]) -> dict[str, EnvironmentConfig
         raise NeuronConfigError(
             "environments", context, "define at least one environment, e.g. {'dev': {'region': ...}}"
         )
-    return {name: _environment(name, raw) for name, raw in context.items()}
+    # One broken environment never hides another: every environment is parsed, every error kept.
+    found = _Collector()
+    parsed: dict[str, EnvironmentConfig | None] = {}
+    for name, raw in context.items():
+        parsed[name] = found.run(functools.partial(_environment, name, raw))
+    found.raise_if_any()
+    return {name: env for name, env in parsed.items() if env is not None}
 
 
 def load_cdk_json(path: str | Path = "cdk.json") -> dict[str, EnvironmentConfig]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from app_assembly import SynthesizedApp, shipped_environments, synthesized_app
 
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import make_app
 from stacks.app_builder import build_app
 from stacks.config import PLACEHOLDER_ACCOUNT
@@ -38,7 +38,9 @@ def test_one_stage_per_environment_with_its_stacks(built: SynthesizedApp) -> Non
 
 
 def test_the_account_falls_back_to_a_placeholder_without_credentials(built: SynthesizedApp) -> None:
-    assert {stage.account for stage in built.stages.values()} == {PLACEHOLDER_ACCOUNT}
+    # Only dev leaves its account open (it destroys its data); staging and prod name theirs.
+    accounts = {name: stage.account for name, stage in built.stages.items()}
+    assert accounts == {"dev": PLACEHOLDER_ACCOUNT, "staging": "111111111111", "prod": "222222222222"}
 
 
 def test_cdk_default_account_is_used_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,3 +102,62 @@ def test_cdk_provider_lambdas_carry_reasoned_lint_and_checkov_skips(built: Synth
         skips = handler["Metadata"]["checkov"]["skip"]
         assert {s["id"] for s in skips} == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"}
         assert all(len(s["comment"]) > 20 for s in skips)
+
+
+def test_credentials_for_another_account_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """cdk deploy '**' with dev credentials must not put prod (account 222222222222) there."""
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", "999999999999")
+    with pytest.raises(NeuronConfigErrors) as raised:
+        build_app(make_app(environments=shipped_environments()))
+    lines = str(raised.value).splitlines()
+    assert [line.split("=")[0] for line in lines] == [
+        "environments.staging.account",
+        "environments.prod.account",
+    ]
+    assert "the credentials are for account 999999999999" in lines[1]
+    assert "-c cross_account=true" in lines[1]
+
+
+def test_cross_account_context_and_matching_credentials_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CDK_DEFAULT_ACCOUNT", "222222222222")
+    (stage,) = build_app(make_app(environments=shipped_environments(), env="prod"))
+    assert stage.account == "222222222222"
+    stages = build_app(make_app(environments=shipped_environments(), cross_account="true"))
+    assert [s.stage_name for s in stages] == ["dev", "staging", "prod"]
+
+
+def test_a_broken_cdk_json_prints_one_line_per_error_and_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from stacks.app_builder import report
+
+    environments = shipped_environments()
+    broken = {name: dict(env) for name, env in environments.items()}
+    broken["dev"]["regoin"] = "us-east-1"
+    broken["prod"]["account"] = "12"
+    with pytest.raises(NeuronConfigError) as raised:
+        build_app(make_app(environments=broken))
+    assert report(raised.value) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "cdk-neuron: environments.dev.regoin='us-east-1': unknown key; did you mean 'region'? valid keys here: "
+        "account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring",
+        "cdk-neuron: environments.prod.account='12': must be a 12-digit AWS account id, or null",
+    ]
+
+
+def test_make_diff_and_deploy_select_one_environment_and_every_stack_in_it() -> None:
+    import subprocess
+
+    from cdk_support import REPO_ROOT
+
+    def dry_run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["make", "-n", "--no-print-directory", *args], cwd=REPO_ROOT, capture_output=True, text=True
+        )
+
+    assert "cdk diff -c env=dev 'dev/*'" in dry_run("diff", "ENV=dev").stdout
+    assert "cdk deploy -c env=prod 'prod/*'" in dry_run("deploy", "ENV=prod").stdout
+    missing = dry_run("diff")
+    assert missing.returncode != 0
+    assert "give the environment: make diff ENV=<name>" in missing.stderr

@@ -71,6 +71,7 @@ def write_config(tmp_path: Path, **envs: dict[str, Any]) -> Path:
 def config(tmp_path: Path) -> Path:
     prod = environment(
         removal_policy="retain",
+        account="222222222222",
         network={"nat_gateways": 2, "endpoint_azs": "all"},
         training={
             "max_nodes": 16,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
     PLACEHOLDER_ACCOUNT,
@@ -24,8 +24,9 @@ DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9
 
 
 def minimal_env() -> dict[str, Any]:
-    """The smallest valid environment: only required keys."""
+    """The smallest valid environment: only required keys (retaining its data, it names its account)."""
     return {
+        "account": "111111111111",
         "region": "us-east-1",
         "az_ids": ["use1-az6", "use1-az4"],
         "training": {
@@ -161,7 +162,7 @@ def test_shipped_az_ids_offer_both_instance_types(shipped: dict[str, Environment
 
 def test_minimal_environment_gets_documented_defaults() -> None:
     env = load_one(minimal_env())
-    assert env.account is None and env.removal_policy == "retain" and dict(env.tags) == {}
+    assert env.account == "111111111111" and env.removal_policy == "retain" and dict(env.tags) == {}
     assert (env.network.cidr, env.network.nat_gateways) == ("10.0.0.0/16", 0)
     assert (env.network.endpoint_azs, env.network.flow_log_retention_days) == ("all", 365)
     assert env.training.capacity.kind == "on-demand" and env.training.engine == "batch"
@@ -173,11 +174,36 @@ def test_minimal_environment_gets_documented_defaults() -> None:
 
 
 def test_account_falls_back_to_cdk_default_account_then_placeholder() -> None:
-    env = load_one(minimal_env())
+    # Only an environment that destroys its data may leave the account open.
+    env = load_one({**minimal_env(), "account": None, "removal_policy": "destroy"})
     assert env.resolve_account({"CDK_DEFAULT_ACCOUNT": "222222222222"}) == "222222222222"
     assert env.resolve_account({}) == PLACEHOLDER_ACCOUNT == "000000000000"
     pinned = load_one({**minimal_env(), "account": "333333333333"})
     assert pinned.resolve_account({"CDK_DEFAULT_ACCOUNT": "222222222222"}) == "333333333333"
+
+
+def test_an_environment_that_retains_data_must_name_its_account() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^environments\.qa\.account=None: an environment that retains"
+    ):
+        load_one({**minimal_env(), "account": None})
+
+
+def test_every_error_of_every_environment_is_reported_at_once() -> None:
+    broken = minimal_env()
+    broken["training"]["max_nodse"] = 2
+    broken["serving"]["min_capacity"] = -1
+    other = {**minimal_env(), "region": "mars-1"}
+    with pytest.raises(NeuronConfigErrors) as raised:
+        load_environments({"qa": broken, "qb": other})
+    lines = str(raised.value).splitlines()
+    assert lines == [str(e) for e in raised.value.errors]
+    assert any(
+        line.startswith("environments.qa.training.max_nodse=2: unknown key; did you mean 'max_nodes'?")
+        for line in lines
+    ), lines
+    assert any(line.startswith("environments.qa.serving.min_capacity=-1") for line in lines), lines
+    assert any(line.startswith("environments.qb.region='mars-1'") for line in lines), lines
 
 
 def test_configuration_is_frozen() -> None:

@@ -34,6 +34,28 @@ class NeuronConfigError(ValueError):
         return NeuronConfigError(self.field, self.value, self.fix, construct=construct)
 
 
+class NeuronConfigErrors(NeuronConfigError):
+    """Several :class:`NeuronConfigError` found in one pass over a configuration, reported together.
+
+    ``str()`` is one line per error, in the order found; ``errors`` holds them. Its own field, value
+    and fix are the first error's, so code that handles one error handles this too.
+    """
+
+    def __init__(self, errors: Iterable[NeuronConfigError]) -> None:
+        flat: list[NeuronConfigError] = []
+        for error in errors:
+            flat.extend(error.errors if isinstance(error, NeuronConfigErrors) else [error])
+        if not flat:
+            raise ValueError("NeuronConfigErrors needs at least one error")
+        self.errors: tuple[NeuronConfigError, ...] = tuple(flat)
+        first = flat[0]
+        super().__init__(first.field, first.value, first.fix, construct=first.construct)
+        self.args = ("\n".join(str(e) for e in flat),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+
 def one_of(values: Iterable[object]) -> str:
     """Render a sorted list of valid choices for an error message."""
     return ", ".join(sorted(str(v) for v in values))

@@ -190,7 +190,9 @@ class InferenceFleet(Construct):
                 plan.instance_type,
                 f"SageMaker hosting offers ml.{', ml.'.join(sorted(_SAGEMAKER_TYPES))}",
             )
-        engine.validate(model, plan, backend=backend.kind)
+        engine.validate(model, plan)
+        if backend.is_sagemaker:
+            engine.validate_sagemaker()
 
         # An EC2 fleet may idle at zero instances (it wakes on the first request); a SageMaker
         # endpoint always keeps at least one instance.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import aws_cdk as cdk
@@ -12,7 +13,7 @@ from constructs import Construct
 
 from cdk_neuron.config import EnvironmentConfig, ServingConfig
 from cdk_neuron.monitoring import NodeMetrics
-from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, SageMakerInferenceFleet, ServingEngine
 from stacks.network_stack import NetworkStack, removal_policy_of
 from stacks.pinned import PinnedAzStack
 from stacks.scan_skips import skip_checkov
@@ -21,12 +22,15 @@ from stacks.scan_skips import skip_checkov
 _COMPLETE_SECRET_ARN = re.compile(r"^arn:.+:secret:.+-[A-Za-z0-9]{6}$")
 
 
+ENGINES: dict[str, Callable[[], ServingEngine]] = {
+    "optimum-neuron": ServingEngine.optimum_neuron,
+    "tgi": ServingEngine.tgi,
+    "vllm-neuron": ServingEngine.vllm_neuron,
+}
+
+
 def engine_of(config: ServingConfig) -> ServingEngine:
-    if config.engine == "tgi":
-        return ServingEngine.tgi()
-    if config.engine == "vllm-neuron":
-        return ServingEngine.vllm_neuron()
-    return ServingEngine.optimum_neuron()
+    return ENGINES[config.engine]()
 
 
 def model_of(config: ServingConfig) -> ModelSpec:
@@ -55,50 +59,53 @@ class ServingStack(PinnedAzStack):
     ) -> None:
         super().__init__(scope, id, config=config, **kwargs)
         serving = config.serving
-        self.fleet = InferenceFleet(
-            self,
-            "Fleet",
-            vpc=network.vpc,
-            model=model_of(serving),
-            engine=engine_of(serving),
-            backend=FleetBackend.sagemaker() if serving.backend == "sagemaker" else FleetBackend.ec2(),
-            instance_type=serving.instance_type,
-            min_capacity=serving.min_capacity,
-            max_capacity=serving.max_capacity,
-            vpc_subnets=network.workload_subnets,
+        shared: dict[str, Any] = {
+            "vpc": network.vpc,
+            "model": model_of(serving),
+            "engine": engine_of(serving),
+            "instance_type": serving.instance_type,
+            "min_capacity": serving.min_capacity,
+            "max_capacity": serving.max_capacity,
+            "vpc_subnets": network.workload_subnets,
             # The VPC's zones are named by their AZ IDs (see PinnedAzStack).
-            availability_zone_ids={az_id: az_id for az_id in config.az_ids},
-            min_availability_zones=min(2, len(config.az_ids)) if serving.min_capacity >= 2 else 1,
-            certificate=self._certificate(serving),
-            hugging_face_token=self._token(serving),
-            warm_pool=serving.warm_pool,
-            removal_policy=removal_policy_of(config),
-            # EC2 instances publish Neuron metrics for the MonitoringStack; SageMaker runs none of our code.
-            node_metrics=NodeMetrics(environment=config.name) if serving.backend == "ec2" else None,
-        )
-        self._accept_scan_findings(serving)
-
+            "availability_zone_ids": {az_id: az_id for az_id in config.az_ids},
+            "min_availability_zones": min(2, len(config.az_ids)) if serving.min_capacity >= 2 else 1,
+            "removal_policy": removal_policy_of(config),
+        }
+        self.fleet: Ec2InferenceFleet | SageMakerInferenceFleet
         if serving.backend == "sagemaker":
-            cdk.CfnOutput(self, "EndpointName", value=self.fleet.url)
+            self.fleet = SageMakerInferenceFleet(self, "Fleet", **shared)
+            cdk.CfnOutput(self, "EndpointName", value=self.fleet.endpoint_name)
         else:
+            self.fleet = Ec2InferenceFleet(
+                self,
+                "Fleet",
+                **shared,
+                certificate=self._certificate(serving),
+                hugging_face_token=self._token(serving),
+                warm_pool=serving.warm_pool,
+                # The instances publish Neuron metrics for the MonitoringStack.
+                node_metrics=NodeMetrics(environment=config.name),
+            )
+            self._accept_scan_findings(self.fleet, serving)
             cdk.CfnOutput(self, "ServingUrl", value=self.fleet.url)
 
-    def _accept_scan_findings(self, serving: ServingConfig) -> None:
-        if self.fleet.access_log_bucket is not None:
-            skip_checkov(
-                self.fleet.access_log_bucket,
-                "CKV_AWS_18",
-                "This is the load balancer's access-log bucket; logging its own accesses would need yet "
-                "another bucket.",
-            )
-        if self.fleet.listener is not None and serving.certificate_arn is None:
+    @staticmethod
+    def _accept_scan_findings(fleet: Ec2InferenceFleet, serving: ServingConfig) -> None:
+        skip_checkov(
+            fleet.access_log_bucket,
+            "CKV_AWS_18",
+            "This is the load balancer's access-log bucket; logging its own accesses would need yet "
+            "another bucket.",
+        )
+        if serving.certificate_arn is None:
             reason = (
                 "No serving.certificate_arn is configured: the internal load balancer listens on HTTP, "
                 "reachable only from inside the VPC (its security group admits the VPC CIDR). Set "
                 "certificate_arn to serve HTTPS with TLS 1.2+."
             )
-            skip_checkov(self.fleet.listener, "CKV_AWS_2", reason)
-            skip_checkov(self.fleet.listener, "CKV_AWS_103", reason)
+            skip_checkov(fleet.listener, "CKV_AWS_2", reason)
+            skip_checkov(fleet.listener, "CKV_AWS_103", reason)
 
     def _certificate(self, serving: ServingConfig) -> acm.ICertificate | None:
         if serving.certificate_arn is None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.serving.backends import FleetBackend
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.timing import (
     PUBLISHED_LOAD_TIMES,
@@ -197,21 +196,3 @@ def test_volume_sizes() -> None:
         NeuronConfigError, match=r"volume_size_gb=600: SageMaker ML storage volumes hold at most 512"
     ):
         sagemaker_volume_gb(WEIGHTS_8B, given=600)
-
-
-def test_backend_options_are_validated() -> None:
-    with pytest.raises(
-        NeuronConfigError, match=r"startup_timeout_seconds=9000: a lifecycle hook waits at most 7200"
-    ):
-        FleetBackend.ec2(startup_timeout_seconds=9000)
-    with pytest.raises(NeuronConfigError, match=r"data_volume_gib=0"):
-        FleetBackend.ec2(data_volume_gib=0)
-    with pytest.raises(NeuronConfigError, match=r"variant_name='all traffic'"):
-        FleetBackend.sagemaker(variant_name="all traffic")
-    with pytest.raises(
-        NeuronConfigError, match=r"measured_startup=\{'boot_seconds': 60\}: pass a cdk_neuron"
-    ):
-        FleetBackend.ec2(measured_startup={"boot_seconds": 60})  # type: ignore[arg-type]
-    assert FleetBackend.sagemaker().variant_name == "AllTraffic"
-    assert FleetBackend.ec2().kind == "ec2"
-    assert FleetBackend.sagemaker(measured_startup=REPORT).measured_startup == REPORT

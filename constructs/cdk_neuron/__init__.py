@@ -35,9 +35,12 @@ _LAZY: dict[str, str] = {
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
     "CompileCache": "cdk_neuron.storage",
-    "InferenceFleet": "cdk_neuron.serving",
+    "Ec2InferenceFleet": "cdk_neuron.serving",
+    "SageMakerInferenceFleet": "cdk_neuron.serving",
     "ModelSpec": "cdk_neuron.serving",
     "ServingEngine": "cdk_neuron.serving",
+    # deprecated (the README's examples still use them): see docs/migration/serving.md
+    "InferenceFleet": "cdk_neuron.serving",
     "FleetBackend": "cdk_neuron.serving",
     "NeuronMonitoring": "cdk_neuron.monitoring",
     "MonitoringThresholds": "cdk_neuron.monitoring",
@@ -48,6 +51,7 @@ __all__ = [
     "CheckpointEstimate",
     "CheckpointStore",
     "CompileCache",
+    "Ec2InferenceFleet",
     "Engine",
     "FleetBackend",
     "InferenceFleet",
@@ -56,6 +60,7 @@ __all__ = [
     "NeuronConfigError",
     "NeuronInstance",
     "NeuronMonitoring",
+    "SageMakerInferenceFleet",
     "ServingEngine",
     "ServingPlan",
     "TrainingCluster",
@@ -80,6 +85,13 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
     from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
     from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
-    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+    from cdk_neuron.serving import (
+        Ec2InferenceFleet,
+        FleetBackend,
+        InferenceFleet,
+        ModelSpec,
+        SageMakerInferenceFleet,
+        ServingEngine,
+    )
     from cdk_neuron.storage import CheckpointStore, CompileCache
     from cdk_neuron.training import Capacity, Engine, TrainingCluster

@@ -252,3 +252,23 @@ def test_each_factory_returns_its_engine_modules_class() -> None:
     )
     with pytest.raises(TypeError, match="abstract"):
         ServingEngine(image=ServingEngine.tgi().image, sagemaker_image=None)  # type: ignore[abstract]
+
+
+def test_an_engine_is_one_subclass_with_no_name_switch_anywhere() -> None:
+    """Serving code asks the engine (polymorphism); nothing compares engine or backend names."""
+    import pathlib
+    import re
+
+    import cdk_neuron.serving
+
+    root = pathlib.Path(cdk_neuron.serving.__file__).parent
+    switch = re.compile(
+        r"""(\bname|\bkind|\bbackend)\s*[!=]=\s*["']|==\s*["'](tgi|vllm-neuron|optimum-neuron|ec2|sagemaker)["']"""
+    )
+    offenders = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in sorted(root.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if switch.search(line)
+    ]
+    assert offenders == []

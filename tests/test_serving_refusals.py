@@ -121,7 +121,8 @@ def test_warm_pool_with_spot_is_refused(scope: tuple[Any, Any]) -> None:
 
 def test_sagemaker_timeouts_beyond_the_limit_are_refused(scope: tuple[Any, Any]) -> None:
     with pytest.raises(
-        NeuronConfigError, match=r"container_startup_health_check_timeout=5400: SageMaker allows at most 3600"
+        NeuronConfigError,
+        match=r"container_startup_health_check_timeout_seconds=5400: SageMaker allows at most 3600",
     ):
         _endpoint(scope, container_startup_health_check_timeout_seconds=5400)
 

@@ -160,17 +160,17 @@ def test_sagemaker_timeouts_above_the_cap_are_refused_naming_the_field() -> None
     # 1.5 x (480 + 10.5 x 200) = 3870 s
     with pytest.raises(
         NeuronConfigError,
-        match=r"container_startup_health_check_timeout=3870: SageMaker allows at most 3600 s .*MeasuredStartup",
+        match=r"container_startup_health_check_timeout_seconds=3870: SageMaker allows at most 3600 s .*MeasuredStartup",
     ):
         sagemaker_timeouts(200.0, precompiled=False, instance_type="inf2.48xlarge")
     with pytest.raises(
-        NeuronConfigError, match=r"model_data_download_timeout=4000: SageMaker allows at most 3600"
+        NeuronConfigError, match=r"model_data_download_timeout_seconds=4000: SageMaker allows at most 3600"
     ):
         sagemaker_timeouts(
             10.0, precompiled=True, instance_type="inf2.xlarge", model_data_download_seconds=4000
         )
     with pytest.raises(
-        NeuronConfigError, match=r"container_startup_health_check_timeout=3750: SageMaker allows"
+        NeuronConfigError, match=r"container_startup_health_check_timeout_seconds=3750: SageMaker allows"
     ):
         sagemaker_timeouts(
             1.0,

@@ -31,7 +31,7 @@ from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.sagemaker_backend import SAGEMAKER_MODEL_DIR, SageMakerFleet, build_sagemaker_fleet
 from cdk_neuron.serving.settings import SageMakerSettings
 from cdk_neuron.serving.timing import MeasuredStartup, sagemaker_storage_gb, sagemaker_timeouts
-from cdk_neuron.validation import IAM_ROLE_ARN, SAGEMAKER_NAME, SECURITY_GROUP_ID, matching, whole_number
+from cdk_neuron.validation import IAM_ROLE_ARN, SAGEMAKER_NAME, SECURITY_GROUP_ID, matching
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -271,15 +271,6 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         super().__init__(scope, id)
         with reported_by(self):
             self._variant_name = matching("variant_name", variant_name, SAGEMAKER_NAME, _NAME)
-            for field, seconds in (
-                ("model_data_download_timeout_seconds", model_data_download_timeout_seconds),
-                (
-                    "container_startup_health_check_timeout_seconds",
-                    container_startup_health_check_timeout_seconds,
-                ),
-            ):
-                if seconds is not None:
-                    whole_number(field, seconds, unit="seconds")
             self._timeouts_given = (
                 model_data_download_timeout_seconds,
                 container_startup_health_check_timeout_seconds,

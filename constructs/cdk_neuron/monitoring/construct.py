@@ -31,7 +31,7 @@ class NeuronMonitoring(Construct):
     """Neuron metrics, alarms, an alarm topic and a dashboard for one environment.
 
     It only reads: it changes nothing in the workloads it watches. Neuron node metrics come from the
-    workloads themselves: a ``cluster`` or EC2 ``fleet`` built with
+    workloads themselves: a ``cluster`` or ``Ec2InferenceFleet`` built with
     ``node_metrics=NodeMetrics(environment=..., namespace=...)`` runs the publisher on its nodes (per
     instance and per workload series, see :mod:`cdk_neuron.monitoring.metrics`); this construct
     alarms on them when their environment and namespace are its own, and warns (no Neuron alarms for
@@ -48,14 +48,16 @@ class NeuronMonitoring(Construct):
       state for the dashboard;
     - a dashboard named ``cdk-neuron-<environment>``.
 
-    A SageMaker-backed fleet runs no code of ours on its instances, so it has no Neuron node metrics:
+    A ``SageMakerInferenceFleet`` runs no code of ours on its instances, so it has no Neuron node metrics:
     SageMaker publishes none for Inferentia, and its alarms are the endpoint's 5xx rate and latency.
 
     Args:
         environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
             dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
         cluster: the training cluster to watch. Default None.
-        fleet: the inference fleet to watch. Default None. At least one of the two is required.
+        fleet: the inference fleet to watch: an ``Ec2InferenceFleet`` or ``SageMakerInferenceFleet``, or
+            an import of one (``from_*_attributes``); its serving alarms and widgets use the fleet's
+            ``metric_*()`` methods. Default None. At least one of ``cluster`` and ``fleet`` is required.
         checkpoints: the cluster's checkpoint store: adds the EFS throughput alarm, the backup
             failure rule and the throughput widget. Default None.
         alarm_email: subscribe this address to the topic (the subscription must be confirmed).

@@ -145,12 +145,13 @@ class MeasuredStartup:
     run slower than the measured one still fits. Phases left None keep the estimate.
 
     :param source: where the numbers come from (a timing report, a dashboard and a date): it is
-        quoted in every explanation so a reviewer can trace the budget.
+        quoted in every explanation so a reviewer can trace the budget. Required.
     :param boot_seconds: EC2 only: launch until the image is pulled (boot, Docker, image pull).
+        Default: None - estimated.
     :param artifact_download_seconds: the S3 artifacts onto the instance (EC2 sync, SageMaker model
-        download).
+        download). Default: None - estimated.
     :param container_ready_seconds: container start until its health check answers (download from
-        the Hub if any, load, warm-up).
+        the Hub if any, load, warm-up). Default: None - estimated.
     """
 
     source: str

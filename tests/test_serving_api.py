@@ -363,10 +363,31 @@ def test_an_imported_ec2_fleet_admits_clients_and_takes_grants() -> None:
     assert policy["Roles"] == ["serving-instances"]
 
 
-def test_an_import_without_a_role_grants_nothing() -> None:
+def test_an_import_without_a_role_has_an_unknown_principal() -> None:
     stack, _ = _stack(make_app(), "NoRole")
     fleet = _import_ec2(stack, instance_role_arn=None)
     assert isinstance(fleet.grant_principal, iam.UnknownPrincipal)
+
+
+def test_fleets_are_connectables_to_aws_cdk_lib() -> None:
+    """jsii takes a built or imported fleet wherever aws-cdk-lib wants an ec2.IConnectable."""
+    stack, vpc = _stack(make_app(), "Peers")
+    fleet = Ec2InferenceFleet(stack, "Fleet", vpc=vpc, model=MODEL, instance_type="inf2.8xlarge")
+    imported = _import_ec2(stack)
+    client = ec2.SecurityGroup(stack, "Client", vpc=vpc, allow_all_outbound=False)
+    client.connections.allow_to_default_port(fleet)
+    client.connections.allow_to_default_port(imported)
+    egress = [
+        (r["Properties"]["DestinationSecurityGroupId"], r["Properties"]["FromPort"])
+        for k, r in template_of(stack)["Resources"].items()
+        if r["Type"] == "AWS::EC2::SecurityGroupEgress" and k.startswith("Client")
+    ]
+    lb_group = stack.resolve(
+        stack.get_logical_id(fleet.load_balancer.connections.security_groups[0].node.default_child)
+    )
+    assert sorted(egress, key=str) == sorted(
+        [({"Fn::GetAtt": [lb_group, "GroupId"]}, 80), ("sg-0123456789abcdef0", 80)], key=str
+    )
 
 
 def test_an_import_accepts_tokens() -> None:

@@ -500,8 +500,9 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         :param port: the listener port (``connections.default_port``). Default: 80 (443 for a fleet
             with a certificate).
         :param instance_role_arn: the instances' role, the import's ``grant_principal`` (grants add a
-            policy to it in this stack). Default: None - grants to the import change nothing
-            (``iam.UnknownPrincipal``, which warns), as for aws-cdk-lib's imports without a role.
+            policy to it in this stack). Default: None - ``grant_principal`` is an ``iam.UnknownPrincipal``:
+            identity-policy grants only warn and resource-policy grants fail at synthesis, as for
+            aws-cdk-lib's imports without a role.
         :param node_metrics: where the instances publish Neuron metrics, for ``metric_neuron*()``.
             Default: None (those methods refuse).
         """

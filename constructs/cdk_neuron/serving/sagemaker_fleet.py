@@ -383,8 +383,9 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         :param security_group_id: the model's security group, for ``connections``. Default: None -
             ``connections`` holds no security group.
         :param execution_role_arn: the model's execution role, the import's ``grant_principal`` (grants
-            add a policy to it in this stack). Default: None - grants to the import change nothing
-            (``iam.UnknownPrincipal``, which warns), as for aws-cdk-lib's imports without a role.
+            add a policy to it in this stack). Default: None - ``grant_principal`` is an ``iam.UnknownPrincipal``:
+            identity-policy grants only warn and resource-policy grants fail at synthesis, as for
+            aws-cdk-lib's imports without a role.
         """
         return _ImportedSageMakerInferenceFleet(
             scope,

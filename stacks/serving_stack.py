@@ -11,7 +11,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from cdk_neuron.monitoring import NodeMetrics
-from cdk_neuron.serving import FleetBackend, InferenceFleet
+from cdk_neuron.serving import Ec2InferenceFleet, SageMakerInferenceFleet
 from stacks.config import EnvironmentConfig, ServingConfig
 from stacks.network_stack import NetworkStack, removal_policy_of
 from stacks.pinned import PinnedAzStack
@@ -34,50 +34,53 @@ class ServingStack(PinnedAzStack):
     ) -> None:
         super().__init__(scope, id, config=config, **kwargs)
         serving = config.serving
-        self.fleet = InferenceFleet(
-            self,
-            "Fleet",
-            vpc=network.vpc,
-            model=serving.model,
-            engine=serving.engine,
-            backend=FleetBackend.sagemaker() if serving.backend == "sagemaker" else FleetBackend.ec2(),
-            instance_type=serving.instance_type,
-            min_capacity=serving.min_capacity,
-            max_capacity=serving.max_capacity,
-            vpc_subnets=network.workload_subnets,
+        shared: dict[str, Any] = {
+            "vpc": network.vpc,
+            "model": serving.model,
+            "engine": serving.engine,
+            "instance_type": serving.instance_type,
+            "min_capacity": serving.min_capacity,
+            "max_capacity": serving.max_capacity,
+            "vpc_subnets": network.workload_subnets,
             # The VPC's zones are named by their AZ IDs (see PinnedAzStack).
-            availability_zone_ids={az_id: az_id for az_id in config.az_ids},
-            min_availability_zones=min(2, len(config.az_ids)) if serving.min_capacity >= 2 else 1,
-            certificate=self._certificate(serving),
-            hugging_face_token=self._token(serving),
-            warm_pool=serving.warm_pool,
-            removal_policy=removal_policy_of(config),
-            # EC2 instances publish Neuron metrics for the MonitoringStack; SageMaker runs none of our code.
-            node_metrics=NodeMetrics(environment=config.name) if serving.backend == "ec2" else None,
-        )
-        self._accept_scan_findings(serving)
-
+            "availability_zone_ids": {az_id: az_id for az_id in config.az_ids},
+            "min_availability_zones": min(2, len(config.az_ids)) if serving.min_capacity >= 2 else 1,
+            "removal_policy": removal_policy_of(config),
+        }
+        self.fleet: Ec2InferenceFleet | SageMakerInferenceFleet
         if serving.backend == "sagemaker":
-            cdk.CfnOutput(self, "EndpointName", value=self.fleet.url)
+            self.fleet = SageMakerInferenceFleet(self, "Fleet", **shared)
+            cdk.CfnOutput(self, "EndpointName", value=self.fleet.endpoint_name)
         else:
+            self.fleet = Ec2InferenceFleet(
+                self,
+                "Fleet",
+                **shared,
+                certificate=self._certificate(serving),
+                hugging_face_token=self._token(serving),
+                warm_pool=serving.warm_pool,
+                # The instances publish Neuron metrics for the MonitoringStack.
+                node_metrics=NodeMetrics(environment=config.name),
+            )
+            self._accept_scan_findings(self.fleet, serving)
             cdk.CfnOutput(self, "ServingUrl", value=self.fleet.url)
 
-    def _accept_scan_findings(self, serving: ServingConfig) -> None:
-        if self.fleet.access_log_bucket is not None:
-            skip_checkov(
-                self.fleet.access_log_bucket,
-                "CKV_AWS_18",
-                "This is the load balancer's access-log bucket; logging its own accesses would need yet "
-                "another bucket.",
-            )
-        if self.fleet.listener is not None and serving.certificate_arn is None:
+    @staticmethod
+    def _accept_scan_findings(fleet: Ec2InferenceFleet, serving: ServingConfig) -> None:
+        skip_checkov(
+            fleet.access_log_bucket,
+            "CKV_AWS_18",
+            "This is the load balancer's access-log bucket; logging its own accesses would need yet "
+            "another bucket.",
+        )
+        if serving.certificate_arn is None:
             reason = (
                 "No serving.certificate_arn is configured: the internal load balancer listens on HTTP, "
                 "reachable only from inside the VPC (its security group admits the VPC CIDR). Set "
                 "certificate_arn to serve HTTPS with TLS 1.2+."
             )
-            skip_checkov(self.fleet.listener, "CKV_AWS_2", reason)
-            skip_checkov(self.fleet.listener, "CKV_AWS_103", reason)
+            skip_checkov(fleet.listener, "CKV_AWS_2", reason)
+            skip_checkov(fleet.listener, "CKV_AWS_103", reason)
 
     def _certificate(self, serving: ServingConfig) -> acm.ICertificate | None:
         if serving.certificate_arn is None:

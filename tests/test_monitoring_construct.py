@@ -1,4 +1,4 @@
-"""NeuronMonitoring on real TrainingClusters, InferenceFleets and a CheckpointStore.
+"""NeuronMonitoring on real TrainingClusters, inference fleets and a CheckpointStore.
 
 Two environments, synthesized once for the module:
 
@@ -25,7 +25,7 @@ from test_training_support import PUBLIC_IMAGE, PinnedStack, first_zone, network
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring, NodeMetrics
-from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
+from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, SageMakerInferenceFleet
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import Engine, TrainingCluster
 from cdk_support import flatten_user_data, make_app, nag_violations, normalize_template, settings_in
@@ -46,7 +46,7 @@ class Env:
     monitoring_stack: PinnedStack
     monitoring: NeuronMonitoring
     cluster: TrainingCluster
-    fleet: InferenceFleet
+    fleet: Any
     store: CheckpointStore | None
     templates: dict[str, dict[str, Any]]
 
@@ -88,7 +88,7 @@ def prod() -> Iterator[Env]:
         job_image=PUBLIC_IMAGE,
         node_metrics=NodeMetrics(environment="prod"),
     )
-    fleet = InferenceFleet(
+    fleet = Ec2InferenceFleet(
         stack,
         "Fleet",
         vpc=vpc,
@@ -124,12 +124,11 @@ def dev() -> Iterator[Env]:
         engine=Engine.auto_scaling_group(),
         node_metrics=NodeMetrics(environment="dev"),
     )
-    fleet = InferenceFleet(
+    fleet = SageMakerInferenceFleet(
         workloads,
         "Fleet",
         vpc=vpc,
         model=MODEL,
-        backend=FleetBackend.sagemaker(),
         instance_type="ml.inf2.8xlarge",
     )
     monitoring_stack = PinnedStack(app, "DevMonitoring", region="us-east-1")
@@ -363,12 +362,11 @@ def test_monitoring_creates_no_policy_and_changes_no_workload(prod: Env, dev: En
         engine=Engine.auto_scaling_group(),
         node_metrics=NodeMetrics(environment="dev"),
     )
-    InferenceFleet(
+    SageMakerInferenceFleet(
         alone,
         "Fleet",
         vpc=vpc,
         model=MODEL,
-        backend=FleetBackend.sagemaker(),
         instance_type="ml.inf2.8xlarge",
     )
     watched = normalize_template(dev.template(dev.workloads))

@@ -1,4 +1,4 @@
-"""InferenceFleet on EC2 Auto Scaling behind an internal ALB (inf2.8xlarge, Llama 8B) and its variants."""
+"""Ec2InferenceFleet on EC2 Auto Scaling behind an internal ALB (inf2.8xlarge, Llama 8B) and its variants."""
 
 from __future__ import annotations
 
@@ -66,11 +66,11 @@ def built() -> Iterator[Built]:
     from aws_cdk import aws_certificatemanager as acm
     from aws_cdk import aws_secretsmanager as secretsmanager
 
-    from cdk_neuron.serving import InferenceFleet, ModelSpec, ServingEngine
+    from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, ServingEngine
 
     app = make_app()
     stack, vpc = _stack(app, "Serving")
-    fleet = InferenceFleet(
+    fleet = Ec2InferenceFleet(
         stack,
         "Fleet",
         vpc=vpc,
@@ -89,7 +89,7 @@ def built() -> Iterator[Built]:
     variants_stack, vpc2 = _stack(app, "ServingVariants")
     hub_8b = ModelSpec(model_id="meta-llama/Llama-3.1-8B-Instruct", parameters=8_000_000_000, batch_size=4)
     variants = {
-        "https": InferenceFleet(
+        "https": Ec2InferenceFleet(
             variants_stack,
             "Https",
             vpc=vpc2,
@@ -104,10 +104,10 @@ def built() -> Iterator[Built]:
             target_requests_per_minute=120,
             target_concurrency=10,
         ),
-        "spot": InferenceFleet(
+        "spot": Ec2InferenceFleet(
             variants_stack, "Spot", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", spot=True
         ),
-        "idle": InferenceFleet(
+        "idle": Ec2InferenceFleet(
             variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", min_capacity=0
         ),
     }
@@ -358,18 +358,16 @@ def test_target_group_checks_the_engine_health_path(built: Built) -> None:
 
 def test_attributes(built: Built) -> None:
     fleet = built.fleet
-    assert fleet.endpoint is None
-    assert fleet.load_balancer is not None
-    assert fleet.auto_scaling_group is not None
     assert (fleet.plan.tensor_parallel, fleet.plan.replicas_per_instance, fleet.instance_type) == (
         2,
         1,
         "inf2.8xlarge",
     )
-    from cdk_neuron.errors import NeuronConfigError
-
-    with pytest.raises(NeuronConfigError, match=r"grant_invoke=.*authorized by network, not IAM"):
-        fleet.grant_invoke(fleet.instance_role)
+    assert fleet.grant_principal is fleet.instance_role
+    assert fleet.kms_key.node.path == "Serving/Fleet/Key"
+    assert fleet.fleet_id == fleet.node.addr
+    # The load balancer is authorized by network, not IAM: there is nothing to grant invoke on.
+    assert not hasattr(fleet, "grant_invoke") and not hasattr(fleet, "endpoint")
 
 
 def test_nag_clean(built: Built) -> None:

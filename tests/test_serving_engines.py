@@ -133,21 +133,21 @@ def test_vllm_serves_only_the_compiled_shape() -> None:
     with pytest.raises(
         NeuronConfigError, match=r"batch_size=2: vLLM on Neuron serves exactly the compiled shape"
     ):
-        ServingEngine.optimum_neuron().validate(spec, spec.plan("inf2.8xlarge"), backend="ec2")
-    ServingEngine.tgi().validate(spec, spec.plan("inf2.8xlarge"), backend="ec2")  # TGI accepts <= compiled
+        ServingEngine.optimum_neuron().validate(spec, spec.plan("inf2.8xlarge"))
+    ServingEngine.tgi().validate(spec, spec.plan("inf2.8xlarge"))  # TGI accepts <= compiled
 
 
 def test_tgi_casts_to_16_bit_only() -> None:
     spec = ModelSpec(model_id="org/m", parameters=8_000_000_000, dtype="int8")
     with pytest.raises(NeuronConfigError, match=r"dtype='int8': TGI's Neuron backend casts to fp16 or bf16"):
-        ServingEngine.tgi().validate(spec, spec.plan("inf2.8xlarge"), backend="ec2")
+        ServingEngine.tgi().validate(spec, spec.plan("inf2.8xlarge"))
 
 
 def test_tgi_is_refused_on_trainium2() -> None:
     with pytest.raises(
         NeuronConfigError, match=r"instance_type='trn2.48xlarge': TGI's Neuron backend supports"
     ):
-        ServingEngine.tgi().validate(SPEC, SPEC.plan("trn2.48xlarge"), backend="ec2")
+        ServingEngine.tgi().validate(SPEC, SPEC.plan("trn2.48xlarge"))
 
 
 def test_vllm_neuron_after_sdk_2_31_is_refused_on_inf2() -> None:
@@ -155,19 +155,19 @@ def test_vllm_neuron_after_sdk_2_31_is_refused_on_inf2() -> None:
     with pytest.raises(
         NeuronConfigError, match=r"image_tag='0.24.0.*Trn2/Trn3 only; inf2.8xlarge stays on NxD"
     ):
-        engine.validate(SPEC, PLAN, backend="ec2")
-    engine.validate(SPEC, SPEC.plan("trn2.48xlarge"), backend="ec2")
+        engine.validate(SPEC, PLAN)
+    engine.validate(SPEC, SPEC.plan("trn2.48xlarge"))
 
 
 def test_engines_without_a_sagemaker_contract_are_refused_there() -> None:
     with pytest.raises(
         NeuronConfigError, match=r"engine='vllm-neuron': this engine has no SageMaker serving"
     ):
-        ServingEngine.vllm_neuron().validate(SPEC, PLAN, backend="sagemaker")
+        ServingEngine.vllm_neuron().validate_sagemaker()
     mirror = ContainerImage("registry.example.com", "vllm", "1.0")
     with pytest.raises(NeuronConfigError, match=r"engine='optimum-neuron': this engine has no SageMaker"):
-        ServingEngine.optimum_neuron(image=mirror).validate(SPEC, PLAN, backend="sagemaker")
-    ServingEngine.tgi().validate(SPEC, PLAN, backend="sagemaker")
+        ServingEngine.optimum_neuron(image=mirror).validate_sagemaker()
+    assert ServingEngine.tgi().validate_sagemaker() == ServingEngine.tgi().sagemaker_image
 
 
 def test_an_image_and_a_tag_together_are_refused() -> None:
@@ -223,7 +223,7 @@ def test_tgi_keeps_a_served_shape_smaller_than_the_compiled_one(sagemaker: bool)
 def test_tgi_needs_room_for_a_prompt_and_a_generated_token() -> None:
     spec = ModelSpec(model_id="org/m", parameters=1_000_000_000, sequence_length=1)
     with pytest.raises(NeuronConfigError, match=r"sequence_length=1: TGI needs room"):
-        ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"), backend="ec2")
+        ServingEngine.tgi().validate(spec, spec.plan("inf2.xlarge"))
 
 
 def test_vllm_neuron_loads_precompiled_artifacts_instead_of_compiling() -> None:
@@ -239,3 +239,36 @@ def test_vllm_neuron_loads_precompiled_artifacts_instead_of_compiling() -> None:
     }
     # From the Hub there is nothing precompiled to point at.
     assert "NEURON_COMPILED_ARTIFACTS" not in engine.environment(SPEC, PLAN, model=SPEC.served_model_name)
+
+
+def test_each_factory_returns_its_engine_modules_class() -> None:
+    from cdk_neuron.serving.engines import OptimumNeuronEngine, TgiEngine, VllmNeuronEngine
+
+    assert type(ServingEngine.optimum_neuron()) is OptimumNeuronEngine
+    assert type(ServingEngine.vllm_neuron()) is VllmNeuronEngine
+    assert type(ServingEngine.tgi()) is TgiEngine
+    assert ServingEngine.tgi(sagemaker_image_tag="2.6.0-neuronx").sagemaker_image == ContainerImage(
+        "763104351884.dkr.ecr.{region}.amazonaws.com", "huggingface-pytorch-tgi-inference", "2.6.0-neuronx"
+    )
+    with pytest.raises(TypeError, match="abstract"):
+        ServingEngine(image=ServingEngine.tgi().image, sagemaker_image=None)  # type: ignore[abstract]
+
+
+def test_an_engine_is_one_subclass_with_no_name_switch_anywhere() -> None:
+    """Serving code asks the engine (polymorphism); nothing compares engine or backend names."""
+    import pathlib
+    import re
+
+    import cdk_neuron.serving
+
+    root = pathlib.Path(cdk_neuron.serving.__file__).parent
+    switch = re.compile(
+        r"""(\bname|\bkind|\bbackend)\s*[!=]=\s*["']|==\s*["'](tgi|vllm-neuron|optimum-neuron|ec2|sagemaker)["']"""
+    )
+    offenders = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in sorted(root.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if switch.search(line)
+    ]
+    assert offenders == []

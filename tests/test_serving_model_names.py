@@ -92,7 +92,9 @@ def name_clients_see(engine: ServingEngine, spec: ModelSpec, backend: str) -> st
 @pytest.mark.parametrize("spec", [FROM_S3, FROM_HUB, ARTIFACT_ONLY], ids=["s3+hub-id", "hub", "s3-only"])
 def test_optimum_neuron_serves_the_model_under_its_served_name(spec: ModelSpec, backend: str) -> None:
     engine = ServingEngine.optimum_neuron()
-    engine.validate(spec, PLAN, backend=backend)  # type: ignore[arg-type]
+    engine.validate(spec, PLAN)
+    if backend == "sagemaker":
+        engine.validate_sagemaker()
     assert name_clients_see(engine, spec, backend) == spec.served_model_name
     assert engine.listed_model_name(spec, model="/anything") == spec.served_model_name
     assert engine.served_name_caveat(spec, model="/anything") is None
@@ -123,12 +125,12 @@ def test_the_names_transcribed_from_the_sources() -> None:
 @pytest.mark.parametrize("spec", [FROM_S3, FROM_HUB, ARTIFACT_ONLY], ids=["s3+hub-id", "hub", "s3-only"])
 def test_vllm_neuron_serves_the_model_under_its_served_name(spec: ModelSpec) -> None:
     engine = ServingEngine.vllm_neuron()
-    engine.validate(spec, PLAN, backend="ec2")
+    engine.validate(spec, PLAN)
     assert name_clients_see(engine, spec, "ec2") == spec.served_model_name
     assert engine.served_name_caveat(spec, model=EC2_MODEL_DIR) is None
     # No SageMaker contract, so no name to set there: refused outright.
     with pytest.raises(NeuronConfigError, match=r"engine='vllm-neuron': this engine has no SageMaker"):
-        engine.validate(spec, PLAN, backend="sagemaker")
+        engine.validate_sagemaker()
 
 
 @pytest.mark.parametrize("backend", ["ec2", "sagemaker"])
@@ -161,7 +163,7 @@ def test_optimum_neuron_images_without_the_served_name_flag_are_refused(tag: str
         NeuronConfigError,
         match=r"image_tag='0\.\d+\.\d-optimum0\.[34]\.0.*cannot set the served model name .*0\.4\.1",
     ):
-        engine.validate(FROM_S3, PLAN, backend="ec2")
+        engine.validate(FROM_S3, PLAN)
 
 
 def test_optimum_neuron_images_from_0_4_1_and_unversioned_mirrors_are_accepted() -> None:
@@ -169,6 +171,8 @@ def test_optimum_neuron_images_from_0_4_1_and_unversioned_mirrors_are_accepted()
 
     ServingEngine.optimum_neuron(
         image_tag="0.11.0-optimum0.4.1-neuronx-py310-sdk2.26.0-ubuntu22.04"
-    ).validate(FROM_S3, PLAN, backend="ec2")
+    ).validate(FROM_S3, PLAN)
     mirror = ContainerImage("123456789012.dkr.ecr.us-east-1.amazonaws.com", "vllm-neuron", "2026-11-01")
-    ServingEngine.optimum_neuron(image=mirror).validate(FROM_S3, PLAN, backend="sagemaker")
+    mirrored = ServingEngine.optimum_neuron(image=mirror)
+    mirrored.validate(FROM_S3, PLAN)
+    assert mirrored.validate_sagemaker() == mirror

@@ -17,10 +17,12 @@ LLAMA_70B = 70_000_000_000
 def test_pure_modules_do_not_import_aws_cdk() -> None:
     code = (
         "import sys\n"
-        "from cdk_neuron.serving import ModelSpec, ServingEngine, FleetBackend\n"
+        "from cdk_neuron.serving import ModelSpec, ServingEngine, ContainerImage, MeasuredStartup\n"
         "import cdk_neuron.serving.user_data, cdk_neuron.serving.timing, cdk_neuron.serving.placement\n"
+        "import cdk_neuron.serving.engines.optimum_neuron, cdk_neuron.serving.engines.tgi\n"
+        "import cdk_neuron.serving.engines.vllm_neuron\n"
         "ModelSpec(model_id='a/b', parameters=1_000_000_000).plan()\n"
-        "ServingEngine.tgi(); FleetBackend.sagemaker()\n"
+        "ServingEngine.tgi(); ServingEngine.vllm_neuron(); ServingEngine.optimum_neuron()\n"
         "assert 'aws_cdk' not in sys.modules, sorted(m for m in sys.modules if m.startswith('aws_cdk'))\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

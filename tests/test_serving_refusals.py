@@ -1,4 +1,5 @@
-"""InferenceFleet refuses bad configurations in its constructor, naming the field and the fix."""
+"""Ec2InferenceFleet and SageMakerInferenceFleet refuse bad configurations in their constructors,
+naming the construct, the field and the fix, before they create any resource."""
 
 from __future__ import annotations
 
@@ -32,7 +33,19 @@ def scope() -> Iterator[tuple[Any, Any]]:
 
 
 def _fleet(scope: tuple[Any, Any], **overrides: Any) -> Any:
-    from cdk_neuron.serving import InferenceFleet, ModelSpec
+    from cdk_neuron.serving import Ec2InferenceFleet
+
+    return _build(Ec2InferenceFleet, scope, overrides)
+
+
+def _endpoint(scope: tuple[Any, Any], **overrides: Any) -> Any:
+    from cdk_neuron.serving import SageMakerInferenceFleet
+
+    return _build(SageMakerInferenceFleet, scope, overrides)
+
+
+def _build(fleet_class: Any, scope: tuple[Any, Any], overrides: dict[str, Any]) -> Any:
+    from cdk_neuron.serving import ModelSpec
 
     stack, vpc = scope
     props: dict[str, Any] = {
@@ -44,7 +57,7 @@ def _fleet(scope: tuple[Any, Any], **overrides: Any) -> Any:
         ),
     }
     props.update(overrides)
-    return InferenceFleet(stack, f"Fleet{next(_ids)}", **props)
+    return fleet_class(stack, f"Fleet{next(_ids)}", **props)
 
 
 def test_a_model_that_does_not_fit_names_an_instance_that_would(scope: tuple[Any, Any]) -> None:
@@ -107,63 +120,61 @@ def test_warm_pool_with_spot_is_refused(scope: tuple[Any, Any]) -> None:
 
 
 def test_sagemaker_timeouts_beyond_the_limit_are_refused(scope: tuple[Any, Any]) -> None:
-    from cdk_neuron.serving import FleetBackend
-
-    backend = FleetBackend.sagemaker(container_startup_health_check_timeout_seconds=5400)
     with pytest.raises(
-        NeuronConfigError, match=r"container_startup_health_check_timeout=5400: SageMaker allows at most 3600"
+        NeuronConfigError,
+        match=r"container_startup_health_check_timeout_seconds=5400: SageMaker allows at most 3600",
     ):
-        _fleet(scope, backend=backend)
+        _endpoint(scope, container_startup_health_check_timeout_seconds=5400)
 
 
 @pytest.mark.parametrize(
     ("prop", "value"),
-    [("warm_pool", True), ("spot", True), ("target_requests_per_minute", 60)],
+    [
+        ("warm_pool", True),
+        ("spot", True),
+        ("target_requests_per_minute", 60),
+        ("min_healthy_percentage", 50),
+        ("node_metrics", None),
+        ("certificate", None),
+    ],
 )
-def test_ec2_only_options_are_refused_on_sagemaker(scope: tuple[Any, Any], prop: str, value: Any) -> None:
-    from cdk_neuron.serving import FleetBackend
-
-    with pytest.raises(NeuronConfigError, match=rf"{prop}=.*applies only to FleetBackend.ec2"):
-        _fleet(scope, backend=FleetBackend.sagemaker(), **{prop: value})
+def test_ec2_only_options_do_not_exist_on_sagemaker(scope: tuple[Any, Any], prop: str, value: Any) -> None:
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{prop}'"):
+        _endpoint(scope, **{prop: value})
 
 
-def test_a_hub_token_is_refused_on_sagemaker(scope: tuple[Any, Any]) -> None:
+def test_a_hub_token_does_not_exist_on_sagemaker(scope: tuple[Any, Any]) -> None:
+    """SageMaker has no secret injection for model containers: the token would sit in plain text."""
     from aws_cdk import aws_secretsmanager as secretsmanager
 
-    from cdk_neuron.serving import FleetBackend
-
     secret = secretsmanager.Secret.from_secret_name_v2(scope[0], "HubToken", "hf-token")
-    with pytest.raises(NeuronConfigError, match=r"hugging_face_token=.*plain text in the model"):
-        _fleet(scope, backend=FleetBackend.sagemaker(), hugging_face_token=secret)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'hugging_face_token'"):
+        _endpoint(scope, hugging_face_token=secret)
 
 
 def test_engines_without_sagemaker_support_are_refused_there(scope: tuple[Any, Any]) -> None:
-    from cdk_neuron.serving import FleetBackend, ServingEngine
+    from cdk_neuron.serving import ServingEngine
 
     with pytest.raises(
         NeuronConfigError, match=r"engine='vllm-neuron': this engine has no SageMaker serving"
     ):
-        _fleet(scope, backend=FleetBackend.sagemaker(), engine=ServingEngine.vllm_neuron())
+        _endpoint(scope, engine=ServingEngine.vllm_neuron())
 
 
 def test_trn2_ultraserver_is_not_a_sagemaker_type(scope: tuple[Any, Any]) -> None:
-    from cdk_neuron.serving import FleetBackend
-
     with pytest.raises(NeuronConfigError, match=r"instance_type='trn2u.48xlarge': SageMaker hosting offers"):
-        _fleet(scope, backend=FleetBackend.sagemaker(), instance_type="trn2u.48xlarge")
+        _endpoint(scope, instance_type="trn2u.48xlarge")
 
 
 def test_capacity_bounds(scope: tuple[Any, Any]) -> None:
-    from cdk_neuron.serving import FleetBackend
-
     # An EC2 fleet may idle at zero; a SageMaker endpoint always keeps one instance.
     with pytest.raises(NeuronConfigError, match=r"min_capacity=-1: must be a whole number >= 0"):
         _fleet(scope, min_capacity=-1)
     with pytest.raises(NeuronConfigError, match=r"min_capacity=0: must be a whole number >= 1"):
-        _fleet(scope, backend=FleetBackend.sagemaker(), min_capacity=0)
+        _endpoint(scope, min_capacity=0)
     with pytest.raises(NeuronConfigError, match=r"max_capacity=1: must be a whole number >= 2"):
         _fleet(scope, min_capacity=2, max_capacity=1)
-    with pytest.raises(NeuronConfigError, match=r"target_concurrency=0: must be a number > 0"):
+    with pytest.raises(NeuronConfigError, match=r"target_concurrency=0: must be greater than 0"):
         _fleet(scope, target_concurrency=0)
 
 
@@ -182,3 +193,59 @@ def test_wrong_types_are_refused(scope: tuple[Any, Any]) -> None:
         _fleet(scope, model="llama")
     with pytest.raises(NeuronConfigError, match=r"engine='vllm': use ServingEngine"):
         _fleet(scope, engine="vllm")
+
+
+@pytest.mark.parametrize("which", ["ec2", "sagemaker"])
+@pytest.mark.parametrize(
+    ("props", "field"),
+    [
+        ({"max_capacity": 0}, "max_capacity"),
+        ({"instance_type": "g5.xlarge"}, "instance_type"),
+        ({"target_concurrency": -1}, "target_concurrency"),
+        ({"measured_startup": {"boot_seconds": 60}}, "measured_startup"),
+    ],
+)
+def test_an_error_names_the_construct_and_comes_before_any_resource(
+    scope: tuple[Any, Any], which: str, props: dict[str, Any], field: str
+) -> None:
+    stack, _ = scope
+    build = _fleet if which == "ec2" else _endpoint
+    with pytest.raises(NeuronConfigError, match=rf"^Refusals/Fleet(\d+): {field}=") as raised:
+        build(scope, **props)
+    assert raised.value.construct is not None and raised.value.field == field
+    refused = stack.node.find_child(raised.value.construct.split("/")[-1])
+    assert refused.node.children == []  # nothing was created
+
+
+@pytest.mark.parametrize(
+    ("props", "field"),
+    [
+        ({"startup_timeout_seconds": 9000}, "startup_timeout_seconds"),
+        ({"startup_timeout_seconds": 0}, "startup_timeout_seconds"),
+        ({"data_volume_gib": 0}, "data_volume_gib"),
+        ({"data_volume_gib": 20_000}, "data_volume_gib"),
+        ({"min_healthy_percentage": 101}, "min_healthy_percentage"),
+        ({"target_requests_per_minute": 0}, "target_requests_per_minute"),
+        ({"node_metrics": "prod"}, "node_metrics"),
+    ],
+)
+def test_ec2_options_are_validated(scope: tuple[Any, Any], props: dict[str, Any], field: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^Refusals/Fleet\d+: {field}="):
+        _fleet(scope, **props)
+
+
+@pytest.mark.parametrize(
+    ("props", "field"),
+    [
+        ({"variant_name": "all traffic"}, "variant_name"),
+        ({"model_data_download_timeout_seconds": 0}, "model_data_download_timeout_seconds"),
+        (
+            {"container_startup_health_check_timeout_seconds": 1.5},
+            "container_startup_health_check_timeout_seconds",
+        ),
+        ({"volume_size_gb": 600}, "volume_size_gb"),
+    ],
+)
+def test_sagemaker_options_are_validated(scope: tuple[Any, Any], props: dict[str, Any], field: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^Refusals/Fleet\d+: {field}="):
+        _endpoint(scope, **props)

@@ -1,4 +1,4 @@
-"""InferenceFleet on a SageMaker endpoint (ml.inf2.48xlarge, Llama 70B from precompiled S3 artifacts)."""
+"""SageMakerInferenceFleet on a SageMaker endpoint (ml.inf2.48xlarge, Llama 70B from precompiled S3 artifacts)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def built() -> Iterator[Built]:
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_iam as iam
 
-    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
+    from cdk_neuron.serving import ModelSpec, SageMakerInferenceFleet
 
     class PinnedAzStack(cdk.Stack):
         @property
@@ -47,7 +47,7 @@ def built() -> Iterator[Built]:
         )
     )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, ip_addresses=ec2.IpAddresses.cidr("10.0.0.0/16"))
-    fleet = InferenceFleet(
+    fleet = SageMakerInferenceFleet(
         stack,
         "Fleet",
         vpc=vpc,
@@ -57,7 +57,6 @@ def built() -> Iterator[Built]:
             parameters=70_000_000_000,
             batch_size=4,
         ),
-        backend=FleetBackend.sagemaker(),
         instance_type="ml.inf2.48xlarge",
         max_capacity=3,
     )
@@ -145,7 +144,8 @@ def test_endpoint_config_on_inf2_with_derived_timeouts(built: Built) -> None:
     assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 2774
     assert variant["InferenceAmiVersion"] == catalog.SAGEMAKER_NEURON_AMI_VERSION
     assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
-    assert built.fleet.startup_timeout_seconds == 2774
+    assert built.fleet.container_startup_timeout_seconds == 2774
+    assert built.fleet.model_data_download_timeout_seconds == 1663
 
 
 def test_autoscaling_on_high_resolution_concurrency(built: Built) -> None:
@@ -184,10 +184,14 @@ def test_grant_invoke_allows_invocation_and_streaming(built: Built) -> None:
 
 def test_attributes(built: Built) -> None:
     fleet = built.fleet
-    assert fleet.load_balancer is None and fleet.auto_scaling_group is None
-    assert fleet.endpoint is not None
-    assert fleet.url == fleet.endpoint.attr_endpoint_name
+    assert fleet.endpoint_name == fleet.endpoint.attr_endpoint_name
+    assert fleet.endpoint_arn == fleet.endpoint.ref
+    assert fleet.variant_name == "AllTraffic"
+    assert fleet.grant_principal is fleet.execution_role
     assert (fleet.plan.tensor_parallel, fleet.instance_type) == (24, "inf2.48xlarge")
+    # SageMaker runs no code of ours and has no load balancer: none of the EC2 attributes exist.
+    for ec2_only in ("url", "load_balancer", "auto_scaling_group", "node_metrics", "add_user_data"):
+        assert not hasattr(fleet, ec2_only), ec2_only
 
 
 def test_nag_clean(built: Built) -> None:
@@ -203,18 +207,17 @@ def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
 
-    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+    from cdk_neuron.serving import ModelSpec, SageMakerInferenceFleet, ServingEngine
     from cdk_neuron.serving.engines import TGI_SAGEMAKER_REPOSITORY
 
     stack = cdk.Stack(make_app(), "TgiOnSageMaker", env=cdk.Environment(account=ACCOUNT, region=REGION))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS)
-    InferenceFleet(
+    SageMakerInferenceFleet(
         stack,
         "Fleet",
         vpc=vpc,
         model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
         engine=ServingEngine.tgi(),
-        backend=FleetBackend.sagemaker(),
         instance_type="inf2.8xlarge",
     )
     policy = _props(template_of(stack), "AWS::IAM::ManagedPolicy")
@@ -236,19 +239,19 @@ def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
     check_gate(name, built.template, rule)
 
 
-def _trn1_fleet(**backend: Any) -> dict[str, Any]:
+def _trn1_fleet(**props: Any) -> dict[str, Any]:
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
 
-    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec
+    from cdk_neuron.serving import ModelSpec, SageMakerInferenceFleet
 
     stack = cdk.Stack(make_app(), "Trn1OnSageMaker", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    InferenceFleet(
+    SageMakerInferenceFleet(
         stack,
         "Fleet",
         vpc=ec2.Vpc(stack, "Vpc", availability_zones=AZS),
         model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
-        backend=FleetBackend.sagemaker(**backend),
+        **props,
         instance_type="ml.trn1.32xlarge",
     )
     return template_of(stack)

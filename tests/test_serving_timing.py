@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.serving.backends import FleetBackend
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.timing import (
     PUBLISHED_LOAD_TIMES,
@@ -161,17 +160,17 @@ def test_sagemaker_timeouts_above_the_cap_are_refused_naming_the_field() -> None
     # 1.5 x (480 + 10.5 x 200) = 3870 s
     with pytest.raises(
         NeuronConfigError,
-        match=r"container_startup_health_check_timeout=3870: SageMaker allows at most 3600 s .*MeasuredStartup",
+        match=r"container_startup_health_check_timeout_seconds=3870: SageMaker allows at most 3600 s .*MeasuredStartup",
     ):
         sagemaker_timeouts(200.0, precompiled=False, instance_type="inf2.48xlarge")
     with pytest.raises(
-        NeuronConfigError, match=r"model_data_download_timeout=4000: SageMaker allows at most 3600"
+        NeuronConfigError, match=r"model_data_download_timeout_seconds=4000: SageMaker allows at most 3600"
     ):
         sagemaker_timeouts(
             10.0, precompiled=True, instance_type="inf2.xlarge", model_data_download_seconds=4000
         )
     with pytest.raises(
-        NeuronConfigError, match=r"container_startup_health_check_timeout=3750: SageMaker allows"
+        NeuronConfigError, match=r"container_startup_health_check_timeout_seconds=3750: SageMaker allows"
     ):
         sagemaker_timeouts(
             1.0,
@@ -197,21 +196,3 @@ def test_volume_sizes() -> None:
         NeuronConfigError, match=r"volume_size_gb=600: SageMaker ML storage volumes hold at most 512"
     ):
         sagemaker_volume_gb(WEIGHTS_8B, given=600)
-
-
-def test_backend_options_are_validated() -> None:
-    with pytest.raises(
-        NeuronConfigError, match=r"startup_timeout_seconds=9000: a lifecycle hook waits at most 7200"
-    ):
-        FleetBackend.ec2(startup_timeout_seconds=9000)
-    with pytest.raises(NeuronConfigError, match=r"data_volume_gib=0"):
-        FleetBackend.ec2(data_volume_gib=0)
-    with pytest.raises(NeuronConfigError, match=r"variant_name='all traffic'"):
-        FleetBackend.sagemaker(variant_name="all traffic")
-    with pytest.raises(
-        NeuronConfigError, match=r"measured_startup=\{'boot_seconds': 60\}: pass a cdk_neuron"
-    ):
-        FleetBackend.ec2(measured_startup={"boot_seconds": 60})  # type: ignore[arg-type]
-    assert FleetBackend.sagemaker().variant_name == "AllTraffic"
-    assert FleetBackend.ec2().kind == "ec2"
-    assert FleetBackend.sagemaker(measured_startup=REPORT).measured_startup == REPORT

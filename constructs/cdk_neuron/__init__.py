@@ -37,9 +37,12 @@ _LAZY: dict[str, str] = {
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
     "CompileCache": "cdk_neuron.storage",
-    "InferenceFleet": "cdk_neuron.serving",
+    "Ec2InferenceFleet": "cdk_neuron.serving",
+    "SageMakerInferenceFleet": "cdk_neuron.serving",
     "ModelSpec": "cdk_neuron.serving",
     "ServingEngine": "cdk_neuron.serving",
+    # deprecated (the README's examples still use them): see docs/migration/serving.md
+    "InferenceFleet": "cdk_neuron.serving",
     "FleetBackend": "cdk_neuron.serving",
     "NeuronMonitoring": "cdk_neuron.monitoring",
     "MonitoringThresholds": "cdk_neuron.monitoring",
@@ -51,6 +54,7 @@ __all__ = [
     "CheckpointStore",
     "CompileCache",
     "Deployment",
+    "Ec2InferenceFleet",
     "Engine",
     "FleetBackend",
     "InferenceFleet",
@@ -59,6 +63,7 @@ __all__ = [
     "NeuronConfigError",
     "NeuronInstance",
     "NeuronMonitoring",
+    "SageMakerInferenceFleet",
     "ServingEngine",
     "ServingPlan",
     "TrainingCluster",
@@ -85,6 +90,13 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
     from cdk_neuron.deployment import Deployment
     from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
-    from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
+    from cdk_neuron.serving import (
+        Ec2InferenceFleet,
+        FleetBackend,
+        InferenceFleet,
+        ModelSpec,
+        SageMakerInferenceFleet,
+        ServingEngine,
+    )
     from cdk_neuron.storage import CheckpointStore, CompileCache
     from cdk_neuron.training import Capacity, Engine, TrainingCluster

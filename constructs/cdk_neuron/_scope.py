@@ -14,7 +14,7 @@ from cdk_neuron.errors import NeuronConfigError
 def reported_by(scope: Construct) -> Iterator[None]:
     """Re-raise a :class:`NeuronConfigError` from inside the block with ``scope``'s path.
 
-    Constructors wrap their prop validation in it, so ``InferenceFleet(stack, "Fleet", ...)``
+    Constructors wrap their prop validation in it, so ``Ec2InferenceFleet(stack, "Fleet", ...)``
     fails with ``MyStack/Fleet: max_capacity=0: ...`` rather than a bare field name. An error
     that already names a construct (a nested construct's) keeps its own, more precise, path.
     """

@@ -51,6 +51,18 @@ IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A shell/environment variable name.
 ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# SageMaker endpoint and production-variant names: 1-63 letters, digits and hyphens, starting with a
+# letter or digit (AWS::SageMaker::Endpoint EndpointName, ProductionVariant VariantName).
+SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# The CloudWatch dimension values of an Application Load Balancer and its target group, i.e. their
+# ARNs' resource parts after "loadbalancer/" and ":" (the LoadBalancerFullName and TargetGroupFullName
+# attributes): "app/<name>/<16 hex>" and "targetgroup/<name>/<16 hex>".
+ALB_FULL_NAME = re.compile(r"^app/[A-Za-z0-9-]{1,32}/[0-9a-f]{16}$")
+TARGET_GROUP_FULL_NAME = re.compile(r"^targetgroup/[A-Za-z0-9-]{1,32}/[0-9a-f]{16}$")
+# An IAM role ARN (paths allowed).
+IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# A construct's address (constructs' Node.addr): "c8" and 40 hex digits, stable for its path.
+CONSTRUCT_ADDRESS = re.compile(r"^c8[0-9a-f]{40}$")
 
 # -- numbers -------------------------------------------------------------------------------------
 
@@ -158,21 +170,26 @@ def ecr_region(registry: str) -> str | None:
 
 __all__ = [
     "ACCOUNT",
+    "ALB_FULL_NAME",
     "AZ_ID",
     "CERTIFICATE_ARN",
+    "CONSTRUCT_ADDRESS",
     "ECR_REGISTRY",
     "EMAIL",
     "ENVIRONMENT_VARIABLE",
     "HF_MODEL_ID",
+    "IAM_ROLE_ARN",
     "IMAGE_TAG",
     "IMAGE_URI",
     "REGION",
     "RESERVATION_ID",
     "RESOURCE_GROUP_ARN",
     "S3_PREFIX_URI",
+    "SAGEMAKER_NAME",
     "SECRET",
     "SECURITY_GROUP_ID",
     "SHA256",
+    "TARGET_GROUP_FULL_NAME",
     "az_id",
     "choice",
     "ecr_region",

@@ -17,12 +17,11 @@ from cdk_neuron import (
     Capacity,
     CheckpointStore,
     CompileCache,
-    FleetBackend,
-    InferenceFleet,
     ModelSpec,
     TrainingCluster,
     plan_training,
 )
+from cdk_neuron.serving import SageMakerInferenceFleet
 
 # AZ names differ per account; AZ IDs do not. trn1n.32xlarge is offered in us-east-2 only in the AZ
 # with ID use2-az3 (see `cdk-neuron preflight`). Put the AZ *name* your account maps to use2-az3 first
@@ -97,11 +96,10 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
             checkpoints=checkpoints,
             compile_cache=cache,
         )
-        endpoint = InferenceFleet(
+        endpoint = SageMakerInferenceFleet(
             self,
             "Endpoint",
             vpc=vpc,
-            backend=FleetBackend.sagemaker(),
             model=ModelSpec(
                 artifact_uri="s3://example-neuron-artifacts/llama-3-8b/bs4-seq4096-tp2/",
                 parameters=8_000_000_000,
@@ -116,7 +114,7 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
             max_capacity=3,
         )
         cdk.CfnOutput(self, "JobQueueArn", value=cluster.job_queue.job_queue_arn)
-        cdk.CfnOutput(self, "EndpointName", value=endpoint.url)
+        cdk.CfnOutput(self, "EndpointName", value=endpoint.endpoint_name)
 
 
 def build(app: cdk.App) -> ReservedTrainingAndEndpointStack:

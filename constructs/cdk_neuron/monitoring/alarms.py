@@ -8,10 +8,11 @@ one uncorrected error is enough.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
-from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
@@ -28,6 +29,10 @@ from cdk_neuron.monitoring.thresholds import (
     SERVING_PERIOD_MINUTES,
     MonitoringThresholds,
 )
+
+if TYPE_CHECKING:
+    from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
+    from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
 
 GT = cw.ComparisonOperator.GREATER_THAN_THRESHOLD
 GE = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
@@ -80,17 +85,17 @@ def _periods(minutes: int, period_minutes: int) -> int:
 def add_neuron_alarms(
     alarms: AlarmSet,
     *,
-    namespace: str,
     environment: str,
     workload: Workload,
+    neuron_series: series.NeuronSeries,
     thresholds: MonitoringThresholds,
 ) -> None:
     """Idle, device memory and uncorrected ECC for a workload; saturation for serving only
     (a training job is supposed to keep its cores busy)."""
     title = workload.capitalize()
 
-    def metric(m: NeuronMetric) -> cw.Metric:
-        return series.neuron(namespace, m, environment, workload, period=NEURON_PERIOD)
+    def metric(m: NeuronMetric) -> cw.IMetric:
+        return neuron_series(m, NEURON_PERIOD, None)
 
     idle_minutes = (
         thresholds.training_idle_minutes if workload == "training" else thresholds.serving_idle_minutes
@@ -146,17 +151,12 @@ def add_neuron_alarms(
 
 
 def add_alb_alarms(
-    alarms: AlarmSet,
-    *,
-    environment: str,
-    load_balancer: elbv2.ApplicationLoadBalancer,
-    target_group: elbv2.ApplicationTargetGroup,
-    thresholds: MonitoringThresholds,
+    alarms: AlarmSet, *, environment: str, fleet: Ec2FleetMetrics, thresholds: MonitoringThresholds
 ) -> None:
     periods = _periods(thresholds.serving_minutes, SERVING_PERIOD_MINUTES)
     alarms.add(
         "Serving5xxRate",
-        metric=series.alb_error_rate(load_balancer, target_group, period=SERVING_PERIOD),
+        metric=series.alb_error_rate(fleet, period=SERVING_PERIOD),
         threshold=thresholds.serving_5xx_percent,
         comparison=GT,
         periods=periods,
@@ -167,9 +167,7 @@ def add_alb_alarms(
     )
     alarms.add(
         "ServingP99Latency",
-        metric=series.target_group(
-            load_balancer, target_group, "TargetResponseTime", statistic="p99", period=SERVING_PERIOD
-        ),
+        metric=fleet.metric_target_response_time(statistic="p99", period=SERVING_PERIOD),
         threshold=thresholds.serving_p99_latency_seconds,
         comparison=GT,
         periods=periods,
@@ -180,9 +178,7 @@ def add_alb_alarms(
     )
     alarms.add(
         "ServingUnhealthyHosts",
-        metric=series.target_group(
-            load_balancer, target_group, "UnHealthyHostCount", statistic="Maximum", period=SERVING_PERIOD
-        ),
+        metric=fleet.metric_unhealthy_host_count(statistic="Maximum", period=SERVING_PERIOD),
         threshold=1,
         comparison=GE,
         periods=periods,
@@ -194,19 +190,14 @@ def add_alb_alarms(
 
 
 def add_sagemaker_alarms(
-    alarms: AlarmSet,
-    *,
-    environment: str,
-    endpoint_name: str,
-    variant_name: str,
-    thresholds: MonitoringThresholds,
+    alarms: AlarmSet, *, environment: str, fleet: SageMakerFleetMetrics, thresholds: MonitoringThresholds
 ) -> None:
     """SageMaker reports no host health metric (it replaces failed instances itself) and runs no
     node publisher, so 5xx rate and latency are what an endpoint can be alarmed on."""
     periods = _periods(thresholds.serving_minutes, SERVING_PERIOD_MINUTES)
     alarms.add(
         "Serving5xxRate",
-        metric=series.sagemaker_error_rate(endpoint_name, variant_name, period=SERVING_PERIOD),
+        metric=series.sagemaker_error_rate(fleet, period=SERVING_PERIOD),
         threshold=thresholds.serving_5xx_percent,
         comparison=GT,
         periods=periods,
@@ -218,9 +209,7 @@ def add_sagemaker_alarms(
     alarms.add(
         "ServingP99Latency",
         # ModelLatency is reported in microseconds.
-        metric=series.sagemaker(
-            "ModelLatency", endpoint_name, variant_name, statistic="p99", period=SERVING_PERIOD
-        ),
+        metric=fleet.metric_model_latency(statistic="p99", period=SERVING_PERIOD, label="ModelLatency (p99)"),
         threshold=thresholds.serving_p99_latency_seconds * 1_000_000,
         comparison=GT,
         periods=periods,

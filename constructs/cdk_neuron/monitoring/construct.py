@@ -13,11 +13,12 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.monitoring import alarms as alarm_rules
 from cdk_neuron.monitoring import event_rules, series
 from cdk_neuron.monitoring.dashboard import DashboardSources, build_dashboard
-from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, Workload
+from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, NeuronMetric, Workload
 from cdk_neuron.monitoring.node_metrics import NodeMetrics, check_environment, check_namespace
 from cdk_neuron.monitoring.thresholds import ALARM_PERIOD_MINUTES, MonitoringThresholds
 from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
-from cdk_neuron.serving import InferenceFleet
+from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics, IEc2InferenceFleet
+from cdk_neuron.serving.sagemaker_fleet import ISageMakerInferenceFleet, SageMakerFleetMetrics
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import TrainingCluster
 from cdk_neuron.validation import EMAIL
@@ -30,7 +31,7 @@ class NeuronMonitoring(Construct):
     """Neuron metrics, alarms, an alarm topic and a dashboard for one environment.
 
     It only reads: it changes nothing in the workloads it watches. Neuron node metrics come from the
-    workloads themselves: a ``cluster`` or EC2 ``fleet`` built with
+    workloads themselves: a ``cluster`` or ``Ec2InferenceFleet`` built with
     ``node_metrics=NodeMetrics(environment=..., namespace=...)`` runs the publisher on its nodes (per
     instance and per workload series, see :mod:`cdk_neuron.monitoring.metrics`); this construct
     alarms on them when their environment and namespace are its own, and warns (no Neuron alarms for
@@ -47,14 +48,16 @@ class NeuronMonitoring(Construct):
       state for the dashboard;
     - a dashboard named ``cdk-neuron-<environment>``.
 
-    A SageMaker-backed fleet runs no code of ours on its instances, so it has no Neuron node metrics:
+    A ``SageMakerInferenceFleet`` runs no code of ours on its instances, so it has no Neuron node metrics:
     SageMaker publishes none for Inferentia, and its alarms are the endpoint's 5xx rate and latency.
 
     Args:
         environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
             dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
         cluster: the training cluster to watch. Default None.
-        fleet: the inference fleet to watch. Default None. At least one of the two is required.
+        fleet: the inference fleet to watch: an ``Ec2InferenceFleet`` or ``SageMakerInferenceFleet``, or
+            an import of one (``from_*_attributes``); its serving alarms and widgets use the fleet's
+            ``metric_*()`` methods. Default None. At least one of ``cluster`` and ``fleet`` is required.
         checkpoints: the cluster's checkpoint store: adds the EFS throughput alarm, the backup
             failure rule and the throughput widget. Default None.
         alarm_email: subscribe this address to the topic (the subscription must be confirmed).
@@ -77,7 +80,7 @@ class NeuronMonitoring(Construct):
         *,
         environment: str,
         cluster: TrainingCluster | None = None,
-        fleet: InferenceFleet | None = None,
+        fleet: IEc2InferenceFleet | ISageMakerInferenceFleet | None = None,
         checkpoints: CheckpointStore | None = None,
         alarm_email: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
@@ -102,11 +105,11 @@ class NeuronMonitoring(Construct):
         self.rules: dict[str, events.Rule] = {}
         self.job_state_log: event_rules.BatchJobStateLog | None = None
 
-        workloads: list[Workload] = []
+        workloads: dict[Workload, series.NeuronSeries] = {}
         serving: series.AlbServing | series.SageMakerServing | None = None
         job_queue_arn: str | None = None
         if cluster is not None:
-            self._watch_nodes("training", cluster, workloads)
+            self._watch_nodes("training", cluster, workloads, self._training_series)
             if cluster.engine.is_batch:
                 job_queue_arn = cluster.job_queue.job_queue_arn
                 self.rules["BatchJobFailed"] = event_rules.batch_job_failed_rule(
@@ -140,12 +143,12 @@ class NeuronMonitoring(Construct):
                 backup_vault_name=checkpoints.backup_vault.backup_vault_name,
                 topic=self.topic,
             )
-        for workload in workloads:
+        for workload, neuron_series in workloads.items():
             alarm_rules.add_neuron_alarms(
                 self._alarms,
-                namespace=namespace,
                 environment=environment,
                 workload=workload,
+                neuron_series=neuron_series,
                 thresholds=thresholds,
             )
 
@@ -155,7 +158,7 @@ class NeuronMonitoring(Construct):
             sources=DashboardSources(
                 environment=environment,
                 namespace=namespace,
-                workloads=tuple(workloads),
+                workloads=workloads,
                 serving=serving,
                 job_queue_arn=job_queue_arn,
                 file_system_id=file_system_id,
@@ -172,7 +175,11 @@ class NeuronMonitoring(Construct):
     # -- wiring ------------------------------------------------------------------------------------
 
     def _watch_nodes(
-        self, workload: Workload, owner: TrainingCluster | InferenceFleet, workloads: list[Workload]
+        self,
+        workload: Workload,
+        owner: TrainingCluster | IEc2InferenceFleet,
+        workloads: dict[Workload, series.NeuronSeries],
+        neuron_series: series.NeuronSeries,
     ) -> None:
         """Alarm on the workload's Neuron node metrics, or say that it publishes none."""
         if owner.node_metrics is None:
@@ -182,35 +189,37 @@ class NeuronMonitoring(Construct):
                 "ECC alarms are not built; give it node_metrics=NodeMetrics(environment=..., namespace=...)",
             )
             return
-        workloads.append(workload)
+        workloads[workload] = neuron_series
+
+    def _training_series(
+        self, metric: NeuronMetric, period: cdk.Duration, statistic: str | None
+    ) -> cw.IMetric:
+        return series.neuron(
+            self.namespace, metric, self.environment, "training", period=period, statistic=statistic
+        )
 
     def _watch_fleet(
-        self, fleet: InferenceFleet, workloads: list[Workload]
+        self,
+        fleet: IEc2InferenceFleet | ISageMakerInferenceFleet,
+        workloads: dict[Workload, series.NeuronSeries],
     ) -> series.AlbServing | series.SageMakerServing:
-        if fleet.backend.is_sagemaker:
-            assert fleet.endpoint is not None
-            serving_sm = series.SageMakerServing(
-                endpoint_name=fleet.endpoint.attr_endpoint_name, variant_name=fleet.backend.variant_name
-            )
+        if isinstance(fleet, SageMakerFleetMetrics):
             alarm_rules.add_sagemaker_alarms(
-                self._alarms,
-                environment=self.environment,
-                endpoint_name=serving_sm.endpoint_name,
-                variant_name=serving_sm.variant_name,
-                thresholds=self.thresholds,
+                self._alarms, environment=self.environment, fleet=fleet, thresholds=self.thresholds
             )
-            return serving_sm
-        assert fleet.load_balancer is not None and fleet.target_group is not None
-        self._watch_nodes("serving", fleet, workloads)
-        serving_alb = series.AlbServing(load_balancer=fleet.load_balancer, target_group=fleet.target_group)
+            return series.SageMakerServing(fleet)
+        assert isinstance(fleet, Ec2FleetMetrics)
+
+        def serving_series(metric: NeuronMetric, period: cdk.Duration, statistic: str | None) -> cw.IMetric:
+            if statistic is None:
+                return fleet.metric_neuron(metric, period=period)
+            return fleet.metric_neuron(metric, period=period, statistic=statistic)
+
+        self._watch_nodes("serving", fleet, workloads, serving_series)
         alarm_rules.add_alb_alarms(
-            self._alarms,
-            environment=self.environment,
-            load_balancer=serving_alb.load_balancer,
-            target_group=serving_alb.target_group,
-            thresholds=self.thresholds,
+            self._alarms, environment=self.environment, fleet=fleet, thresholds=self.thresholds
         )
-        return serving_alb
+        return series.AlbServing(fleet)
 
 
 def _validate(
@@ -226,12 +235,18 @@ def _validate(
     check_environment(environment)
     if cluster is None and fleet is None:
         raise NeuronConfigError(
-            "cluster", None, "give a TrainingCluster (cluster=), an InferenceFleet (fleet=) or both"
+            "cluster",
+            None,
+            "give a TrainingCluster (cluster=), an Ec2InferenceFleet or SageMakerInferenceFleet (fleet=) or both",
         )
     if cluster is not None and not isinstance(cluster, TrainingCluster):
         raise NeuronConfigError("cluster", cluster, "must be a cdk_neuron.TrainingCluster")
-    if fleet is not None and not isinstance(fleet, InferenceFleet):
-        raise NeuronConfigError("fleet", fleet, "must be a cdk_neuron.InferenceFleet")
+    if fleet is not None and not isinstance(fleet, (Ec2FleetMetrics, SageMakerFleetMetrics)):
+        raise NeuronConfigError(
+            "fleet",
+            fleet,
+            "must be a cdk_neuron.serving.Ec2InferenceFleet or SageMakerInferenceFleet, or an import of one",
+        )
     if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):
         raise NeuronConfigError("checkpoints", checkpoints, "must be a cdk_neuron.CheckpointStore")
     if alarm_email is not None and (not isinstance(alarm_email, str) or not EMAIL.match(alarm_email)):

@@ -5,12 +5,11 @@ Rows appear only for what the environment has (a serving-only environment has no
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
-from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from cdk_neuron.monitoring import series
@@ -40,7 +39,8 @@ class DashboardSources:
 
     environment: str
     namespace: str
-    workloads: Sequence[Workload]
+    workloads: Mapping[Workload, series.NeuronSeries]
+    """The workloads that publish Neuron metrics, each with its series (in dashboard order)."""
     serving: series.AlbServing | series.SageMakerServing | None
     job_queue_arn: str | None
     file_system_id: str | None
@@ -97,10 +97,7 @@ def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds)
     ns, env = sources.namespace, sources.environment
 
     def per_workload(metric: NeuronMetric, statistic: str | None = None) -> list[cw.IMetric]:
-        return [
-            series.neuron(ns, metric, env, w, period=FIVE_MINUTES, statistic=statistic)
-            for w in sources.workloads
-        ]
+        return [neuron(metric, FIVE_MINUTES, statistic) for neuron in sources.workloads.values()]
 
     def graph(
         title: str,
@@ -150,26 +147,20 @@ def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds)
         graph(
             "Nodes reporting",
             # One datapoint per node per minute, so the per-minute sample count is the node count.
-            [
-                series.neuron(ns, CORE_UTILIZATION, env, w, period=ONE_MINUTE, statistic="SampleCount")
-                for w in sources.workloads
-            ],
+            [neuron(CORE_UTILIZATION, ONE_MINUTE, "SampleCount") for neuron in sources.workloads.values()],
         ),
     ]
 
 
 def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
-    lb = serving.load_balancer.metrics
-
-    def tg(metric_name: str, statistic: str) -> cw.Metric:
-        return series.target_group(
-            serving.load_balancer, serving.target_group, metric_name, statistic=statistic, period=ONE_MINUTE
-        )
-
+    fleet = serving.fleet
     return [
         cw.GraphWidget(
             title="Serving latency (target response time, s)",
-            left=[tg("TargetResponseTime", p) for p in ("p50", "p90", "p99")],
+            left=[
+                fleet.metric_target_response_time(statistic=p, period=ONE_MINUTE)
+                for p in ("p50", "p90", "p99")
+            ],
             left_annotations=[
                 cw.HorizontalAnnotation(value=thresholds.serving_p99_latency_seconds, label="p99 alarm")
             ],
@@ -179,10 +170,10 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
         cw.GraphWidget(
             title="Serving 5xx",
             left=[
-                tg("HTTPCode_Target_5XX_Count", "Sum"),
-                lb.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=ONE_MINUTE),
+                fleet.metric_http_code_target_5xx(period=ONE_MINUTE),
+                fleet.metric_http_code_elb_5xx(period=ONE_MINUTE),
             ],
-            right=[series.alb_error_rate(serving.load_balancer, serving.target_group, period=ONE_MINUTE)],
+            right=[series.alb_error_rate(fleet, period=ONE_MINUTE)],
             right_y_axis=cw.YAxisProps(min=0, label="%", show_units=False),
             width=8,
             height=6,
@@ -190,8 +181,8 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
         cw.GraphWidget(
             title="Serving hosts",
             left=[
-                tg("HealthyHostCount", "Minimum"),
-                tg("UnHealthyHostCount", "Maximum"),
+                fleet.metric_healthy_host_count(statistic="Minimum", period=ONE_MINUTE),
+                fleet.metric_unhealthy_host_count(statistic="Maximum", period=ONE_MINUTE),
             ],
             width=8,
             height=6,
@@ -202,15 +193,14 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
 def _sagemaker_widgets(
     serving: series.SageMakerServing, thresholds: MonitoringThresholds
 ) -> list[cw.IWidget]:
-    def metric(name: str, statistic: str) -> cw.Metric:
-        return series.sagemaker(
-            name, serving.endpoint_name, serving.variant_name, statistic=statistic, period=ONE_MINUTE
-        )
-
+    fleet = serving.fleet
     return [
         cw.GraphWidget(
             title="Serving latency (model latency, microseconds)",
-            left=[metric("ModelLatency", p) for p in ("p50", "p90", "p99")],
+            left=[
+                fleet.metric_model_latency(statistic=p, period=ONE_MINUTE, label=f"ModelLatency ({p})")
+                for p in ("p50", "p90", "p99")
+            ],
             left_annotations=[
                 cw.HorizontalAnnotation(
                     value=thresholds.serving_p99_latency_seconds * 1_000_000, label="p99 alarm"
@@ -221,17 +211,18 @@ def _sagemaker_widgets(
         ),
         cw.GraphWidget(
             title="Serving 5xx",
-            left=[metric("Invocation5XXErrors", "Sum"), metric("Invocation4XXErrors", "Sum")],
-            right=[
-                series.sagemaker_error_rate(serving.endpoint_name, serving.variant_name, period=ONE_MINUTE)
+            left=[
+                fleet.metric_invocation_5xx_errors(period=ONE_MINUTE, label="Invocation5XXErrors (Sum)"),
+                fleet.metric_invocation_4xx_errors(period=ONE_MINUTE, label="Invocation4XXErrors (Sum)"),
             ],
+            right=[series.sagemaker_error_rate(fleet, period=ONE_MINUTE)],
             right_y_axis=cw.YAxisProps(min=0, label="%", show_units=False),
             width=8,
             height=6,
         ),
         cw.GraphWidget(
             title="Serving invocations",
-            left=[metric("Invocations", "Sum")],
+            left=[fleet.metric_invocations(period=ONE_MINUTE, label="Invocations (Sum)")],
             width=8,
             height=6,
         ),

@@ -5,11 +5,12 @@ Every function returns an ``IMetric``; none creates a construct.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
-from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 
 from cdk_neuron.monitoring.metrics import (
     BATCH_JOB_STATE_CHANGES,
@@ -23,47 +24,27 @@ from cdk_neuron.monitoring.metrics import (
     workload_dimensions,
 )
 
+if TYPE_CHECKING:  # the fleets read their Neuron series from here: import them for types only
+    from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
+    from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
+
 
 @dataclass(frozen=True)
 class AlbServing:
-    """A fleet behind an Application Load Balancer."""
+    """A fleet behind an Application Load Balancer: its metrics are the fleet's ``metric_*()``."""
 
-    load_balancer: elbv2.ApplicationLoadBalancer
-    target_group: elbv2.ApplicationTargetGroup
-
-
-def target_group(
-    load_balancer: elbv2.ApplicationLoadBalancer,
-    group: elbv2.ApplicationTargetGroup,
-    metric_name: str,
-    *,
-    statistic: str,
-    period: cdk.Duration,
-) -> cw.Metric:
-    """A per-target-group ALB metric, dimensioned by the two ``*FullName`` attributes.
-
-    ``target_group.metrics`` derives the load balancer's name from the listener ARN with
-    ``Fn::Split``/``Fn::Join``; across stacks that only works through strong references (cfn-lint
-    cannot type-check it over a weak one). The resources' own ``GetAtt`` attributes need neither.
-    """
-    return cw.Metric(
-        namespace="AWS/ApplicationELB",
-        metric_name=metric_name,
-        dimensions_map={
-            "TargetGroup": group.target_group_full_name,
-            "LoadBalancer": load_balancer.load_balancer_full_name,
-        },
-        statistic=statistic,
-        period=period,
-    )
+    fleet: Ec2FleetMetrics
 
 
 @dataclass(frozen=True)
 class SageMakerServing:
-    """A fleet that is one SageMaker endpoint variant."""
+    """A fleet that is one SageMaker endpoint variant: its metrics are the fleet's ``metric_*()``."""
 
-    endpoint_name: str
-    variant_name: str
+    fleet: SageMakerFleetMetrics
+
+
+NeuronSeries = Callable[[NeuronMetric, cdk.Duration, "str | None"], cw.IMetric]
+"""A workload's Neuron metric series: ``(metric, period, statistic or None for the metric's own)``."""
 
 
 def neuron(
@@ -99,12 +80,7 @@ def neuron_by_instance(
     )
 
 
-def alb_error_rate(
-    load_balancer: elbv2.ApplicationLoadBalancer,
-    group: elbv2.ApplicationTargetGroup,
-    *,
-    period: cdk.Duration,
-) -> cw.MathExpression:
+def alb_error_rate(fleet: Ec2FleetMetrics, *, period: cdk.Duration) -> cw.MathExpression:
     """Percent of requests answered 5xx, by the targets or by the load balancer itself.
 
     Load-balancer 5xx are added to the denominator as well: requests the ALB rejects before it
@@ -117,41 +93,22 @@ def alb_error_rate(
             "100 * (FILL(target5xx, 0) + FILL(elb5xx, 0)) / (FILL(requests, 0) + FILL(elb5xx, 0)), 0)"
         ),
         using_metrics={
-            "requests": target_group(load_balancer, group, "RequestCount", statistic="Sum", period=period),
-            "target5xx": target_group(
-                load_balancer, group, "HTTPCode_Target_5XX_Count", statistic="Sum", period=period
-            ),
-            "elb5xx": load_balancer.metrics.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=period),
+            "requests": fleet.metric_request_count(period=period),
+            "target5xx": fleet.metric_http_code_target_5xx(period=period),
+            "elb5xx": fleet.metric_http_code_elb_5xx(period=period),
         },
         label="5xx (% of requests)",
         period=period,
     )
 
 
-def sagemaker(
-    metric_name: str, endpoint_name: str, variant_name: str, *, statistic: str, period: cdk.Duration
-) -> cw.Metric:
-    return cw.Metric(
-        namespace="AWS/SageMaker",
-        metric_name=metric_name,
-        dimensions_map={"EndpointName": endpoint_name, "VariantName": variant_name},
-        statistic=statistic,
-        period=period,
-        label=f"{metric_name} ({statistic})",
-    )
-
-
-def sagemaker_error_rate(endpoint_name: str, variant_name: str, *, period: cdk.Duration) -> cw.MathExpression:
+def sagemaker_error_rate(fleet: SageMakerFleetMetrics, *, period: cdk.Duration) -> cw.MathExpression:
     """Percent of invocations that failed with a 5xx (model or container errors)."""
     return cw.MathExpression(
         expression="IF(FILL(invocations, 0) > 0, 100 * FILL(errors5xx, 0) / FILL(invocations, 0), 0)",
         using_metrics={
-            "invocations": sagemaker(
-                "Invocations", endpoint_name, variant_name, statistic="Sum", period=period
-            ),
-            "errors5xx": sagemaker(
-                "Invocation5XXErrors", endpoint_name, variant_name, statistic="Sum", period=period
-            ),
+            "invocations": fleet.metric_invocations(period=period, label="Invocations (Sum)"),
+            "errors5xx": fleet.metric_invocation_5xx_errors(period=period, label="Invocation5XXErrors (Sum)"),
         },
         label="5xx (% of invocations)",
         period=period,
@@ -201,6 +158,7 @@ def batch_job_state_changes(
 
 __all__ = [
     "AlbServing",
+    "NeuronSeries",
     "SageMakerServing",
     "alb_error_rate",
     "batch_job_state_changes",
@@ -208,6 +166,5 @@ __all__ = [
     "efs_throughput_utilization",
     "neuron",
     "neuron_by_instance",
-    "sagemaker",
     "sagemaker_error_rate",
 ]

@@ -1,8 +1,9 @@
-"""Inferentia2 serving: :class:`InferenceFleet` and the value objects that configure it.
+"""Inferentia2 serving: :class:`Ec2InferenceFleet`, :class:`SageMakerInferenceFleet` and the value
+objects that configure them.
 
-``ModelSpec``, ``ServingEngine``, ``FleetBackend`` and the timing and user-data helpers are plain
-Python; only :class:`InferenceFleet` imports ``aws_cdk``. Names are loaded lazily, so
-``from cdk_neuron.serving import ModelSpec`` does not start the jsii runtime.
+``ModelSpec``, ``ServingEngine`` and the timing helpers are plain Python; only the fleets import
+``aws_cdk``. Names are loaded lazily, so ``from cdk_neuron.serving import ModelSpec`` does not start
+the jsii runtime. ``InferenceFleet`` and ``FleetBackend`` are deprecated (:mod:`.deprecated`).
 """
 
 from __future__ import annotations
@@ -12,35 +13,52 @@ from typing import TYPE_CHECKING
 from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from cdk_neuron.serving.backends import FleetBackend
+    from cdk_neuron.serving.deprecated import FleetBackend, InferenceFleet
+    from cdk_neuron.serving.ec2_fleet import Ec2InferenceFleet, IEc2InferenceFleet
     from cdk_neuron.serving.engines import ContainerImage, ServingEngine
-    from cdk_neuron.serving.fleet import InferenceFleet
+    from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase, MetricOptions
     from cdk_neuron.serving.model_spec import ModelSpec, S3Location
     from cdk_neuron.serving.placement import Placement
+    from cdk_neuron.serving.sagemaker_fleet import ISageMakerInferenceFleet, SageMakerInferenceFleet
     from cdk_neuron.serving.timing import Ec2Startup, MeasuredStartup, SageMakerTimeouts
 
 _LAZY: dict[str, str] = {
-    "InferenceFleet": "cdk_neuron.serving.fleet",
+    "Ec2InferenceFleet": "cdk_neuron.serving.ec2_fleet",
+    "IEc2InferenceFleet": "cdk_neuron.serving.ec2_fleet",
+    "SageMakerInferenceFleet": "cdk_neuron.serving.sagemaker_fleet",
+    "ISageMakerInferenceFleet": "cdk_neuron.serving.sagemaker_fleet",
+    "InferenceFleetBase": "cdk_neuron.serving.fleet",
+    "IInferenceFleet": "cdk_neuron.serving.fleet",
+    "MetricOptions": "cdk_neuron.serving.fleet",
     "ModelSpec": "cdk_neuron.serving.model_spec",
     "S3Location": "cdk_neuron.serving.model_spec",
     "ServingEngine": "cdk_neuron.serving.engines",
     "ContainerImage": "cdk_neuron.serving.engines",
-    "FleetBackend": "cdk_neuron.serving.backends",
     "Placement": "cdk_neuron.serving.placement",
     "Ec2Startup": "cdk_neuron.serving.timing",
     "SageMakerTimeouts": "cdk_neuron.serving.timing",
     "MeasuredStartup": "cdk_neuron.serving.timing",
+    # deprecated
+    "InferenceFleet": "cdk_neuron.serving.deprecated",
+    "FleetBackend": "cdk_neuron.serving.deprecated",
 }
 
 __all__ = [
     "ContainerImage",
+    "Ec2InferenceFleet",
     "Ec2Startup",
     "FleetBackend",
+    "IEc2InferenceFleet",
+    "IInferenceFleet",
+    "ISageMakerInferenceFleet",
     "InferenceFleet",
+    "InferenceFleetBase",
     "MeasuredStartup",
+    "MetricOptions",
     "ModelSpec",
     "Placement",
     "S3Location",
+    "SageMakerInferenceFleet",
     "SageMakerTimeouts",
     "ServingEngine",
 ]

@@ -1,4 +1,4 @@
-"""FleetBackend.ec2(): an Auto Scaling group of Neuron instances behind an internal ALB (internal)."""
+"""Ec2InferenceFleet's resources: an Auto Scaling group of Neuron instances behind an internal ALB (internal)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from cdk_neuron import catalog
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
@@ -26,8 +26,9 @@ from cdk_neuron.node_programs.bundle import (
     node_bundle,
 )
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
+from cdk_neuron.serving.fleet import MetricOptions, fleet_metric
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
-from cdk_neuron.serving.settings import FleetSettings
+from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
 from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, boot_config, render_user_data
 
@@ -64,9 +65,61 @@ class Ec2Fleet:
     connections: ec2.Connections
     url: str
     startup: Ec2Startup
+    user_data: ec2.UserData
 
 
-def _access_log_bucket(scope: Construct, settings: FleetSettings) -> s3.IBucket:
+def concurrency_metric(scope: Construct, fleet_id: str, options: MetricOptions) -> cloudwatch.Metric:
+    """In-flight plus queued requests per instance, as every instance publishes it (``metrics.sh``)."""
+    return fleet_metric(
+        scope, METRIC_NAMESPACE, CONCURRENCY_METRIC, {"Fleet": fleet_id}, statistic="Average", options=options
+    )
+
+
+def load_balancer_metric(
+    scope: IConstruct,
+    load_balancer_full_name: str,
+    metric_name: str,
+    *,
+    statistic: str,
+    options: MetricOptions,
+) -> cloudwatch.Metric:
+    """An ``AWS/ApplicationELB`` metric of the load balancer itself (as ``load_balancer.metrics`` builds it)."""
+    return fleet_metric(
+        scope,
+        "AWS/ApplicationELB",
+        metric_name,
+        {"LoadBalancer": load_balancer_full_name},
+        statistic=statistic,
+        options=options,
+    )
+
+
+def target_group_metric(
+    scope: IConstruct,
+    load_balancer_full_name: str,
+    target_group_full_name: str,
+    metric_name: str,
+    *,
+    statistic: str,
+    options: MetricOptions,
+) -> cloudwatch.Metric:
+    """A per-target-group ALB metric, dimensioned by the two ``*FullName`` attributes.
+
+    ``target_group.metrics`` derives the load balancer's name from the listener ARN with
+    ``Fn::Split``/``Fn::Join``; across stacks that only works through strong references (cfn-lint
+    cannot type-check it over a weak one). The resources' own ``GetAtt`` attributes need neither.
+    """
+    return fleet_metric(
+        scope,
+        "AWS/ApplicationELB",
+        metric_name,
+        {"TargetGroup": target_group_full_name, "LoadBalancer": load_balancer_full_name},
+        statistic=statistic,
+        options=options,
+    )
+
+
+def _access_log_bucket(scope: Construct, settings: Ec2Settings) -> s3.IBucket:
     if settings.access_log_bucket is not None:
         return settings.access_log_bucket
     bucket = s3.Bucket(
@@ -108,7 +161,7 @@ def _access_log_bucket(scope: Construct, settings: FleetSettings) -> s3.IBucket:
 
 
 def _instance_policy(
-    scope: Construct, settings: FleetSettings, role: iam.Role, bundle: s3_assets.Asset
+    scope: Construct, settings: Ec2Settings, role: iam.Role, bundle: s3_assets.Asset
 ) -> iam.ManagedPolicy:
     """The instances' permissions as one customer-managed policy, each wildcard with its reason."""
     stack = cdk.Stack.of(scope)
@@ -193,9 +246,7 @@ def _instance_policy(
     return policy
 
 
-def _security_groups(
-    scope: Construct, settings: FleetSettings
-) -> tuple[ec2.SecurityGroup, ec2.SecurityGroup]:
+def _security_groups(scope: Construct, settings: Ec2Settings) -> tuple[ec2.SecurityGroup, ec2.SecurityGroup]:
     lb_sg = ec2.SecurityGroup(
         scope,
         "LoadBalancerSecurityGroup",
@@ -218,7 +269,7 @@ def _security_groups(
     return lb_sg, instance_sg
 
 
-def _block_devices(settings: FleetSettings, size_gib: int) -> list[dict[str, object]]:
+def _block_devices(settings: Ec2Settings, size_gib: int) -> list[dict[str, object]]:
     """Both mappings; the root keeps the AMI's snapshot size (no VolumeSize) but is encrypted with our key."""
     return [
         {
@@ -257,7 +308,7 @@ def vpc_cidr(vpc: ec2.IVpc) -> str:
     return vpc.vpc_cidr_block
 
 
-def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
+def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     stack = cdk.Stack.of(scope)
     spec, plan, engine = settings.model, settings.plan, settings.engine
     startup = ec2_startup(
@@ -265,10 +316,10 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         precompiled=spec.precompiled,
         instance_type=plan.instance_type,
         replicas=plan.replicas_per_instance,
-        measured=settings.backend.measured_startup,
+        measured=settings.measured_startup,
     )
-    startup_seconds = settings.backend.startup_timeout_seconds or startup.seconds
-    volume_gib = settings.backend.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
+    startup_seconds = settings.startup_timeout_seconds or startup.seconds
+    volume_gib = settings.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
 
     if settings.key_created:
         # EC2 Auto Scaling launches instances with its service-linked role, which must be allowed to
@@ -562,13 +613,7 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         )
     group.scale_to_track_metric(
         "ConcurrencyPerInstance",
-        metric=cloudwatch.Metric(
-            namespace=METRIC_NAMESPACE,
-            metric_name=CONCURRENCY_METRIC,
-            dimensions_map={"Fleet": settings.fleet_id},
-            statistic="Average",
-            period=cdk.Duration.minutes(1),
-        ),
+        metric=concurrency_metric(scope, settings.fleet_id, {"period": cdk.Duration.minutes(1)}),
         target_value=settings.target_concurrency,
         estimated_instance_warmup=cdk.Duration.seconds(60),
     )
@@ -590,6 +635,7 @@ def build_ec2_fleet(scope: Construct, settings: FleetSettings) -> Ec2Fleet:
         connections=connections,
         url=f"{scheme}://{load_balancer.load_balancer_dns_name}",
         startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
+        user_data=user_data,
     )
 
 
@@ -613,8 +659,12 @@ def _scale_from_zero(
     wake = cloudwatch.MathExpression(
         expression="IF(rejected > 0 AND desired == 0, 1, 0)",
         using_metrics={
-            "rejected": load_balancer.metrics.custom(
-                "HTTPCode_ELB_503_Count", period=one_minute, statistic="Sum"
+            "rejected": load_balancer_metric(
+                load_balancer,
+                load_balancer.load_balancer_full_name,
+                "HTTPCode_ELB_503_Count",
+                statistic="Sum",
+                options={"period": one_minute},
             ),
             "desired": cloudwatch.Metric(
                 namespace="AWS/AutoScaling",

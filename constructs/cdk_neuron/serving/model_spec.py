@@ -25,7 +25,11 @@ from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI
 
 @dataclass(frozen=True)
 class S3Location:
-    """A bucket and a key prefix, parsed from ``s3://bucket/prefix``."""
+    """A bucket and a key prefix, parsed from ``s3://bucket/prefix`` (:func:`parse_s3_uri`).
+
+    :param bucket: the bucket name. Required.
+    :param prefix: the key prefix, without slashes at either end. Required.
+    """
 
     bucket: str
     prefix: str

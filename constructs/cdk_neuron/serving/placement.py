@@ -17,7 +17,12 @@ from cdk_neuron.errors import NeuronConfigError, one_of
 
 @dataclass(frozen=True)
 class Placement:
-    """The AZ names to deploy into, and what could not be verified."""
+    """The AZ names to deploy into, and what could not be verified.
+
+    :param availability_zones: the AZ names that offer the instance type. Required.
+    :param dropped: the selected AZ names that do not offer it. Default: none.
+    :param warnings: what the offerings snapshot could not vouch for. Default: none.
+    """
 
     availability_zones: tuple[str, ...]
     dropped: tuple[str, ...] = ()

@@ -1,4 +1,4 @@
-"""FleetBackend.sagemaker(): a SageMaker real-time endpoint on ml.<Neuron instance> (internal).
+"""SageMakerInferenceFleet's resources: a SageMaker real-time endpoint on ml.<Neuron instance> (internal).
 
 aws-cdk-lib has SageMaker L1s only; the L2s live in the alpha module, which this library does not
 depend on. Model, EndpointConfig and Endpoint are immutable in SageMaker: CloudFormation replaces
@@ -21,7 +21,7 @@ from cdk_neuron._subnets import select_subnets
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.serving._nag import acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
-from cdk_neuron.serving.settings import FleetSettings
+from cdk_neuron.serving.settings import SageMakerSettings
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_storage_gb, sagemaker_timeouts
 
 # Where SageMaker puts ModelDataSource contents inside the container.
@@ -45,12 +45,15 @@ class SageMakerFleet:
 
 
 def _execution_policy(
-    scope: Construct, settings: FleetSettings, role: iam.Role, subnet_ids: list[str], sg: ec2.SecurityGroup
+    scope: Construct,
+    settings: SageMakerSettings,
+    role: iam.Role,
+    subnet_ids: list[str],
+    sg: ec2.SecurityGroup,
 ) -> iam.ManagedPolicy:
     """The execution role's permissions as one customer-managed policy, each wildcard with its reason."""
     stack = cdk.Stack.of(scope)
-    image = settings.engine.sagemaker_image
-    assert image is not None and image.is_private_ecr
+    image = settings.engine.validate_sagemaker()
     vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=settings.vpc.vpc_id)
     network_interfaces = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
     eni_reason = (
@@ -140,22 +143,21 @@ def _execution_policy(
     return policy
 
 
-def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMakerFleet:
-    spec, plan, engine, backend = settings.model, settings.plan, settings.engine, settings.backend
-    image = engine.sagemaker_image
-    assert image is not None
+def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> SageMakerFleet:
+    spec, plan, engine = settings.model, settings.plan, settings.engine
+    image = engine.validate_sagemaker()
     stack = cdk.Stack.of(scope)
     timeouts = sagemaker_timeouts(
         plan.weights_gib,
         precompiled=spec.precompiled,
         instance_type=plan.instance_type,
-        model_data_download_seconds=backend.model_data_download_timeout_seconds,
-        container_startup_health_check_seconds=backend.container_startup_health_check_timeout_seconds,
-        measured=backend.measured_startup,
+        model_data_download_seconds=settings.model_data_download_timeout_seconds,
+        container_startup_health_check_seconds=settings.container_startup_health_check_timeout_seconds,
+        measured=settings.measured_startup,
     )
     # Instance types with local NVMe (trn1, trn1n, trn2) keep the model on it: no VolumeSizeInGB, and
     # no endpoint-config KmsKeyId (SageMaker refuses it; a hardware module encrypts local volumes).
-    volume_gb = sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=backend.volume_size_gb)
+    volume_gb = sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=settings.volume_size_gb)
     local_storage = volume_gb is None
     # Isolation cuts the container off the network: possible only when the weights come from S3.
     network_isolation = engine.supports_network_isolation and spec.precompiled
@@ -211,7 +213,7 @@ def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMake
         kms_key_id=None if local_storage else settings.key.key_arn,
         production_variants=[
             sagemaker.CfnEndpointConfig.ProductionVariantProperty(
-                variant_name=backend.variant_name,
+                variant_name=settings.variant_name,
                 model_name=model.attr_model_name,
                 instance_type=f"ml.{plan.instance_type}",
                 initial_instance_count=settings.min_capacity,
@@ -242,7 +244,7 @@ def build_sagemaker_fleet(scope: Construct, settings: FleetSettings) -> SageMake
         scope,
         "Scaling",
         service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
-        resource_id=f"endpoint/{endpoint.attr_endpoint_name}/variant/{backend.variant_name}",
+        resource_id=f"endpoint/{endpoint.attr_endpoint_name}/variant/{settings.variant_name}",
         scalable_dimension="sagemaker:variant:DesiredInstanceCount",
         min_capacity=settings.min_capacity,
         max_capacity=settings.max_capacity,

@@ -1,4 +1,4 @@
-"""The validated inputs both backends build from (internal)."""
+"""The validated inputs each fleet class builds from (internal)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from cdk_neuron.monitoring.node_metrics import NodeMetrics
 from cdk_neuron.planner import ServingPlan
-from cdk_neuron.serving.backends import FleetBackend
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.serving.timing import MeasuredStartup
 
 if TYPE_CHECKING:
     import aws_cdk as cdk
@@ -23,30 +23,48 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FleetSettings:
-    """Everything a backend needs, after InferenceFleet validated its props."""
+    """What both backends build from, after the fleet validated its props."""
 
     vpc: ec2.IVpc
     subnets: ec2.SubnetSelection
     placement_subnets: ec2.SubnetSelection
     model: ModelSpec
     engine: ServingEngine
-    backend: FleetBackend
     plan: ServingPlan
     min_capacity: int
     max_capacity: int
-    min_healthy_percentage: int
     key: kms.IKey
     key_created: bool
     removal_policy: cdk.RemovalPolicy
+    artifact_key: kms.IKey | None
+    target_concurrency: float
+    measured_startup: MeasuredStartup | None
+
+
+@dataclass(frozen=True)
+class Ec2Settings(FleetSettings):
+    """An :class:`~cdk_neuron.serving.Ec2InferenceFleet`'s own options, validated."""
+
+    min_healthy_percentage: int
     certificate: acm.ICertificate | None
     hugging_face_token: secretsmanager.ISecret | None
-    artifact_key: kms.IKey | None
     access_log_bucket: s3.IBucket | None
     machine_image: ec2.IMachineImage | None
     notification_topic: sns.ITopic | None
     warm_pool: bool
     spot: bool
     target_requests_per_minute: int | None
-    target_concurrency: float
     fleet_id: str
-    node_metrics: NodeMetrics | None = None
+    node_metrics: NodeMetrics | None
+    startup_timeout_seconds: int | None
+    data_volume_gib: int | None
+
+
+@dataclass(frozen=True)
+class SageMakerSettings(FleetSettings):
+    """A :class:`~cdk_neuron.serving.SageMakerInferenceFleet`'s own options, validated."""
+
+    variant_name: str
+    model_data_download_timeout_seconds: int | None
+    container_startup_health_check_timeout_seconds: int | None
+    volume_size_gb: int | None

@@ -145,12 +145,13 @@ class MeasuredStartup:
     run slower than the measured one still fits. Phases left None keep the estimate.
 
     :param source: where the numbers come from (a timing report, a dashboard and a date): it is
-        quoted in every explanation so a reviewer can trace the budget.
+        quoted in every explanation so a reviewer can trace the budget. Required.
     :param boot_seconds: EC2 only: launch until the image is pulled (boot, Docker, image pull).
+        Default: None - estimated.
     :param artifact_download_seconds: the S3 artifacts onto the instance (EC2 sync, SageMaker model
-        download).
+        download). Default: None - estimated.
     :param container_ready_seconds: container start until its health check answers (download from
-        the Hub if any, load, warm-up).
+        the Hub if any, load, warm-up). Default: None - estimated.
     """
 
     source: str
@@ -311,7 +312,7 @@ def _check_sagemaker_limit(field: str, seconds: int, why: str) -> int:
             field,
             seconds,
             f"SageMaker allows at most {SAGEMAKER_TIMEOUT_MAX_SECONDS} s ({why}); quantize the model, pass "
-            "measured start-up times (MeasuredStartup) if a deployment was timed, or use FleetBackend.ec2() "
+            "measured start-up times (MeasuredStartup) if a deployment was timed, or use Ec2InferenceFleet, "
             f"whose start-up may take up to {LIFECYCLE_HEARTBEAT_MAX_SECONDS} s",
         )
     return max(SAGEMAKER_TIMEOUT_MIN_SECONDS, seconds)
@@ -334,7 +335,7 @@ def sagemaker_timeouts(
     over the estimate; all are held to the same limits. A SageMaker endpoint runs one container.
     """
     if model_data_download_seconds is not None:
-        download = _whole_seconds("model_data_download_timeout", model_data_download_seconds)
+        download = _whole_seconds("model_data_download_timeout_seconds", model_data_download_seconds)
         download_why = "given"
     elif precompiled:
         phase = artifact_download(weights_gib, measured=measured)
@@ -344,14 +345,14 @@ def sagemaker_timeouts(
         download, download_why = SAGEMAKER_TIMEOUT_MIN_SECONDS, "nothing to download from S3"
     if container_startup_health_check_seconds is not None:
         startup = _whole_seconds(
-            "container_startup_health_check_timeout", container_startup_health_check_seconds
+            "container_startup_health_check_timeout_seconds", container_startup_health_check_seconds
         )
         startup_why = "given"
     else:
         phase = container_ready(weights_gib, instance_type=instance_type, measured=measured)
         startup, startup_why = phase.seconds, phase.explanation
-    download = _check_sagemaker_limit("model_data_download_timeout", download, download_why)
-    startup = _check_sagemaker_limit("container_startup_health_check_timeout", startup, startup_why)
+    download = _check_sagemaker_limit("model_data_download_timeout_seconds", download, download_why)
+    startup = _check_sagemaker_limit("container_startup_health_check_timeout_seconds", startup, startup_why)
     return SageMakerTimeouts(
         model_data_download_seconds=download,
         container_startup_health_check_seconds=startup,
@@ -368,14 +369,13 @@ def ec2_data_volume_gib(weights_gib: float) -> int:
 def sagemaker_volume_gb(weights_gib: float, *, given: int | None = None) -> int:
     """``VolumeSizeInGB`` for a SageMaker variant: two copies of the weights plus 20 GiB, in GB (max 512)."""
     size = given if given is not None else math.ceil((2 * weights_gib + SCRATCH_GIB) * _GIB_TO_GB)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise NeuronConfigError("volume_size_gb", size, "must be a whole number of GB >= 1")
+    whole_number("volume_size_gb", size, unit="GB")
     if size > SAGEMAKER_VOLUME_MAX_GB:
         raise NeuronConfigError(
             "volume_size_gb",
             size,
             f"SageMaker ML storage volumes hold at most {SAGEMAKER_VOLUME_MAX_GB} GB; quantize the model "
-            "or use FleetBackend.ec2()",
+            "or use Ec2InferenceFleet",
         )
     return size
 

@@ -41,7 +41,7 @@ class TrainingStack(PinnedAzStack):
             self,
             "Checkpoints",
             vpc=network.vpc,
-            subnets=network.training_subnets if storage.one_zone else network.workload_subnets,
+            vpc_subnets=network.training_subnets if storage.one_zone else network.workload_subnets,
             one_zone=storage.one_zone,
             removal_policy=removal,
             infrequent_access_after_days=storage.infrequent_access_after_days,

@@ -76,7 +76,7 @@ def prod() -> Iterator[Env]:
     app = make_app()
     stack = PinnedStack(app, "Prod", region="us-east-1")
     vpc = network(stack)
-    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
     cluster = TrainingCluster(
         stack,
         "Cluster",

@@ -19,7 +19,7 @@ from cdk_support import flatten_user_data, parse_settings, settings_in
 @pytest.fixture(scope="module")
 def group() -> Scenario:
     def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
         cache = CompileCache(stack, "CompileCache")
         extras.update(store=store, cache=cache)
         return TrainingCluster(

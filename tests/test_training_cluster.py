@@ -27,7 +27,7 @@ def trn1() -> Scenario:
     """4 x trn1.32xlarge with checkpoints, compile cache, an ECR image, a submitter and a second job."""
 
     def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
         cache = CompileCache(stack, "CompileCache")
         cluster = TrainingCluster(
             stack,
@@ -90,7 +90,7 @@ def trn2() -> Scenario:
     """8 x trn2.48xlarge (TP 32 x PP 4 at LNC 2) on a Capacity Block, with a One Zone checkpoint store."""
 
     def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack), one_zone=True)
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack), one_zone=True)
         return TrainingCluster(
             stack,
             "Cluster",

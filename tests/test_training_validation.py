@@ -159,7 +159,7 @@ def test_one_zone_store_in_another_az_is_refused(env: Env) -> None:
     other = ec2.SubnetSelection(
         subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1b"]
     )
-    store = CheckpointStore(env.stack, f"Store{next(_ids)}", vpc=env.vpc, subnets=other, one_zone=True)
+    store = CheckpointStore(env.stack, f"Store{next(_ids)}", vpc=env.vpc, vpc_subnets=other, one_zone=True)
     with pytest.raises(NeuronConfigError, match="cluster runs in us-east-1a") as raised:
         env.cluster(checkpoints=store)
     assert raised.value.field == "checkpoints"

@@ -51,6 +51,22 @@ IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 # A shell/environment variable name.
 ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# An absolute directory of plain segments: "/checkpoints", "/mnt/ckpt/" (never "/" or "a//b").
+ABSOLUTE_DIRECTORY = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
+# S3 key prefix of safe path segments ending in "/": "neuron-compile-cache/".
+S3_KEY_PREFIX = re.compile(r"^[A-Za-z0-9!_.()'-]+(/[A-Za-z0-9!_.()'-]+)*/$")
+# S3 bucket names: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit.
+S3_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+EFS_FILE_SYSTEM_ID = re.compile(r"^fs-[0-9a-f]{8,40}$")
+EFS_ACCESS_POINT_ID = re.compile(r"^fsap-[0-9a-f]{8,40}$")
+KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+BATCH_JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
+# With its revision (what CloudFormation's Ref returns): IAM matches SubmitJob on name:revision.
+BATCH_JOB_DEFINITION_ARN = re.compile(
+    r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-definition/[A-Za-z0-9_-]{1,128}:(\d+|\*)$"
+)
+# AWS Batch volume names.
+BATCH_VOLUME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 
 # -- numbers -------------------------------------------------------------------------------------
 
@@ -157,18 +173,27 @@ def ecr_region(registry: str) -> str | None:
 
 
 __all__ = [
+    "ABSOLUTE_DIRECTORY",
     "ACCOUNT",
     "AZ_ID",
+    "BATCH_JOB_DEFINITION_ARN",
+    "BATCH_JOB_QUEUE_ARN",
+    "BATCH_VOLUME_NAME",
     "CERTIFICATE_ARN",
     "ECR_REGISTRY",
+    "EFS_ACCESS_POINT_ID",
+    "EFS_FILE_SYSTEM_ID",
     "EMAIL",
     "ENVIRONMENT_VARIABLE",
     "HF_MODEL_ID",
     "IMAGE_TAG",
     "IMAGE_URI",
+    "KMS_KEY_ARN",
     "REGION",
     "RESERVATION_ID",
     "RESOURCE_GROUP_ARN",
+    "S3_BUCKET_NAME",
+    "S3_KEY_PREFIX",
     "S3_PREFIX_URI",
     "SECRET",
     "SECURITY_GROUP_ID",

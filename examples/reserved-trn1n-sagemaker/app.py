@@ -78,7 +78,7 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
         training_subnets = ec2.SubnetSelection(subnet_group_name="Nodes", availability_zones=[AZ_NAMES[0]])
 
         checkpoints = CheckpointStore(
-            self, "Checkpoints", vpc=vpc, subnets=ec2.SubnetSelection(subnet_group_name="Nodes")
+            self, "Checkpoints", vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnet_group_name="Nodes")
         )
         cache = CompileCache(self, "CompileCache")
         # 4 nodes x 32 NeuronCores: TP 32 inside each node's NeuronLink domain, data parallel over EFA.

@@ -127,11 +127,14 @@ class NeuronMonitoring(Construct):
                 )
         if fleet is not None:
             serving = self._watch_fleet(fleet, workloads)
-        file_system_id: str | None = None
         if checkpoints is not None:
-            file_system_id = checkpoints.file_system_id
             alarm_rules.add_efs_alarms(
-                self._alarms, environment=environment, file_system_id=file_system_id, thresholds=thresholds
+                self._alarms,
+                environment=environment,
+                throughput_utilization=checkpoints.metric_throughput_utilization(
+                    period=alarm_rules.NEURON_PERIOD
+                ),
+                thresholds=thresholds,
             )
             self.rules["CheckpointBackupFailed"] = event_rules.backup_failed_rule(
                 self,
@@ -158,7 +161,7 @@ class NeuronMonitoring(Construct):
                 workloads=tuple(workloads),
                 serving=serving,
                 job_queue_arn=job_queue_arn,
-                file_system_id=file_system_id,
+                checkpoints=checkpoints,
             ),
             alarms=list(self._alarms.alarms.values()),
             thresholds=thresholds,

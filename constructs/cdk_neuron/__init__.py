@@ -30,8 +30,9 @@ _LAZY: dict[str, str] = {
     "NeuronInstance": "cdk_neuron.catalog",
     "get_instance": "cdk_neuron.catalog",
     # constructs (import aws_cdk)
+    "BatchTrainingCluster": "cdk_neuron.training",
+    "AutoScalingTrainingCluster": "cdk_neuron.training",
     "TrainingCluster": "cdk_neuron.training",
-    "Engine": "cdk_neuron.training",
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
     "CompileCache": "cdk_neuron.storage",
@@ -44,11 +45,12 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AutoScalingTrainingCluster",
+    "BatchTrainingCluster",
     "Capacity",
     "CheckpointEstimate",
     "CheckpointStore",
     "CompileCache",
-    "Engine",
     "FleetBackend",
     "InferenceFleet",
     "ModelSpec",
@@ -82,4 +84,9 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
     from cdk_neuron.serving import FleetBackend, InferenceFleet, ModelSpec, ServingEngine
     from cdk_neuron.storage import CheckpointStore, CompileCache
-    from cdk_neuron.training import Capacity, Engine, TrainingCluster
+    from cdk_neuron.training import (
+        AutoScalingTrainingCluster,
+        BatchTrainingCluster,
+        Capacity,
+        TrainingCluster,
+    )

@@ -14,13 +14,13 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from cdk_neuron import (
+    BatchTrainingCluster,
     Capacity,
     CheckpointStore,
     CompileCache,
     FleetBackend,
     InferenceFleet,
     ModelSpec,
-    TrainingCluster,
     plan_training,
 )
 
@@ -83,7 +83,7 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
         cache = CompileCache(self, "CompileCache")
         # 4 nodes x 32 NeuronCores: TP 32 inside each node's NeuronLink domain, data parallel over EFA.
         plan = plan_training("trn1n.32xlarge", nodes=4, tensor_parallel=32)
-        cluster = TrainingCluster(
+        cluster = BatchTrainingCluster(
             self,
             "Training",
             vpc=vpc,

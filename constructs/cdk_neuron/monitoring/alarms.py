@@ -16,13 +16,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from cdk_neuron.monitoring import series
-from cdk_neuron.monitoring.metrics import (
-    CORE_UTILIZATION,
-    DEVICE_MEMORY_UTILIZATION,
-    ECC_UNCORRECTED,
-    NeuronMetric,
-    Workload,
-)
+from cdk_neuron.monitoring.metrics import Workload
 from cdk_neuron.monitoring.thresholds import (
     ALARM_PERIOD_MINUTES,
     SERVING_PERIOD_MINUTES,
@@ -80,24 +74,27 @@ def _periods(minutes: int, period_minutes: int) -> int:
 def add_neuron_alarms(
     alarms: AlarmSet,
     *,
-    namespace: str,
     environment: str,
     workload: Workload,
     thresholds: MonitoringThresholds,
+    core_utilization: cw.IMetric,
+    device_memory_utilization: cw.IMetric,
+    ecc_uncorrected: cw.IMetric,
 ) -> None:
     """Idle, device memory and uncorrected ECC for a workload; saturation for serving only
-    (a training job is supposed to keep its cores busy)."""
-    title = workload.capitalize()
+    (a training job is supposed to keep its cores busy).
 
-    def metric(m: NeuronMetric) -> cw.Metric:
-        return series.neuron(namespace, m, environment, workload, period=NEURON_PERIOD)
+    The metrics are the workload's per-workload series over ``NEURON_PERIOD``, with their own
+    statistics: a training cluster's ``metric_*()`` methods, or :func:`series.neuron` for a fleet.
+    """
+    title = workload.capitalize()
 
     idle_minutes = (
         thresholds.training_idle_minutes if workload == "training" else thresholds.serving_idle_minutes
     )
     alarms.add(
         f"{title}CoresIdle",
-        metric=metric(CORE_UTILIZATION),
+        metric=core_utilization,
         threshold=thresholds.idle_percent,
         comparison=LT,
         periods=_periods(idle_minutes, ALARM_PERIOD_MINUTES),
@@ -110,7 +107,7 @@ def add_neuron_alarms(
     if workload == "serving":
         alarms.add(
             f"{title}CoresSaturated",
-            metric=metric(CORE_UTILIZATION),
+            metric=core_utilization,
             threshold=thresholds.saturated_percent,
             comparison=GT,
             periods=_periods(thresholds.saturated_minutes, ALARM_PERIOD_MINUTES),
@@ -122,7 +119,7 @@ def add_neuron_alarms(
         )
     alarms.add(
         f"{title}DeviceMemoryHigh",
-        metric=metric(DEVICE_MEMORY_UTILIZATION),
+        metric=device_memory_utilization,
         threshold=thresholds.device_memory_percent,
         comparison=GT,
         periods=_periods(thresholds.device_memory_minutes, ALARM_PERIOD_MINUTES),
@@ -134,7 +131,7 @@ def add_neuron_alarms(
     )
     alarms.add(
         f"{title}EccUncorrected",
-        metric=metric(ECC_UNCORRECTED),
+        metric=ecc_uncorrected,
         threshold=1,
         comparison=GE,
         periods=1,

@@ -13,13 +13,20 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.monitoring import alarms as alarm_rules
 from cdk_neuron.monitoring import event_rules, series
 from cdk_neuron.monitoring.dashboard import DashboardSources, build_dashboard
-from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, Workload
+from cdk_neuron.monitoring.metrics import (
+    CORE_UTILIZATION,
+    DEFAULT_NAMESPACE,
+    DEVICE_MEMORY_UTILIZATION,
+    ECC_UNCORRECTED,
+    Workload,
+)
 from cdk_neuron.monitoring.node_metrics import NodeMetrics, check_environment, check_namespace
 from cdk_neuron.monitoring.thresholds import ALARM_PERIOD_MINUTES, MonitoringThresholds
 from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
 from cdk_neuron.serving import InferenceFleet
 from cdk_neuron.storage import CheckpointStore
-from cdk_neuron.training import TrainingCluster
+from cdk_neuron.training.batch_cluster import is_batch_training_cluster
+from cdk_neuron.training.cluster import ITrainingCluster, is_training_cluster
 from cdk_neuron.validation import EMAIL
 
 DEFAULT_THRESHOLDS = MonitoringThresholds()  # frozen, so one shared default is safe
@@ -53,7 +60,8 @@ class NeuronMonitoring(Construct):
     Args:
         environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
             dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
-        cluster: the training cluster to watch. Default None.
+        cluster: the training cluster to watch: a ``BatchTrainingCluster``, an
+            ``AutoScalingTrainingCluster`` or an imported Batch cluster. Default None.
         fleet: the inference fleet to watch. Default None. At least one of the two is required.
         checkpoints: the cluster's checkpoint store: adds the EFS throughput alarm, the backup
             failure rule and the throughput widget. Default None.
@@ -76,7 +84,7 @@ class NeuronMonitoring(Construct):
         id: str,
         *,
         environment: str,
-        cluster: TrainingCluster | None = None,
+        cluster: ITrainingCluster | None = None,
         fleet: InferenceFleet | None = None,
         checkpoints: CheckpointStore | None = None,
         alarm_email: str | None = None,
@@ -107,8 +115,8 @@ class NeuronMonitoring(Construct):
         job_queue_arn: str | None = None
         if cluster is not None:
             self._watch_nodes("training", cluster, workloads)
-            if cluster.engine.is_batch:
-                job_queue_arn = cluster.job_queue.job_queue_arn
+            if is_batch_training_cluster(cluster):
+                job_queue_arn = cluster.job_queue_arn
                 self.rules["BatchJobFailed"] = event_rules.batch_job_failed_rule(
                     self,
                     "BatchJobFailed",
@@ -144,12 +152,25 @@ class NeuronMonitoring(Construct):
                 topic=self.topic,
             )
         for workload in workloads:
+            period = alarm_rules.NEURON_PERIOD
+            if workload == "training":
+                assert cluster is not None
+                core = cluster.metric_neuron_core_utilization(period=period)
+                memory = cluster.metric_neuron_device_memory_utilization(period=period)
+                ecc = cluster.metric_ecc_uncorrected(period=period)
+            else:
+                core, memory, ecc = (
+                    series.neuron(namespace, m, environment, workload, period=period)
+                    for m in (CORE_UTILIZATION, DEVICE_MEMORY_UTILIZATION, ECC_UNCORRECTED)
+                )
             alarm_rules.add_neuron_alarms(
                 self._alarms,
-                namespace=namespace,
                 environment=environment,
                 workload=workload,
                 thresholds=thresholds,
+                core_utilization=core,
+                device_memory_utilization=memory,
+                ecc_uncorrected=ecc,
             )
 
         self.dashboard: cw.Dashboard = build_dashboard(
@@ -159,6 +180,7 @@ class NeuronMonitoring(Construct):
                 environment=environment,
                 namespace=namespace,
                 workloads=tuple(workloads),
+                training=cluster,
                 serving=serving,
                 job_queue_arn=job_queue_arn,
                 checkpoints=checkpoints,
@@ -175,7 +197,7 @@ class NeuronMonitoring(Construct):
     # -- wiring ------------------------------------------------------------------------------------
 
     def _watch_nodes(
-        self, workload: Workload, owner: TrainingCluster | InferenceFleet, workloads: list[Workload]
+        self, workload: Workload, owner: ITrainingCluster | InferenceFleet, workloads: list[Workload]
     ) -> None:
         """Alarm on the workload's Neuron node metrics, or say that it publishes none."""
         if owner.node_metrics is None:
@@ -229,10 +251,17 @@ def _validate(
     check_environment(environment)
     if cluster is None and fleet is None:
         raise NeuronConfigError(
-            "cluster", None, "give a TrainingCluster (cluster=), an InferenceFleet (fleet=) or both"
+            "cluster",
+            None,
+            "give a training cluster (cluster=: BatchTrainingCluster, AutoScalingTrainingCluster or an "
+            "import), an InferenceFleet (fleet=) or both",
         )
-    if cluster is not None and not isinstance(cluster, TrainingCluster):
-        raise NeuronConfigError("cluster", cluster, "must be a cdk_neuron.TrainingCluster")
+    if cluster is not None and not is_training_cluster(cluster):
+        raise NeuronConfigError(
+            "cluster",
+            cluster,
+            "must be a cdk_neuron BatchTrainingCluster, AutoScalingTrainingCluster or an import",
+        )
     if fleet is not None and not isinstance(fleet, InferenceFleet):
         raise NeuronConfigError("fleet", fleet, "must be a cdk_neuron.InferenceFleet")
     if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):

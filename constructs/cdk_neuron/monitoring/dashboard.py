@@ -29,6 +29,7 @@ from cdk_neuron.monitoring.metrics import (
 )
 from cdk_neuron.monitoring.thresholds import MonitoringThresholds
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
+from cdk_neuron.training.cluster import ITrainingCluster
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
 ONE_MINUTE = cdk.Duration.seconds(PERIOD_SECONDS)
@@ -42,6 +43,8 @@ class DashboardSources:
     environment: str
     namespace: str
     workloads: Sequence[Workload]
+    training: ITrainingCluster | None
+    """The training cluster whose ``metric*()`` the training series come from."""
     serving: series.AlbServing | series.SageMakerServing | None
     job_queue_arn: str | None
     checkpoints: ICheckpointStore | None
@@ -97,10 +100,18 @@ def build_dashboard(
 def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
     ns, env = sources.namespace, sources.environment
 
+    def workload_metric(
+        w: Workload, metric: NeuronMetric, *, period: cdk.Duration, statistic: str | None = None
+    ) -> cw.IMetric:
+        if w == "training" and sources.training is not None:
+            if statistic is None:
+                return sources.training.metric(metric.name, period=period)
+            return sources.training.metric(metric.name, period=period, statistic=statistic)
+        return series.neuron(ns, metric, env, w, period=period, statistic=statistic)
+
     def per_workload(metric: NeuronMetric, statistic: str | None = None) -> list[cw.IMetric]:
         return [
-            series.neuron(ns, metric, env, w, period=FIVE_MINUTES, statistic=statistic)
-            for w in sources.workloads
+            workload_metric(w, metric, period=FIVE_MINUTES, statistic=statistic) for w in sources.workloads
         ]
 
     def graph(
@@ -152,7 +163,7 @@ def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds)
             "Nodes reporting",
             # One datapoint per node per minute, so the per-minute sample count is the node count.
             [
-                series.neuron(ns, CORE_UTILIZATION, env, w, period=ONE_MINUTE, statistic="SampleCount")
+                workload_metric(w, CORE_UTILIZATION, period=ONE_MINUTE, statistic="SampleCount")
                 for w in sources.workloads
             ],
         ),

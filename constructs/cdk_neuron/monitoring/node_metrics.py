@@ -1,6 +1,6 @@
 """NodeMetrics: the option that makes a workload's own nodes publish Neuron metrics (plain Python).
 
-A :class:`~cdk_neuron.training.TrainingCluster` or EC2-backed
+A training cluster (:class:`~cdk_neuron.training.TrainingClusterBase`) or EC2-backed
 :class:`~cdk_neuron.serving.InferenceFleet` given ``node_metrics=NodeMetrics(environment="prod")``
 installs the node publisher (``node_programs/files/monitoring``: ``neuron_publisher.py``, its systemd
 unit and setup) on its nodes and lets its node role publish into ``namespace`` only.

@@ -1,4 +1,4 @@
-"""Engine.batch(): a managed compute environment, a job queue and multi-node job definitions."""
+"""BatchTrainingCluster's engine: a managed compute environment, a job queue, multi-node job definitions."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from constructs import Construct
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import TrainingPlan
-from cdk_neuron.training.engine import Engine
 from cdk_neuron.training.launcher import SCRATCH_DIR, TRAINING_COMMAND_PARAMETER, launcher_command
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
 
@@ -66,7 +65,7 @@ def job_image(scope: Construct, value: object) -> ecs.ContainerImage:
         raise NeuronConfigError(
             "job_image",
             value,
-            "Engine.batch() runs a container: give its image as ecs.ContainerImage or an image URI, "
+            "a BatchTrainingCluster runs a container: give its image as ecs.ContainerImage or an image URI, "
             "e.g. '<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>' (pin the tag)",
         )
     # A floating tag makes every node of a multi-node job free to pull a different image, and a
@@ -118,7 +117,8 @@ def build_compute_environment(
     role: iam.IRole,
     security_group: ec2.ISecurityGroup,
     placement_group: ec2.IPlacementGroup | None,
-    engine: Engine,
+    update_timeout: cdk.Duration,
+    terminate_on_update: bool,
     security_groups_in_launch_template: bool,
 ) -> batch.ManagedEc2EcsComputeEnvironment:
     """A managed EC2 compute environment of ``instance`` nodes that scales from zero.
@@ -153,8 +153,8 @@ def build_compute_environment(
         placement_group=placement_group,
         allocation_strategy=batch.AllocationStrategy.BEST_FIT_PROGRESSIVE,
         spot=False,
-        update_timeout=engine.update_timeout,
-        terminate_on_update=engine.terminate_on_update,
+        update_timeout=update_timeout,
+        terminate_on_update=terminate_on_update,
     )
     cfn = environment.node.default_child
     assert isinstance(cfn, batch.CfnComputeEnvironment)

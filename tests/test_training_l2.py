@@ -16,6 +16,7 @@ import pytest
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from test_training_support import PUBLIC_IMAGE, PinnedStack, first_zone, network
 
@@ -123,14 +124,34 @@ def test_both_engines_extend_the_abstract_base(clusters: Clusters) -> None:
     assert typed and batch.job_queue_arn == clusters.batch.job_queue.job_queue_arn
 
 
-def test_grant_principal_is_the_role_the_training_code_runs_as(clusters: Clusters) -> None:
-    assert clusters.batch.grant_principal is clusters.batch.job_role
-    assert clusters.group.grant_principal is clusters.group.role
+def test_grant_principal_is_the_role_the_training_code_runs_as() -> None:
+    stack = PinnedStack(make_app(), "Grants", region="us-east-1")
+    vpc = network(stack)
+    props: dict[str, Any] = {"vpc": vpc, "instance_type": "trn1.32xlarge", "max_nodes": 2,
+                             "vpc_subnets": first_zone(stack)}  # fmt: skip
+    batch = BatchTrainingCluster(stack, "Batch", job_image=PUBLIC_IMAGE, **props)
+    group = AutoScalingTrainingCluster(stack, "Group", **props)
+    assert batch.grant_principal is batch.job_role
+    assert group.grant_principal is group.role
     # A cluster is IGrantable: grant it like a Lambda function or an instance.
-    reader = iam.Role(clusters.stack, "ReadsCluster", assumed_by=iam.AccountRootPrincipal())
-    assert reader is not None
-    grant = clusters.cache.grant_read(clusters.batch)
-    assert grant.principal_statements or grant.success
+    data = s3.Bucket(stack, "Data")
+    data.grant_read(batch)
+    data.grant_read(group)
+    bucket_arn = {"Fn::GetAtt": [stack.resolve(stack.get_logical_id(data.node.default_child)), "Arn"]}
+
+    def granted(role: iam.IRole) -> bool:
+        policy = role.node.try_find_child("DefaultPolicy")
+        assert isinstance(policy, iam.Policy)
+        for statement in stack.resolve(policy.document.to_json())["Statement"]:
+            resources = (
+                statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            )
+            if bucket_arn in resources:
+                return True
+        return False
+
+    assert granted(batch.job_role) and granted(group.role)
+    assert not granted(batch.role)  # the ECS agent's instance role: jobs never run as it
 
 
 def test_add_user_data_appends_a_shell_part_after_the_node_setup() -> None:
@@ -355,3 +376,36 @@ def test_a_cluster_mounts_an_imported_store_and_uses_an_imported_cache() -> None
     assert any(r["GroupId"] == SG_ID and r["FromPort"] == 2049 for r in ingress)
     assert cluster.checkpoints is store and cluster.compile_cache is cache
     assert nag_violations(stack) == []
+
+
+# -- the former Engine options, now props of their class ------------------------------------------------
+
+
+def test_batch_update_policy_defaults_and_overrides() -> None:
+    stack = PinnedStack(make_app(), "Updates", region="us-east-1")
+    vpc = network(stack)
+    props: dict[str, Any] = {"vpc": vpc, "instance_type": "trn1.32xlarge", "max_nodes": 2,
+                             "vpc_subnets": first_zone(stack), "job_image": PUBLIC_IMAGE}  # fmt: skip
+    BatchTrainingCluster(stack, "Gentle", **props)
+    BatchTrainingCluster(
+        stack, "Abrupt", update_timeout=cdk.Duration.minutes(30), terminate_on_update=True, **props
+    )
+    policies = {
+        key.split("ComputeEnvironment")[0]: resource["Properties"]["UpdatePolicy"]
+        for key, resource in Template.from_stack(stack)
+        .find_resources("AWS::Batch::ComputeEnvironment")
+        .items()
+    }
+    assert policies == {
+        "Gentle": {"JobExecutionTimeoutMinutes": 360, "TerminateJobsOnUpdate": False},
+        "Abrupt": {"JobExecutionTimeoutMinutes": 30, "TerminateJobsOnUpdate": True},
+    }
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, 3])
+def test_bad_desired_capacity_is_refused(bad: object) -> None:
+    stack = PinnedStack(make_app(), "Desired", region="us-east-1")
+    with pytest.raises(NeuronConfigError, match=r"^Desired/Group: desired_capacity=") as raised:
+        AutoScalingTrainingCluster(stack, "Group", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2,
+                                   vpc_subnets=first_zone(stack), desired_capacity=bad)  # type: ignore[arg-type]  # fmt: skip
+    assert raised.value.field == "desired_capacity"

@@ -49,6 +49,8 @@ IMAGE_URI = re.compile(
 )
 IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# A numbered release, major.minor.patch: "1.41.0".
+RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 # A shell/environment variable name.
 ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An absolute directory of plain segments: "/checkpoints", "/mnt/ckpt/" (never "/" or "a//b").
@@ -190,6 +192,7 @@ __all__ = [
     "IMAGE_URI",
     "KMS_KEY_ARN",
     "REGION",
+    "RELEASE_VERSION",
     "RESERVATION_ID",
     "RESOURCE_GROUP_ARN",
     "S3_BUCKET_NAME",

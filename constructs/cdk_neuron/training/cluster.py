@@ -306,7 +306,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         max_nodes: object,
         plan: object,
         vpc_subnets: ec2.SubnetSelection | None,
-        availability_zone_id: object,
+        availability_zone_id: str | None,
         checkpoints: object,
         compile_cache: object,
         capacity: object,
@@ -315,7 +315,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         efa_layout: object,
         root_volume_size: object,
         kms_key: kms.IKey | None,
-        environment: object,
+        environment: dict[str, str] | None,
         efa_installer: object,
         node_metrics: object,
     ) -> _NodeProps:
@@ -355,7 +355,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             checked_plan,
             compile_cache_url=cache.url if cache else None,
             checkpoint_dir=store.mount_path if store else None,
-            extra=environment,  # type: ignore[arg-type]
+            extra=environment,
         )
         installer = EfaInstaller.pinned() if efa_installer is None else efa_installer
         if not isinstance(installer, EfaInstaller):
@@ -374,7 +374,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             max_nodes=nodes,
             plan=checked_plan,
             subnets=subnets,
-            availability_zone_id=availability_zone_id,  # type: ignore[arg-type]
+            availability_zone_id=availability_zone_id,
             offering_warning=offering_warning,
             checkpoints=store,
             compile_cache=cache,
@@ -384,7 +384,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             efa_layout=layout,
             root_volume_gib=root_gib,
             kms_key=kms_key,
-            environment=dict(environment or {}),  # type: ignore[call-overload]
+            environment=dict(environment or {}),
             efa_installer=installer,
             node_metrics=node_metrics,
         )
@@ -438,7 +438,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         if instance.supports_efa:
             security.allow_log_encryption(self.kms_key)
             self.efa_installer_mirror = EfaInstallerMirror(
-                self, "EfaInstaller", installer=props.efa_installer, key=self.kms_key
+                self, "EfaInstaller", installer=props.efa_installer, kms_key=self.kms_key
             )
             self.efa_installer_mirror.grant_read(self.role)
         if props.node_metrics is not None:

@@ -33,19 +33,21 @@ class EfaInstallerMirror(Construct):
     deletes it, so the bucket goes with the stack: it holds only a copy of public software.
 
     :param installer: the release to copy.
-    :param key: the key that encrypts the bucket and the function's logs.
+    :param kms_key: the key that encrypts the bucket and the function's logs (the cluster's).
 
     :ivar bucket: the bucket that holds the copy.
     :ivar object_key: the copy's key in it.
     :ivar installer: the release.
+    :ivar kms_key: the bucket's key.
     """
 
-    def __init__(self, scope: Construct, id: str, *, installer: EfaInstaller, key: kms.IKey) -> None:
+    def __init__(self, scope: Construct, id: str, *, installer: EfaInstaller, kms_key: kms.IKey) -> None:
         super().__init__(scope, id)
         with reported_by(self):
             self.installer = installer
             self.object_key = installer.object_key
-            self.key = key
+            self.kms_key = kms_key
+            key = kms_key
             self.bucket = s3.Bucket(
                 self,
                 "Bucket",
@@ -167,7 +169,7 @@ class EfaInstallerMirror(Construct):
         )
         return grant.combine(
             iam.Grant.add_to_principal(
-                grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.key.key_arn]
+                grantee=grantee, actions=["kms:Decrypt"], resource_arns=[self.kms_key.key_arn]
             )
         )
 

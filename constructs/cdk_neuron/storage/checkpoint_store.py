@@ -745,6 +745,10 @@ def is_checkpoint_store(value: object) -> bool:
     return isinstance(value, _CheckpointStoreBase)
 
 
+if TYPE_CHECKING:  # mypy proves both meet the interface
+    _BUILT: type[ICheckpointStore] = CheckpointStore
+    _IMPORTED: type[ICheckpointStore] = _ImportedCheckpointStore
+
 __all__ = [
     "CHECKPOINT_PATH",
     "SAVE_TIME_WARNING_ID",

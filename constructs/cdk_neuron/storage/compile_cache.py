@@ -18,7 +18,7 @@ objects are written whole, and all nodes share every compiled graph.
 
 from __future__ import annotations
 
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -305,5 +305,9 @@ def is_compile_cache(value: object) -> bool:
     """Whether ``value`` is a :class:`CompileCache` or an imported one."""
     return isinstance(value, _CompileCacheBase)
 
+
+if TYPE_CHECKING:  # mypy proves both meet the interface
+    _BUILT: type[ICompileCache] = CompileCache
+    _IMPORTED: type[ICompileCache] = _ImportedCompileCache
 
 __all__ = ["COMPILE_CACHE_ENV", "DEFAULT_PREFIX", "CompileCache", "ICompileCache", "is_compile_cache"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import aws_cdk as cdk
 from aws_cdk import aws_autoscaling as autoscaling
@@ -23,7 +23,7 @@ from cdk_neuron.storage.compile_cache import ICompileCache
 from cdk_neuron.training import acknowledgments, node_setup
 from cdk_neuron.training.asg_engine import build_auto_scaling_group
 from cdk_neuron.training.capacity import Capacity
-from cdk_neuron.training.cluster import DEFAULT_ROOT_VOLUME_SIZE, TrainingClusterBase
+from cdk_neuron.training.cluster import DEFAULT_ROOT_VOLUME_SIZE, ITrainingCluster, TrainingClusterBase
 from cdk_neuron.training.efa_installer import EfaInstaller
 from cdk_neuron.training.launcher import node_environment
 
@@ -175,5 +175,8 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
         profile.update(self._extra_environment)
         files["training-profile.env"] = render_settings(profile)
 
+
+if TYPE_CHECKING:  # mypy proves the class meets the interface
+    _BUILT: type[ITrainingCluster] = AutoScalingTrainingCluster
 
 __all__ = ["AutoScalingTrainingCluster"]

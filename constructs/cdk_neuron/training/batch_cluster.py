@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar, TypeGuard
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 import aws_cdk as cdk
 from aws_cdk import aws_batch as batch
@@ -575,5 +575,9 @@ def _image_for(scope: Construct, id: str, image: ecs.ContainerImage | str) -> ec
         return batch_engine.job_image(Construct(scope, f"{id}Image"), image)
     return batch_engine.job_image(scope, image)
 
+
+if TYPE_CHECKING:  # mypy proves both meet the interface, as jsii would for a TypeScript class
+    _BUILT: type[IBatchTrainingCluster] = BatchTrainingCluster
+    _IMPORTED: type[IBatchTrainingCluster] = _ImportedBatchTrainingCluster
 
 __all__ = ["BatchTrainingCluster", "TrainingCluster", "is_batch_training_cluster"]

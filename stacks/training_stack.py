@@ -9,7 +9,11 @@ from constructs import Construct
 
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.storage import CheckpointStore, CompileCache
-from cdk_neuron.training import Engine, TrainingCluster
+from cdk_neuron.training import (
+    AutoScalingTrainingCluster,
+    BatchTrainingCluster,
+    TrainingClusterBase,
+)
 from stacks.config import EnvironmentConfig
 from stacks.network_stack import NetworkStack, removal_policy_of
 from stacks.pinned import PinnedAzStack
@@ -37,7 +41,7 @@ class TrainingStack(PinnedAzStack):
             self,
             "Checkpoints",
             vpc=network.vpc,
-            subnets=network.training_subnets if storage.one_zone else network.workload_subnets,
+            vpc_subnets=network.training_subnets if storage.one_zone else network.workload_subnets,
             one_zone=storage.one_zone,
             removal_policy=removal,
             infrequent_access_after_days=storage.infrequent_access_after_days,
@@ -48,31 +52,33 @@ class TrainingStack(PinnedAzStack):
             # the name of the pinned training subnet.
             availability_zone=network.training_subnet_availability_zone if storage.one_zone else None,
         )
-        is_batch = training.engine == "batch"
-        self.cluster = TrainingCluster(
-            self,
-            "Cluster",
-            vpc=network.vpc,
-            instance_type=training.instance_type,
-            max_nodes=training.max_nodes,
-            plan=training.training_plan(),
-            vpc_subnets=network.training_subnets,
-            availability_zone_id=config.training_az_id,
-            checkpoints=self.checkpoints,
-            compile_cache=self.compile_cache,
-            capacity=training.capacity,
-            engine=Engine.batch() if is_batch else Engine.auto_scaling_group(),
-            job_image=training.job_image if is_batch else None,
+        # The engine picks the class; every other prop is shared.
+        nodes: dict[str, Any] = {
+            "vpc": network.vpc,
+            "instance_type": training.instance_type,
+            "max_nodes": training.max_nodes,
+            "plan": training.training_plan(),
+            "vpc_subnets": network.training_subnets,
+            "availability_zone_id": config.training_az_id,
+            "checkpoints": self.checkpoints,
+            "compile_cache": self.compile_cache,
+            "capacity": training.capacity,
             # The nodes publish Neuron metrics for the environment's MonitoringStack.
-            node_metrics=NodeMetrics(environment=config.name),
-        )
+            "node_metrics": NodeMetrics(environment=config.name),
+        }
+        self.cluster: TrainingClusterBase
+        if training.engine == "batch":
+            assert training.job_image is not None  # the configuration requires it with the batch engine
+            self.cluster = BatchTrainingCluster(self, "Cluster", job_image=training.job_image, **nodes)
+        else:
+            self.cluster = AutoScalingTrainingCluster(self, "Cluster", **nodes)
 
         self._accept_scan_findings()
 
-        if is_batch:
+        if isinstance(self.cluster, BatchTrainingCluster):
             cdk.CfnOutput(self, "JobQueueArn", value=self.cluster.job_queue.job_queue_arn)
             cdk.CfnOutput(self, "JobDefinitionArn", value=self.cluster.job_definition.job_definition_arn)
-        else:
+        elif isinstance(self.cluster, AutoScalingTrainingCluster):
             cdk.CfnOutput(
                 self, "AutoScalingGroupName", value=self.cluster.auto_scaling_group.auto_scaling_group_name
             )

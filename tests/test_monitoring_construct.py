@@ -1,4 +1,4 @@
-"""NeuronMonitoring on real TrainingClusters, inference fleets and a CheckpointStore.
+"""NeuronMonitoring on real training clusters, inference fleets and a CheckpointStore.
 
 Two environments, synthesized once for the module:
 
@@ -27,7 +27,7 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring, NodeMetrics
 from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, SageMakerInferenceFleet
 from cdk_neuron.storage import CheckpointStore
-from cdk_neuron.training import Engine, TrainingCluster
+from cdk_neuron.training import AutoScalingTrainingCluster, BatchTrainingCluster, TrainingClusterBase
 from cdk_support import flatten_user_data, make_app, nag_violations, normalize_template, settings_in
 
 INF2_AZ_IDS = {"us-east-1a": "use1-az4", "us-east-1b": "use1-az6"}
@@ -45,7 +45,7 @@ class Env:
     workloads: PinnedStack
     monitoring_stack: PinnedStack
     monitoring: NeuronMonitoring
-    cluster: TrainingCluster
+    cluster: TrainingClusterBase
     fleet: Any
     store: CheckpointStore | None
     templates: dict[str, dict[str, Any]]
@@ -76,8 +76,8 @@ def prod() -> Iterator[Env]:
     app = make_app()
     stack = PinnedStack(app, "Prod", region="us-east-1")
     vpc = network(stack)
-    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
-    cluster = TrainingCluster(
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
+    cluster = BatchTrainingCluster(
         stack,
         "Cluster",
         vpc=vpc,
@@ -114,14 +114,13 @@ def dev() -> Iterator[Env]:
     app = make_app()
     workloads = PinnedStack(app, "DevWorkloads", region="us-east-1")
     vpc = network(workloads)
-    cluster = TrainingCluster(
+    cluster = AutoScalingTrainingCluster(
         workloads,
         "Cluster",
         vpc=vpc,
         instance_type="trn1.32xlarge",
         max_nodes=2,
         vpc_subnets=first_zone(workloads),
-        engine=Engine.auto_scaling_group(),
         node_metrics=NodeMetrics(environment="dev"),
     )
     fleet = SageMakerInferenceFleet(
@@ -352,14 +351,13 @@ def test_monitoring_creates_no_policy_and_changes_no_workload(prod: Env, dev: En
     app = make_app()
     alone = PinnedStack(app, "DevWorkloads", region="us-east-1")
     vpc = network(alone)
-    TrainingCluster(
+    AutoScalingTrainingCluster(
         alone,
         "Cluster",
         vpc=vpc,
         instance_type="trn1.32xlarge",
         max_nodes=2,
         vpc_subnets=first_zone(alone),
-        engine=Engine.auto_scaling_group(),
         node_metrics=NodeMetrics(environment="dev"),
     )
     SageMakerInferenceFleet(
@@ -399,7 +397,7 @@ def test_a_workload_without_node_metrics_is_watched_with_a_warning() -> None:
     app = make_app()
     stack = PinnedStack(app, "Quiet", region="us-east-1")
     vpc = network(stack)
-    cluster = TrainingCluster(
+    cluster = BatchTrainingCluster(
         stack,
         "Cluster",
         vpc=vpc,
@@ -566,7 +564,7 @@ def test_dev_dashboard_shows_the_sagemaker_endpoint_and_no_batch(dev: Env) -> No
 @pytest.mark.parametrize(
     ("kwargs", "field", "message"),
     [
-        ({"cluster": None, "fleet": None}, "cluster", "give a TrainingCluster"),
+        ({"cluster": None, "fleet": None}, "cluster", "give a training cluster"),
         ({"environment": "prod env"}, "environment", "letters, digits"),
         ({"alarm_email": "oncall"}, "alarm_email", "email address"),
         ({"namespace": "AWS/Neuron"}, "namespace", "reserved for AWS"),

@@ -435,7 +435,8 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
         f"mount {sandbox.root}/var/lib/cdk-neuron",
         "systemctl disable --now --no-block ecs.service",
         "systemctl restart docker.service",
-        "aws ecr get-login-password --region us-east-1",
+        # `aws ecr get-login-password | docker login`: the two sides of one pipe start together, so
+        # only the login is placed in the order (the token call is checked just below).
         "docker login --username AWS --password-stdin 763104351884.dkr.ecr.us-east-1.amazonaws.com",
         f"docker pull --quiet {FLEET['IMAGE']}",
         f"aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/ {sandbox.root}/var/lib/cdk-neuron/model",
@@ -444,6 +445,12 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
     ]
     positions = [index_of(calls, step) for step in steps]
     assert positions == sorted(positions)
+    token = index_of(calls, "aws ecr get-login-password --region us-east-1")
+    assert (
+        index_of(calls, "systemctl restart docker.service")
+        < token
+        < index_of(calls, f"docker pull --quiet {FLEET['IMAGE']}")
+    )
     daemon = json.loads(sandbox.file("/etc/docker/daemon.json").read_text())
     assert daemon == {"data-root": "/var/lib/cdk-neuron/docker"}
     assert (sandbox.file("/etc/systemd/system/cdk-neuron-replica@.service")).exists()

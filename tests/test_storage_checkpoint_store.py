@@ -90,7 +90,7 @@ def built() -> Built:
         regional,
         "Store",
         vpc=vpc,
-        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
         model_parameters=70e9,
         save_time_budget=cdk.Duration.minutes(5),
     )
@@ -129,7 +129,7 @@ def built() -> Built:
         one_zone,
         "Store",
         vpc=training_vpc(one_zone),
-        subnets=ec2.SubnetSelection(availability_zones=["us-east-1b"]),
+        vpc_subnets=ec2.SubnetSelection(availability_zones=["us-east-1b"]),
         one_zone=True,
         removal_policy=cdk.RemovalPolicy.DESTROY,
         infrequent_access_after_days=None,
@@ -143,7 +143,7 @@ def built() -> Built:
         quiet,
         "Store",
         vpc=training_vpc(quiet),
-        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
         model_parameters=8e9,
         weight_bytes_per_parameter="fp32",
         optimizer_bytes_per_parameter="adamw",
@@ -301,7 +301,7 @@ def test_a_grant_without_connections_opens_no_port(built: Built) -> None:
 
 def test_store_is_iconnectable_for_explicit_rules() -> None:
     stack, vpc = _stack()
-    store = CheckpointStore(stack, "Store", vpc=vpc, subnets=ISOLATED)
+    store = CheckpointStore(stack, "Store", vpc=vpc, vpc_subnets=ISOLATED)
     client = ec2.SecurityGroup(stack, "Client", vpc=vpc, allow_all_outbound=False)
     client.connections.allow_to_default_port(store, "explicit NFS rule")
     ingress = [c for c in stack.node.find_all() if isinstance(c, ec2.CfnSecurityGroupIngress)]
@@ -538,40 +538,44 @@ ISOLATED = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"infrequent_access_after_days": 45}, r"^infrequent_access_after_days=45: use one of 1, 14, 180"),
+        (
+            {"infrequent_access_after_days": 45},
+            r"^Bad/Store: infrequent_access_after_days=45: must be one of 1, 14, 180",
+        ),
         (
             {"backup_retention": cdk.Duration.hours(12)},
-            r"^backup_retention='12 hours': .*whole number of days",
+            r"^Bad/Store: backup_retention='12 hours': .*whole number of days",
         ),
-        ({"removal_policy": cdk.RemovalPolicy.SNAPSHOT}, r"^removal_policy=.*RETAIN"),
-        ({"posix_uid": 0}, r"^posix_uid=0: use a non-root POSIX id"),
-        ({"posix_gid": -5}, r"^posix_gid=-5"),
-        ({"model_parameters": -70e9}, r"^parameters=-70000000000\.0"),
+        ({"removal_policy": cdk.RemovalPolicy.SNAPSHOT}, r"^Bad/Store: removal_policy=.*RETAIN"),
+        ({"posix_uid": 0}, r"^Bad/Store: posix_uid=0: must be a whole number between 1 and 4294967295"),
+        ({"posix_gid": -5}, r"^Bad/Store: posix_gid=-5"),
+        ({"model_parameters": -70e9}, r"^Bad/Store: parameters=-70000000000\.0"),
         (
             {"model_parameters": 7e9, "weight_bytes_per_parameter": "fp64"},
-            r"^weight_bytes_per_parameter='fp64'",
+            r"^Bad/Store: weight_bytes_per_parameter='fp64'",
         ),
         (
             {"model_parameters": 7e9, "optimizer_bytes_per_parameter": -1},
-            r"^optimizer_bytes_per_parameter=-1",
+            r"^Bad/Store: optimizer_bytes_per_parameter=-1",
         ),
-        ({"model_parameters": 7e9, "writers": 0}, r"^writers=0"),
-        ({"save_time_budget": cdk.Duration.seconds(0)}, r"^save_time_budget="),
+        ({"model_parameters": 7e9, "writers": 0}, r"^Bad/Store: writers=0"),
+        ({"save_time_budget": cdk.Duration.seconds(0)}, r"^Bad/Store: save_time_budget="),
     ],
 )
 def test_bad_props_raise(kwargs: dict[str, Any], message: str) -> None:
     stack, vpc = _stack()
     with pytest.raises(NeuronConfigError, match=message):
-        CheckpointStore(stack, "Store", vpc=vpc, subnets=ISOLATED, **kwargs)
+        CheckpointStore(stack, "Store", vpc=vpc, vpc_subnets=ISOLATED, **kwargs)
     assert stack.node.try_find_child("Store") is None or not stack.node.find_child("Store").node.children
 
 
 def test_one_zone_needs_exactly_one_az() -> None:
     stack, vpc = _stack()
     with pytest.raises(
-        NeuronConfigError, match=r"^subnets=\['us-east-1a', 'us-east-1b'\]: one_zone=True needs"
+        NeuronConfigError,
+        match=r"^Bad/Store: vpc_subnets=\['us-east-1a', 'us-east-1b'\]: one_zone=True needs",
     ):
-        CheckpointStore(stack, "Store", vpc=vpc, subnets=ISOLATED, one_zone=True)
+        CheckpointStore(stack, "Store", vpc=vpc, vpc_subnets=ISOLATED, one_zone=True)
 
 
 @pytest.mark.parametrize(
@@ -596,9 +600,10 @@ def test_one_zone_refuses_unpinned_azs(env: cdk.Environment | None, zone: str) -
     )
     first_az = ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]])
     with pytest.raises(
-        NeuronConfigError, match=rf"^subnets.availability_zone={zone}: pin the VPC's availability"
+        NeuronConfigError,
+        match=rf"^Unpinned/Store: vpc_subnets.availability_zone={zone}: pin the VPC's availability",
     ):
-        CheckpointStore(stack, "Store", vpc=vpc, subnets=first_az, one_zone=True)
+        CheckpointStore(stack, "Store", vpc=vpc, vpc_subnets=first_az, one_zone=True)
 
 
 def test_one_zone_refuses_a_subnet_the_l2_would_not_use() -> None:
@@ -611,7 +616,7 @@ def test_one_zone_refuses_a_subnet_the_l2_would_not_use() -> None:
             stack,
             "Store",
             vpc=vpc,
-            subnets=ec2.SubnetSelection(subnet_group_name="Data", availability_zones=["us-east-1a"]),
+            vpc_subnets=ec2.SubnetSelection(subnet_group_name="Data", availability_zones=["us-east-1a"]),
             one_zone=True,
         )
 
@@ -619,19 +624,19 @@ def test_one_zone_refuses_a_subnet_the_l2_would_not_use() -> None:
 def test_regional_refuses_two_subnets_in_one_az() -> None:
     stack, vpc = _stack("Training", "Data")
     with pytest.raises(NeuronConfigError, match=r"one mount target per AZ.*\['us-east-1a', 'us-east-1b'\]"):
-        CheckpointStore(stack, "Store", vpc=vpc, subnets=ISOLATED)
+        CheckpointStore(stack, "Store", vpc=vpc, vpc_subnets=ISOLATED)
     # the documented fix works
     CheckpointStore(
         stack,
         "Fixed",
         vpc=vpc,
-        subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, one_per_az=True),
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, one_per_az=True),
     )
 
 
 def test_batch_volume_and_mount_commands_reject_bad_input() -> None:
     stack, vpc = _stack()
-    store = CheckpointStore(stack, "Store", vpc=vpc, subnets=ISOLATED)
+    store = CheckpointStore(stack, "Store", vpc=vpc, vpc_subnets=ISOLATED)
     with pytest.raises(NeuronConfigError, match=r"^use_job_role=False: the store refuses anonymous NFS"):
         store.batch_volume(use_job_role=False)
     with pytest.raises(NeuronConfigError, match=r"^container_path='checkpoints'"):
@@ -671,7 +676,7 @@ def test_one_zone_takes_an_explicit_az_name_from_the_pinned_subnet() -> None:
         stack,
         "Store",
         vpc=vpc,
-        subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
+        vpc_subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
         one_zone=True,
         availability_zone=cfn_subnet.attr_availability_zone,
     )
@@ -690,15 +695,15 @@ def test_one_zone_takes_an_explicit_az_name_from_the_pinned_subnet() -> None:
     [
         (
             {"one_zone": False, "availability_zone": "us-east-1a"},
-            r"^availability_zone='us-east-1a': only a One Zone",
+            r"^AzIdPinned/Store: availability_zone='us-east-1a': only a One Zone",
         ),
         (
             {"one_zone": True, "availability_zone": "dummy1a"},
-            r"^availability_zone='dummy1a': give a real AZ name",
+            r"^AzIdPinned/Store: availability_zone='dummy1a': give a real AZ name",
         ),
         (
             {"one_zone": True, "availability_zone": "eu-west-1a"},
-            r"^availability_zone='eu-west-1a': give a real AZ",
+            r"^AzIdPinned/Store: availability_zone='eu-west-1a': give a real AZ",
         ),
     ],
 )
@@ -706,7 +711,11 @@ def test_explicit_availability_zone_refusals(kwargs: dict[str, Any], message: st
     stack, vpc, _ = _az_id_pinned_stack()
     with pytest.raises(NeuronConfigError, match=message):
         CheckpointStore(
-            stack, "Store", vpc=vpc, subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]), **kwargs
+            stack,
+            "Store",
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[vpc.isolated_subnets[0]]),
+            **kwargs,
         )
 
 

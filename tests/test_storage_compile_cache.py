@@ -249,14 +249,20 @@ def test_snapshot(built: Built, snapshot_json: SnapshotAssertion) -> None:
     [
         (
             {"prefix": "neuron-compile-cache"},
-            r"^prefix='neuron-compile-cache': use S3-safe path segments ending in '/'",
+            r"^Bad/CompileCache: prefix='neuron-compile-cache': must be S3-safe path segments ending in '/'",
         ),
-        ({"prefix": "/cache/"}, r"^prefix='/cache/'"),
-        ({"prefix": "cache/*/"}, r"^prefix='cache/\*/'"),
-        ({"prefix": ""}, r"^prefix=''"),
-        ({"expire_after": cdk.Duration.days(0)}, r"^expire_after='0 days': use a whole number of days >= 1"),
-        ({"expire_after": cdk.Duration.hours(36)}, r"^expire_after='1 day 12 hours'"),
-        ({"removal_policy": cdk.RemovalPolicy.SNAPSHOT}, r"^removal_policy="),
+        ({"prefix": "/cache/"}, r"^Bad/CompileCache: prefix='/cache/'"),
+        ({"prefix": "cache/*/"}, r"^Bad/CompileCache: prefix='cache/\*/'"),
+        ({"prefix": ""}, r"^Bad/CompileCache: prefix=''"),
+        (
+            {"expire_after": cdk.Duration.days(0)},
+            r"^Bad/CompileCache: expire_after='0 days': must be whole days >= 1",
+        ),
+        (
+            {"expire_after": cdk.Duration.hours(36)},
+            r"^Bad/CompileCache: expire_after='1 day 12 hours': use a whole number of days",
+        ),
+        ({"removal_policy": cdk.RemovalPolicy.SNAPSHOT}, r"^Bad/CompileCache: removal_policy="),
     ],
 )
 def test_bad_props_raise(kwargs: dict[str, Any], message: str) -> None:

@@ -1,4 +1,4 @@
-"""TrainingCluster with Engine.auto_scaling_group(): a self-managed trn1.32xlarge node group."""
+"""AutoScalingTrainingCluster: a self-managed trn1.32xlarge node group."""
 
 from __future__ import annotations
 
@@ -10,19 +10,18 @@ from aws_cdk import aws_ec2 as ec2
 from deploy_rules_gate import check_gate, gate_params
 from test_training_support import PinnedStack, Scenario, build, first_zone
 
-from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.storage import CheckpointStore, CompileCache
-from cdk_neuron.training import Engine, TrainingCluster
+from cdk_neuron.training import AutoScalingTrainingCluster
 from cdk_support import flatten_user_data, parse_settings, settings_in
 
 
 @pytest.fixture(scope="module")
 def group() -> Scenario:
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> AutoScalingTrainingCluster:
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
         cache = CompileCache(stack, "CompileCache")
         extras.update(store=store, cache=cache)
-        return TrainingCluster(
+        return AutoScalingTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -31,7 +30,6 @@ def group() -> Scenario:
             vpc_subnets=first_zone(stack),
             checkpoints=store,
             compile_cache=cache,
-            engine=Engine.auto_scaling_group(),
             environment={"XLA_USE_BF16": "1"},
         )
 
@@ -79,10 +77,9 @@ def test_group_scales_from_zero_in_the_placement_group(group: Scenario) -> None:
 def test_no_batch_resources(group: Scenario) -> None:
     for type_ in ("AWS::Batch::ComputeEnvironment", "AWS::Batch::JobQueue", "AWS::Batch::JobDefinition"):
         group.template.resource_count_is(type_, 0)
-    with pytest.raises(NeuronConfigError, match=r"job_queue exists only with Engine\.batch"):
-        _ = group.cluster.job_queue
-    with pytest.raises(NeuronConfigError, match="job definitions exist only"):
-        group.cluster.add_job_definition("More", training_command="x")
+    # The Batch attributes are not there to be None: they belong to BatchTrainingCluster.
+    for name in ("job_queue", "job_definition", "add_job_definition", "grant_submit_jobs", "job_role"):
+        assert not hasattr(group.cluster, name)
     assert group.cluster.auto_scaling_group is not None
 
 
@@ -159,17 +156,18 @@ def test_cdk_nag_packs_are_clean(group: Scenario) -> None:
 def test_notification_topic_receives_scaling_events() -> None:
     from aws_cdk import aws_sns as sns
 
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> AutoScalingTrainingCluster:
         topic = sns.Topic(stack, "Scaling")
         extras["topic"] = topic
-        return TrainingCluster(
+        return AutoScalingTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
             instance_type="trn1.32xlarge",
             max_nodes=2,
             vpc_subnets=first_zone(stack),
-            engine=Engine.auto_scaling_group(desired_capacity=2, notification_topic=topic),
+            desired_capacity=2,
+            notification_topic=topic,
         )
 
     s = build("us-east-1", make)

@@ -1,4 +1,4 @@
-"""TrainingCluster on AWS Batch: trn1.32xlarge, trn1n.32xlarge and trn2.48xlarge clusters, synthesized once each."""
+"""BatchTrainingCluster: trn1.32xlarge, trn1n.32xlarge and trn2.48xlarge clusters, synthesized once each."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario
 from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, get_instance
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
-from cdk_neuron.training import LAUNCHER_SCRIPT, Capacity, TrainingCluster
+from cdk_neuron.training import LAUNCHER_SCRIPT, BatchTrainingCluster, Capacity
 from cdk_support import flatten_user_data, normalize_template, parse_settings, settings_in
 
 RESERVATION = "cr-0123456789abcdef0"
@@ -26,10 +26,10 @@ RESERVATION = "cr-0123456789abcdef0"
 def trn1() -> Scenario:
     """4 x trn1.32xlarge with checkpoints, compile cache, an ECR image, a submitter and a second job."""
 
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack))
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> BatchTrainingCluster:
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
         cache = CompileCache(stack, "CompileCache")
-        cluster = TrainingCluster(
+        cluster = BatchTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -68,8 +68,8 @@ def trn1() -> Scenario:
 def trn1n() -> Scenario:
     """2 x trn1n.32xlarge, TP 8 x PP 2, a targeted capacity reservation, a public image, no storage."""
 
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        return TrainingCluster(
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> BatchTrainingCluster:
+        return BatchTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -89,9 +89,9 @@ def trn1n() -> Scenario:
 def trn2() -> Scenario:
     """8 x trn2.48xlarge (TP 32 x PP 4 at LNC 2) on a Capacity Block, with a One Zone checkpoint store."""
 
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, subnets=first_zone(stack), one_zone=True)
-        return TrainingCluster(
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> BatchTrainingCluster:
+        store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack), one_zone=True)
+        return BatchTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -626,8 +626,8 @@ def test_a_cluster_without_efa_keeps_its_group_on_the_compute_environment() -> N
     """trn1.2xlarge has no EFA: no interfaces in the template, so the environment names the group
     (and Batch gives it to the node containers); no installer, no boothook, no default-group rules."""
 
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> TrainingCluster:
-        return TrainingCluster(
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> BatchTrainingCluster:
+        return BatchTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -642,7 +642,9 @@ def test_a_cluster_without_efa_keeps_its_group_on_the_compute_environment() -> N
     assert resources["SecurityGroupIds"] == [_ref(single, single.cluster.security_group, "GroupId")]
     data = single.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     assert "NetworkInterfaces" not in data
-    assert single.cluster.efa_installer_mirror is None and single.cluster.task_security_group is None
+    assert single.cluster.efa_installer_mirror is None
+    # Without EFA the containers get the compute environment's group: the node group.
+    assert single.cluster.task_security_group is single.cluster.security_group
     assert not single.resources("Custom::CdkNeuronEfaInstaller")
     text = flatten_user_data(data["UserData"])
     assert "text/cloud-boothook" not in text and "cdk_neuron_bootstrap training/node-setup.sh" in text
@@ -669,12 +671,15 @@ def test_an_imported_vpc_must_name_its_default_group_for_efa() -> None:
         "job_image": PUBLIC_IMAGE,
     }
     with pytest.raises(
-        NeuronConfigError, match=r"^vpc_default_security_group_id=None: with EFA, AWS Batch gives"
+        NeuronConfigError,
+        match=r"^Imported/Refused: vpc_default_security_group_id=None: with EFA, AWS Batch gives",
     ):
-        TrainingCluster(stack, "Refused", **props)
-    with pytest.raises(NeuronConfigError, match=r"^vpc_default_security_group_id='default'"):
-        TrainingCluster(stack, "Bad", **props, vpc_default_security_group_id="default")
-    cluster = TrainingCluster(stack, "Named", **props, vpc_default_security_group_id="sg-0123456789abcdef0")
+        BatchTrainingCluster(stack, "Refused", **props)
+    with pytest.raises(NeuronConfigError, match=r"^Imported/Bad: vpc_default_security_group_id='default'"):
+        BatchTrainingCluster(stack, "Bad", **props, vpc_default_security_group_id="default")
+    cluster = BatchTrainingCluster(
+        stack, "Named", **props, vpc_default_security_group_id="sg-0123456789abcdef0"
+    )
     assert cluster.task_security_group is not None
     assert cluster.task_security_group.security_group_id == "sg-0123456789abcdef0"
 

@@ -1,13 +1,12 @@
-"""Capacity and Engine value objects, and the node set-up shell lines (no synthesis)."""
+"""The Capacity value object, and the node set-up shell lines (no synthesis)."""
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 import pytest
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.training import Capacity, Engine
+from cdk_neuron.training import Capacity
 
 RESERVATION = "cr-0123456789abcdef0"
 GROUP_ARN = "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs"
@@ -146,36 +145,6 @@ def test_purchase_option_names() -> None:
     assert (
         Capacity.reservation_group(GROUP_ARN).purchase_option(trn1) == "On-Demand Capacity Reservation group"
     )
-
-
-# -- Engine -------------------------------------------------------------------------------------
-
-
-def test_engine_defaults() -> None:
-    batch = Engine.batch()
-    assert batch.is_batch
-    assert batch.update_timeout.to_minutes() == 360
-    assert batch.terminate_on_update is False
-    group = Engine.auto_scaling_group()
-    assert not group.is_batch
-    assert group.desired_capacity is None
-
-
-@pytest.mark.parametrize("minutes", [0, 361])
-def test_update_timeout_outside_batch_limits_is_refused(minutes: int) -> None:
-    with pytest.raises(NeuronConfigError, match="update_timeout"):
-        Engine.batch(update_timeout=cdk.Duration.minutes(minutes))
-
-
-def test_update_timeout_in_seconds_is_refused() -> None:
-    with pytest.raises(NeuronConfigError, match="whole number of minutes"):
-        Engine.batch(update_timeout=cdk.Duration.seconds(90))
-
-
-@pytest.mark.parametrize("bad", [-1, True, 1.5])
-def test_bad_desired_capacity_is_refused(bad: object) -> None:
-    with pytest.raises(NeuronConfigError, match="desired_capacity"):
-        Engine.auto_scaling_group(desired_capacity=bad)  # type: ignore[arg-type]
 
 
 # -- node set-up shell --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 
-from cdk_neuron.training import TrainingCluster
+from cdk_neuron.training import TrainingClusterBase
 from cdk_support import TEST_ACCOUNT, make_app, nag_violations
 
 ZONES = {"us-east-1": ["us-east-1a", "us-east-1b"], "us-east-2": ["us-east-2a", "us-east-2b"]}
@@ -75,7 +75,7 @@ class Scenario:
     app: cdk.App
     stack: PinnedStack
     vpc: ec2.Vpc
-    cluster: TrainingCluster
+    cluster: Any
     extras: dict[str, Any]
     _template: Template | None = None
 
@@ -106,7 +106,7 @@ class Scenario:
 
 def build(
     region: str,
-    make: Callable[[PinnedStack, ec2.Vpc, dict[str, Any]], TrainingCluster],
+    make: Callable[[PinnedStack, ec2.Vpc, dict[str, Any]], TrainingClusterBase],
 ) -> Scenario:
     app = make_app()
     stack = PinnedStack(app, "Training", region=region)

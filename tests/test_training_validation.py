@@ -1,4 +1,4 @@
-"""TrainingCluster refuses bad configurations with NeuronConfigError, before anything is synthesized."""
+"""Training clusters refuse bad configurations with NeuronConfigError, before anything is synthesized."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ from cdk_neuron.catalog import EfaLayout
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore
-from cdk_neuron.training import OFFERING_WARNING_ID, Capacity, Engine, TrainingCluster
+from cdk_neuron.training import (
+    OFFERING_WARNING_ID,
+    AutoScalingTrainingCluster,
+    BatchTrainingCluster,
+    Capacity,
+)
 from cdk_support import make_app
 
 RESERVATION = "cr-0123456789abcdef0"
@@ -28,7 +33,7 @@ class Env:
     stack: PinnedStack
     vpc: ec2.Vpc
 
-    def cluster(self, **overrides: Any) -> TrainingCluster:
+    def cluster(self, **overrides: Any) -> BatchTrainingCluster:
         props: dict[str, Any] = {
             "vpc": self.vpc,
             "instance_type": "trn1.32xlarge",
@@ -37,7 +42,7 @@ class Env:
             "job_image": PUBLIC_IMAGE,
         }
         props.update(overrides)
-        return TrainingCluster(self.stack, f"Cluster{next(_ids)}", **props)
+        return BatchTrainingCluster(self.stack, f"Cluster{next(_ids)}", **props)
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +70,17 @@ def _child_count(env: Env) -> int:
         ({"capacity": Capacity.capacity_block(RESERVATION), "placement_group": True}, "placement_group", "UltraCluster"),
         ({"instance_type": "trn1n.32xlarge", "capacity": Capacity.capacity_block(RESERVATION)}, "capacity", "sells no Capacity Blocks for trn1n"),
         ({"capacity": "on-demand"}, "capacity", "Capacity.on_demand"),
-        ({"engine": "batch"}, "engine", "Engine.batch"),
-        ({"job_image": None}, "job_image", "Engine.batch\\(\\) runs a container"),
+        ({"job_image": None}, "job_image", "a BatchTrainingCluster runs a container"),
         ({"job_image": "public.ecr.aws/neuron/pytorch-training-neuronx:latest"}, "job_image", "pin the image"),
         ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx"}, "job_image", "pin the image"),
-        ({"engine": Engine.auto_scaling_group()}, "job_image", "runs no job containers"),
-        ({"retry_attempts": 0}, "retry_attempts", "1 to 10"),
-        ({"retry_attempts": 11}, "retry_attempts", "1 to 10"),
-        ({"root_volume_size": cdk.Size.gibibytes(30)}, "root_volume_size", "from 64"),
-        ({"job_timeout": cdk.Duration.seconds(30)}, "job_timeout", "at least 60 seconds"),
+        ({"retry_attempts": 0}, "retry_attempts", "between 1 and 10"),
+        ({"retry_attempts": 11}, "retry_attempts", "between 1 and 10"),
+        ({"root_volume_size": cdk.Size.gibibytes(30)}, "root_volume_size", "between 64 and 16384"),
+        ({"job_timeout": cdk.Duration.seconds(30)}, "job_timeout", "whole seconds >= 60"),
+        ({"update_timeout": cdk.Duration.minutes(0)}, "update_timeout", "between 1 and 360"),
+        ({"update_timeout": cdk.Duration.minutes(361)}, "update_timeout", "between 1 and 360"),
+        ({"update_timeout": cdk.Duration.seconds(90)}, "update_timeout", "whole number of minutes"),
+        ({"terminate_on_update": "yes"}, "terminate_on_update", "True or False"),
         ({"training_command": "  "}, "training_command", "command each node runs"),
         ({"environment": {"AWS_BATCH_JOB_ID": "x"}}, "environment", "AWS_BATCH"),
         ({"placement_group": "yes"}, "placement_group", "True, False or None"),
@@ -140,10 +147,10 @@ def test_subnets_with_unknown_azs_must_be_a_single_subnet() -> None:
     stack = cdk.Stack(app, "Agnostic")  # env-agnostic: AZ names are tokens
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
     with pytest.raises(NeuronConfigError, match="one AZ cannot be proven"):
-        TrainingCluster(
+        BatchTrainingCluster(
             stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, job_image=PUBLIC_IMAGE
         )
-    cluster = TrainingCluster(
+    cluster = BatchTrainingCluster(
         stack,
         "Single",
         vpc=vpc,
@@ -159,7 +166,7 @@ def test_one_zone_store_in_another_az_is_refused(env: Env) -> None:
     other = ec2.SubnetSelection(
         subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1b"]
     )
-    store = CheckpointStore(env.stack, f"Store{next(_ids)}", vpc=env.vpc, subnets=other, one_zone=True)
+    store = CheckpointStore(env.stack, f"Store{next(_ids)}", vpc=env.vpc, vpc_subnets=other, one_zone=True)
     with pytest.raises(NeuronConfigError, match="cluster runs in us-east-1a") as raised:
         env.cluster(checkpoints=store)
     assert raised.value.field == "checkpoints"
@@ -170,7 +177,7 @@ def test_ena_primary_layout_that_fills_card_0_is_refused_with_batch(env: Env) ->
     stack = PinnedStack(trn2, "Trn2", region="us-east-2")
     vpc = network(stack)
     with pytest.raises(NeuronConfigError, match="card 0") as raised:
-        TrainingCluster(
+        BatchTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -225,35 +232,37 @@ CPG = "trn-odcr-cpg"
 def test_a_reservations_placement_group_cannot_be_overridden(env: Env, requested: bool) -> None:
     capacity = Capacity.reservation(RESERVATION, placement_group_name=CPG)
     with pytest.raises(
-        NeuronConfigError, match=rf"^placement_group={requested}: .*placement group {CPG}"
+        NeuronConfigError,
+        match=rf"^Refusals/Cluster\d+: placement_group={requested}: .*placement group {CPG}",
     ) as err:
         env.cluster(capacity=capacity, placement_group=requested)
     assert err.value.field == "placement_group"
 
 
-@pytest.mark.parametrize("engine", [Engine.batch(), Engine.auto_scaling_group()])
-def test_reservation_in_an_existing_placement_group_launches_into_it(engine: Engine) -> None:
+@pytest.mark.parametrize("batch", [True, False])
+def test_reservation_in_an_existing_placement_group_launches_into_it(batch: bool) -> None:
     from aws_cdk.assertions import Template
 
     app = make_app()
     stack = PinnedStack(app, "ExistingGroup", region="us-east-1")
-    cluster = TrainingCluster(
-        stack,
-        "Cluster",
-        vpc=network(stack),
-        instance_type="trn1.32xlarge",
-        max_nodes=2,
-        vpc_subnets=first_zone(stack),
-        capacity=Capacity.reservation_group(
+    props: dict[str, Any] = {
+        "vpc": network(stack),
+        "instance_type": "trn1.32xlarge",
+        "max_nodes": 2,
+        "vpc_subnets": first_zone(stack),
+        "capacity": Capacity.reservation_group(
             "arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs", placement_group_name=CPG
         ),
-        engine=engine,
-        job_image=PUBLIC_IMAGE if engine.is_batch else None,
+    }
+    cluster = (
+        BatchTrainingCluster(stack, "Cluster", job_image=PUBLIC_IMAGE, **props)
+        if batch
+        else AutoScalingTrainingCluster(stack, "Cluster", **props)
     )
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::EC2::PlacementGroup", 0)  # the existing group, not a new one
     assert cluster.placement_group is not None and cluster.placement_group.placement_group_name == CPG
-    if engine.is_batch:
+    if batch:
         (ce,) = template.find_resources("AWS::Batch::ComputeEnvironment").values()
         assert ce["Properties"]["ComputeResources"]["PlacementGroup"] == CPG
     else:

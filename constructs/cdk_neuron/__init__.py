@@ -32,8 +32,9 @@ _LAZY: dict[str, str] = {
     "NeuronInstance": "cdk_neuron.catalog",
     "get_instance": "cdk_neuron.catalog",
     # constructs (import aws_cdk)
+    "BatchTrainingCluster": "cdk_neuron.training",
+    "AutoScalingTrainingCluster": "cdk_neuron.training",
     "TrainingCluster": "cdk_neuron.training",
-    "Engine": "cdk_neuron.training",
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
     "CompileCache": "cdk_neuron.storage",
@@ -49,13 +50,14 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "AutoScalingTrainingCluster",
+    "BatchTrainingCluster",
     "Capacity",
     "CheckpointEstimate",
     "CheckpointStore",
     "CompileCache",
     "Deployment",
     "Ec2InferenceFleet",
-    "Engine",
     "FleetBackend",
     "InferenceFleet",
     "ModelSpec",
@@ -99,4 +101,9 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
         ServingEngine,
     )
     from cdk_neuron.storage import CheckpointStore, CompileCache
-    from cdk_neuron.training import Capacity, Engine, TrainingCluster
+    from cdk_neuron.training import (
+        AutoScalingTrainingCluster,
+        BatchTrainingCluster,
+        Capacity,
+        TrainingCluster,
+    )

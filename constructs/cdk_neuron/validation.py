@@ -49,6 +49,8 @@ IMAGE_URI = re.compile(
 )
 IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# A numbered release, major.minor.patch: "1.41.0".
+RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 # A shell/environment variable name.
 ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # SageMaker endpoint and production-variant names: 1-63 letters, digits and hyphens, starting with a
@@ -63,6 +65,22 @@ TARGET_GROUP_FULL_NAME = re.compile(r"^targetgroup/[A-Za-z0-9-]{1,32}/[0-9a-f]{1
 IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 # A construct's address (constructs' Node.addr): "c8" and 40 hex digits, stable for its path.
 CONSTRUCT_ADDRESS = re.compile(r"^c8[0-9a-f]{40}$")
+# An absolute directory of plain segments: "/checkpoints", "/mnt/ckpt/" (never "/" or "a//b").
+ABSOLUTE_DIRECTORY = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
+# S3 key prefix of safe path segments ending in "/": "neuron-compile-cache/".
+S3_KEY_PREFIX = re.compile(r"^[A-Za-z0-9!_.()'-]+(/[A-Za-z0-9!_.()'-]+)*/$")
+# S3 bucket names: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit.
+S3_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+EFS_FILE_SYSTEM_ID = re.compile(r"^fs-[0-9a-f]{8,40}$")
+EFS_ACCESS_POINT_ID = re.compile(r"^fsap-[0-9a-f]{8,40}$")
+KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+BATCH_JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
+# With its revision (what CloudFormation's Ref returns): IAM matches SubmitJob on name:revision.
+BATCH_JOB_DEFINITION_ARN = re.compile(
+    r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-definition/[A-Za-z0-9_-]{1,128}:(\d+|\*)$"
+)
+# AWS Batch volume names.
+BATCH_VOLUME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
 
 # -- numbers -------------------------------------------------------------------------------------
 
@@ -169,21 +187,31 @@ def ecr_region(registry: str) -> str | None:
 
 
 __all__ = [
+    "ABSOLUTE_DIRECTORY",
     "ACCOUNT",
     "ALB_FULL_NAME",
     "AZ_ID",
+    "BATCH_JOB_DEFINITION_ARN",
+    "BATCH_JOB_QUEUE_ARN",
+    "BATCH_VOLUME_NAME",
     "CERTIFICATE_ARN",
     "CONSTRUCT_ADDRESS",
     "ECR_REGISTRY",
+    "EFS_ACCESS_POINT_ID",
+    "EFS_FILE_SYSTEM_ID",
     "EMAIL",
     "ENVIRONMENT_VARIABLE",
     "HF_MODEL_ID",
     "IAM_ROLE_ARN",
     "IMAGE_TAG",
     "IMAGE_URI",
+    "KMS_KEY_ARN",
     "REGION",
+    "RELEASE_VERSION",
     "RESERVATION_ID",
     "RESOURCE_GROUP_ARN",
+    "S3_BUCKET_NAME",
+    "S3_KEY_PREFIX",
     "S3_PREFIX_URI",
     "SAGEMAKER_NAME",
     "SECRET",

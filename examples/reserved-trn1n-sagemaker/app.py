@@ -14,11 +14,11 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from cdk_neuron import (
+    BatchTrainingCluster,
     Capacity,
     CheckpointStore,
     CompileCache,
     ModelSpec,
-    TrainingCluster,
     plan_training,
 )
 from cdk_neuron.serving import SageMakerInferenceFleet
@@ -77,12 +77,12 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
         training_subnets = ec2.SubnetSelection(subnet_group_name="Nodes", availability_zones=[AZ_NAMES[0]])
 
         checkpoints = CheckpointStore(
-            self, "Checkpoints", vpc=vpc, subnets=ec2.SubnetSelection(subnet_group_name="Nodes")
+            self, "Checkpoints", vpc=vpc, vpc_subnets=ec2.SubnetSelection(subnet_group_name="Nodes")
         )
         cache = CompileCache(self, "CompileCache")
         # 4 nodes x 32 NeuronCores: TP 32 inside each node's NeuronLink domain, data parallel over EFA.
         plan = plan_training("trn1n.32xlarge", nodes=4, tensor_parallel=32)
-        cluster = TrainingCluster(
+        cluster = BatchTrainingCluster(
             self,
             "Training",
             vpc=vpc,

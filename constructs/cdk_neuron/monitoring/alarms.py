@@ -221,16 +221,21 @@ def add_sagemaker_alarms(
 
 
 def add_efs_alarms(
-    alarms: AlarmSet, *, environment: str, file_system_id: str, thresholds: MonitoringThresholds
+    alarms: AlarmSet,
+    *,
+    environment: str,
+    throughput_utilization: cw.IMetric,
+    thresholds: MonitoringThresholds,
 ) -> None:
     """Throughput at the ceiling for longer than a checkpoint save should take.
 
+    ``throughput_utilization``: the store's ``metric_throughput_utilization(period=NEURON_PERIOD)``.
     Not PercentIOLimit (the General Purpose mode operations limit, which checkpoint streams of large
     files do not approach) and not ClientConnections (it drops to zero whenever no job runs).
     """
     alarms.add(
         "CheckpointThroughputSaturated",
-        metric=series.efs_throughput_utilization(file_system_id, period=NEURON_PERIOD),
+        metric=throughput_utilization,
         threshold=thresholds.efs_throughput_percent,
         comparison=GT,
         periods=_periods(thresholds.efs_throughput_minutes, ALARM_PERIOD_MINUTES),

@@ -20,7 +20,8 @@ from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
 from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics, IEc2InferenceFleet
 from cdk_neuron.serving.sagemaker_fleet import ISageMakerInferenceFleet, SageMakerFleetMetrics
 from cdk_neuron.storage import CheckpointStore
-from cdk_neuron.training import TrainingCluster
+from cdk_neuron.training.batch_cluster import is_batch_training_cluster
+from cdk_neuron.training.cluster import ITrainingCluster, is_training_cluster
 from cdk_neuron.validation import EMAIL
 
 DEFAULT_THRESHOLDS = MonitoringThresholds()  # frozen, so one shared default is safe
@@ -54,7 +55,9 @@ class NeuronMonitoring(Construct):
     Args:
         environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
             dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
-        cluster: the training cluster to watch. Default None.
+        cluster: the training cluster to watch: a ``BatchTrainingCluster``, an
+            ``AutoScalingTrainingCluster`` or an import of one; its alarms and widgets use the
+            cluster's ``metric*()`` methods. Default None.
         fleet: the inference fleet to watch: an ``Ec2InferenceFleet`` or ``SageMakerInferenceFleet``, or
             an import of one (``from_*_attributes``); its serving alarms and widgets use the fleet's
             ``metric_*()`` methods. Default None. At least one of ``cluster`` and ``fleet`` is required.
@@ -79,7 +82,7 @@ class NeuronMonitoring(Construct):
         id: str,
         *,
         environment: str,
-        cluster: TrainingCluster | None = None,
+        cluster: ITrainingCluster | None = None,
         fleet: IEc2InferenceFleet | ISageMakerInferenceFleet | None = None,
         checkpoints: CheckpointStore | None = None,
         alarm_email: str | None = None,
@@ -109,9 +112,9 @@ class NeuronMonitoring(Construct):
         serving: series.AlbServing | series.SageMakerServing | None = None
         job_queue_arn: str | None = None
         if cluster is not None:
-            self._watch_nodes("training", cluster, workloads, self._training_series)
-            if cluster.engine.is_batch:
-                job_queue_arn = cluster.job_queue.job_queue_arn
+            self._watch_nodes("training", cluster, workloads, _cluster_series(cluster))
+            if is_batch_training_cluster(cluster):
+                job_queue_arn = cluster.job_queue_arn
                 self.rules["BatchJobFailed"] = event_rules.batch_job_failed_rule(
                     self,
                     "BatchJobFailed",
@@ -130,11 +133,14 @@ class NeuronMonitoring(Construct):
                 )
         if fleet is not None:
             serving = self._watch_fleet(fleet, workloads)
-        file_system_id: str | None = None
         if checkpoints is not None:
-            file_system_id = checkpoints.file_system_id
             alarm_rules.add_efs_alarms(
-                self._alarms, environment=environment, file_system_id=file_system_id, thresholds=thresholds
+                self._alarms,
+                environment=environment,
+                throughput_utilization=checkpoints.metric_throughput_utilization(
+                    period=alarm_rules.NEURON_PERIOD
+                ),
+                thresholds=thresholds,
             )
             self.rules["CheckpointBackupFailed"] = event_rules.backup_failed_rule(
                 self,
@@ -161,7 +167,7 @@ class NeuronMonitoring(Construct):
                 workloads=workloads,
                 serving=serving,
                 job_queue_arn=job_queue_arn,
-                file_system_id=file_system_id,
+                checkpoints=checkpoints,
             ),
             alarms=list(self._alarms.alarms.values()),
             thresholds=thresholds,
@@ -177,7 +183,7 @@ class NeuronMonitoring(Construct):
     def _watch_nodes(
         self,
         workload: Workload,
-        owner: TrainingCluster | IEc2InferenceFleet,
+        owner: ITrainingCluster | IEc2InferenceFleet,
         workloads: dict[Workload, series.NeuronSeries],
         neuron_series: series.NeuronSeries,
     ) -> None:
@@ -190,13 +196,6 @@ class NeuronMonitoring(Construct):
             )
             return
         workloads[workload] = neuron_series
-
-    def _training_series(
-        self, metric: NeuronMetric, period: cdk.Duration, statistic: str | None
-    ) -> cw.IMetric:
-        return series.neuron(
-            self.namespace, metric, self.environment, "training", period=period, statistic=statistic
-        )
 
     def _watch_fleet(
         self,
@@ -222,6 +221,17 @@ class NeuronMonitoring(Construct):
         return series.AlbServing(fleet)
 
 
+def _cluster_series(cluster: ITrainingCluster) -> series.NeuronSeries:
+    """The cluster's Neuron series through its own ``metric()``."""
+
+    def neuron_series(metric: NeuronMetric, period: cdk.Duration, statistic: str | None) -> cw.IMetric:
+        if statistic is None:
+            return cluster.metric(metric.name, period=period)
+        return cluster.metric(metric.name, period=period, statistic=statistic)
+
+    return neuron_series
+
+
 def _validate(
     environment: object,
     cluster: object,
@@ -237,10 +247,15 @@ def _validate(
         raise NeuronConfigError(
             "cluster",
             None,
-            "give a TrainingCluster (cluster=), an Ec2InferenceFleet or SageMakerInferenceFleet (fleet=) or both",
+            "give a training cluster (cluster=: BatchTrainingCluster, AutoScalingTrainingCluster or an "
+            "import), an Ec2InferenceFleet or SageMakerInferenceFleet (fleet=) or both",
         )
-    if cluster is not None and not isinstance(cluster, TrainingCluster):
-        raise NeuronConfigError("cluster", cluster, "must be a cdk_neuron.TrainingCluster")
+    if cluster is not None and not is_training_cluster(cluster):
+        raise NeuronConfigError(
+            "cluster",
+            cluster,
+            "must be a cdk_neuron BatchTrainingCluster, AutoScalingTrainingCluster or an import",
+        )
     if fleet is not None and not isinstance(fleet, (Ec2FleetMetrics, SageMakerFleetMetrics)):
         raise NeuronConfigError(
             "fleet",

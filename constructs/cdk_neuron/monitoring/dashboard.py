@@ -27,6 +27,7 @@ from cdk_neuron.monitoring.metrics import (
     Workload,
 )
 from cdk_neuron.monitoring.thresholds import MonitoringThresholds
+from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
 ONE_MINUTE = cdk.Duration.seconds(PERIOD_SECONDS)
@@ -43,7 +44,7 @@ class DashboardSources:
     """The workloads that publish Neuron metrics, each with its series (in dashboard order)."""
     serving: series.AlbServing | series.SageMakerServing | None
     job_queue_arn: str | None
-    file_system_id: str | None
+    checkpoints: ICheckpointStore | None
 
 
 def dashboard_name(environment: str) -> str:
@@ -86,8 +87,8 @@ def build_dashboard(
     row: list[cw.IWidget] = []
     if sources.job_queue_arn is not None:
         row.append(_batch_widget(sources.namespace, sources.job_queue_arn))
-    if sources.file_system_id is not None:
-        row.append(_efs_widget(sources.file_system_id, thresholds))
+    if sources.checkpoints is not None:
+        row.append(_efs_widget(sources.checkpoints, thresholds))
     if row:
         dashboard.add_widgets(*row)
     return dashboard
@@ -241,20 +242,23 @@ def _batch_widget(namespace: str, job_queue_arn: str) -> cw.IWidget:
     )
 
 
-def _efs_widget(file_system_id: str, thresholds: MonitoringThresholds) -> cw.IWidget:
-    def rate(metric_name: str, id: str) -> cw.MathExpression:
+def _efs_widget(checkpoints: ICheckpointStore, thresholds: MonitoringThresholds) -> cw.IWidget:
+    def rate(metric: cw.IMetric, metric_name: str, id: str) -> cw.MathExpression:
         # ids must differ between the expressions of one graph
         return cw.MathExpression(
             expression=f"{id} / PERIOD({id})",
-            using_metrics={id: series.efs(metric_name, file_system_id, statistic="Sum", period=FIVE_MINUTES)},
+            using_metrics={id: metric},
             label=f"{metric_name} (bytes/s)",
             period=FIVE_MINUTES,
         )
 
     return cw.GraphWidget(
         title="Checkpoint EFS throughput",
-        left=[rate("DataReadIOBytes", "read"), rate("DataWriteIOBytes", "written")],
-        right=[series.efs_throughput_utilization(file_system_id, period=FIVE_MINUTES)],
+        left=[
+            rate(checkpoints.metric_data_read_io_bytes(period=FIVE_MINUTES), "DataReadIOBytes", "read"),
+            rate(checkpoints.metric_data_write_io_bytes(period=FIVE_MINUTES), "DataWriteIOBytes", "written"),
+        ],
+        right=[checkpoints.metric_throughput_utilization(period=FIVE_MINUTES)],
         right_y_axis=_PERCENT_AXIS,
         right_annotations=[cw.HorizontalAnnotation(value=thresholds.efs_throughput_percent, label="alarm")],
         width=12,

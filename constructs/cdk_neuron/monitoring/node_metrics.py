@@ -1,6 +1,7 @@
 """NodeMetrics: the option that makes a workload's own nodes publish Neuron metrics (plain Python).
 
-A :class:`~cdk_neuron.training.TrainingCluster` or an
+A training cluster (:class:`~cdk_neuron.training.BatchTrainingCluster`,
+:class:`~cdk_neuron.training.AutoScalingTrainingCluster`) or an
 :class:`~cdk_neuron.serving.Ec2InferenceFleet` given ``node_metrics=NodeMetrics(environment="prod")``
 installs the node publisher (``node_programs/files/monitoring``: ``neuron_publisher.py``, its systemd
 unit and setup) on its nodes and lets its node role publish into ``namespace`` only.

@@ -53,14 +53,14 @@ def resolve_placement(
     subnets = tuple(selected.subnets)
     if not subnets:
         raise NeuronConfigError(
-            "subnets", describe_selection(selection), "the selection matches no subnet in the VPC"
+            "vpc_subnets", describe_selection(selection), "the selection matches no subnet in the VPC"
         )
     zones = [s.availability_zone for s in subnets]
     if not any(cdk.Token.is_unresolved(z) for z in zones):
         repeated = sorted(z for z, n in Counter(zones).items() if n > 1)
         if repeated:
             raise NeuronConfigError(
-                "subnets",
+                "vpc_subnets",
                 describe_selection(selection),
                 f"EFS allows one mount target per AZ but the selection has several subnets in {repeated}; "
                 "add one_per_az=True or select one subnet group",
@@ -71,22 +71,24 @@ def resolve_placement(
     distinct = sorted(set(zones))
     if len(distinct) != 1:
         raise NeuronConfigError(
-            "subnets", distinct, "one_zone=True needs subnets in exactly one AZ: the training cluster's AZ"
+            "vpc_subnets",
+            distinct,
+            "one_zone=True needs subnets in exactly one AZ: the training cluster's AZ",
         )
     zone = distinct[0]
     if cdk.Token.is_unresolved(zone) or zone.startswith("dummy"):
-        raise NeuronConfigError("subnets.availability_zone", zone, _PIN_AZS)
+        raise NeuronConfigError("vpc_subnets.availability_zone", zone, _PIN_AZS)
     region = scope.region
     if not explicit_zone and not cdk.Token.is_unresolved(region) and not zone.startswith(region):
         raise NeuronConfigError(
-            "subnets.availability_zone", zone, f"is not an AZ of the stack's Region {region}"
+            "vpc_subnets.availability_zone", zone, f"is not an AZ of the stack's Region {region}"
         )
     # The L2 ignores the subnets of the selection for One Zone and picks the VPC's default subnets
     # in that AZ (aws-efs efs-file-system.ts: `subnetSelection = {availabilityZones: [oneZoneAzName]}`).
     chosen_by_l2 = vpc.select_subnets(availability_zones=[zone]).subnets
     if [s.node.path for s in chosen_by_l2] != [s.node.path for s in subnets]:
         raise NeuronConfigError(
-            "subnets",
+            "vpc_subnets",
             [s.node.path for s in subnets],
             f"with one_zone=True the mount target goes to the VPC's default subnet in {zone} "
             f"({[s.node.path for s in chosen_by_l2]}); select that subnet, or use one_zone=False",

@@ -1,8 +1,13 @@
 """Trainium training clusters: AWS Batch multi-node parallel or a self-managed node group, with EFA.
 
-- :class:`TrainingCluster`: the construct.
-- :class:`Engine`: ``Engine.batch()`` (default) or ``Engine.auto_scaling_group()``.
+- :class:`BatchTrainingCluster`: AWS Batch multi-node parallel jobs (a compute environment that
+  scales from zero, a job queue, job definitions); ``from_batch_training_cluster_attributes``
+  imports one built elsewhere as an :class:`IBatchTrainingCluster`.
+- :class:`AutoScalingTrainingCluster`: a node group for Ray, Slurm or your own launcher.
+- :class:`TrainingClusterBase`: what both share (nodes, EFA, launch template, metrics);
+  :class:`ITrainingCluster` / :class:`IBatchTrainingCluster`: the interfaces.
 - :class:`Capacity`: on-demand, a capacity reservation (by id or resource group) or a Capacity Block.
+- :class:`EfaInstaller`: the pinned EFA software release the nodes install.
 - :mod:`cdk_neuron.training.launcher`: the multi-node launcher script every Batch node runs.
 
 Names are loaded lazily, so the pure parts (``launcher``, ``capacity``) can be imported, e.g. by the
@@ -17,9 +22,16 @@ from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cdk_neuron.catalog import EfaLayout
+    from cdk_neuron.training.auto_scaling_cluster import AutoScalingTrainingCluster
+    from cdk_neuron.training.batch_cluster import BatchTrainingCluster, TrainingCluster
     from cdk_neuron.training.capacity import Capacity
-    from cdk_neuron.training.cluster import OFFERING_WARNING_ID, TrainingCluster
-    from cdk_neuron.training.engine import Engine
+    from cdk_neuron.training.cluster import (
+        OFFERING_WARNING_ID,
+        IBatchTrainingCluster,
+        ITrainingCluster,
+        TrainingClusterBase,
+    )
+    from cdk_neuron.training.efa_installer import EfaInstaller
     from cdk_neuron.training.launcher import (
         DEFAULT_TRAINING_COMMAND,
         LAUNCHER_SCRIPT,
@@ -31,9 +43,14 @@ _LAZY: dict[str, str] = {
     "LAUNCHER_SCRIPT": "cdk_neuron.training.launcher",
     "TRAINING_COMMAND_PARAMETER": "cdk_neuron.training.launcher",
     "OFFERING_WARNING_ID": "cdk_neuron.training.cluster",
-    "TrainingCluster": "cdk_neuron.training.cluster",
+    "ITrainingCluster": "cdk_neuron.training.cluster",
+    "IBatchTrainingCluster": "cdk_neuron.training.cluster",
+    "TrainingClusterBase": "cdk_neuron.training.cluster",
+    "BatchTrainingCluster": "cdk_neuron.training.batch_cluster",
+    "TrainingCluster": "cdk_neuron.training.batch_cluster",
+    "AutoScalingTrainingCluster": "cdk_neuron.training.auto_scaling_cluster",
     "Capacity": "cdk_neuron.training.capacity",
-    "Engine": "cdk_neuron.training.engine",
+    "EfaInstaller": "cdk_neuron.training.efa_installer",
     "EfaLayout": "cdk_neuron.catalog",
 }
 
@@ -42,10 +59,15 @@ __all__ = [
     "LAUNCHER_SCRIPT",
     "OFFERING_WARNING_ID",
     "TRAINING_COMMAND_PARAMETER",
+    "AutoScalingTrainingCluster",
+    "BatchTrainingCluster",
     "Capacity",
+    "EfaInstaller",
     "EfaLayout",
-    "Engine",
+    "IBatchTrainingCluster",
+    "ITrainingCluster",
     "TrainingCluster",
+    "TrainingClusterBase",
 ]
 
 

@@ -7,7 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
-from cdk_neuron.storage import CompileCache
+from cdk_neuron.storage.compile_cache import ICompileCache
 
 
 def _acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
@@ -46,19 +46,41 @@ def ecr_authorization_token(role: iam.IRole) -> None:
     )
 
 
-def compile_cache_prefix(role: iam.IRole, cache: CompileCache) -> None:
+def compile_cache_prefix(role: iam.IRole, cache: ICompileCache) -> None:
     """AwsSolutions-IAM5 on ``<bucket>/<prefix>*``: cache keys are graph hashes created at run time."""
     bucket = cache.bucket.node.default_child
-    if not isinstance(bucket, cdk.CfnResource):
-        return
-    stack = cdk.Stack.of(bucket)
-    logical_id = stack.resolve(stack.get_logical_id(bucket))
+    if isinstance(bucket, cdk.CfnResource):
+        stack = cdk.Stack.of(bucket)
+        logical_id = stack.resolve(stack.get_logical_id(bucket))
+        resource = f"<{logical_id}.Arn>/{cache.prefix}*"
+    else:  # an imported cache: the ARN as cdk-nag renders it, when it can be written down
+        rendered = _as_nag_renders(
+            cdk.Stack.of(role).resolve(cache.bucket.arn_for_objects(f"{cache.prefix}*"))
+        )
+        if rendered is None:
+            return
+        resource = rendered
     _acknowledge(
         role,
-        f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/{cache.prefix}*]",
+        f"AwsSolutions-IAM5[Resource::{resource}]",
         "Neuron names compile-cache objects by graph hash at run time; access is confined to the "
         "cache's prefix in its one bucket.",
     )
+
+
+def _as_nag_renders(value: object) -> str | None:
+    """A resolved string as cdk-nag names it in a finding (``<Ref>``, ``<Logical.Attr>``), or None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Ref" in value:
+        return f"<{value['Ref']}>"
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        return "<{}.{}>".format(*value["Fn::GetAtt"])
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        rendered = [_as_nag_renders(part) for part in parts]
+        return None if None in rendered else str(separator).join(str(r) for r in rendered)
+    return None
 
 
 __all__ = ["compile_cache_prefix", "ecr_authorization_token", "efa_self_ingress", "grant_policies"]

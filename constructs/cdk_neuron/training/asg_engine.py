@@ -1,13 +1,12 @@
-"""Engine.auto_scaling_group(): a self-managed node group in the cluster placement group."""
+"""AutoScalingTrainingCluster's engine: a self-managed node group in the cluster placement group."""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_sns as sns
 from constructs import Construct
-
-from cdk_neuron.training.engine import Engine
 
 
 def build_auto_scaling_group(
@@ -18,7 +17,8 @@ def build_auto_scaling_group(
     launch_template: ec2.LaunchTemplate,
     placement_group: ec2.IPlacementGroup | None,
     max_nodes: int,
-    engine: Engine,
+    desired_capacity: int | None,
+    notification_topic: sns.ITopic | None,
 ) -> autoscaling.AutoScalingGroup:
     """An Auto Scaling group of 0 to ``max_nodes`` nodes from the cluster's launch template.
 
@@ -32,22 +32,22 @@ def build_auto_scaling_group(
         launch_template=launch_template,
         min_capacity=0,
         max_capacity=max_nodes,
-        desired_capacity=engine.desired_capacity,
-        notifications=[autoscaling.NotificationConfiguration(topic=engine.notification_topic)]
-        if engine.notification_topic is not None
+        desired_capacity=desired_capacity,
+        notifications=[autoscaling.NotificationConfiguration(topic=notification_topic)]
+        if notification_topic is not None
         else None,
     )
     cfn = group.node.default_child
     assert isinstance(cfn, autoscaling.CfnAutoScalingGroup)
     if placement_group is not None:
         cfn.placement_group = placement_group.placement_group_name
-    if engine.notification_topic is None:
+    if notification_topic is None:
         cdk.Validations.of(group).acknowledge(
             cdk.Acknowledgment(
                 id="AwsSolutions-AS3",
                 reason="No notification_topic was given: the group is sized by the team's own scheduler "
                 "(Ray, Slurm, torchrun), and its scaling activity history records every launch and "
-                "termination; Engine.auto_scaling_group(notification_topic=...) sends them to SNS.",
+                "termination; AutoScalingTrainingCluster(notification_topic=...) sends them to SNS.",
             )
         )
     return group

@@ -1,8 +1,7 @@
-"""Engine.batch(): a managed compute environment, a job queue and multi-node job definitions."""
+"""BatchTrainingCluster's engine: a managed compute environment, a job queue, multi-node job definitions."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -17,9 +16,9 @@ from constructs import Construct
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import TrainingPlan
-from cdk_neuron.training.engine import Engine
 from cdk_neuron.training.launcher import SCRATCH_DIR, TRAINING_COMMAND_PARAMETER, launcher_command
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
+from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI
 
 # ECS registers a little less memory than the instance has (the kernel and the agent keep some), and
 # a job asking for more than the registered amount never leaves RUNNABLE. 90 % leaves the host page
@@ -31,11 +30,6 @@ UNPLACEABLE_JOB_TIMEOUT = cdk.Duration.minutes(10)
 # awslogs in non-blocking mode: a CloudWatch Logs slowdown must not stall every rank writing to
 # stdout; under sustained pressure the driver drops lines from this buffer instead.
 LOG_BUFFER = cdk.Size.mebibytes(25)
-
-_ECR_URI = re.compile(
-    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?P<cn>\.cn)?/"
-    r"(?P<name>[a-z0-9._/-]+?)(?::(?P<tag>[A-Za-z0-9_.-]{1,128})|@(?P<digest>sha256:[0-9a-f]{64}))?$"
-)
 
 
 def container_memory_mib(instance: NeuronInstance) -> int:
@@ -66,7 +60,7 @@ def job_image(scope: Construct, value: object) -> ecs.ContainerImage:
         raise NeuronConfigError(
             "job_image",
             value,
-            "Engine.batch() runs a container: give its image as ecs.ContainerImage or an image URI, "
+            "a BatchTrainingCluster runs a container: give its image as ecs.ContainerImage or an image URI, "
             "e.g. '<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>' (pin the tag)",
         )
     # A floating tag makes every node of a multi-node job free to pull a different image, and a
@@ -80,15 +74,17 @@ def job_image(scope: Construct, value: object) -> ecs.ContainerImage:
             "pin the image by tag (not 'latest') or by digest, e.g. "
             "'.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04'",
         )
-    match = _ECR_URI.fullmatch(value)
-    if match is None:
+    image = IMAGE_URI.fullmatch(value)
+    registry = ECR_REGISTRY.fullmatch(image["registry"]) if image else None
+    if image is None or registry is None:  # not in ECR: pulled as given
         return ecs.ContainerImage.from_registry(value)
-    partition = "aws-cn" if match["cn"] else cdk.Aws.PARTITION
-    arn = f"arn:{partition}:ecr:{match['region']}:{match['account']}:repository/{match['name']}"
+    partition = "aws-cn" if image["registry"].endswith(".cn") else cdk.Aws.PARTITION
+    name = image["repository"]
+    arn = f"arn:{partition}:ecr:{registry['region']}:{registry['account']}:repository/{name}"
     repository = ecr.Repository.from_repository_attributes(
-        scope, "JobImageRepository", repository_arn=arn, repository_name=match["name"]
+        scope, "JobImageRepository", repository_arn=arn, repository_name=name
     )
-    return ecs.ContainerImage.from_ecr_repository(repository, match["tag"] or match["digest"])
+    return ecs.ContainerImage.from_ecr_repository(repository, image["tag"] or image["digest"])
 
 
 @dataclass
@@ -118,7 +114,8 @@ def build_compute_environment(
     role: iam.IRole,
     security_group: ec2.ISecurityGroup,
     placement_group: ec2.IPlacementGroup | None,
-    engine: Engine,
+    update_timeout: cdk.Duration,
+    terminate_on_update: bool,
     security_groups_in_launch_template: bool,
 ) -> batch.ManagedEc2EcsComputeEnvironment:
     """A managed EC2 compute environment of ``instance`` nodes that scales from zero.
@@ -153,8 +150,8 @@ def build_compute_environment(
         placement_group=placement_group,
         allocation_strategy=batch.AllocationStrategy.BEST_FIT_PROGRESSIVE,
         spot=False,
-        update_timeout=engine.update_timeout,
-        terminate_on_update=engine.terminate_on_update,
+        update_timeout=update_timeout,
+        terminate_on_update=terminate_on_update,
     )
     cfn = environment.node.default_child
     assert isinstance(cfn, batch.CfnComputeEnvironment)

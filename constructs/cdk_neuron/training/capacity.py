@@ -42,7 +42,7 @@ class Capacity:
       its UltraCluster itself, so the cluster creates no placement group; the block must match the
       instance type and the subnet's AZ, and instances are terminated when the block ends (scale to
       zero beforehand; see the EC2 Capacity Blocks guide). The EC2 Auto Scaling guide documents this
-      launch-template form for groups (``Engine.auto_scaling_group()``); AWS Batch builds its own
+      launch-template form for groups (``AutoScalingTrainingCluster``); AWS Batch builds its own
       launch template from ours and drops some fields, so check a Batch cluster's first launch into
       a new block (``cdk-neuron preflight`` lists the block and its state).
     """

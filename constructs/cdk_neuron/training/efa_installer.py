@@ -19,13 +19,9 @@ gateway endpoint from subnets with no NAT (the installer's own host is on the in
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.validation import SHA256
-
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+from cdk_neuron import validation
 
 DEFAULT_VERSION = "1.41.0"
 DEFAULT_SHA256 = "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
@@ -48,16 +44,18 @@ class EfaInstaller:
     sha256: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.version, str) or not _VERSION.match(self.version):
-            raise NeuronConfigError(
-                "efa_installer.version",
-                self.version,
-                "use a release number such as '1.41.0' (never 'latest')",
-            )
-        if not isinstance(self.sha256, str) or not SHA256.match(self.sha256):
-            raise NeuronConfigError(
-                "efa_installer.sha256", self.sha256, "give the tarball's SHA-256 as 64 lower-case hex digits"
-            )
+        validation.matching(
+            "efa_installer.version",
+            self.version,
+            validation.RELEASE_VERSION,
+            "a release number such as '1.41.0' (never 'latest')",
+        )
+        validation.matching(
+            "efa_installer.sha256",
+            self.sha256,
+            validation.SHA256,
+            "the tarball's SHA-256 as 64 lower-case hex digits",
+        )
 
     @classmethod
     def pinned(cls) -> EfaInstaller:

@@ -1,4 +1,9 @@
-"""Checks a TrainingCluster runs on its props before it creates anything."""
+"""The training-specific checks a cluster runs on its props before it creates anything.
+
+Numbers, durations and identifiers go through :mod:`cdk_neuron.validation` (and
+:mod:`cdk_neuron._cdk_values` for aws-cdk-lib values); what is here needs the catalog, the planner
+or the VPC: the instance, the plan, the placement group, the EFA layout, the subnets and the AZ.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 
-from cdk_neuron import validation
+from cdk_neuron import _cdk_values, validation
 from cdk_neuron._subnets import describe_selection, select_subnets
 from cdk_neuron.catalog import (
     INSTANCES,
@@ -23,28 +28,25 @@ from cdk_neuron.catalog import (
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.planner import TrainingPlan, plan_training
 from cdk_neuron.training.capacity import Capacity
-from cdk_neuron.validation import SECURITY_GROUP_ID, whole_number
+from cdk_neuron.validation import SECURITY_GROUP_ID
 
 # The root volume holds the AMI (about 30 GiB) and the Docker images (tens of GB for Neuron images).
 MIN_ROOT_VOLUME_GIB = 64
 MAX_ROOT_VOLUME_GIB = 16_384  # gp3
 # AWS Batch: 1 to 10 attempts, attempt durations of at least 60 seconds.
-_RETRY_ATTEMPTS = range(1, 11)
-_MIN_JOB_TIMEOUT_SECONDS = 60
+MAX_RETRY_ATTEMPTS = 10
+MIN_JOB_TIMEOUT_SECONDS = 60
 
 
 def task_security_group_id(vpc: ec2.IVpc, given: object) -> str:
     """The VPC's default security group id, which AWS Batch gives the node containers with EFA."""
     if given is not None:
-        if not isinstance(given, str) or not (
-            cdk.Token.is_unresolved(given) or SECURITY_GROUP_ID.match(given)
-        ):
-            raise NeuronConfigError(
-                "vpc_default_security_group_id",
-                given,
-                "give the VPC's default security group id, e.g. sg-0123456789abcdef0",
-            )
-        return given
+        return _cdk_values.identifier(
+            "vpc_default_security_group_id",
+            given,
+            SECURITY_GROUP_ID,
+            "the VPC's default security group id, e.g. sg-0123456789abcdef0",
+        )
     if isinstance(vpc, ec2.Vpc):
         return vpc.vpc_default_security_group
     raise NeuronConfigError(
@@ -94,7 +96,7 @@ def efa_layout_leaves_room_for_tasks(instance: NeuronInstance, layout: object, b
             layout.name,
             f"uses all {instance.max_interfaces_per_card} interfaces of network card 0 on {instance.name}, and "
             "AWS Batch attaches each node's container interface (awsvpc) there; use EfaLayout.ALL_EFA "
-            "or Engine.auto_scaling_group()",
+            "or an AutoScalingTrainingCluster",
         )
     return layout
 
@@ -171,39 +173,6 @@ def placement_group_wanted(requested: object, capacity: Capacity) -> bool:
             )
         return False
     return True if requested is None else requested
-
-
-def root_volume_gib(size: object) -> int:
-    if not isinstance(size, cdk.Size):
-        raise NeuronConfigError("root_volume_size", size, "use aws_cdk.Size.gibibytes(n)")
-    gib = size.to_gibibytes(rounding=cdk.SizeRoundingBehavior.NONE)
-    if (
-        cdk.Token.is_unresolved(gib)
-        or gib != int(gib)
-        or not MIN_ROOT_VOLUME_GIB <= gib <= MAX_ROOT_VOLUME_GIB
-    ):
-        raise NeuronConfigError(
-            "root_volume_size",
-            f"{gib} GiB",
-            f"use a whole number of GiB from {MIN_ROOT_VOLUME_GIB} (Neuron images are large) "
-            f"to {MAX_ROOT_VOLUME_GIB} (the gp3 maximum)",
-        )
-    return int(gib)
-
-
-def job_timeout(field: str, value: object) -> cdk.Duration:
-    if not isinstance(value, cdk.Duration):
-        raise NeuronConfigError(field, value, "use aws_cdk.Duration, e.g. Duration.days(7)")
-    seconds = value.to_seconds(integral=False)
-    if cdk.Token.is_unresolved(seconds) or seconds < _MIN_JOB_TIMEOUT_SECONDS:
-        raise NeuronConfigError(field, value.to_human_string(), "AWS Batch needs at least 60 seconds")
-    return value
-
-
-def retry_attempts(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in _RETRY_ATTEMPTS:
-        raise NeuronConfigError(field, value, "AWS Batch accepts 1 to 10 attempts")
-    return value
 
 
 def availability_zone_id(instance: NeuronInstance, az_id: object, stack: cdk.Stack) -> str | None:
@@ -322,7 +291,9 @@ def _zone_of(subnet: ec2.ISubnet) -> str | None:
 
 
 __all__ = [
+    "MAX_RETRY_ATTEMPTS",
     "MAX_ROOT_VOLUME_GIB",
+    "MIN_JOB_TIMEOUT_SECONDS",
     "MIN_ROOT_VOLUME_GIB",
     "SingleAzSubnets",
     "availability_zone_id",
@@ -330,11 +301,8 @@ __all__ = [
     "checkpoints_reachable",
     "default_plan",
     "efa_layout_leaves_room_for_tasks",
-    "job_timeout",
     "placement_group_wanted",
-    "retry_attempts",
-    "root_volume_gib",
     "single_az_subnets",
+    "task_security_group_id",
     "training_instance",
-    "whole_number",
 ]

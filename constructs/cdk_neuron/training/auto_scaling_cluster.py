@@ -1,0 +1,182 @@
+"""AutoScalingTrainingCluster: a self-managed Trainium node group for Ray, Slurm or your own launcher."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import aws_cdk as cdk
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from cdk_neuron import validation
+from cdk_neuron._scope import reported_by
+from cdk_neuron.catalog import EfaLayout
+from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.node_programs import render_settings
+from cdk_neuron.planner import TrainingPlan
+from cdk_neuron.storage.checkpoint_store import ICheckpointStore
+from cdk_neuron.storage.compile_cache import ICompileCache
+from cdk_neuron.training import acknowledgments, node_setup
+from cdk_neuron.training.asg_engine import build_auto_scaling_group
+from cdk_neuron.training.capacity import Capacity
+from cdk_neuron.training.cluster import DEFAULT_ROOT_VOLUME_SIZE, ITrainingCluster, TrainingClusterBase
+from cdk_neuron.training.efa_installer import EfaInstaller
+from cdk_neuron.training.launcher import node_environment
+
+
+class AutoScalingTrainingCluster(TrainingClusterBase):
+    """A Trn1 / Trn1n / Trn2 node group (EC2 Auto Scaling, 0 to ``max_nodes``) for teams that run Ray,
+    Slurm or plain torchrun themselves.
+
+    The nodes are :class:`TrainingClusterBase`'s (whole instances with EFA on every network card, in
+    one AZ and a cluster placement group). At boot each node mounts the checkpoint store, disables
+    the ECS agent, raises the open-files limit, and exports the same environment a Batch job gets
+    (the plan's degrees, EFA settings, ``NEURON_COMPILE_CACHE_URL``, ``CHECKPOINT_DIR``; not the
+    launcher's per-job variables) from ``/etc/profile.d/cdk-neuron-training.sh``.
+
+    :param vpc: the VPC of the nodes.
+    :param instance_type: a Trainium type from the catalog, e.g. ``"trn1.32xlarge"``.
+    :param max_nodes: the group's maximum size. Must be at least the plan's nodes.
+    :param plan: the distributed layout the node profile exports (a :func:`~cdk_neuron.plan_training`
+        result). Default: TP across one node's NeuronCores, data parallel across ``max_nodes`` nodes.
+    :param vpc_subnets: where the nodes run; must be private and in ONE AZ. Default: the VPC's
+        private-with-egress subnets (else its isolated ones), refused if they span several AZs.
+    :param availability_zone_id: the AZ ID of the subnets, checked against the catalog's offerings.
+        Default: None (not checked).
+    :param checkpoints: a :class:`~cdk_neuron.storage.ICheckpointStore` (built or imported), mounted
+        read-write at its ``mount_path`` on every node with TLS and IAM; the instance role is granted.
+        Default: None.
+    :param compile_cache: a :class:`~cdk_neuron.storage.ICompileCache`; the instance role may read and
+        write it. Default: None.
+    :param capacity: on-demand, a capacity reservation or a Capacity Block. Default:
+        ``Capacity.on_demand()``.
+    :param placement_group: create a cluster placement group. Default: None, meaning yes, except with
+        a Capacity Block and with a reservation's existing placement group (used instead).
+    :param machine_image: the nodes' AMI. Default: the ECS-optimized AL2023 Neuron AMI through its SSM
+        parameter, resolved at every deployment.
+    :param efa_layout: how EFA interfaces are laid out on the cards. Default: ``EfaLayout.ALL_EFA``.
+    :param root_volume_size: the gp3 root volume, 64 to 16,384 GiB. Default: 512 GiB.
+    :param kms_key: customer-managed key for the root volumes; it must allow EC2 Auto Scaling's
+        service-linked role to use it. Default: a new key with rotation, retained on stack deletion.
+    :param environment: extra variables for the node profile; overrides the cluster's values.
+        Default: none.
+    :param efa_installer: the EFA software the nodes install at boot. Default: ``EfaInstaller.pinned()``.
+    :param node_metrics: run the Neuron metrics publisher on every node. Default: None.
+    :param desired_capacity: nodes to run. Default: None: the group starts at 0 (its minimum) and
+        ``DesiredCapacity`` stays out of the template, so a size set later by your scheduler or
+        operators is not reset by the next deployment. Give a number to pin the size on every
+        deployment.
+    :param notification_topic: an SNS topic that receives the group's launch, termination and failure
+        notifications. Default: None (none are sent; the group's activity history still records them).
+
+    :ivar auto_scaling_group: the node group.
+    """
+
+    _ENGINE: ClassVar[str] = "auto-scaling-group"
+
+    auto_scaling_group: autoscaling.AutoScalingGroup
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        vpc: ec2.IVpc,
+        instance_type: str,
+        max_nodes: int,
+        plan: TrainingPlan | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        availability_zone_id: str | None = None,
+        checkpoints: ICheckpointStore | None = None,
+        compile_cache: ICompileCache | None = None,
+        capacity: Capacity | None = None,
+        placement_group: bool | None = None,
+        machine_image: ec2.IMachineImage | None = None,
+        efa_layout: EfaLayout = EfaLayout.ALL_EFA,
+        root_volume_size: cdk.Size = DEFAULT_ROOT_VOLUME_SIZE,
+        kms_key: kms.IKey | None = None,
+        environment: dict[str, str] | None = None,
+        efa_installer: EfaInstaller | None = None,
+        node_metrics: NodeMetrics | None = None,
+        desired_capacity: int | None = None,
+        notification_topic: sns.ITopic | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        with reported_by(self):
+            props = self._check_node_props(
+                vpc=vpc,
+                instance_type=instance_type,
+                max_nodes=max_nodes,
+                plan=plan,
+                vpc_subnets=vpc_subnets,
+                availability_zone_id=availability_zone_id,
+                checkpoints=checkpoints,
+                compile_cache=compile_cache,
+                capacity=capacity,
+                placement_group=placement_group,
+                machine_image=machine_image,
+                efa_layout=efa_layout,
+                root_volume_size=root_volume_size,
+                kms_key=kms_key,
+                environment=environment,
+                efa_installer=efa_installer,
+                node_metrics=node_metrics,
+            )
+            if desired_capacity is not None:
+                validation.whole_number(
+                    "desired_capacity", desired_capacity, minimum=0, maximum=props.max_nodes
+                )
+
+            self._build_nodes(props)
+            self.auto_scaling_group = build_auto_scaling_group(
+                self,
+                vpc=vpc,
+                subnets=props.subnets.selection(),
+                launch_template=self.launch_template,
+                placement_group=self.placement_group,
+                max_nodes=self.max_nodes,
+                desired_capacity=desired_capacity,
+                notification_topic=notification_topic,
+            )
+            if self.efa_installer_mirror is not None:
+                self.auto_scaling_group.node.add_dependency(self.efa_installer_mirror.ready)
+            if self.checkpoints is not None:
+                self.checkpoints.grant_read_write(self.role, peer=self)
+            if self.compile_cache is not None:
+                self.compile_cache.grant_read_write(self.role)
+                acknowledgments.compile_cache_prefix(self.role, self.compile_cache)
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The instance role: processes on the nodes run as it."""
+        return self.role
+
+    def _engine_settings(self, settings: dict[str, str | int | None], files: dict[str, str]) -> None:
+        """The open-files limit, the checkpoint mount and the training profile of a self-managed node."""
+        settings["NOFILE_LIMIT"] = node_setup.NOFILE_LIMIT
+        if self.checkpoints is not None:
+            settings.update(
+                {
+                    "CHECKPOINT_FILE_SYSTEM_ID": self.checkpoints.file_system_id,
+                    "CHECKPOINT_ACCESS_POINT_ID": self.checkpoints.access_point_id,
+                    "CHECKPOINT_DIR": self.checkpoints.mount_path,
+                }
+            )
+        profile = node_environment(
+            self.instance,
+            self.plan,
+            compile_cache_url=self.compile_cache.url if self.compile_cache else None,
+            checkpoint_dir=self.checkpoints.mount_path if self.checkpoints else None,
+        )
+        profile.update(self._extra_environment)
+        files["training-profile.env"] = render_settings(profile)
+
+
+if TYPE_CHECKING:  # mypy proves the class meets the interface
+    _BUILT: type[ITrainingCluster] = AutoScalingTrainingCluster
+
+__all__ = ["AutoScalingTrainingCluster"]

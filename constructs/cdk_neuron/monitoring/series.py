@@ -7,9 +7,9 @@ call those methods, so a metric is defined once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
@@ -29,62 +29,6 @@ from cdk_neuron.monitoring.metrics import (
 if TYPE_CHECKING:  # the fleets read their Neuron series from here: import them for types only
     from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
     from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
-
-DEFAULT_PERIOD = cdk.Duration.minutes(5)
-"""The period of a ``metric_*()`` method when none is given (aws-cdk-lib's default too)."""
-
-
-class MetricOptions(TypedDict, total=False):
-    """The overrides every ``metric_*()`` method accepts, as ``aws_cloudwatch.MetricOptions``.
-
-    Each is optional; a method's own default applies to what is not given (``period``: 5 minutes,
-    ``statistic``: the one documented on the method, ``label``: ``"<name> (<statistic>)"``).
-    """
-
-    account: str
-    color: str
-    dimensions_map: Mapping[str, str]
-    id: str
-    label: str
-    period: cdk.Duration
-    region: str
-    stack_account: str
-    stack_region: str
-    statistic: str
-    unit: cw.Unit
-    visible: bool
-
-
-class MathOptions(TypedDict, total=False):
-    """The overrides a ``metric_*()`` method that returns a ``MathExpression`` accepts."""
-
-    color: str
-    label: str
-    period: cdk.Duration
-
-
-def merged(defaults: MetricOptions, options: MetricOptions) -> MetricOptions:
-    """``options`` over a method's ``defaults``."""
-    result = MetricOptions(**defaults)
-    result.update(options)
-    return result
-
-
-def with_options(metric: cw.Metric, options: MetricOptions) -> cw.Metric:
-    """``metric`` with the overrides other than ``period`` and ``statistic`` (which the caller applied
-    when it built the metric, so its label names the statistic). Unchanged when there are none."""
-    return metric.with_(
-        account=options.get("account"),
-        color=options.get("color"),
-        dimensions_map=options.get("dimensions_map"),
-        id=options.get("id"),
-        label=options.get("label"),
-        region=options.get("region"),
-        stack_account=options.get("stack_account"),
-        stack_region=options.get("stack_region"),
-        unit=options.get("unit"),
-        visible=options.get("visible"),
-    )
 
 
 @dataclass(frozen=True)
@@ -215,19 +159,14 @@ def batch_job_state_changes(
 
 
 __all__ = [
-    "DEFAULT_PERIOD",
     "AlbServing",
-    "MathOptions",
-    "MetricOptions",
     "NeuronSeries",
     "SageMakerServing",
     "alb_error_rate",
     "batch_job_state_changes",
     "efs",
     "efs_throughput_utilization",
-    "merged",
     "neuron",
     "neuron_by_instance",
     "sagemaker_error_rate",
-    "with_options",
 ]

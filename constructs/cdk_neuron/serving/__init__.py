@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING
 from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from cdk_neuron.metric_options import MetricOptions
     from cdk_neuron.serving.deprecated import FleetBackend, InferenceFleet
     from cdk_neuron.serving.ec2_fleet import Ec2InferenceFleet, IEc2InferenceFleet
     from cdk_neuron.serving.engines import ContainerImage, ServingEngine
-    from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase, MetricOptions
+    from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase
     from cdk_neuron.serving.model_spec import ModelSpec, S3Location
     from cdk_neuron.serving.placement import Placement
     from cdk_neuron.serving.sagemaker_fleet import ISageMakerInferenceFleet, SageMakerInferenceFleet
@@ -29,7 +30,7 @@ _LAZY: dict[str, str] = {
     "ISageMakerInferenceFleet": "cdk_neuron.serving.sagemaker_fleet",
     "InferenceFleetBase": "cdk_neuron.serving.fleet",
     "IInferenceFleet": "cdk_neuron.serving.fleet",
-    "MetricOptions": "cdk_neuron.serving.fleet",
+    "MetricOptions": "cdk_neuron.metric_options",
     "ModelSpec": "cdk_neuron.serving.model_spec",
     "S3Location": "cdk_neuron.serving.model_spec",
     "ServingEngine": "cdk_neuron.serving.engines",

@@ -19,6 +19,7 @@ from constructs import Construct, IConstruct
 from cdk_neuron import catalog
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
+from cdk_neuron.metric_options import MetricOptions, resource_metric
 from cdk_neuron.node_programs.bundle import (
     bundle_location,
     bundle_object_arn,
@@ -26,7 +27,6 @@ from cdk_neuron.node_programs.bundle import (
     node_bundle,
 )
 from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
-from cdk_neuron.serving.fleet import MetricOptions, fleet_metric
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
@@ -70,7 +70,7 @@ class Ec2Fleet:
 
 def concurrency_metric(scope: Construct, fleet_id: str, options: MetricOptions) -> cloudwatch.Metric:
     """In-flight plus queued requests per instance, as every instance publishes it (``metrics.sh``)."""
-    return fleet_metric(
+    return resource_metric(
         scope, METRIC_NAMESPACE, CONCURRENCY_METRIC, {"Fleet": fleet_id}, statistic="Average", options=options
     )
 
@@ -84,7 +84,7 @@ def load_balancer_metric(
     options: MetricOptions,
 ) -> cloudwatch.Metric:
     """An ``AWS/ApplicationELB`` metric of the load balancer itself (as ``load_balancer.metrics`` builds it)."""
-    return fleet_metric(
+    return resource_metric(
         scope,
         "AWS/ApplicationELB",
         metric_name,
@@ -109,7 +109,7 @@ def target_group_metric(
     ``Fn::Split``/``Fn::Join``; across stacks that only works through strong references (cfn-lint
     cannot type-check it over a weak one). The resources' own ``GetAtt`` attributes need neither.
     """
-    return fleet_metric(
+    return resource_metric(
         scope,
         "AWS/ApplicationELB",
         metric_name,

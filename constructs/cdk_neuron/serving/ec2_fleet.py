@@ -22,6 +22,7 @@ from constructs import Construct
 
 from cdk_neuron._scope import reported_by
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.metric_options import DEFAULT_PERIOD, MetricOptions
 from cdk_neuron.monitoring import series
 from cdk_neuron.monitoring.metrics import (
     CORE_UTILIZATION,
@@ -41,13 +42,7 @@ from cdk_neuron.serving.ec2_backend import (
     target_group_metric,
 )
 from cdk_neuron.serving.engines import ServingEngine
-from cdk_neuron.serving.fleet import (
-    DEFAULT_METRIC_PERIOD,
-    IInferenceFleet,
-    InferenceFleetBase,
-    MetricOptions,
-    attribute,
-)
+from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase, attribute
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import LIFECYCLE_HEARTBEAT_MAX_SECONDS, MeasuredStartup, ec2_startup
@@ -218,7 +213,7 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
                 "node_metrics=NodeMetrics(environment=...) to read them",
             )
         rest: dict[str, Any] = dict(options)
-        period = rest.pop("period", DEFAULT_METRIC_PERIOD)
+        period = rest.pop("period", DEFAULT_PERIOD)
         statistic = rest.pop("statistic", None)
         base = series.neuron(
             published.namespace, metric, published.environment, "serving", period=period, statistic=statistic

@@ -12,15 +12,14 @@ import abc
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TypedDict
+from typing import ClassVar, Protocol
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from constructs import Construct, IConstruct, Node
+from constructs import Construct, Node
 
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.catalog import get_instance
@@ -31,46 +30,6 @@ from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.placement import select_availability_zones
 from cdk_neuron.serving.timing import MeasuredStartup
 from cdk_neuron.validation import matching, number, whole_number
-
-# Unless a metric_*() call says otherwise: CloudWatch's default period, like aws-cdk-lib's metrics.
-DEFAULT_METRIC_PERIOD = cdk.Duration.minutes(5)
-
-
-class MetricOptions(TypedDict, total=False):
-    """Overrides every ``metric_*()`` method takes, as ``aws_cloudwatch.MetricOptions`` keywords.
-
-    ``dimensions_map`` replaces the metric's dimensions; everything else overrides the default.
-    """
-
-    account: str
-    color: str
-    dimensions_map: Mapping[str, str]
-    id: str
-    label: str
-    period: cdk.Duration
-    region: str
-    stack_account: str
-    stack_region: str
-    statistic: str
-    unit: cw.Unit
-    visible: bool
-
-
-def fleet_metric(
-    scope: IConstruct,
-    namespace: str,
-    metric_name: str,
-    dimensions_map: Mapping[str, str],
-    *,
-    statistic: str,
-    options: MetricOptions,
-) -> cw.Metric:
-    """A metric of ``scope`` as aws-cdk-lib's resources build theirs: defaults, overrides, attached."""
-    props: dict[str, Any] = {"statistic": statistic, "period": DEFAULT_METRIC_PERIOD, **options}
-    dimensions = props.pop("dimensions_map", dimensions_map)
-    return cw.Metric(
-        namespace=namespace, metric_name=metric_name, dimensions_map=dimensions, **props
-    ).attach_to(scope)
 
 
 def attribute(field: str, value: object, pattern: re.Pattern[str], what: str) -> str:
@@ -323,10 +282,7 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
 
 
 __all__ = [
-    "DEFAULT_METRIC_PERIOD",
     "IInferenceFleet",
     "InferenceFleetBase",
-    "MetricOptions",
     "attribute",
-    "fleet_metric",
 ]

@@ -18,15 +18,10 @@ from constructs import Construct
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.metric_options import MetricOptions, resource_metric
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.engines import ServingEngine
-from cdk_neuron.serving.fleet import (
-    IInferenceFleet,
-    InferenceFleetBase,
-    MetricOptions,
-    attribute,
-    fleet_metric,
-)
+from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase, attribute
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.sagemaker_backend import SAGEMAKER_MODEL_DIR, SageMakerFleet, build_sagemaker_fleet
 from cdk_neuron.serving.settings import SageMakerSettings
@@ -128,12 +123,12 @@ class SageMakerFleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
     def metric(self, metric_name: str, **options: Unpack[MetricOptions]) -> cw.Metric:
         """Any ``AWS/SageMaker`` metric of the variant (dimensions ``EndpointName``, ``VariantName``;
         Average)."""
-        return fleet_metric(
+        return resource_metric(
             self, INVOCATION_NAMESPACE, metric_name, self._dimensions(), statistic="Average", options=options
         )
 
     def _sum(self, metric_name: str, options: MetricOptions) -> cw.Metric:
-        return fleet_metric(
+        return resource_metric(
             self, INVOCATION_NAMESPACE, metric_name, self._dimensions(), statistic="Sum", options=options
         )
 
@@ -165,7 +160,7 @@ class SageMakerFleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
         return self.metric("ConcurrentRequestsPerModel", **options)
 
     def _instance(self, metric_name: str, options: MetricOptions) -> cw.Metric:
-        return fleet_metric(
+        return resource_metric(
             self, INSTANCE_NAMESPACE, metric_name, self._dimensions(), statistic="Average", options=options
         )
 

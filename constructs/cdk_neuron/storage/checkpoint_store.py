@@ -24,7 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, validation
+from cdk_neuron import _cdk_values, metric_options, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
 from cdk_neuron.errors import NeuronConfigError
@@ -135,25 +135,27 @@ class ICheckpointStore(IConstruct, ec2.IConnectable, Protocol):
         """Shell lines for EC2 user data that mount the store."""
         ...
 
-    def metric(self, metric_name: str, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric(self, metric_name: str, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """An ``AWS/EFS`` metric of the file system."""
         ...
 
-    def metric_client_connections(self, **options: Unpack[series.MetricOptions]) -> cw.Metric: ...
+    def metric_client_connections(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric: ...
 
-    def metric_data_read_io_bytes(self, **options: Unpack[series.MetricOptions]) -> cw.Metric: ...
+    def metric_data_read_io_bytes(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric: ...
 
-    def metric_data_write_io_bytes(self, **options: Unpack[series.MetricOptions]) -> cw.Metric: ...
+    def metric_data_write_io_bytes(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric: ...
 
-    def metric_metered_io_bytes(self, **options: Unpack[series.MetricOptions]) -> cw.Metric: ...
+    def metric_metered_io_bytes(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric: ...
 
-    def metric_permitted_throughput(self, **options: Unpack[series.MetricOptions]) -> cw.Metric: ...
+    def metric_permitted_throughput(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric: ...
 
     def metric_storage_bytes(
-        self, storage_class: StorageClass = "Total", **options: Unpack[series.MetricOptions]
+        self, storage_class: StorageClass = "Total", **options: Unpack[metric_options.MetricOptions]
     ) -> cw.Metric: ...
 
-    def metric_throughput_utilization(self, **options: Unpack[series.MathOptions]) -> cw.MathExpression: ...
+    def metric_throughput_utilization(
+        self, **options: Unpack[metric_options.MathOptions]
+    ) -> cw.MathExpression: ...
 
 
 @jsii.implements(ec2.IConnectable)
@@ -307,7 +309,7 @@ class _CheckpointStoreBase(Construct):
 
     # -- metrics ----------------------------------------------------------------------------------
 
-    def metric(self, metric_name: str, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric(self, metric_name: str, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """An ``AWS/EFS`` metric of the file system (dimension ``FileSystemId``).
 
         :param metric_name: e.g. ``"PercentIOLimit"`` (EFS user guide, "CloudWatch metrics for
@@ -319,33 +321,33 @@ class _CheckpointStoreBase(Construct):
             metric_name,
             self.file_system_id,
             statistic=options.get("statistic", "Average"),
-            period=options.get("period", series.DEFAULT_PERIOD),
+            period=options.get("period", metric_options.DEFAULT_PERIOD),
         )
-        return series.with_options(metric, options)
+        return metric_options.with_options(metric, options)
 
-    def metric_client_connections(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_client_connections(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``ClientConnections``: mounted clients (one per instance or Batch container). Default: ``Sum``."""
-        return self.metric("ClientConnections", **series.merged({"statistic": "Sum"}, options))
+        return self.metric("ClientConnections", **metric_options.merged({"statistic": "Sum"}, options))
 
-    def metric_data_read_io_bytes(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_data_read_io_bytes(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``DataReadIOBytes``: bytes read (checkpoint loads). Default: ``Sum``."""
-        return self.metric("DataReadIOBytes", **series.merged({"statistic": "Sum"}, options))
+        return self.metric("DataReadIOBytes", **metric_options.merged({"statistic": "Sum"}, options))
 
-    def metric_data_write_io_bytes(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_data_write_io_bytes(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``DataWriteIOBytes``: bytes written (checkpoint saves). Default: ``Sum``."""
-        return self.metric("DataWriteIOBytes", **series.merged({"statistic": "Sum"}, options))
+        return self.metric("DataWriteIOBytes", **metric_options.merged({"statistic": "Sum"}, options))
 
-    def metric_metered_io_bytes(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_metered_io_bytes(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``MeteredIOBytes``: the throughput EFS meters against ``PermittedThroughput``. Default: ``Sum``."""
-        return self.metric("MeteredIOBytes", **series.merged({"statistic": "Sum"}, options))
+        return self.metric("MeteredIOBytes", **metric_options.merged({"statistic": "Sum"}, options))
 
-    def metric_permitted_throughput(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_permitted_throughput(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``PermittedThroughput`` (bytes/s): with Elastic throughput, the file system's maximum write
         throughput. Default: ``Average``."""
-        return self.metric("PermittedThroughput", **series.merged({"statistic": "Average"}, options))
+        return self.metric("PermittedThroughput", **metric_options.merged({"statistic": "Average"}, options))
 
     def metric_storage_bytes(
-        self, storage_class: StorageClass = "Total", **options: Unpack[series.MetricOptions]
+        self, storage_class: StorageClass = "Total", **options: Unpack[metric_options.MetricOptions]
     ) -> cw.Metric:
         """``StorageBytes``: the metered size of the file system (EFS reports it every 15 minutes).
 
@@ -355,16 +357,18 @@ class _CheckpointStoreBase(Construct):
         """
         validation.choice("storage_class", storage_class, STORAGE_CLASSES)
         dimensions = {"FileSystemId": self.file_system_id, "StorageClass": storage_class}
-        return self.metric("StorageBytes", **series.merged({"dimensions_map": dimensions}, options))
+        return self.metric("StorageBytes", **metric_options.merged({"dimensions_map": dimensions}, options))
 
-    def metric_throughput_utilization(self, **options: Unpack[series.MathOptions]) -> cw.MathExpression:
+    def metric_throughput_utilization(
+        self, **options: Unpack[metric_options.MathOptions]
+    ) -> cw.MathExpression:
         """Metered throughput as a percentage of ``PermittedThroughput`` (the console's "Throughput
         utilization"): near 100 % checkpoint saves and data loading are throughput-bound.
 
         :param options: ``color``, ``label`` and ``period`` overrides. Default: 5 minutes, labelled
             ``"Throughput used (% of permitted)"``.
         """
-        period = options.get("period", series.DEFAULT_PERIOD)
+        period = options.get("period", metric_options.DEFAULT_PERIOD)
         expression = series.efs_throughput_utilization(
             self.metric_metered_io_bytes(period=period),
             self.metric_permitted_throughput(period=period),

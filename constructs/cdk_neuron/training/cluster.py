@@ -24,7 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, validation
+from cdk_neuron import _cdk_values, metric_options, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
@@ -80,19 +80,21 @@ class ITrainingCluster(IConstruct, ec2.IConnectable, Protocol):
         """Where the nodes publish Neuron metrics; None when they publish none."""
         ...
 
-    def metric(self, metric_name: str, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric(self, metric_name: str, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """A Neuron metric of the cluster's nodes (the per-workload series)."""
         ...
 
-    def metric_neuron_core_utilization(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_neuron_core_utilization(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``NeuronCoreUtilization``, averaged over the nodes."""
         ...
 
-    def metric_neuron_device_memory_utilization(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_neuron_device_memory_utilization(
+        self, **options: Unpack[metric_options.MetricOptions]
+    ) -> cw.Metric:
         """``NeuronDeviceMemoryUtilization`` of the fullest node."""
         ...
 
-    def metric_ecc_uncorrected(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_ecc_uncorrected(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``EccUncorrected``: uncorrected ECC events on the nodes' Neuron devices."""
         ...
 
@@ -129,7 +131,7 @@ class _TrainingClusterRef(Construct):
 
     # -- metrics ----------------------------------------------------------------------------------
 
-    def metric(self, metric_name: str, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric(self, metric_name: str, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """A Neuron metric the nodes publish: the per-workload series (dimensions ``Environment`` =
         ``node_metrics.environment``, ``Workload`` = ``training``) in ``node_metrics.namespace``.
 
@@ -161,22 +163,24 @@ class _TrainingClusterRef(Construct):
             neuron_metric,
             published.environment,
             WORKLOAD,
-            period=options.get("period", series.DEFAULT_PERIOD),
+            period=options.get("period", metric_options.DEFAULT_PERIOD),
             statistic=options.get("statistic"),
         )
-        return series.with_options(metric, options)
+        return metric_options.with_options(metric, options)
 
-    def metric_neuron_core_utilization(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_neuron_core_utilization(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``NeuronCoreUtilization`` (Percent): every core of every node, idle ones counting as 0.
         Default: ``Average`` (the cluster's mean); ``Minimum`` finds the idlest node."""
         return self.metric(CORE_UTILIZATION.name, **options)
 
-    def metric_neuron_device_memory_utilization(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_neuron_device_memory_utilization(
+        self, **options: Unpack[metric_options.MetricOptions]
+    ) -> cw.Metric:
         """``NeuronDeviceMemoryUtilization`` (Percent): Neuron device memory (HBM) in use.
         Default: ``Maximum`` (the fullest node)."""
         return self.metric(DEVICE_MEMORY_UTILIZATION.name, **options)
 
-    def metric_ecc_uncorrected(self, **options: Unpack[series.MetricOptions]) -> cw.Metric:
+    def metric_ecc_uncorrected(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
         """``EccUncorrected`` (Count): uncorrected ECC events in Neuron device HBM and SRAM; one means
         a failing device. Default: ``Sum``."""
         return self.metric(ECC_UNCORRECTED.name, **options)

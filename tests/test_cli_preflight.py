@@ -269,7 +269,7 @@ def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0, only_failures(doc)
     assert doc["command"] == "preflight" and doc["ok"] is True and doc["failures"] == 0
     for check in doc["checks"]:
-        assert set(check) == {"environment", "check", "subject", "status", "detail"}
+        assert set(check) == {"environment", "check", "subject", "status", "detail", "command"}
         assert check["status"] in ("PASS", "INFO"), check
     assert [c["subject"] for c in rows(doc, "offering")] == [
         "trn1.32xlarge @ use1-az6",
@@ -361,9 +361,14 @@ def test_quota_too_low_fails_with_the_increase_command(
         )
     assert code == 1
     assert only_failures(doc) == [("quota", f"{TRN.name} ({TRN.code})")]
-    detail = next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+    failed = next(c for c in doc["checks"] if c["status"] == "FAIL")
+    detail = failed["detail"]
     assert "256 vCPUs < 512 needed" in detail and "dev training 4 x trn1.32xlarge (512)" in detail
-    assert f"--quota-code {TRN.code} --desired-value 512 --region {REGION}" in detail
+    # The fix is a command of its own, printed whole below the tables.
+    assert failed["command"] == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 "
+        f"--quota-code {TRN.code} --desired-value 512 --region {REGION}"
+    )
 
 
 def test_quota_need_adds_environments_sharing_account_and_region(

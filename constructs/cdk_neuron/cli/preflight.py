@@ -24,11 +24,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-
 from cdk_neuron import catalog
 from cdk_neuron.cli.aws import ClientFactory, credentials_problem, error_code, error_summary
-from cdk_neuron.cli.output import Status, document, status_cell, table
+from cdk_neuron.cli.output import Column, Report, Status, document
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.serving.model_spec import parse_s3_uri
 
@@ -72,14 +70,17 @@ class Row:
     subject: str
     status: Status
     detail: str
+    command: str | None = None
+    """A command line that fixes (or checks further) what the row reports, printed whole."""
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, str | None]:
         return {
             "environment": self.environment,
             "check": self.check,
             "subject": self.subject,
             "status": self.status,
             "detail": self.detail,
+            "command": self.command,
         }
 
 
@@ -88,12 +89,14 @@ class Context:
     env: Deployment
     all_envs: Sequence[Deployment]
     clients: ClientFactory
+    qualifier: str = "hnb659fds"
+    """The CDK bootstrap qualifier (cdk.json ``@aws-cdk/core:bootstrapQualifier``)."""
 
     def client(self, service: str) -> Any:
         return self.clients(service, self.env.region)
 
-    def row(self, check: str, subject: str, status: Status, detail: str) -> Row:
-        return Row(self.env.name, check, subject, status, detail)
+    def row(self, check: str, subject: str, status: Status, detail: str, command: str | None = None) -> Row:
+        return Row(self.env.name, check, subject, status, detail, command)
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,8 +244,8 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
                     "quota",
                     subject,
                     "FAIL",
-                    f"{value:g} vCPUs < {needed} needed: {breakdown}. Request an increase: aws service-quotas "
-                    f"request-service-quota-increase --service-code ec2 --quota-code {spec.code} "
+                    f"{value:g} vCPUs < {needed} needed: {breakdown}. Request an increase (command below)",
+                    f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {spec.code} "
                     f"--desired-value {needed} --region {ctx.env.region}",
                 )
             )
@@ -662,11 +665,17 @@ def _is_aws_error(error: BaseException) -> bool:
     return isinstance(error, (bx.ClientError, bx.BotoCoreError))
 
 
-def run(envs: Iterable[Deployment], all_envs: Sequence[Deployment], clients: ClientFactory) -> list[Row]:
+def run(
+    envs: Iterable[Deployment],
+    all_envs: Sequence[Deployment],
+    clients: ClientFactory,
+    *,
+    qualifier: str = "hnb659fds",
+) -> list[Row]:
     """Run every check for every environment. Credential problems abort; other AWS errors become FAIL rows."""
     rows: list[Row] = []
     for env in envs:
-        ctx = Context(env, all_envs, clients)
+        ctx = Context(env, all_envs, clients, qualifier)
         for name, check in CHECKS:
             try:
                 rows.extend(check(ctx))
@@ -685,21 +694,43 @@ def build(rows: Sequence[Row]) -> dict[str, Any]:
     return document("preflight", ok=failed == 0, failures=failed, checks=[r.as_dict() for r in rows])
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
-    out.print(
-        table(
-            "preflight (read-only)",
-            ("environment", "check", "subject", "status", "detail"),
-            (
-                (c["environment"], c["check"], c["subject"], status_cell(c["status"]), c["detail"])
-                for c in doc["checks"]
-            ),
-        )
+_STATUSES: tuple[Status, ...] = ("FAIL", "WARN", "PASS", "INFO")
+
+
+def render(doc: dict[str, Any]) -> Report:
+    """A summary per environment first, then each environment's checks, then the fix commands."""
+    out = Report()
+    checks = doc["checks"]
+    environments = list(dict.fromkeys(c["environment"] for c in checks))
+    out.table(
+        "preflight (read-only)",
+        (Column("environment", "id"), *(Column(s.lower(), "id") for s in _STATUSES)),
+        (
+            (env, *(sum(c["environment"] == env and c["status"] == s for c in checks) for s in _STATUSES))
+            for env in environments
+        ),
     )
+    for env in environments:
+        out.table(
+            f"{env}: checks",
+            (Column("check"), Column("subject"), Column("status", "status"), Column("detail")),
+            ((c["check"], c["subject"], c["status"], c["detail"]) for c in checks if c["environment"] == env),
+        )
+    fixes = [c for c in checks if c.get("command") and c["status"] in ("FAIL", "WARN")]
+    if fixes:
+        out.commands(
+            "Fixes (copy and run):",
+            [
+                line
+                for c in fixes
+                for line in (f"# {c['environment']} {c['check']}: {c['subject']}", c["command"])
+            ],
+        )
     if doc["ok"]:
-        out.print("All checks passed.")
+        out.line("All checks passed.")
     else:
-        out.print(f"{doc['failures']} check(s) failed.", style="bold red")
+        out.line(f"{doc['failures']} check(s) failed.", style="bold red")
+    return out
 
 
 __all__ = ["EC2_VCPU_QUOTAS", "Row", "build", "render", "run"]

@@ -272,6 +272,7 @@ def render_status(doc: dict[str, Any]) -> Report:
             ("status", doc["status"] or "?"),
             ("reason", doc["status_reason"]),
             ("nodes", doc["num_nodes"]),
+            ("job queue", doc["job_queue"]),
             ("created", doc["created_at"]),
             ("started", doc["started_at"]),
             ("stopped", doc["stopped_at"]),
@@ -568,6 +569,7 @@ def render_list(doc: dict[str, Any]) -> Report:
         ),
         ((j["job_id"], j["job_name"], j["status"], j["num_nodes"], j["created_at"]) for j in doc["jobs"]),
     )
+    out.pairs("", [("job queue", doc["job_queue"])])
     if doc["truncated"]:
         out.line(f"Showing the newest {len(doc['jobs'])}; raise --limit for more.")
     return out

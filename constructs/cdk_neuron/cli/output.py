@@ -17,6 +17,7 @@ is rendered in one of two ways:
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -185,7 +186,7 @@ def emit(
 
 def _text_lines(block: Block) -> list[str]:
     if isinstance(block, TableBlock):
-        lines = [block.title]
+        lines = [block.title] if block.title else []
         if len(block.columns) == 2 and not block.show_header:
             lines += [f"{name}: {value}" if name else value for name, value in block.rows]
             return lines
@@ -215,15 +216,19 @@ _PER_COLUMN = 3
 
 
 class _Footnotes:
-    """Values moved out of a table, numbered in order of appearance (the same value keeps its number)."""
+    """Values moved out of a table, numbered in reading order (the same value keeps its number)."""
 
     def __init__(self) -> None:
         self.values: list[str] = []
 
+    def mark_width(self) -> str:
+        return f"[{len(self.values) + 1}]"
+
     def mark(self, value: str) -> str:
+        """A placeholder as wide as ``[n]``; :func:`_renumber` turns it into ``[n]`` in reading order."""
         if value not in self.values:
             self.values.append(value)
-        return f"[{self.values.index(value) + 1}]"
+        return f"\ue000{self.values.index(value) + 1}\ue001"
 
 
 def _words(value: str) -> list[str]:
@@ -232,6 +237,8 @@ def _words(value: str) -> list[str]:
 
 def _min_width(column: Column, cells: Sequence[str]) -> int:
     """The narrowest the column can be without breaking a cell (id) or a word (text)."""
+    if column.kind != "text":  # the header does not wrap either
+        return max([len(column.header), *(len(cell) for cell in cells)])
     header = max((len(w) for w in _words(column.header)), default=0)
     if column.kind == "text":
         longest = max((len(w) for cell in cells for w in _words(cell)), default=0)
@@ -265,7 +272,7 @@ def layout(
         if sum(minimum) <= budget:
             break
         widest = max(range(len(columns)), key=lambda i: minimum[i])
-        marker = len(f"[{len(notes.values) + 1}]")
+        marker = len(notes.mark_width())
         floor = max(marker, *(len(w) for w in _words(columns[widest].header)))
         if minimum[widest] <= floor:
             break  # nothing left to move out: let the terminal cope
@@ -273,6 +280,10 @@ def layout(
         if shrunk == cells[widest]:
             break
         cells[widest] = shrunk
+    if notes.values:
+        reading = _renumber([[cells[i][r] for i in range(len(columns))] for r in range(len(rows))], notes)
+        cells = [[row[i] for row in reading] for i in range(len(columns))]
+        minimum = [_min_width(c, cells[i]) for i, c in enumerate(columns)]
     natural = [_natural_width(c, cells[i]) for i, c in enumerate(columns)]
     widths = list(minimum)
     if sum(natural) <= budget:
@@ -291,8 +302,28 @@ def layout(
                     extra[i] += 1
                     left -= 1
             widths = [m + e for m, e in zip(minimum, extra, strict=True)]
-    new_rows = [[cells[i][r] for i in range(len(columns))] for r in range(len(rows))]
-    return widths, new_rows
+    return widths, [[cells[i][r] for i in range(len(columns))] for r in range(len(rows))]
+
+
+_MARKER = re.compile("\ue000(\\d+)\ue001")
+
+
+def _renumber(rows: list[list[str]], notes: _Footnotes) -> list[list[str]]:
+    """Number the notes in reading order (they were made widest column first)."""
+    order: list[int] = []
+    for row in rows:
+        for cell in row:
+            for match in _MARKER.finditer(cell):
+                number = int(match[1])
+                if number not in order:
+                    order.append(number)
+    new_number = {old: new for new, old in enumerate(order, start=1)}
+    notes.values = [notes.values[old - 1] for old in order]
+
+    def swap(match: re.Match[str]) -> str:
+        return f"[{new_number[int(match[1])]}]"
+
+    return [[_MARKER.sub(swap, cell) for cell in row] for row in rows]
 
 
 def _wrap(value: str, width: int, indent: str = "", subsequent: str = "") -> list[str]:

@@ -94,7 +94,7 @@ def config(tmp_path: Path) -> str:
         "terminate",
         "list",
         "cost-live-prices",
-    ],  # fmt: skip
+    ],
 )
 def test_no_credentials_exit_3_with_one_sentence(
     no_credentials: dict[str, str], config: str, capsys: pytest.CaptureFixture[str], argv: list[str]

@@ -1069,6 +1069,8 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             max_capacity=serving.max_capacity,
             warm_pool=serving.warm_pool,
             instance_type=serving.instance_type,
+            certificate_arn=serving.certificate_arn,
+            token_secret=serving.hugging_face_token_secret,
         ),
         storage=StorageDeployment(one_zone=env.storage.one_zone),
         network=NetworkDeployment(

@@ -76,9 +76,25 @@ def config(tmp_path: Path) -> str:
         ["preflight", "--json"],
         ["submit", "--nodes", "2", "--", "python", "train.py"],
         ["status", "0a1b2c3d-job"],
+        ["status", "--watch", "0a1b2c3d-job"],
+        ["logs", "--follow", "0a1b2c3d-job"],
+        ["cancel", "0a1b2c3d-job"],
+        ["terminate", "0a1b2c3d-job"],
+        ["list"],
         ["cost", "--live-prices"],
     ],
-    ids=["preflight", "preflight-json", "submit", "status", "cost-live-prices"],
+    ids=[
+        "preflight",
+        "preflight-json",
+        "submit",
+        "status",
+        "status-watch",
+        "logs",
+        "cancel",
+        "terminate",
+        "list",
+        "cost-live-prices",
+    ],
 )
 def test_no_credentials_exit_3_with_one_sentence(
     no_credentials: dict[str, str], config: str, capsys: pytest.CaptureFixture[str], argv: list[str]

@@ -245,7 +245,7 @@ def test_submit_runs_the_command_through_the_launcher(
     assert set(doc) == {
         "command", "schema_version", "environment", "region", "stack", "job_id", "job_name", "job_arn",
         "job_queue", "job_definition", "definition_action", "image", "nodes", "training_command",
-        "environment_overrides",
+        "environment_overrides", "watch_command", "logs_command",
     }  # fmt: skip
     assert doc["stack"] == "dev-Training" and doc["job_id"] == "abc"
     assert doc["definition_action"] == "dev-training:1 as deployed"
@@ -482,7 +482,8 @@ def test_submit_defaults_to_the_planned_node_count_and_says_how_to_follow_the_jo
         )
     assert code == 0
     out = capsys.readouterr().out
-    assert "dev: submitted" in out and "cdk-neuron status --env dev abc" in out
+    assert "dev: submitted" in out and "cdk-neuron status --watch abc --env dev" in out
+    assert "cdk-neuron logs --follow abc --env dev" in out
 
 
 # --------------------------------------------------------------------------------------------
@@ -556,8 +557,9 @@ def test_status_shows_nodes_and_attempts(config: str, capsys: pytest.CaptureFixt
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {
-        "command", "schema_version", "environment", "job_id", "job_name", "status", "status_reason", "job_queue",
-        "job_definition", "num_nodes", "created_at", "started_at", "stopped_at", "attempts", "nodes",
+        "command", "schema_version", "environment", "region", "job_id", "job_name", "status", "status_reason",
+        "job_queue", "job_definition", "num_nodes", "created_at", "started_at", "stopped_at", "attempts", "nodes",
+        "failure",
     }  # fmt: skip
     assert doc["status"] == "RUNNING" and doc["num_nodes"] == 2
     assert doc["started_at"] == "2026-11-30T00:53:20+00:00"
@@ -571,7 +573,7 @@ def test_status_shows_nodes_and_attempts(config: str, capsys: pytest.CaptureFixt
 def test_failed_job_exit_1_and_says_why(config: str, capsys: pytest.CaptureFixture[str]) -> None:
     batch, stub = _status_stub("FAILED", ["SUCCEEDED", "FAILED"])
     with stub:
-        code = main(["status", "--config", config, "abc"], clients=lambda s, r: batch)
+        code = main(["status", "--config", config, "abc", "--output", "text"], clients=lambda s, r: batch)
     assert code == 1
     out = capsys.readouterr().out
     assert "FAILED" in out and "Node 1 failed" in out and "exit 1, Essential container in task exited" in out

@@ -17,7 +17,7 @@ from botocore.stub import Stubber
 from cdk_neuron import catalog
 from cdk_neuron.cli import cost
 from cdk_neuron.cli.main import main
-from stacks.config import load_cdk_json
+from stacks.config import deployment, load_cdk_json
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "763104351884.dkr.ecr.{region}.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
@@ -240,7 +240,8 @@ def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> No
     code, doc = run_json(capsys, "cost", "--config", str(config))
     assert code == 0
     assert set(doc) == {
-        "command", "schema_version", "prices_date", "prices_note", "refresh", "hours_per_month", "environments",
+        "command", "schema_version", "prices_date", "prices_note", "refresh", "hours_per_month", "summary",
+        "environments",
     }  # fmt: skip
     assert doc["prices_date"] == catalog.PRICES_DATE
     assert "refresh" in doc["refresh"]
@@ -269,6 +270,8 @@ def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> No
                     "usd_per_month",
                     "basis",
                     "stored_data",
+                    "price_region",
+                    "other_region",
                 }
         assert set(env["gpu_comparison"]) == {"training", "serving"}
         for claim in env["claims"]:
@@ -385,49 +388,68 @@ def test_cost_labels_claims_and_dates(config: Path, capsys: pytest.CaptureFixtur
     assert not any("Trn2" in c["claim"] for c in claims)  # a trn1 cluster gets no Trn2 claim
     assert any("equal wall-clock" in a for a in env_doc(doc, "dev")["assumptions"])
 
-    assert main(["cost", "--config", str(config), "--env", "dev"]) == 0
+    assert main(["cost", "--config", str(config), "--env", "dev", "--details", "--output", "text"]) == 0
     out = capsys.readouterr().out
     assert "CLAIM" in out and "idle (minimum capacity)" in out and "full scale" in out
     assert f"Price table dated {catalog.PRICES_DATE}" in out and "refresh" in out
 
 
-def _price_item(usd: str) -> str:
+def _price_item(usd: str, usage_type: str = "x", unit: str = "Hrs", *tiers: tuple[str, str]) -> str:
+    """A Price List product; ``tiers`` are extra (beginRange, USD) dimensions in the same unit."""
+    dimensions = {"D": {"unit": unit, "beginRange": "0", "pricePerUnit": {"USD": usd}}}
+    for i, (begin, price) in enumerate(tiers):
+        dimensions[f"T{i}"] = {"unit": unit, "beginRange": begin, "pricePerUnit": {"USD": price}}
     return json.dumps(
         {
-            "product": {"attributes": {"instanceType": "x"}},
-            "terms": {
-                "OnDemand": {"T": {"priceDimensions": {"D": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}
-            },
+            "product": {"attributes": {"instanceType": "x", "usagetype": usage_type}},
+            "terms": {"OnDemand": {"T": {"priceDimensions": dimensions}}},
         }
     )
+
+
+def _pricing_stub() -> tuple[Any, Stubber]:
+    pricing = boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    return pricing, Stubber(pricing)
+
+
+def _ec2_filters(instance_type: str, region: str) -> list[dict[str, str]]:
+    return [
+        {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
+        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+        {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
+        {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
+        {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
+        {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
+        {"Type": "TERM_MATCH", "Field": "licenseModel", "Value": "No License required"},
+    ]
+
+
+def _expect_ec2(stubber: Stubber, region: str, types: set[str], priced: dict[str, str]) -> None:
+    for instance_type in sorted(types):
+        stubber.add_response(
+            "get_products",
+            {
+                "PriceList": [_price_item(priced[instance_type])] if instance_type in priced else [],
+                "FormatVersion": "aws_v1",
+            },
+            {"ServiceCode": "AmazonEC2", "Filters": _ec2_filters(instance_type, region), "MaxResults": 10},
+        )
 
 
 def test_cost_live_prices_use_the_price_list_api(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The Price List API is not in moto: botocore's Stubber answers GetProducts."""
-    pricing = boto3.client(
-        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    stubber = Stubber(pricing)
-    dev = load_cdk_json(config)["dev"]
-    for instance_type in sorted(cost.ec2_types(dev)):
-        response = {
-            "PriceList": [_price_item("30.0")] if instance_type == "trn1.32xlarge" else [],
-            "FormatVersion": "aws_v1",
-        }
-        expected = {
-            "ServiceCode": "AmazonEC2",
-            "Filters": [
-                {"Type": "TERM_MATCH", "Field": "instanceType", "Value": instance_type},
-                {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-east-1"},
-                {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
-                {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
-                {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
-                {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
-                {"Type": "TERM_MATCH", "Field": "licenseModel", "Value": "No License required"},
-            ],
-            "MaxResults": 10,
-        }
-        stubber.add_response("get_products", response, expected)
+    pricing, stubber = _pricing_stub()
+    dev = deployment(load_cdk_json(config)["dev"])
+    _expect_ec2(stubber, "us-east-1", cost.ec2_types(dev), {"trn1.32xlarge": "30.0"})
+    # The services dev uses (no NAT): the API answers none of them, so the table's prices stay.
+    assert cost.service_keys(dev) == {
+        "alarm_month", "dashboard_month", "efs_one_zone_gb_month", "efs_standard_gb_month",
+        "interface_endpoint_az_hour", "kms_key_month", "s3_standard_gb_month", "alb_hour",
+    }  # fmt: skip
+    for _ in cost.service_keys(dev):
+        stubber.add_response("get_products", {"PriceList": [], "FormatVersion": "aws_v1"})
     with stubber:
         code = main(
             ["cost", "--config", str(config), "--env", "dev", "--live-prices", "--json"],
@@ -435,24 +457,123 @@ def test_cost_live_prices_use_the_price_list_api(config: Path, capsys: pytest.Ca
         )
     stubber.assert_no_pending_responses()
     assert code == 0
-    env = json.loads(capsys.readouterr().out)["environments"][0]
-    assert env["prices_date"] == date.today().isoformat()
+    out = json.loads(capsys.readouterr().out)
+    env = out["environments"][0]
+    assert env["prices_date"] == date.today().isoformat() and out["summary"][0]["prices"] == "live"
     training = line(env["full_scale"], "training nodes (max_nodes)")
     assert training["usd_per_hour"] == pytest.approx(4 * 30.0)
     assert "AWS Price List API" in training["basis"]
     # Types the API did not price keep the dated table's price.
     assert "KARP" in line(env["full_scale"], "serving instances (max_capacity)")["basis"]
+    assert "SVC-ALB" in line(env["full_scale"], "application load balancer")["basis"]
+
+
+def _service_filters(region: str, usage_type: str, family: str | None = None) -> list[dict[str, str]]:
+    filters = [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region}]
+    if family:
+        filters.append({"Type": "TERM_MATCH", "Field": "productFamily", "Value": family})
+    return [*filters, {"Type": "CONTAINS", "Field": "usagetype", "Value": usage_type}]
+
+
+def test_live_prices_cover_every_line_in_the_environments_region(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SageMaker hosting, NAT, IPv4, endpoints, EFS, S3, KMS and CloudWatch, all priced in us-west-2."""
+    region = "us-west-2"
+    env = environment(
+        region=region,
+        az_ids=["usw2-az4", "usw2-az1"],
+        network={"nat_gateways": 1, "endpoint_azs": "all"},
+        training={"job_image": IMAGE.format(region=region)},
+        storage={"one_zone": False},
+        serving={"backend": "sagemaker", "instance_type": "inf2.xlarge"},
+    )
+    path = write_config(tmp_path, staging=env)
+    staging = deployment(load_cdk_json(path)["staging"])
+    pricing, stubber = _pricing_stub()
+    _expect_ec2(stubber, region, cost.ec2_types(staging), {"trn1.32xlarge": "22.0", "inf2.xlarge": "0.80"})
+    stubber.add_response(
+        "get_products",
+        {"PriceList": [_price_item("1.25")], "FormatVersion": "aws_v1"},
+        {
+            "ServiceCode": "AmazonSageMaker",
+            "Filters": [
+                {"Type": "TERM_MATCH", "Field": "instanceName", "Value": "ml.inf2.xlarge"},
+                {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+                {"Type": "TERM_MATCH", "Field": "component", "Value": "Hosting"},
+            ],
+            "MaxResults": 10,
+        },
+    )
+    # (service code, usage type, product family, products answered), in the order they are asked.
+    services = [
+        ("AmazonCloudWatch", "CW:AlarmMonitorUsage", None, [_price_item("0.11", "USW2-CW:AlarmMonitorUsage", "Alarms")]),
+        ("AmazonCloudWatch", "DashboardsUsageHour", None, []),  # not answered: the table's price stays
+        ("AmazonEFS", "TimedStorage-ByteHrs", None, [
+            _price_item("0.025", "USW2-IATimedStorage-ByteHrs", "GB-Mo"),  # Infrequent Access: not this one
+            _price_item("0.33", "USW2-TimedStorage-ByteHrs", "GB-Mo"),
+        ]),
+        ("AmazonVPC", "VpcEndpoint-Hours", None, [_price_item("0.011", "USW2-VpcEndpoint-Hours")]),
+        ("awskms", "KMS-Keys", None, [_price_item("1.10", "USW2-KMS-Keys", "Keys")]),
+        ("AmazonEC2", "NatGateway-Hours", "NAT Gateway", [
+            _price_item("0.048", "USW2-NatGateway-Bytes", "GB"),
+            _price_item("0.048", "USW2-NatGateway-Hours"),
+        ]),
+        ("AmazonVPC", "PublicIPv4:InUseAddress", None, [_price_item("0.005", "USW2-PublicIPv4:InUseAddress")]),
+        ("AmazonS3", "TimedStorage-ByteHrs", None, [
+            _price_item("0.024", "USW2-TimedStorage-ByteHrs", "GB-Mo", ("51200", "0.023")),
+        ]),
+    ]  # fmt: skip
+    for service_code, usage_type, family, products in services:
+        stubber.add_response(
+            "get_products",
+            {"PriceList": products, "FormatVersion": "aws_v1"},
+            {
+                "ServiceCode": service_code,
+                "Filters": _service_filters(region, usage_type, family),
+                "MaxResults": 100,
+            },
+        )
+    with stubber:
+        code = main(["cost", "--config", str(path), "--live-prices", "--json"], clients=lambda s, r: pricing)
+    stubber.assert_no_pending_responses()
+    assert code == 0
+    env_doc_ = json.loads(capsys.readouterr().out)["environments"][0]
+    full = env_doc_["full_scale"]
+
+    def hourly(item: str) -> float:
+        return float(line(full, item)["usd_per_hour"])
+
+    assert hourly("serving instances (max_capacity)") == pytest.approx(3 * 1.25)  # SageMaker, live
+    assert hourly("NAT gateways") == pytest.approx(0.048)
+    assert hourly("interface VPC endpoints") == pytest.approx(11 * 2 * 0.011)
+    assert line(full, "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.10)
+    assert line(full, "S3 compile cache")["usd_per_month"] == pytest.approx(50 * 0.024)  # the first tier
+    assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(96 * 2 * 0.33)
+    alarms = line(full, "CloudWatch alarms and dashboard")
+    assert alarms["usd_per_month"] == pytest.approx(6 * 0.11 + 3.0)
+    # Only the dashboard price came from the table: that line says it is a us-east-1 price.
+    assert [x["item"] for x in full["lines"] if x["other_region"]] == ["CloudWatch alarms and dashboard"]
+    assert alarms["basis"].startswith(f"us-east-1 price applied to {region}; ")
+    for item in ("serving instances (max_capacity)", "NAT gateways", "EFS checkpoints"):
+        assert (
+            "AWS Price List API" in line(full, item)["basis"] and line(full, item)["price_region"] == region
+        )
 
 
 @pytest.mark.parametrize(
-    ("region", "az_ids", "noted"),
+    ("region", "az_ids", "instances_elsewhere"),
     [
         ("us-west-2", ["usw2-az4", "usw2-az1"], False),  # same Neuron prices as us-east-1 (SKY catalog)
         ("ap-southeast-2", ["apse2-az1", "apse2-az3"], True),  # trn1 and inf2 offered, priced differently
     ],
 )
-def test_regional_price_note_only_where_the_table_does_not_apply(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], region: str, az_ids: list[str], noted: bool
+def test_lines_priced_at_us_east_1_for_another_region_say_so(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    region: str,
+    az_ids: list[str],
+    instances_elsewhere: bool,
 ) -> None:
     env = environment(
         region=region,
@@ -465,4 +586,26 @@ def test_regional_price_note_only_where_the_table_does_not_apply(
     code, doc = run_json(capsys, "cost", "--config", str(write_config(tmp_path, dev=env)))
     assert code == 0
     (only,) = doc["environments"]
-    assert any("prices differ" in line for line in only["assumptions"]) is noted
+    flagged = {x["item"] for x in only["full_scale"]["lines"] if x["other_region"]}
+    # Every service price in the table is a us-east-1 price: each says so in another region.
+    assert {
+        "NAT gateways",
+        "public IPv4 addresses",
+        "interface VPC endpoints",
+        "KMS keys",
+        "S3 compile cache",
+    } <= flagged
+    for item in flagged:
+        basis = line(only["full_scale"], item)["basis"]
+        assert basis.startswith(f"us-east-1 price applied to {region}; "), basis
+    assert ("training nodes (max_nodes)" in flagged) is instances_elsewhere
+    assert any(f"apply us-east-1 table prices to {region}" in a for a in only["assumptions"])
+    (summary,) = doc["summary"]
+    assert summary["other_region_lines"] and summary["prices"] == "table"
+
+
+def test_us_east_1_lines_are_not_flagged(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, "cost", "--config", str(config))
+    for env in doc["environments"]:
+        assert not [x["item"] for x in env["full_scale"]["lines"] if x["other_region"]]
+        assert all(x["price_region"] in (None, "us-east-1") for x in env["idle"]["lines"])

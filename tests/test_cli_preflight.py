@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from cdk_neuron import catalog
 from cdk_neuron.cli import preflight
 from cdk_neuron.cli.aws import REJECTED_CREDENTIALS
 from cdk_neuron.cli.main import main
+from cdk_neuron.serving import ServingEngine
 from cdk_support import use_fake_aws_credentials
 
 REGION = "us-east-1"
@@ -117,16 +118,73 @@ def seed_artifacts(s3: Any) -> None:
     s3.put_object(Bucket="models-bucket", Key="hub-export-and-more/config.json", Body=b"x")
 
 
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+SERVING_IMAGE = ServingEngine.optimum_neuron().image.uri(REGION)
+# The service-linked roles a first deploy relies on, as IAM names them (moto's own
+# CreateServiceLinkedRole names some of them differently, so they are created as plain roles).
+SERVICE_LINKED_ROLES = {
+    "AWSServiceRoleForAutoScaling": "autoscaling.amazonaws.com",
+    "AWSServiceRoleForBatch": "batch.amazonaws.com",
+    "AWSServiceRoleForECS": "ecs.amazonaws.com",
+    "AWSServiceRoleForElasticLoadBalancing": "elasticloadbalancing.amazonaws.com",
+    "AWSServiceRoleForAmazonElasticFileSystem": "elasticfilesystem.amazonaws.com",
+    "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint": "sagemaker.application-autoscaling.amazonaws.com",
+}
+
+
+def seed_deploy_prerequisites(clients: dict[str, Any]) -> None:
+    """A bootstrapped account (version 21), the images, and every service-linked role."""
+    clients["ssm"].put_parameter(Name=BOOTSTRAP_PARAMETER, Value="21", Type="String")
+    toolkit = {
+        "Resources": {
+            "Marker": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {"Name": "/cdk-neuron-test/toolkit", "Type": "String", "Value": "x"},
+            }
+        }
+    }
+    clients["cloudformation"].create_stack(StackName="CDKToolkit", TemplateBody=json.dumps(toolkit))
+    manifest = json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "config": {
+                "digest": "sha256:" + "a" * 64,
+                "size": 1,
+                "mediaType": "application/vnd.docker.container.image.v1+json",
+            },
+            "layers": [],
+        }
+    )
+    for image in (IMAGE, SERVING_IMAGE):
+        registry, _, rest = image.partition("/")
+        repository, _, tag = rest.partition(":")
+        account = registry.split(".")[0]
+        ecr = clients["ecr"]
+        if not ecr.describe_repositories(registryId=account)["repositories"] or repository not in {
+            r["repositoryName"] for r in ecr.describe_repositories(registryId=account)["repositories"]
+        }:
+            ecr.create_repository(repositoryName=repository, registryId=account)
+        ecr.put_image(registryId=account, repositoryName=repository, imageManifest=manifest, imageTag=tag)
+    for name, service in SERVICE_LINKED_ROLES.items():
+        clients["iam"].create_role(
+            RoleName=name, Path=f"/aws-service-role/{service}/", AssumeRolePolicyDocument="{}"
+        )
+
+
 @pytest.fixture(scope="module")
 def moto_clients() -> Iterator[dict[str, Any]]:
     """One moto account for the module (its data loads slowly); tests only read from it."""
     with pytest.MonkeyPatch.context() as patch:
         use_fake_aws_credentials(patch, REGION)
         with mock_aws():
-            clients = {
-                s: boto3.client(s, region_name=REGION) for s in ("ec2", "ssm", "sts", "resource-groups", "s3")
-            }
+            services = (
+                "ec2", "ssm", "sts", "resource-groups", "s3", "cloudformation", "ecr", "iam", "acm",
+                "secretsmanager", "kms",
+            )  # fmt: skip
+            clients = {s: boto3.client(s, region_name=REGION) for s in services}
             seed_artifacts(clients["s3"])
+            seed_deploy_prerequisites(clients)
             yield clients
 
 
@@ -269,7 +327,7 @@ def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0, only_failures(doc)
     assert doc["command"] == "preflight" and doc["ok"] is True and doc["failures"] == 0
     for check in doc["checks"]:
-        assert set(check) == {"environment", "check", "subject", "status", "detail"}
+        assert set(check) == {"environment", "check", "subject", "status", "detail", "command"}
         assert check["status"] in ("PASS", "INFO"), check
     assert [c["subject"] for c in rows(doc, "offering")] == [
         "trn1.32xlarge @ use1-az6",
@@ -361,9 +419,14 @@ def test_quota_too_low_fails_with_the_increase_command(
         )
     assert code == 1
     assert only_failures(doc) == [("quota", f"{TRN.name} ({TRN.code})")]
-    detail = next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+    failed = next(c for c in doc["checks"] if c["status"] == "FAIL")
+    detail = failed["detail"]
     assert "256 vCPUs < 512 needed" in detail and "dev training 4 x trn1.32xlarge (512)" in detail
-    assert f"--quota-code {TRN.code} --desired-value 512 --region {REGION}" in detail
+    # The fix is a command of its own, printed whole below the tables.
+    assert failed["command"] == (
+        "aws service-quotas request-service-quota-increase --service-code ec2 "
+        f"--quota-code {TRN.code} --desired-value 512 --region {REGION}"
+    )
 
 
 def test_quota_need_adds_environments_sharing_account_and_region(
@@ -796,3 +859,305 @@ def test_artifact_listings_are_followed_across_pages(
     stub.assert_no_pending_responses()
     assert code == 0, only_failures(doc)
     assert rows(doc, "artifacts")[0]["detail"] == "9 object(s)"
+
+
+# --------------------------------------------------------------------------------------------
+# What breaks first deploys: bootstrap, images, certificate and secret, service-linked roles
+# --------------------------------------------------------------------------------------------
+
+
+def passing_quotas(
+    capsys: pytest.CaptureFixture[str], config: str, **replace: Any
+) -> tuple[int, dict[str, Any]]:
+    quotas, stub = ec2_quotas()
+    with stub:
+        return run(capsys, config, factory({"service-quotas": quotas, **replace}))
+
+
+@pytest.fixture
+def bootstrap_version(moto_clients: dict[str, Any]) -> Iterator[Callable[[str | None], None]]:
+    ssm = moto_clients["ssm"]
+
+    def set_version(value: str | None) -> None:
+        if value is None:
+            ssm.delete_parameter(Name=BOOTSTRAP_PARAMETER)
+        else:
+            ssm.put_parameter(Name=BOOTSTRAP_PARAMETER, Value=value, Type="String", Overwrite=True)
+
+    yield set_version
+    ssm.put_parameter(Name=BOOTSTRAP_PARAMETER, Value="21", Type="String", Overwrite=True)
+
+
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [(None, "FAIL"), ("5", "FAIL"), ("6", "WARN"), ("7", "WARN"), ("8", "PASS"), ("21", "PASS")],
+)
+def test_bootstrap_version_is_the_one_the_templates_require(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bootstrap_version: Callable[[str | None], None],
+    version: str | None,
+    status: str,
+) -> None:
+    bootstrap_version(version)
+    code, doc = passing_quotas(capsys, write_config(tmp_path, dev=environment()))
+    (row,) = [c for c in rows(doc, "bootstrap") if c["subject"] == BOOTSTRAP_PARAMETER]
+    assert row["status"] == status, row
+    assert code == (1 if status == "FAIL" else 0)
+    if status != "PASS":
+        assert row["command"] == f"cdk bootstrap aws://{DEFAULT_ACCOUNT_ID}/{REGION}"
+    if version is None:
+        assert "is not bootstrapped" in row["detail"]
+    elif status == "FAIL":
+        assert f"version {version} in {DEFAULT_ACCOUNT_ID}/{REGION}; the templates require 6" in row["detail"]
+    toolkit = [(c["status"], c["detail"]) for c in rows(doc, "bootstrap") if c["subject"] == "CDKToolkit"]
+    assert toolkit == ([] if version is None else [("PASS", "CREATE_COMPLETE")])
+
+
+def test_required_bootstrap_version_is_what_the_synthesized_templates_assert() -> None:
+    """Every template's CheckBootstrapVersion rule refuses exactly the versions below REQUIRED_BOOTSTRAP_VERSION."""
+    from app_assembly import synthesized_app
+
+    built = synthesized_app()
+    refused = [str(v) for v in range(1, preflight.REQUIRED_BOOTSTRAP_VERSION)]
+    templates = [p for p in built.outdir.rglob("*.template.json")]
+    assert templates
+    for path in templates:
+        rule = json.loads(path.read_text())["Rules"]["CheckBootstrapVersion"]["Assertions"][0]
+        assert rule["Assert"] == {"Fn::Not": [{"Fn::Contains": [refused, {"Ref": "BootstrapVersion"}]}]}, path
+    for manifest in built.manifests():
+        for artifact in manifest.get("artifacts", {}).values():
+            required = artifact.get("properties", {}).get("requiresBootstrapStackVersion")
+            assert required in (None, preflight.REQUIRED_BOOTSTRAP_VERSION)
+
+
+def test_a_custom_qualifier_is_read_from_cdk_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = Path(write_config(tmp_path, dev=environment()))
+    document = json.loads(path.read_text())
+    document["context"]["@aws-cdk/core:bootstrapQualifier"] = "team1"
+    path.write_text(json.dumps(document))
+    code, doc = passing_quotas(capsys, str(path))
+    assert code == 1
+    (row,) = rows(doc, "bootstrap")
+    assert (row["subject"], row["status"]) == ("/cdk-bootstrap/team1/version", "FAIL")
+    assert row["command"] == f"cdk bootstrap aws://{DEFAULT_ACCOUNT_ID}/{REGION} --qualifier team1"
+
+
+def test_a_broken_toolkit_stack_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cloudformation, stub = stubbed("cloudformation")
+    stub.add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": "CDKToolkit",
+                    "CreationTime": datetime(2026, 1, 1),
+                    "StackStatus": "UPDATE_ROLLBACK_FAILED",
+                }
+            ]
+        },
+        {"StackName": "CDKToolkit"},
+    )
+    quotas, quota_stub = ec2_quotas()
+    clients = factory(
+        {"service-quotas": quotas},
+        {"cloudformation": {"describe_stacks": cloudformation.describe_stacks}},
+    )
+    with stub, quota_stub:
+        code, doc = run(capsys, write_config(tmp_path, dev=environment()), clients)
+    assert code == 1
+    assert only_failures(doc) == [("bootstrap", "CDKToolkit")]
+
+
+def test_an_image_tag_that_does_not_exist_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    env = environment()
+    missing = IMAGE.rsplit(":", 1)[0] + ":2.99.0-does-not-exist"
+    env["training"]["job_image"] = missing
+    code, doc = passing_quotas(capsys, write_config(tmp_path, dev=env))
+    assert code == 1
+    assert only_failures(doc) == [("image", missing)]
+    row = rows(doc, "image")[0]
+    assert "tag 2.99.0-does-not-exist not found in pytorch-training-neuronx" in row["detail"]
+    assert row["command"].startswith(
+        "aws ecr describe-images --registry-id 763104351884 --repository-name pytorch-training-neuronx"
+    )
+    serving = rows(doc, "image")[1]
+    assert (serving["subject"], serving["status"]) == (SERVING_IMAGE, "PASS")
+    assert serving["detail"].startswith("serving: tag ") and "resolves to sha256:" in serving["detail"]
+
+
+def test_a_pull_only_registry_is_checked_with_batch_get_image(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The AWS Deep Learning Containers let any account pull, not describe."""
+    ecr, stub = stubbed("ecr")
+    _, _, rest = IMAGE.partition("/")
+    repository, _, tag = rest.partition(":")
+    request = {"registryId": "763104351884", "repositoryName": repository, "imageIds": [{"imageTag": tag}]}
+    stub.add_client_error(
+        "describe_images", service_error_code="AccessDeniedException", expected_params=request
+    )
+    digest = "sha256:" + "b" * 64
+    stub.add_response(
+        "batch_get_image",
+        {
+            "images": [{"imageId": {"imageTag": tag, "imageDigest": digest}, "repositoryName": repository}],
+            "failures": [],
+        },
+        request,
+    )
+    quotas, quota_stub = ec2_quotas()
+    env = environment()
+    env["serving"]["engine"] = "vllm-neuron"
+    env["serving"]["backend"] = "ec2"
+    env["network"] = {"nat_gateways": 1}
+    with stub, quota_stub:
+        code, doc = run(
+            capsys,
+            write_config(tmp_path, dev=env),
+            factory(
+                {"service-quotas": quotas},
+                {"ecr": {"describe_images": ecr.describe_images, "batch_get_image": ecr.batch_get_image}},
+            ),
+        )
+    stub.assert_no_pending_responses()
+    assert code == 0, only_failures(doc)
+    training, serving = rows(doc, "image")
+    assert training["status"] == "PASS" and training["detail"].endswith(
+        f"resolves to {digest} (BatchGetImage)"
+    )
+    # vllm-neuron's image is on public.ecr.aws: not resolvable here, so INFO (never PASS), with the command.
+    assert serving["status"] == "INFO" and "is not Amazon ECR" in serving["detail"]
+    assert serving["command"] == f"docker manifest inspect {serving['subject']}"
+
+
+def _certificate_env(arn: str) -> dict[str, Any]:
+    env = environment()
+    env["serving"]["certificate_arn"] = arn
+    return env
+
+
+def test_a_certificate_pending_validation_fails_and_shows_the_records(
+    moto_clients: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arn = moto_clients["acm"].request_certificate(DomainName="llm.internal.example.com")["CertificateArn"]
+    code, doc = passing_quotas(capsys, write_config(tmp_path, dev=_certificate_env(arn)))
+    assert code == 1
+    assert only_failures(doc) == [("certificate", arn)]
+    row = rows(doc, "certificate")[0]
+    assert "llm.internal.example.com is PENDING_VALIDATION" in row["detail"]
+    assert row["command"] == (
+        f"aws acm describe-certificate --certificate-arn {arn} --region {REGION} "
+        "--query Certificate.DomainValidationOptions"
+    )
+
+
+@pytest.mark.parametrize(("days", "status"), [(400, "PASS"), (10, "WARN")])
+def test_an_issued_certificate_passes_unless_it_expires_soon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], days: int, status: str
+) -> None:
+    arn = f"arn:aws:acm:{REGION}:{DEFAULT_ACCOUNT_ID}:certificate/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+    acm, stub = stubbed("acm")
+    stub.add_response(
+        "describe_certificate",
+        {
+            "Certificate": {
+                "CertificateArn": arn,
+                "DomainName": "llm.example.com",
+                "Status": "ISSUED",
+                "Type": "AMAZON_ISSUED",
+                "NotAfter": datetime.now(timezone.utc) + timedelta(days=days),
+            }
+        },
+        {"CertificateArn": arn},
+    )
+    with stub:
+        code, doc = passing_quotas(capsys, write_config(tmp_path, dev=_certificate_env(arn)), acm=acm)
+    assert code == 0
+    assert rows(doc, "certificate")[0]["status"] == status
+
+
+def _secret_env(secret: str) -> dict[str, Any]:
+    env = environment()
+    env["serving"]["hugging_face_token_secret"] = secret
+    return env
+
+
+def test_the_token_secret(
+    moto_clients: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets, kms = moto_clients["secretsmanager"], moto_clients["kms"]
+    secrets.create_secret(Name="hf/token-ok", SecretString="hf_x")
+    key = kms.create_key()["KeyMetadata"]["KeyId"]
+    secrets.create_secret(Name="hf/token-cmk", SecretString="hf_x", KmsKeyId=key)
+    secrets.create_secret(Name="hf/token-deleted", SecretString="hf_x")
+    secrets.delete_secret(SecretId="hf/token-deleted", RecoveryWindowInDays=7)
+    expected = {
+        "hf/token-ok": ("PASS", None),
+        "hf/token-cmk": ("WARN", None),
+        "hf/token-deleted": ("FAIL", "aws secretsmanager restore-secret --secret-id arn:"),
+        "hf/token-absent": (
+            "FAIL",
+            'aws secretsmanager create-secret --name hf/token-absent --secret-string "$HF_TOKEN"',
+        ),
+    }
+    for secret, (status, command) in expected.items():
+        _, doc = passing_quotas(capsys, write_config(tmp_path, dev=_secret_env(secret)))
+        row = rows(doc, "secret")[0]
+        assert row["status"] == status, row
+        assert (row["command"] or "").startswith(command or ""), row
+    _, doc = passing_quotas(capsys, write_config(tmp_path, dev=_secret_env("hf/token-cmk")))
+    assert "no kms:Decrypt" in rows(doc, "secret")[0]["detail"]
+
+
+@pytest.fixture
+def without_auto_scaling_role(moto_clients: dict[str, Any]) -> Iterator[None]:
+    iam = moto_clients["iam"]
+    iam.delete_role(RoleName="AWSServiceRoleForAutoScaling")
+    yield
+    iam.create_role(
+        RoleName="AWSServiceRoleForAutoScaling",
+        Path="/aws-service-role/autoscaling.amazonaws.com/",
+        AssumeRolePolicyDocument="{}",
+    )
+
+
+@pytest.mark.parametrize(("backend", "status"), [("ec2", "FAIL"), ("sagemaker", "INFO")])
+def test_a_missing_auto_scaling_role_fails_only_where_a_key_policy_names_it(
+    without_auto_scaling_role: None,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    backend: str,
+    status: str,
+) -> None:
+    if backend == "sagemaker":
+        quotas, stub = stubbed("service-quotas")
+        stub.add_response("get_service_quota", quota(TRN, 512), {"ServiceCode": "ec2", "QuotaCode": TRN.code})
+        stub.add_response(
+            "list_service_quotas",
+            {
+                "Quotas": [
+                    {"QuotaName": "ml.inf2.xlarge for endpoint usage", "Value": 9.0, "QuotaCode": "L-1"}
+                ]
+            },
+            {"ServiceCode": "sagemaker"},
+        )
+        with stub:
+            code, doc = run(
+                capsys,
+                write_config(tmp_path, dev=environment(backend=backend)),
+                factory({"service-quotas": quotas}),
+            )
+    else:
+        code, doc = passing_quotas(capsys, write_config(tmp_path, dev=environment(backend=backend)))
+    row = next(c for c in rows(doc, "service-linked role") if c["subject"] == "AWSServiceRoleForAutoScaling")
+    assert row["status"] == status
+    assert row["command"] == "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com"
+    assert code == (1 if status == "FAIL" else 0)
+    names = {c["subject"] for c in rows(doc, "service-linked role")}
+    if backend == "ec2":
+        assert "KMS refuses a policy whose principal does not exist" in row["detail"]
+        assert "AWSServiceRoleForElasticLoadBalancing" in names
+    else:
+        assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in names
+        assert "AWSServiceRoleForElasticLoadBalancing" not in names

@@ -74,6 +74,10 @@ class ServingDeployment:
     warm_pool: bool = False
     instance_type: str | None = None
     """The instance type as configured; None when the planner chose the cheapest fit."""
+    certificate_arn: str | None = None
+    """The ACM certificate of the EC2 fleet's HTTPS listener (None: HTTP inside the VPC)."""
+    token_secret: str | None = None
+    """The Secrets Manager secret (name or ARN) holding the Hugging Face token the nodes read."""
 
     @property
     def resolved_instance_type(self) -> str:

@@ -1,9 +1,13 @@
 """``cdk-neuron cost``: hourly and monthly cost at idle and at full scale, and a GPU comparison.
 
-Offline, from the catalog's dated price table (``--live-prices`` asks the AWS Price List API
-instead). Every figure is an estimate: the assumptions are part of the output, vendor claims are
-labelled as claims with their source, and the price table's date is printed with the instruction
-to refresh it.
+Offline, from the catalog's dated price tables (``--live-prices`` asks the AWS Price List API for
+every line, in the environment's Region, instead). Every figure is an estimate: the assumptions
+are part of the output, vendor claims are labelled as claims with their source, the price table's
+date is printed with the instruction to refresh it, and every line that applies a us-east-1 table
+price to another Region says so.
+
+The default view is a one-screen summary across environments; ``--details`` adds every line, the
+GPU comparison, the assumptions and the claims.
 """
 
 from __future__ import annotations
@@ -13,12 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Console
-
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
-from cdk_neuron.cli.output import document, notes, table, usd
-from cdk_neuron.cli.pricing import PriceBook
+from cdk_neuron.cli.output import Column, ColumnKind, Report, document, usd
+from cdk_neuron.cli.pricing import SERVICE_QUERIES, PriceBook, regional
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
 
@@ -103,6 +105,10 @@ class Line:
     basis: str
     stored_data: bool = False
     """Storage that bills by what is kept (checkpoints, cache), not by what runs."""
+    price_region: str | None = None
+    """The Region of the price used (None when nothing is priced)."""
+    other_region: bool = False
+    """The price is a table price for another Region than the environment's."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -114,7 +120,35 @@ class Line:
                 None if self.usd_per_hour is None else self.usd_per_hour * HOURS_PER_MONTH
             ),
             "basis": self.basis,
+            "price_region": self.price_region,
+            "other_region": self.other_region,
         }
+
+
+def _priced(
+    env: Deployment,
+    item: str,
+    quantity: str,
+    usd_per_hour: float | None,
+    basis: str,
+    prices: Sequence[catalog.Price | None],
+    *,
+    stored_data: bool = False,
+) -> Line:
+    """A line priced from ``prices``; one priced for another Region says so first in its basis."""
+    known = [p for p in prices if p is not None]
+    elsewhere = sorted({p.region for p in known if not regional(p, env.region)})
+    if elsewhere:
+        basis = f"{' and '.join(elsewhere)} price applied to {env.region}; {basis}"
+    return Line(
+        item,
+        quantity,
+        usd_per_hour,
+        basis,
+        stored_data=stored_data,
+        price_region=known[0].region if known else None,
+        other_region=bool(elsewhere),
+    )
 
 
 def _round(value: float | None) -> float | None:
@@ -132,8 +166,10 @@ def _price_basis(name: str, price: catalog.Price | None) -> str:
     return f"${price.usd_per_hour:,.4f}/h {name} ({price.source}, {price.region}{note})"
 
 
-def _service(key: str) -> float:
-    return catalog.SERVICE_PRICES[key].usd_per_hour
+def _service_price(prices: PriceBook, key: str) -> catalog.Price:
+    price = prices.service(key)
+    assert price is not None, key  # every key the lines use has a table price
+    return price
 
 
 def _total(lines: Sequence[Line]) -> dict[str, Any]:
@@ -155,79 +191,94 @@ def _serving_price(env: Deployment, plan: ServingPlan, prices: PriceBook) -> tup
     return name, prices.instance(plan.instance_type, sagemaker=sagemaker)
 
 
-def _rate(key: str, unit: str) -> str:
+def _rate(price: catalog.Price, unit: str) -> str:
     """A service price as the basis column shows it, with its note (``$0.045/h, ...``)."""
-    price = catalog.SERVICE_PRICES[key]
     note = f", {price.note}" if price.note else ""
     return f"${price.usd_per_hour:g}/{unit} ({price.source}, {price.region}{note})"
 
 
-def _monthly(key: str, count: int) -> float:
-    return count * _service(key) / HOURS_PER_MONTH
-
-
-def _nat_lines(env: Deployment) -> list[Line]:
+def _nat_lines(env: Deployment, prices: PriceBook) -> list[Line]:
     network = env.network
     nat = network.nat_gateways
     if network.nat_instance_type is None:
-        device = Line(
+        gateway = _service_price(prices, "nat_gateway_hour")
+        device = _priced(
+            env,
             "NAT gateways",
             str(nat),
-            nat * _service("nat_gateway_hour"),
-            _rate("nat_gateway_hour", "h each") + "; data processed not included",
+            nat * gateway.usd_per_hour,
+            _rate(gateway, "h each") + "; data processed not included",
+            [gateway] if nat else [],
         )
     else:
         name = network.nat_instance_type
-        price = catalog.NAT_INSTANCE_PRICES.get(name)
-        device = Line(
+        price = prices.live.get(name) or catalog.NAT_INSTANCE_PRICES.get(name)
+        device = _priced(
+            env,
             "NAT instances",
             f"{nat} x {name}",
             _times(nat, price),
             _price_basis(name, price) + "; no per-GB processing charge",
+            [price] if nat else [],
         )
-    addresses = Line(
+    address = _service_price(prices, "public_ipv4_hour")
+    addresses = _priced(
+        env,
         "public IPv4 addresses",
         f"{nat} (one per NAT)",
-        nat * _service("public_ipv4_hour"),
-        _rate("public_ipv4_hour", "h each"),
+        nat * address.usd_per_hour,
+        _rate(address, "h each"),
+        [address] if nat else [],
     )
     return [device, addresses]
 
 
-def infrastructure_lines(env: Deployment) -> list[Line]:
+def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> list[Line]:
     """What bills whether or not any accelerator runs."""
+    prices = prices or PriceBook()
     services, azs = interface_endpoints(env)
     standing = env.standing
     alarms = standing.alarms
+    endpoint = _service_price(prices, "interface_endpoint_az_hour")
+    kms = _service_price(prices, "kms_key_month")
+    alarm = _service_price(prices, "alarm_month")
+    dashboard = _service_price(prices, "dashboard_month")
     lines = [
-        *_nat_lines(env),
-        Line(
+        *_nat_lines(env, prices),
+        _priced(
+            env,
             "interface VPC endpoints",
             f"{len(services)} x {azs} AZ" if services else "none",
-            len(services) * azs * _service("interface_endpoint_az_hour"),
-            _rate("interface_endpoint_az_hour", "h per endpoint per AZ") + "; data processed not included",
+            len(services) * azs * endpoint.usd_per_hour,
+            _rate(endpoint, "h per endpoint per AZ") + "; data processed not included",
+            [endpoint] if services else [],
         ),
-        Line(
+        _priced(
+            env,
             "KMS keys",
             str(len(standing.kms_keys)),
-            _monthly("kms_key_month", len(standing.kms_keys)),
-            _rate("kms_key_month", "key-month") + f": {', '.join(standing.kms_keys)}",
+            len(standing.kms_keys) * kms.usd_per_hour / HOURS_PER_MONTH,
+            _rate(kms, "key-month") + f": {', '.join(standing.kms_keys)}",
+            [kms] if standing.kms_keys else [],
         ),
-        Line(
+        _priced(
+            env,
             "CloudWatch alarms and dashboard",
             f"{alarms} alarms, {standing.dashboards} dashboard" + ("s" if standing.dashboards != 1 else ""),
-            _monthly("alarm_month", alarms) + _monthly("dashboard_month", standing.dashboards),
-            _rate("alarm_month", "alarm-month")
+            (alarms * alarm.usd_per_hour + standing.dashboards * dashboard.usd_per_hour) / HOURS_PER_MONTH,
+            _rate(alarm, "alarm-month")
             + "; "
-            + _rate("dashboard_month", "dashboard-month")
+            + _rate(dashboard, "dashboard-month")
             + "; free-tier allowances not deducted",
+            [alarm, dashboard],
         ),
     ]
     if standing.load_balancers:
         count = standing.load_balancers
+        alb = _service_price(prices, "alb_hour")
         lines.append(
-            Line(
-                "application load balancer", str(count), count * _service("alb_hour"), _rate("alb_hour", "h")
+            _priced(
+                env, "application load balancer", str(count), count * alb.usd_per_hour, _rate(alb, "h"), [alb]
             )
         )
     ckpt = env.training.checkpoint
@@ -244,30 +295,37 @@ def infrastructure_lines(env: Deployment) -> list[Line]:
     else:
         size_gb = estimate_checkpoint(ckpt.model_parameters, writers=ckpt.writers, region=env.region).size_gb
         stored = size_gb * KEPT_CHECKPOINTS
-        # Our EFS price source (SVC-EFS) gives no One Zone storage price: the Standard rate is an
-        # upper bound.
-        one_zone = (
-            "; One Zone priced at the Standard rate (no One Zone price on record)"
-            if env.storage.one_zone
-            else ""
-        )
+        efs = _service_price(prices, "efs_standard_gb_month")
+        one_zone = ""
+        if env.storage.one_zone:
+            live_one_zone = prices.live_services.get("efs_one_zone_gb_month")
+            if live_one_zone is not None:
+                efs, one_zone = live_one_zone, "; One Zone"
+            else:
+                # The table's EFS source (SVC-EFS) gives no One Zone price: the Standard rate is an upper bound.
+                one_zone = "; One Zone priced at the Standard rate (no One Zone price on record)"
         lines.append(
-            Line(
+            _priced(
+                env,
                 "EFS checkpoints",
                 f"{stored:,.0f} GB",
-                stored * _service("efs_standard_gb_month") / HOURS_PER_MONTH,
+                stored * efs.usd_per_hour / HOURS_PER_MONTH,
                 f"{KEPT_CHECKPOINTS} checkpoints of {size_gb:,.0f} GB at "
-                + _rate("efs_standard_gb_month", "GB-month")
+                + _rate(efs, "GB-month")
                 + one_zone,
+                [efs],
                 stored_data=True,
             )
         )
+    s3 = _service_price(prices, "s3_standard_gb_month")
     lines.append(
-        Line(
+        _priced(
+            env,
             "S3 compile cache",
             f"{COMPILE_CACHE_GB} GB",
-            COMPILE_CACHE_GB * _service("s3_standard_gb_month") / HOURS_PER_MONTH,
-            _rate("s3_standard_gb_month", "GB-month"),
+            COMPILE_CACHE_GB * s3.usd_per_hour / HOURS_PER_MONTH,
+            _rate(s3, "GB-month"),
+            [s3],
             stored_data=True,
         )
     )
@@ -279,12 +337,14 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
     price = prices.ec2(training.instance_type)
     kind = training.capacity.kind
     if kind in ("reservation", "reservation-group"):
-        return Line(
+        return _priced(
+            env,
             "training capacity reservation",
             f"{training.max_nodes} x {training.instance_type}",
             _times(training.max_nodes, price),
             "a capacity reservation bills every reserved instance, used or not; assumed to reserve max_nodes. "
             + _price_basis(training.instance_type, price),
+            [price],
         )
     if kind == "capacity-block":
         return Line(
@@ -305,13 +365,15 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
 def idle(env: Deployment, prices: PriceBook) -> list[Line]:
     plan = env.serving.plan
     name, price = _serving_price(env, plan, prices)
-    serving = Line(
+    serving = _priced(
+        env,
         "serving instances (minimum)",
         f"{env.serving.min_capacity} x {name}",
         _times(env.serving.min_capacity, price),
         _price_basis(name, price),
+        [price] if env.serving.min_capacity else [],
     )
-    return [_idle_training_line(env, prices), serving, *infrastructure_lines(env)]
+    return [_idle_training_line(env, prices), serving, *infrastructure_lines(env, prices)]
 
 
 def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
@@ -325,19 +387,23 @@ def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
         else ""
     )
     return [
-        Line(
+        _priced(
+            env,
             "training nodes (max_nodes)",
             f"{training.max_nodes} x {training.instance_type}",
             _times(training.max_nodes, train_price),
             _price_basis(training.instance_type, train_price) + cb,
+            [train_price],
         ),
-        Line(
+        _priced(
+            env,
             "serving instances (max_capacity)",
             f"{env.serving.max_capacity} x {name}",
             _times(env.serving.max_capacity, serving_price),
             _price_basis(name, serving_price),
+            [serving_price],
         ),
-        *infrastructure_lines(env),
+        *infrastructure_lines(env, prices),
     ]
 
 
@@ -452,13 +518,25 @@ def _sagemaker_prices_date() -> str:
     return ", ".join(sorted({catalog.SOURCES[p.source].date for p in catalog.SAGEMAKER_PRICES.values()}))
 
 
+def _price_origin(env: Deployment, prices: PriceBook) -> str:
+    if prices.is_live:
+        return (
+            f"Prices from the AWS Price List API for {env.region}, retrieved {prices.date}; a line the API "
+            "did not price keeps the table's price and names its source."
+        )
+    sagemaker = (
+        f"; SageMaker ml.* prices from a table dated {_sagemaker_prices_date()}"
+        if env.serving.backend == "sagemaker"
+        else ""
+    )
+    return f"On-demand Linux prices from the catalog table dated {prices.date}{sagemaker}."
+
+
 def assumptions(env: Deployment, prices: PriceBook) -> list[str]:
     plan = env.serving.plan
     services, azs = interface_endpoints(env)
     out = [
-        f"Monthly = hourly x {HOURS_PER_MONTH} h. On-demand Linux prices dated {prices.date}"
-        + (" (live from the AWS Price List API for EC2 types)" if prices.live else " (catalog table)")
-        + f"; SageMaker ml.* prices from a table dated {_sagemaker_prices_date()}.",
+        f"Monthly = hourly x {HOURS_PER_MONTH} h. {_price_origin(env, prices)}",
         (
             f"Interface endpoints: {', '.join(services)} in {azs} AZ(s)."
             if services
@@ -477,18 +555,50 @@ def assumptions(env: Deployment, prices: PriceBook) -> list[str]:
     ]
     if env.serving.warm_pool:
         out.append("Warm pool instances are stopped: only their EBS volumes bill; not included.")
-    regions = {p.region for p in (prices.ec2(env.training.instance_type),) if p is not None}
-    if not prices.live and regions and env.region not in regions | catalog.SAME_PRICE_REGIONS:
+    elsewhere = _other_region_items(env, prices)
+    if elsewhere:
         out.append(
-            f"The table prices are for {', '.join(sorted(regions))}; {env.region} prices differ "
-            "(inf2 in eu-west-1 is about 25% higher): use --live-prices."
+            f"{len(elsewhere)} line(s) apply us-east-1 table prices to {env.region}: {', '.join(elsewhere)}. "
+            f"{env.region} prices can differ (inf2 in eu-west-1 is about 25% higher): use --live-prices."
         )
     return out
 
 
+def _other_region_items(env: Deployment, prices: PriceBook) -> list[str]:
+    items: list[str] = []
+    for line in [*idle(env, prices), *full_scale(env, prices)]:
+        if line.other_region and line.item not in items:
+            items.append(line.item)
+    return items
+
+
 def ec2_types(env: Deployment) -> set[str]:
     """Every EC2 instance type the estimate prices (for ``--live-prices``)."""
-    return {env.training.instance_type, env.serving.resolved_instance_type, *catalog.GPU_INSTANCES}
+    types = {env.training.instance_type, env.serving.resolved_instance_type, *catalog.GPU_INSTANCES}
+    if env.network.nat_instance_type is not None:
+        types.add(env.network.nat_instance_type)
+    return types
+
+
+def sagemaker_types(env: Deployment) -> set[str]:
+    """The SageMaker hosting types the estimate prices (for ``--live-prices``)."""
+    return {env.serving.resolved_instance_type} if env.serving.backend == "sagemaker" else set()
+
+
+def service_keys(env: Deployment) -> set[str]:
+    """The service prices the estimate uses (for ``--live-prices``)."""
+    keys = set(SERVICE_QUERIES)
+    if not env.storage.one_zone:
+        keys.discard("efs_one_zone_gb_month")
+    if not env.standing.load_balancers:
+        keys.discard("alb_hour")
+    if env.network.nat_instance_type is not None or not env.network.nat_gateways:
+        keys.discard("nat_gateway_hour")
+    if not env.network.nat_gateways:
+        keys.discard("public_ipv4_hour")
+    if not env.network.interface_endpoints:
+        keys.discard("interface_endpoint_az_hour")
+    return keys
 
 
 def _claims_for(env: Deployment) -> list[dict[str, str]]:
@@ -499,18 +609,38 @@ def _claims_for(env: Deployment) -> list[dict[str, str]]:
     ]
 
 
+def _summary(
+    env: Deployment, section_idle: dict[str, Any], section_full: dict[str, Any], prices: PriceBook
+) -> dict[str, Any]:
+    return {
+        "name": env.name,
+        "region": env.region,
+        "idle_usd_per_hour": section_idle["usd_per_hour"],
+        "idle_usd_per_month": section_idle["usd_per_month"],
+        "full_scale_usd_per_hour": section_full["usd_per_hour"],
+        "full_scale_usd_per_month": section_full["usd_per_month"],
+        "complete": section_idle["complete"] and section_full["complete"],
+        "prices": "live" if prices.is_live else "table",
+        "other_region_lines": _other_region_items(env, prices),
+    }
+
+
 def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None = None) -> dict[str, Any]:
     books = prices_by_env or {}
     environments = []
+    summary = []
     for env in envs:
         prices = books.get(env.name, PriceBook())
+        idle_section = _total(idle(env, prices))
+        full_section = _total(full_scale(env, prices))
+        summary.append(_summary(env, idle_section, full_section, prices))
         environments.append(
             {
                 "name": env.name,
                 "region": env.region,
                 "prices_date": prices.date,
-                "idle": _total(idle(env, prices)),
-                "full_scale": _total(full_scale(env, prices)),
+                "idle": idle_section,
+                "full_scale": full_section,
                 "gpu_comparison": {
                     "training": training_comparison(env, prices),
                     "serving": serving_comparison(env, prices),
@@ -525,11 +655,56 @@ def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None
         prices_note=catalog.PRICES_NOTE,
         refresh=REFRESH_INSTRUCTION,
         hours_per_month=HOURS_PER_MONTH,
+        summary=summary,
         environments=environments,
     )
 
 
-def _lines_table(title: str, section: dict[str, Any]) -> Any:
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+_MONEY: ColumnKind = "id"  # amounts never wrap
+
+
+def render_summary(doc: dict[str, Any], out: Report) -> None:
+    rows = doc["summary"]
+    out.table(
+        f"cost summary (USD, on-demand; month = {doc['hours_per_month']} h)",
+        (
+            Column("environment", "id"),
+            Column("region", "id"),
+            Column("idle / month", _MONEY),
+            Column("full / hour", _MONEY),
+            Column("full / month", _MONEY),
+            Column("prices", "id"),
+        ),
+        (
+            (r["name"] + ("" if r["complete"] else " *"), r["region"], usd(r["idle_usd_per_month"]),
+             usd(r["full_scale_usd_per_hour"]), usd(r["full_scale_usd_per_month"]), r["prices"])
+            for r in rows
+        ),
+    )  # fmt: skip
+    notes = [
+        "idle: minimum serving fleet, training scaled to zero (or reserved), network, keys, alarms and "
+        "stored data; full: max_nodes training nodes and the max_capacity serving fleet, plus the same.",
+    ]
+    if any(not r["complete"] for r in rows):
+        notes.append("* a price is missing: the total is a lower bound (see --details).")
+    for r in rows:
+        if r["other_region_lines"]:
+            notes.append(
+                f"{r['name']}: {len(r['other_region_lines'])} line(s) are us-east-1 prices applied to "
+                f"{r['region']} ({', '.join(r['other_region_lines'])}); --live-prices prices them there."
+            )
+    if all(r["prices"] == "table" for r in rows):
+        notes.append(
+            f"Price table dated {doc['prices_date']}; SageMaker ml.* from {_sagemaker_prices_date()}."
+        )
+    out.notes("Notes", notes)
+
+
+def _lines_table(out: Report, title: str, section: dict[str, Any]) -> None:
     rows = [
         (line["item"], line["quantity"], usd(line["usd_per_hour"]), usd(line["usd_per_month"]), line["basis"])
         for line in section["lines"]
@@ -540,47 +715,69 @@ def _lines_table(title: str, section: dict[str, Any]) -> Any:
         ("without stored data", "", usd(running), usd(running * HOURS_PER_MONTH), "EFS and S3 excluded")
     )
     rows.append(("total" + partial, "", usd(section["usd_per_hour"]), usd(section["usd_per_month"]), ""))
-    return table(title, ("item", "quantity", "$/hour", "$/month", "basis"), rows)
+    out.table(
+        title,
+        (
+            Column("item"),
+            Column("quantity"),
+            Column("$/hour", _MONEY),
+            Column("$/month", _MONEY),
+            Column("basis"),
+        ),
+        rows,
+    )
 
 
-def _ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
+def render_details(env: dict[str, Any], out: Report) -> None:
+    name = f"{env['name']} ({env['region']})"
+    _lines_table(out, f"{name}: idle (minimum capacity)", env["idle"])
+    _lines_table(out, f"{name}: full scale (max nodes, max fleet)", env["full_scale"])
+    comparison = env["gpu_comparison"]
+    out.table(
+        f"{name}: training cluster vs GPU clusters (per cluster-hour)",
+        (Column("instance", "id"), Column("basis"), Column("nodes", "id"), Column("accelerator memory"),
+         Column("$/hour", _MONEY), Column("vs Neuron", "id")),
+        (
+            (r["instance_type"], r["basis"], r["nodes"], f"{r['accelerator_memory_gib']:,} GiB",
+             usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
+            for r in comparison["training"]
+        ),
+    )  # fmt: skip
+    out.table(
+        f"{name}: serving fleet at max capacity vs GPU instances",
+        (Column("instance"), Column("TP", "id"), Column("replicas per instance"), Column("$ per replica-hour", _MONEY),
+         Column("instances", "id"), Column("$/hour", _MONEY), Column("vs Neuron", "id")),
+        (
+            (r["instance_type"] or f"{r['family']}: none fits", r["tensor_parallel"],
+             r["replicas_per_instance"], usd(r["usd_per_replica_hour"]), r["instances_for_fleet"],
+             usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
+            for r in comparison["serving"]
+        ),
+    )  # fmt: skip
+    out.notes("Assumptions", env["assumptions"])
+    out.notes(
+        "Claims (not used in the arithmetic above)",
+        (f'CLAIM "{c["claim"]}" - source: {c["source"]} - {c["status"]}' for c in env["claims"]),
+    )
+    out.blank()
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
-    for env in doc["environments"]:
-        name = f"{env['name']} ({env['region']})"
-        out.print(_lines_table(f"{name}: idle (minimum capacity)", env["idle"]))
-        out.print(_lines_table(f"{name}: full scale (max nodes, max fleet)", env["full_scale"]))
-        comparison = env["gpu_comparison"]
-        out.print(
-            table(
-                f"{name}: training cluster vs GPU clusters (per cluster-hour)",
-                ("instance", "basis", "nodes", "accelerator memory", "$/hour", "vs Neuron"),
-                (
-                    (r["instance_type"], r["basis"], r["nodes"], f"{r['accelerator_memory_gib']:,} GiB",
-                     usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
-                    for r in comparison["training"]
-                ),
-            )
-        )  # fmt: skip
-        out.print(
-            table(
-                f"{name}: serving fleet at max capacity vs GPU instances",
-                ("instance", "TP", "replicas/instance", "$/replica-hour", "instances", "$/hour", "vs Neuron"),
-                (
-                    (r["instance_type"] or f"{r['family']}: none fits", r["tensor_parallel"],
-                     r["replicas_per_instance"], usd(r["usd_per_replica_hour"]), r["instances_for_fleet"],
-                     usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
-                    for r in comparison["serving"]
-                ),
-            )
-        )  # fmt: skip
-        notes(out, "Assumptions", env["assumptions"])
-        notes(
-            out,
-            "Claims (not used in the arithmetic above)",
-            (f'CLAIM "{c["claim"]}" - source: {c["source"]} - {c["status"]}' for c in env["claims"]),
+def render(doc: dict[str, Any], *, details: bool = False) -> Report:
+    out = Report()
+    render_summary(doc, out)
+    if details:
+        out.blank()
+        for env in doc["environments"]:
+            render_details(env, out)
+        out.line(f"Price table dated {doc['prices_date']}. {doc['refresh']}")
+    else:
+        names = [e["name"] for e in doc["environments"]]
+        out.commands(
+            "Every line, the GPU comparison, assumptions and claims:",
+            [
+                f"cdk-neuron cost --details --env {names[0]}"
+                if len(names) == 1
+                else "cdk-neuron cost --details"
+            ],
         )
-        out.print()
-    out.print(f"Price table dated {doc['prices_date']}. {doc['refresh']}")
+    return out

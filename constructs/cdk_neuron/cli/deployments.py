@@ -89,6 +89,17 @@ def load(path: str | Path = "cdk.json") -> dict[str, Deployment]:
     return deployments
 
 
+BOOTSTRAP_QUALIFIER_KEY = "@aws-cdk/core:bootstrapQualifier"
+DEFAULT_BOOTSTRAP_QUALIFIER = "hnb659fds"
+"""aws-cdk-lib's ``DefaultStackSynthesizer.DEFAULT_QUALIFIER``, used unless the context names another."""
+
+
+def bootstrap_qualifier(path: str | Path = "cdk.json") -> str:
+    """The CDK bootstrap qualifier the app synthesizes with (its cdk.json context, else the default)."""
+    value = _context(Path(path)).get(BOOTSTRAP_QUALIFIER_KEY)
+    return value if isinstance(value, str) and value else DEFAULT_BOOTSTRAP_QUALIFIER
+
+
 def select(deployments: Mapping[str, Deployment], only: str | None) -> list[Deployment]:
     """All deployments, or just ``only`` (``--env NAME``)."""
     if not only:
@@ -98,4 +109,4 @@ def select(deployments: Mapping[str, Deployment], only: str | None) -> list[Depl
     return [deployments[only]]
 
 
-__all__ = ["LOADER_KEY", "load", "select"]
+__all__ = ["DEFAULT_BOOTSTRAP_QUALIFIER", "LOADER_KEY", "bootstrap_qualifier", "load", "select"]

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
-
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
-from cdk_neuron.cli.output import document, notes, table
+from cdk_neuron.cli.output import Report, document
 from cdk_neuron.deployment import Deployment
 
 
@@ -106,52 +104,51 @@ def build(envs: Sequence[Deployment]) -> dict[str, Any]:
     )
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
+def render(doc: dict[str, Any]) -> Report:
+    out = Report()
     for env in doc["environments"]:
         t, c, s = env["training"], env["checkpoint"], env["serving"]
         lnc = f" (LNC={t['logical_nc_config']})" if t["logical_nc_config"] else ""
-        training_rows = [
-            ("instance", f"{t['instance_type']}{lnc} in {t['az_id']} ({t['engine']}, {t['capacity']})"),
-            ("nodes", f"{t['nodes']} planned, up to {t['max_nodes']}"),
-            ("ranks per node", t["ranks_per_node"]),
-            ("world size", t["world_size"]),
-            ("TP x PP x DP", f"{t['tensor_parallel']} x {t['pipeline_parallel']} x {t['data_parallel']}"),
-            ("TP inside NeuronLink", t["tp_within_neuronlink"]),
-            ("crosses EFA", t["efa_dimensions"] or "nothing"),
-            ("EFA traffic", t["efa_traffic"]),
-        ]
-        out.print(
-            table(
-                f"{env['name']} ({env['region']}): training placement",
-                ("", ""),
-                training_rows,
-                show_header=False,
-            )
+        out.pairs(
+            f"{env['name']} ({env['region']}): training placement",
+            [
+                ("instance", f"{t['instance_type']}{lnc} in {t['az_id']} ({t['engine']}, {t['capacity']})"),
+                ("nodes", f"{t['nodes']} planned, up to {t['max_nodes']}"),
+                ("ranks per node", t["ranks_per_node"]),
+                ("world size", t["world_size"]),
+                ("TP x PP x DP", f"{t['tensor_parallel']} x {t['pipeline_parallel']} x {t['data_parallel']}"),
+                ("TP inside NeuronLink", t["tp_within_neuronlink"]),
+                ("crosses EFA", t["efa_dimensions"] or "nothing"),
+                ("EFA traffic", t["efa_traffic"]),
+            ],
         )
         if c is not None:
-            checkpoint_rows = [
-                ("size", f"{c['size_gb']:,.1f} GB ({c['model_parameters'] / 1e9:g}B params x "
-                         f"{c['bytes_per_parameter']:g} bytes)"),
-                ("save time", f"{c['save_minutes']:.1f} min on {c['file_system']}"),
-                ("throughput", f"{c['throughput_mibps']:,} MiB/s from {c['writers']} writer(s), "
-                               f"{c['limiting_factor']} limit"),
-                ("write cost", f"${c['write_cost_usd']:,.2f} per save (EFS Elastic writes)"),
-            ]  # fmt: skip
-            out.print(
-                table(f"{env['name']}: checkpoint estimate", ("", ""), checkpoint_rows, show_header=False)
-            )
+            out.pairs(
+                f"{env['name']}: checkpoint estimate",
+                [
+                    ("size", f"{c['size_gb']:,.1f} GB ({c['model_parameters'] / 1e9:g}B params x "
+                             f"{c['bytes_per_parameter']:g} bytes)"),
+                    ("save time", f"{c['save_minutes']:.1f} min on {c['file_system']}"),
+                    ("throughput", f"{c['throughput_mibps']:,} MiB/s from {c['writers']} writer(s), "
+                                   f"{c['limiting_factor']} limit"),
+                    ("write cost", f"${c['write_cost_usd']:,.2f} per save (EFS Elastic writes)"),
+                ],
+            )  # fmt: skip
         else:
-            out.print(f"{env['name']}: no checkpoint estimate (set training.checkpoint.model_parameters)")
-        serving_rows = [
-            ("model", s["model_id"]),
-            ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
-            ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
-            ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
-                             f"(weights {s['weights_gib']:.1f} GiB / TP + KV {s['kv_cache_per_core_gib']:.2f} GiB: "
-                             f"{s['kv_heads_per_core']} KV head(s) per core)"),
-            ("headroom", f"{s['headroom']:.0%} free"),
-            ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
-        ]  # fmt: skip
-        out.print(table(f"{env['name']}: serving sizing", ("", ""), serving_rows, show_header=False))
-        notes(out, "Notes", t["notes"])
-        out.print()
+            out.line(f"{env['name']}: no checkpoint estimate (set training.checkpoint.model_parameters)")
+        out.pairs(
+            f"{env['name']}: serving sizing",
+            [
+                ("model", s["model_id"]),
+                ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
+                ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
+                ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
+                                 f"(weights {s['weights_gib']:.1f} GiB / TP + KV {s['kv_cache_per_core_gib']:.2f} GiB: "
+                                 f"{s['kv_heads_per_core']} KV head(s) per core)"),
+                ("headroom", f"{s['headroom']:.0%} free"),
+                ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
+            ],
+        )  # fmt: skip
+        out.notes("Notes", t["notes"])
+        out.blank()
+    return out

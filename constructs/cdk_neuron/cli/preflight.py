@@ -9,11 +9,23 @@
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
   ``resource-groups:GetGroup`` / ``ListGroupResources``);
 - the AMI SSM parameters resolve (``ssm:GetParameter``);
+- the account and Region are CDK-bootstrapped at the version the templates require: the
+  ``/cdk-bootstrap/<qualifier>/version`` parameter (``ssm:GetParameter``) and the ``CDKToolkit``
+  stack (``cloudformation:DescribeStacks``);
+- the job and serving images exist and their tags resolve (``ecr:DescribeImages``, falling back to
+  ``ecr:BatchGetImage`` where only pulling is allowed, as for the AWS Deep Learning Containers); an
+  image outside ECR cannot be resolved here and is INFO, not PASS;
+- the certificate is ISSUED, in the Region, and not about to expire (``acm:DescribeCertificate``);
+  the token secret exists, has a current value, is in the Region and is readable with the
+  permissions the stack grants (``secretsmanager:DescribeSecret``, ``kms:DescribeKey``);
+- the service-linked roles the stacks rely on exist (``iam:GetRole``); one the deploying service
+  creates on first use is INFO when missing, one a key policy names is FAIL;
 - a model ``artifact_uri`` holds a self-contained precompiled model: a compiled graph, weights,
   and the config and tokenizer (``s3:ListBucket`` on the prefix, i.e. ``ListObjectsV2``).
 
-Any FAIL row makes the command exit 1. A check that AWS refuses to answer (for example
-AccessDenied) is a FAIL row that says so: an unverified check is not a pass.
+Any FAIL row makes the command exit 1, and each names its fix (a command where one exists). A check
+that AWS refuses to answer (for example AccessDenied) is a FAIL row that says so: an unverified
+check is not a pass.
 """
 
 from __future__ import annotations
@@ -22,15 +34,15 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any
-
-from rich.console import Console
 
 from cdk_neuron import catalog
 from cdk_neuron.cli.aws import ClientFactory, credentials_problem, error_code, error_summary
-from cdk_neuron.cli.output import Status, document, status_cell, table
+from cdk_neuron.cli.output import Column, Report, Status, document
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.serving.model_spec import parse_s3_uri
+from cdk_neuron.validation import CERTIFICATE_ARN, ECR_REGISTRY, IMAGE_URI
 
 
 @dataclass(frozen=True)
@@ -72,14 +84,17 @@ class Row:
     subject: str
     status: Status
     detail: str
+    command: str | None = None
+    """A command line that fixes (or checks further) what the row reports, printed whole."""
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, str | None]:
         return {
             "environment": self.environment,
             "check": self.check,
             "subject": self.subject,
             "status": self.status,
             "detail": self.detail,
+            "command": self.command,
         }
 
 
@@ -88,12 +103,14 @@ class Context:
     env: Deployment
     all_envs: Sequence[Deployment]
     clients: ClientFactory
+    qualifier: str = "hnb659fds"
+    """The CDK bootstrap qualifier (cdk.json ``@aws-cdk/core:bootstrapQualifier``)."""
 
     def client(self, service: str) -> Any:
         return self.clients(service, self.env.region)
 
-    def row(self, check: str, subject: str, status: Status, detail: str) -> Row:
-        return Row(self.env.name, check, subject, status, detail)
+    def row(self, check: str, subject: str, status: Status, detail: str, command: str | None = None) -> Row:
+        return Row(self.env.name, check, subject, status, detail, command)
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,8 +258,8 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
                     "quota",
                     subject,
                     "FAIL",
-                    f"{value:g} vCPUs < {needed} needed: {breakdown}. Request an increase: aws service-quotas "
-                    f"request-service-quota-increase --service-code ec2 --quota-code {spec.code} "
+                    f"{value:g} vCPUs < {needed} needed: {breakdown}. Request an increase (command below)",
+                    f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {spec.code} "
                     f"--desired-value {needed} --region {ctx.env.region}",
                 )
             )
@@ -645,13 +662,461 @@ def check_artifacts(ctx: Context) -> list[Row]:
     ]
 
 
+# --------------------------------------------------------------------------------------------
+# What breaks first deploys: bootstrap, images, certificate and secret, service-linked roles
+# --------------------------------------------------------------------------------------------
+
+# aws-cdk-lib 2.275.0, core/lib/stack-synthesizers/default-synthesizer.ts: MIN_BOOTSTRAP_STACK_VERSION
+# = 6 is what every synthesized template's CheckBootstrapVersion rule asserts ("CDK bootstrap stack
+# version 6 required") and what the asset manifests require; MIN_LOOKUP_ROLE_BOOTSTRAP_STACK_VERSION
+# = 8 is what the lookup role needs (cdk diff, context lookups). tests/test_cli_preflight.py checks
+# the first against the synthesized templates.
+REQUIRED_BOOTSTRAP_VERSION = 6
+LOOKUP_ROLE_BOOTSTRAP_VERSION = 8
+TOOLKIT_STACK = "CDKToolkit"
+_STACK_OK = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE"}
+CERTIFICATE_WARN_DAYS = 30
+
+
+def _bootstrap_command(ctx: Context, account: str) -> str:
+    qualifier = "" if ctx.qualifier == "hnb659fds" else f" --qualifier {ctx.qualifier}"
+    return f"cdk bootstrap aws://{account}/{ctx.env.region}{qualifier}"
+
+
+def check_bootstrap(ctx: Context) -> list[Row]:
+    account = ctx.client("sts").get_caller_identity()["Account"]
+    name = f"/cdk-bootstrap/{ctx.qualifier}/version"
+    fix = _bootstrap_command(ctx, account)
+    where = f"{account}/{ctx.env.region}"
+    try:
+        value = ctx.client("ssm").get_parameter(Name=name)["Parameter"]["Value"]
+    except Exception as error:
+        if error_code(error) != "ParameterNotFound":
+            raise
+        return [
+            ctx.row(
+                "bootstrap",
+                name,
+                "FAIL",
+                f"{where} is not bootstrapped (qualifier {ctx.qualifier}): cdk deploy stops at the "
+                f"templates' CheckBootstrapVersion rule; bootstrap it (command below)",
+                fix,
+            )
+        ]
+    version = int(value) if str(value).isdigit() else 0
+    if version < REQUIRED_BOOTSTRAP_VERSION:
+        row = ctx.row(
+            "bootstrap",
+            name,
+            "FAIL",
+            f"version {value} in {where}; the templates require {REQUIRED_BOOTSTRAP_VERSION} or later "
+            "(aws-cdk-lib's CheckBootstrapVersion rule): bootstrap again with this CDK (command below)",
+            fix,
+        )
+    elif version < LOOKUP_ROLE_BOOTSTRAP_VERSION:
+        row = ctx.row(
+            "bootstrap",
+            name,
+            "WARN",
+            f"version {version} in {where}: deploys work (>= {REQUIRED_BOOTSTRAP_VERSION}), but cdk diff and "
+            f"lookups need the lookup role of version {LOOKUP_ROLE_BOOTSTRAP_VERSION}; bootstrap again",
+            fix,
+        )
+    else:
+        row = ctx.row(
+            "bootstrap",
+            name,
+            "PASS",
+            f"version {version} in {where} (>= {REQUIRED_BOOTSTRAP_VERSION} required)",
+        )
+    return [row, _toolkit_row(ctx, fix)]
+
+
+def _toolkit_row(ctx: Context, fix: str) -> Row:
+    try:
+        stack = ctx.client("cloudformation").describe_stacks(StackName=TOOLKIT_STACK)["Stacks"][0]
+    except Exception as error:
+        if "does not exist" not in str(error):
+            raise
+        return ctx.row(
+            "bootstrap",
+            TOOLKIT_STACK,
+            "WARN",
+            f"no {TOOLKIT_STACK} stack although the version parameter exists: bootstrapped with "
+            "--toolkit-stack-name? Then the assets bucket and roles live in that stack",
+        )
+    status = str(stack.get("StackStatus", "?"))
+    if status in _STACK_OK:
+        return ctx.row("bootstrap", TOOLKIT_STACK, "PASS", status)
+    if status.endswith("_IN_PROGRESS"):
+        return ctx.row("bootstrap", TOOLKIT_STACK, "WARN", f"{status}: wait for it to finish, then deploy")
+    return ctx.row(
+        "bootstrap",
+        TOOLKIT_STACK,
+        "FAIL",
+        f"{status}: the bootstrap stack is broken (assets bucket and deploy roles); bootstrap again (command below)",
+        fix,
+    )
+
+
+def _images(env: Deployment) -> list[tuple[str, str]]:
+    """(who runs it, image URI) for every container image the stacks deploy."""
+    images: list[tuple[str, str]] = []
+    if env.training.engine == "batch" and env.training.job_image:
+        images.append(("training job", env.training.job_image))
+    engine = env.serving.engine
+    if env.serving.backend == "ec2":
+        images.append(("serving", engine.image.uri(env.region)))
+    elif engine.sagemaker_image is not None:
+        images.append(("SageMaker serving", engine.sagemaker_image.uri(env.region)))
+    return images
+
+
+def _image_row(ctx: Context, role: str, uri: str) -> Row:
+    match = IMAGE_URI.match(uri)
+    registry = ECR_REGISTRY.match(match["registry"]) if match else None
+    if match is None or registry is None:
+        host = match["registry"] if match else uri.split("/", 1)[0]
+        return ctx.row(
+            "image",
+            uri,
+            "INFO",
+            f"{role}: not checked: {host} is not Amazon ECR, whose tags preflight cannot resolve; pull it once "
+            "to check (docker manifest inspect)",
+            f"docker manifest inspect {uri}",
+        )
+    account, region, repository = registry["account"], registry["region"], match["repository"]
+    image_id = {"imageDigest": match["digest"]} if match["digest"] else {"imageTag": match["tag"]}
+    reference = match["digest"] or f"tag {match['tag']}"
+    ecr = ctx.clients("ecr", region)
+    request = {"registryId": account, "repositoryName": repository, "imageIds": [image_id]}
+    listing = (
+        f"aws ecr describe-images --registry-id {account} --repository-name {repository} --region {region} "
+        "--query 'sort_by(imageDetails,&imagePushedAt)[-5:].imageTags'"
+    )
+    try:
+        details = ecr.describe_images(**request)["imageDetails"]
+        digest = details[0].get("imageDigest", "?") if details else "?"
+        return ctx.row("image", uri, "PASS", f"{role}: {reference} resolves to {digest}")
+    except Exception as error:
+        code = error_code(error)
+        if code == "ImageNotFoundException":
+            return ctx.row(
+                "image",
+                uri,
+                "FAIL",
+                f"{role}: {reference} not found in {repository}: push it, or pin a tag that exists "
+                "(the command lists the newest)",
+                listing,
+            )
+        if code == "RepositoryNotFoundException":
+            return ctx.row(
+                "image",
+                uri,
+                "FAIL",
+                f"{role}: no repository {repository} in registry {account} ({region}): check the image URI",
+            )
+        if code not in ("AccessDeniedException", "AccessDenied"):
+            raise
+    # Pull-only registries (the AWS Deep Learning Containers) allow BatchGetImage, not DescribeImages.
+    try:
+        pulled = ecr.batch_get_image(**request)
+    except Exception as error:
+        if error_code(error) not in ("AccessDeniedException", "AccessDenied"):
+            raise
+        return ctx.row(
+            "image",
+            uri,
+            "WARN",
+            f"{role}: cannot check: registry {account} allows neither ecr:DescribeImages nor ecr:BatchGetImage to "
+            "these credentials; the nodes' role gets pull access from the stack",
+        )
+    if pulled.get("images"):
+        digest = pulled["images"][0].get("imageId", {}).get("imageDigest", "?")
+        return ctx.row("image", uri, "PASS", f"{role}: {reference} resolves to {digest} (BatchGetImage)")
+    failure = (pulled.get("failures") or [{}])[0]
+    return ctx.row(
+        "image",
+        uri,
+        "FAIL",
+        f"{role}: {reference} cannot be pulled from {repository}: "
+        f"{failure.get('failureCode', '?')} {failure.get('failureReason', '')}".rstrip()
+        + "; pin a tag that exists",
+    )
+
+
+def check_images(ctx: Context) -> list[Row]:
+    return [_image_row(ctx, role, uri) for role, uri in _images(ctx.env)]
+
+
+def check_certificate(ctx: Context) -> list[Row]:
+    arn = ctx.env.serving.certificate_arn
+    if arn is None or ctx.env.serving.backend != "ec2":
+        return []
+    match = CERTIFICATE_ARN.match(arn)
+    region = match["region"] if match else ctx.env.region
+    if region != ctx.env.region:
+        return [
+            ctx.row(
+                "certificate",
+                arn,
+                "FAIL",
+                f"the certificate is in {region}; a load balancer uses certificates of its own Region "
+                f"({ctx.env.region}): request or import one there",
+            )
+        ]
+    try:
+        certificate = ctx.client("acm").describe_certificate(CertificateArn=arn)["Certificate"]
+    except Exception as error:
+        if error_code(error) != "ResourceNotFoundException":
+            raise
+        return [ctx.row("certificate", arn, "FAIL", f"no such certificate in {region} for this account")]
+    status = certificate.get("Status", "?")
+    domain = certificate.get("DomainName", "?")
+    if status == "PENDING_VALIDATION":
+        return [
+            ctx.row(
+                "certificate",
+                arn,
+                "FAIL",
+                f"{domain} is PENDING_VALIDATION: create the validation records (the command shows them); "
+                "the listener cannot use it until it is ISSUED",
+                f"aws acm describe-certificate --certificate-arn {arn} --region {region} "
+                "--query Certificate.DomainValidationOptions",
+            )
+        ]
+    if status != "ISSUED":
+        return [
+            ctx.row("certificate", arn, "FAIL", f"{domain} is {status}: request or import a new certificate")
+        ]
+    not_after = certificate.get("NotAfter")
+    if isinstance(not_after, datetime) and not_after - datetime.now(timezone.utc) < timedelta(
+        days=CERTIFICATE_WARN_DAYS
+    ):
+        return [
+            ctx.row(
+                "certificate",
+                arn,
+                "WARN",
+                f"{domain} expires {not_after.date().isoformat()}: renew or replace it "
+                + (
+                    "(an imported certificate does not renew itself)"
+                    if certificate.get("Type") == "IMPORTED"
+                    else ""
+                ),
+            )
+        ]
+    expires = f", expires {not_after.date().isoformat()}" if isinstance(not_after, datetime) else ""
+    return [ctx.row("certificate", arn, "PASS", f"ISSUED for {domain} in {region}{expires}")]
+
+
+_SECRET_ARN_REGION = re.compile(r"^arn:aws[a-z-]*:secretsmanager:(?P<region>[a-z0-9-]+):")
+
+
+def check_secret(ctx: Context) -> list[Row]:
+    secret = ctx.env.serving.token_secret
+    if secret is None:
+        return []
+    match = _SECRET_ARN_REGION.match(secret)
+    region = ctx.env.region
+    if match and match["region"] != region:
+        return [
+            ctx.row(
+                "secret",
+                secret,
+                "FAIL",
+                f"the secret is in {match['region']}; the serving nodes read it in {region}: replicate it there "
+                "and name the replica",
+                f"aws secretsmanager replicate-secret-to-regions --secret-id {secret} "
+                f"--add-replica-regions Region={region} --region {match['region']}",
+            )
+        ]
+    try:
+        described = ctx.client("secretsmanager").describe_secret(SecretId=secret)
+    except Exception as error:
+        if error_code(error) != "ResourceNotFoundException":
+            raise
+        return [
+            ctx.row(
+                "secret",
+                secret,
+                "FAIL",
+                f"no secret {secret} in {region}: create it with the Hugging Face token (command below)",
+                f'aws secretsmanager create-secret --name {secret} --secret-string "$HF_TOKEN" --region {region}',
+            )
+        ]
+    name = described.get("ARN", secret)
+    if described.get("DeletedDate"):
+        return [
+            ctx.row(
+                "secret",
+                secret,
+                "FAIL",
+                f"scheduled for deletion on {described['DeletedDate']}: restore it (command below)",
+                f"aws secretsmanager restore-secret --secret-id {name} --region {region}",
+            )
+        ]
+    stages = {stage for stages in (described.get("VersionIdsToStages") or {}).values() for stage in stages}
+    if "AWSCURRENT" not in stages:
+        return [
+            ctx.row(
+                "secret",
+                secret,
+                "FAIL",
+                "has no current value (no AWSCURRENT version): store the token (command below)",
+                f'aws secretsmanager put-secret-value --secret-id {name} --secret-string "$HF_TOKEN" --region {region}',
+            )
+        ]
+    key = described.get("KmsKeyId")
+    if key and key != "alias/aws/secretsmanager":
+        manager = ctx.client("kms").describe_key(KeyId=key)["KeyMetadata"].get("KeyManager")
+        if manager != "AWS":
+            return [
+                ctx.row(
+                    "secret",
+                    secret,
+                    "WARN",
+                    f"encrypted with customer managed key {key}: the stack grants the serving role "
+                    "secretsmanager:GetSecretValue but no kms:Decrypt on a key it does not know, so the nodes "
+                    "cannot read it unless that key's policy lets them; allow kms:Decrypt via "
+                    f"secretsmanager.{region}.amazonaws.com in the key policy, or store the token under the "
+                    "aws/secretsmanager key",
+                )
+            ]
+    return [
+        ctx.row(
+            "secret",
+            secret,
+            "PASS",
+            "exists with a current value, encrypted with the aws/secretsmanager key the serving role can use",
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class ServiceLinkedRole:
+    name: str
+    service: str
+    needed_by: str
+    missing: Status
+    """FAIL when a resource names the role before anything creates it; INFO when its service creates it."""
+    why_missing: str
+
+
+def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
+    roles: list[ServiceLinkedRole] = []
+    if env.serving.backend == "ec2":
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForAutoScaling",
+                "autoscaling.amazonaws.com",
+                "the serving fleet's Auto Scaling group and its KMS key",
+                "FAIL",
+                "the serving fleet's KMS key policy names it as a principal, and KMS refuses a policy whose "
+                "principal does not exist, so the stack fails before any Auto Scaling group could create it",
+            )
+        )
+    else:
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForAutoScaling",
+                "autoscaling.amazonaws.com",
+                "the Auto Scaling groups that launch training nodes",
+                "INFO",
+                "EC2 Auto Scaling creates it with the first group (the training key policy names it only "
+                "in a condition, which KMS does not resolve)",
+            )
+        )
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
+                "sagemaker.application-autoscaling.amazonaws.com",
+                "the endpoint's scaling",
+                "INFO",
+                "Application Auto Scaling creates it when the endpoint's scalable target is registered",
+            )
+        )
+    if env.training.engine == "batch":
+        roles += [
+            ServiceLinkedRole(
+                "AWSServiceRoleForBatch",
+                "batch.amazonaws.com",
+                "the Batch compute environment",
+                "INFO",
+                "AWS Batch creates it with the compute environment (which names no service role)",
+            ),
+            ServiceLinkedRole(
+                "AWSServiceRoleForECS",
+                "ecs.amazonaws.com",
+                "the ECS cluster Batch runs jobs on",
+                "INFO",
+                "Amazon ECS creates it when Batch creates the cluster",
+            ),
+        ]
+    if env.serving.backend == "ec2":
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForElasticLoadBalancing",
+                "elasticloadbalancing.amazonaws.com",
+                "the serving load balancer",
+                "INFO",
+                "Elastic Load Balancing creates it with the first load balancer",
+            )
+        )
+    roles.append(
+        ServiceLinkedRole(
+            "AWSServiceRoleForAmazonElasticFileSystem",
+            "elasticfilesystem.amazonaws.com",
+            "the checkpoint file system",
+            "INFO",
+            "Amazon EFS creates it with the first file system",
+        )
+    )
+    return roles
+
+
+def check_service_linked_roles(ctx: Context) -> list[Row]:
+    iam = ctx.client("iam")
+    rows = []
+    for role in _service_linked_roles(ctx.env):
+        subject = role.name
+        try:
+            found = iam.get_role(RoleName=role.name)["Role"]
+        except Exception as error:
+            if error_code(error) != "NoSuchEntity":
+                raise
+            created_by = (
+                "; the deploying role needs iam:CreateServiceLinkedRole (the bootstrap's default execution "
+                "role has it)"
+                if role.missing == "INFO"
+                else "; create it first (command below)"
+            )
+            rows.append(
+                ctx.row(
+                    "service-linked role",
+                    subject,
+                    role.missing,
+                    f"missing, needed by {role.needed_by}: {role.why_missing}{created_by}",
+                    f"aws iam create-service-linked-role --aws-service-name {role.service}",
+                )
+            )
+            continue
+        rows.append(ctx.row("service-linked role", subject, "PASS", f"exists ({found.get('Path', '/')})"))
+    return rows
+
+
 CHECKS: tuple[tuple[str, Callable[[Context], list[Row]]], ...] = (
     ("account", check_account),
+    ("bootstrap", check_bootstrap),
     ("offering", check_offerings),
     ("quota", check_ec2_quotas),
     ("quota", check_sagemaker_quota),
     ("capacity", check_capacity),
     ("AMI parameter", check_amis),
+    ("image", check_images),
+    ("certificate", check_certificate),
+    ("secret", check_secret),
+    ("service-linked role", check_service_linked_roles),
     ("artifacts", check_artifacts),
 )
 
@@ -662,11 +1127,17 @@ def _is_aws_error(error: BaseException) -> bool:
     return isinstance(error, (bx.ClientError, bx.BotoCoreError))
 
 
-def run(envs: Iterable[Deployment], all_envs: Sequence[Deployment], clients: ClientFactory) -> list[Row]:
+def run(
+    envs: Iterable[Deployment],
+    all_envs: Sequence[Deployment],
+    clients: ClientFactory,
+    *,
+    qualifier: str = "hnb659fds",
+) -> list[Row]:
     """Run every check for every environment. Credential problems abort; other AWS errors become FAIL rows."""
     rows: list[Row] = []
     for env in envs:
-        ctx = Context(env, all_envs, clients)
+        ctx = Context(env, all_envs, clients, qualifier)
         for name, check in CHECKS:
             try:
                 rows.extend(check(ctx))
@@ -685,21 +1156,43 @@ def build(rows: Sequence[Row]) -> dict[str, Any]:
     return document("preflight", ok=failed == 0, failures=failed, checks=[r.as_dict() for r in rows])
 
 
-def render(doc: dict[str, Any], out: Console) -> None:
-    out.print(
-        table(
-            "preflight (read-only)",
-            ("environment", "check", "subject", "status", "detail"),
-            (
-                (c["environment"], c["check"], c["subject"], status_cell(c["status"]), c["detail"])
-                for c in doc["checks"]
-            ),
-        )
+_STATUSES: tuple[Status, ...] = ("FAIL", "WARN", "PASS", "INFO")
+
+
+def render(doc: dict[str, Any]) -> Report:
+    """A summary per environment first, then each environment's checks, then the fix commands."""
+    out = Report()
+    checks = doc["checks"]
+    environments = list(dict.fromkeys(c["environment"] for c in checks))
+    out.table(
+        "preflight (read-only)",
+        (Column("environment", "id"), *(Column(s.lower(), "id") for s in _STATUSES)),
+        (
+            (env, *(sum(c["environment"] == env and c["status"] == s for c in checks) for s in _STATUSES))
+            for env in environments
+        ),
     )
+    for env in environments:
+        out.table(
+            f"{env}: checks",
+            (Column("check"), Column("subject"), Column("status", "status"), Column("detail")),
+            ((c["check"], c["subject"], c["status"], c["detail"]) for c in checks if c["environment"] == env),
+        )
+    fixes = [c for c in checks if c.get("command") and c["status"] in ("FAIL", "WARN")]
+    if fixes:
+        out.commands(
+            "Fixes (copy and run):",
+            [
+                line
+                for c in fixes
+                for line in (f"# {c['environment']} {c['check']}: {c['subject']}", c["command"])
+            ],
+        )
     if doc["ok"]:
-        out.print("All checks passed.")
+        out.line("All checks passed.")
     else:
-        out.print(f"{doc['failures']} check(s) failed.", style="bold red")
+        out.line(f"{doc['failures']} check(s) failed.", style="bold red")
+    return out
 
 
 __all__ = ["EC2_VCPU_QUOTAS", "Row", "build", "render", "run"]

@@ -1,4 +1,4 @@
-"""``cdk-neuron submit`` and ``cdk-neuron status``: run a multi-node training job on the deployed cluster.
+"""``cdk-neuron submit``: run a multi-node training job on the deployed cluster.
 
 ``submit`` reads the job queue and job definition from the training stack's outputs
 (``cloudformation:DescribeStacks``), reads the job definition (``batch:DescribeJobDefinitions``) and
@@ -29,10 +29,8 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from rich.console import Console
-
 from cdk_neuron import planner
-from cdk_neuron.cli.output import document, notes, status_cell, table
+from cdk_neuron.cli.output import Report, document
 from cdk_neuron.deployment import Deployment, JobQueueLocation
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER
@@ -202,6 +200,32 @@ def job_definition_for(
     )
 
 
+def _job_stack(
+    env: Deployment, clients: Any, stack_name: str | None
+) -> tuple[str, dict[str, str], JobQueueLocation]:
+    """The stack that publishes the environment's job queue, its outputs, and which outputs to read."""
+    jobs = env.training.jobs
+    if jobs is None and stack_name is None:
+        raise NeuronConfigError(
+            "--stack",
+            None,
+            f"the app says nothing of where {env.name}'s job queue is published: pass --stack NAME "
+            "(the stack with JobQueueArn and JobDefinitionArn outputs)",
+        )
+    if jobs is None:
+        location = JobQueueLocation(stack_name=str(stack_name))
+    else:
+        location = jobs if stack_name is None else replace(jobs, stack_name=stack_name)
+    stack = location.stack_name
+    return stack, stack_outputs(clients("cloudformation", env.region), stack), location
+
+
+def find_job_queue(env: Deployment, clients: Any, stack_name: str | None = None) -> tuple[str, str]:
+    """(stack name, job queue ARN) of the environment, as ``submit`` finds them."""
+    stack, outputs, location = _job_stack(env, clients, stack_name)
+    return stack, _output(outputs, location.job_queue_output, stack)
+
+
 def default_job_name(env: Deployment, now: datetime | None = None) -> str:
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
     return f"{env.name}-train-{stamp}"
@@ -239,20 +263,7 @@ def submit(
     if image is not None and (not image or any(c.isspace() for c in image)):
         raise NeuronConfigError("--image", image, "give an image URI such as <registry>/<repository>:<tag>")
 
-    jobs = env.training.jobs
-    if jobs is None and stack_name is None:
-        raise NeuronConfigError(
-            "--stack",
-            None,
-            f"the app says nothing of where {env.name}'s job queue is published: pass --stack NAME "
-            "(the stack with JobQueueArn and JobDefinitionArn outputs)",
-        )
-    if jobs is None:
-        location = JobQueueLocation(stack_name=str(stack_name))
-    else:
-        location = jobs if stack_name is None else replace(jobs, stack_name=stack_name)
-    stack = location.stack_name
-    outputs = stack_outputs(clients("cloudformation", env.region), stack)
+    stack, outputs, location = _job_stack(env, clients, stack_name)
     queue = _output(outputs, location.job_queue_output, stack)
     batch = clients("batch", env.region)
     definition, definition_action = job_definition_for(
@@ -290,121 +301,28 @@ def submit(
         nodes=nodes,
         training_command=training_command,
         environment_overrides={e["name"]: e["value"] for e in environment},
+        watch_command=f"cdk-neuron status --watch {response['jobId']} --env {env.name}",
+        logs_command=f"cdk-neuron logs --follow {response['jobId']} --env {env.name}",
     )
 
 
-def render_submit(doc: dict[str, Any], out: Console) -> None:
-    rows = [
-        ("job id", doc["job_id"]),
-        ("job name", doc["job_name"]),
-        ("nodes", doc["nodes"]),
-        ("training command", doc["training_command"]),
-        (
-            "environment overrides",
-            ", ".join(f"{k}={v}" for k, v in doc["environment_overrides"].items()) or "-",
-        ),
-        ("job queue", doc["job_queue"]),
-        ("job definition", f"{doc['job_definition']} ({doc['definition_action']})"),
-    ]
-    out.print(table(f"{doc['environment']}: submitted", ("", ""), rows, show_header=False))
-    out.print(f"Follow it with: cdk-neuron status --env {doc['environment']} {doc['job_id']}", soft_wrap=True)
-
-
-# --------------------------------------------------------------------------------------------
-# status
-# --------------------------------------------------------------------------------------------
-
-
-def _time(epoch_ms: int | None) -> str | None:
-    if epoch_ms is None:
-        return None
-    return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
-
-
-def _attempts(job: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {
-            "started_at": _time(a.get("startedAt")),
-            "stopped_at": _time(a.get("stoppedAt")),
-            "exit_code": a.get("container", {}).get("exitCode"),
-            "reason": a.get("statusReason") or a.get("container", {}).get("reason"),
-            "log_stream": a.get("container", {}).get("logStreamName"),
-        }
-        for a in job.get("attempts", [])
-    ]
-
-
-def status(env: Deployment, clients: Any, job_id: str) -> dict[str, Any]:
-    batch = clients("batch", env.region)
-    jobs = batch.describe_jobs(jobs=[job_id])["jobs"]
-    if not jobs:
-        raise AwsLookupError(
-            f"no job {job_id} in {env.region} (jobs are listed for about 7 days after they end)"
-        )
-    job = jobs[0]
-    num_nodes = int(job.get("nodeProperties", {}).get("numNodes") or 0)
-    children: list[dict[str, Any]] = []
-    if num_nodes and "#" not in job_id:
-        # Each node of a multi-node job is a child job "<id>#<index>" with its own status and log stream.
-        children = batch.describe_jobs(jobs=[f"{job_id}#{i}" for i in range(min(num_nodes, 100))])["jobs"]
-    nodes = [
-        {
-            "node_index": child.get("nodeDetails", {}).get(
-                "nodeIndex", int(child["jobId"].rsplit("#", 1)[-1])
+def render_submit(doc: dict[str, Any]) -> Report:
+    out = Report()
+    out.pairs(
+        f"{doc['environment']}: submitted",
+        [
+            ("job id", doc["job_id"]),
+            ("job name", doc["job_name"]),
+            ("nodes", doc["nodes"]),
+            (
+                "environment overrides",
+                ", ".join(f"{k}={v}" for k, v in doc["environment_overrides"].items()) or "-",
             ),
-            "is_main_node": child.get("nodeDetails", {}).get("isMainNode"),
-            "status": child.get("status"),
-            "reason": child.get("statusReason"),
-            "exit_code": child.get("container", {}).get("exitCode"),
-            "log_stream": child.get("container", {}).get("logStreamName"),
-        }
-        for child in sorted(children, key=lambda c: c["jobId"])
-    ]
-    return document(
-        "status",
-        environment=env.name,
-        job_id=job["jobId"],
-        job_name=job.get("jobName"),
-        status=job.get("status"),
-        status_reason=job.get("statusReason"),
-        job_queue=job.get("jobQueue"),
-        job_definition=job.get("jobDefinition"),
-        num_nodes=num_nodes or None,
-        created_at=_time(job.get("createdAt")),
-        started_at=_time(job.get("startedAt")),
-        stopped_at=_time(job.get("stoppedAt")),
-        attempts=_attempts(job),
-        nodes=nodes,
+            ("job queue", doc["job_queue"]),
+            ("job definition", doc["job_definition"]),
+            ("definition", doc["definition_action"]),
+        ],
     )
-
-
-def render_status(doc: dict[str, Any], out: Console) -> None:
-    summary = [
-        ("job", f"{doc['job_name']} ({doc['job_id']})"),
-        ("status", status_cell(doc["status"] or "?")),
-        ("reason", doc["status_reason"]),
-        ("nodes", doc["num_nodes"]),
-        ("created / started / stopped", f"{doc['created_at']} / {doc['started_at']} / {doc['stopped_at']}"),
-        ("job definition", doc["job_definition"]),
-    ]
-    out.print(table(f"{doc['environment']}: job status", ("", ""), summary, show_header=False))
-    if doc["nodes"]:
-        out.print(
-            table(
-                "nodes",
-                ("node", "main", "status", "exit code", "reason", "log stream"),
-                (
-                    (n["node_index"], n["is_main_node"], status_cell(n["status"] or "?"), n["exit_code"],
-                     n["reason"], n["log_stream"])
-                    for n in doc["nodes"]
-                ),
-            )
-        )  # fmt: skip
-    notes(
-        out,
-        "Attempts",
-        (
-            f"{a['started_at']} - {a['stopped_at']}: exit {a['exit_code']}, {a['reason'] or 'no reason given'}"
-            for a in doc["attempts"]
-        ),
-    )
+    out.commands("Every node runs:", [doc["training_command"]])
+    out.commands("Follow it with:", [doc["watch_command"], doc["logs_command"]])
+    return out

@@ -20,6 +20,7 @@ from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
 from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics, IEc2InferenceFleet
 from cdk_neuron.serving.sagemaker_fleet import ISageMakerInferenceFleet, SageMakerFleetMetrics
 from cdk_neuron.storage import CheckpointStore
+from cdk_neuron.storage.checkpoint_store import ICheckpointStore, is_checkpoint_store
 from cdk_neuron.training.batch_cluster import is_batch_training_cluster
 from cdk_neuron.training.cluster import ITrainingCluster, is_training_cluster
 from cdk_neuron.validation import EMAIL
@@ -61,8 +62,10 @@ class NeuronMonitoring(Construct):
         fleet: the inference fleet to watch: an ``Ec2InferenceFleet`` or ``SageMakerInferenceFleet``, or
             an import of one (``from_*_attributes``); its serving alarms and widgets use the fleet's
             ``metric_*()`` methods. Default None. At least one of ``cluster`` and ``fleet`` is required.
-        checkpoints: the cluster's checkpoint store: adds the EFS throughput alarm, the backup
-            failure rule and the throughput widget. Default None.
+        checkpoints: the cluster's checkpoint store, or an import of one
+            (``CheckpointStore.from_checkpoint_store_attributes``): adds the EFS throughput alarm and
+            widget, and for a store built here the backup failure rule (an import's vault is not
+            known). Default None.
         alarm_email: subscribe this address to the topic (the subscription must be confirmed).
             Default None (no subscription).
         namespace: CloudWatch namespace of the node metrics; must be the workloads' ``NodeMetrics``
@@ -84,7 +87,7 @@ class NeuronMonitoring(Construct):
         environment: str,
         cluster: ITrainingCluster | None = None,
         fleet: IEc2InferenceFleet | ISageMakerInferenceFleet | None = None,
-        checkpoints: CheckpointStore | None = None,
+        checkpoints: ICheckpointStore | None = None,
         alarm_email: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         thresholds: MonitoringThresholds = DEFAULT_THRESHOLDS,
@@ -142,13 +145,14 @@ class NeuronMonitoring(Construct):
                 ),
                 thresholds=thresholds,
             )
-            self.rules["CheckpointBackupFailed"] = event_rules.backup_failed_rule(
-                self,
-                "CheckpointBackupFailed",
-                environment=environment,
-                backup_vault_name=checkpoints.backup_vault.backup_vault_name,
-                topic=self.topic,
-            )
+            if isinstance(checkpoints, CheckpointStore):
+                self.rules["CheckpointBackupFailed"] = event_rules.backup_failed_rule(
+                    self,
+                    "CheckpointBackupFailed",
+                    environment=environment,
+                    backup_vault_name=checkpoints.backup_vault.backup_vault_name,
+                    topic=self.topic,
+                )
         for workload, neuron_series in workloads.items():
             alarm_rules.add_neuron_alarms(
                 self._alarms,
@@ -262,8 +266,10 @@ def _validate(
             fleet,
             "must be a cdk_neuron.serving.Ec2InferenceFleet or SageMakerInferenceFleet, or an import of one",
         )
-    if checkpoints is not None and not isinstance(checkpoints, CheckpointStore):
-        raise NeuronConfigError("checkpoints", checkpoints, "must be a cdk_neuron.CheckpointStore")
+    if checkpoints is not None and not is_checkpoint_store(checkpoints):
+        raise NeuronConfigError(
+            "checkpoints", checkpoints, "must be a cdk_neuron CheckpointStore or an import of one"
+        )
     if alarm_email is not None and (not isinstance(alarm_email, str) or not EMAIL.match(alarm_email)):
         raise NeuronConfigError(
             "alarm_email", alarm_email, "must be an email address such as ops@example.com, or None"

@@ -139,13 +139,12 @@ def efs_elastic_write_limits(
 ) -> EfsWriteLimits:
     """Default EFS Elastic write limits for a file system.
 
-    Args:
-        region: AWS Region, e.g. ``"us-east-1"``. ``None`` (unknown, e.g. an environment-agnostic
-            stack) assumes the lower "all other Regions" limit, so a warning errs on the safe side.
-        one_zone: One Zone file system (1 GiBps write, 500 MiBps per client).
-        efs_client_v2: clients mount with amazon-efs-utils 2.0+ or the EFS CSI driver, which lifts the
-            per-client limit of a Regional Elastic file system from 500 to 1,500 MiBps. Default True:
-            ``CheckpointStore`` mounts with amazon-efs-utils.
+    :param region: AWS Region, e.g. ``"us-east-1"``. ``None`` (unknown, e.g. an environment-agnostic
+        stack) assumes the lower "all other Regions" limit, so a warning errs on the safe side.
+    :param one_zone: One Zone file system (1 GiBps write, 500 MiBps per client).
+    :param efs_client_v2: clients mount with amazon-efs-utils 2.0+ or the EFS CSI driver, which lifts the
+        per-client limit of a Regional Elastic file system from 500 to 1,500 MiBps. Default True:
+        ``CheckpointStore`` mounts with amazon-efs-utils.
     """
     if one_zone:
         return EfsWriteLimits(
@@ -324,22 +323,20 @@ def estimate_checkpoint(
 ) -> CheckpointEstimate:
     """Estimate a checkpoint's size and EFS save time.
 
-    Args:
-        parameters: model parameter count, e.g. ``70e9``.
-        weight_bytes_per_parameter: bytes per weight, or a dtype name (``"fp32"``, ``"bf16"``, ...).
-            Default 4.0: fp32 master weights, what mixed-precision training checkpoints.
-        optimizer_bytes_per_parameter: optimizer-state bytes per parameter, or an optimizer name
-            (``"adamw"``, ``"adamw-bf16"``, ``"sgd-momentum"``, ``"sgd"``, ``"none"``). Default 8.0:
-            Adam's two fp32 moments.
-        writers: nodes writing shards of the checkpoint at the same time. Default 1.
-        region: Region of the file system; selects the per-file-system write limit.
-            Default None (unknown): the lower limit.
-        one_zone: One Zone file system. Default False.
-        efs_client_v2: clients use amazon-efs-utils 2.0+ or the EFS CSI driver. Default True.
+    :param parameters: model parameter count, e.g. ``70e9``.
+    :param weight_bytes_per_parameter: bytes per weight, or a dtype name (``"fp32"``, ``"bf16"``, ...).
+        Default 4.0: fp32 master weights, what mixed-precision training checkpoints.
+    :param optimizer_bytes_per_parameter: optimizer-state bytes per parameter, or an optimizer name
+        (``"adamw"``, ``"adamw-bf16"``, ``"sgd-momentum"``, ``"sgd"``, ``"none"``). Default 8.0:
+        Adam's two fp32 moments.
+    :param writers: nodes writing shards of the checkpoint at the same time. Default 1.
+    :param region: Region of the file system; selects the per-file-system write limit.
+        Default None (unknown): the lower limit.
+    :param one_zone: One Zone file system. Default False.
+    :param efs_client_v2: clients use amazon-efs-utils 2.0+ or the EFS CSI driver. Default True.
 
-    Raises:
-        NeuronConfigError: non-positive parameters, negative sizes, an unknown dtype or optimizer,
-            or writers < 1.
+    :raises NeuronConfigError: non-positive parameters, negative sizes, an unknown dtype or optimizer,
+        or writers < 1.
     """
     params = _parameter_count(parameters)
     weight = _bytes_per_parameter("weight_bytes_per_parameter", weight_bytes_per_parameter, BYTES_PER_DTYPE)

@@ -53,30 +53,30 @@ class NeuronMonitoring(Construct):
     A ``SageMakerInferenceFleet`` runs no code of ours on its instances, so it has no Neuron node metrics:
     SageMaker publishes none for Inferentia, and its alarms are the endpoint's 5xx rate and latency.
 
-    Args:
-        environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
-            dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
-        cluster: the training cluster to watch: a ``BatchTrainingCluster``, an
-            ``AutoScalingTrainingCluster`` or an import of one; its alarms and widgets use the
-            cluster's ``metric*()`` methods. Default None.
-        fleet: the inference fleet to watch: an ``Ec2InferenceFleet`` or ``SageMakerInferenceFleet``, or
-            an import of one (``from_*_attributes``); its serving alarms and widgets use the fleet's
-            ``metric_*()`` methods. Default None. At least one of ``cluster`` and ``fleet`` is required.
-        checkpoints: the cluster's checkpoint store, or an import of one
-            (``CheckpointStore.from_checkpoint_store_attributes``): adds the EFS throughput alarm and
-            widget, and for a store built here the backup failure rule (an import's vault is not
-            known). Default None.
-        alarm_email: subscribe this address to the topic (the subscription must be confirmed).
-            Default None (no subscription).
-        namespace: CloudWatch namespace of the node metrics; must be the workloads' ``NodeMetrics``
-            namespace. Default ``"CdkNeuron"``.
-        thresholds: when each alarm fires. Default ``MonitoringThresholds()`` (see its fields).
-        removal_policy: for the topic's key and the job-state log. Default RETAIN.
+    :param environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
+        dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
+    :param cluster: the training cluster to watch: a ``BatchTrainingCluster``, an
+        ``AutoScalingTrainingCluster`` or an import of one; its alarms and widgets use the
+        cluster's ``metric*()`` methods. Default None.
+    :param fleet: the inference fleet to watch: an ``Ec2InferenceFleet`` or ``SageMakerInferenceFleet``, or
+        an import of one (``from_*_attributes``); its serving alarms and widgets use the fleet's
+        ``metric_*()`` methods. Default None. At least one of ``cluster`` and ``fleet`` is required.
+    :param checkpoints: the cluster's checkpoint store, or an import of one
+        (``CheckpointStore.from_checkpoint_store_attributes``): adds the EFS throughput alarm and
+        widget, and for a store built here the backup failure rule (an import's vault is not
+        known). Default None.
+    :param alarm_email: subscribe this address to the topic (the subscription must be confirmed).
+        Default None (no subscription).
+    :param namespace: CloudWatch namespace of the node metrics; must be the workloads' ``NodeMetrics``
+        namespace. Default ``"CdkNeuron"``.
+    :param thresholds: when each alarm fires. Default ``MonitoringThresholds()`` (see its fields).
+    :param removal_policy: for the topic's key and the job-state log. Default RETAIN.
 
-    Attributes:
-        topic, key: the alarm topic and its key. dashboard: the environment's dashboard.
-        alarms: every alarm by name. rules: the paging event rules by name (``BatchJobFailed``,
-        ``CheckpointBackupFailed``). job_state_log: the Batch job-state log (Batch clusters only).
+    :ivar topic: the alarm topic (KMS-encrypted SNS).
+    :ivar key: the topic's customer-managed key.
+    :ivar dashboard: the environment's dashboard, ``cdk-neuron-<environment>``.
+    :ivar rules: the paging event rules by name (``BatchJobFailed``, ``CheckpointBackupFailed``).
+    :ivar job_state_log: the Batch job-state log, or None without a Batch cluster to watch.
     """
 
     def __init__(

@@ -53,9 +53,8 @@ def check_namespace(value: object, field: str = "namespace") -> str:
 class NodeMetrics:
     """Where a workload's nodes publish Neuron metrics.
 
-    Args:
-        environment: the ``Environment`` dimension, e.g. ``"prod"`` (also the dashboard's name part).
-        namespace: CloudWatch namespace. Default ``"CdkNeuron"``.
+    :param environment: the ``Environment`` dimension, e.g. ``"prod"`` (also the dashboard's name part).
+    :param namespace: CloudWatch namespace. Default ``"CdkNeuron"``.
     """
 
     environment: str

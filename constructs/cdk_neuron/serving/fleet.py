@@ -31,6 +31,14 @@ from cdk_neuron.serving.placement import select_availability_zones
 from cdk_neuron.serving.timing import MeasuredStartup
 from cdk_neuron.validation import matching, number, whole_number
 
+# Synth warning ids, in aws-cdk-lib's "@scope/module:camelCase" form like the other constructs'
+# (acknowledge one with cdk.Annotations.of(scope).acknowledge_warning(id, reason)).
+ENGINE_MAINTENANCE_WARNING_ID = "@cdk-neuron/serving:engineMaintenance"
+HUB_MODEL_WARNING_ID = "@cdk-neuron/serving:hubModel"
+SERVED_MODEL_NAME_WARNING_ID = "@cdk-neuron/serving:servedModelName"
+OFFERING_UNKNOWN_WARNING_ID = "@cdk-neuron/serving:offeringUnknown"
+SAGEMAKER_IDLE_CORES_WARNING_ID = "@cdk-neuron/serving:sagemakerIdleCores"
+
 
 def attribute(field: str, value: object, pattern: re.Pattern[str], what: str) -> str:
     """An imported attribute: a CDK token (checked at deployment) or a literal ``pattern`` matches."""
@@ -257,12 +265,12 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
         annotations = cdk.Annotations.of(self)
         if self.engine.status == "maintenance":
             annotations.add_warning_v2(
-                "cdk-neuron:engine-maintenance",
+                ENGINE_MAINTENANCE_WARNING_ID,
                 f"{self.engine.describe()}: {self.engine.status_note}",
             )
         if not self.model.precompiled:
             annotations.add_warning_v2(
-                "cdk-neuron:hub-model",
+                HUB_MODEL_WARNING_ID,
                 "The model comes from the Hugging Face Hub: every new instance downloads the weights and "
                 "needs a precompiled or cached Neuron configuration"
                 + hub_model_note
@@ -272,16 +280,21 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
         location = model_location if self.model.precompiled else self.model.served_model_name
         caveat = self.engine.served_name_caveat(self.model, model=location)
         if caveat is not None:
-            annotations.add_warning_v2("cdk-neuron:served-model-name", caveat)
+            annotations.add_warning_v2(SERVED_MODEL_NAME_WARNING_ID, caveat)
         self._annotate_backend(annotations)
         for warning in shared.placement_warnings:
-            annotations.add_warning_v2("cdk-neuron:offerings-unknown", warning)
+            annotations.add_warning_v2(OFFERING_UNKNOWN_WARNING_ID, warning)
 
     def _annotate_backend(self, annotations: cdk.Annotations) -> None:
         """Warnings only one backend gives."""
 
 
 __all__ = [
+    "ENGINE_MAINTENANCE_WARNING_ID",
+    "HUB_MODEL_WARNING_ID",
+    "OFFERING_UNKNOWN_WARNING_ID",
+    "SAGEMAKER_IDLE_CORES_WARNING_ID",
+    "SERVED_MODEL_NAME_WARNING_ID",
     "IInferenceFleet",
     "InferenceFleetBase",
     "attribute",

@@ -21,7 +21,12 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metric_options import MetricOptions, resource_metric
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.engines import ServingEngine
-from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase, attribute
+from cdk_neuron.serving.fleet import (
+    SAGEMAKER_IDLE_CORES_WARNING_ID,
+    IInferenceFleet,
+    InferenceFleetBase,
+    attribute,
+)
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.sagemaker_backend import SAGEMAKER_MODEL_DIR, SageMakerFleet, build_sagemaker_fleet
 from cdk_neuron.serving.settings import SageMakerSettings
@@ -348,7 +353,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     def _annotate_backend(self, annotations: cdk.Annotations) -> None:
         if self.plan.replicas_per_instance > 1:
             annotations.add_warning_v2(
-                "cdk-neuron:sagemaker-idle-cores",
+                SAGEMAKER_IDLE_CORES_WARNING_ID,
                 f"TP {self.plan.tensor_parallel} uses {self.plan.tensor_parallel} of "
                 f"{get_instance(self.instance_type).neuron_cores} NeuronCores: a SageMaker endpoint runs one "
                 "container per instance, so the rest idle; pick a smaller instance or TP = all cores",

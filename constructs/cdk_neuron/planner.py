@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NoReturn
 
 from cdk_neuron import validation
 from cdk_neuron.catalog import (
@@ -467,6 +468,80 @@ def size_model(
     head, three times its even share. ``kv_cache_dtype`` defaults to ``dtype`` for
     16/32-bit weights and to bf16 for 8-bit weights (Neuron's int8/fp8 are weight-only by default).
     """
+    params, kv_dtype, sequence_length, batch_size = _check_serving_inputs(
+        parameters, dtype, kv_cache_dtype, sequence_length, batch_size, kv_heads, layers, hidden_size,
+        headroom, host_memory_headroom, tensor_parallel,
+    )  # fmt: skip
+    shape = _model_shape(params, kv_heads=kv_heads, layers=layers, hidden_size=hidden_size)
+    sizing = _Sizing(
+        weights=params * _dtype_bytes("dtype", dtype) / _GIB,
+        kv_per_head=kv_cache_bytes(
+            layers=shape.layers,
+            kv_heads=1,
+            head_dim=shape.head_dim,
+            sequence_length=sequence_length,
+            batch_size=batch_size,
+            bytes_per_value=BYTES_PER_DTYPE[kv_dtype],
+        )
+        / _GIB,
+        shape=shape,
+        headroom=headroom,
+        host_memory_headroom=host_memory_headroom,
+    )
+    # What would fit with TP left free: the suggestion in every refusal.
+    free_fit = sizing.cheapest(None)
+    suggestion = (
+        f"{free_fit[0].name} with TP {free_fit[1]} would fit"
+        if free_fit is not None
+        else "no Inf2 instance fits: quantize (fp8/int8), shorten the sequence, lower the batch "
+        "or shard across instances"
+    )
+    if instance_type is not None:
+        instance = get_instance(instance_type)
+        tp = _tp_on_instance(sizing, instance, tensor_parallel, dtype=dtype, suggestion=suggestion)
+    else:
+        chosen = sizing.cheapest(tensor_parallel)
+        if chosen is None:
+            _refuse_everywhere(
+                sizing,
+                tensor_parallel,
+                free_fit=free_fit,
+                suggestion=suggestion,
+                parameters=parameters,
+                dtype=dtype,
+                batch_size=batch_size,
+                sequence_length=sequence_length,
+            )
+        instance, tp = chosen
+    return _serving_plan(
+        sizing, instance, tp, params=params, dtype=dtype, kv_dtype=kv_dtype, batch_size=batch_size,
+        sequence_length=sequence_length,
+    )  # fmt: skip
+
+
+_GIB = 2**30
+
+
+def _fraction(field: str, value: object, example: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise NeuronConfigError(field, value, f"must be a fraction in [0, 1), e.g. {example}")
+    return float(value)
+
+
+def _check_serving_inputs(
+    parameters: object,
+    dtype: str,
+    kv_cache_dtype: str | None,
+    sequence_length: object,
+    batch_size: object,
+    kv_heads: object,
+    layers: object,
+    hidden_size: object,
+    headroom: object,
+    host_memory_headroom: object,
+    tensor_parallel: object,
+) -> tuple[float, str, int, int]:
+    """Every input of :func:`size_model` checked; returns (parameters, KV-cache dtype, sequence, batch)."""
     params = _nonnegative_number("parameters", parameters)
     bytes_per = _dtype_bytes("dtype", dtype)
     if kv_cache_dtype is None:
@@ -474,22 +549,13 @@ def size_model(
     else:
         _dtype_bytes("kv_cache_dtype", kv_cache_dtype)
         kv_dtype = kv_cache_dtype.lower()
-    kv_bytes_per = BYTES_PER_DTYPE[kv_dtype]
-    sequence_length = _positive_int("sequence_length", sequence_length)
-    batch_size = _positive_int("batch_size", batch_size)
+    sequence = _positive_int("sequence_length", sequence_length)
+    batch = _positive_int("batch_size", batch_size)
     for field, value in (("kv_heads", kv_heads), ("layers", layers), ("hidden_size", hidden_size)):
         if value is not None:
             _positive_int(field, value)
-    if isinstance(headroom, bool) or not isinstance(headroom, (int, float)) or not 0 <= headroom < 1:
-        raise NeuronConfigError("headroom", headroom, "must be a fraction in [0, 1), e.g. 0.35")
-    if (
-        isinstance(host_memory_headroom, bool)
-        or not isinstance(host_memory_headroom, (int, float))
-        or not 0 <= host_memory_headroom < 1
-    ):
-        raise NeuronConfigError(
-            "host_memory_headroom", host_memory_headroom, "must be a fraction in [0, 1), e.g. 0.25"
-        )
+    _fraction("headroom", headroom, "0.35")
+    _fraction("host_memory_headroom", host_memory_headroom, "0.25")
     if tensor_parallel is not None:
         _positive_int("tensor_parallel", tensor_parallel)
         if tensor_parallel not in _SERVING_TP:
@@ -498,7 +564,24 @@ def size_model(
                 tensor_parallel,
                 f"Neuron serving stacks use TP degrees {', '.join(map(str, _SERVING_TP))}",
             )
+    return params, kv_dtype, sequence, batch
 
+
+@dataclass(frozen=True)
+class _ModelShape:
+    """The attention shape the KV cache is sized with, and which parts came from a reference model."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    attention_heads: int
+    attention_assumed: bool
+    assumed: tuple[str, ...]
+
+
+def _model_shape(
+    params: float, *, kv_heads: int | None, layers: int | None, hidden_size: int | None
+) -> _ModelShape:
     reference = _reference_shape(params)
     assumed: list[str] = []
     n_layers = layers or reference.layers
@@ -519,43 +602,45 @@ def size_model(
         n_attention_heads, attention_assumed = reference.attention_heads, False  # with the reference KV heads
     else:
         n_attention_heads, attention_assumed = max(kv_heads, reference.attention_heads), True
-    gib = 2**30
-    weights = params * bytes_per / gib
-    kv_per_head = (
-        kv_cache_bytes(
-            layers=n_layers,
-            kv_heads=1,
-            head_dim=head_dim,
-            sequence_length=sequence_length,
-            batch_size=batch_size,
-            bytes_per_value=kv_bytes_per,
-        )
-        / gib
-    )
-    kv = kv_per_head * n_kv_heads
+    return _ModelShape(n_layers, n_kv_heads, head_dim, n_attention_heads, attention_assumed, tuple(assumed))
 
-    def heads_per_core(tp: int) -> int:
-        return kv_heads_per_core(n_kv_heads, n_attention_heads, tp)
 
-    def per_core(tp: int) -> float:
+@dataclass(frozen=True)
+class _Sizing:
+    """One model's memory needs, per NeuronCore and per host, against each inference instance."""
+
+    weights: float
+    kv_per_head: float
+    shape: _ModelShape
+    headroom: float
+    host_memory_headroom: float
+
+    @property
+    def kv(self) -> float:
+        return self.kv_per_head * self.shape.kv_heads
+
+    def heads_per_core(self, tp: int) -> int:
+        return kv_heads_per_core(self.shape.kv_heads, self.shape.attention_heads, tp)
+
+    def per_core(self, tp: int) -> float:
         """HBM one NeuronCore needs: its weight shard and its KV heads (at least one, NXDI-GQA)."""
-        return weights / tp + kv_per_head * heads_per_core(tp)
+        return self.weights / tp + self.kv_per_head * self.heads_per_core(tp)
 
-    def usable(instance: NeuronInstance) -> float:
-        return instance.hbm_gib_per_core * (1 - headroom)
+    def usable(self, instance: NeuronInstance) -> float:
+        return instance.hbm_gib_per_core * (1 - self.headroom)
 
-    def host_usable(instance: NeuronInstance) -> float:
-        return instance.memory_gib * (1 - host_memory_headroom)
+    def host_usable(self, instance: NeuronInstance) -> float:
+        return instance.memory_gib * (1 - self.host_memory_headroom)
 
-    def host_need(instance: NeuronInstance, tp: int) -> float:
+    def host_need(self, instance: NeuronInstance, tp: int) -> float:
         """Host RAM for loading: every replica on the instance is a process reading its own copy."""
-        return instance.neuron_cores // tp * weights
+        return instance.neuron_cores // tp * self.weights
 
-    def host_fits(instance: NeuronInstance) -> bool:
+    def host_fits(self, instance: NeuronInstance) -> bool:
         """Whether one replica's weights fit the instance's usable host RAM."""
-        return weights <= host_usable(instance)
+        return self.weights <= self.host_usable(instance)
 
-    def fit(instance: NeuronInstance, fixed_tp: int | None) -> int | None:
+    def fit(self, instance: NeuronInstance, fixed_tp: int | None) -> int | None:
         """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given), host RAM included."""
         if fixed_tp is None:
             options = _serving_tp_options(instance)
@@ -565,120 +650,143 @@ def size_model(
             (
                 tp
                 for tp in options
-                if per_core(tp) <= usable(instance) and host_need(instance, tp) <= host_usable(instance)
+                if self.per_core(tp) <= self.usable(instance)
+                and self.host_need(instance, tp) <= self.host_usable(instance)
             ),
             None,
         )
 
-    candidates = sorted(
-        (INSTANCES[n] for n in known_instances("inference")),
-        key=lambda i: on_demand_price(i.name).usd_per_hour,
-    )
+    @staticmethod
+    def candidates() -> list[NeuronInstance]:
+        return sorted(
+            (INSTANCES[n] for n in known_instances("inference")),
+            key=lambda i: on_demand_price(i.name).usd_per_hour,
+        )
 
-    def cheapest(fixed_tp: int | None) -> tuple[NeuronInstance, int] | None:
-        for candidate in candidates:
-            candidate_tp = fit(candidate, fixed_tp)
+    def cheapest(self, fixed_tp: int | None) -> tuple[NeuronInstance, int] | None:
+        for candidate in self.candidates():
+            candidate_tp = self.fit(candidate, fixed_tp)
             if candidate_tp is not None:
                 return candidate, candidate_tp
         return None
 
-    # What would fit with TP left free: the suggestion in every refusal.
-    free_fit = cheapest(None)
-    suggestion = (
-        f"{free_fit[0].name} with TP {free_fit[1]} would fit"
-        if free_fit is not None
-        else "no Inf2 instance fits: quantize (fp8/int8), shorten the sequence, lower the batch "
-        "or shard across instances"
-    )
 
-    if instance_type is not None:
-        instance = get_instance(instance_type)
-        if tensor_parallel is not None and tensor_parallel not in _serving_tp_allowed(instance):
+def _tp_on_instance(
+    sizing: _Sizing, instance: NeuronInstance, tensor_parallel: int | None, *, dtype: str, suggestion: str
+) -> int:
+    """The TP on a given instance, or the refusal that names what does not fit and what would."""
+    if tensor_parallel is not None and tensor_parallel not in _serving_tp_allowed(instance):
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tensor_parallel,
+            f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
+            f"{', '.join(map(str, _serving_tp_allowed(instance)))}",
+        )
+    weights, usable = sizing.weights, sizing.usable(instance)
+    if not sizing.host_fits(instance):
+        raise NeuronConfigError(
+            "instance_type",
+            instance.name,
+            f"{weights:.1f} GiB of weights at {dtype} exceed the {sizing.host_usable(instance):.1f} GiB of host "
+            f"memory usable on {instance.name} ({instance.memory_gib} GiB less "
+            f"{sizing.host_memory_headroom:.0%}): loading reads the weights into host memory (HOST-MEM); "
+            f"{suggestion}",
+        )
+    chosen_tp = sizing.fit(instance, tensor_parallel)
+    if chosen_tp is not None:
+        return chosen_tp
+    here = sizing.fit(instance, None)
+    if tensor_parallel is not None and here is not None:
+        if sizing.per_core(tensor_parallel) <= usable:
             raise NeuronConfigError(
                 "tensor_parallel",
                 tensor_parallel,
-                f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
-                f"{', '.join(map(str, _serving_tp_allowed(instance)))}",
+                f"{instance.neuron_cores // tensor_parallel} replicas of {weights:.1f} GiB load "
+                f"{sizing.host_need(instance, tensor_parallel):.1f} GiB into host memory, more than the "
+                f"{sizing.host_usable(instance):.1f} GiB usable on {instance.name} (HOST-MEM); TP {here} fits there",
             )
-        if not host_fits(instance):
-            raise NeuronConfigError(
-                "instance_type",
-                instance.name,
-                f"{weights:.1f} GiB of weights at {dtype} exceed the {host_usable(instance):.1f} GiB of host "
-                f"memory usable on {instance.name} ({instance.memory_gib} GiB less {host_memory_headroom:.0%}): "
-                f"loading reads the weights into host memory (HOST-MEM); {suggestion}",
-            )
-        chosen_tp = fit(instance, tensor_parallel)
-        if chosen_tp is None:
-            here = fit(instance, None)
-            if tensor_parallel is not None and here is not None:
-                if per_core(tensor_parallel) <= usable(instance):
-                    raise NeuronConfigError(
-                        "tensor_parallel",
-                        tensor_parallel,
-                        f"{instance.neuron_cores // tensor_parallel} replicas of {weights:.1f} GiB load "
-                        f"{host_need(instance, tensor_parallel):.1f} GiB into host memory, more than the "
-                        f"{host_usable(instance):.1f} GiB usable on {instance.name} (HOST-MEM); TP {here} fits there",
-                    )
-                raise NeuronConfigError(
-                    "tensor_parallel",
-                    tensor_parallel,
-                    f"{per_core(tensor_parallel):.1f} GiB per NeuronCore exceeds the "
-                    f"{usable(instance):.1f} GiB usable on {instance.name}; TP {here} fits there",
-                )
-            best = min(per_core(t) for t in _serving_tp_allowed(instance))
-            raise NeuronConfigError(
-                "instance_type",
-                instance.name,
-                f"model needs {weights + kv:.1f} GiB (weights {weights:.1f} + KV cache {kv:.1f}); at least "
-                f"{best:.1f} GiB per NeuronCore on {instance.name} exceeds the {usable(instance):.1f} GiB usable "
-                f"({instance.hbm_gib_per_core:.0f} GiB less {headroom:.0%} headroom); {suggestion}",
-            )
-        tp = chosen_tp
-    else:
-        chosen = cheapest(tensor_parallel)
-        if chosen is None:
-            if tensor_parallel is not None and free_fit is not None:
-                raise NeuronConfigError(
-                    "tensor_parallel",
-                    tensor_parallel,
-                    f"{per_core(tensor_parallel):.1f} GiB per NeuronCore does not fit any Inf2 instance "
-                    f"with {headroom:.0%} headroom; {suggestion}",
-                )
-            # Name the input that broke it: the weights alone, or the KV cache on top of them.
-            weights_fit = any(
-                host_fits(i) and weights / max(_serving_tp_options(i)) <= usable(i) for i in candidates
-            )
-            culprit: tuple[str, object] = ("parameters", parameters)
-            if weights_fit:
-                culprit = (
-                    ("batch_size", batch_size) if batch_size > 1 else ("sequence_length", sequence_length)
-                )
-            raise NeuronConfigError(
-                *culprit,
-                f"needs {weights + kv:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
-                f"{batch_size} x {sequence_length}), more than any Inf2 instance holds with {headroom:.0%} "
-                "headroom; quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances",
-            )
-        instance, tp = chosen
-    core_gib = per_core(tp)
-    core_heads = heads_per_core(tp)
-    kv_core = kv_per_head * core_heads
-    replicated = core_heads * tp > n_kv_heads
-    if attention_assumed and core_heads * tp > max(n_kv_heads, tp):
-        assumed.append(f"attention_heads={n_attention_heads}")
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tensor_parallel,
+            f"{sizing.per_core(tensor_parallel):.1f} GiB per NeuronCore exceeds the "
+            f"{usable:.1f} GiB usable on {instance.name}; TP {here} fits there",
+        )
+    best = min(sizing.per_core(t) for t in _serving_tp_allowed(instance))
+    raise NeuronConfigError(
+        "instance_type",
+        instance.name,
+        f"model needs {weights + sizing.kv:.1f} GiB (weights {weights:.1f} + KV cache {sizing.kv:.1f}); at least "
+        f"{best:.1f} GiB per NeuronCore on {instance.name} exceeds the {usable:.1f} GiB usable "
+        f"({instance.hbm_gib_per_core:.0f} GiB less {sizing.headroom:.0%} headroom); {suggestion}",
+    )
+
+
+def _refuse_everywhere(
+    sizing: _Sizing,
+    tensor_parallel: int | None,
+    *,
+    free_fit: tuple[NeuronInstance, int] | None,
+    suggestion: str,
+    parameters: object,
+    dtype: str,
+    batch_size: int,
+    sequence_length: int,
+) -> NoReturn:
+    """No inference instance fits: name the input that broke it (the weights, or the KV cache on top)."""
+    if tensor_parallel is not None and free_fit is not None:
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tensor_parallel,
+            f"{sizing.per_core(tensor_parallel):.1f} GiB per NeuronCore does not fit any Inf2 instance "
+            f"with {sizing.headroom:.0%} headroom; {suggestion}",
+        )
+    weights_fit = any(
+        sizing.host_fits(i) and sizing.weights / max(_serving_tp_options(i)) <= sizing.usable(i)
+        for i in sizing.candidates()
+    )
+    culprit: tuple[str, object] = ("parameters", parameters)
+    if weights_fit:
+        culprit = ("batch_size", batch_size) if batch_size > 1 else ("sequence_length", sequence_length)
+    weights, kv = sizing.weights, sizing.kv
+    raise NeuronConfigError(
+        *culprit,
+        f"needs {weights + kv:.1f} GiB at {dtype} (weights {weights:.1f} + KV cache {kv:.1f} for batch "
+        f"{batch_size} x {sequence_length}), more than any Inf2 instance holds with {sizing.headroom:.0%} "
+        "headroom; quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances",
+    )
+
+
+def _serving_plan(
+    sizing: _Sizing,
+    instance: NeuronInstance,
+    tp: int,
+    *,
+    params: float,
+    dtype: str,
+    kv_dtype: str,
+    batch_size: int,
+    sequence_length: int,
+) -> ServingPlan:
+    shape, weights, kv = sizing.shape, sizing.weights, sizing.kv
+    core_gib = sizing.per_core(tp)
+    core_heads = sizing.heads_per_core(tp)
+    kv_core = sizing.kv_per_head * core_heads
+    replicated = core_heads * tp > shape.kv_heads
+    assumed = list(shape.assumed)
+    if shape.attention_assumed and core_heads * tp > max(shape.kv_heads, tp):
+        assumed.append(f"attention_heads={shape.attention_heads}")
     replicas = instance.neuron_cores // tp
     cores_per_chip = instance.neuron_cores // instance.chips
     limit = instance.hbm_gib_per_core
     kv_note = f" at {kv_dtype}" if kv_dtype != dtype.lower() else ""
-    heads_note = f"{core_heads} of {n_kv_heads} KV head(s) per core{', replicated' if replicated else ''}"
+    heads_note = f"{core_heads} of {shape.kv_heads} KV head(s) per core{', replicated' if replicated else ''}"
     explanation = (
         f"{params / 1e9:.1f}B params at {dtype} = {weights:.1f} GiB weights + {kv:.1f} GiB KV cache{kv_note} "
         f"(batch {batch_size} x {sequence_length}{'; assumed ' + ', '.join(assumed) if assumed else ''}); "
         f"per NeuronCore at TP {tp}: {weights / tp:.1f} GiB weights + {kv_core:.2f} GiB KV ({heads_note}) "
         f"= {core_gib:.1f} GiB of {limit:.0f} ({1 - core_gib / limit:.0%} free) on {instance.name}, "
-        f"{replicas} replica(s) per instance; host RAM for loading: {host_need(instance, tp):.1f} of "
-        f"{host_usable(instance):.0f} GiB usable"
+        f"{replicas} replica(s) per instance; host RAM for loading: {sizing.host_need(instance, tp):.1f} of "
+        f"{sizing.host_usable(instance):.0f} GiB usable"
     )
     return ServingPlan(
         instance_type=instance.name,
@@ -693,7 +801,7 @@ def size_model(
         explanation=explanation,
         kv_cache_per_core_gib=round(kv_core, 4),
         kv_heads_per_core=core_heads,
-        host_memory_limit_gib=round(host_usable(instance), 3),
+        host_memory_limit_gib=round(sizing.host_usable(instance), 3),
     )
 
 

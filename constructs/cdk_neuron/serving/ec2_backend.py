@@ -12,6 +12,7 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
@@ -309,6 +310,7 @@ def vpc_cidr(vpc: ec2.IVpc) -> str:
 
 
 def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
+    """The fleet's resources, in the order they depend on each other (each step below builds one part)."""
     stack = cdk.Stack.of(scope)
     spec, plan, engine = settings.model, settings.plan, settings.engine
     startup = ec2_startup(
@@ -322,31 +324,96 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     volume_gib = settings.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
 
     if settings.key_created:
-        # EC2 Auto Scaling launches instances with its service-linked role, which must be allowed to
-        # use the key for encrypted EBS volumes (EC2 Auto Scaling user guide, key-policy-requirements).
-        service_role = iam.ArnPrincipal(
-            f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
-            "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
-        )
-        settings.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AutoScalingUsesKeyForVolumes",
-                principals=[service_role],
-                actions=list(DATA_KEY_ACTIONS),
-                resources=["*"],
-            )
-        )
-        settings.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AutoScalingGrantsForVolumes",
-                principals=[service_role],
-                actions=["kms:CreateGrant"],
-                resources=["*"],
-                conditions={"Bool": {"kms:GrantIsForAWSResource": True}},
-            )
-        )
-
+        _let_auto_scaling_use_key(settings.key, stack)
     lb_sg, instance_sg = _security_groups(scope, settings)
+    role, bundle, policy = _instance_role(scope, settings)
+    boot = boot_config(
+        spec,
+        plan,
+        engine,
+        region=stack.region,
+        stack_name=stack.stack_name,
+        asg_logical_id="",  # known once the group exists (below)
+        lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
+        service_port=SERVICE_PORT,
+        startup_timeout_seconds=startup_seconds,
+        fleet_id=settings.fleet_id,
+        hf_token_secret_arn=settings.hugging_face_token.secret_arn if settings.hugging_face_token else None,
+    )
+    # Rendered after the group exists: the script signals CloudFormation with the group's logical ID.
+    user_data = ec2.UserData.for_linux(shebang="#!/bin/bash")
+    launch_template = _launch_template(scope, settings, role, instance_sg, user_data, volume_gib)
+    group = _auto_scaling_group(scope, settings, launch_template, startup_seconds)
+    group.node.add_dependency(policy)
+    metrics_settings = (
+        settings.node_metrics.settings_files(workload="serving", instance_type=plan.instance_type)
+        if settings.node_metrics is not None
+        else None
+    )
+    cfn_group = group.node.default_child
+    assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
+    user_data.add_commands(
+        render_user_data(
+            replace(boot, asg_logical_id=stack.get_logical_id(cfn_group)),
+            bundle_location(bundle),
+            extra_settings=metrics_settings,
+            shebang=False,
+        )
+    )
+    _acknowledge_group(group, settings)
+    if settings.warm_pool:
+        group.add_warm_pool(pool_state=autoscaling.PoolState.STOPPED, min_size=0, reuse_on_scale_in=True)
+
+    front = _load_balancer(scope, settings, lb_sg, group)
+    _scaling(scope, settings, group, front.load_balancer)
+    connections = ec2.Connections(security_groups=[lb_sg], default_port=ec2.Port.tcp(front.port))
+    return Ec2Fleet(
+        load_balancer=front.load_balancer,
+        listener=front.listener,
+        target_group=front.target_group,
+        auto_scaling_group=group,
+        launch_template=launch_template,
+        instance_role=role,
+        instance_security_group=instance_sg,
+        load_balancer_security_group=lb_sg,
+        access_log_bucket=front.bucket,
+        connections=connections,
+        url=f"{front.scheme}://{front.load_balancer.load_balancer_dns_name}",
+        startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
+        user_data=user_data,
+    )
+
+
+def _let_auto_scaling_use_key(key: kms.IKey, stack: cdk.Stack) -> None:
+    """EC2 Auto Scaling launches instances with its service-linked role, which must be allowed to use
+    the key for encrypted EBS volumes (EC2 Auto Scaling user guide, key-policy-requirements)."""
+    service_role = iam.ArnPrincipal(
+        f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
+        "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    )
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AutoScalingUsesKeyForVolumes",
+            principals=[service_role],
+            actions=list(DATA_KEY_ACTIONS),
+            resources=["*"],
+        )
+    )
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="AutoScalingGrantsForVolumes",
+            principals=[service_role],
+            actions=["kms:CreateGrant"],
+            resources=["*"],
+            conditions={"Bool": {"kms:GrantIsForAWSResource": True}},
+        )
+    )
+
+
+def _instance_role(
+    scope: Construct, settings: Ec2Settings
+) -> tuple[iam.Role, s3_assets.Asset, iam.ManagedPolicy]:
+    """The instances' role (SSM for operators; the rest in the managed InstancePolicy) and the bundle it reads."""
     role = iam.Role(
         scope,
         "InstanceRole",
@@ -368,23 +435,18 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         "The only inline statement is the one aws-autoscaling's Signals adds: cloudformation:SignalResource "
         "on this stack, for the readiness signal; everything else is in the managed InstancePolicy",
     )
+    return role, bundle, policy
 
-    boot = boot_config(
-        spec,
-        plan,
-        engine,
-        region=stack.region,
-        stack_name=stack.stack_name,
-        asg_logical_id="",  # known once the group exists (below)
-        lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
-        service_port=SERVICE_PORT,
-        startup_timeout_seconds=startup_seconds,
-        fleet_id=settings.fleet_id,
-        hf_token_secret_arn=settings.hugging_face_token.secret_arn if settings.hugging_face_token else None,
-    )
-    # Rendered after the group exists: the script signals CloudFormation with the group's logical ID.
-    user_data = ec2.UserData.for_linux(shebang="#!/bin/bash")
 
+def _launch_template(
+    scope: Construct,
+    settings: Ec2Settings,
+    role: iam.Role,
+    instance_sg: ec2.SecurityGroup,
+    user_data: ec2.UserData,
+    volume_gib: int,
+) -> ec2.LaunchTemplate:
+    """IMDSv2 with hop limit 1, an encrypted gp3 data volume, terminate on shutdown."""
     launch_template = ec2.LaunchTemplate(
         scope,
         "LaunchTemplate",
@@ -392,7 +454,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         or ec2.MachineImage.from_ssm_parameter(
             catalog.ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
         ),
-        instance_type=ec2.InstanceType(plan.instance_type),
+        instance_type=ec2.InstanceType(settings.plan.instance_type),
         user_data=user_data,
         role=role,
         security_group=instance_sg,
@@ -426,7 +488,13 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     cfn_launch_template.add_property_override(
         "LaunchTemplateData.BlockDeviceMappings", _block_devices(settings, volume_gib)
     )
+    return launch_template
 
+
+def _auto_scaling_group(
+    scope: Construct, settings: Ec2Settings, launch_template: ec2.LaunchTemplate, startup_seconds: int
+) -> autoscaling.AutoScalingGroup:
+    """The group: ELB health checks, readiness signals, a launch lifecycle hook and the update policy."""
     timeout = cdk.Duration.seconds(startup_seconds)
     in_service = min(
         math.ceil(settings.min_capacity * settings.min_healthy_percentage / 100), settings.max_capacity - 1
@@ -471,7 +539,6 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         if settings.notification_topic is not None
         else None,
     )
-    group.node.add_dependency(policy)
     cdk.Tags.of(group).add("cdk-neuron:fleet", settings.fleet_id)
     cfn_group = group.node.default_child
     assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
@@ -485,19 +552,10 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
             heartbeat_timeout=startup_seconds,
         )
     ]
-    metrics_settings = (
-        settings.node_metrics.settings_files(workload="serving", instance_type=plan.instance_type)
-        if settings.node_metrics is not None
-        else None
-    )
-    user_data.add_commands(
-        render_user_data(
-            replace(boot, asg_logical_id=stack.get_logical_id(cfn_group)),
-            bundle_location(bundle),
-            extra_settings=metrics_settings,
-            shebang=False,
-        )
-    )
+    return group
+
+
+def _acknowledge_group(group: autoscaling.AutoScalingGroup, settings: Ec2Settings) -> None:
     if settings.notification_topic is None:
         acknowledge(
             group,
@@ -512,9 +570,25 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         )
         acknowledge(group, "AwsSolutions-EC26", unseen)
         acknowledge(group, "NIST.800.53.R5-EC2IMDSv2Enabled", unseen)
-    if settings.warm_pool:
-        group.add_warm_pool(pool_state=autoscaling.PoolState.STOPPED, min_size=0, reuse_on_scale_in=True)
 
+
+@dataclass(frozen=True)
+class _Front:
+    """The load balancer side of the fleet."""
+
+    load_balancer: elbv2.ApplicationLoadBalancer
+    bucket: s3.IBucket
+    target_group: elbv2.ApplicationTargetGroup
+    listener: elbv2.ApplicationListener
+    port: int
+    scheme: str
+
+
+def _load_balancer(
+    scope: Construct, settings: Ec2Settings, lb_sg: ec2.SecurityGroup, group: autoscaling.AutoScalingGroup
+) -> _Front:
+    """An internal ALB with access logs, least-outstanding-requests routing, HTTPS with a certificate."""
+    engine = settings.engine
     load_balancer = elbv2.ApplicationLoadBalancer(
         scope,
         "LoadBalancer",
@@ -604,7 +678,16 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
             "NIST.800.53.R5-EC2RestrictedSSH",
         ):
             acknowledge(lb_sg, rule, unresolved)
+    return _Front(load_balancer, bucket, target_group, listener, port, scheme)
 
+
+def _scaling(
+    scope: Construct,
+    settings: Ec2Settings,
+    group: autoscaling.AutoScalingGroup,
+    load_balancer: elbv2.ApplicationLoadBalancer,
+) -> None:
+    """Target tracking on in-flight requests (and optionally requests per minute); wake from zero."""
     if settings.target_requests_per_minute is not None:
         group.scale_on_request_count(
             "RequestsPerInstance",
@@ -620,23 +703,6 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
 
     if settings.min_capacity == 0:
         _scale_from_zero(group, load_balancer)
-
-    connections = ec2.Connections(security_groups=[lb_sg], default_port=ec2.Port.tcp(port))
-    return Ec2Fleet(
-        load_balancer=load_balancer,
-        listener=listener,
-        target_group=target_group,
-        auto_scaling_group=group,
-        launch_template=launch_template,
-        instance_role=role,
-        instance_security_group=instance_sg,
-        load_balancer_security_group=lb_sg,
-        access_log_bucket=bucket,
-        connections=connections,
-        url=f"{scheme}://{load_balancer.load_balancer_dns_name}",
-        startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
-        user_data=user_data,
-    )
 
 
 def _scale_from_zero(

@@ -139,10 +139,12 @@ def percentage(field: str, value: object) -> float:
 # -- strings -------------------------------------------------------------------------------------
 
 
-def matching(field: str, value: object, pattern: re.Pattern[str], what: str) -> str:
-    """A string that ``pattern`` matches; ``what`` describes a valid value for the message."""
+def matching(
+    field: str, value: object, pattern: re.Pattern[str], what: str, *, fix: str | None = None
+) -> str:
+    """A string that ``pattern`` matches; the error says it ``must be <what>``, or ``fix`` verbatim."""
     if not isinstance(value, str) or not pattern.match(value):
-        raise NeuronConfigError(field, value, f"must be {what}")
+        raise NeuronConfigError(field, value, fix if fix is not None else f"must be {what}")
     return value
 
 
@@ -159,25 +161,25 @@ def choice(field: str, value: object, choices: Iterable[_T]) -> _T:
 
 def region(field: str, value: object) -> str:
     """A concrete region code; an unresolved token cannot be checked at synthesis."""
-    if not isinstance(value, str) or not REGION.match(value):
-        raise NeuronConfigError(
-            field,
-            value,
-            "give a concrete region code such as us-east-2 (an unresolved token cannot be checked "
-            "at synth time; `cdk-neuron preflight` checks the live account)",
-        )
-    return value
+    return matching(
+        field,
+        value,
+        REGION,
+        "a region code",
+        fix="give a concrete region code such as us-east-2 (an unresolved token cannot be checked "
+        "at synth time; `cdk-neuron preflight` checks the live account)",
+    )
 
 
 def az_id(field: str, value: object) -> str:
     """An AZ ID (``use1-az4``), not an AZ name."""
-    if not isinstance(value, str) or not AZ_ID.match(value):
-        raise NeuronConfigError(
-            field,
-            value,
-            "give an AZ ID such as use1-az4; AZ names (us-east-1a) map to different AZs in each account",
-        )
-    return value
+    return matching(
+        field,
+        value,
+        AZ_ID,
+        "an AZ ID",
+        fix="give an AZ ID such as use1-az4; AZ names (us-east-1a) map to different AZs in each account",
+    )
 
 
 def ecr_region(registry: str) -> str | None:

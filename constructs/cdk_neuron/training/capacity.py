@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from cdk_neuron.catalog import NeuronInstance, capacity_block_types
 from cdk_neuron.errors import NeuronConfigError, one_of
-from cdk_neuron.validation import RESERVATION_ID, RESOURCE_GROUP_ARN
+from cdk_neuron.validation import RESERVATION_ID, RESOURCE_GROUP_ARN, matching
 
 CapacityKind = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
 
@@ -212,11 +212,13 @@ def _placement_group_name(value: object) -> str:
 
 
 def _reservation_id(field: str, value: object) -> str:
-    if not isinstance(value, str) or not RESERVATION_ID.fullmatch(value):
-        raise NeuronConfigError(
-            field, value, "use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0"
-        )
-    return value
+    return matching(
+        field,
+        value,
+        RESERVATION_ID,
+        "a capacity reservation id",
+        fix="use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0",
+    )
 
 
 __all__ = ["Capacity", "CapacityKind"]

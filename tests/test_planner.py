@@ -642,10 +642,10 @@ def test_trainium_can_be_validated_for_serving() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "pattern"),
     [
-        ({"parameters": 0}, r"^parameters=0: must be greater than zero"),
+        ({"parameters": 0}, r"^parameters=0: must be a positive whole number"),
         ({"parameters": -7e9}, r"^parameters=-7000000000.0:"),
-        ({"parameters": float("nan")}, r"^parameters=nan: must be a finite number"),
-        ({"parameters": float("inf")}, r"^parameters=inf: must be a finite number"),
+        ({"parameters": float("nan")}, r"^parameters=nan: give the model.s parameter count"),
+        ({"parameters": float("inf")}, r"^parameters=inf: give the model.s parameter count"),
         ({"parameters": "7B"}, r"^parameters='7B':"),
         ({"parameters": True}, r"^parameters=True:"),
         # Weights alone exceed every Inf2 instance.

@@ -96,3 +96,25 @@ def test_patterns(pattern: object, good: str, bad: str) -> None:
 def test_ecr_region() -> None:
     assert v.ecr_region("763104351884.dkr.ecr.us-west-2.amazonaws.com") == "us-west-2"
     assert v.ecr_region("ghcr.io") is None
+
+
+@pytest.mark.parametrize("value", [8e9, 8_000_000_000, 70e9])
+def test_parameter_counts_are_whole_numbers_in_either_spelling(value: float) -> None:
+    assert v.parameter_count("parameters", value) == int(value)
+
+
+def test_one_parameter_rule_for_model_spec_size_model_and_the_advisor() -> None:
+    from cdk_neuron.checkpoint_advisor import estimate_checkpoint
+    from cdk_neuron.planner import size_model
+    from cdk_neuron.serving.model_spec import ModelSpec
+
+    assert ModelSpec(model_id="org/m", parameters=8e9).parameters == 8_000_000_000
+    assert size_model(8e9, instance_type="inf2.8xlarge").weights_gib > 0
+    assert estimate_checkpoint(8e9).size_gb > 0
+    for check in (
+        lambda: ModelSpec(model_id="org/m", parameters=8.5),
+        lambda: size_model(8.5),
+        lambda: estimate_checkpoint(8.5),
+    ):
+        with pytest.raises(NeuronConfigError, match=r"parameters=8\.5: must be a positive whole number"):
+            check()

@@ -50,6 +50,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from cdk_neuron import validation
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.planner import BYTES_PER_DTYPE
 
@@ -111,12 +112,7 @@ def _bytes_per_parameter(field: str, value: float | str, names: dict[str, float]
 
 
 def _parameter_count(value: object) -> int:
-    # 70e9 is a float in Python; accept it when it is a whole number.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise NeuronConfigError("parameters", value, "give the model's parameter count, e.g. 70e9")
-    if value <= 0 or value != int(value):
-        raise NeuronConfigError("parameters", value, "must be a positive whole number, e.g. 70e9")
-    return int(value)
+    return validation.parameter_count("parameters", value)
 
 
 @dataclass(frozen=True)

@@ -542,7 +542,7 @@ def _check_serving_inputs(
     tensor_parallel: object,
 ) -> tuple[float, str, int, int]:
     """Every input of :func:`size_model` checked; returns (parameters, KV-cache dtype, sequence, batch)."""
-    params = _nonnegative_number("parameters", parameters)
+    params = float(validation.parameter_count("parameters", parameters))
     bytes_per = _dtype_bytes("dtype", dtype)
     if kv_cache_dtype is None:
         kv_dtype = dtype.lower() if bytes_per >= 2 else _DEFAULT_KV_CACHE_DTYPE

@@ -102,6 +102,16 @@ def whole_number(
     return value
 
 
+def parameter_count(field: str, value: object) -> int:
+    """A model's parameter count: a positive whole number, given as an ``int`` or as a float such as
+    ``70e9`` (Python writes that as a float; JSON writers do too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise NeuronConfigError(field, value, "give the model's parameter count, e.g. 70e9")
+    if value <= 0 or value != int(value):
+        raise NeuronConfigError(field, value, "must be a positive whole number, e.g. 70e9")
+    return int(value)
+
+
 def number(
     field: str,
     value: object,
@@ -225,6 +235,7 @@ __all__ = [
     "ecr_region",
     "matching",
     "number",
+    "parameter_count",
     "percentage",
     "region",
     "whole_number",

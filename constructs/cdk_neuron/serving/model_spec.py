@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import BYTES_PER_DTYPE, ServingPlan, size_model
-from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI
+from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI, parameter_count
 
 # Bucket naming rules (3-63 chars, lowercase letters, digits, dots, hyphens; starts and ends with a
 # letter or digit). The key prefix may not be empty: the IAM grants are scoped to it.
@@ -135,10 +135,9 @@ class ModelSpec:
             )
         if self.artifact_uri is not None:
             parse_s3_uri(self.artifact_uri)
-        if isinstance(self.parameters, bool) or not isinstance(self.parameters, int) or self.parameters < 1:
-            raise NeuronConfigError(
-                "parameters", self.parameters, "give the parameter count, e.g. 8_000_000_000"
-            )
+        # One rule for parameter counts everywhere (size_model, the checkpoint advisor, cdk.json): a
+        # whole number, also when written 8e9.
+        object.__setattr__(self, "parameters", parameter_count("parameters", self.parameters))
         if not isinstance(self.dtype, str) or self.dtype.lower() not in BYTES_PER_DTYPE:
             raise NeuronConfigError("dtype", self.dtype, f"use one of {', '.join(sorted(BYTES_PER_DTYPE))}")
         for field in ("sequence_length", "batch_size"):

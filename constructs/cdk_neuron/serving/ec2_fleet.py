@@ -437,6 +437,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                 ),
             )
             self._annotate(shared, model_location=MODEL_MOUNT)
+            self._record(shared, backend="ec2", warm_pool=warm_pool)
 
     # -- backend hooks of the shared validation ------------------------------------------------
 

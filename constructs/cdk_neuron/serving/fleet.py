@@ -21,6 +21,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, Node
 
+from cdk_neuron import _manifest
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
@@ -287,6 +288,20 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
 
     def _annotate_backend(self, annotations: cdk.Annotations) -> None:
         """Warnings only one backend gives."""
+
+    def _record(self, shared: SharedProps, *, backend: str, warm_pool: bool = False) -> None:
+        """What the ``cdk-neuron`` CLI reads back from the cloud assembly (:mod:`cdk_neuron._manifest`)."""
+        _manifest.record_serving(
+            self,
+            backend=backend,
+            engine=self.engine.name,
+            model=shared.model,
+            plan=shared.plan,
+            min_capacity=shared.min_capacity,
+            max_capacity=shared.max_capacity,
+            availability_zones=shared.availability_zones,
+            warm_pool=warm_pool,
+        )
 
 
 __all__ = [

@@ -320,6 +320,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
                 model_location=SAGEMAKER_MODEL_DIR,
                 hub_model_note=", and the SageMaker model cannot run with network isolation",
             )
+            self._record(shared, backend="sagemaker")
 
     # -- backend hooks of the shared validation ------------------------------------------------
 

@@ -24,7 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, metric_options, validation
+from cdk_neuron import _cdk_values, _manifest, metric_options, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
 from cdk_neuron.errors import NeuronConfigError
@@ -637,6 +637,12 @@ class CheckpointStore(_CheckpointStoreBase):
                 cdk.Annotations.of(self).add_warning_v2(
                     SAVE_TIME_WARNING_ID, self.checkpoint_estimate.advice(budget_seconds)
                 )
+            _manifest.record_checkpoints(
+                self,
+                one_zone=one_zone,
+                model_parameters=None if model_parameters is None else int(model_parameters),
+                writers=writers,
+            )
 
     @property
     def file_system(self) -> efs.FileSystem:

@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from cdk_neuron import validation
+from cdk_neuron import _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout
 from cdk_neuron.monitoring.node_metrics import NodeMetrics
@@ -149,6 +149,15 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
             if self.compile_cache is not None:
                 self.compile_cache.grant_read_write(self.role)
                 acknowledgments.compile_cache_prefix(self.role, self.compile_cache)
+            _manifest.record_training(
+                self,
+                engine="auto-scaling-group",
+                instance_type=self.instance.name,
+                max_nodes=self.max_nodes,
+                plan=self.plan,
+                capacity=self.capacity,
+                availability_zone_id=self.availability_zone_id,
+            )
 
     @property
     def grant_principal(self) -> iam.IPrincipal:

@@ -14,7 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_neuron import _cdk_values, validation
+from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout
 from cdk_neuron.errors import NeuronConfigError
@@ -284,6 +284,18 @@ class BatchTrainingCluster(TrainingClusterBase):
             )
             self._job_definition = self.add_job_definition(
                 "JobDefinition", training_command=self._training_command
+            )
+            _manifest.record_training(
+                self,
+                engine="batch",
+                instance_type=self.instance.name,
+                max_nodes=self.max_nodes,
+                plan=self.plan,
+                capacity=self.capacity,
+                availability_zone_id=self.availability_zone_id,
+                job_image=job_image if isinstance(job_image, str) else None,
+                job_queue=_cfn(self.job_queue),
+                job_definition=_cfn(self._job_definition),
             )
 
     # -- attributes --------------------------------------------------------------------------------
@@ -574,6 +586,12 @@ def _image_for(scope: Construct, id: str, image: ecs.ContainerImage | str) -> ec
     if isinstance(image, str):
         return batch_engine.job_image(Construct(scope, f"{id}Image"), image)
     return batch_engine.job_image(scope, image)
+
+
+def _cfn(construct: Construct) -> cdk.CfnResource:
+    resource = construct.node.default_child
+    assert isinstance(resource, cdk.CfnResource)
+    return resource
 
 
 if TYPE_CHECKING:  # mypy proves both meet the interface, as jsii would for a TypeScript class

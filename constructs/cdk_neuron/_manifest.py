@@ -1,0 +1,145 @@
+"""What each construct records in the cloud assembly for the ``cdk-neuron`` CLI, in any app.
+
+At synthesis a construct's ``node.add_metadata`` entries land in its stack's metadata file
+(``<stack>.metadata.json``, named by ``additionalMetadataFile`` in ``manifest.json``), keyed by the
+construct path, with tokens resolved to CloudFormation intrinsics. The CLI
+(:mod:`cdk_neuron.cli.assembly`) reads them back and builds :class:`~cdk_neuron.deployment.Deployment`
+objects: an app needs no configuration file of ours for ``plan``, ``cost``, ``preflight`` or the job
+commands. Records hold what the tools need and nothing secret: instance types, AZ IDs, capacity,
+plans, the model, and the logical ids of the job queue and job definition (the CLI turns them into
+ARNs with ``cloudformation:DescribeStackResource``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import aws_cdk as cdk
+from constructs import Construct
+
+if TYPE_CHECKING:
+    from cdk_neuron.planner import ServingPlan, TrainingPlan
+    from cdk_neuron.serving.model_spec import ModelSpec
+    from cdk_neuron.training.capacity import Capacity
+
+WORKLOAD_METADATA = "cdk-neuron:workload"
+"""The metadata type of every record."""
+RECORD_VERSION = 1
+
+
+def _literal(value: object) -> object:
+    """A value the record can keep: literals as they are, tokens (unknown until deployment) as None.
+
+    CDK leaves None values out of metadata, so readers treat a missing key as None.
+    """
+    if isinstance(value, str) and cdk.Token.is_unresolved(value):
+        return None
+    return value
+
+
+def _record(scope: Construct, kind: str, data: dict[str, Any]) -> None:
+    scope.node.add_metadata(WORKLOAD_METADATA, {"kind": kind, "version": RECORD_VERSION, **data})
+
+
+def _plan(plan: TrainingPlan) -> dict[str, Any]:
+    return {
+        "nodes": plan.nodes,
+        "tensor_parallel": plan.tensor_parallel,
+        "pipeline_parallel": plan.pipeline_parallel,
+        "logical_nc_config": plan.logical_nc_config,
+    }
+
+
+def _capacity(capacity: Capacity) -> dict[str, Any]:
+    return {
+        "kind": capacity.kind,
+        "reservation_id": capacity.reservation_id,
+        "resource_group_arn": capacity.resource_group_arn,
+        "placement_group_name": capacity.placement_group_name,
+    }
+
+
+def record_training(
+    scope: Construct,
+    *,
+    engine: str,
+    instance_type: str,
+    max_nodes: int,
+    plan: TrainingPlan,
+    capacity: Capacity,
+    availability_zone_id: str | None,
+    job_image: str | None = None,
+    job_queue: cdk.CfnResource | None = None,
+    job_definition: cdk.CfnResource | None = None,
+) -> None:
+    """A training cluster: enough to plan it, price it, preflight it and submit jobs to it."""
+    stack = cdk.Stack.of(scope)
+    _record(
+        scope,
+        "training",
+        {
+            "engine": engine,
+            "instance_type": instance_type,
+            "max_nodes": max_nodes,
+            "plan": _plan(plan),
+            "capacity": _capacity(capacity),
+            "availability_zone_id": _literal(availability_zone_id),
+            "job_image": _literal(job_image),
+            "job_queue_logical_id": stack.get_logical_id(job_queue) if job_queue is not None else None,
+            "job_definition_logical_id": stack.get_logical_id(job_definition)
+            if job_definition is not None
+            else None,
+        },
+    )
+
+
+def record_serving(
+    scope: Construct,
+    *,
+    backend: str,
+    engine: str,
+    model: ModelSpec,
+    plan: ServingPlan,
+    min_capacity: int,
+    max_capacity: int,
+    availability_zones: tuple[str, ...],
+    warm_pool: bool = False,
+) -> None:
+    """An inference fleet: the model, its plan and the capacity bounds."""
+    _record(
+        scope,
+        "serving",
+        {
+            "backend": backend,
+            "engine": engine,
+            "model": {
+                "model_id": model.model_id,
+                "artifact_uri": model.artifact_uri,
+                "parameters": model.parameters,
+                "dtype": model.dtype,
+                "sequence_length": model.sequence_length,
+                "batch_size": model.batch_size,
+                "tensor_parallel": model.tensor_parallel,
+            },
+            "instance_type": plan.instance_type,
+            "tensor_parallel": plan.tensor_parallel,
+            "min_capacity": min_capacity,
+            "max_capacity": max_capacity,
+            "availability_zones": [z for z in availability_zones if _literal(z) is not None],
+            "warm_pool": warm_pool,
+        },
+    )
+
+
+def record_checkpoints(
+    scope: Construct, *, one_zone: bool, model_parameters: int | None, writers: int
+) -> None:
+    """A checkpoint store: its kind and, when given, the model whose checkpoints it holds."""
+    _record(
+        scope,
+        "checkpoints",
+        {"one_zone": one_zone, "model_parameters": model_parameters, "writers": writers},
+    )
+
+
+__all__ = ["RECORD_VERSION", "WORKLOAD_METADATA", "record_checkpoints", "record_serving", "record_training"]

@@ -1,0 +1,115 @@
+"""Each construct records in the cloud assembly what the CLI needs (cdk_neuron._manifest)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ACCOUNT, REGION = "111111111111", "us-east-1"
+AZS = ["us-east-1a", "us-east-1b"]
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.serving import ModelSpec, SageMakerInferenceFleet
+    from cdk_neuron.storage import CheckpointStore
+    from cdk_neuron.training import BatchTrainingCluster, Capacity
+
+    out = tmp_path_factory.mktemp("assembly")
+    from cdk_support import cdk_json_context
+
+    app = cdk.App(outdir=str(out), context=cdk_json_context())
+
+    class Pinned(cdk.Stack):
+        @property
+        def availability_zones(self) -> list[str]:
+            return AZS
+
+    stack = Pinned(app, "Workloads", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS)
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, model_parameters=8e9, writers=2)
+    BatchTrainingCluster(
+        stack,
+        "Cluster",
+        vpc=vpc,
+        instance_type="trn1.32xlarge",
+        max_nodes=2,
+        vpc_subnets=ec2.SubnetSelection(
+            availability_zones=[AZS[0]], subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+        ),
+        availability_zone_id="use1-az6",
+        checkpoints=store,
+        capacity=Capacity.reservation("cr-0123456789abcdef0"),
+        job_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+    )
+    SageMakerInferenceFleet(
+        stack,
+        "Fleet",
+        vpc=vpc,
+        model=ModelSpec(
+            model_id="meta-llama/Llama-3.1-8B-Instruct", artifact_uri="s3://models/llama/", parameters=8e9
+        ),
+        instance_type="inf2.8xlarge",
+    )
+    app.synth()
+    manifest = json.loads((Path(out) / "manifest.json").read_text())
+    metadata_file = manifest["artifacts"]["Workloads"]["additionalMetadataFile"]
+    metadata = json.loads((Path(out) / metadata_file).read_text())
+    found = {}
+    for path, entries in metadata.items():
+        for entry in entries:
+            if entry["type"] == "cdk-neuron:workload":
+                found[path] = entry["data"]
+    return found
+
+
+def test_each_workload_records_itself_at_its_construct_path(records: dict[str, dict[str, Any]]) -> None:
+    assert {path: data["kind"] for path, data in records.items()} == {
+        "/Workloads/Checkpoints": "checkpoints",
+        "/Workloads/Cluster": "training",
+        "/Workloads/Fleet": "serving",
+    }
+    assert all(data["version"] == 1 for data in records.values())
+
+
+def test_the_training_record_names_plan_capacity_and_the_job_queue(
+    records: dict[str, dict[str, Any]],
+) -> None:
+    training = records["/Workloads/Cluster"]
+    assert training["instance_type"] == "trn1.32xlarge" and training["max_nodes"] == 2
+    assert training["plan"] == {
+        "nodes": 2,
+        "tensor_parallel": 32,
+        "pipeline_parallel": 1,
+        "logical_nc_config": None,
+    }
+    assert training["capacity"]["kind"] == "reservation"
+    assert training["capacity"]["reservation_id"] == "cr-0123456789abcdef0"
+    assert training["availability_zone_id"] == "use1-az6"
+    assert training["job_image"].endswith("ubuntu24.04")
+    assert training["job_queue_logical_id"].startswith("ClusterJobQueue")
+    assert training["job_definition_logical_id"].startswith("ClusterJobDefinition")
+
+
+def test_the_serving_and_storage_records(records: dict[str, dict[str, Any]]) -> None:
+    serving = records["/Workloads/Fleet"]
+    assert (serving["backend"], serving["engine"], serving["instance_type"]) == (
+        "sagemaker",
+        "optimum-neuron",
+        "inf2.8xlarge",
+    )
+    assert serving["model"]["parameters"] == 8_000_000_000
+    assert serving["model"]["artifact_uri"].startswith("s3://models/llama")
+    assert records["/Workloads/Checkpoints"] == {
+        "kind": "checkpoints",
+        "version": 1,
+        "one_zone": False,
+        "model_parameters": 8_000_000_000,
+        "writers": 2,
+    }

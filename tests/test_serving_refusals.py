@@ -249,3 +249,22 @@ def test_ec2_options_are_validated(scope: tuple[Any, Any], props: dict[str, Any]
 def test_sagemaker_options_are_validated(scope: tuple[Any, Any], props: dict[str, Any], field: str) -> None:
     with pytest.raises(NeuronConfigError, match=rf"^Refusals/Fleet\d+: {field}="):
         _endpoint(scope, **props)
+
+
+def test_an_environment_agnostic_stack_is_refused_clearly() -> None:
+    """Not jsii's RuntimeError RegionRequiredEnableBvAccess from deep inside the load balancer."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec
+
+    stack = cdk.Stack(cdk.App(), "Agnostic")
+    with pytest.raises(
+        NeuronConfigError, match=r"^Agnostic/Fleet: region='unresolved': .*env=cdk.Environment"
+    ):
+        Ec2InferenceFleet(
+            stack,
+            "Fleet",
+            vpc=ec2.Vpc(stack, "Vpc"),
+            model=ModelSpec(model_id="org/m", artifact_uri="s3://my-models/llama/", parameters=8e9),
+        )

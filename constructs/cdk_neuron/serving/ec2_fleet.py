@@ -359,6 +359,17 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
+            region = cdk.Stack.of(self).region
+            if cdk.Token.is_unresolved(region):
+                # ELBv2 access logs are written by the region's Elastic Load Balancing account, which
+                # the bucket policy must name (Elastic Load Balancing User Guide, "Enable access logs
+                # for your Application Load Balancer"); an environment-agnostic stack has no region.
+                raise NeuronConfigError(
+                    "region",
+                    "unresolved",
+                    "Ec2InferenceFleet needs a stack with a concrete region, env=cdk.Environment(region=...), "
+                    "to grant its access-log bucket to that region's load-balancer account",
+                )
             if warm_pool and spot:
                 raise NeuronConfigError(
                     "warm_pool",

@@ -39,3 +39,50 @@ def test_deploy_rules_reference_is_current() -> None:
     doc = DOC.read_text()
     recorded = doc[doc.index(BEGIN) + len(BEGIN) + 1 : doc.index(END)]
     assert recorded == render()
+
+
+# -- the construct READMEs' API tables (tools/construct_docs.py) ----------------------------------
+
+
+def test_docstring_markup_becomes_markdown() -> None:
+    from tools.construct_docs import markdown, sentences, split_default
+
+    assert markdown("a :class:`~cdk_neuron.storage.ICheckpointStore` and ``x=1``") == (
+        "a `ICheckpointStore` and `x=1`"
+    )
+    assert markdown(":func:`cdk_neuron.planner.size_model`") == "`cdk_neuron.planner.size_model()`"
+    assert sentences("One (a. B) e.g. C. Two. three") == ["One (a. B) e.g. C.", "Two. three"]
+    assert split_default("the key. Default: a new key. Bring one for X.") == (
+        "a new key",
+        "the key. Bring one for X.",
+    )
+    assert split_default("Default None. At least one is required.") == ("None", "At least one is required.")
+    assert split_default("no default here") == (None, "no default here")
+
+
+def test_google_style_sections_are_read() -> None:
+    from tools.construct_docs import google_section
+
+    doc = """Summary.
+
+    Args:
+        environment: the name, e.g. ``"prod"``.
+            Continued here.
+        namespace: CloudWatch namespace. Default ``"CdkNeuron"``.
+
+    Attributes:
+        topic, key: the topic and its key. dashboard: the dashboard.
+        rules: the rules (``A``,
+        ``B``). log: the log.
+    """
+    assert google_section(doc, "Args") == {
+        "environment": 'the name, e.g. ``"prod"``. Continued here.',
+        "namespace": 'CloudWatch namespace. Default ``"CdkNeuron"``.',
+    }
+    assert google_section(doc, "Attributes") == {
+        "topic": "the topic and its key.",
+        "key": "the topic and its key.",
+        "dashboard": "the dashboard.",
+        "rules": "the rules (``A``, ``B``).",
+        "log": "the log.",
+    }

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from cdk_support import REPO_ROOT
 
 
@@ -42,6 +45,55 @@ def test_deploy_rules_reference_is_current() -> None:
 
 
 # -- the construct READMEs' API tables (tools/construct_docs.py) ----------------------------------
+
+
+def test_construct_readme_api_tables_are_current() -> None:
+    """Each construct README's generated tables match the docstrings (run `make construct-docs`)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.construct_docs"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_stale_api_table_fails_the_check_and_write_refreshes_it(monkeypatch: Any, tmp_path: Path) -> None:
+    from tools import construct_docs
+
+    for relative in construct_docs.DOCUMENTED:
+        copy = tmp_path / relative
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text((REPO_ROOT / relative).read_text())
+    monkeypatch.setattr(construct_docs, "REPO", tmp_path)
+    assert construct_docs.main([]) == 0
+    readme = tmp_path / "constructs/cdk_neuron/storage/README.md"
+    fresh = readme.read_text()
+    readme.write_text(fresh.replace("| `kms_key` |", "| `key` |", 1))
+    assert construct_docs.main([]) == 1
+    assert construct_docs.main(["--write"]) == 0
+    assert readme.read_text() == fresh
+
+
+def test_every_public_construct_has_api_tables() -> None:
+    """A concrete construct exported by a construct package is documented in that package's README."""
+    import importlib
+    import inspect
+
+    from constructs import Construct
+
+    from tools.construct_docs import DOCUMENTED
+
+    for package in ("training", "serving", "storage", "monitoring"):
+        module = importlib.import_module(f"cdk_neuron.{package}")
+        exported = {name: getattr(module, name) for name in module.__all__}
+        constructs = {
+            name
+            for name, value in exported.items()
+            if inspect.isclass(value) and issubclass(value, Construct) and not inspect.isabstract(value)
+        }
+        documented = {spec.split(":")[1] for spec in DOCUMENTED[f"constructs/cdk_neuron/{package}/README.md"]}
+        assert constructs and constructs <= documented, (package, constructs - documented)
 
 
 def test_docstring_markup_becomes_markdown() -> None:

@@ -41,7 +41,33 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 
 # README -> the classes it documents, as "module:Class", in the order their tables appear.
-DOCUMENTED: dict[str, tuple[str, ...]] = {}
+DOCUMENTED: dict[str, tuple[str, ...]] = {
+    "constructs/cdk_neuron/training/README.md": (
+        "cdk_neuron.training:BatchTrainingCluster",
+        "cdk_neuron.training:AutoScalingTrainingCluster",
+        "cdk_neuron.training:ITrainingCluster",
+        "cdk_neuron.training:IBatchTrainingCluster",
+    ),
+    "constructs/cdk_neuron/serving/README.md": (
+        "cdk_neuron.serving:Ec2InferenceFleet",
+        "cdk_neuron.serving:SageMakerInferenceFleet",
+        "cdk_neuron.serving:IEc2InferenceFleet",
+        "cdk_neuron.serving:ISageMakerInferenceFleet",
+        "cdk_neuron.serving:ModelSpec",
+        "cdk_neuron.serving:MeasuredStartup",
+    ),
+    "constructs/cdk_neuron/storage/README.md": (
+        "cdk_neuron.storage:CheckpointStore",
+        "cdk_neuron.storage:ICheckpointStore",
+        "cdk_neuron.storage:CompileCache",
+        "cdk_neuron.storage:ICompileCache",
+    ),
+    "constructs/cdk_neuron/monitoring/README.md": (
+        "cdk_neuron.monitoring:NeuronMonitoring",
+        "cdk_neuron.monitoring:NodeMetrics",
+        "cdk_neuron.monitoring:MonitoringThresholds",
+    ),
+}
 
 _FIELD = re.compile(r"^\s*:(?P<kind>\w+)(?: (?P<name>\w+))?:")
 _DEFAULT = re.compile(r"(?:^|(?<=\s))Default:?\s+(?P<text>.*)$", re.DOTALL)

@@ -1,4 +1,10 @@
-"""The READMEs' Python examples run against the current code, so they cannot go stale."""
+"""The READMEs' Python examples run against the current code, so they cannot go stale.
+
+Every README in the repository is listed here; each ```python block in it is either executed (the
+top-level README's end-to-end example and its acknowledgment snippet, every block of each
+construct package's README, in order, in one stack, as their text says) or named here as not
+runnable on its own, with the reason.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from cdk_support import REPO_ROOT, make_app, template_of
+from cdk_support import REPO_ROOT, make_app, nag_violations, template_of
 
 PACKAGE = REPO_ROOT / "constructs" / "cdk_neuron"
 CONSTRUCT_READMES = {
@@ -17,52 +23,81 @@ CONSTRUCT_READMES = {
     "storage": PACKAGE / "storage" / "README.md",
     "monitoring": PACKAGE / "monitoring" / "README.md",
 }
+CATALOG_DOC = REPO_ROOT / "docs" / "catalog-and-planner.md"
 
 
 def python_blocks(path: Path) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", path.read_text(), re.S | re.M)
 
 
-BLOCKS = python_blocks(REPO_ROOT / "README.md")
-# The last block is a user's test module (it imports their own `app`); the example app runs it.
-STANDALONE, PURE, *IN_A_STACK, _USER_TEST = BLOCKS
+TOP = python_blocks(REPO_ROOT / "README.md")
+# The end-to-end app; an acknowledgment on its VPC; a user's test module, which imports their own
+# `app` and runs under their pytest (examples/reserved-trn1n-sagemaker/tests/test_stack.py is the
+# worked, executed version of it).
+STANDALONE, ACKNOWLEDGMENT, USER_TEST = TOP
+
+
+def test_every_readme_is_checked_here() -> None:
+    """A README with Python blocks that this module does not know would go unexecuted."""
+    readmes = {
+        path
+        for path in REPO_ROOT.rglob("README.md")
+        if not {"node_modules", "cdk.out", "build", ".venv", "dist"} & set(path.relative_to(REPO_ROOT).parts)
+        and not any(part.startswith(".") for part in path.relative_to(REPO_ROOT).parts)
+    }
+    with_python = {path for path in readmes if python_blocks(path)}
+    assert with_python == {REPO_ROOT / "README.md", *CONSTRUCT_READMES.values()}
 
 
 def test_the_readme_has_the_examples_this_test_expects() -> None:
     assert "class NeuronStack(cdk.Stack)" in STANDALONE
-    assert "plan_training(" in PURE
-    assert len(IN_A_STACK) == 7
-    assert _USER_TEST.startswith("# tests/test_stack.py")
+    assert "Validations.of(vpc).acknowledge" in ACKNOWLEDGMENT
+    assert USER_TEST.startswith("# tests/test_stack.py")
 
 
-def test_standalone_app_example_synthesizes(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def _standalone_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
     monkeypatch.setenv("CDK_OUTDIR", str(tmp_path))
-    exec(compile(STANDALONE, "README.md (quick example)", "exec"), {"__name__": "readme"})
+    namespace: dict[str, Any] = {"__name__": "readme"}
+    exec(compile(STANDALONE, "README.md (an environment in one stack)", "exec"), namespace)
+    return namespace
 
 
-def test_pure_example_runs() -> None:
-    exec(compile(PURE, "README.md (catalog and planner)", "exec"), {"__name__": "readme"})
+def test_standalone_app_example_synthesizes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    namespace = _standalone_app(monkeypatch, tmp_path)
+    stack = namespace["app"].node.find_child("Neuron")
+    types = {r["Type"] for r in template_of(stack)["Resources"].values()}
+    assert {"AWS::Batch::JobQueue", "AWS::EFS::FileSystem", "AWS::AutoScaling::AutoScalingGroup"} <= types
+    assert "AWS::CloudWatch::Dashboard" in types
 
 
-def test_construct_examples_run_in_one_stack() -> None:
-    """Each construct section's snippet, in order, in the stack the README's text describes."""
-    import aws_cdk as cdk
-    from aws_cdk import aws_ec2 as ec2
+def test_the_standalone_stack_has_nag_findings_only_on_the_plain_vpc(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What the README says after the example: the cdk-neuron constructs report no finding."""
+    namespace = _standalone_app(monkeypatch, tmp_path)
+    findings = nag_violations(namespace["app"].node.find_child("Neuron"))
+    assert findings
+    for finding in findings:
+        paths = finding.split(": ", 1)[1].split(", ")
+        assert all(path.startswith("Neuron/Vpc") for path in paths), finding
 
-    stack = cdk.Stack(make_app(), "Readme", env=cdk.Environment(account="111111111111", region="us-east-1"))
-    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a", "us-east-1b"], nat_gateways=1)
-    namespace: dict[str, Any] = {
-        "__name__": "readme",
-        "self": stack,
-        "vpc": vpc,
-        "training_subnets": ec2.SubnetSelection(
-            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1a"]
-        ),
-    }
-    for number, block in enumerate(IN_A_STACK, start=1):
-        exec(compile(block, f"README.md (construct example {number})", "exec"), namespace)
-    assert namespace["fleet"].plan.instance_type == "inf2.48xlarge"
-    assert "AWS::Batch::JobQueue" in {r["Type"] for r in template_of(stack)["Resources"].values()}
+
+def test_the_acknowledgment_example_runs_on_the_standalone_vpc(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    namespace = _standalone_app(monkeypatch, tmp_path)
+    vpc = namespace["app"].node.find_child("Neuron").node.find_child("Vpc")
+    exec(compile(ACKNOWLEDGMENT, "README.md (cdk-nag acknowledgments)", "exec"), {"vpc": vpc})
+    assert not [f for f in nag_violations(vpc) if f.startswith("AwsSolutions-VPC7:")]
+
+
+def test_the_user_test_module_is_valid_python() -> None:
+    compile(USER_TEST, "README.md (snapshot tests in your CI)", "exec")
+
+
+def test_catalog_and_planner_example_runs() -> None:
+    (block,) = python_blocks(CATALOG_DOC)
+    exec(compile(block, f"{CATALOG_DOC.name} (catalog and planner)", "exec"), {"__name__": "readme"})
 
 
 def _run_in_one_stack(name: str) -> tuple[Any, dict[str, Any]]:

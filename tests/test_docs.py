@@ -1,4 +1,4 @@
-"""Generated documentation must match the code it describes."""
+"""Documentation must match the code it describes, and its links must resolve."""
 
 from __future__ import annotations
 
@@ -138,3 +138,55 @@ def test_google_style_sections_are_read() -> None:
         "rules": "the rules (``A``, ``B``).",
         "log": "the log.",
     }
+
+
+# -- links between the documents --------------------------------------------------------------------
+
+
+def _documents() -> list[Path]:
+    return [
+        REPO_ROOT / "README.md",
+        REPO_ROOT / "CHANGELOG.md",
+        *sorted((REPO_ROOT / "docs").rglob("*.md")),
+        *sorted((REPO_ROOT / "constructs" / "cdk_neuron").glob("*/README.md")),
+        *sorted((REPO_ROOT / "examples").glob("*/README.md")),
+    ]
+
+
+def _anchors(document: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as '-', repeats numbered."""
+    import re
+
+    found: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in document.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        heading = re.match(r"^#{1,6} (.+)$", line)
+        if heading and not fenced:
+            slug = re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-")
+            count = seen.get(slug, 0)
+            found.add(slug if count == 0 else f"{slug}-{count}")
+            seen[slug] = count + 1
+    return found
+
+
+def test_every_relative_link_and_anchor_resolves() -> None:
+    """No README, changelog or doc links to a moved or deleted file or section."""
+    import re
+
+    broken = []
+    for document in _documents():
+        text = re.sub(r"```.*?```", "", document.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            destination = (document.parent / path).resolve() if path else document
+            if not destination.exists():
+                broken.append(f"{document.relative_to(REPO_ROOT)}: {target} (no such file)")
+            elif anchor and destination.suffix == ".md" and anchor not in _anchors(destination):
+                broken.append(f"{document.relative_to(REPO_ROOT)}: {target} (no such section)")
+    assert broken == []

@@ -131,6 +131,9 @@ def test_training_readme_examples_run() -> None:
 
     stack, namespace = _run_in_one_stack("training")
     assert isinstance(namespace["cluster"], BatchTrainingCluster)
+    # "a queue for 2-node jobs of 32 ranks each (TP 32 inside each node, data parallel across them)"
+    plan = namespace["cluster"].plan
+    assert (plan.nodes, plan.tensor_parallel, plan.ranks_per_node, plan.data_parallel) == (2, 32, 32, 2)
     assert isinstance(namespace["group"], AutoScalingTrainingCluster)
     assert namespace["prod"].plan.world_size == 512
     assert {"AWS::Batch::JobQueue", "AWS::AutoScaling::AutoScalingGroup", "AWS::CloudWatch::Alarm"} <= (

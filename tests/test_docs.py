@@ -190,3 +190,20 @@ def test_every_relative_link_and_anchor_resolves() -> None:
             elif anchor and destination.suffix == ".md" and anchor not in _anchors(destination):
                 broken.append(f"{document.relative_to(REPO_ROOT)}: {target} (no such section)")
     assert broken == []
+
+
+def test_every_warning_id_and_key_the_docs_name_exists_in_the_library() -> None:
+    """Synth-warning ids (``@cdk-neuron/...:...``, ``cdk-neuron:...``), tags and context keys the
+    docs name are spelled as the code spells them, so renaming one fails here until the docs follow."""
+    import re
+
+    code = "\n".join(p.read_text() for p in (REPO_ROOT / "constructs" / "cdk_neuron").rglob("*.py"))
+    # The changelog and the migration guide may name ids that no longer exist.
+    current = [d for d in _documents() if d.name not in ("CHANGELOG.md", "migration.md")]
+    named = {
+        match
+        for document in current
+        for match in re.findall(r"`(@cdk-neuron/[\w-]+:[\w-]+|cdk-neuron:[\w-]+)", document.read_text())
+    }
+    assert named
+    assert sorted(name for name in named if name not in code) == []

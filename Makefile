@@ -32,6 +32,7 @@ help:
 	@echo "make acknowledgments  regenerate the cdk-nag audit trail in docs/acknowledgments.md"
 	@echo "make deploy-rules  synthesize, then run cfn-lint plus the project's deploy rules on every template"
 	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
+	@echo "make construct-docs  regenerate the API tables in each construct package's README"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
@@ -122,10 +123,12 @@ deploy-rules: synth
 deploy-rules-doc: setup
 	python -m tools.deploy_rules_doc --write
 
-# Regenerate the cdk-nag audit trail in docs/acknowledgments.md from the app's construct metadata.
+# Regenerate the API tables of each construct package's README (constructs/cdk_neuron/*/README.md)
+# from the constructs' docstrings.
 construct-docs: setup
 	python -m tools.construct_docs --write
 
+# Regenerate the cdk-nag audit trail in docs/acknowledgments.md from the app's construct metadata.
 acknowledgments: setup
 	python -m tools.acknowledgments --write
 

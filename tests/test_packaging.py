@@ -49,6 +49,9 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
     assert "cdk_neuron/node_programs/files/serving/units/cdk-neuron-replica@.service" in payload
     assert "cdk_neuron/node_programs/files/monitoring/neuron-monitor.json" in payload
     assert "cdk_neuron/training/efa_mirror/handler.py" in payload
+    # Each construct package's README (purpose, examples, API tables) ships with it.
+    for package in ("training", "serving", "storage", "monitoring"):
+        assert f"cdk_neuron/{package}/README.md" in payload
     assert not any(n.startswith(("stacks/", "tests/", "examples/", "bench/")) or n == "app.py" for n in names)
     metadata = next(n for n in names if n.endswith("METADATA"))
     with zipfile.ZipFile(wheel) as zf:

@@ -1,15 +1,13 @@
 """The serving classes' public API: attributes, metrics, grants, user data and imports.
 
-One stack holds an EC2 fleet (with node metrics) and a SageMaker fleet; the imports and the
-deprecated shims get stacks of their own.
+One stack holds an EC2 fleet (with node metrics) and a SageMaker fleet; the imports get stacks of
+their own.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -496,35 +494,24 @@ def test_monitoring_watches_an_imported_fleet() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Deprecated shims (the README's examples still use them)
+# The 0.1 names are gone (0.x breaking change; CHANGELOG.md maps each to its replacement)
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("backend", "expected"),
-    [
-        (lambda b: b.ec2(data_volume_gib=200), Ec2InferenceFleet),
-        (lambda b: b.sagemaker(variant_name="Primary"), SageMakerInferenceFleet),
-        (lambda b: None, Ec2InferenceFleet),
-    ],
-)
-def test_the_deprecated_names_warn_and_build_the_new_classes(
-    backend: Callable[[Any], Any], expected: type
-) -> None:
-    from cdk_neuron.serving import FleetBackend, InferenceFleet
+@pytest.mark.parametrize("package", ["cdk_neuron", "cdk_neuron.serving"])
+@pytest.mark.parametrize("name", ["InferenceFleet", "FleetBackend"])
+def test_the_0_1_serving_names_are_gone(package: str, name: str) -> None:
+    import importlib
 
-    stack, vpc = _stack(make_app(), "Deprecated")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fleet = InferenceFleet(
-            stack,
-            "Fleet",
-            vpc=vpc,
-            model=MODEL,
-            instance_type="inf2.8xlarge",
-            backend=backend(FleetBackend),
-            node_metrics=None,
-        )
-    assert type(fleet) is expected
-    assert all(issubclass(w.category, DeprecationWarning) for w in caught) and caught
-    assert any(re.search(r"InferenceFleet is deprecated", str(w.message)) for w in caught)
+    module = importlib.import_module(package)
+    assert name not in module.__all__
+    with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+        getattr(module, name)
+
+
+@pytest.mark.parametrize("module", ["cdk_neuron.serving.deprecated", "cdk_neuron.serving.backends"])
+def test_the_0_1_serving_modules_are_gone(module: str) -> None:
+    import importlib
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)

@@ -234,13 +234,12 @@ def test_stores_built_and_imported_are_icheckpoint_stores(store: tuple[cdk.Stack
             assert callable(getattr(candidate, member))
 
 
-def test_subnets_is_a_deprecated_alias_of_vpc_subnets() -> None:
+def test_subnets_is_no_longer_a_prop() -> None:
+    """0.x breaking change: the 0.1 prop ``subnets`` is ``vpc_subnets``, as in aws-cdk-lib."""
     stack, vpc = _stack()
     selection = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
-    with pytest.warns(DeprecationWarning, match="vpc_subnets"):
-        CheckpointStore(stack, "Old", vpc=vpc, subnets=selection)
-    with pytest.raises(NeuronConfigError, match=r"^Stack/Both: subnets="):
-        CheckpointStore(stack, "Both", vpc=vpc, subnets=selection, vpc_subnets=selection)
+    with pytest.raises(TypeError, match="subnets"):
+        CheckpointStore(stack, "Old", vpc=vpc, subnets=selection)  # type: ignore[call-arg]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         CheckpointStore(stack, "New", vpc=vpc, vpc_subnets=selection)

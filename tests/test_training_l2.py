@@ -7,7 +7,6 @@ checkpoints, compile cache, node metrics, an AZ ID), so no attribute is None for
 from __future__ import annotations
 
 import inspect
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,22 +195,18 @@ def test_errors_name_the_construct_path() -> None:
     assert not stack.node.find_child("Group").node.children
 
 
-def test_the_deprecated_training_cluster_name_builds_a_batch_cluster() -> None:
-    from cdk_neuron import TrainingCluster
+@pytest.mark.parametrize("package", ["cdk_neuron", "cdk_neuron.training"])
+@pytest.mark.parametrize("name", ["TrainingCluster", "Engine", "EngineKind"])
+def test_the_0_1_training_names_are_gone(package: str, name: str) -> None:
+    """0.x breaking change: BatchTrainingCluster / AutoScalingTrainingCluster replace them."""
+    import importlib
 
-    stack = PinnedStack(make_app(), "Deprecated", region="us-east-1")
-    vpc = network(stack)
-    props: dict[str, Any] = {"vpc": vpc, "instance_type": "trn1.32xlarge", "max_nodes": 2,
-                             "vpc_subnets": first_zone(stack), "job_image": PUBLIC_IMAGE}  # fmt: skip
-    with pytest.warns(DeprecationWarning, match="BatchTrainingCluster"):
-        cluster = TrainingCluster(stack, "Old", **props)
-    assert isinstance(cluster, BatchTrainingCluster)
-    with (
-        warnings.catch_warnings(),
-        pytest.raises(NeuronConfigError, match=r"^engine=.*AutoScalingTrainingCluster"),
-    ):
-        warnings.simplefilter("ignore", DeprecationWarning)
-        TrainingCluster(stack, "Engine", engine="asg", **props)
+    module = importlib.import_module(package)
+    assert name not in module.__all__
+    with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+        getattr(module, name)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("cdk_neuron.training.engine")
 
 
 # -- metrics ------------------------------------------------------------------------------------------

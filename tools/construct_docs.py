@@ -1,10 +1,22 @@
 """The API tables of each construct's README, generated from the constructs' own docstrings.
 
 Each construct package has a README in the aws-solutions-constructs pattern (purpose, minimal
-example, architecture, defaults that matter) written by hand, and tables that are not: between
-``<!-- api:<Class>:begin -->`` and ``<!-- api:<Class>:end -->`` this tool writes the props (from
-the constructor's signature and its ``:param name:`` docstring entries, with the ``Default:``
-each one states), the attributes and the methods. A test fails when a table is stale.
+example, architecture, defaults that matter, imports, metrics) written by hand, and tables that are
+not: between ``<!-- api:<Class>:begin -->`` and ``<!-- api:<Class>:end -->`` this tool writes, for a
+construct or value class,
+
+- its props: the constructor's signature (type, and whether it is required) with each
+  ``:param name:`` (reST) or ``Args:`` (Google style) entry, split into the ``Default:`` it states
+  and the description;
+- its attributes: public properties, ``:ivar name:`` entries, ``Attributes:`` entries and
+  attribute docstrings (a string right after ``self.name = ...`` or a dataclass field), with their
+  types;
+- its methods, with signatures and return types, and each ``from_*_attributes`` import with a
+  table of its parameters;
+
+and for an interface (a ``typing.Protocol``) what it extends and its members. reST markup becomes
+Markdown (``:class:`~a.B``` -> ```B```, double backticks -> single). A test fails when a table is
+stale.
 
 Usage: python -m tools.construct_docs [--write]   (``make construct-docs`` refreshes the READMEs)
 """
@@ -12,22 +24,72 @@ Usage: python -m tools.construct_docs [--write]   (``make construct-docs`` refre
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
+import enum
 import importlib
 import inspect
+import os
 import re
 import sys
-from collections.abc import Iterator
+import textwrap
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGE = REPO / "constructs" / "cdk_neuron"
 
-# README -> the classes it documents, as "module:Class".
-DOCUMENTED: dict[str, tuple[str, ...]] = {}
+# README -> the classes it documents, as "module:Class", in the order their tables appear.
+DOCUMENTED: dict[str, tuple[str, ...]] = {
+    "constructs/cdk_neuron/training/README.md": (
+        "cdk_neuron.training:BatchTrainingCluster",
+        "cdk_neuron.training:AutoScalingTrainingCluster",
+        "cdk_neuron.training:ITrainingCluster",
+        "cdk_neuron.training:IBatchTrainingCluster",
+    ),
+    "constructs/cdk_neuron/serving/README.md": (
+        "cdk_neuron.serving:Ec2InferenceFleet",
+        "cdk_neuron.serving:SageMakerInferenceFleet",
+        "cdk_neuron.serving:IEc2InferenceFleet",
+        "cdk_neuron.serving:ISageMakerInferenceFleet",
+        "cdk_neuron.serving:ModelSpec",
+        "cdk_neuron.serving:MeasuredStartup",
+    ),
+    "constructs/cdk_neuron/storage/README.md": (
+        "cdk_neuron.storage:CheckpointStore",
+        "cdk_neuron.storage:ICheckpointStore",
+        "cdk_neuron.storage:CompileCache",
+        "cdk_neuron.storage:ICompileCache",
+    ),
+    "constructs/cdk_neuron/monitoring/README.md": (
+        "cdk_neuron.monitoring:NeuronMonitoring",
+        "cdk_neuron.monitoring:NodeMetrics",
+        "cdk_neuron.monitoring:MonitoringThresholds",
+    ),
+}
 
 _FIELD = re.compile(r"^\s*:(?P<kind>\w+)(?: (?P<name>\w+))?:")
-_DEFAULT = re.compile(r"\bDefault:\s*(?P<text>.*)$", re.DOTALL)
+_DEFAULT = re.compile(r"(?:^|(?<=\s))Default:?\s+(?P<text>.*)$", re.DOTALL)
+_GOOGLE_SECTIONS = (
+    "Args",
+    "Arguments",
+    "Parameters",
+    "Attributes",
+    "Returns",
+    "Raises",
+    "Example",
+    "Examples",
+)
+_ROLE = re.compile(r":(?P<role>[a-z]+):`(?P<tilde>~?)(?P<target>[^`]+)`")
+_DOUBLE_BACKTICKS = re.compile(r"``(?P<code>[^`]+?)``")
+# A sentence ends at ". " before a capital, a backtick or a quote, outside parentheses; not after
+# "e.g." or "i.e.".
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.")
+# Default texts that start with a literal are shown as code: `None` (no estimate), `30`, `False`.
+_LEADING_LITERAL = re.compile(r"^(?P<literal>None|True|False|-?\d+(?:\.\d+)?)(?P<rest>$|[ ]?[(,:.;]|[ ]-[ ])")
+# Modules by the names the constructs import them as (``aws_cdk.aws_ec2`` is ``ec2``).
+_ALIASES = {"aws_cdk": "cdk"}
 
 
 def begin(name: str) -> str:
@@ -38,8 +100,59 @@ def end(name: str) -> str:
     return f"<!-- api:{name}:end -->"
 
 
+# -- reST to Markdown ------------------------------------------------------------------------------
+
+
+def markdown(text: str) -> str:
+    """reST inline markup as Markdown: roles become code spans, ````x```` becomes ```x```."""
+
+    def role(match: re.Match[str]) -> str:
+        target = match["target"]
+        if match["tilde"]:
+            target = target.rsplit(".", 1)[-1]
+        if match["role"] in ("func", "meth") and not target.endswith(")"):
+            target += "()"
+        return f"`{target}`"
+
+    return _DOUBLE_BACKTICKS.sub(lambda m: f"`{m['code']}`", _ROLE.sub(role, text))
+
+
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell: Markdown, on one line, pipes escaped."""
+    text = " ".join(markdown(text).split()).replace("|", "\\|")
+    # "a :class:`ICheckpointStore`" reads "an I...".
+    return re.sub(r"\b([Aa]) `I(?=[A-Z])", lambda m: f"{m[1]}n `I", text)
+
+
+def _capitalized(text: str) -> str:
+    """``text`` with a capital first letter, unless its first word is a name (``p99``, ``cdk_neuron``)."""
+    first = text.split(" ", 1)[0]
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split after each full stop that ends a sentence (outside parentheses)."""
+    found: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == "." and depth == 0 and index + 2 < len(text) and text[index + 1] == " ":
+            following = text[index + 2]
+            preceding = text[start : index + 1]
+            if (following.isupper() or following in "`\"'*") and not preceding.endswith(_ABBREVIATIONS):
+                found.append(text[start : index + 1].strip())
+                start = index + 2
+    rest = text[start:].strip()
+    if rest:
+        found.append(rest)
+    return found
+
+
+# -- docstring fields ------------------------------------------------------------------------------
 
 
 def fields(doc: str, kind: str) -> dict[str, str]:
@@ -59,8 +172,44 @@ def fields(doc: str, kind: str) -> dict[str, str]:
     return found
 
 
+def google_section(doc: str, header: str) -> dict[str, str]:
+    """The ``name: text`` entries of a Google-style section (``Args:``, ``Attributes:``).
+
+    An entry may name several attributes (``topic, key: ...``), and a line may hold several entries
+    (``alarms: every alarm. rules: the rules.``).
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    try:
+        start = lines.index(f"{header}:")
+    except ValueError:
+        return {}
+    entries: list[tuple[str, str]] = []
+    entry = re.compile(r"^(?P<indent>\s+)(?P<names>\w+(?:, \w+)*)(?: \([^)]*\))?: (?P<text>.*)$")
+    indent: int | None = None
+    for line in lines[start + 1 :]:
+        if line.strip() and not line[0].isspace():
+            break  # the next section
+        match = entry.match(line)
+        if match and (indent is None or len(match["indent"]) == indent):
+            indent = len(match["indent"])
+            entries.append((match["names"], match["text"].strip()))
+        elif line.strip() and entries:
+            names, text = entries[-1]
+            entries[-1] = (names, f"{text} {line.strip()}")
+    found: dict[str, str] = {}
+    inline = re.compile(r"(?<=\.\s)(?P<names>[a-z_]\w*(?:, [a-z_]\w*)*): ")
+    for names, text in entries:
+        parts = inline.split(text)
+        # parts: text, names, text, names, text ...
+        groups = [(names, parts[0]), *zip(parts[1::2], parts[2::2], strict=True)]
+        for group, description in groups:
+            for name in group.split(", "):
+                found[name] = description.strip()
+    return found
+
+
 def params(doc: str) -> dict[str, str]:
-    return fields(doc, "param")
+    return fields(doc, "param") | google_section(doc, "Args") | google_section(doc, "Parameters")
 
 
 def summary(doc: str | None) -> str:
@@ -70,22 +219,205 @@ def summary(doc: str | None) -> str:
     return _cell(inspect.cleandoc(doc).split("\n\n", 1)[0])
 
 
-def _annotation(parameter: inspect.Parameter) -> str:
-    text = (
-        parameter.annotation
-        if isinstance(parameter.annotation, str)
-        else getattr(parameter.annotation, "__name__", str(parameter.annotation))
-    )
-    return str(text).replace("typing.", "")
+def body(doc: str | None) -> str:
+    """The prose of a docstring, before its fields and sections, as Markdown paragraphs."""
+    if not doc:
+        return ""
+    kept: list[str] = []
+    for line in inspect.cleandoc(doc).splitlines():
+        if _FIELD.match(line) or (line.endswith(":") and line[:-1] in _GOOGLE_SECTIONS):
+            break
+        kept.append(markdown(line))
+    return "\n".join(kept).strip()
 
 
-def _value(value: object) -> str:
-    """A default as code: enums by name; objects without a readable repr are left to the docstring."""
-    text = repr(value)
+def split_default(text: str) -> tuple[str | None, str]:
+    """(the default an entry states, or None; the description without it).
+
+    The default is the first sentence after ``Default:``; later sentences stay in the description.
+    """
+    stated = _DEFAULT.search(text)
+    if not stated:
+        return None, text.strip()
+    before = text[: stated.start()].strip()
+    default, *after = sentences(stated["text"].strip())
+    return default.rstrip("."), " ".join([before, *after]).strip()
+
+
+def _described(text: str) -> str:
+    kept = [s for s in sentences(text) if s.rstrip(".") != "Required"]
+    return _capitalized(" ".join(kept))
+
+
+def _default_cell(text: str) -> str:
+    text = _capitalized(text.strip())
+    match = _LEADING_LITERAL.match(text)
+    if match and not text.startswith("`"):
+        rest = match["rest"] + text[match.end() :]
+        if rest.startswith(" - "):
+            rest = ": " + rest[3:]
+        text = f"`{match['literal']}`{rest}"
+    return _cell(text)
+
+
+# -- types and values ------------------------------------------------------------------------------
+
+
+def annotation(value: object) -> str:
+    """A type annotation as the code spells it (``ec2.IVpc | None``)."""
+    if value is inspect.Parameter.empty or value is None:
+        return ""
+    text = value if isinstance(value, str) else getattr(value, "__name__", str(value))
+    text = str(text).replace("typing.", "").replace("typing_extensions.", "")
+    return re.sub(r"Unpack\[(?:\w+\.)*(\w+)\]", r"\1", text)
+
+
+def value(default: object) -> str:
+    """A default value as code: strings quoted, enums by name, a dataclass equal to its own defaults as
+    ``Class()``; anything without a readable repr is left to the description."""
+    if isinstance(default, str):
+        return f'`"{default}"`' if '"' not in default else f"`{default!r}`"
+    if isinstance(default, enum.Enum):
+        return f"`{type(default).__name__}.{default.name}`"
+    if dataclasses.is_dataclass(default) and not isinstance(default, type):
+        try:
+            if default == type(default)():
+                return f"`{type(default).__name__}()`"
+        except TypeError:
+            pass
+    text = repr(default)
     if text.startswith("<"):
-        name = getattr(value, "name", None)
-        return f"`{type(value).__name__}.{name}`" if isinstance(name, str) else "see description"
+        name = getattr(default, "name", None)  # jsii enums
+        return f"`{type(default).__name__}.{name}`" if isinstance(name, str) else "see description"
     return f"`{text}`"
+
+
+def signature(function: Callable[..., Any]) -> str:
+    """``name(a, b=1, *, c=None, **options)`` without ``self``/``cls``."""
+    parts: list[str] = []
+    keyword_only = False
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.name in ("self", "cls"):
+            continue
+        if parameter.kind is parameter.VAR_KEYWORD:
+            parts.append(f"**{parameter.name}")
+            continue
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            parts.append(f"*{parameter.name}")
+            keyword_only = True
+            continue
+        if parameter.kind is parameter.KEYWORD_ONLY and not keyword_only:
+            parts.append("*")
+            keyword_only = True
+        if parameter.default is inspect.Parameter.empty:
+            parts.append(parameter.name)
+        else:
+            parts.append(f"{parameter.name}={value(parameter.default).strip('`')}")
+    return f"{function.__name__}({', '.join(parts)})"
+
+
+# -- what a class declares -------------------------------------------------------------------------
+
+
+def _ours(klass: type) -> bool:
+    return klass.__module__.startswith("cdk_neuron")
+
+
+def _is_protocol(cls: type) -> bool:
+    return bool(getattr(cls, "_is_protocol", False))
+
+
+def _class_tree(klass: type) -> ast.ClassDef | None:
+    try:
+        source = textwrap.dedent(inspect.getsource(klass))
+    except (OSError, TypeError):
+        return None
+    node = ast.parse(source).body[0]
+    return node if isinstance(node, ast.ClassDef) else None
+
+
+def _documented_statements(statements: list[ast.stmt]) -> Iterator[tuple[ast.stmt, str | None]]:
+    """Each statement of a body (recursively) with the docstring right after it, if any."""
+    for index, statement in enumerate(statements):
+        following = statements[index + 1] if index + 1 < len(statements) else None
+        doc = (
+            following.value.value
+            if isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+            else None
+        )
+        yield statement, doc
+        for field in ("body", "orelse", "finalbody"):
+            nested = getattr(statement, field, None)
+            if isinstance(nested, list) and not isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+                yield from _documented_statements(nested)
+
+
+@dataclass
+class Declared:
+    """An attribute a class body or ``__init__`` assigns: its annotation and docstring."""
+
+    type: str = ""
+    doc: str = ""
+
+
+def declared(klass: type) -> dict[str, Declared]:
+    """Public attributes the class body annotates and ``__init__`` assigns to ``self``, with the
+    annotation (or the annotation of the parameter assigned) and the docstring that follows."""
+    tree = _class_tree(klass)
+    found: dict[str, Declared] = {}
+    if tree is None:
+        return found
+
+    def note(name: str, type_: str, doc: str | None) -> None:
+        if name.startswith("_"):
+            return
+        entry = found.setdefault(name, Declared())
+        entry.type = entry.type or type_
+        entry.doc = entry.doc or (inspect.cleandoc(doc) if doc else "")
+
+    for statement, doc in _documented_statements(tree.body):
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and "ClassVar" not in ast.unparse(statement.annotation)
+        ):
+            note(statement.target.id, ast.unparse(statement.annotation), doc)
+    init = next(
+        (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"),
+        None,
+    )
+    if init is not None:
+        arguments = {
+            a.arg: ast.unparse(a.annotation) if a.annotation else ""
+            for a in init.args.args + init.args.kwonlyargs
+        }
+        for statement, doc in _documented_statements(init.body):
+            targets: list[ast.expr] = []
+            type_ = ""
+            if isinstance(statement, ast.AnnAssign):
+                targets, type_ = [statement.target], ast.unparse(statement.annotation)
+            elif isinstance(statement, ast.Assign):
+                targets = statement.targets
+                if isinstance(statement.value, ast.Name):
+                    type_ = arguments.get(statement.value.id, "")
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                ):
+                    note(target.attr, type_, doc)
+    return found
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """Docstrings of a dataclass's fields (the string after each annotated field)."""
+    return {name: entry.doc for name, entry in declared(cls).items() if entry.doc}
+
+
+# -- the rows --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -96,65 +428,231 @@ class Prop:
     description: str
 
 
+@dataclass(frozen=True)
+class Attribute:
+    name: str
+    type: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    signature: str
+    returns: str
+    description: str
+    function: Callable[..., Any]
+
+
+def _parameter_rows(function: Callable[..., Any], documented: dict[str, str]) -> Iterator[Prop]:
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.name in ("self", "cls", "scope", "id") or parameter.kind in (
+            parameter.VAR_KEYWORD,
+            parameter.VAR_POSITIONAL,
+        ):
+            continue
+        stated, description = split_default(documented.get(parameter.name, ""))
+        shown = value(parameter.default)
+        if parameter.default is inspect.Parameter.empty:
+            default = "required"
+        elif stated and not (" " not in stated and stated.strip("`") in shown):
+            default = _default_cell(stated)
+        else:  # a bare name ("RETAIN") is shown as the value itself (`RemovalPolicy.RETAIN`)
+            default = shown
+        yield Prop(parameter.name, annotation(parameter.annotation), default, _cell(_described(description)))
+
+
 def props(cls: type) -> Iterator[Prop]:
     init = vars(cls).get("__init__") or cls.__init__  # type: ignore[misc]
     documented = params(cls.__doc__ or "") | params(init.__doc__ or "")
-    for parameter in inspect.signature(init).parameters.values():
-        if parameter.name in ("self", "scope", "id") or parameter.kind is parameter.VAR_KEYWORD:
-            continue
-        text = documented.get(parameter.name, "")
-        stated = _DEFAULT.search(text)
-        description = _DEFAULT.sub("", text).strip()
-        if parameter.default is inspect.Parameter.empty:
-            default = "required"
-        elif stated:
-            default = stated["text"].strip()
+    if dataclasses.is_dataclass(cls):
+        documented = _field_docs(cls) | documented
+    yield from _parameter_rows(init, documented)
+
+
+def _mro(cls: type) -> list[type]:
+    return [klass for klass in cls.__mro__ if _ours(klass)]
+
+
+def _doc_sources(cls: type) -> list[type]:
+    """Where a member's description may come from: the class and its bases, then the interfaces
+    (Protocols) and the other classes of the modules they are defined in (an interface's
+    implementations, an implementation's interface)."""
+    sources = _mro(cls)
+    neighbours: list[type] = []
+    for klass in list(sources):
+        module = sys.modules[klass.__module__]
+        for candidate in vars(module).values():
+            if isinstance(candidate, type) and candidate.__module__ == module.__name__:
+                for related in _mro(candidate):
+                    if related not in sources and related not in neighbours:
+                        neighbours.append(related)
+    neighbours.sort(key=lambda klass: not _is_protocol(klass))
+    return sources + neighbours
+
+
+def _member_doc(sources: list[type], name: str) -> str:
+    for klass in sources:
+        member = vars(klass).get(name)
+        if isinstance(member, property):
+            doc = member.fget.__doc__ if member.fget else None
+        elif isinstance(member, (staticmethod, classmethod)):
+            doc = member.__func__.__doc__
+        elif inspect.isfunction(member):
+            doc = member.__doc__
         else:
-            default = _value(parameter.default)
-        yield Prop(parameter.name, _annotation(parameter), default, description)
+            doc = None
+        if doc:
+            return doc
+    return ""
 
 
-def members(cls: type) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(attributes, methods): public properties and methods defined on the class or its bases in cdk_neuron."""
-    attributes: list[tuple[str, str]] = []
-    methods: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for klass in cls.__mro__:
-        if not klass.__module__.startswith("cdk_neuron"):
-            continue
-        for name, value in vars(klass).items():
-            if name.startswith("_") or name in seen:
+def members(cls: type) -> tuple[list[Attribute], list[Method]]:
+    """(attributes, methods) defined on the class or its bases in cdk_neuron, with descriptions from
+    wherever the class, its bases or its interfaces give one."""
+    sources = _doc_sources(cls)
+    own = _mro(cls)
+    fields_ = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    prop_docs = {p.name: p.description for p in props(cls)} if not _is_protocol(cls) else {}
+
+    types: dict[str, str] = {}
+    docs: dict[str, str] = {}
+    methods: dict[str, Method] = {}
+    for klass in own:
+        for name, member in vars(klass).items():
+            if name.startswith("_") or name in types or name in methods or name in fields_:
                 continue
-            seen.add(name)
-            if isinstance(value, property):
-                attributes.append((name, summary(value.fget.__doc__ if value.fget else None)))
-            elif isinstance(value, (staticmethod, classmethod)):
-                methods.append((name, summary(value.__func__.__doc__)))
-            elif inspect.isfunction(value):
-                methods.append((name, summary(value.__doc__)))
-    # Plain instance attributes are documented as ``:ivar name: text`` in the class docstring.
-    for name, text in fields(cls.__doc__ or "", "ivar").items():
-        if name not in seen:
-            attributes.append((name, _cell(text)))
-    return sorted(attributes), sorted(methods)
+            if isinstance(member, property):
+                fget = member.fget
+                returns = fget.__annotations__.get("return", "") if fget else ""
+                types[name] = annotation(returns)
+                docs[name] = summary(_member_doc(sources, name))
+            elif isinstance(member, (staticmethod, classmethod)) or inspect.isfunction(member):
+                function = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+                methods[name] = Method(
+                    name=name,
+                    signature=signature(function),
+                    returns=annotation(function.__annotations__.get("return", "")),
+                    description=summary(_member_doc(sources, name)),
+                    function=function,
+                )
+        for name, entry in declared(klass).items():
+            if name in fields_ or name in methods:
+                continue
+            types.setdefault(name, annotation(entry.type))
+            if entry.doc and not docs.get(name):
+                docs[name] = summary(entry.doc)
+        for documented in (
+            fields(klass.__doc__ or "", "ivar"),
+            google_section(klass.__doc__ or "", "Attributes"),
+        ):
+            for name, text in documented.items():
+                if name in fields_:
+                    continue
+                types.setdefault(name, "")
+                if not docs.get(name):
+                    docs[name] = _cell(_capitalized(text))
+        annotations = vars(klass).get("__annotations__", {})
+        for name in list(types):
+            if not types[name] and name in annotations:
+                types[name] = annotation(annotations[name])
+    for name in types:
+        if not docs.get(name) and name in prop_docs:
+            docs[name] = prop_docs[name]
+    attributes = [Attribute(name, types[name], docs.get(name, "")) for name in sorted(types)]
+    return attributes, sorted(methods.values(), key=lambda m: m.name)
 
 
-def render_class(spec: str) -> str:
+def _bases(cls: type) -> list[str]:
+    """The interfaces a Protocol extends, with the members those outside cdk_neuron add."""
+    shown: list[str] = []
+    for base in cls.__bases__:
+        if base.__name__ in ("Protocol", "Generic", "object"):
+            continue
+        if _ours(base):
+            shown.append(f"`{base.__name__}`")
+            continue
+        module = _ALIASES.get(base.__module__, base.__module__.rsplit(".", 1)[-1].removeprefix("aws_"))
+        names = sorted(n for n in vars(base) if not n.startswith("_") and n != "with_")
+        shown.append(f"`{module}.{base.__name__}` ({', '.join(f'`{n}`' for n in names)})")
+    return shown
+
+
+# -- rendering -------------------------------------------------------------------------------------
+
+
+def _source_link(cls: type, readme: Path) -> str:
+    """A link from ``readme`` to the module that defines ``cls``, wherever the package is imported from."""
+    import cdk_neuron
+
+    module = Path(inspect.getfile(cls)).resolve().relative_to(Path(cdk_neuron.__file__).resolve().parent)
+    source = Path("constructs", "cdk_neuron", module)
+    here = readme.resolve().parent.relative_to(REPO.resolve())
+    relative = Path(os.path.relpath(source, here)).as_posix()
+    return f"[`{relative}`]({relative})"
+
+
+def _prop_table(rows: Iterator[Prop], first: str) -> list[str]:
+    lines = [f"| {first} | Type | Default | Description |", "|---|---|---|---|"]
+    for prop in rows:
+        lines.append(f"| `{prop.name}` | `{_cell(prop.type)}` | {prop.default} | {prop.description} |")
+    return lines
+
+
+def render_class(spec: str, readme: Path | None = None) -> str:
     module_name, class_name = spec.split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
-    lines = [f"#### `{class_name}` props", "", "| Prop | Type | Default | Description |", "|---|---|---|---|"]
-    for prop in props(cls):
-        lines.append(
-            f"| `{prop.name}` | `{_cell(prop.type)}` | {_cell(prop.default)} | {_cell(prop.description)} |"
-        )
+    readme = readme or REPO / "constructs" / "cdk_neuron" / "README.md"
+    protocol = _is_protocol(cls)
+    lines = [f"### `{class_name}`", "", f"{summary(cls.__doc__)} Source: {_source_link(cls, readme)}."]
+    if protocol:
+        lines += ["", "Extends " + ", ".join(_bases(cls)) + "."]
+    else:
+        lines += ["", f"#### `{class_name}` props", "", *_prop_table(props(cls), "Prop")]
     attributes, methods = members(cls)
+    if dataclasses.is_dataclass(cls):
+        lines += ["", "Every prop is also an attribute of the same name."]
     if attributes:
-        lines += ["", f"#### `{class_name}` attributes", "", "| Attribute | Description |", "|---|---|"]
-        lines += [f"| `{name}` | {text} |" for name, text in attributes]
+        lines += [
+            "",
+            f"#### `{class_name}` attributes",
+            "",
+            "| Attribute | Type | Description |",
+            "|---|---|---|",
+        ]
+        lines += [f"| `{a.name}` | `{_cell(a.type)}` | {a.description} |" for a in attributes]
+    imports = [m for m in methods if m.name.startswith("from_")]
+    methods = [m for m in methods if not m.name.startswith("from_")]
     if methods:
-        lines += ["", f"#### `{class_name}` methods", "", "| Method | Description |", "|---|---|"]
-        lines += [f"| `{name}()` | {text} |" for name, text in methods]
+        lines += [
+            "",
+            f"#### `{class_name}` methods",
+            "",
+            "| Method | Returns | Description |",
+            "|---|---|---|",
+        ]
+        lines += [f"| `{_cell(m.signature)}` | `{_cell(m.returns)}` | {m.description} |" for m in methods]
+    for method in imports:
+        lines += ["", f"#### `{class_name}.{method.name}()`", "", body(method.function.__doc__)]
+        lines += [
+            "",
+            *_prop_table(
+                _parameter_rows(method.function, params(method.function.__doc__ or "")), "Parameter"
+            ),
+        ]
+        lines += ["", f"Returns `{_cell(method.returns)}`."]
     return "\n".join(lines) + "\n"
+
+
+def undocumented(spec: str) -> list[str]:
+    """The props, attributes and methods of ``spec`` that no docstring describes."""
+    module_name, class_name = spec.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    missing = [] if _is_protocol(cls) else [p.name for p in props(cls) if not p.description]
+    attributes, methods = members(cls)
+    missing += [a.name for a in attributes if not a.description]
+    missing += [m.name for m in methods if not m.description]
+    return [f"{class_name}.{name}" for name in missing]
 
 
 def refreshed(text: str, readme: Path) -> str:
@@ -166,14 +664,25 @@ def refreshed(text: str, readme: Path) -> str:
             raise SystemExit(f"{readme}: no {start} ... {stop} block for {name}")
         head, rest = text.split(start, 1)
         _, tail = rest.split(stop, 1)
-        text = f"{head}{start}\n{render_class(spec)}{stop}{tail}"
+        text = f"{head}{start}\n{render_class(spec, readme)}{stop}{tail}"
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--write", action="store_true", help="rewrite the READMEs (default: check only)")
+    parser.add_argument(
+        "--undocumented", action="store_true", help="list the members no docstring describes, and exit"
+    )
     args = parser.parse_args(argv)
+    if args.undocumented:
+        for specs in DOCUMENTED.values():
+            for spec in specs:
+                for name in undocumented(spec):
+                    print(name)
+        return 0
     stale = []
     for relative in DOCUMENTED:
         readme = REPO / relative

@@ -34,7 +34,6 @@ _LAZY: dict[str, str] = {
     # constructs (import aws_cdk)
     "BatchTrainingCluster": "cdk_neuron.training",
     "AutoScalingTrainingCluster": "cdk_neuron.training",
-    "TrainingCluster": "cdk_neuron.training",
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
     "CompileCache": "cdk_neuron.storage",
@@ -42,9 +41,6 @@ _LAZY: dict[str, str] = {
     "SageMakerInferenceFleet": "cdk_neuron.serving",
     "ModelSpec": "cdk_neuron.serving",
     "ServingEngine": "cdk_neuron.serving",
-    # deprecated (the README's examples still use them): see docs/migration/serving.md
-    "InferenceFleet": "cdk_neuron.serving",
-    "FleetBackend": "cdk_neuron.serving",
     "NeuronMonitoring": "cdk_neuron.monitoring",
     "MonitoringThresholds": "cdk_neuron.monitoring",
 }
@@ -58,8 +54,6 @@ __all__ = [
     "CompileCache",
     "Deployment",
     "Ec2InferenceFleet",
-    "FleetBackend",
-    "InferenceFleet",
     "ModelSpec",
     "MonitoringThresholds",
     "NeuronConfigError",
@@ -68,7 +62,6 @@ __all__ = [
     "SageMakerInferenceFleet",
     "ServingEngine",
     "ServingPlan",
-    "TrainingCluster",
     "TrainingPlan",
     "__version__",
     "catalog",
@@ -92,18 +85,6 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
     from cdk_neuron.deployment import Deployment
     from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
-    from cdk_neuron.serving import (
-        Ec2InferenceFleet,
-        FleetBackend,
-        InferenceFleet,
-        ModelSpec,
-        SageMakerInferenceFleet,
-        ServingEngine,
-    )
+    from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, SageMakerInferenceFleet, ServingEngine
     from cdk_neuron.storage import CheckpointStore, CompileCache
-    from cdk_neuron.training import (
-        AutoScalingTrainingCluster,
-        BatchTrainingCluster,
-        Capacity,
-        TrainingCluster,
-    )
+    from cdk_neuron.training import AutoScalingTrainingCluster, BatchTrainingCluster, Capacity

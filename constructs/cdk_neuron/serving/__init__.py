@@ -3,7 +3,7 @@ objects that configure them.
 
 ``ModelSpec``, ``ServingEngine`` and the timing helpers are plain Python; only the fleets import
 ``aws_cdk``. Names are loaded lazily, so ``from cdk_neuron.serving import ModelSpec`` does not start
-the jsii runtime. ``InferenceFleet`` and ``FleetBackend`` are deprecated (:mod:`.deprecated`).
+the jsii runtime.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cdk_neuron.metric_options import MetricOptions
-    from cdk_neuron.serving.deprecated import FleetBackend, InferenceFleet
     from cdk_neuron.serving.ec2_fleet import Ec2InferenceFleet, IEc2InferenceFleet
     from cdk_neuron.serving.engines import ContainerImage, ServingEngine
     from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase
@@ -39,20 +38,15 @@ _LAZY: dict[str, str] = {
     "Ec2Startup": "cdk_neuron.serving.timing",
     "SageMakerTimeouts": "cdk_neuron.serving.timing",
     "MeasuredStartup": "cdk_neuron.serving.timing",
-    # deprecated
-    "InferenceFleet": "cdk_neuron.serving.deprecated",
-    "FleetBackend": "cdk_neuron.serving.deprecated",
 }
 
 __all__ = [
     "ContainerImage",
     "Ec2InferenceFleet",
     "Ec2Startup",
-    "FleetBackend",
     "IEc2InferenceFleet",
     "IInferenceFleet",
     "ISageMakerInferenceFleet",
-    "InferenceFleet",
     "InferenceFleetBase",
     "MeasuredStartup",
     "MetricOptions",

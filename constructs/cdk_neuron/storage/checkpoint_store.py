@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import aws_cdk as cdk
@@ -398,8 +397,6 @@ class CheckpointStore(_CheckpointStoreBase):
         the training cluster's subnet, in a VPC whose AZ names are pinned (mapped from AZ IDs).
         Default: the VPC's default selection (its private subnets with egress, else its isolated
         ones), which must hold one subnet per AZ.
-    :param subnets: deprecated alias of ``vpc_subnets`` (0.1 name), kept while examples migrate.
-        Default: None.
     :param one_zone: EFS One Zone: cheaper storage, one AZ, 1 GiBps write and 500 MiBps per client.
         Default: False (Regional).
     :param availability_zone: the One Zone file system's AZ *name*, when the subnets' names are not
@@ -443,7 +440,6 @@ class CheckpointStore(_CheckpointStoreBase):
         *,
         vpc: ec2.IVpc,
         vpc_subnets: ec2.SubnetSelection | None = None,
-        subnets: ec2.SubnetSelection | None = None,
         one_zone: bool = False,
         availability_zone: str | None = None,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
@@ -466,15 +462,6 @@ class CheckpointStore(_CheckpointStoreBase):
             stack = cdk.Stack.of(self)
 
             # Every prop is validated before the first resource exists.
-            if subnets is not None:
-                if vpc_subnets is not None:
-                    raise NeuronConfigError("subnets", "<SubnetSelection>", "give vpc_subnets only")
-                warnings.warn(
-                    "CheckpointStore(subnets=...) is deprecated: use vpc_subnets=...",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-                vpc_subnets = subnets
             removal = _cdk_values.removal_policy("removal_policy", removal_policy)
             retention_days = _cdk_values.whole_duration("backup_retention", backup_retention, "days")
             budget_seconds = _cdk_values.positive_duration("save_time_budget", save_time_budget)

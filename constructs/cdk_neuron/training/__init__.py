@@ -23,7 +23,7 @@ from cdk_neuron._lazy import lazy_exports
 if TYPE_CHECKING:
     from cdk_neuron.catalog import EfaLayout
     from cdk_neuron.training.auto_scaling_cluster import AutoScalingTrainingCluster
-    from cdk_neuron.training.batch_cluster import BatchTrainingCluster, TrainingCluster
+    from cdk_neuron.training.batch_cluster import BatchTrainingCluster
     from cdk_neuron.training.capacity import Capacity
     from cdk_neuron.training.cluster import (
         OFFERING_WARNING_ID,
@@ -47,7 +47,6 @@ _LAZY: dict[str, str] = {
     "IBatchTrainingCluster": "cdk_neuron.training.cluster",
     "TrainingClusterBase": "cdk_neuron.training.cluster",
     "BatchTrainingCluster": "cdk_neuron.training.batch_cluster",
-    "TrainingCluster": "cdk_neuron.training.batch_cluster",
     "AutoScalingTrainingCluster": "cdk_neuron.training.auto_scaling_cluster",
     "Capacity": "cdk_neuron.training.capacity",
     "EfaInstaller": "cdk_neuron.training.efa_installer",
@@ -66,7 +65,6 @@ __all__ = [
     "EfaLayout",
     "IBatchTrainingCluster",
     "ITrainingCluster",
-    "TrainingCluster",
     "TrainingClusterBase",
 ]
 

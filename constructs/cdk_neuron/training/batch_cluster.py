@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
+from typing import TYPE_CHECKING, ClassVar, TypeGuard
 
 import aws_cdk as cdk
 from aws_cdk import aws_batch as batch
@@ -533,26 +532,6 @@ class _ImportedBatchTrainingCluster(_TrainingClusterRef):
         return _grant_submit_jobs(grantee, self._job_queue_arn, [self._job_definition_arn])
 
 
-def TrainingCluster(scope: Construct, id: str, **props: Any) -> BatchTrainingCluster:
-    """Deprecated: the 0.1 name of :class:`BatchTrainingCluster` (its default engine).
-
-    Kept only while the README's examples, which run as tests, still use it; ``engine=`` is gone:
-    build an :class:`~cdk_neuron.training.AutoScalingTrainingCluster` for the node-group engine.
-    """
-    warnings.warn(
-        "TrainingCluster is deprecated: use BatchTrainingCluster (or AutoScalingTrainingCluster)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    if "engine" in props:
-        raise NeuronConfigError(
-            "engine",
-            props["engine"],
-            "TrainingCluster(engine=...) is gone: build a BatchTrainingCluster or an AutoScalingTrainingCluster",
-        )
-    return BatchTrainingCluster(scope, id, **props)
-
-
 def is_batch_training_cluster(value: object) -> TypeGuard[IBatchTrainingCluster]:
     """Whether ``value`` is a :class:`BatchTrainingCluster` or an imported one."""
     return isinstance(value, (BatchTrainingCluster, _ImportedBatchTrainingCluster))
@@ -598,4 +577,4 @@ if TYPE_CHECKING:  # mypy proves both meet the interface, as jsii would for a Ty
     _BUILT: type[IBatchTrainingCluster] = BatchTrainingCluster
     _IMPORTED: type[IBatchTrainingCluster] = _ImportedBatchTrainingCluster
 
-__all__ = ["BatchTrainingCluster", "TrainingCluster", "is_batch_training_cluster"]
+__all__ = ["BatchTrainingCluster", "is_batch_training_cluster"]

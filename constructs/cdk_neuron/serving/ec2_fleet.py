@@ -266,7 +266,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     :param min_capacity: instances. 0 costs nothing while idle: the first request to the load
         balancer then starts one instance (it answers 503 until that instance is healthy, i.e. for
         the startup time), and target tracking scales back to 0 when the fleet is idle. Default: 1.
-    :param max_capacity: Default: twice ``min_capacity`` (at least 1).
+    :param max_capacity: the most instances scaling may run. Default: twice ``min_capacity`` (at least 1).
     :param vpc_subnets: subnets for the load balancer and the instances, in at least two AZs.
         Default: private subnets with egress.
     :param availability_zone_ids: AZ name -> AZ ID of the selected subnets' zones in this account, e.g.

@@ -207,7 +207,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         prefix accepted). Default: the cheapest instance the model fits
         (:func:`~cdk_neuron.planner.size_model`).
     :param min_capacity: endpoint instances, at least 1. Default: 1.
-    :param max_capacity: Default: twice ``min_capacity``.
+    :param max_capacity: the most endpoint instances scaling may run. Default: twice ``min_capacity``.
     :param vpc_subnets: subnets for the model's network interfaces. Default: private subnets with egress.
     :param availability_zone_ids: AZ name -> AZ ID of the selected subnets' zones in this account, e.g.
         ``{"us-east-1a": "use1-az4"}``. Zones whose ID does not offer the instance type are dropped
@@ -222,9 +222,10 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         ``batch_size`` (every batch slot busy).
     :param variant_name: production variant name (the auto-scaling resource id uses it). Default:
         ``"AllTraffic"``.
-    :param model_data_download_timeout_seconds: Default: derived from the weights (60-3,600 s).
-    :param container_startup_health_check_timeout_seconds: Default: derived from the weights
-        (60-3,600 s).
+    :param model_data_download_timeout_seconds: how long SageMaker may take to copy the model from S3
+        to an instance. Default: derived from the weights (60-3,600 s).
+    :param container_startup_health_check_timeout_seconds: how long the container may take to load
+        the model and pass its health check. Default: derived from the weights (60-3,600 s).
     :param volume_size_gb: ML storage volume per instance. Default: 2 x weights + 20 GiB, in GB.
         Refused on trn1, trn1n and trn2, which serve from their local NVMe (SageMaker accepts no
         VolumeSizeInGB for them).

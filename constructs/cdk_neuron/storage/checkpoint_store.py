@@ -88,16 +88,24 @@ class ICheckpointStore(IConstruct, ec2.IConnectable, Protocol):
         ...
 
     @property
-    def file_system_id(self) -> str: ...
+    def file_system_id(self) -> str:
+        """The EFS file system id (``fs-...``)."""
+        ...
 
     @property
-    def file_system_arn(self) -> str: ...
+    def file_system_arn(self) -> str:
+        """The EFS file system ARN."""
+        ...
 
     @property
-    def access_point_id(self) -> str: ...
+    def access_point_id(self) -> str:
+        """The id of the access point every client mounts through (``fsap-...``)."""
+        ...
 
     @property
-    def access_point_arn(self) -> str: ...
+    def access_point_arn(self) -> str:
+        """The access point's ARN (the ``elasticfilesystem:AccessPointArn`` IAM condition value)."""
+        ...
 
     @property
     def mount_path(self) -> str:
@@ -185,18 +193,22 @@ class _CheckpointStoreBase(Construct):
 
     @property
     def file_system_id(self) -> str:
+        """The EFS file system id (``fs-...``)."""
         return self._file_system.file_system_id
 
     @property
     def file_system_arn(self) -> str:
+        """The EFS file system ARN."""
         return self._file_system.file_system_arn
 
     @property
     def access_point_id(self) -> str:
+        """The id of the access point every client mounts through (``fsap-...``)."""
         return self._access_point.access_point_id
 
     @property
     def access_point_arn(self) -> str:
+        """The access point's ARN (the ``elasticfilesystem:AccessPointArn`` IAM condition value)."""
         return self._access_point.access_point_arn
 
     @property

@@ -105,8 +105,12 @@ $(EXAMPLE_VENV)/.stamp-wheel: $(WHEEL) $(EXAMPLE_VENV)/.stamp-requirements
 	$(EXAMPLE_VENV)/bin/python -m pip install --quiet --no-deps --force-reinstall $(WHEEL)
 	touch $@
 
-example: $(EXAMPLE_VENV)/.stamp-wheel
+# The CDK CLI's own synth, with every AWS credential source removed: the README promises it works.
+example: $(EXAMPLE_VENV)/.stamp-wheel $(NPM_STAMP)
 	cd $(EXAMPLE) && PATH="$(CURDIR)/$(EXAMPLE_VENV)/bin:$$PATH" pytest -q -p no:cacheprovider
+	cd $(EXAMPLE) && env -u AWS_PROFILE -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN \
+	  AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true \
+	  PATH="$(CURDIR)/$(EXAMPLE_VENV)/bin:$$PATH" cdk synth --quiet --no-notices -o $(CURDIR)/build/example-cdk.out
 
 # cfn-lint the CLI-synthesized templates (what `cdk deploy` ships), each for its environment's region.
 lint-templates: synth

@@ -40,6 +40,21 @@ def normalize(template: dict[str, Any]) -> dict[str, Any]:
     return json.loads(re.sub(r"[0-9a-f]{64}", "ASSET_HASH", json.dumps(template, sort_keys=True)))
 
 
+def test_synthesizes_without_credentials(tmp_path: Any) -> None:
+    """``cdk synth`` makes no AWS call: cdk.context.json answers every context lookup.
+
+    The VPC checks its ``availability_zones`` against the stack's, which is an
+    ``availability-zones`` lookup for an environment-specific stack. Without the committed answer,
+    ``cdk synth`` stops with "Need to perform AWS calls ... no credentials have been configured".
+    """
+    with open("cdk.json") as f, open("cdk.context.json") as g:
+        context = {**json.load(f)["context"], **json.load(g)}
+    app = cdk.App(context=context, outdir=str(tmp_path))
+    build(app)
+    with open(f"{app.synth().directory}/manifest.json") as f:
+        assert json.load(f).get("missing") is None
+
+
 def test_uses_the_installed_package_not_a_checkout() -> None:
     assert "site-packages" in (cdk_neuron.__file__ or "")
 

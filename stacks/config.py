@@ -98,6 +98,7 @@ from cdk_neuron.validation import (
     REGION,
     SECRET,
     ecr_region,
+    pinned_image,
 )
 
 # PLACEHOLDER_ACCOUNT (cdk_neuron.deployment) keeps synthesis working without credentials (the
@@ -520,15 +521,12 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> Capacity:
 
 def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
     image = training.get("job_image", str)
-    match = IMAGE_URI.match(image)
     path = training.field("job_image")
+    pinned_image(path, image)
+    match = IMAGE_URI.match(image)
     if match is None:
         raise NeuronConfigError(
             path, image, "must be registry/repository:tag or registry/repository@sha256:<digest>"
-        )
-    if match["tag"] == "latest":
-        raise NeuronConfigError(
-            path, image, "pin a version tag or digest: ':latest' changes under a running job"
         )
     if not network.has_internet_egress and ecr_region(match["registry"]) != region:
         raise NeuronConfigError(

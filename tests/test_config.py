@@ -411,7 +411,7 @@ REFUSALS: list[tuple[str, Mutation, str, str]] = [
     ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"), "training.job_image",
      "no job containers"),
     ("image without tag", setting("training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x"),
-     "training.job_image", "registry/repository:tag"),
+     "training.job_image", "pin the image by an explicit version tag"),
     ("latest tag", setting("training.job_image", DLC.split(":")[0] + ":latest"), "training.job_image", "pin"),
     ("public image without NAT", setting("training.job_image", "public.ecr.aws/neuron/pytorch-training-neuronx:2.9"),
      "training.job_image", "VPC endpoints"),

@@ -192,6 +192,45 @@ def az_id(field: str, value: object) -> str:
     )
 
 
+# The one rule for container images, used by cdk.json's job_image, BatchTrainingCluster(job_image=)
+# and every serving engine image (ContainerImage), and stated once in the README's security table:
+# a floating tag lets every node of a multi-node job, or every instance of a fleet, pull different
+# code, and a job resumed from a checkpoint run other code than the one that wrote it.
+UNPINNED_TAGS = frozenset({"latest"})
+IMAGE_PINNING_FIX = (
+    "pin the image by an explicit version tag (never 'latest') or by digest, e.g. "
+    "'.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04' or '...@sha256:<64 hex>'"
+)
+
+
+def pinned_tag(field: str, value: object) -> str:
+    """An image tag that names one version: well formed, and not ``latest`` in any case."""
+    tag = matching(field, value, IMAGE_TAG, "an explicit image tag", fix=IMAGE_PINNING_FIX)
+    if tag.lower() in UNPINNED_TAGS:
+        raise NeuronConfigError(field, value, IMAGE_PINNING_FIX)
+    return tag
+
+
+def pinned_image(field: str, value: object) -> str:
+    """An image reference pinned by tag or digest: ``[registry/]repository:tag`` or ``...@sha256:...``.
+
+    The registry is optional here (``public.ecr.aws/...``, ``docker.io/...`` and Docker Hub short
+    names all pass); callers that need an ECR host check :data:`IMAGE_URI` as well.
+    """
+    if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
+        raise NeuronConfigError(field, value, "give an image URI: " + IMAGE_PINNING_FIX)
+    name, at, digest = value.partition("@")
+    if at:
+        if not name or not SHA256.match(digest.removeprefix("sha256:")) or not digest.startswith("sha256:"):
+            raise NeuronConfigError(field, value, IMAGE_PINNING_FIX)
+        return value
+    _, colon, tag = name.rsplit("/", 1)[-1].partition(":")
+    if not colon:
+        raise NeuronConfigError(field, value, IMAGE_PINNING_FIX)
+    pinned_tag(field, tag)
+    return value
+
+
 def ecr_region(registry: str) -> str | None:
     """The region of an ECR registry host, or None for any other registry."""
     match = ECR_REGISTRY.match(registry)
@@ -215,6 +254,7 @@ __all__ = [
     "ENVIRONMENT_VARIABLE",
     "HF_MODEL_ID",
     "IAM_ROLE_ARN",
+    "IMAGE_PINNING_FIX",
     "IMAGE_TAG",
     "IMAGE_URI",
     "KMS_KEY_ARN",
@@ -230,6 +270,7 @@ __all__ = [
     "SECURITY_GROUP_ID",
     "SHA256",
     "TARGET_GROUP_FULL_NAME",
+    "UNPINNED_TAGS",
     "az_id",
     "choice",
     "ecr_region",
@@ -237,6 +278,8 @@ __all__ = [
     "number",
     "parameter_count",
     "percentage",
+    "pinned_image",
+    "pinned_tag",
     "region",
     "whole_number",
 ]

@@ -18,7 +18,7 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.training.launcher import SCRATCH_DIR, TRAINING_COMMAND_PARAMETER, launcher_command
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
-from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI
+from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI, pinned_image
 
 # ECS registers a little less memory than the instance has (the kernel and the agent keep some), and
 # a job asking for more than the registered amount never leaves RUNNABLE. 90 % leaves the host page
@@ -63,17 +63,7 @@ def job_image(scope: Construct, value: object) -> ecs.ContainerImage:
             "a BatchTrainingCluster runs a container: give its image as ecs.ContainerImage or an image URI, "
             "e.g. '<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>' (pin the tag)",
         )
-    # A floating tag makes every node of a multi-node job free to pull a different image, and a
-    # job resumed from a checkpoint run with other code than the one that wrote it.
-    last = value.rsplit("/", 1)[-1]
-    tag = last.split("@", 1)[0].partition(":")[2] if "@" not in last else None
-    if tag is not None and tag in ("", "latest"):
-        raise NeuronConfigError(
-            "job_image",
-            value,
-            "pin the image by tag (not 'latest') or by digest, e.g. "
-            "'.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04'",
-        )
+    pinned_image("job_image", value)
     image = IMAGE_URI.fullmatch(value)
     registry = ECR_REGISTRY.fullmatch(image["registry"]) if image else None
     if image is None or registry is None:  # not in ECR: pulled as given

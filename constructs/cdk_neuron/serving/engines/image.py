@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.validation import ECR_REGISTRY, IMAGE_TAG, matching
+from cdk_neuron.validation import ECR_REGISTRY, pinned_tag
 
 # AWS Deep Learning Containers registry (Hugging Face DLCs are published there) for the commercial
 # regions; other partitions use other accounts, so pass a ContainerImage with their registry.
@@ -37,13 +37,7 @@ class ContainerImage:
     tag: str
 
     def __post_init__(self) -> None:
-        matching("image_tag", self.tag, IMAGE_TAG, "an explicit, pinned image tag such as a version string")
-        if self.tag.lower() == "latest":
-            raise NeuronConfigError(
-                "image_tag",
-                self.tag,
-                "'latest' moves under a running fleet, so every new instance may run different code; pin a version",
-            )
+        pinned_tag("image_tag", self.tag)
         for name in ("registry", "repository"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value or any(c.isspace() for c in value):

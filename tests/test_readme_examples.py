@@ -8,6 +8,7 @@ runnable on its own, with the reason.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,15 @@ def test_standalone_app_example_synthesizes(monkeypatch: pytest.MonkeyPatch, tmp
     types = {r["Type"] for r in template_of(stack)["Resources"].values()}
     assert {"AWS::Batch::JobQueue", "AWS::EFS::FileSystem", "AWS::AutoScaling::AutoScalingGroup"} <= types
     assert "AWS::CloudWatch::Dashboard" in types
+
+
+def test_standalone_app_example_synthesizes_without_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Copied into app.py, ``cdk synth`` needs no AWS call: the assembly lists no missing context."""
+    namespace = _standalone_app(monkeypatch, tmp_path)
+    manifest = json.loads((Path(namespace["app"].synth().directory) / "manifest.json").read_text())
+    assert "missing" not in manifest
 
 
 def test_the_standalone_stack_has_nag_findings_only_on_the_plain_vpc(

@@ -122,7 +122,7 @@ def error_argument_spans(code: str) -> list[tuple[int, int]]:
         start = code.encode().index(b"(", callee_end) + 1
         end = lines[node.end_lineno - 1] + node.end_col_offset - 1
         spans.append((start, end))
-    return spans
+    return sorted(spans)
 
 
 def in_error_arguments(original: str, mutant: str) -> bool:

@@ -156,7 +156,7 @@ def table_mutants(source: str, *, module: str, path: str) -> list[TableMutant]:
                     end=end,
                 )
             )
-    return found
+    return sorted(found, key=lambda m: m.start)
 
 
 def apply(source: str, mutant: TableMutant) -> str:

@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth diff deploy test lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench scan clean
+.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -33,6 +33,8 @@ help:
 	@echo "make deploy-rules  synthesize, then run cfn-lint plus the project's deploy rules on every template"
 	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
+	@echo "make integ-snapshots  re-synthesize the integ suites (tests/integ) and update their snapshots"
+	@echo "make integ   run the integ suites in an AWS account: prints the cost, refuses without CONFIRM=yes (docs/integ.md)"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
 $(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -70,6 +72,7 @@ lint: setup
 	ruff format --check .
 	# Every node program (cdk_neuron/node_programs/files), as nodes run it.
 	shellcheck -x --source-path=SCRIPTDIR $$(find constructs/cdk_neuron/node_programs/files -name '*.sh' | sort)
+	shellcheck .ci/run
 
 typecheck: setup
 	mypy

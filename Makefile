@@ -154,5 +154,21 @@ $(SCAN_STAMP):
 scan: synth $(SCAN_STAMP)
 	$(SCAN_VENV)/bin/checkov --quiet --compact --skip-download --framework cloudformation --directory cdk.out
 
+# --- integration suites (tests/integ, docs/integ.md) ---------------------------------------------
+# make test verifies their snapshots offline; these targets update them, or run them in an account.
+SUITES ?=
+CONFIRM ?=
+
+integ-snapshots: setup
+	python tests/integ/integ_support/snapshots.py update $(SUITES)
+
+# Prints the cost estimate; deploys only with CONFIRM=yes; always destroys what it deployed.
+integ: setup
+	python tests/integ/run.py run $(SUITES) --confirm '$(CONFIRM)'
+
+# Deletes integ stacks a run left behind (an interrupted run, a cancelled CI job).
+integ-destroy: setup
+	python tests/integ/run.py destroy $(SUITES)
+
 clean:
 	rm -rf $(VENV) $(SCAN_VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info constructs/*.egg-info

@@ -198,3 +198,41 @@ def test_probe_judges_the_wake_against_its_budget(fleet: str) -> None:
     assert probe.handler({**event, "t0_ms": now_ms - 120_000})["verdict"] == "slow"
     _Fake.status = 503
     assert probe.handler({**event, "t0_ms": now_ms})["verdict"] == "waiting"
+
+
+# -- the runner: cost guard, estimate, assertion results (nothing here reaches AWS) ------------------
+
+
+def test_run_refuses_without_confirmation_and_names_the_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    import run
+
+    assert run.main(["run", "--confirm", "no"]) == 3
+    captured = capsys.readouterr()
+    assert "Refusing to deploy" in captured.err and "could cost up to $" in captured.err
+    assert "trn1.2xlarge" in captured.out and "training_efa" not in captured.out  # opt-in only
+
+
+def test_estimate_prices_every_line_from_the_catalog() -> None:
+    from integ_support import estimate
+    from integ_support.registry import SUITES as INFO
+
+    text, expected, most = estimate.render([INFO["training_efa"]], "us-east-1")
+    # Two trn1.32xlarge at the table's $21.50/h for 0.75 h (at most 1.5 h), plus the small lines.
+    assert 32.25 < expected < 34 and 64.5 < most < 66
+    assert "2 x trn1.32xlarge" in text
+
+
+def test_assertion_results_are_read_as_integ_runner_reads_them() -> None:
+    import run
+
+    outputs = {
+        "S-Assert": {
+            "AssertionResultsA": json.dumps({"status": "success"}),
+            "AssertionResultsB": '{"status": "fail", "message": "line\none"}',
+            "JobId": "j",
+        }
+    }
+    assert [(k, r["status"]) for k, r in run.assertion_results(outputs, "S-Assert")] == [
+        ("AssertionResultsA", "success"),
+        ("AssertionResultsB", "fail"),
+    ]

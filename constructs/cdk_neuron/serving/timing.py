@@ -141,6 +141,9 @@ def _whole_seconds(field: str, value: object) -> int:
 class MeasuredStartup:
     """Start-up phases timed on a real deployment of this model, instance type and image.
 
+    ``MeasuredStartup.from_report(path)`` reads them from an integ suite's timing report
+    (docs/integ.md, :mod:`cdk_neuron.measurements`).
+
     Each phase given replaces its estimate; the budget is still ``SAFETY`` x the measurement, so a
     run slower than the measured one still fits. Phases left None keep the estimate.
 
@@ -158,6 +161,18 @@ class MeasuredStartup:
     boot_seconds: int | None = None
     artifact_download_seconds: int | None = None
     container_ready_seconds: int | None = None
+
+    @staticmethod
+    def from_report(report: object) -> MeasuredStartup:
+        """The measurements of an integ suite's timing report (a path or a ``TimingReport``).
+
+        See :func:`cdk_neuron.measurements.measured_startup` for what each serving suite's report
+        supports; a failed run or a training report is refused.
+        """
+        from cdk_neuron.measurements import measured_startup
+
+        measured: MeasuredStartup = measured_startup(report)  # type: ignore[arg-type]
+        return measured
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():

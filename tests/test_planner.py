@@ -216,7 +216,7 @@ def test_summary_is_one_line() -> None:
         (("trn1.2xlarge", 2, 2), {}, r"^nodes=2: trn1.2xlarge has no EFA.*trn1.32xlarge"),
         # Inference instances and unknown ones.
         (("inf2.48xlarge", 1, 8), {}, r"^instance_type='inf2.48xlarge': .*Inferentia2"),
-        (("trn3.48xlarge", 1, 8), {}, r"^instance_type='trn3.48xlarge': not a Neuron instance type"),
+        (("trn9.48xlarge", 1, 8), {}, r"^instance_type='trn9.48xlarge': not a Neuron instance type"),
         # trn2 TP degrees neuronx-distributed does not support (NXD-PS get_logic_chosen).
         (("trn2.48xlarge", 1, 8), {}, r"^tensor_parallel=8: .*LNC=2.*or LNC=1"),
         (("trn2.48xlarge", 1, 8), {"logical_nc_config": 2}, r"^tensor_parallel=8: .*LNC=2"),

@@ -344,11 +344,13 @@ class BatchTrainingCluster(TrainingClusterBase):
             if nodes is not None:
                 nodes = validation.whole_number("nodes", nodes)
                 plan = plan_training(
-                    self.instance.name,
+                    self.instance,
                     nodes,
                     self.plan.tensor_parallel,
                     self.plan.pipeline_parallel,
                     self.plan.logical_nc_config,
+                    expert_parallel=self.plan.expert_parallel,
+                    ultraserver_capacity=self.plan.ultraserver_capacity,
                     allow_unlisted_tp=self.plan.allow_unlisted_tp,
                 )
             job_plan = checks.checked_plan(self.instance, self.max_nodes, plan or self.plan)

@@ -103,7 +103,7 @@ def efa_layout_leaves_room_for_tasks(instance: NeuronInstance, layout: object, b
 
 def default_plan(instance: NeuronInstance, nodes: int) -> TrainingPlan:
     """Tensor parallelism across one node's NeuronCores (inside NeuronLink), data parallel across nodes."""
-    return plan_training(instance.name, nodes, tensor_parallel=instance.neuron_cores)
+    return plan_training(instance, nodes, tensor_parallel=instance.neuron_cores)
 
 
 def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> TrainingPlan:
@@ -120,11 +120,13 @@ def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> Trai
             f"plan with plan_training({instance.name!r}, ...)",
         )
     replanned = plan_training(
-        plan.instance_type,
+        instance,
         plan.nodes,
         plan.tensor_parallel,
         plan.pipeline_parallel,
         plan.logical_nc_config,
+        expert_parallel=plan.expert_parallel,
+        ultraserver_capacity=plan.ultraserver_capacity,
         allow_unlisted_tp=plan.allow_unlisted_tp,
     )
     if replanned != plan:

@@ -316,6 +316,10 @@ HBM_GIB_PER_NEURONCORE_V2 = 16.0
 class NeuronInstance:
     """Facts about one Neuron instance type. Derived values are properties.
 
+    ``unknown`` names the facts no source publishes (their fields hold placeholders the constructs
+    refuse to use; :meth:`with_facts` supplies them); ``in_ec2_model`` is False where the EC2 API
+    model lists no such type (Trn3, source EC2-MODEL), so tools built on it (cfn-lint) do not know it.
+
     ``neuron_cores`` is the number of *logical* NeuronCores the runtime exposes at the default
     logical-NeuronCore configuration (LNC). On trn2 the default LNC is 2, so two physical
     NeuronCore-v3 form one logical core: trn2.48xlarge exposes 64 cores (128 at LNC=1). Use
@@ -342,6 +346,7 @@ class NeuronInstance:
     interconnect: str = ""
     unknown: tuple[str, ...] = ()
     catalog_key: str = ""
+    in_ec2_model: bool = True
 
     @property
     def key(self) -> str:
@@ -640,6 +645,7 @@ _TRN3_48XLARGE = _trn(
     ultraserver="trn3-gen1",
     interconnect="NeuronLink-v4 + NeuronSwitch-v1",
     unknown=_TRN3_UNKNOWN,
+    in_ec2_model=False,
 )
 _TRN3_GEN2_SERVER = replace(
     _TRN3_48XLARGE,
@@ -1086,7 +1092,7 @@ def region_of_az_id(az_id: str) -> str | None:
     return None
 
 
-def offered_az_ids(instance_name: str, region: str) -> tuple[str, ...]:
+def offered_az_ids(instance_name: str | NeuronInstance, region: str) -> tuple[str, ...]:
     """AZ IDs in ``region`` that offer ``instance_name``, from the dated offerings table.
 
     Empty when the table says the type is not offered there, *or* when it has no data (trn2u.48xlarge,
@@ -1098,7 +1104,7 @@ def offered_az_ids(instance_name: str, region: str) -> tuple[str, ...]:
     return OFFERINGS.get(inst.key, {}).get(region, ())
 
 
-def region_offering_status(instance_name: str, region: str) -> OfferingStatus:
+def region_offering_status(instance_name: str | NeuronInstance, region: str) -> OfferingStatus:
     """Whether the offerings table says ``region`` offers ``instance_name`` in at least one AZ.
 
     ``"unknown"`` when the table has no data for the type (trn2u.48xlarge) or the region appears in
@@ -1114,7 +1120,7 @@ def region_offering_status(instance_name: str, region: str) -> OfferingStatus:
     return "not-offered"
 
 
-def offering_status(instance_name: str, az_id: str) -> OfferingStatus:
+def offering_status(instance_name: str | NeuronInstance, az_id: str) -> OfferingStatus:
     """Whether the offerings table says ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``."""
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)

@@ -332,6 +332,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         if not isinstance(capacity, Capacity):
             raise NeuronConfigError("capacity", capacity, "use Capacity.on_demand(), .reservation(...), ...")
         capacity.check_instance(instance)
+        checks.plan_fits_capacity(checked_plan, instance, capacity)
         use_placement_group = checks.placement_group_wanted(placement_group, capacity)
         layout = checks.efa_layout_leaves_room_for_tasks(instance, efa_layout, self._ENGINE == "batch")
         root_gib = _cdk_values.whole_gibibytes(

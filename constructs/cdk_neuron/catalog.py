@@ -1193,6 +1193,9 @@ UNPRICED: dict[str, str] = {
     "trn3-gen2-server": "Trn3 Gen2 UltraServer: no published price",
 }
 ULTRASERVER_CAPACITY_BLOCK_PRICES: dict[str, Price | None] = {key: None for key in ULTRASERVERS}
+# EC2's UltraserverType strings (DescribeCapacityBlockOfferings, CapacityBlock.ultraserverType): no
+# source we could read publishes them for Trn2 or Trn3 (looked 2026-12-01), so none is pinned.
+ULTRASERVER_API_TYPES: dict[str, str | None] = {key: None for key in ULTRASERVERS}
 
 
 def known_price(instance_name: str) -> Price | None:
@@ -1297,6 +1300,7 @@ __all__ = [
     "TRAINING_TP_SOURCES",
     "TRAINING_TP_UNSUPPORTED",
     "ULTRASERVERS",
+    "ULTRASERVER_API_TYPES",
     "ULTRASERVER_CAPACITY_BLOCK_PRICES",
     "UNKNOWN_LOOKED",
     "UNPRICED",

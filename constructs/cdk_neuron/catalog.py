@@ -608,7 +608,6 @@ _TRN1_32XLARGE = replace(_TRN1_32XLARGE, interconnect="NeuronLink-v2")
 _TRN1N_32XLARGE = replace(_TRN1N_32XLARGE, interconnect="NeuronLink-v2")
 _TRN2_48XLARGE = replace(_TRN2_48XLARGE, interconnect="NeuronLink-v3")
 _TRN2U_48XLARGE = replace(_TRN2U_48XLARGE, interconnect="NeuronLink-v3")
-_TRN2_3XLARGE = replace(_TRN2_3XLARGE, interconnect="NeuronLink-v3")
 
 # Trn3 (TRN3-ARCH): sold in UltraServers only. Per server, the UltraServer totals of TRN3-ARCH's
 # table divided by its servers (Gen1: 768 vCPUs, 8,192 GiB, 12,800 Gbps EFA over 4 servers; Gen2:

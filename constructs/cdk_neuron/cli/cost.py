@@ -161,6 +161,9 @@ def _times(count: int, price: catalog.Price | None) -> float | None:
 
 def _price_basis(name: str, price: catalog.Price | None) -> str:
     if price is None:
+        reason = catalog.UNPRICED.get(name)
+        if reason is not None:
+            return f"unknown: {reason} (looked {catalog.UNKNOWN_LOOKED}); UltraServer Capacity Blocks are quoted at purchase"
         return f"no price on record for {name}"
     note = f"; {price.note}" if price.note else ""
     return f"${price.usd_per_hour:,.4f}/h {name} ({price.source}, {price.region}{note})"
@@ -346,9 +349,11 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
             + _price_basis(training.instance_type, price),
             [price],
         )
-    if kind == "capacity-block":
+    if kind in ("capacity-block", "ultraserver-capacity-block"):
         return Line(
-            "training Capacity Block",
+            "training UltraServer Capacity Block"
+            if kind == "ultraserver-capacity-block"
+            else "training Capacity Block",
             "prepaid",
             0.0,
             "the Capacity Block fee is paid up front at purchase (Amazon EC2 Capacity Blocks for ML pricing, "
@@ -360,6 +365,20 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
         0.0,
         "on-demand training capacity scales to zero between jobs (compute environment minimum 0)",
     )
+
+
+def instance_price_line(instance_type: str, count: int, prices: PriceBook | None = None) -> dict[str, Any]:
+    """``count`` instances of ``instance_type`` at the dated (or live) On-Demand price, or "unknown"
+    where no source publishes one (Trn3 servers, trn2u.48xlarge: ``catalog.UNPRICED``)."""
+    book = prices or PriceBook()
+    price = book.ec2(instance_type)
+    return Line(
+        "instances",
+        f"{count} x {instance_type}",
+        _times(count, price),
+        _price_basis(instance_type, price),
+        price_region=price.region if price else None,
+    ).as_dict()
 
 
 def idle(env: Deployment, prices: PriceBook) -> list[Line]:
@@ -383,7 +402,7 @@ def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
     name, serving_price = _serving_price(env, plan, prices)
     cb = (
         " (Capacity Block: the block fee replaces this on-demand rate)"
-        if training.capacity.kind == "capacity-block"
+        if training.capacity.is_capacity_block
         else ""
     )
     return [

@@ -8,6 +8,10 @@
 - a configured capacity reservation or Capacity Block exists, is active and matches the instance
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
   ``resource-groups:GetGroup`` / ``ListGroupResources``);
+- on UltraServer servers (trn2u.48xlarge, Trn3): the account's EC2 quotas that name Trn3 or
+  UltraServers (``servicequotas:ListServiceQuotas``), the UltraServer Capacity Blocks it holds in the
+  training AZ (``ec2:DescribeCapacityBlocks``) and, where EC2's UltraServer type name is known, the
+  offerings (``ec2:DescribeCapacityBlockOfferings``);
 - the AMI SSM parameters resolve (``ssm:GetParameter``);
 - the account and Region are CDK-bootstrapped at the version the templates require: the
   ``/cdk-bootstrap/<qualifier>/version`` parameter (``ssm:GetParameter``) and the ``CDKToolkit``
@@ -430,7 +434,9 @@ def check_capacity(ctx: Context) -> list[Row]:
             )
         ]
     ec2 = ctx.client("ec2")
-    if capacity.kind in ("reservation", "capacity-block"):
+    if capacity.kind in ("reservation", "capacity-block") or (
+        capacity.kind == "ultraserver-capacity-block" and capacity.reservation_id is not None
+    ):
         assert capacity.reservation_id is not None
         found = _describe_reservations(ec2, [capacity.reservation_id])
         if capacity.reservation_id not in found:
@@ -444,7 +450,7 @@ def check_capacity(ctx: Context) -> list[Row]:
             ]
         rows = [ctx.row("capacity exists", capacity.reservation_id, "PASS", capacity.kind)]
         return rows + _reservation_rows(
-            ctx, found[capacity.reservation_id], capacity_block=capacity.kind == "capacity-block"
+            ctx, found[capacity.reservation_id], capacity_block=capacity.is_capacity_block
         )
     return _check_reservation_group(ctx, ec2)
 
@@ -1105,6 +1111,192 @@ def check_service_linked_roles(ctx: Context) -> list[Row]:
     return rows
 
 
+# --------------------------------------------------------------------------------------------
+# UltraServers: Capacity Block offerings, the blocks the account holds, Trn3 / UltraServer quotas
+# --------------------------------------------------------------------------------------------
+
+# Words a Service Quotas name carries when it limits Trn3 or UltraServer capacity. No source we could
+# read names such a quota (looked 2026-12-01), so the check lists what the account's own EC2 quotas
+# call by these words instead of pinning a code.
+ULTRASERVER_QUOTA_WORDS = ("trn3", "trainium3", "ultraserver")
+CAPACITY_BLOCK_HOURS = 24
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One preflight result before it is tied to an environment (:meth:`Context.row` does that)."""
+
+    check: str
+    subject: str
+    status: Status
+    detail: str
+    command: str | None = None
+
+
+def _all_ec2_quotas(quotas: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"ServiceCode": "ec2"}
+    while True:
+        page = quotas.list_service_quotas(**kwargs)
+        found.extend(page.get("Quotas", []))
+        if not page.get("NextToken"):
+            return found
+        kwargs["NextToken"] = page["NextToken"]
+
+
+def ultraserver_quota_findings(quotas: Any, instance: catalog.NeuronInstance, region: str) -> list[Finding]:
+    """The account's EC2 quotas whose names mention Trn3 or UltraServers (ListServiceQuotas)."""
+    named = [
+        q
+        for q in _all_ec2_quotas(quotas)
+        if any(word in str(q.get("QuotaName", "")).lower() for word in ULTRASERVER_QUOTA_WORDS)
+    ]
+    if not named:
+        return [
+            Finding(
+                "ultraserver quota",
+                instance.name,
+                "WARN",
+                "no EC2 quota of this account names Trn3 or UltraServers (ListServiceQuotas); only the "
+                "On-Demand Trn vCPU quota is checked, and whether UltraServer capacity draws on it is not "
+                "published: ask AWS before relying on it",
+            )
+        ]
+    findings = []
+    for quota in sorted(named, key=lambda q: str(q.get("QuotaCode"))):
+        code, name, value = (
+            quota.get("QuotaCode", "?"),
+            quota.get("QuotaName", "?"),
+            float(quota.get("Value", 0)),
+        )
+        if value > 0:
+            findings.append(Finding("ultraserver quota", f"{name} ({code})", "PASS", f"{value:g}"))
+        else:
+            findings.append(
+                Finding(
+                    "ultraserver quota",
+                    f"{name} ({code})",
+                    "FAIL",
+                    "0: request an increase (command below)",
+                    f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
+                    f"--desired-value 1 --region {region}",
+                )
+            )
+    return findings
+
+
+def ultraserver_capacity_findings(
+    ec2: Any,
+    instance: catalog.NeuronInstance,
+    *,
+    max_nodes: int,
+    az_id: str,
+    region: str,
+    ultraserver_type: str | None = None,
+    hours: int = CAPACITY_BLOCK_HOURS,
+) -> list[Finding]:
+    """UltraServer Capacity Blocks the account holds (DescribeCapacityBlocks) and, given EC2's
+    UltraServer type name, the offerings for as many UltraServers as ``max_nodes`` needs
+    (DescribeCapacityBlockOfferings). EC2's UltraServer type names are not in the catalog: no source
+    we could read publishes them (``catalog.ULTRASERVER_API_TYPES``)."""
+    ultra = instance.ultraserver_type
+    if ultra is None:
+        return []
+    count = -(-max_nodes // ultra.servers)
+    findings: list[Finding] = []
+    blocks = ec2.describe_capacity_blocks().get("CapacityBlocks", [])
+    ours = [b for b in blocks if b.get("UltraserverType") and b.get("AvailabilityZoneId") == az_id]
+    active = [b for b in ours if b.get("State") == "active"]
+    if len(active) >= count:
+        findings.append(
+            Finding(
+                "ultraserver capacity",
+                f"{ultra.name} @ {az_id}",
+                "PASS",
+                f"{len(active)} active UltraServer Capacity Block(s) >= {count} needed for {max_nodes} nodes "
+                f"({', '.join(b['CapacityBlockId'] for b in active)})",
+            )
+        )
+    else:
+        later = [
+            f"{b['CapacityBlockId']} ({b.get('State')}, from {b.get('StartDate', '?')})"
+            for b in ours
+            if b not in active
+        ]
+        findings.append(
+            Finding(
+                "ultraserver capacity",
+                f"{ultra.name} @ {az_id}",
+                "WARN" if later else "FAIL",
+                f"{len(active)} active UltraServer Capacity Block(s) in {az_id}, {count} needed for {max_nodes} "
+                f"nodes ({ultra.servers} servers each)"
+                + (f"; not yet active: {', '.join(later)}" if later else ""),
+            )
+        )
+    if ultraserver_type is None:
+        findings.append(
+            Finding(
+                "ultraserver offering",
+                ultra.name,
+                "INFO",
+                "EC2's UltraServer type name for this UltraServer is not published in any source cdk-neuron "
+                "could read; look the offerings up with the type the console shows",
+                f"aws ec2 describe-capacity-block-offerings --ultraserver-type <type> --ultraserver-count {count} "
+                f"--capacity-duration-hours {hours} --region {region}",
+            )
+        )
+        return findings
+    offerings = ec2.describe_capacity_block_offerings(
+        UltraserverType=ultraserver_type, UltraserverCount=count, CapacityDurationHours=hours
+    ).get("CapacityBlockOfferings", [])
+    # Offerings name AZs, not AZ IDs: map the training AZ ID to this account's AZ name.
+    zones = ec2.describe_availability_zones(ZoneIds=[az_id]).get("AvailabilityZones", [])
+    zone_name = zones[0].get("ZoneName") if zones else None
+    here = [o for o in offerings if zone_name is not None and o.get("AvailabilityZone") == zone_name]
+    subject = f"{ultraserver_type} x {count}, {hours} h"
+    if not offerings:
+        findings.append(
+            Finding(
+                "ultraserver offering",
+                subject,
+                "FAIL",
+                f"no offering in {region} now; try other dates or durations",
+            )
+        )
+    else:
+        cheapest = min(offerings, key=lambda o: float(o.get("UpfrontFee", "inf")))
+        fee = f"{cheapest.get('UpfrontFee', '?')} {cheapest.get('CurrencyCode', '')}".strip()
+        findings.append(
+            Finding(
+                "ultraserver offering",
+                subject,
+                "PASS" if here else "WARN",
+                f"{len(offerings)} offering(s); cheapest {fee} upfront in {cheapest.get('AvailabilityZone', '?')} "
+                f"from {cheapest.get('StartDate', '?')}"
+                + ("" if here else f"; none reported for {az_id}, the training AZ"),
+            )
+        )
+    return findings
+
+
+def check_ultraserver(ctx: Context) -> list[Row]:
+    """UltraServer servers only (trn2u.48xlarge, Trn3): quotas, held blocks, offerings."""
+    training = ctx.env.training
+    instance = catalog.get_instance(training.instance_type)
+    if not instance.is_ultraserver:
+        return []
+    findings = ultraserver_quota_findings(ctx.client("service-quotas"), instance, ctx.env.region)
+    findings += ultraserver_capacity_findings(
+        ctx.client("ec2"),
+        instance,
+        max_nodes=training.max_nodes,
+        az_id=ctx.env.training_az_id,
+        region=ctx.env.region,
+        ultraserver_type=catalog.ULTRASERVER_API_TYPES.get(instance.ultraserver or ""),
+    )
+    return [ctx.row(f.check, f.subject, f.status, f.detail, f.command) for f in findings]
+
+
 CHECKS: tuple[tuple[str, Callable[[Context], list[Row]]], ...] = (
     ("account", check_account),
     ("bootstrap", check_bootstrap),
@@ -1112,6 +1304,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], list[Row]]], ...] = (
     ("quota", check_ec2_quotas),
     ("quota", check_sagemaker_quota),
     ("capacity", check_capacity),
+    ("ultraserver", check_ultraserver),
     ("AMI parameter", check_amis),
     ("image", check_images),
     ("certificate", check_certificate),
@@ -1195,4 +1388,13 @@ def render(doc: dict[str, Any]) -> Report:
     return out
 
 
-__all__ = ["EC2_VCPU_QUOTAS", "Row", "build", "render", "run"]
+__all__ = [
+    "EC2_VCPU_QUOTAS",
+    "Finding",
+    "Row",
+    "build",
+    "render",
+    "run",
+    "ultraserver_capacity_findings",
+    "ultraserver_quota_findings",
+]

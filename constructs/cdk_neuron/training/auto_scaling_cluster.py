@@ -29,7 +29,7 @@ from cdk_neuron.training.launcher import node_environment
 
 
 class AutoScalingTrainingCluster(TrainingClusterBase):
-    """A Trn1 / Trn1n / Trn2 node group (EC2 Auto Scaling, 0 to ``max_nodes``) for teams that run Ray,
+    """A Trainium (Trn1, Trn1n, Trn2, Trn3) node group (EC2 Auto Scaling, 0 to ``max_nodes``) for teams that run Ray,
     Slurm or plain torchrun themselves.
 
     The nodes are :class:`TrainingClusterBase`'s (whole instances with EFA on every network card, in

@@ -43,7 +43,7 @@ DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(MAX_UPDATE_TIMEOUT_MINUTES)
 
 
 class BatchTrainingCluster(TrainingClusterBase):
-    """A Trn1 / Trn1n / Trn2 cluster that runs AWS Batch multi-node parallel jobs, and costs nothing idle.
+    """A Trainium (Trn1, Trn1n, Trn2, Trn3) cluster that runs AWS Batch multi-node parallel jobs, and costs nothing idle.
 
     A managed EC2 compute environment that scales from zero, a job queue and a multi-node job
     definition, ready for ``aws batch submit-job --job-queue <queue> --job-definition <definition>

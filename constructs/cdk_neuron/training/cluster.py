@@ -217,7 +217,7 @@ class _NodeProps:
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
 class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass):
-    """A Trn1 / Trn1n / Trn2 cluster of whole instances with EFA, in one AZ: what both engines share.
+    """A Trainium cluster of whole instances with EFA, in one AZ: what both engines share.
 
     Every node is a whole instance with one EFA interface on each network card (from the catalog:
     8 on trn1.32xlarge, 16 on trn1n.32xlarge and trn2.48xlarge), in a cluster placement group,

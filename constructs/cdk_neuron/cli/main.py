@@ -276,11 +276,13 @@ def _run(
         show(doc, preflight.render)
         return EXIT_OK if doc["ok"] else EXIT_FAILED
     env = _in_region([_one_environment(envs, args.env)], region)[0]
+    # Every job command acts on the environment's AWS Batch training cluster: refuse clearly without one.
+    training = submit.batch_training(env, args.command)
     if args.command == "submit":
         doc = submit.submit(
             env,
             aws,
-            nodes=env.training.plan.nodes if args.nodes is None else args.nodes,
+            nodes=training.plan.nodes if args.nodes is None else args.nodes,
             command=job_command,
             image=args.image,
             env_vars=args.env_var,

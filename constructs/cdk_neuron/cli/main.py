@@ -5,7 +5,7 @@ Exit codes:
 - 0: success (``preflight``: every check passed; ``status``: the job has not failed; ``status
   --watch`` and ``logs --follow``: the job succeeded)
 - 1: a preflight check failed, the job failed, or AWS returned an error / lacks a resource
-- 2: usage error or an invalid cdk.json (one line naming the field, the value and the fix)
+- 2: usage error, an invalid cdk.json or cloud assembly (one line naming the field, the value and the fix)
 - 3: no usable AWS credentials (one sentence saying how to provide them)
 - 130: interrupted (Ctrl-C) while watching or following
 """
@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from cdk_neuron import __version__
-from cdk_neuron.cli import cost, deployments, jobs, plan, preflight, submit
+from cdk_neuron.cli import assembly, cost, deployments, jobs, plan, preflight, source, submit
 from cdk_neuron.cli.aws import (
     Boto3Clients,
     ClientFactory,
@@ -51,9 +51,23 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
         "--config",
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="cdk.json to read (default: ./cdk.json)",
+        help="cdk.json whose cdk-neuron:deployments loader defines the environments",
     )
     config.complete = _FILE_COMPLETION  # type: ignore[attr-defined]
+    app = parser.add_argument(
+        "--app",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="a cloud assembly cdk synth wrote (e.g. cdk.out): any app using cdk-neuron constructs",
+    )
+    app.complete = _FILE_COMPLETION  # type: ignore[attr-defined]
+    parser.add_argument(
+        "--synth",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="run npx cdk synth here first and read what it writes (needs the CDK CLI). Default source: "
+        "./cdk.json's loader if it names one, else ./cdk.out",
+    )
     parser.add_argument(
         "--output",
         "-o",
@@ -101,9 +115,14 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--env",
             metavar="NAME",
-            help="the environment (required when cdk.json has several)"
+            help="the environment (required when there are several)"
             if one
             else "one environment (default: all)",
+        )
+        sub.add_argument(
+            "--path",
+            metavar="CONSTRUCT_PATH",
+            help="the environment holding this construct (a cloud assembly's construct path, e.g. dev/Training)",
         )
 
     def job_id(sub: argparse.ArgumentParser) -> None:
@@ -218,10 +237,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_environment(envs: dict[str, Deployment], name: str | None) -> Deployment:
-    if name is None and len(envs) > 1:
-        raise NeuronConfigError("--env", None, f"choose the environment: {one_of(envs)}")
-    return deployments.select(envs, name)[0]
+def _selected(envs: dict[str, Deployment], args: argparse.Namespace) -> list[Deployment]:
+    """``--path`` (the deployment holding a construct), else ``--env``, else all."""
+    if args.path is None:
+        return deployments.select(envs, args.env)
+    found = assembly.select_path(envs, args.path)
+    if args.env is not None and args.env != found.name:
+        raise NeuronConfigError(
+            "--path", args.path, f"is in {found.name}, not --env {args.env}: give one of them"
+        )
+    return [found]
+
+
+def _one_environment(envs: dict[str, Deployment], args: argparse.Namespace) -> Deployment:
+    if args.env is None and args.path is None and len(envs) > 1:
+        raise NeuronConfigError(
+            "--env", None, f"choose the environment: {one_of(envs)} (or --path CONSTRUCT_PATH)"
+        )
+    return _selected(envs, args)[0]
 
 
 def _in_region(envs: list[Deployment], region: str | None) -> list[Deployment]:
@@ -243,7 +276,8 @@ def _run(
     sleep: Callable[[float], None],
 ) -> int:
     mode: OutputMode = args.output
-    envs = deployments.load(args.config)
+    found = source.load(config=args.config, app=args.app, synth=args.synth)
+    envs = found.deployments
     aws = clients or Boto3Clients(getattr(args, "profile", None))
     region = getattr(args, "region", None)
 
@@ -251,10 +285,10 @@ def _run(
         emit(doc, None if mode == "json" else report(doc), mode)
 
     if args.command == "plan":
-        show(plan.build(deployments.select(envs, args.env)), plan.render)
+        show(plan.build(_selected(envs, args)), plan.render)
         return EXIT_OK
     if args.command == "cost":
-        selected = _in_region(deployments.select(envs, args.env), region)
+        selected = _in_region(_selected(envs, args), region)
         books: dict[str, PriceBook] = {}
         if args.live_prices:
             pricing = aws("pricing", PRICING_API_REGION)
@@ -269,13 +303,12 @@ def _run(
         show(cost.build(selected, books), lambda doc: cost.render(doc, details=args.details))
         return EXIT_OK
     if args.command == "preflight":
-        selected = _in_region(deployments.select(envs, args.env), region)
-        qualifier = deployments.bootstrap_qualifier(args.config)
-        rows = preflight.run(selected, list(envs.values()), aws, qualifier=qualifier)
+        selected = _in_region(_selected(envs, args), region)
+        rows = preflight.run(selected, list(envs.values()), aws, qualifier=found.qualifier)
         doc = preflight.build(rows)
         show(doc, preflight.render)
         return EXIT_OK if doc["ok"] else EXIT_FAILED
-    env = _in_region([_one_environment(envs, args.env)], region)[0]
+    env = _in_region([_one_environment(envs, args)], region)[0]
     # Every job command acts on the environment's AWS Batch training cluster: refuse clearly without one.
     training = submit.batch_training(env, args.command)
     if args.command == "submit":
@@ -372,7 +405,9 @@ def main(
     if args.command == "completion":
         sys.stdout.write(completion_script(args.shell))
         return EXIT_OK
-    args.config = getattr(args, "config", "cdk.json")
+    args.config = getattr(args, "config", None)
+    args.app = getattr(args, "app", None)
+    args.synth = getattr(args, "synth", False)
     args.output = getattr(args, "output", "table")
     try:
         return _run(args, job_command, clients, sleep)

@@ -138,6 +138,7 @@ def check_account(ctx: Context) -> list[Row]:
 
 
 AZ_IDS_UNKNOWN = "AZ IDs unknown at synthesis"
+_AZ_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
 
 
 def _offered_pairs(
@@ -204,7 +205,9 @@ def check_offerings(ctx: Context) -> list[Row]:
     if serving is not None and serving.backend == "ec2":
         serving_type = serving.resolved_instance_type
         if serving.availability_zones:
-            by_name += [(serving_type, az, "serving") for az in serving.availability_zones]
+            # Recorded as the subnets name them: AZ IDs (use1-az6) or AZ names (us-east-1a).
+            for az in serving.availability_zones:
+                (by_id if _AZ_ID.match(az) else by_name).append((serving_type, az, "serving"))
         elif env.az_ids:
             by_id += [(serving_type, az, "serving") for az in env.az_ids]
         else:

@@ -332,6 +332,8 @@ def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> li
                 stored_data=True,
             )
         )
+    if env.training is None:
+        return lines  # the compile cache is the training cluster's
     s3 = _service_price(prices, "s3_standard_gb_month")
     lines.append(
         _priced(

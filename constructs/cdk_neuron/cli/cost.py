@@ -846,3 +846,143 @@ def render(doc: dict[str, Any], *, details: bool = False) -> Report:
             ],
         )
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# cost --diff OLD NEW: what a change adds per hour, in the manner of infracost
+# --------------------------------------------------------------------------------------------
+
+_SCALES = (("idle", "idle"), ("full_scale", "full scale"))
+
+
+def _signed(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return ("+" if value > 0 else "-" if value < 0 else "") + usd(abs(value))
+
+
+def _line_changes(old: Sequence[Line], new: Sequence[Line]) -> tuple[list[dict[str, Any]], float, bool]:
+    """Changed lines (by item), the hourly change, and whether every changed line was priced."""
+    before = {line.item: line for line in old}
+    after = {line.item: line for line in new}
+    rows: list[dict[str, Any]] = []
+    total, complete = 0.0, True
+    for item in [*after, *(i for i in before if i not in after)]:
+        was, now = before.get(item), after.get(item)
+        old_hourly = None if was is None else was.usd_per_hour
+        new_hourly = None if now is None else now.usd_per_hour
+        if (was is None or old_hourly is not None) and (now is None or new_hourly is not None):
+            change: float | None = (new_hourly or 0.0) - (old_hourly or 0.0)
+        else:
+            change, complete = None, False
+        old_quantity = None if was is None else was.quantity
+        new_quantity = None if now is None else now.quantity
+        # Unchanged, or a line that comes or goes at no cost ("interface VPC endpoints: none").
+        if change == 0 and (old_quantity == new_quantity or was is None or now is None):
+            continue
+        total += change or 0.0
+        rows.append(
+            {
+                "item": item,
+                "old_quantity": old_quantity,
+                "new_quantity": new_quantity,
+                "old_usd_per_hour": _round(old_hourly) if was is not None else None,
+                "new_usd_per_hour": _round(new_hourly) if now is not None else None,
+                "change_usd_per_hour": _round(change),
+                "change_usd_per_month": None if change is None else round(change * HOURS_PER_MONTH, 2),
+            }
+        )
+    return rows, total, complete
+
+
+def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> dict[str, Any]:
+    """Per environment and line, the hourly and monthly change from ``old`` to ``new`` (table prices)."""
+    prices = PriceBook()
+    before = {env.name: env for env in old}
+    after = {env.name: env for env in new}
+    names = [*after, *(name for name in before if name not in after)]
+    environments = []
+    totals = {key: 0.0 for key, _ in _SCALES}
+    complete = True
+    for name in names:
+        was, now = before.get(name), after.get(name)
+        either = now if now is not None else before[name]
+        entry: dict[str, Any] = {
+            "name": name,
+            "region": either.region,
+            "status": "added" if was is None else "removed" if now is None else "changed",
+        }
+        for key, _ in _SCALES:
+            lines = idle if key == "idle" else full_scale
+            rows, change, priced = _line_changes(
+                [] if was is None else lines(was, prices), [] if now is None else lines(now, prices)
+            )
+            complete = complete and priced
+            totals[key] += change
+            entry[key] = {
+                "lines": rows,
+                "change_usd_per_hour": round(change, 4),
+                "change_usd_per_month": round(change * HOURS_PER_MONTH, 2),
+            }
+        if (
+            was is not None
+            and now is not None
+            and not entry["idle"]["lines"]
+            and not entry["full_scale"]["lines"]
+        ):
+            entry["status"] = "unchanged"
+        environments.append(entry)
+    return document(
+        "cost-diff",
+        prices_date=catalog.PRICES_DATE,
+        hours_per_month=HOURS_PER_MONTH,
+        environments=environments,
+        total={
+            key: {
+                "change_usd_per_hour": round(totals[key], 4),
+                "change_usd_per_month": round(totals[key] * HOURS_PER_MONTH, 2),
+            }
+            for key, _ in _SCALES
+        },
+        complete=complete,
+        summary=diff_summary(totals),
+    )
+
+
+def diff_summary(totals: dict[str, float]) -> str:
+    parts = [
+        f"{label} {_signed(totals[key])}/hour ({_signed(totals[key] * HOURS_PER_MONTH)}/month)"
+        for key, label in _SCALES
+    ]
+    return "Cost change: " + "; ".join(parts)
+
+
+def render_diff(doc: dict[str, Any]) -> Report:
+    out = Report()
+    for env in doc["environments"]:
+        status = "" if env["status"] == "changed" else f" ({env['status']})"
+        for key, label in _SCALES:
+            lines = env[key]["lines"]
+            if not lines:
+                continue
+            out.table(
+                f"{env['name']}{status}: {label}",
+                (Column("item"), Column("was"), Column("now"), Column("$/hour", _MONEY), Column("$/month", _MONEY)),
+                (
+                    (line["item"], line["old_quantity"] or "-", line["new_quantity"] or "-",
+                     _signed(line["change_usd_per_hour"]), _signed(line["change_usd_per_month"]))
+                    for line in lines
+                ),
+            )  # fmt: skip
+    unchanged = [env["name"] for env in doc["environments"] if env["status"] == "unchanged"]
+    if unchanged:
+        out.line(f"Unchanged: {', '.join(unchanged)}")
+    notes = [
+        f"On-demand table prices dated {doc['prices_date']}; month = {doc['hours_per_month']} h; idle: minimum "
+        "fleet, training scaled to zero; full scale: max nodes and max fleet."
+    ]
+    if not doc["complete"]:
+        notes.append("A changed line has no price: its change is left out of the total.")
+    out.notes("Notes", notes)
+    out.line(doc["summary"], style="bold")
+    return out

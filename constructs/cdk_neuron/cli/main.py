@@ -157,6 +157,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="price every line with the AWS Price List API in the environment's Region (needs credentials)",
     )
+    sub.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("OLD_ASSEMBLY", "NEW_ASSEMBLY"),
+        help="what changes per environment and line between two cloud assemblies, per hour and month "
+        "(offline, table prices): e.g. the main branch's cdk.out and a pull request's",
+    )
 
     sub = command("preflight", "Read-only checks of the live account; exits 1 on any failure.", aws=True)
     env_option(sub, one=False)
@@ -265,6 +272,34 @@ def _in_region(envs: list[Deployment], region: str | None) -> list[Deployment]:
     return [replace(env, region=region) for env in envs]
 
 
+def _cost_diff(args: argparse.Namespace) -> dict[str, Any]:
+    """``cost --diff OLD NEW``: two cloud assemblies, each environment's lines compared."""
+    for option, value in (("--live-prices", args.live_prices), ("--app", args.app), ("--synth", args.synth),
+                          ("--config", args.config), ("--region", getattr(args, "region", None))):  # fmt: skip
+        if value:
+            raise NeuronConfigError(
+                option, value, "cost --diff compares two cloud assemblies offline: omit it"
+            )
+    sides: list[list[Deployment]] = []
+    for directory in args.diff:
+        envs = assembly.load(directory)
+        if args.env is not None and args.env not in envs:
+            sides.append([])  # added or removed by the change
+        else:
+            sides.append(_selected(envs, args) if args.path is None or _holds(envs, args.path) else [])
+    if args.env is not None and not any(sides):
+        raise NeuronConfigError("--env", args.env, "in neither assembly")
+    return cost.diff(sides[0], sides[1])
+
+
+def _holds(envs: dict[str, Deployment], path: str) -> bool:
+    try:
+        assembly.select_path(envs, path)
+    except NeuronConfigError:
+        return False
+    return True
+
+
 def _print_line(line: str) -> None:
     print(line, flush=True)
 
@@ -276,13 +311,17 @@ def _run(
     sleep: Callable[[float], None],
 ) -> int:
     mode: OutputMode = args.output
+
+    def show(doc: dict[str, Any], report: Callable[[dict[str, Any]], Report]) -> None:
+        emit(doc, None if mode == "json" else report(doc), mode)
+
+    if args.command == "cost" and args.diff is not None:
+        show(_cost_diff(args), cost.render_diff)
+        return EXIT_OK
     found = source.load(config=args.config, app=args.app, synth=args.synth)
     envs = found.deployments
     aws = clients or Boto3Clients(getattr(args, "profile", None))
     region = getattr(args, "region", None)
-
-    def show(doc: dict[str, Any], report: Callable[[dict[str, Any]], Report]) -> None:
-        emit(doc, None if mode == "json" else report(doc), mode)
 
     if args.command == "plan":
         show(plan.build(_selected(envs, args)), plan.render)

@@ -95,8 +95,9 @@ def _aws_options(parser: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdk-neuron",
-        description="Plan, cost, preflight and run cdk-neuron environments defined in cdk.json.",
-        epilog="Exit codes: 0 ok; 1 check/job failed or AWS error; 2 usage or cdk.json error; "
+        description="Plan, cost, preflight and run the cdk-neuron environments of any CDK app: from its cloud "
+        "assembly (--app cdk.out, --synth) or the loader its cdk.json names (--config).",
+        epilog="Exit codes: 0 ok; 1 check/job failed or AWS error; 2 usage, cdk.json or assembly error; "
         "3 no AWS credentials; 130 interrupted.",
         allow_abbrev=False,
     )

@@ -333,6 +333,8 @@ def test_submit_resolves_the_recorded_logical_ids(
     assert main(argv, clients=factory(stubs)) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["job_id"], doc["stack"], doc["job_queue"], doc["nodes"]) == (JOB, "Research", QUEUE_ARN, 2)
+    # The next commands read the same assembly.
+    assert doc["watch_command"] == f"cdk-neuron status --watch {JOB} --app {outside_assembly} --env us-east-1"
 
 
 def test_status_watch_logs_and_cancel(

@@ -320,6 +320,7 @@ def _run(
         show(_cost_diff(args), cost.render_diff)
         return EXIT_OK
     found = source.load(config=args.config, app=args.app, synth=args.synth)
+    source.OPTIONS.set(found.options)
     envs = found.deployments
     aws = clients or Boto3Clients(getattr(args, "profile", None))
     region = getattr(args, "region", None)

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from cdk_neuron import planner
+from cdk_neuron.cli import source
 from cdk_neuron.cli.output import Report, document
 from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import NeuronConfigError
@@ -355,8 +356,8 @@ def submit(
         nodes=nodes,
         training_command=training_command,
         environment_overrides={e["name"]: e["value"] for e in environment},
-        watch_command=f"cdk-neuron status --watch {response['jobId']} --env {env.name}",
-        logs_command=f"cdk-neuron logs --follow {response['jobId']} --env {env.name}",
+        watch_command=source.command(env, "status", "--watch", response["jobId"]),
+        logs_command=source.command(env, "logs", "--follow", response["jobId"]),
     )
 
 

@@ -16,11 +16,13 @@ import pytest
 from app_assembly import synthesized_app
 from assembly_writer import nat_and_endpoints, serving_record, training_record, write_manifest, write_stack
 
-from cdk_neuron.cli import assembly, cost, deployments, plan
+from cdk_neuron.cli import assembly, cost, deployments, plan, preflight
 from cdk_neuron.cli.main import main
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 from cdk_support import REPO_ROOT
+
+MY_IMAGE = "111111111111.dkr.ecr.us-east-1.amazonaws.com/my-vllm:2026-12-01"
 
 # --------------------------------------------------------------------------------------------
 # This repository's app: the assembly says what cdk.json says
@@ -84,6 +86,7 @@ def test_the_templates_price_as_the_configuration_does(
                 == want["environments"][0][section]["usd_per_hour"]
             )
         assert read[name].network == configured[name].network
+        assert preflight._images(read[name]) == preflight._images(configured[name])
         assert len(read[name].standing.kms_keys) == len(configured[name].standing.kms_keys)
         assert read[name].standing.log_groups >= 1 and read[name].standing.flow_logs == 1
 
@@ -155,7 +158,24 @@ def test_top_level_stacks_group_by_environment(tmp_path: Path) -> None:
                 },
             },
         ),
-        "Serve": write_stack(tmp_path, "Serve", inline=True, records={"/Serve/Fleet": serving_record()}),
+        "Serve": write_stack(
+            tmp_path,
+            "Serve",
+            inline=True,
+            records={"/Serve/Fleet": serving_record()},
+            resources={
+                "Model": {
+                    "Type": "AWS::SageMaker::Model",
+                    "Properties": {"PrimaryContainer": {"Image": MY_IMAGE}},
+                    "Metadata": {"aws:cdk:path": "Serve/Fleet/Model"},
+                },
+                "OtherModel": {
+                    "Type": "AWS::SageMaker::Model",
+                    "Properties": {"PrimaryContainer": {"Image": "elsewhere/other:1"}},
+                    "Metadata": {"aws:cdk:path": "Serve/Other/Model"},
+                },
+            },
+        ),
         "Other": write_stack(tmp_path, "Other", environment="aws://111111111111/eu-west-1"),
     }
     found = assembly.load(write_manifest(tmp_path, artifacts))
@@ -169,6 +189,9 @@ def test_top_level_stacks_group_by_environment(tmp_path: Path) -> None:
     assert env.training.jobs is not None and env.training.jobs.stack_name == "ml-training"
     assert env.serving.backend == "sagemaker" and env.serving.plan.tensor_parallel == 2
     assert env.serving.availability_zones == ("us-east-1a", "us-east-1b")
+    # The image the fleet runs, from its own SageMaker model: preflight checks that one.
+    assert env.serving.image == MY_IMAGE
+    assert ("SageMaker serving", MY_IMAGE) in preflight._images(env)
     assert env.network.nat_gateways == 1 and env.network.nat_instance_type == "t4g.nano"
     assert env.network.interface_endpoints == ("ecr.api", "logs") and env.network.endpoint_azs == 2
     assert env.standing.kms_keys == ("training volumes", "key 2")

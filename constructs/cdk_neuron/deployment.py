@@ -87,6 +87,9 @@ class ServingDeployment:
     """The ACM certificate of the EC2 fleet's HTTPS listener (None: HTTP inside the VPC)."""
     token_secret: str | None = None
     """The Secrets Manager secret (name or ARN) holding the Hugging Face token the nodes read."""
+    image: str | None = None
+    """The serving container image as synthesized (read from a cloud assembly); None: the engine's
+    image (``engine.image`` on EC2, ``engine.sagemaker_image`` on SageMaker)."""
     availability_zones: tuple[str, ...] = ()
     """AZ names the fleet is placed in, when known by name only (read from a cloud assembly); empty:
     the fleet spans the deployment's ``az_ids``."""

@@ -355,7 +355,48 @@ _MODEL_FIELDS = (
 )
 
 
-def serving(record: Record) -> ServingDeployment:
+_FLEET_IMAGE = re.compile(r"^IMAGE=(\S+)$", re.MULTILINE)
+"""The image an EC2 fleet's nodes run, as its user data writes it to /etc/cdk-neuron/fleet.env."""
+
+
+def _strings(value: object) -> Iterable[str]:
+    """Every literal string inside an intrinsic (a ``Fn::Base64`` of a ``Fn::Join``, ...), in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def serving_image(stack: Stack, record: Record) -> str | None:
+    """The image the fleet at ``record`` runs, read from its stack's template; None when not one literal.
+
+    A SageMaker model's container image, or the ``IMAGE=`` an EC2 fleet's launch template user
+    data sets. Resources carrying ``aws:cdk:path`` metadata count only under the fleet's path.
+    """
+    found: set[str] = set()
+    for resource in (stack.template.get("Resources") or {}).values():
+        if not isinstance(resource, dict):
+            continue
+        path = (resource.get("Metadata") or {}).get("aws:cdk:path")
+        if isinstance(path, str) and not ("/" + path).startswith(record.path + "/"):
+            continue
+        properties = resource.get("Properties") or {}
+        if resource.get("Type") == "AWS::SageMaker::Model":
+            containers = [properties.get("PrimaryContainer") or {}, *(properties.get("Containers") or [])]
+            found.update(
+                c["Image"] for c in containers if isinstance(c, dict) and isinstance(c.get("Image"), str)
+            )
+        elif resource.get("Type") == "AWS::EC2::LaunchTemplate":
+            user_data = (properties.get("LaunchTemplateData") or {}).get("UserData")
+            found.update(_FLEET_IMAGE.findall("".join(_strings(user_data))))
+    return found.pop() if len(found) == 1 else None
+
+
+def serving(record: Record, image: str | None = None) -> ServingDeployment:
     from cdk_neuron.serving.model_spec import ModelSpec
 
     data = record.data
@@ -375,6 +416,7 @@ def serving(record: Record) -> ServingDeployment:
         max_capacity=int(data["max_capacity"]),
         warm_pool=bool(data.get("warm_pool", False)),
         instance_type=instance_type,
+        image=image,
         availability_zones=tuple(str(z) for z in data.get("availability_zones") or ()),
     )
 
@@ -491,7 +533,9 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
             )
             if train
             else None,
-            serving=_at(serve[0], lambda: serving(serve[0])) if serve else None,
+            serving=_at(serve[0], lambda: serving(serve[0], serving_image(serve[1], serve[0])))
+            if serve
+            else None,
             storage=StorageDeployment(one_zone=bool(store.data.get("one_zone", False)))
             if store is not None
             else StorageDeployment(),

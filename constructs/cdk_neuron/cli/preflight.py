@@ -828,7 +828,10 @@ def _images(env: Deployment) -> list[tuple[str, str]]:
     if env.serving is None:
         return images
     engine = env.serving.engine
-    if env.serving.backend == "ec2":
+    if env.serving.image is not None:
+        role = "serving" if env.serving.backend == "ec2" else "SageMaker serving"
+        images.append((role, env.serving.image))
+    elif env.serving.backend == "ec2":
         images.append(("serving", engine.image.uri(env.region)))
     elif engine.sagemaker_image is not None:
         images.append(("SageMaker serving", engine.sagemaker_image.uri(env.region)))

@@ -87,6 +87,12 @@ def test_the_templates_price_as_the_configuration_does(
             )
         assert read[name].network == configured[name].network
         assert preflight._images(read[name]) == preflight._images(configured[name])
+        got_serving, want_serving = read[name].serving, configured[name].serving
+        assert got_serving is not None and want_serving is not None
+        assert (got_serving.certificate_arn, got_serving.token_secret) == (
+            want_serving.certificate_arn,
+            want_serving.token_secret,
+        )
         assert len(read[name].standing.kms_keys) == len(configured[name].standing.kms_keys)
         assert read[name].standing.log_groups >= 1 and read[name].standing.flow_logs == 1
 
@@ -296,3 +302,49 @@ def test_records_the_cli_cannot_read_are_refused_with_their_path(tmp_path: Path)
 )
 def test_endpoint_service_names(value: object, service: str) -> None:
     assert assembly.endpoint_service(value) == service
+
+
+SECRET = "arn:aws:secretsmanager:us-east-1:111111111111:secret:hf-token-AbCdEf"
+CERTIFICATE = "arn:aws:acm:us-east-1:111111111111:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"
+
+
+def ec2_fleet_resources(*, secret_parts: list[object]) -> dict[str, Any]:
+    user_data = {
+        "Fn::Base64": {
+            "Fn::Join": [
+                "",
+                ["#!/bin/bash\ncat > /etc/cdk-neuron/fleet.env <<'EOF'\nREGION=us-east-1\n", f"IMAGE={MY_IMAGE}\n",
+                 *secret_parts, "DATA_DIR=/opt/dlami/nvme\nEOF\n"],
+            ]
+        }
+    }  # fmt: skip
+    return {
+        "Template": {
+            "Type": "AWS::EC2::LaunchTemplate",
+            "Properties": {"LaunchTemplateData": {"UserData": user_data}},
+        },
+        "Listener": {
+            "Type": "AWS::ElasticLoadBalancingV2::Listener",
+            "Properties": {"Certificates": [{"CertificateArn": CERTIFICATE}], "Port": 443},
+        },
+    }
+
+
+def test_an_ec2_fleet_image_certificate_and_token_secret_come_from_the_template(tmp_path: Path) -> None:
+    record = {"/Web/Fleet": serving_record(backend="ec2", instance_type="inf2.8xlarge")}
+    resources = ec2_fleet_resources(secret_parts=[f"HF_TOKEN_SECRET_ARN={SECRET}\n"])
+    write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records=record, resources=resources)})
+    serving = assembly.load(tmp_path)["us-east-1"].serving
+    assert serving is not None
+    assert (serving.image, serving.certificate_arn, serving.token_secret) == (MY_IMAGE, CERTIFICATE, SECRET)
+
+    # A secret ARN a token interrupts (a secret imported by name) is not guessed at.
+    interrupted = [
+        "HF_TOKEN_SECRET_ARN=arn:",
+        {"Ref": "AWS::Partition"},
+        ":secretsmanager:us-east-1:1:secret:hf\n",
+    ]
+    resources = ec2_fleet_resources(secret_parts=interrupted)
+    write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records=record, resources=resources)})
+    serving = assembly.load(tmp_path)["us-east-1"].serving
+    assert serving is not None and serving.token_secret is None and serving.image == MY_IMAGE

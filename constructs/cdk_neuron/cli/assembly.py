@@ -355,8 +355,14 @@ _MODEL_FIELDS = (
 )
 
 
-_FLEET_IMAGE = re.compile(r"^IMAGE=(\S+)$", re.MULTILINE)
-"""The image an EC2 fleet's nodes run, as its user data writes it to /etc/cdk-neuron/fleet.env."""
+def _fleet_setting(name: str) -> re.Pattern[str]:
+    """``NAME=value`` on a line of its own inside one literal fragment of an EC2 fleet's user data
+    (/etc/cdk-neuron/fleet.env): a value a token interrupts is not taken."""
+    return re.compile(rf"(?:^|\n){name}=(\S+)\n")
+
+
+_FLEET_IMAGE = _fleet_setting("IMAGE")
+_FLEET_TOKEN_SECRET = _fleet_setting("HF_TOKEN_SECRET_ARN")
 
 
 def _strings(value: object) -> Iterable[str]:
@@ -371,13 +377,29 @@ def _strings(value: object) -> Iterable[str]:
             yield from _strings(item)
 
 
-def serving_image(stack: Stack, record: Record) -> str | None:
-    """The image the fleet at ``record`` runs, read from its stack's template; None when not one literal.
+@dataclass(frozen=True)
+class FleetResources:
+    """What the fleet's own resources in the template say: its image, certificate and token secret."""
 
-    A SageMaker model's container image, or the ``IMAGE=`` an EC2 fleet's launch template user
-    data sets. Resources carrying ``aws:cdk:path`` metadata count only under the fleet's path.
+    image: str | None = None
+    certificate_arn: str | None = None
+    token_secret: str | None = None
+
+
+def _one(found: set[str]) -> str | None:
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def fleet_resources(stack: Stack, record: Record) -> FleetResources:
+    """The fleet at ``record``, read from its stack's template; each value only when it is one literal.
+
+    The image: a SageMaker model's container image, or the ``IMAGE=`` an EC2 fleet's launch
+    template user data sets; the HTTPS listener's certificate; the Hugging Face token secret the
+    user data names. Resources carrying ``aws:cdk:path`` metadata count only under the fleet's path.
     """
-    found: set[str] = set()
+    images: set[str] = set()
+    certificates: set[str] = set()
+    secrets: set[str] = set()
     for resource in (stack.template.get("Resources") or {}).values():
         if not isinstance(resource, dict):
             continue
@@ -385,21 +407,28 @@ def serving_image(stack: Stack, record: Record) -> str | None:
         if isinstance(path, str) and not ("/" + path).startswith(record.path + "/"):
             continue
         properties = resource.get("Properties") or {}
-        if resource.get("Type") == "AWS::SageMaker::Model":
+        kind = resource.get("Type")
+        if kind == "AWS::SageMaker::Model":
             containers = [properties.get("PrimaryContainer") or {}, *(properties.get("Containers") or [])]
-            found.update(
+            images.update(
                 c["Image"] for c in containers if isinstance(c, dict) and isinstance(c.get("Image"), str)
             )
-        elif resource.get("Type") == "AWS::EC2::LaunchTemplate":
-            user_data = (properties.get("LaunchTemplateData") or {}).get("UserData")
-            found.update(_FLEET_IMAGE.findall("".join(_strings(user_data))))
-    return found.pop() if len(found) == 1 else None
+        elif kind == "AWS::EC2::LaunchTemplate":
+            for fragment in _strings((properties.get("LaunchTemplateData") or {}).get("UserData")):
+                images.update(_FLEET_IMAGE.findall(fragment))
+                secrets.update(_FLEET_TOKEN_SECRET.findall(fragment))
+        elif kind == "AWS::ElasticLoadBalancingV2::Listener":
+            for certificate in properties.get("Certificates") or []:
+                if isinstance(certificate, dict) and isinstance(certificate.get("CertificateArn"), str):
+                    certificates.add(certificate["CertificateArn"])
+    return FleetResources(image=_one(images), certificate_arn=_one(certificates), token_secret=_one(secrets))
 
 
-def serving(record: Record, image: str | None = None) -> ServingDeployment:
+def serving(record: Record, fleet: FleetResources | None = None) -> ServingDeployment:
     from cdk_neuron.serving.model_spec import ModelSpec
 
     data = record.data
+    fleet = fleet or FleetResources()
     fields = {k: v for k, v in (data.get("model") or {}).items() if k in _MODEL_FIELDS and v is not None}
     model = ModelSpec(**fields)
     instance_type = str(data["instance_type"])
@@ -416,7 +445,9 @@ def serving(record: Record, image: str | None = None) -> ServingDeployment:
         max_capacity=int(data["max_capacity"]),
         warm_pool=bool(data.get("warm_pool", False)),
         instance_type=instance_type,
-        image=image,
+        image=fleet.image,
+        certificate_arn=fleet.certificate_arn,
+        token_secret=fleet.token_secret,
         availability_zones=tuple(str(z) for z in data.get("availability_zones") or ()),
     )
 
@@ -533,7 +564,7 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
             )
             if train
             else None,
-            serving=_at(serve[0], lambda: serving(serve[0], serving_image(serve[1], serve[0])))
+            serving=_at(serve[0], lambda: serving(serve[0], fleet_resources(serve[1], serve[0])))
             if serve
             else None,
             storage=StorageDeployment(one_zone=bool(store.data.get("one_zone", False)))

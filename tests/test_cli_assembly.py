@@ -314,6 +314,7 @@ def ec2_fleet_resources(*, secret_parts: list[object]) -> dict[str, Any]:
             "Fn::Join": [
                 "",
                 ["#!/bin/bash\ncat > /etc/cdk-neuron/fleet.env <<'EOF'\nREGION=us-east-1\n", f"IMAGE={MY_IMAGE}\n",
+                 "ARTIFACT_URI=''\n",
                  *secret_parts, "DATA_DIR=/opt/dlami/nvme\nEOF\n"],
             ]
         }
@@ -332,7 +333,7 @@ def ec2_fleet_resources(*, secret_parts: list[object]) -> dict[str, Any]:
 
 def test_an_ec2_fleet_image_certificate_and_token_secret_come_from_the_template(tmp_path: Path) -> None:
     record = {"/Web/Fleet": serving_record(backend="ec2", instance_type="inf2.8xlarge")}
-    resources = ec2_fleet_resources(secret_parts=[f"HF_TOKEN_SECRET_ARN={SECRET}\n"])
+    resources = ec2_fleet_resources(secret_parts=[f"HF_TOKEN_SECRET_ARN='{SECRET}'\n"])
     write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records=record, resources=resources)})
     serving = assembly.load(tmp_path)["us-east-1"].serving
     assert serving is not None
@@ -348,3 +349,8 @@ def test_an_ec2_fleet_image_certificate_and_token_secret_come_from_the_template(
     write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records=record, resources=resources)})
     serving = assembly.load(tmp_path)["us-east-1"].serving
     assert serving is not None and serving.token_secret is None and serving.image == MY_IMAGE
+    # No secret: the setting is the empty string.
+    resources = ec2_fleet_resources(secret_parts=["HF_TOKEN_SECRET_ARN=''\n"])
+    write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records=record, resources=resources)})
+    serving = assembly.load(tmp_path)["us-east-1"].serving
+    assert serving is not None and serving.token_secret is None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -357,8 +358,21 @@ _MODEL_FIELDS = (
 
 def _fleet_setting(name: str) -> re.Pattern[str]:
     """``NAME=value`` on a line of its own inside one literal fragment of an EC2 fleet's user data
-    (/etc/cdk-neuron/fleet.env): a value a token interrupts is not taken."""
+    (/etc/cdk-neuron/fleet.env, shell-quoted): a value a token interrupts is not taken."""
     return re.compile(rf"(?:^|\n){name}=(\S+)\n")
+
+
+def _settings(pattern: re.Pattern[str], fragment: str) -> set[str]:
+    """The unquoted, non-empty values of a fleet setting in ``fragment``."""
+    found = set()
+    for raw in pattern.findall(fragment):
+        try:
+            words = shlex.split(raw)
+        except ValueError:
+            continue
+        if len(words) == 1 and words[0]:
+            found.add(words[0])
+    return found
 
 
 _FLEET_IMAGE = _fleet_setting("IMAGE")
@@ -415,8 +429,8 @@ def fleet_resources(stack: Stack, record: Record) -> FleetResources:
             )
         elif kind == "AWS::EC2::LaunchTemplate":
             for fragment in _strings((properties.get("LaunchTemplateData") or {}).get("UserData")):
-                images.update(_FLEET_IMAGE.findall(fragment))
-                secrets.update(_FLEET_TOKEN_SECRET.findall(fragment))
+                images.update(_settings(_FLEET_IMAGE, fragment))
+                secrets.update(_settings(_FLEET_TOKEN_SECRET, fragment))
         elif kind == "AWS::ElasticLoadBalancingV2::Listener":
             for certificate in properties.get("Certificates") or []:
                 if isinstance(certificate, dict) and isinstance(certificate.get("CertificateArn"), str):

@@ -11,6 +11,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +112,19 @@ def test_synth_failures_are_one_line(
     assert main(["plan", "--synth"]) == 2
     err = capsys.readouterr().err
     assert err == "cdk-neuron: --synth=True: cdk synth failed (exit 1): ValueError: boom\n"
+
+
+def test_reading_an_assembly_imports_neither_aws_cdk_nor_boto3(cloud_assembly: Path) -> None:
+    """plan, cost and cost --diff from a cloud assembly stay offline and fast, like from cdk.json."""
+    app = str(cloud_assembly)
+    probe = (
+        "import sys, io, contextlib\n"
+        "from cdk_neuron.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['plan', '--app', {app!r}, '--json']) == 0\n"
+        f"    assert main(['cost', '--app', {app!r}, '--json']) == 0\n"
+        f"    assert main(['cost', '--diff', {app!r}, {app!r}, '--json']) == 0\n"
+        "print(sorted(m for m in ('aws_cdk', 'boto3', 'botocore', 'jsii') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

@@ -8,12 +8,14 @@ when there is no AWS Batch training cluster.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cdk_neuron import planner
 from cdk_neuron.cli import cost, plan, preflight, submit
+from cdk_neuron.cli.main import main
 from cdk_neuron.cli.output import Report, render_text
 from cdk_neuron.cli.pricing import PriceBook
 from cdk_neuron.deployment import (
@@ -161,3 +163,43 @@ def test_the_job_commands_refuse_without_a_batch_cluster() -> None:
         submit.batch_training(deployment(name="web", serving=serving()), "status")
     with pytest.raises(NeuronConfigError, match="Auto Scaling group"):
         submit.batch_training(deployment(training=training(engine="auto-scaling-group")), "submit")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["submit", "--", "python", "train.py"],
+        ["status", "JOB"],
+        ["logs", "JOB"],
+        ["cancel", "JOB"],
+        ["terminate", "JOB"],
+        ["list"],
+    ],
+)
+def test_job_commands_on_a_serving_only_app_refuse_in_one_line(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from assembly_writer import serving_record, write_manifest, write_stack
+
+    write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records={"/Web/Fleet": serving_record()})})
+    cut = argv.index("--") if "--" in argv else len(argv)
+    full = [*argv[:cut], "--app", str(tmp_path), *argv[cut:]]
+    assert main(full, clients=never_called) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "us-east-1 has no training cluster" in err
+
+
+def test_plan_of_a_serving_only_app_says_what_it_omits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from assembly_writer import serving_record, write_manifest, write_stack
+
+    write_manifest(tmp_path, {"Web": write_stack(tmp_path, "Web", records={"/Web/Fleet": serving_record()})})
+    assert main(["plan", "--app", str(tmp_path), "-o", "text"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "us-east-1 (us-east-1): no training cluster: training placement and checkpoint estimate omitted"
+        in out
+    )
+    assert main(["cost", "--app", str(tmp_path), "-o", "text"]) == 0
+    assert "us-east-1: no training cluster: not priced" in capsys.readouterr().out

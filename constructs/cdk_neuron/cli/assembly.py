@@ -48,6 +48,9 @@ from cdk_neuron.deployment import (
     TrainingDeployment,
 )
 from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.training.capacity import Capacity
 
 WORKLOAD_METADATA = "cdk-neuron:workload"
 """The metadata type each construct records (:data:`cdk_neuron._manifest.WORKLOAD_METADATA`)."""
@@ -283,9 +286,7 @@ def standing(stacks: Iterable[Stack]) -> StandingResources:
 # --------------------------------------------------------------------------------------------
 
 
-def _capacity(data: Mapping[str, Any]) -> Any:
-    from cdk_neuron.training.capacity import Capacity
-
+def _capacity(data: Mapping[str, Any]) -> Capacity:
     kind = data.get("kind", "on-demand")
     group = data.get("placement_group_name")
     if kind == "reservation":
@@ -296,8 +297,12 @@ def _capacity(data: Mapping[str, Any]) -> Any:
         return Capacity.capacity_block(data["reservation_id"])
     if kind == "on-demand":
         return Capacity.on_demand()
-    raise NeuronConfigError("capacity.kind", kind, "this cdk-neuron knows on-demand, reservation, "
-                            "reservation-group and capacity-block: use the cdk-neuron the app synthesizes with")  # fmt: skip
+    raise NeuronConfigError(
+        "capacity.kind",
+        kind,
+        "this cdk-neuron knows on-demand, reservation, reservation-group and capacity-block: use the "
+        "cdk-neuron the app synthesizes with",
+    )
 
 
 def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) -> TrainingDeployment:
@@ -332,10 +337,8 @@ def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) 
     )
 
 
-def _engine(name: object) -> Any:
-    from cdk_neuron.serving.engines import ServingEngine
-
-    factories: dict[str, Callable[[], Any]] = {
+def _engine(name: object) -> ServingEngine:
+    factories: dict[str, Callable[[], ServingEngine]] = {
         "optimum-neuron": ServingEngine.optimum_neuron,
         "tgi": ServingEngine.tgi,
         "vllm-neuron": ServingEngine.vllm_neuron,
@@ -439,8 +442,6 @@ def fleet_resources(stack: Stack, record: Record) -> FleetResources:
 
 
 def serving(record: Record, fleet: FleetResources | None = None) -> ServingDeployment:
-    from cdk_neuron.serving.model_spec import ModelSpec
-
     data = record.data
     fleet = fleet or FleetResources()
     fields = {k: v for k, v in (data.get("model") or {}).items() if k in _MODEL_FIELDS and v is not None}

@@ -112,7 +112,7 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
     assert doc["command"] == "plan" and doc["schema_version"] == 1
     assert [e["name"] for e in doc["environments"]] == ["dev", "prod"]
     dev = env_doc(doc, "dev")
-    assert set(dev) == {"name", "region", "az_ids", "training", "checkpoint", "serving"}
+    assert set(dev) == {"name", "region", "az_ids", "training", "checkpoint", "serving", "omitted"}
     assert set(dev["training"]) == {
         "instance_type", "az_id", "engine", "capacity", "nodes", "max_nodes", "ranks_per_node", "world_size",
         "tensor_parallel", "pipeline_parallel", "data_parallel", "logical_nc_config", "tp_within_neuronlink",
@@ -247,7 +247,8 @@ def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "refresh" in doc["refresh"]
     for env in doc["environments"]:
         assert set(env) == {
-            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "assumptions", "claims",
+            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "omitted", "assumptions",
+            "claims",
         }  # fmt: skip
         for section in (env["idle"], env["full_scale"]):
             assert set(section) == {

@@ -44,7 +44,7 @@ from typing import Any
 from cdk_neuron import catalog
 from cdk_neuron.cli.aws import ClientFactory, credentials_problem, error_code, error_summary
 from cdk_neuron.cli.output import Column, Report, Status, document
-from cdk_neuron.deployment import Deployment
+from cdk_neuron.deployment import Deployment, TrainingDeployment
 from cdk_neuron.serving.model_spec import parse_s3_uri
 from cdk_neuron.validation import CERTIFICATE_ARN, ECR_REGISTRY, IMAGE_URI
 
@@ -141,10 +141,16 @@ def check_account(ctx: Context) -> list[Row]:
     return [ctx.row("account", actual, "PASS", who)]
 
 
-def _offered_pairs(ec2: Any, instance_types: Sequence[str], az_ids: Sequence[str]) -> set[tuple[str, str]]:
+AZ_IDS_UNKNOWN = "AZ IDs unknown at synthesis"
+_AZ_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
+
+
+def _offered_pairs(
+    ec2: Any, instance_types: Sequence[str], az_ids: Sequence[str], *, by_name: bool = False
+) -> set[tuple[str, str]]:
     pairs: set[tuple[str, str]] = set()
     kwargs: dict[str, Any] = {
-        "LocationType": "availability-zone-id",
+        "LocationType": "availability-zone" if by_name else "availability-zone-id",
         "Filters": [
             {"Name": "instance-type", "Values": list(instance_types)},
             {"Name": "location", "Values": list(az_ids)},
@@ -158,14 +164,11 @@ def _offered_pairs(ec2: Any, instance_types: Sequence[str], az_ids: Sequence[str
         kwargs["NextToken"] = page["NextToken"]
 
 
-def check_offerings(ctx: Context) -> list[Row]:
-    env = ctx.env
-    wanted = [(env.training.instance_type, env.training_az_id, "training")]
-    serving_type = env.serving.resolved_instance_type
-    if env.serving.backend == "ec2":
-        wanted += [(serving_type, az, "serving") for az in env.az_ids]
+def _offering_rows(ctx: Context, wanted: Sequence[tuple[str, str, str]], *, by_name: bool) -> list[Row]:
+    if not wanted:
+        return []
     types = sorted({t for t, _, _ in wanted})
-    offered = _offered_pairs(ctx.client("ec2"), types, sorted({az for _, az, _ in wanted}))
+    offered = _offered_pairs(ctx.client("ec2"), types, sorted({az for _, az, _ in wanted}), by_name=by_name)
     rows = []
     for instance_type, az_id, role in wanted:
         if (instance_type, az_id) in offered:
@@ -182,7 +185,41 @@ def check_offerings(ctx: Context) -> list[Row]:
                     + "; change az_ids or the instance type",
                 )
             )
-    if env.serving.backend == "sagemaker":
+    return rows
+
+
+def check_offerings(ctx: Context) -> list[Row]:
+    env = ctx.env
+    rows = []
+    by_id: list[tuple[str, str, str]] = []
+    by_name: list[tuple[str, str, str]] = []
+    if env.training is not None:
+        if env.training_az_id is None:
+            rows.append(
+                ctx.row(
+                    "offering",
+                    env.training.instance_type,
+                    "INFO",
+                    f"training: {AZ_IDS_UNKNOWN} (the subnets' AZs are tokens until deployment): not checked",
+                )
+            )
+        else:
+            by_id.append((env.training.instance_type, env.training_az_id, "training"))
+    serving = env.serving
+    if serving is not None and serving.backend == "ec2":
+        serving_type = serving.resolved_instance_type
+        if serving.availability_zones:
+            # Recorded as the subnets name them: AZ IDs (use1-az6) or AZ names (us-east-1a).
+            for az in serving.availability_zones:
+                (by_id if _AZ_ID.match(az) else by_name).append((serving_type, az, "serving"))
+        elif env.az_ids:
+            by_id += [(serving_type, az, "serving") for az in env.az_ids]
+        else:
+            rows.append(ctx.row("offering", serving_type, "INFO", f"serving: {AZ_IDS_UNKNOWN}: not checked"))
+    rows += _offering_rows(ctx, by_id, by_name=False)
+    rows += _offering_rows(ctx, by_name, by_name=True)
+    if serving is not None and serving.backend == "sagemaker":
+        serving_type = serving.resolved_instance_type
         rows.append(
             ctx.row(
                 "offering",
@@ -205,15 +242,15 @@ def _vcpu_needs(ctx: Context) -> dict[str, list[tuple[str, int]]]:
     for env in ctx.all_envs:
         if env.region != region or env.resolve_account() != account:
             continue
-        training = catalog.get_instance(env.training.instance_type)
-        if env.training.capacity.kind != "capacity-block":
+        if env.training is not None and env.training.capacity.kind != "capacity-block":
+            training = catalog.get_instance(env.training.instance_type)
             needs[_family(training.name)].append(
                 (
                     f"{env.name} training {env.training.max_nodes} x {training.name}",
                     env.training.max_nodes * training.vcpus,
                 )
             )
-        if env.serving.backend == "ec2":
+        if env.serving is not None and env.serving.backend == "ec2":
             serving = catalog.get_instance(env.serving.resolved_instance_type)
             needs[_family(serving.name)].append(
                 (
@@ -239,8 +276,10 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
     rows = []
     quotas = ctx.client("service-quotas")
     needs = _vcpu_needs(ctx)
-    own_families = {_family(ctx.env.training.instance_type)}
-    if ctx.env.serving.backend == "ec2":
+    own_families = set()
+    if ctx.env.training is not None:
+        own_families.add(_family(ctx.env.training.instance_type))
+    if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
         own_families.add(_family(ctx.env.serving.resolved_instance_type))
     for family in sorted(own_families & set(needs)):
         spec = EC2_VCPU_QUOTAS[family]
@@ -267,7 +306,7 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
                     f"--desired-value {needed} --region {ctx.env.region}",
                 )
             )
-    if ctx.env.training.capacity.kind == "capacity-block":
+    if ctx.env.training is not None and ctx.env.training.capacity.kind == "capacity-block":
         rows.append(
             ctx.row(
                 "quota",
@@ -293,10 +332,11 @@ def _find_quota_by_name(quotas: Any, service: str, name: str) -> dict[str, Any] 
 
 
 def check_sagemaker_quota(ctx: Context) -> list[Row]:
-    if ctx.env.serving.backend != "sagemaker":
+    serving = ctx.env.serving
+    if serving is None or serving.backend != "sagemaker":
         return []
-    name = SAGEMAKER_ENDPOINT_QUOTA_NAME.format(instance_type=ctx.env.serving.resolved_instance_type)
-    needed = ctx.env.serving.max_capacity
+    name = SAGEMAKER_ENDPOINT_QUOTA_NAME.format(instance_type=serving.resolved_instance_type)
+    needed = serving.max_capacity
     quota = _find_quota_by_name(ctx.client("service-quotas"), "sagemaker", name)
     if quota is None:
         return [
@@ -322,8 +362,13 @@ def check_sagemaker_quota(ctx: Context) -> list[Row]:
     ]
 
 
+def _training(ctx: Context) -> TrainingDeployment:
+    assert ctx.env.training is not None  # checks that need it run only when it is there
+    return ctx.env.training
+
+
 def _reservation_rows(ctx: Context, reservation: dict[str, Any], *, capacity_block: bool) -> list[Row]:
-    training = ctx.env.training
+    training = _training(ctx)
     rid = reservation["CapacityReservationId"]
     rows = []
     state = reservation.get("State", "?")
@@ -377,7 +422,13 @@ def _reservation_rows(ctx: Context, reservation: dict[str, Any], *, capacity_blo
         )
 
     az_id = reservation.get("AvailabilityZoneId")
-    if az_id == ctx.env.training_az_id:
+    if ctx.env.training_az_id is None:
+        rows.append(
+            ctx.row(
+                "capacity AZ", rid, "INFO", f"reservation in {az_id}; training {AZ_IDS_UNKNOWN}: not compared"
+            )
+        )
+    elif az_id == ctx.env.training_az_id:
         rows.append(ctx.row("capacity AZ", rid, "PASS", az_id))
     else:
         rows.append(
@@ -423,6 +474,8 @@ def _describe_reservations(ec2: Any, ids: Sequence[str]) -> dict[str, dict[str, 
 
 
 def check_capacity(ctx: Context) -> list[Row]:
+    if ctx.env.training is None:
+        return []
     capacity = ctx.env.training.capacity
     if capacity.kind == "on-demand":
         return [
@@ -456,7 +509,8 @@ def check_capacity(ctx: Context) -> list[Row]:
 
 
 def _check_reservation_group(ctx: Context, ec2: Any) -> list[Row]:
-    arn = ctx.env.training.capacity.resource_group_arn
+    training = _training(ctx)
+    arn = training.capacity.resource_group_arn
     assert arn is not None
     groups = ctx.client("resource-groups")
     try:
@@ -480,13 +534,15 @@ def _check_reservation_group(ctx: Context, ec2: Any) -> list[Row]:
             ctx.row("capacity group members", arn, "FAIL", "the group holds no capacity reservations"),
         ]
     reservations = _describe_reservations(ec2, ids).values()
+    az_id = ctx.env.training_az_id
     matching = [
         r
         for r in reservations
         if r.get("State") in _USABLE_STATES
-        and r.get("InstanceType") == ctx.env.training.instance_type
-        and r.get("AvailabilityZoneId") == ctx.env.training_az_id
+        and r.get("InstanceType") == training.instance_type
+        and (az_id is None or r.get("AvailabilityZoneId") == az_id)
     ]
+    where = f"in {az_id}" if az_id is not None else f"in any AZ ({AZ_IDS_UNKNOWN})"
     if not matching:
         return [
             *rows,
@@ -494,19 +550,19 @@ def _check_reservation_group(ctx: Context, ec2: Any) -> list[Row]:
                 "capacity group members",
                 arn,
                 "FAIL",
-                f"none of {len(ids)} reservation(s) is an active {ctx.env.training.instance_type} reservation in "
-                f"{ctx.env.training_az_id}",
+                f"none of {len(ids)} reservation(s) is an active {training.instance_type} reservation {where}",
             ),
         ]
     total = sum(int(r.get("TotalInstanceCount", 0)) for r in matching)
-    status: Status = "PASS" if total >= ctx.env.training.max_nodes else "WARN"
+    status: Status = "PASS" if total >= training.max_nodes else "WARN"
     return [
         *rows,
         ctx.row(
             "capacity group members",
             arn,
             status,
-            f"{len(matching)} matching active reservation(s), {total} instances (max_nodes {ctx.env.training.max_nodes})",
+            f"{len(matching)} matching active reservation(s) {where}, {total} instances "
+            f"(max_nodes {training.max_nodes})",
         ),
     ]
 
@@ -523,8 +579,10 @@ def _parameter_row(ctx: Context, name: str, role: str) -> Row:
 
 def check_amis(ctx: Context) -> list[Row]:
     """One row per AMI parameter the nodes resolve at deploy time, naming the roles that use it."""
-    roles: dict[str, list[str]] = {TRAINING_AMI_PARAMETERS[ctx.env.training.engine]: ["training"]}
-    if ctx.env.serving.backend == "ec2":
+    roles: dict[str, list[str]] = {}
+    if ctx.env.training is not None:
+        roles[TRAINING_AMI_PARAMETERS[ctx.env.training.engine]] = ["training"]
+    if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
         roles.setdefault(SERVING_AMI_PARAMETER, []).append("serving")
     return [_parameter_row(ctx, name, " and ".join(users)) for name, users in roles.items()]
 
@@ -613,6 +671,7 @@ def _weights_row(ctx: Context, uri: str, keys: Sequence[str]) -> Row:
         return ctx.row(
             "artifact weights", uri, "PASS", f"{len(weights)} safetensors file(s) (unsharded checkpoint)"
         )
+    assert ctx.env.serving is not None
     tensor_parallel = ctx.env.serving.plan.tensor_parallel
     for directory, found in sorted(ranks.items()):
         if found != set(range(tensor_parallel)):
@@ -644,6 +703,8 @@ def _files_row(ctx: Context, uri: str, keys: Sequence[str]) -> Row:
 
 
 def check_artifacts(ctx: Context) -> list[Row]:
+    if ctx.env.serving is None:
+        return []
     uri = ctx.env.serving.model.artifact_uri
     if uri is None:
         return []
@@ -768,10 +829,15 @@ def _toolkit_row(ctx: Context, fix: str) -> Row:
 def _images(env: Deployment) -> list[tuple[str, str]]:
     """(who runs it, image URI) for every container image the stacks deploy."""
     images: list[tuple[str, str]] = []
-    if env.training.engine == "batch" and env.training.job_image:
+    if env.training is not None and env.training.engine == "batch" and env.training.job_image:
         images.append(("training job", env.training.job_image))
+    if env.serving is None:
+        return images
     engine = env.serving.engine
-    if env.serving.backend == "ec2":
+    if env.serving.image is not None:
+        role = "serving" if env.serving.backend == "ec2" else "SageMaker serving"
+        images.append((role, env.serving.image))
+    elif env.serving.backend == "ec2":
         images.append(("serving", engine.image.uri(env.region)))
     elif engine.sagemaker_image is not None:
         images.append(("SageMaker serving", engine.sagemaker_image.uri(env.region)))
@@ -856,6 +922,8 @@ def check_images(ctx: Context) -> list[Row]:
 
 
 def check_certificate(ctx: Context) -> list[Row]:
+    if ctx.env.serving is None:
+        return []
     arn = ctx.env.serving.certificate_arn
     if arn is None or ctx.env.serving.backend != "ec2":
         return []
@@ -920,6 +988,8 @@ _SECRET_ARN_REGION = re.compile(r"^arn:aws[a-z-]*:secretsmanager:(?P<region>[a-z
 
 
 def check_secret(ctx: Context) -> list[Row]:
+    if ctx.env.serving is None:
+        return []
     secret = ctx.env.serving.token_secret
     if secret is None:
         return []
@@ -1011,7 +1081,8 @@ class ServiceLinkedRole:
 
 def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
     roles: list[ServiceLinkedRole] = []
-    if env.serving.backend == "ec2":
+    serving_backend = env.serving.backend if env.serving is not None else None
+    if serving_backend == "ec2":
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForAutoScaling",
@@ -1022,7 +1093,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "principal does not exist, so the stack fails before any Auto Scaling group could create it",
             )
         )
-    else:
+    elif env.training is not None:
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForAutoScaling",
@@ -1033,6 +1104,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "in a condition, which KMS does not resolve)",
             )
         )
+    if serving_backend == "sagemaker":
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
@@ -1042,7 +1114,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "Application Auto Scaling creates it when the endpoint's scalable target is registered",
             )
         )
-    if env.training.engine == "batch":
+    if env.training is not None and env.training.engine == "batch":
         roles += [
             ServiceLinkedRole(
                 "AWSServiceRoleForBatch",
@@ -1059,7 +1131,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "Amazon ECS creates it when Batch creates the cluster",
             ),
         ]
-    if env.serving.backend == "ec2":
+    if serving_backend == "ec2":
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForElasticLoadBalancing",
@@ -1069,15 +1141,16 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "Elastic Load Balancing creates it with the first load balancer",
             )
         )
-    roles.append(
-        ServiceLinkedRole(
-            "AWSServiceRoleForAmazonElasticFileSystem",
-            "elasticfilesystem.amazonaws.com",
-            "the checkpoint file system",
-            "INFO",
-            "Amazon EFS creates it with the first file system",
+    if env.training is not None:
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForAmazonElasticFileSystem",
+                "elasticfilesystem.amazonaws.com",
+                "the checkpoint file system",
+                "INFO",
+                "Amazon EFS creates it with the first file system",
+            )
         )
-    )
     return roles
 
 
@@ -1282,10 +1355,23 @@ def ultraserver_capacity_findings(
 def check_ultraserver(ctx: Context) -> list[Row]:
     """UltraServer servers only (trn2u.48xlarge, Trn3): quotas, held blocks, offerings."""
     training = ctx.env.training
+    if training is None:
+        return []
     instance = catalog.get_instance(training.instance_type)
     if not instance.is_ultraserver:
         return []
     findings = ultraserver_quota_findings(ctx.client("service-quotas"), instance, ctx.env.region)
+    if ctx.env.training_az_id is None:
+        findings.append(
+            Finding(
+                "ultraserver capacity",
+                instance.name,
+                "INFO",
+                "the training AZ ID is unknown at synthesis: held UltraServer Capacity Blocks and offerings "
+                "are not checked",
+            )
+        )
+        return [ctx.row(f.check, f.subject, f.status, f.detail, f.command) for f in findings]
     findings += ultraserver_capacity_findings(
         ctx.client("ec2"),
         instance,
@@ -1297,7 +1383,18 @@ def check_ultraserver(ctx: Context) -> list[Row]:
     return [ctx.row(f.check, f.subject, f.status, f.detail, f.command) for f in findings]
 
 
+def check_scope(ctx: Context) -> list[Row]:
+    """One INFO row per part the deployment does not have: its checks are skipped, not passed."""
+    rows = []
+    if ctx.env.training is None:
+        rows.append(ctx.row("scope", "training", "INFO", "no training cluster: its checks are skipped"))
+    if ctx.env.serving is None:
+        rows.append(ctx.row("scope", "serving", "INFO", "no inference fleet: its checks are skipped"))
+    return rows
+
+
 CHECKS: tuple[tuple[str, Callable[[Context], list[Row]]], ...] = (
+    ("scope", check_scope),
     ("account", check_account),
     ("bootstrap", check_bootstrap),
     ("offering", check_offerings),

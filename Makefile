@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth diff deploy test lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench mutate scan clean
+.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench mutate scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -35,6 +35,8 @@ help:
 	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
 	@echo "make construct-docs  regenerate the API tables in each construct package's README"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
+	@echo "make integ-snapshots  re-synthesize the integ suites (tests/integ) and update their snapshots"
+	@echo "make integ   run the integ suites in an AWS account: prints the cost, refuses without CONFIRM=yes (docs/integ.md)"
 	@echo "make clean   remove the venv, node_modules, cdk.out and caches"
 
 $(PY_STAMP): requirements.txt requirements-dev.txt pyproject.toml
@@ -72,6 +74,7 @@ lint: setup
 	ruff format --check .
 	# Every node program (cdk_neuron/node_programs/files), as nodes run it.
 	shellcheck -x --source-path=SCRIPTDIR $$(find constructs/cdk_neuron/node_programs/files -name '*.sh' | sort)
+	shellcheck .ci/run
 
 typecheck: setup
 	mypy
@@ -165,6 +168,22 @@ $(SCAN_STAMP):
 # Skips are per resource, in template Metadata, each with its reason (see stacks/pinned.py).
 scan: synth $(SCAN_STAMP)
 	$(SCAN_VENV)/bin/checkov --quiet --compact --skip-download --framework cloudformation --directory cdk.out
+
+# --- integration suites (tests/integ, docs/integ.md) ---------------------------------------------
+# make test verifies their snapshots offline; these targets update them, or run them in an account.
+SUITES ?=
+CONFIRM ?=
+
+integ-snapshots: setup
+	python tests/integ/integ_support/snapshots.py update $(SUITES)
+
+# Prints the cost estimate; deploys only with CONFIRM=yes; always destroys what it deployed.
+integ: setup
+	python tests/integ/run.py run $(SUITES) --confirm '$(CONFIRM)'
+
+# Deletes integ stacks a run left behind (an interrupted run, a cancelled CI job).
+integ-destroy: setup
+	python tests/integ/run.py destroy $(SUITES)
 
 clean:
 	rm -rf $(VENV) $(SCAN_VENV) node_modules cdk.out mutants .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info constructs/*.egg-info

@@ -27,6 +27,7 @@ GATED_TEMPLATES: tuple[str, ...] = (
     "training_cluster:trn1",
     "training_cluster:trn1n",
     "training_cluster:trn2",
+    "training_cluster:trn3",
     "training_asg:group",
     "serving_ec2:stack",
     "serving_ec2:variants",

@@ -70,6 +70,8 @@ EXPECTED: dict[str, Expected] = {
     "trn1.2xlarge": Expected("training", 1, 2, 2, 32, 8, 32, 1, 0, 0, 474),
     "trn1.32xlarge": Expected("training", 16, 32, 32, 512, 128, 512, 8, 8, 800, 7600),
     "trn1n.32xlarge": Expected("training", 16, 32, 32, 512, 128, 512, 16, 16, 1600, 7600),
+    # trn2.3xlarge: one Trainium2 (TRN2-ARCH chip facts); host, network and NVMe from moto 5.2.5.
+    "trn2.3xlarge": Expected("training", 1, 8, 4, 96, 12, 128, 1, 1, 200, 470),
     "trn2.48xlarge": Expected("training", 16, 128, 64, 1536, 192, 2048, 16, 16, 3200, 7600),
     "trn2u.48xlarge": Expected("training", 16, 128, 64, 1536, 192, 2048, 16, 16, 3200, 7600, 4),
     "inf2.xlarge": Expected("inference", 1, 2, 2, 32, 4, 16, 1, 0, 0, 0),
@@ -83,6 +85,7 @@ MAX_INTERFACES_PER_CARD = {
     "trn1.2xlarge": 4,
     "trn1.32xlarge": 5,
     "trn1n.32xlarge": 5,
+    "trn2.3xlarge": 2,
     "trn2.48xlarge": 2,
     "trn2u.48xlarge": 2,
     "inf2.xlarge": 4,
@@ -92,8 +95,13 @@ MAX_INTERFACES_PER_CARD = {
 }
 
 
+# Trn3 servers (trn3-arch.rst and trainium3.rst; UltraServer totals divided by servers), checked in
+# test_trn3_servers below: their network facts are unpublished.
+TRN3 = ("trn3.48xlarge", "trn3-gen2-server")
+
+
 def test_catalog_covers_exactly_the_issue_instances() -> None:
-    assert set(INSTANCES) == set(EXPECTED)
+    assert set(INSTANCES) == set(EXPECTED) | set(TRN3)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -229,12 +237,12 @@ def test_snapshots_say_preflight_verifies_them() -> None:
 
 
 def test_unknown_instance_lists_known_ones() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^instance_type='trn3.48xlarge': ") as err:
-        get_instance("trn3.48xlarge")
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='trn9.48xlarge': ") as err:
+        get_instance("trn9.48xlarge")
     for name in EXPECTED:
         assert name in str(err.value)
     assert err.value.field == "instance_type"
-    assert err.value.value == "trn3.48xlarge"
+    assert err.value.value == "trn9.48xlarge"
 
 
 def test_lookup_reports_the_callers_field_name() -> None:
@@ -467,8 +475,8 @@ def test_offering_status_refuses_az_names(az: Any) -> None:
 
 
 def test_offerings_refuse_unknown_instances() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^instance_type='trn2.3xlarge'"):
-        offered_az_ids("trn2.3xlarge", "us-east-2")
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='trn9.3xlarge'"):
+        offered_az_ids("trn9.3xlarge", "us-east-2")
 
 
 def test_region_of_unknown_az_is_none() -> None:
@@ -558,8 +566,13 @@ def test_purchase_options_match_the_ec2_guides(name: str) -> None:
 
 
 def test_capacity_block_kinds() -> None:
-    assert catalog.capacity_block_types() == ("trn1.32xlarge", "trn2.48xlarge", "trn2u.48xlarge")
-    assert catalog.capacity_block_types("instance") == ("trn1.32xlarge", "trn2.48xlarge")
+    assert catalog.capacity_block_types() == (
+        "trn1.32xlarge",
+        "trn2.3xlarge",
+        "trn2.48xlarge",
+        "trn2u.48xlarge",
+    )
+    assert catalog.capacity_block_types("instance") == ("trn1.32xlarge", "trn2.3xlarge", "trn2.48xlarge")
     assert catalog.capacity_block_types("ultraserver") == ("trn2u.48xlarge",)
     assert get_instance("trn2u.48xlarge").purchase_options.capacity_block_kind == "ultraserver"
     assert get_instance("trn1n.32xlarge").purchase_options.capacity_block_kind is None
@@ -570,3 +583,68 @@ def test_neuron_instance_is_exported() -> None:
     assert catalog.NeuronInstance is NeuronInstance
     for name in catalog.__all__:
         assert hasattr(catalog, name), name
+
+
+# --------------------------------------------------------------------------------------------
+# Trn3 and the UltraServers (trn3-arch.rst, trainium3.rst, trn2-arch.rst, by hand)
+# --------------------------------------------------------------------------------------------
+
+
+def test_trn3_servers() -> None:
+    gen1, gen2 = get_instance("trn3.48xlarge"), get_instance("trn3-gen2-server")
+    # Gen1: 4 servers x 16 Trainium3; UltraServer 768 vCPUs, 8,192 GiB, 12,800 Gbps EFA.
+    assert (gen1.chips, gen1.physical_neuron_cores, gen1.hbm_gib) == (16, 128, 2304)
+    assert (gen1.vcpus, gen1.memory_gib, gen1.efa_gbps) == (192, 2048, 3200)
+    assert gen1.neuronlink_domain_instances == 4 and gen1.domain_chips == 64
+    # Gen2: 36 servers x 4 Trainium3; UltraServer 2,304 vCPUs, 27,648 GiB, 28,800 Gbps EFA.
+    assert (gen2.chips, gen2.physical_neuron_cores, gen2.hbm_gib) == (4, 32, 576)
+    assert (gen2.vcpus, gen2.memory_gib, gen2.efa_gbps) == (64, 768, 800)
+    assert gen2.neuronlink_domain_instances == 36 and gen2.domain_chips == 144
+    for server in (gen1, gen2):
+        assert server.hbm_gib_per_core_at(1) == 18.0  # 144 GiB over 8 NeuronCore-v4
+        assert server.is_ultraserver and server.supports_efa
+        assert "NeuronSwitch-v1" in server.interconnect
+        # Unpublished facts are recorded as unknown, never guessed.
+        for fact in ("network_cards", "efa_interfaces", "nvme_gb", "default_logical_nc_config"):
+            assert not server.is_known(fact)
+        assert catalog.known_price(server.name) is None
+        assert offering_status(server.name, "use2-az1") == "unknown"
+        assert server.purchase_options.ultraserver_capacity_block == "unknown"
+        assert server.purchase_options.capacity_block == "no"
+    assert "name" in gen2.unknown and "name" not in gen1.unknown
+
+
+def test_ultraservers() -> None:
+    sizes = {k: (u.servers, u.chips_per_server, u.chips) for k, u in catalog.ULTRASERVERS.items()}
+    assert sizes == {"trn2": (4, 16, 64), "trn3-gen1": (4, 16, 64), "trn3-gen2": (36, 4, 144)}
+    for key, ultra in catalog.ULTRASERVERS.items():
+        server = get_instance(ultra.instance_type)
+        assert server.ultraserver == key
+        assert server.neuronlink_domain_instances == ultra.servers
+        assert server.chips == ultra.chips_per_server
+        assert catalog.ULTRASERVER_CAPACITY_BLOCK_PRICES[key] is None  # unpublished
+    assert get_instance("trn2.48xlarge").ultraserver_type is None
+
+
+def test_with_facts_completes_what_the_catalog_lacks() -> None:
+    gen1 = get_instance("trn3.48xlarge")
+    with pytest.raises(
+        NeuronConfigError, match=r"^instance_type='trn3.48xlarge': a cluster needs network_cards"
+    ):
+        gen1.require_known("network_cards", purpose="a cluster")
+    done = gen1.with_facts(
+        source="test", network_cards=16, max_interfaces_per_card=2, efa_interfaces=16, nvme_gb=0
+    )
+    assert done.key == "trn3.48xlarge" and done.name == "trn3.48xlarge"
+    assert done.efa_interfaces == 16 and done.is_known("efa_interfaces")
+    assert done.unknown == ("default_logical_nc_config",)
+    assert "given: test" in done.sources
+    assert len(done.efa_devices) == 16
+    with pytest.raises(NeuronConfigError, match=r"^chips=4: only facts the catalog lacks"):
+        gen1.with_facts(source="test", chips=4)
+    with pytest.raises(NeuronConfigError, match=r"^name='trn3x': give an EC2 instance type name"):
+        get_instance("trn3-gen2-server").with_facts(source="test", name="trn3x")
+    named = get_instance("trn3-gen2-server").with_facts(source="test", name="trn3z.16xlarge")
+    assert (named.name, named.key) == ("trn3z.16xlarge", "trn3-gen2-server")
+    assert get_instance(named) is named
+    assert catalog.training_tp_degrees(named, 2) == (1, 8)

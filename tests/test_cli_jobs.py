@@ -482,8 +482,8 @@ def test_submit_defaults_to_the_planned_node_count_and_says_how_to_follow_the_jo
         )
     assert code == 0
     out = capsys.readouterr().out
-    assert "dev: submitted" in out and "cdk-neuron status --watch abc --env dev" in out
-    assert "cdk-neuron logs --follow abc --env dev" in out
+    assert "dev: submitted" in out and f"cdk-neuron status --watch abc --config {config} --env dev" in out
+    assert f"cdk-neuron logs --follow abc --config {config} --env dev" in out
 
 
 # --------------------------------------------------------------------------------------------

@@ -170,7 +170,7 @@ def test_failed_status_names_the_failing_node_and_its_log(
         "exit_code": 137,
         "log_group": LOG_GROUP,
         "log_stream": f"training/default/{JOB}-0",
-        "logs_command": f"cdk-neuron logs {JOB} --node 0 --env dev",
+        "logs_command": f"cdk-neuron logs {JOB} --node 0 --config {config} --env dev",
     }
 
 
@@ -187,7 +187,7 @@ def test_failure_table_prints_the_log_location_and_the_command(
     out = capsys.readouterr().out
     assert "FAILED on node 1" in out
     assert LOG_GROUP in out and f"training/default/{JOB}-1" in out
-    assert f"  cdk-neuron logs {JOB} --node 1 --env dev\n" in out
+    assert f"  cdk-neuron logs {JOB} --node 1 --config {config} --env dev\n" in out
 
 
 def test_running_status_has_no_failure(config: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -363,7 +363,7 @@ def test_logs_before_the_container_starts_says_how_to_wait(
         assert main(["logs", JOB, "--config", config], clients=factory(batch=batch, logs=None)) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no log stream yet (RUNNABLE)" in err
-    assert f"cdk-neuron logs {JOB} --node 0 --follow --env dev" in err
+    assert f"cdk-neuron logs {JOB} --node 0 --follow --config {config} --env dev" in err
 
 
 def test_single_node_jobs_log_to_the_default_group(config: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -423,7 +423,7 @@ def test_cancel_refuses_a_running_job_and_names_terminate(
         assert main(["cancel", JOB, "--config", config], clients=factory(batch=batch)) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.endswith(f"stop it with: cdk-neuron terminate {JOB} --env dev\n")
+    assert err.endswith(f"stop it with: cdk-neuron terminate {JOB} --config {config} --env dev\n")
 
 
 def test_terminate_a_running_job_with_the_default_reason(
@@ -436,7 +436,7 @@ def test_terminate_a_running_job_with_the_default_reason(
         assert main(["terminate", JOB, "--config", config, "-o", "text"], clients=factory(batch=batch)) == 0
     stub.assert_no_pending_responses()
     out = capsys.readouterr().out
-    assert "outcome: requested" in out and f"cdk-neuron status {JOB} --env dev" in out
+    assert "outcome: requested" in out and f"cdk-neuron status {JOB} --config {config} --env dev" in out
 
 
 def test_stopping_an_ended_job_does_nothing(config: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,7 +112,7 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
     assert doc["command"] == "plan" and doc["schema_version"] == 1
     assert [e["name"] for e in doc["environments"]] == ["dev", "prod"]
     dev = env_doc(doc, "dev")
-    assert set(dev) == {"name", "region", "az_ids", "training", "checkpoint", "serving"}
+    assert set(dev) == {"name", "region", "az_ids", "training", "checkpoint", "serving", "omitted"}
     assert set(dev["training"]) == {
         "instance_type", "az_id", "engine", "capacity", "nodes", "max_nodes", "ranks_per_node", "world_size",
         "tensor_parallel", "pipeline_parallel", "data_parallel", "logical_nc_config", "tp_within_neuronlink",
@@ -247,7 +247,8 @@ def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "refresh" in doc["refresh"]
     for env in doc["environments"]:
         assert set(env) == {
-            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "assumptions", "claims",
+            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "omitted", "assumptions",
+            "claims",
         }  # fmt: skip
         for section in (env["idle"], env["full_scale"]):
             assert set(section) == {
@@ -294,11 +295,12 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert line(dev["idle"], "application load balancer")["usd_per_hour"] == pytest.approx(0.0225)
     assert line(dev["idle"], "NAT gateways")["usd_per_hour"] == 0
     assert line(dev["idle"], "public IPv4 addresses")["usd_per_hour"] == 0
-    # Without NAT the EC2 fleet's nodes need 12 endpoints: the 10 every node uses (ECR, ECS,
-    # logs, metrics, SSM) plus autoscaling and cloudformation for the lifecycle hook and signal.
+    # Without NAT the nodes need 13 endpoints: the 10 every node uses (ECR, ECS, logs, metrics,
+    # SSM), EC2 for the training nodes' DescribeInstanceTopology at boot, plus autoscaling and
+    # cloudformation for the EC2 fleet's lifecycle hook and signal.
     endpoints = line(dev["idle"], "interface VPC endpoints")
-    assert endpoints["quantity"] == "12 x 2 AZ"
-    assert endpoints["usd_per_hour"] == pytest.approx(12 * 2 * 0.01)
+    assert endpoints["quantity"] == "13 x 2 AZ"
+    assert endpoints["usd_per_hour"] == pytest.approx(13 * 2 * 0.01)
     assert line(dev["idle"], "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.0)
     alarms = line(dev["idle"], "CloudWatch alarms and dashboard")
     assert alarms["quantity"] == "11 alarms, 1 dashboard"  # min_capacity 1: no scale-from-zero alarm
@@ -317,8 +319,9 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert line(prod["idle"], "NAT gateways")["usd_per_hour"] == pytest.approx(2 * 0.045)
     assert line(prod["idle"], "public IPv4 addresses")["usd_per_hour"] == pytest.approx(2 * 0.005)
     assert not any(x["item"] == "application load balancer" for x in prod["idle"]["lines"])
-    # SageMaker: no fleet nodes, so no autoscaling/cloudformation endpoints; sagemaker.runtime instead.
-    assert line(prod["idle"], "interface VPC endpoints")["quantity"] == "11 x 2 AZ"
+    # SageMaker: no fleet nodes, so no autoscaling/cloudformation endpoints; sagemaker.runtime instead
+    # (and EC2 for the training nodes' topology).
+    assert line(prod["idle"], "interface VPC endpoints")["quantity"] == "12 x 2 AZ"
     assert line(prod["idle"], "CloudWatch alarms and dashboard")["quantity"] == "6 alarms, 1 dashboard"
 
 
@@ -546,7 +549,8 @@ def test_live_prices_cover_every_line_in_the_environments_region(
 
     assert hourly("serving instances (max_capacity)") == pytest.approx(3 * 1.25)  # SageMaker, live
     assert hourly("NAT gateways") == pytest.approx(0.048)
-    assert hourly("interface VPC endpoints") == pytest.approx(11 * 2 * 0.011)
+    # 10 for every node, EC2 for the training nodes' topology, sagemaker.runtime for serving.
+    assert hourly("interface VPC endpoints") == pytest.approx(12 * 2 * 0.011)
     assert line(full, "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.10)
     assert line(full, "S3 compile cache")["usd_per_month"] == pytest.approx(50 * 0.024)  # the first tier
     assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(96 * 2 * 0.33)

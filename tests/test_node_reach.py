@@ -113,6 +113,8 @@ def test_the_template_has_exactly_the_interface_endpoints_the_config_derives(
 def test_endpoints_per_environment() -> None:
     base = {"ecr.api", "ecr.dkr", "ecs", "ecs-agent", "ecs-telemetry", "logs", "monitoring"}
     base |= {"ssm", "ssmmessages", "ec2messages"}
+    # Training nodes with EFA record their DescribeInstanceTopology answer at boot (node-setup.sh).
+    base |= {"ec2"}
     endpoints = {name: set(cfg.interface_endpoints(env).values()) for name, env in ENVIRONMENTS.items()}
     assert endpoints["dev"] == set()  # the NAT instance carries everything but S3
     assert endpoints["staging"] == base | {"sagemaker.runtime"}

@@ -24,6 +24,9 @@ from hypothesis import strategies as st
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import (
+    FABRIC_EFA,
+    FABRIC_INSTANCE,
+    FABRIC_ULTRASERVER,
     ServingPlan,
     TrainingPlan,
     kv_cache_bytes,
@@ -66,15 +69,16 @@ def test_data_parallel_stays_inside_a_node_when_a_stage_fits_one() -> None:
 
 
 def test_trn2u_tp_within_one_instance_plans_each_node_as_its_own_domain() -> None:
-    # Four trn2u.48xlarge form a Trn2 UltraServer, but AWS Batch does not place a job's nodes by
-    # UltraServer: two nodes share no guaranteed NeuronLink domain, so DP between them is EFA traffic.
+    # Four trn2u.48xlarge form a Trn2 UltraServer, but without UltraServer capacity nothing guarantees
+    # a job's nodes share one: two nodes share no NeuronLink domain, so DP between them is EFA traffic.
     plan = plan_training("trn2u.48xlarge", 2, 64)
     assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 128, 2)
     assert plan.neuronlink_domain_instances == 1
     assert plan.neuronlink_domain_cores == 64
     assert plan.tp_within_neuronlink
     assert plan.efa_dimensions == ("data",)
-    assert any("AWS Batch does not place them by UltraServer" in note for note in plan.notes)
+    assert plan.fabrics == {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}
+    assert any("without UltraServer capacity" in note for note in plan.notes)
     # One node alone is one domain.
     assert plan_training("trn2u.48xlarge", 1, 64).efa_dimensions == ()
 
@@ -82,18 +86,127 @@ def test_trn2u_tp_within_one_instance_plans_each_node_as_its_own_domain() -> Non
 @pytest.mark.parametrize(
     ("nodes", "tp", "pp"), [(8, 128, 2), (4, 256, 1), (8, 256, 1), (2, 128, 1), (4, 65, 1)]
 )
-def test_trn2u_tp_across_instances_is_refused(nodes: int, tp: int, pp: int) -> None:
+def test_trn2u_tp_across_instances_needs_ultraserver_capacity(nodes: int, tp: int, pp: int) -> None:
     with pytest.raises(
         NeuronConfigError,
-        match=rf"^tensor_parallel={tp}: TP {tp} spans \d trn2u\.48xlarge instances\..*AWS Batch does not "
-        r"place nodes by UltraServer.*TP must stay within one instance for now \(TP <= 64 at LNC=2",
+        match=rf"^tensor_parallel={tp}: TP {tp} spans \d trn2u\.48xlarge instances\. 4 of them form a Trn2 "
+        r"UltraServer over NeuronLink-v3, but only UltraServer capacity guarantees .*ultraserver_capacity=True",
     ):
-        plan_training("trn2u.48xlarge", nodes, tp, pp)
+        plan_training("trn2u.48xlarge", nodes, tp, pp, allow_unlisted_tp=True)
 
 
-def test_trn2u_tp_across_instances_is_refused_even_when_unlisted_degrees_are_allowed() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=128: .*UltraServer"):
-        plan_training("trn2u.48xlarge", 4, 128, allow_unlisted_tp=True)
+def test_trn2u_tp_across_an_ultraserver_with_ultraserver_capacity() -> None:
+    plan = plan_training("trn2u.48xlarge", 8, 256, ultraserver_capacity=True, allow_unlisted_tp=True)
+    assert plan.neuronlink_domain_instances == 4
+    assert plan.domain_group_instances == 4
+    assert plan.tp_within_neuronlink
+    assert plan.fabrics == {"tensor": FABRIC_ULTRASERVER, "data": FABRIC_EFA}
+    assert plan.efa_dimensions == ("data",)
+    # Inside one UltraServer, DP stays on NeuronLink too.
+    one = plan_training("trn2u.48xlarge", 4, 128, ultraserver_capacity=True, allow_unlisted_tp=True)
+    assert one.fabrics == {"tensor": FABRIC_ULTRASERVER, "data": FABRIC_ULTRASERVER}
+    assert one.efa_dimensions == ()
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        # TP larger than an UltraServer (4 x 64 ranks at LNC=2).
+        (
+            ("trn2u.48xlarge", 8, 512),
+            {},
+            r"^tensor_parallel=512: TP 512 exceeds the 256 NeuronCores of one Trn2 UltraServer",
+        ),
+        # TP 192 divides 768 but not 256: groups would straddle UltraServers.
+        (
+            ("trn2u.48xlarge", 12, 192),
+            {},
+            r"^tensor_parallel=192: TP 192 groups would straddle trn2u\.48xlarge UltraServers",
+        ),
+        # An expert-parallel group wider than a Trn3 Gen1 UltraServer (4 x 64 ranks at LNC=2).
+        (
+            ("trn3.48xlarge", 8, 64),
+            {"logical_nc_config": 2, "expert_parallel": 8},
+            r"^expert_parallel=8: TP x EP = 512 exceeds the 256 NeuronCores of one Trn3 Gen1 UltraServer",
+        ),
+        # UltraServer capacity on a type that is no UltraServer server.
+        (
+            ("trn2.48xlarge", 4, 64),
+            {},
+            r"^ultraserver_capacity=True: trn2\.48xlarge is not a server of an UltraServer",
+        ),
+    ],
+)
+def test_ultraserver_refusals(args: tuple[Any, ...], kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=message):
+        plan_training(*args, ultraserver_capacity=True, allow_unlisted_tp=True, **kwargs)
+
+
+def test_trn3_needs_an_explicit_lnc() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^logical_nc_config=None: the default logical NeuronCore config of trn3"
+    ):
+        plan_training("trn3.48xlarge", 1, 8)
+
+
+def test_trn3_gen1_tp_inside_a_server_and_across_an_ultraserver() -> None:
+    # Gen1: 4 servers x 16 Trainium3 x 8 NeuronCore-v4; 64 ranks per server at LNC=2, 256 per UltraServer.
+    plan = plan_training("trn3.48xlarge", 8, 8, logical_nc_config=2)
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (64, 512, 64)
+    assert plan.fabrics == {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}
+    wide = plan_training(
+        "trn3.48xlarge", 8, 256, 2, logical_nc_config=2, ultraserver_capacity=True, allow_unlisted_tp=True
+    )
+    assert wide.fabrics == {"tensor": FABRIC_ULTRASERVER, "pipeline": FABRIC_EFA}
+    assert wide.efa_dimensions == ("pipeline",)
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=128: TP 128 spans 2 trn3\.48xlarge .*Trn3 Gen1 UltraServer",
+    ):
+        plan_training("trn3.48xlarge", 8, 128, logical_nc_config=2, allow_unlisted_tp=True)
+
+
+def test_trn3_gen2_expert_parallel_fits_one_ultraserver() -> None:
+    # Gen2: 36 servers x 4 Trainium3; 16 ranks per server at LNC=2, 576 per UltraServer.
+    plan = plan_training(
+        "trn3-gen2-server", 72, 8, 2, logical_nc_config=2, expert_parallel=72, ultraserver_capacity=True
+    )
+    assert (plan.ranks_per_node, plan.world_size, plan.data_parallel) == (16, 1152, 72)
+    assert plan.fabrics == {
+        "tensor": FABRIC_INSTANCE, "expert": FABRIC_ULTRASERVER, "data": FABRIC_ULTRASERVER, "pipeline": FABRIC_EFA,
+    }  # fmt: skip
+    assert plan.domain_group_instances == 36
+    # EP 144 x TP 8 = 1,152 ranks: two UltraServers' worth, refused whatever the capacity.
+    with pytest.raises(
+        NeuronConfigError, match=r"^expert_parallel=144: TP x EP = 1152 exceeds the 576 NeuronCores"
+    ):
+        plan_training(
+            "trn3-gen2-server", 72, 8, 1, logical_nc_config=2, expert_parallel=144, ultraserver_capacity=True
+        )
+    # Without UltraServer capacity, an EP group across servers is refused.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^expert_parallel=4: TP x EP = 32 spans 2 trn3-gen2-server .*ultraserver_capacity=True",
+    ):
+        plan_training("trn3-gen2-server", 4, 8, logical_nc_config=2, expert_parallel=4)
+    # EP must divide DP.
+    with pytest.raises(NeuronConfigError, match=r"^expert_parallel=3: .*DP 8 is not divisible by EP 3"):
+        plan_training("trn3-gen2-server", 4, 8, logical_nc_config=2, expert_parallel=3)
+
+
+@pytest.mark.parametrize(
+    ("instance", "nodes", "tp", "lnc", "fabrics"),
+    [
+        ("trn1.32xlarge", 4, 32, None, {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}),
+        ("trn1n.32xlarge", 2, 8, None, {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}),
+        ("trn2.48xlarge", 2, 64, None, {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}),
+        ("trn2.48xlarge", 1, 4, 1, {"tensor": FABRIC_INSTANCE, "data": FABRIC_INSTANCE}),
+    ],
+)
+def test_group_fabrics_for_single_instance_domains(
+    instance: str, nodes: int, tp: int, lnc: int | None, fabrics: dict[str, str]
+) -> None:
+    assert plan_training(instance, nodes, tp, logical_nc_config=lnc).fabrics == fabrics
 
 
 def test_trn2u_tp_exactly_one_instance_at_lnc1() -> None:
@@ -216,7 +329,7 @@ def test_summary_is_one_line() -> None:
         (("trn1.2xlarge", 2, 2), {}, r"^nodes=2: trn1.2xlarge has no EFA.*trn1.32xlarge"),
         # Inference instances and unknown ones.
         (("inf2.48xlarge", 1, 8), {}, r"^instance_type='inf2.48xlarge': .*Inferentia2"),
-        (("trn3.48xlarge", 1, 8), {}, r"^instance_type='trn3.48xlarge': not a Neuron instance type"),
+        (("trn9.48xlarge", 1, 8), {}, r"^instance_type='trn9.48xlarge': not a Neuron instance type"),
         # trn2 TP degrees neuronx-distributed does not support (NXD-PS get_logic_chosen).
         (("trn2.48xlarge", 1, 8), {}, r"^tensor_parallel=8: .*LNC=2.*or LNC=1"),
         (("trn2.48xlarge", 1, 8), {"logical_nc_config": 2}, r"^tensor_parallel=8: .*LNC=2"),

@@ -181,3 +181,22 @@ def test_notification_topic_receives_scaling_events() -> None:
 @pytest.mark.parametrize(("name", "rule"), gate_params("training_asg:group"))
 def test_deploy_rules(group: Scenario, name: str, rule: str | None) -> None:
     check_gate(name, group.json, rule)
+
+
+def test_self_managed_nodes_record_their_topology_and_export_the_rank_order_settings(group: Scenario) -> None:
+    # The same launcher runs on the hosts (/opt/cdk-neuron/training/launcher.sh, docs/neuronlink.md):
+    # node-setup records the topology, the profile tells the launcher to use it.
+    training = _settings(group, "training.env")
+    assert (training["TOPOLOGY_FILE"], training["ULTRASERVER"]) == ("/var/lib/cdk-neuron/topology.json", "0")
+    profile = _settings(group, "training-profile.env")
+    assert profile["CDK_NEURON_RANK_ORDER"] == "topology"
+    assert profile["CDK_NEURON_TOPOLOGY_FILE"] == "/var/lib/cdk-neuron/topology.json"
+    assert profile["CDK_NEURON_DOMAIN_GROUP_INSTANCES"] == "1"
+    ref = {"Ref": group.logical_id(group.cluster.role)}
+    statements = [
+        statement
+        for policy in group.resources("AWS::IAM::Policy").values()
+        if ref in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert {"Action": "ec2:DescribeInstanceTopology", "Effect": "Allow", "Resource": "*"} in statements

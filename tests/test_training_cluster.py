@@ -16,7 +16,8 @@ from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario
 from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, get_instance
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
-from cdk_neuron.training import LAUNCHER_SCRIPT, BatchTrainingCluster, Capacity
+from cdk_neuron.training import BatchTrainingCluster, Capacity
+from cdk_neuron.training.launcher import LAUNCHER_PATH
 from cdk_support import flatten_user_data, normalize_template, parse_settings, settings_in
 
 RESERVATION = "cr-0123456789abcdef0"
@@ -354,13 +355,23 @@ def test_container_limits_and_resources(scenario: Scenario) -> None:
 
 def test_container_runs_the_launcher_with_the_training_command_parameter(trn1: Scenario) -> None:
     container = _container(trn1)
-    assert container["Command"] == [
-        "/bin/bash",
-        "-c",
-        LAUNCHER_SCRIPT,
-        "cdk-neuron-launcher",
-        "Ref::training_command",
-    ]
+    # The launcher is the node program in the host's bundle, mounted read-only; no script text in
+    # the job definition.
+    assert container["Command"] == ["/bin/bash", LAUNCHER_PATH, "Ref::training_command"]
+    assert LAUNCHER_PATH.startswith("/opt/cdk-neuron/")
+    volumes = {v["Name"]: v["Host"]["SourcePath"] for v in container["Volumes"] if "Host" in v}
+    assert volumes["cdk-neuron-programs"] == "/opt/cdk-neuron"
+    assert volumes["cdk-neuron-topology"] == "/var/lib/cdk-neuron"
+    mounts = {m["SourceVolume"]: m for m in container["MountPoints"]}
+    for name in ("cdk-neuron-programs", "cdk-neuron-topology"):
+        assert mounts[name]["ReadOnly"] is True
+        assert mounts[name]["ContainerPath"] == volumes[name]
+    env = _env(container)
+    assert env["CDK_NEURON_RANK_ORDER"] == "topology"
+    assert env["CDK_NEURON_TOPOLOGY_FILE"] == "/var/lib/cdk-neuron/topology.json"
+    assert env["CDK_NEURON_DOMAIN_GROUP_INSTANCES"] == "1"
+    assert env["CDK_NEURON_ULTRASERVER"] == "0"
+    assert env["RANK_ORDER_PORT"] == "29700"
     props = trn1.json["Resources"][trn1.logical_id(trn1.cluster.job_definition)]["Properties"]
     assert props["Parameters"] == {"training_command": "torchrun $TORCHRUN_ARGS train.py"}
 
@@ -417,7 +428,11 @@ def test_no_storage_means_no_volume_and_no_variables(trn1n: Scenario) -> None:
     env = _env(container)
     assert "CHECKPOINT_DIR" not in env
     assert "NEURON_COMPILE_CACHE_URL" not in env
-    assert [v["Name"] for v in container["Volumes"]] == ["scratch"]
+    assert [v["Name"] for v in container["Volumes"]] == [
+        "cdk-neuron-programs",
+        "cdk-neuron-topology",
+        "scratch",
+    ]
 
 
 def test_retries_host_failures_and_exits_on_application_errors(scenario: Scenario) -> None:
@@ -495,7 +510,14 @@ def test_node_role_is_ssm_ecs_agent_and_its_own_software_only(trn1: Scenario) ->
     # (one object of the cluster's bucket, and its key): nothing else.
     mirror = trn1.cluster.efa_installer_mirror
     assert mirror is not None
-    assert sorted({json.dumps(s["Action"]) for s in statements}) == ['"kms:Decrypt"', '"s3:GetObject"']
+    # ... and its own place in the EC2 topology, which names no resource (ec2:DescribeInstanceTopology).
+    assert sorted({json.dumps(s["Action"]) for s in statements}) == [
+        '"ec2:DescribeInstanceTopology"',
+        '"kms:Decrypt"',
+        '"s3:GetObject"',
+    ]
+    (topology,) = [s for s in statements if s["Action"] == "ec2:DescribeInstanceTopology"]
+    assert topology["Resource"] == "*"
     objects = [
         json.dumps(resource)
         for s in statements

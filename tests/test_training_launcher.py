@@ -11,12 +11,14 @@ import pytest
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.node_programs import program
 from cdk_neuron.planner import plan_training
 from cdk_neuron.training.launcher import (
     DEFAULT_MASTER_PORT,
     DEFAULT_ROOT_COMM_PORT,
     DEFAULT_TRAINING_COMMAND,
     LAUNCHER_NAME,
+    LAUNCHER_PATH,
     LAUNCHER_SCRIPT,
     TRAINING_COMMAND_PARAMETER,
     job_environment,
@@ -25,6 +27,7 @@ from cdk_neuron.training.launcher import (
 )
 
 BASH = shutil.which("bash")
+LAUNCHER = program("training/launcher.sh")
 pytestmark = pytest.mark.skipif(BASH is None, reason="needs bash")
 
 REPORT = (
@@ -58,7 +61,7 @@ def run_launcher(env: dict[str, str], command: str, path: Path) -> subprocess.Co
     }
     assert BASH is not None
     return subprocess.run(
-        [BASH, "-c", LAUNCHER_SCRIPT, LAUNCHER_NAME, command],
+        [BASH, str(LAUNCHER), command],
         env={**base, **env},
         capture_output=True,
         text=True,
@@ -155,7 +158,7 @@ def _bin_with(tmp_path: Path, scripts: dict[str, str]) -> Path:
 def _run_bare(path: Path) -> subprocess.CompletedProcess[str]:
     assert BASH is not None
     return subprocess.run(
-        [BASH, "-c", LAUNCHER_SCRIPT, LAUNCHER_NAME, "echo $MASTER_ADDR"],
+        [BASH, str(LAUNCHER), "echo $MASTER_ADDR"],
         env={"PATH": str(path), "NPROC_PER_NODE": "2", "NEURON_TP_DEGREE": "2", "NEURON_PP_DEGREE": "1"},
         capture_output=True,
         text=True,
@@ -176,19 +179,23 @@ def test_main_node_without_any_address_tool_fails_loudly(tmp_path: Path) -> None
     assert "cannot determine the main node's address" in result.stderr
 
 
-def test_container_command_passes_the_batch_parameter_as_first_argument() -> None:
+def test_container_command_runs_the_mounted_launcher_with_the_batch_parameter() -> None:
     command = launcher_command()
-    assert command[:2] == ["/bin/bash", "-c"]
-    assert command[2] == LAUNCHER_SCRIPT
-    assert command[3:] == [LAUNCHER_NAME, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+    assert command == ["/bin/bash", LAUNCHER_PATH, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+    assert LAUNCHER_PATH == "/opt/cdk-neuron/training/launcher.sh"
+    assert LAUNCHER.read_text() == LAUNCHER_SCRIPT  # the public text is the file's
     assert "$TORCHRUN_ARGS" in DEFAULT_TRAINING_COMMAND
+    assert LAUNCHER_NAME == "cdk-neuron-launcher"
 
 
 def test_script_key_lines() -> None:
-    assert 'if [ -n "${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-}" ]' in LAUNCHER_SCRIPT
+    assert (
+        'MAIN_ADDRESS="${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-${CDK_NEURON_MAIN_ADDRESS:-}}"'
+        in LAUNCHER_SCRIPT
+    )
     assert 'export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-29600}"' in LAUNCHER_SCRIPT
-    assert 'export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"' in LAUNCHER_SCRIPT
-    assert 'exec "${BASH:-/bin/bash}" -c "$command_line"' in LAUNCHER_SCRIPT
+    assert 'NODE_INDEX="${AWS_BATCH_JOB_NODE_INDEX:-${CDK_NEURON_NODE_INDEX:-0}}"' in LAUNCHER_SCRIPT
+    assert 'exec "${BASH:-/bin/bash}" -c "${command_line}"' in LAUNCHER_SCRIPT
     assert "localhost" not in LAUNCHER_SCRIPT
 
 

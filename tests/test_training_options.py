@@ -80,7 +80,7 @@ def test_capacity_blocks_only_for_types_ec2_sells_that_way() -> None:
     with pytest.raises(
         NeuronConfigError,
         match=r"^capacity='capacity-block cr-0123456789abcdef0': EC2 sells no Capacity Blocks for "
-        r"trn1n\.32xlarge .*instance Capacity Blocks exist for trn1\.32xlarge, trn2\.48xlarge and "
+        r"trn1n\.32xlarge .*instance Capacity Blocks exist for trn1\.32xlarge, trn2\.3xlarge, trn2\.48xlarge and "
         r"UltraServer Capacity Blocks for trn2u\.48xlarge",
     ):
         Capacity.capacity_block(RESERVATION).check_instance(get_instance("trn1n.32xlarge"))

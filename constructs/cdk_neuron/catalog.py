@@ -12,6 +12,7 @@ is recorded next to the value. Offerings and prices are dated snapshots, not liv
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -179,6 +180,77 @@ SOURCES: dict[str, Source] = {
             "2026-08-21",
         ),
         Source(
+            "TRN3-ARCH",
+            'aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trn3-arch.rst @539a73c5, "Amazon EC2 '
+            'Trn3 Architecture" (Trn3 is sold in two UltraServer configurations: Gen1, 4 servers x 16 '
+            "Trainium3 = 64 chips; Gen2, 36 servers x 4 Trainium3 = 144 chips; both one all-to-all scale-up "
+            "domain over NeuronLink-v4 and NeuronSwitch-v1; per-UltraServer host vCPUs, memory, HBM and EFA "
+            "Gbps in its specification table)",
+            "2026-04-09",
+        ),
+        Source(
+            "TRAINIUM3",
+            "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trainium3.rst @ee7d6e00 (a "
+            "Trainium3 chip has eight NeuronCore-v4 and 144 GiB of device memory) and "
+            "about-neuron/arch/neuron-features/logical-neuroncore-config.rst (LNC is 1 or 2 and applies to "
+            "Trn2 and Trn3; its default of 2 is stated for Trn2 only)",
+            "2026-07-07",
+        ),
+        Source(
+            "TRN3-TUTORIAL",
+            "aws-neuron/aws-neuron-sdk libraries/nxd-inference/tutorials/trn3-gpt-oss-120b-tutorial.rst "
+            "@ee7d6e00 (8 endpoints per Trn3 instance, each TP 8 at LNC=2: 64 logical, 128 physical "
+            "NeuronCores per instance)",
+            "2026-07-07",
+        ),
+        Source(
+            "NEURON-DRIVER",
+            "aws-neuron/aws-neuron-driver v4/neuron_dhal_v4.c @9cc489e (the Trainium3 driver maps the "
+            "instance type name trn3.48xlarge to its 16-device server platform; it names no other "
+            "customer instance type for the 4-device server of a Gen2 UltraServer)",
+            "2026-12-01",
+        ),
+        Source(
+            "EC2-MODEL",
+            "boto/botocore 1.44.8 botocore/data/ec2/2016-11-15/service-2.json InstanceType enum (lists "
+            "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge and "
+            "the inf2 sizes; no Trn3 type), read 2026-12-01",
+            "2026-12-01",
+        ),
+        Source(
+            "MOTO-525",
+            "getmoto/moto 5.2.5 moto/ec2/resources/instance_types.json.gz and "
+            "instance_type_offerings/availability-zone-id (generated from DescribeInstanceTypes / "
+            "DescribeInstanceTypeOfferings): trn2.3xlarge and trn2u.48xlarge, read through "
+            "ec2.describe_instance_types",
+            "2026-12-01",
+        ),
+        Source(
+            "TOPOLOGY-API",
+            "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstanceTopology.html and "
+            "API_DescribeInstanceTopology.html (networkNodeSet: the network nodes above an instance, "
+            "hashed per account; capacityBlockId: only for UltraServer instances, identifies the "
+            "UltraServer domain, and may be null right after launch by eventual consistency); "
+            "ec2-instance-topology-prerequisites.html (3 network nodes for trn1, trn1n, trn2 and trn2u; no "
+            "Trn3 type listed, looked 2026-12-01; IAM: ec2:DescribeInstanceTopology)",
+            "2026-12-01",
+        ),
+        Source(
+            "US-CB",
+            "dev.classmethod.jp, 'Amazon EC2 Capacity Blocks for ML の Instance CB と UltraServer CB の違い', "
+            "https://dev.classmethod.jp/articles/ec2-capacity-blocks-for-ml-instance-cb-vs-ultraserver-cb "
+            "(UltraServer Capacity Blocks are bought by UltraServer count, can be targeted through resource "
+            "groups, cannot be shared with AWS RAM)",
+            "2026-02-08",
+        ),
+        Source(
+            "IAM-EC2",
+            "AWS Service Authorization Reference, 'Actions, resources, and condition keys for Amazon EC2', "
+            "https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html "
+            '(DescribeInstanceTopology lists no resource type: it is granted on "*")',
+            "2026-12-01",
+        ),
+        Source(
             "SVC-NAT",
             "cloudburn.io, 'AWS NAT Gateway Pricing: Complete Guide with Calculator', "
             "https://cloudburn.io/blog/aws-nat-gateway-pricing (US East: $0.045 per NAT gateway-hour, "
@@ -244,6 +316,10 @@ HBM_GIB_PER_NEURONCORE_V2 = 16.0
 class NeuronInstance:
     """Facts about one Neuron instance type. Derived values are properties.
 
+    ``unknown`` names the facts no source publishes (their fields hold placeholders the constructs
+    refuse to use; :meth:`with_facts` supplies them); ``in_ec2_model`` is False where the EC2 API
+    model lists no such type (Trn3, source EC2-MODEL), so tools built on it (cfn-lint) do not know it.
+
     ``neuron_cores`` is the number of *logical* NeuronCores the runtime exposes at the default
     logical-NeuronCore configuration (LNC). On trn2 the default LNC is 2, so two physical
     NeuronCore-v3 form one logical core: trn2.48xlarge exposes 64 cores (128 at LNC=1). Use
@@ -266,6 +342,71 @@ class NeuronInstance:
     neuronlink_domain_instances: int = 1
     default_logical_nc_config: int | None = None
     sources: tuple[str, ...] = ()
+    ultraserver: str | None = None
+    interconnect: str = ""
+    unknown: tuple[str, ...] = ()
+    catalog_key: str = ""
+    in_ec2_model: bool = True
+
+    @property
+    def key(self) -> str:
+        """The catalog entry this instance was read from (its name unless :meth:`with_facts` renamed it)."""
+        return self.catalog_key or self.name
+
+    @property
+    def domain_chips(self) -> int:
+        """Chips in one NeuronLink / NeuronSwitch scale-up domain (one instance, or one UltraServer)."""
+        return self.chips * self.neuronlink_domain_instances
+
+    def is_known(self, fact: str) -> bool:
+        """False when no source publishes ``fact`` (a field name) for this type: see :attr:`unknown`."""
+        return fact not in self.unknown
+
+    def require_known(self, *facts: str, field: str = "instance_type", purpose: str = "this") -> None:
+        """Refuse ``purpose`` when a fact it needs is not published (the catalog never guesses)."""
+        missing = [f for f in facts if f in self.unknown]
+        if missing:
+            raise NeuronConfigError(
+                field,
+                self.name,
+                f"{purpose} needs {', '.join(missing)} of {self.name}, which no source publishes (unknown, "
+                f"looked {UNKNOWN_LOOKED}); read them from `aws ec2 describe-instance-types --instance-types "
+                f"<type>` in your account and pass catalog.get_instance({self.key!r}).with_facts(...)",
+            )
+
+    def with_facts(self, *, source: str, name: str | None = None, **facts: int) -> NeuronInstance:
+        """This instance with facts the catalog lacks filled in from your own account, e.g.
+        ``with_facts(source="describe-instance-types us-east-2 2026-12-01", network_cards=16,
+        max_interfaces_per_card=2, efa_interfaces=16, nvme_gb=7600)``.
+
+        ``name``: the EC2 instance type name when the catalog has none (a Trn3 Gen2 server). Only the
+        facts listed in :attr:`unknown` may be given; ``source`` says where they come from and is kept
+        in :attr:`sources`.
+        """
+        if not isinstance(source, str) or not source.strip():
+            raise NeuronConfigError("source", source, "say where the facts come from")
+        allowed = {f for f in self.unknown if f != "name"}
+        for fact, value in facts.items():
+            if fact not in allowed:
+                raise NeuronConfigError(
+                    fact, value, f"only facts the catalog lacks may be given: {one_of(sorted(allowed))}"
+                )
+            validation.whole_number(fact, value, minimum=0)
+        if name is not None:
+            if "name" not in self.unknown:
+                raise NeuronConfigError("name", name, f"{self.name} is already EC2's name for this type")
+            if not isinstance(name, str) or not _INSTANCE_TYPE_NAME.fullmatch(name):
+                raise NeuronConfigError("name", name, "give an EC2 instance type name, e.g. trn3.48xlarge")
+        left = tuple(f for f in self.unknown if f not in facts and not (f == "name" and name))
+        given: dict[str, Any] = dict(facts)
+        return replace(
+            self,
+            name=name or self.name,
+            catalog_key=self.key,
+            unknown=left,
+            sources=(*self.sources, f"given: {source}"),
+            **given,
+        )
 
     @property
     def neuron_cores(self) -> int:
@@ -293,7 +434,7 @@ class NeuronInstance:
             raise NeuronConfigError(
                 "logical_nc_config",
                 logical_nc_config,
-                f"{self.name} has no logical NeuronCore setting (LNC applies only to Trn2); leave it unset",
+                f"{self.name} has no logical NeuronCore setting (LNC applies only to Trn2 and Trn3); leave it unset",
             )
         if logical_nc_config not in (1, 2):
             raise NeuronConfigError("logical_nc_config", logical_nc_config, "valid values are 1 and 2")
@@ -325,7 +466,7 @@ class NeuronInstance:
 
     @property
     def supports_efa(self) -> bool:
-        return self.efa_interfaces > 0
+        return self.efa_interfaces > 0 or (not self.is_known("efa_interfaces") and self.efa_gbps > 0)
 
     @property
     def is_training(self) -> bool:
@@ -338,7 +479,12 @@ class NeuronInstance:
     @property
     def purchase_options(self) -> PurchaseOptions:
         """How EC2 sells this type (:data:`PURCHASE_OPTIONS`)."""
-        return PURCHASE_OPTIONS[self.name]
+        return PURCHASE_OPTIONS[self.key]
+
+    @property
+    def ultraserver_type(self) -> UltraServerType | None:
+        """The UltraServer this type is a server of (:data:`ULTRASERVERS`), else None."""
+        return ULTRASERVERS[self.ultraserver] if self.ultraserver else None
 
     @property
     def capacity_block(self) -> bool:
@@ -437,7 +583,123 @@ _TRN2U_48XLARGE = replace(
     name="trn2u.48xlarge",
     neuronlink_domain_instances=4,
     sources=("TRN2-ARCH", "LNC", "CB-HOW"),
+    ultraserver="trn2",
 )
+# trn2.3xlarge: one Trainium2 (8 physical NeuronCore-v3, 4 logical at the default LNC=2), in the EC2
+# API model (EC2-MODEL) and DescribeInstanceTypes (MOTO-525): 12 vCPUs, 128 GiB, one network card
+# with two interfaces and one EFA, 470 GB NVMe, "200 Gigabit" network performance.
+_TRN2_3XLARGE = replace(
+    _TRN2_48XLARGE,
+    name="trn2.3xlarge",
+    chips=1,
+    physical_neuron_cores=8,
+    hbm_gib=96,
+    vcpus=12,
+    memory_gib=128,
+    network_cards=1,
+    max_interfaces_per_card=2,
+    efa_interfaces=1,
+    efa_gbps=200,
+    nvme_gb=470,
+    sources=("TRN2-ARCH", "LNC", "EC2-MODEL", "MOTO-525"),
+)
+# NeuronLink generations of the earlier types (TRN1-ARCH, TRN2-ARCH).
+_TRN1_32XLARGE = replace(_TRN1_32XLARGE, interconnect="NeuronLink-v2")
+_TRN1N_32XLARGE = replace(_TRN1N_32XLARGE, interconnect="NeuronLink-v2")
+_TRN2_48XLARGE = replace(_TRN2_48XLARGE, interconnect="NeuronLink-v3")
+_TRN2U_48XLARGE = replace(_TRN2U_48XLARGE, interconnect="NeuronLink-v3")
+
+# Trn3 (TRN3-ARCH): sold in UltraServers only. Per server, the UltraServer totals of TRN3-ARCH's
+# table divided by its servers (Gen1: 768 vCPUs, 8,192 GiB, 12,800 Gbps EFA over 4 servers; Gen2:
+# 2,304 vCPUs, 27,648 GiB, 28,800 Gbps over 36); chips x 8 NeuronCore-v4 and 144 GiB each
+# (TRAINIUM3). The EC2 API model has no Trn3 type (EC2-MODEL, looked 2026-12-01): the Gen1 server's
+# name is the Neuron driver's (NEURON-DRIVER), the Gen2 server's is unpublished. No source we could
+# read gives network cards, interfaces per card, EFA interfaces or instance store, nor the default
+# LNC (LNC says only that LNC applies to Trn3): those are "unknown" (UNKNOWN_LOOKED) and the
+# constructs refuse what needs them until `with_facts(...)` supplies them from your account.
+UNKNOWN_LOOKED = "2026-12-01"
+_TRN3_UNKNOWN = (
+    "network_cards",
+    "max_interfaces_per_card",
+    "efa_interfaces",
+    "nvme_gb",
+    "default_logical_nc_config",
+)
+_TRN3_48XLARGE = _trn(
+    "trn3.48xlarge",
+    chip="trainium3",
+    chips=16,
+    physical_neuron_cores=128,
+    hbm_gib=16 * 144,
+    vcpus=192,
+    memory_gib=2048,
+    network_cards=0,
+    max_interfaces_per_card=0,
+    efa_interfaces=0,
+    efa_gbps=3200,
+    nvme_gb=0,
+    neuronlink_domain_instances=4,
+    default_logical_nc_config=2,
+    sources=("TRN3-ARCH", "TRAINIUM3", "TRN3-TUTORIAL", "NEURON-DRIVER", "EC2-MODEL"),
+    ultraserver="trn3-gen1",
+    interconnect="NeuronLink-v4 + NeuronSwitch-v1",
+    unknown=_TRN3_UNKNOWN,
+    in_ec2_model=False,
+)
+_TRN3_GEN2_SERVER = replace(
+    _TRN3_48XLARGE,
+    name="trn3-gen2-server",
+    chips=4,
+    physical_neuron_cores=32,
+    hbm_gib=4 * 144,
+    vcpus=64,
+    memory_gib=768,
+    efa_gbps=800,
+    neuronlink_domain_instances=36,
+    sources=("TRN3-ARCH", "TRAINIUM3", "NEURON-DRIVER", "EC2-MODEL"),
+    ultraserver="trn3-gen2",
+    unknown=("name", *_TRN3_UNKNOWN),
+)
+
+
+@dataclass(frozen=True)
+class UltraServerType:
+    """One UltraServer configuration: servers joined into one scale-up (NeuronLink) domain.
+
+    ``instance_type`` is the catalog key of its servers; ``interconnect`` what joins them.
+    """
+
+    key: str
+    name: str
+    instance_type: str
+    servers: int
+    chips_per_server: int
+    interconnect: str
+    efa_gbps: int
+    sources: tuple[str, ...]
+
+    @property
+    def chips(self) -> int:
+        return self.servers * self.chips_per_server
+
+
+# TRN2-ARCH: a Trn2 UltraServer is four trn2u.48xlarge over NeuronLink-v3 (64 chips). TRN3-ARCH: Gen1
+# is 4 servers x 16 Trainium3 (64 chips), Gen2 36 x 4 (144 chips), both all-to-all over NeuronLink-v4
+# and NeuronSwitch-v1; EFA 12,800 and 28,800 Gbps per UltraServer.
+ULTRASERVERS: dict[str, UltraServerType] = {
+    u.key: u
+    for u in (
+        UltraServerType("trn2", "Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 12800, ("TRN2-ARCH",)),
+        UltraServerType(
+            "trn3-gen1", "Trn3 Gen1 UltraServer", "trn3.48xlarge", 4, 16, "NeuronLink-v4 + NeuronSwitch-v1", 12800,
+            ("TRN3-ARCH",),
+        ),
+        UltraServerType(
+            "trn3-gen2", "Trn3 Gen2 UltraServer", "trn3-gen2-server", 36, 4, "NeuronLink-v4 + NeuronSwitch-v1",
+            28800, ("TRN3-ARCH",),
+        ),
+    )
+}  # fmt: skip
 
 INSTANCES: dict[str, NeuronInstance] = {
     i.name: i
@@ -445,8 +707,11 @@ INSTANCES: dict[str, NeuronInstance] = {
         _TRN1_2XLARGE,
         _TRN1_32XLARGE,
         _TRN1N_32XLARGE,
+        _TRN2_3XLARGE,
         _TRN2_48XLARGE,
         _TRN2U_48XLARGE,
+        _TRN3_48XLARGE,
+        _TRN3_GEN2_SERVER,
         _inf2("inf2.xlarge", chips=1, physical_neuron_cores=2, hbm_gib=32, vcpus=4, memory_gib=16,
               max_interfaces_per_card=4),
         _inf2("inf2.8xlarge", chips=1, physical_neuron_cores=2, hbm_gib=32, vcpus=32, memory_gib=128,
@@ -464,8 +729,16 @@ def known_instances(family: Family | None = None) -> tuple[str, ...]:
     return tuple(n for n, i in INSTANCES.items() if family is None or i.family == family)
 
 
-def get_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
-    """Look up an instance type; an unknown name raises :class:`NeuronConfigError` listing the known ones."""
+_INSTANCE_TYPE_NAME = re.compile(r"[a-z][a-z0-9-]*\.[0-9]*[a-z]+")
+
+
+def get_instance(name: str | NeuronInstance, *, field: str = "instance_type") -> NeuronInstance:
+    """Look up an instance type; an unknown name raises :class:`NeuronConfigError` listing the known ones.
+
+    A :class:`NeuronInstance` (e.g. one completed with :meth:`NeuronInstance.with_facts`) is returned as is.
+    """
+    if isinstance(name, NeuronInstance):
+        return name
     if isinstance(name, str):
         normalized = name.removeprefix("ml.")
         if normalized in INSTANCES:
@@ -473,7 +746,7 @@ def get_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
     raise NeuronConfigError(field, name, f"not a Neuron instance type; known types: {one_of(INSTANCES)}")
 
 
-def get_training_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
+def get_training_instance(name: str | NeuronInstance, *, field: str = "instance_type") -> NeuronInstance:
     instance = get_instance(name, field=field)
     if not instance.is_training:
         raise NeuronConfigError(
@@ -485,7 +758,7 @@ def get_training_instance(name: str, *, field: str = "instance_type") -> NeuronI
     return instance
 
 
-def get_inference_instance(name: str, *, field: str = "instance_type") -> NeuronInstance:
+def get_inference_instance(name: str | NeuronInstance, *, field: str = "instance_type") -> NeuronInstance:
     """Any Neuron instance can serve (Inf2 is built for it; Trn also runs Neuron inference)."""
     return get_instance(name, field=field)
 
@@ -505,12 +778,20 @@ def get_inference_instance(name: str, *, field: str = "instance_type") -> Neuron
 #   8 (8 x 8 groups) is "not supported" (NXD-PS). TP 2 is in no source.
 # - trn1.2xlarge (2 cores): 2 (TP-APPNOTE).
 _TRN2_TP: dict[int | None, tuple[int, ...]] = {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)}
+# - trn2.3xlarge (8 physical cores, one chip): no source gives a TP degree; only 1.
+# - Trn3 servers: TP 8 at LNC=2 is run by NxD Inference on a Trn3 instance (TRN3-TUTORIAL); no source
+#   documents another degree, nor training TP on Trn3 (looked 2026-12-01): the rest needs
+#   allow_unlisted_tp, including every TP that spans servers of an UltraServer.
+_TRN3_TP: dict[int | None, tuple[int, ...]] = {1: (1,), 2: (1, 8)}
 TRAINING_TP_DEGREES: dict[str, dict[int | None, tuple[int, ...]]] = {
     "trn1.2xlarge": {None: (1, 2)},
     "trn1.32xlarge": {None: (1, 2, 4, 8, 32)},
     "trn1n.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn2.3xlarge": {1: (1,), 2: (1,)},
     "trn2.48xlarge": _TRN2_TP,
     "trn2u.48xlarge": _TRN2_TP,
+    "trn3.48xlarge": _TRN3_TP,
+    "trn3-gen2-server": _TRN3_TP,
 }
 # Degrees a source says do not work: refused even when unlisted degrees are allowed.
 _TRN2_BROKEN_TP: dict[int | None, tuple[int, ...]] = {1: (16,), 2: (8,)}
@@ -518,22 +799,26 @@ TRAINING_TP_UNSUPPORTED: dict[str, dict[int | None, tuple[int, ...]]] = {
     "trn2.48xlarge": _TRN2_BROKEN_TP,
     "trn2u.48xlarge": _TRN2_BROKEN_TP,
 }
-TRAINING_TP_SOURCES = ("TP-APPNOTE", "RT-2.21", "NXD-PS")
+TRAINING_TP_SOURCES = ("TP-APPNOTE", "RT-2.21", "NXD-PS", "TRN3-TUTORIAL")
 
 
-def training_tp_degrees(instance_name: str, logical_nc_config: int | None = None) -> tuple[int, ...]:
+def training_tp_degrees(
+    instance_name: str | NeuronInstance, logical_nc_config: int | None = None
+) -> tuple[int, ...]:
     """Documented training TP degrees on ``instance_name`` at ``logical_nc_config`` (default LNC)."""
     inst = get_training_instance(instance_name)
     lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
     inst.neuron_cores_at(lnc)  # validates the LNC
-    return TRAINING_TP_DEGREES[inst.name][lnc]
+    return TRAINING_TP_DEGREES[inst.key][lnc]
 
 
-def training_tp_unsupported(instance_name: str, logical_nc_config: int | None = None) -> tuple[int, ...]:
+def training_tp_unsupported(
+    instance_name: str | NeuronInstance, logical_nc_config: int | None = None
+) -> tuple[int, ...]:
     """Training TP degrees a source says do not work on ``instance_name`` at ``logical_nc_config``."""
     inst = get_training_instance(instance_name)
     lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
-    return TRAINING_TP_UNSUPPORTED.get(inst.name, {}).get(lnc, ())
+    return TRAINING_TP_UNSUPPORTED.get(inst.key, {}).get(lnc, ())
 
 
 # --------------------------------------------------------------------------------------------
@@ -594,6 +879,15 @@ PURCHASE_OPTIONS: dict[str, PurchaseOptions] = {
     "trn2.48xlarge": PurchaseOptions("yes", "yes", "yes", "no", ("MOTO", "ODCR", "CB-DOC", "CB-HOW")),
     "trn2u.48xlarge": PurchaseOptions(
         "unknown", "unknown", "no", "yes", ("MOTO", "KARP", "CB-DOC", "CB-HOW", "CB-API", "TRN2-ARCH")
+    ),
+    # MOTO-525 usage classes: capacity-block, on-demand, spot.
+    "trn2.3xlarge": PurchaseOptions("yes", "yes", "yes", "no", ("MOTO-525", "ODCR")),
+    # Trn3 is sold in UltraServers only (TRN3-ARCH); no source we could read says how (On-Demand,
+    # reservations, UltraServer Capacity Blocks), looked 2026-12-01. Never instance Capacity Blocks:
+    # an UltraServer is bought whole.
+    "trn3.48xlarge": PurchaseOptions("unknown", "unknown", "no", "unknown", ("TRN3-ARCH", "CB-HOW", "US-CB")),
+    "trn3-gen2-server": PurchaseOptions(
+        "unknown", "unknown", "no", "unknown", ("TRN3-ARCH", "CB-HOW", "US-CB")
     ),
     "inf2.xlarge": _SOLD_ON_DEMAND,
     "inf2.8xlarge": _SOLD_ON_DEMAND,
@@ -758,6 +1052,15 @@ OFFERINGS: dict[str, dict[str, tuple[str, ...]]] = {
     # No AZ-level offering data for trn2u.48xlarge in our sources: offered_az_ids() is empty and
     # offering_status() answers "unknown"; preflight checks the live account.
     "trn2u.48xlarge": {},
+    # MOTO-525 (not in MOTO @0af643a).
+    "trn2.3xlarge": {
+        "ap-south-2": ("aps2-az1", "aps2-az2", "aps2-az3"),
+        "ap-southeast-4": ("apse4-az3",),
+        "sa-east-1": ("sae1-az1", "sae1-az2", "sae1-az3"),
+    },
+    # No offering data for Trn3 in any source we could read (looked 2026-12-01): "unknown" everywhere.
+    "trn3.48xlarge": {},
+    "trn3-gen2-server": {},
     "inf2.xlarge": {**_INF2_AZS, "ap-northeast-2": ("apne2-az1", "apne2-az2", "apne2-az3")},
     "inf2.8xlarge": dict(_INF2_AZS),
     "inf2.24xlarge": dict(_INF2_AZS),
@@ -788,7 +1091,7 @@ def region_of_az_id(az_id: str) -> str | None:
     return None
 
 
-def offered_az_ids(instance_name: str, region: str) -> tuple[str, ...]:
+def offered_az_ids(instance_name: str | NeuronInstance, region: str) -> tuple[str, ...]:
     """AZ IDs in ``region`` that offer ``instance_name``, from the dated offerings table.
 
     Empty when the table says the type is not offered there, *or* when it has no data (trn2u.48xlarge,
@@ -797,10 +1100,10 @@ def offered_az_ids(instance_name: str, region: str) -> tuple[str, ...]:
     """
     inst = get_instance(instance_name)
     region = _check_region(region)
-    return OFFERINGS.get(inst.name, {}).get(region, ())
+    return OFFERINGS.get(inst.key, {}).get(region, ())
 
 
-def region_offering_status(instance_name: str, region: str) -> OfferingStatus:
+def region_offering_status(instance_name: str | NeuronInstance, region: str) -> OfferingStatus:
     """Whether the offerings table says ``region`` offers ``instance_name`` in at least one AZ.
 
     ``"unknown"`` when the table has no data for the type (trn2u.48xlarge) or the region appears in
@@ -808,7 +1111,7 @@ def region_offering_status(instance_name: str, region: str) -> OfferingStatus:
     """
     inst = get_instance(instance_name)
     region = _check_region(region)
-    table = OFFERINGS.get(inst.name, {})
+    table = OFFERINGS.get(inst.key, {})
     if table.get(region):
         return "offered"
     if not table or region not in _covered_regions():
@@ -816,11 +1119,11 @@ def region_offering_status(instance_name: str, region: str) -> OfferingStatus:
     return "not-offered"
 
 
-def offering_status(instance_name: str, az_id: str) -> OfferingStatus:
+def offering_status(instance_name: str | NeuronInstance, az_id: str) -> OfferingStatus:
     """Whether the offerings table says ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``."""
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)
-    table = OFFERINGS.get(inst.name, {})
+    table = OFFERINGS.get(inst.key, {})
     if not table:
         return "unknown"
     if any(az_id in ids for ids in table.values()):
@@ -878,6 +1181,29 @@ ON_DEMAND_PRICES: dict[str, Price] = {
     "g6e.12xlarge": Price(10.49264, "us-east-1", "KARP"),
     "g6e.48xlarge": Price(30.13118, "us-east-1", "KARP"),
 }
+
+# Neuron types no source we could read prices (looked 2026-12-01): the cost tool prints "unknown".
+# UltraServer Capacity Block prices are quoted per block at purchase (DescribeCapacityBlockOfferings
+# UpfrontFee); no published table covers Trn2 or Trn3 UltraServers.
+UNPRICED: dict[str, str] = {
+    "trn2.3xlarge": "no On-Demand price in KARP @031e72b6 or SKY",
+    "trn2u.48xlarge": "sold as Trn2 UltraServer Capacity Blocks; no published hourly price",
+    "trn3.48xlarge": "Trn3 Gen1 UltraServer: no published price",
+    "trn3-gen2-server": "Trn3 Gen2 UltraServer: no published price",
+}
+ULTRASERVER_CAPACITY_BLOCK_PRICES: dict[str, Price | None] = {key: None for key in ULTRASERVERS}
+# EC2's UltraserverType strings (DescribeCapacityBlockOfferings, CapacityBlock.ultraserverType): no
+# source we could read publishes them for Trn2 or Trn3 (looked 2026-12-01), so none is pinned.
+ULTRASERVER_API_TYPES: dict[str, str | None] = {key: None for key in ULTRASERVERS}
+
+
+def known_price(instance_name: str) -> Price | None:
+    """The dated on-demand price, or None where no source publishes one (:data:`UNPRICED`)."""
+    key = get_instance(instance_name).key if instance_name not in ON_DEMAND_PRICES else instance_name
+    if key in UNPRICED:
+        return None
+    return on_demand_price(instance_name)
+
 
 # Regions whose on-demand Neuron prices equal the us-east-1 figures above: SKY's on-demand column
 # lists the same trn1.32xlarge, trn1n.32xlarge and inf2 prices in us-east-1, us-east-2 and us-west-2.
@@ -972,6 +1298,11 @@ __all__ = [
     "TRAINING_TP_DEGREES",
     "TRAINING_TP_SOURCES",
     "TRAINING_TP_UNSUPPORTED",
+    "ULTRASERVERS",
+    "ULTRASERVER_API_TYPES",
+    "ULTRASERVER_CAPACITY_BLOCK_PRICES",
+    "UNKNOWN_LOOKED",
+    "UNPRICED",
     "CapacityBlockKind",
     "EfaLayout",
     "NeuronInstance",
@@ -979,12 +1310,14 @@ __all__ = [
     "PurchaseOptions",
     "Sold",
     "Source",
+    "UltraServerType",
     "capacity_block_types",
     "efa_network_interfaces",
     "get_inference_instance",
     "get_instance",
     "get_training_instance",
     "known_instances",
+    "known_price",
     "offered_az_ids",
     "offering_status",
     "on_demand_price",

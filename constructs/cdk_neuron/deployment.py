@@ -39,11 +39,20 @@ class CheckpointSizing:
 
 @dataclass(frozen=True, kw_only=True)
 class JobQueueLocation:
-    """Where ``submit`` and ``status`` find the job queue and job definition: a deployed stack's outputs."""
+    """Where ``submit`` and ``list`` find the job queue and job definition in a deployed stack.
+
+    By logical id when the cloud assembly names them (``cloudformation:DescribeStackResource``: the
+    physical id of an ``AWS::Batch::JobQueue`` or ``AWS::Batch::JobDefinition`` is its ARN), else
+    by the stack's outputs (``cloudformation:DescribeStacks``).
+    """
 
     stack_name: str
     job_queue_output: str = "JobQueueArn"
     job_definition_output: str = "JobDefinitionArn"
+    job_queue_logical_id: str | None = None
+    """The job queue's logical id in the stack (read from the cloud assembly); None: use the output."""
+    job_definition_logical_id: str | None = None
+    """The job definition's logical id in the stack; None: use the output."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +87,12 @@ class ServingDeployment:
     """The ACM certificate of the EC2 fleet's HTTPS listener (None: HTTP inside the VPC)."""
     token_secret: str | None = None
     """The Secrets Manager secret (name or ARN) holding the Hugging Face token the nodes read."""
+    image: str | None = None
+    """The serving container image as synthesized (read from a cloud assembly); None: the engine's
+    image (``engine.image`` on EC2, ``engine.sagemaker_image`` on SageMaker)."""
+    availability_zones: tuple[str, ...] = ()
+    """AZ names the fleet is placed in, when known by name only (read from a cloud assembly); empty:
+    the fleet spans the deployment's ``az_ids``."""
 
     @property
     def resolved_instance_type(self) -> str:
@@ -113,6 +128,10 @@ class StandingResources:
     alarms: int = 0
     dashboards: int = 0
     load_balancers: int = 0
+    log_groups: int = 0
+    """CloudWatch Logs groups (billed per GB ingested and stored: listed, not priced)."""
+    flow_logs: int = 0
+    """VPC flow logs (billed as the log data they deliver: listed, not priced)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,23 +141,31 @@ class Deployment:
     name: str
     region: str
     az_ids: tuple[str, ...]
-    """AZ IDs; the first is the training AZ."""
-    training: TrainingDeployment
-    serving: ServingDeployment
+    """AZ IDs; the first is the training AZ. Empty when unknown (a cloud assembly whose AZs are
+    tokens until deployment): the checks that need them then say so instead of failing."""
+    training: TrainingDeployment | None = None
+    """The training cluster; None when the deployment has none."""
+    serving: ServingDeployment | None = None
+    """The inference fleet; None when the deployment has none."""
     account: str | None = None
     """As configured; :meth:`resolve_account` applies the fallbacks."""
     storage: StorageDeployment = StorageDeployment()
     network: NetworkDeployment = NetworkDeployment()
     standing: StandingResources = StandingResources()
+    construct_paths: tuple[str, ...] = ()
+    """Construct paths of the stacks and workloads it was read from (a cloud assembly); empty for
+    deployments an app's loader builds. ``--path`` selects by them."""
 
     def __post_init__(self) -> None:
-        if not self.az_ids:
-            raise NeuronConfigError(f"{self.name}.az_ids", self.az_ids, "give at least one AZ ID")
+        if self.training is None and self.serving is None:
+            raise NeuronConfigError(
+                f"{self.name}", None, "a deployment needs a training cluster, an inference fleet or both"
+            )
 
     @property
-    def training_az_id(self) -> str:
-        """Training runs in one AZ (cluster placement group, EFA): the first AZ ID."""
-        return self.az_ids[0]
+    def training_az_id(self) -> str | None:
+        """Training runs in one AZ (cluster placement group, EFA): the first AZ ID; None when unknown."""
+        return self.az_ids[0] if self.az_ids else None
 
     def resolve_account(self, environ: Mapping[str, str] | None = None) -> str:
         """The configured account, else ``$CDK_DEFAULT_ACCOUNT``, else :data:`PLACEHOLDER_ACCOUNT`."""

@@ -6,8 +6,9 @@ and the CLI prints their plans.
 Training rank layout follows neuronx-distributed (NXD-PS ``initialize_model_parallel``): ranks are
 ordered ``[PP, DP, TP]`` row-major with tensor-parallel ranks contiguous, "so as much TP communication
 as possible is intra-node". Tensor parallelism needs the most bandwidth, so it must stay inside one
-NeuronLink domain, which today means one instance (Trn2 UltraServers are not placed as a unit by
-AWS Batch); pipeline and data parallelism may cross the network (EFA).
+NeuronLink domain: one instance, or one UltraServer when the capacity guarantees it (the
+topology-aware launcher then orders ranks by UltraServer); pipeline and data parallelism may cross
+the network (EFA).
 """
 
 from __future__ import annotations
@@ -37,14 +38,28 @@ from cdk_neuron.errors import NeuronConfigError, one_of
 _TRN2_LOGIC2_TP: dict[int, frozenset[int]] = {1: frozenset({64}), 2: frozenset({32})}
 
 
+Fabric = str
+"""Where a parallel group's collectives run: :data:`FABRIC_INSTANCE`, :data:`FABRIC_ULTRASERVER` or
+:data:`FABRIC_EFA`."""
+FABRIC_INSTANCE = "NeuronLink (one instance)"
+FABRIC_ULTRASERVER = "NeuronLink/NeuronSwitch (one UltraServer)"
+FABRIC_EFA = "EFA"
+DIMENSIONS = ("tensor", "expert", "data", "pipeline")
+
+
 @dataclass(frozen=True)
 class TrainingPlan:
     """A validated distributed-training layout. Build it with :func:`plan_training`.
 
     ``neuronlink_domain_instances`` is how many instances the plan may assume share one NeuronLink
-    domain: 1 for every type today. Four trn2u.48xlarge form a Trn2 UltraServer, but neither AWS
-    Batch nor an Auto Scaling group places nodes by UltraServer, so nothing guarantees two nodes of
-    a job share one (see :func:`plan_training`).
+    domain: the UltraServer's servers (4 trn2u.48xlarge or Trn3 Gen1 servers, 36 Trn3 Gen2 servers)
+    when the plan was made for UltraServer capacity (``ultraserver_capacity=True``), else 1. The
+    topology-aware launcher orders ranks so that each run of that many nodes is one UltraServer, and
+    refuses to start when the nodes it got do not allow that.
+
+    ``group_fabrics`` says, per parallel dimension (``tensor``, ``expert``, ``data``, ``pipeline``),
+    which fabric its widest group crosses: :data:`FABRIC_INSTANCE`, :data:`FABRIC_ULTRASERVER` or
+    :data:`FABRIC_EFA`; dimensions of degree 1 are left out.
     """
 
     instance_type: str
@@ -60,6 +75,9 @@ class TrainingPlan:
     efa_dimensions: tuple[str, ...]
     notes: tuple[str, ...] = ()
     allow_unlisted_tp: bool = False
+    expert_parallel: int = 1
+    ultraserver_capacity: bool = False
+    group_fabrics: tuple[tuple[str, Fabric], ...] = ()
 
     @property
     def efa_traffic(self) -> str:
@@ -70,6 +88,7 @@ class TrainingPlan:
             "data": "data-parallel gradient all-reduce",
             "pipeline": "pipeline-parallel activations (point-to-point)",
             "tensor": "tensor-parallel collectives (slow: keep TP inside NeuronLink)",
+            "expert": "expert-parallel all-to-all (slow: keep EP inside NeuronLink)",
         }
         return "; ".join(what[d] for d in self.efa_dimensions) + " cross EFA"
 
@@ -77,11 +96,22 @@ class TrainingPlan:
     def neuronlink_domain_cores(self) -> int:
         return self.ranks_per_node * min(self.nodes, self.neuronlink_domain_instances)
 
+    @property
+    def fabrics(self) -> dict[str, Fabric]:
+        """``group_fabrics`` as a dict: dimension -> fabric."""
+        return dict(self.group_fabrics)
+
+    @property
+    def domain_group_instances(self) -> int:
+        """Instances one TP x EP group spans: the launcher keeps each such run inside one domain."""
+        return max(1, -(-self.tensor_parallel * self.expert_parallel // self.ranks_per_node))
+
     def summary(self) -> str:
         lnc = f", LNC={self.logical_nc_config}" if self.logical_nc_config else ""
+        ep = f" (EP {self.expert_parallel})" if self.expert_parallel > 1 else ""
         return (
             f"{self.nodes} x {self.instance_type}{lnc}: {self.ranks_per_node} ranks/node, world {self.world_size} "
-            f"= TP {self.tensor_parallel} x PP {self.pipeline_parallel} x DP {self.data_parallel}; "
+            f"= TP {self.tensor_parallel} x PP {self.pipeline_parallel} x DP {self.data_parallel}{ep}; "
             f"TP {'inside' if self.tp_within_neuronlink else 'CROSSES'} NeuronLink; {self.efa_traffic}"
         )
 
@@ -95,54 +125,94 @@ def _crosses_domain(group_span: int, domain_ranks: int) -> bool:
     return group_span > domain_ranks or domain_ranks % group_span != 0
 
 
+def _fabric(span: int, ranks_per_node: int, domain_ranks: int) -> Fabric:
+    """The fabric a contiguous, aligned block of ``span`` ranks crosses."""
+    if not _crosses_domain(span, ranks_per_node):
+        return FABRIC_INSTANCE
+    if domain_ranks > ranks_per_node and not _crosses_domain(span, domain_ranks):
+        return FABRIC_ULTRASERVER
+    return FABRIC_EFA
+
+
 def plan_training(
-    instance_type: str,
+    instance_type: str | NeuronInstance,
     nodes: int,
     tensor_parallel: int,
     pipeline_parallel: int = 1,
     logical_nc_config: int | None = None,
     *,
+    expert_parallel: int = 1,
+    ultraserver_capacity: bool = False,
     allow_unlisted_tp: bool = False,
 ) -> TrainingPlan:
     """Plan a distributed training job and refuse layouts that cannot work.
 
+    Ranks are ordered ``[PP, DP, TP]`` row-major (NXD-PS), with expert parallelism (EP) carved out
+    of data parallelism: the EP ranks of a TP position are ``expert_parallel`` neighbouring
+    DP replicas, so one TP x EP group is ``tensor_parallel x expert_parallel`` contiguous ranks.
+    Tensor-parallel and expert-parallel groups must fit one NeuronLink domain; pipeline and data
+    parallelism may cross EFA.
+
     Refuses (with :class:`NeuronConfigError` naming the field): inference instances; ``nodes`` < 1;
-    multi-node on an instance without EFA (trn1.2xlarge); TP larger than one instance's cores; a
-    world size not divisible by TP x PP; a ``logical_nc_config`` on non-Trn2 instances; trn2 TP
-    degrees neuronx-distributed cannot form (TP 8 at LNC=2, TP 16 at LNC=1); and, unless
-    ``allow_unlisted_tp``, any TP degree the catalog does not list for the instance
-    (``catalog.TRAINING_TP_DEGREES``: 1, 2, 4, 8 and 32 on trn1/trn1n; at LNC=2 1, 4, 16, 32 and 64
-    on trn2), which includes every TP whose groups would straddle instances.
+    multi-node on an instance without EFA (trn1.2xlarge); a Trn3 plan without ``logical_nc_config``
+    (its default LNC is unpublished); TP or TP x EP larger than one NeuronLink domain, or whose
+    groups would straddle domains; a domain that spans instances (4 trn2u.48xlarge, 4 or 36 Trn3
+    servers) without ``ultraserver_capacity=True``; ``ultraserver_capacity`` on a type that is no
+    UltraServer server; a node count that is not a whole number of TP x EP groups; a world size not
+    divisible by TP x PP, or a DP degree not divisible by EP; a ``logical_nc_config`` where LNC does
+    not apply; trn2 TP degrees neuronx-distributed cannot form (TP 8 at LNC=2, TP 16 at LNC=1); and,
+    unless ``allow_unlisted_tp``, any TP degree the catalog does not list for the instance
+    (``catalog.TRAINING_TP_DEGREES``).
+
+    ``ultraserver_capacity``: the nodes come from whole UltraServers (an UltraServer Capacity Block,
+    ``Capacity.ultraserver_capacity_block``), so TP and EP groups may span the servers of one
+    UltraServer; the topology-aware launcher puts each group inside one UltraServer or refuses to
+    start. Default False: every instance is its own domain.
 
     ``allow_unlisted_tp``: an explicit opt-in to an unlisted degree that no source says is broken,
     e.g. TP 16 on trn1 or TP 12, whose groups straddle instances and run their collectives over EFA
-    (the plan then says so in ``efa_dimensions`` and ``notes``). You take on checking that
-    neuronx-distributed and the runtime form those groups. Default False.
+    (the plan then says so in ``efa_dimensions`` and ``notes``). It never lets a group straddle an
+    UltraServer. Default False.
 
-    Trn2 UltraServer: four trn2u.48xlarge share one NeuronLink-v3 domain (TRN2-ARCH), but AWS Batch
-    does not place a job's nodes by UltraServer and the Neuron runtime needs a topology-aware
-    launcher to use it (US-EKS). Until cdk-neuron has one, every instance is planned as its own
-    NeuronLink domain: TP must stay within one trn2u.48xlarge (refused otherwise, whatever
-    ``allow_unlisted_tp``), and data/pipeline traffic between nodes is counted as EFA traffic.
-
-    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit on
-    different instances, for the ``[PP, DP, TP]`` rank order above.
+    ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit in
+    different NeuronLink domains; ``group_fabrics`` names the fabric of every dimension.
     """
     instance = get_training_instance(instance_type)
     nodes = _positive_int("nodes", nodes)
     tp = _positive_int("tensor_parallel", tensor_parallel)
     pp = _positive_int("pipeline_parallel", pipeline_parallel)
-    if not isinstance(allow_unlisted_tp, bool):
-        raise NeuronConfigError("allow_unlisted_tp", allow_unlisted_tp, "use True or False")
+    ep = _positive_int("expert_parallel", expert_parallel)
+    for flag, setting in (
+        ("allow_unlisted_tp", allow_unlisted_tp),
+        ("ultraserver_capacity", ultraserver_capacity),
+    ):
+        if not isinstance(setting, bool):
+            raise NeuronConfigError(flag, setting, "use True or False")
     if logical_nc_config is not None and not instance.supports_logical_nc_config:
         raise NeuronConfigError(
             "logical_nc_config",
             logical_nc_config,
-            f"LNC applies only to Trn2 instances; leave it unset for {instance.name}",
+            f"LNC applies only to Trn2 and Trn3 instances; leave it unset for {instance.name}",
+        )
+    if logical_nc_config is None and not instance.is_known("default_logical_nc_config"):
+        raise NeuronConfigError(
+            "logical_nc_config",
+            None,
+            f"the default logical NeuronCore config of {instance.name} is not published (LNC: 1 or 2 apply "
+            "to Trn3, the default is stated for Trn2 only); pass logical_nc_config=1 or 2",
+        )
+    if ultraserver_capacity and not instance.is_ultraserver:
+        servers = [n for n in known_instances("training") if INSTANCES[n].is_ultraserver]
+        raise NeuronConfigError(
+            "ultraserver_capacity",
+            True,
+            f"{instance.name} is not a server of an UltraServer; UltraServers are made of {one_of(servers)}",
         )
     lnc = instance.default_logical_nc_config if logical_nc_config is None else logical_nc_config
     ranks_per_node = instance.neuron_cores_at(lnc)
     at_lnc = f" at LNC={lnc}" if lnc else ""
+    domain_instances = instance.neuronlink_domain_instances if ultraserver_capacity else 1
+    domain_ranks = ranks_per_node * domain_instances
 
     if nodes > 1 and not instance.supports_efa:
         efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
@@ -152,30 +222,25 @@ def plan_training(
             f"{instance.name} has no EFA, so it cannot run multi-node jobs; use nodes=1 or one of {one_of(efa_types)}",
         )
 
-    listed = training_tp_degrees(instance.name, lnc)
+    listed = training_tp_degrees(instance, lnc)
     if tp > ranks_per_node:
-        if instance.is_ultraserver:
-            raise NeuronConfigError(
-                "tensor_parallel",
-                tp,
-                f"TP {tp} spans {math.ceil(tp / ranks_per_node)} {instance.name} instances. Four of them form "
-                "a Trn2 UltraServer over NeuronLink, but AWS Batch does not place nodes by UltraServer, so "
-                "nothing guarantees a job's nodes share one; TP must stay within one instance for now "
-                f"(TP <= {ranks_per_node}{at_lnc}: one of {', '.join(map(str, listed))}); scale with PP/DP",
-            )
-        raise NeuronConfigError(
+        _check_spanning_group(
             "tensor_parallel",
             tp,
-            f"exceeds the {ranks_per_node} NeuronCores of one NeuronLink domain (one {instance.name}){at_lnc}; "
-            f"use one of {', '.join(map(str, listed))} and scale with PP/DP",
+            f"TP {tp}",
+            tp,
+            instance,
+            ranks_per_node,
+            domain_ranks,
+            ultraserver_capacity,
+            at_lnc,
+            listed,
         )
-    broken = training_tp_unsupported(instance.name, lnc)
+    broken = training_tp_unsupported(instance, lnc)
     if tp in broken:
         other = 3 - lnc if lnc else None
         elsewhere = (
-            f" or LNC={other}"
-            if other is not None and tp in training_tp_degrees(instance.name, other)
-            else ""
+            f" or LNC={other}" if other is not None and tp in training_tp_degrees(instance, other) else ""
         )
         raise NeuronConfigError(
             "tensor_parallel",
@@ -183,8 +248,15 @@ def plan_training(
             f"neuronx-distributed does not support TP {tp}{at_lnc} on {instance.name} "
             f"(replica groups cannot be formed, NXD-PS); use one of {', '.join(map(str, listed))}{elsewhere}",
         )
+    if tp > ranks_per_node and _crosses_domain(tp, domain_ranks):
+        raise NeuronConfigError(
+            "tensor_parallel",
+            tp,
+            f"TP {tp} groups would straddle {instance.name} UltraServers ({domain_ranks} ranks each{at_lnc}); "
+            f"TP groups must fit one NeuronLink domain: use a TP that divides {domain_ranks}",
+        )
     if tp not in listed and not allow_unlisted_tp:
-        straddles = ranks_per_node % tp != 0
+        straddles = ranks_per_node % tp != 0 and tp < ranks_per_node
         why = (
             f"its groups would straddle {instance.name} instances and run their collectives over EFA"
             if straddles
@@ -209,38 +281,91 @@ def plan_training(
             f"TP x PP = {tp} x {pp}; choose TP and PP whose product divides {world}",
         )
     dp = world // (tp * pp)
+    if dp % ep:
+        raise NeuronConfigError(
+            "expert_parallel",
+            ep,
+            f"expert parallelism is carved out of data parallelism: DP {dp} is not divisible by EP {ep}",
+        )
+    group = tp * ep
+    if ep > 1 and _crosses_domain(group, domain_ranks):
+        if group > ranks_per_node:
+            _check_spanning_group(
+                "expert_parallel",
+                ep,
+                f"TP x EP = {group}",
+                group,
+                instance,
+                ranks_per_node,
+                domain_ranks,
+                ultraserver_capacity,
+                at_lnc,
+                None,
+            )
+        raise NeuronConfigError(
+            "expert_parallel",
+            ep,
+            f"TP x EP = {tp} x {ep} = {group} ranks per expert-parallel group would straddle NeuronLink domains "
+            f"of {domain_ranks} ranks on {instance.name}{at_lnc}; expert-parallel groups must fit one domain: "
+            f"choose EP so that TP x EP divides {domain_ranks}",
+        )
+    span = -(-group // ranks_per_node)
+    if span > 1 and nodes % span:
+        raise NeuronConfigError(
+            "nodes",
+            nodes,
+            f"each TP x EP group spans {span} {instance.name} instances of one UltraServer, so the nodes must "
+            f"be a whole number of groups: use a multiple of {span}",
+        )
 
-    # Only one instance is guaranteed to be one NeuronLink domain (see the docstring).
-    domain_ranks = ranks_per_node
     notes: list[str] = []
     tp_inside = not _crosses_domain(tp, domain_ranks)
     if not tp_inside:
         notes.append(
-            f"TP {tp} does not divide the {domain_ranks} cores of one instance: some TP groups straddle "
+            f"TP {tp} does not divide the {domain_ranks} cores of one NeuronLink domain: some TP groups straddle "
             "instances and their collectives cross EFA (allowed by allow_unlisted_tp)"
         )
     elif tp not in listed:
         notes.append(f"TP {tp} is not a documented degree on {instance.name}{at_lnc} (allow_unlisted_tp)")
-    if instance.is_ultraserver and nodes > 1:
+    if instance.is_ultraserver and nodes > 1 and not ultraserver_capacity:
         notes.append(
-            f"{instance.name} nodes are planned as separate NeuronLink domains: AWS Batch does not place "
-            "them by UltraServer, so traffic between nodes is counted as EFA traffic"
+            f"{instance.name} nodes are planned as separate NeuronLink domains: without UltraServer capacity "
+            "(ultraserver_capacity=True) nothing guarantees they share an UltraServer, so traffic between nodes "
+            "is counted as EFA traffic"
         )
-    if lnc is not None and tp in _TRN2_LOGIC2_TP[lnc]:
+    if ultraserver_capacity and nodes > 1:
+        ultra = instance.ultraserver_type
+        assert ultra is not None
+        notes.append(
+            f"{ultra.name}: every {domain_instances} nodes in the launcher's topology order share one "
+            f"{ultra.interconnect} domain; the launcher refuses nodes that do not allow the plan"
+        )
+    if (
+        lnc is not None
+        and lnc in _TRN2_LOGIC2_TP
+        and instance.chip == "trainium2"
+        and tp in _TRN2_LOGIC2_TP[lnc]
+    ):
         notes.append(
             f"TP {tp} at LNC={lnc} uses neuronx-distributed's alternative replica-group logic (Logic2)"
         )
     if instance.chip == "trainium" and tp == 4:
         notes.append("trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE")
 
-    efa: list[str] = []
-    if nodes > 1:
-        if pp > 1:
-            efa.append("pipeline")
-        if dp > 1 and _crosses_domain(dp * tp, domain_ranks):
-            efa.append("data")
+    fabrics: list[tuple[str, Fabric]] = []
+    if tp > 1:
+        fabrics.append(("tensor", _fabric(tp, ranks_per_node, domain_ranks)))
+    if ep > 1:
+        fabrics.append(("expert", _fabric(group, ranks_per_node, domain_ranks)))
+    if dp > 1:
+        fabrics.append(("data", _fabric(dp * tp, ranks_per_node, domain_ranks)))
+    if pp > 1:
+        fabrics.append(("pipeline", _fabric(world, ranks_per_node, domain_ranks)))
+    efa = [d for d in ("pipeline", "data") if dict(fabrics).get(d) == FABRIC_EFA]
     if not tp_inside:
         efa.append("tensor")
+    if dict(fabrics).get("expert") == FABRIC_EFA:
+        efa.append("expert")
     return TrainingPlan(
         instance_type=instance.name,
         nodes=nodes,
@@ -250,12 +375,58 @@ def plan_training(
         world_size=world,
         ranks_per_node=ranks_per_node,
         logical_nc_config=lnc,
-        neuronlink_domain_instances=1,
+        neuronlink_domain_instances=domain_instances,
         tp_within_neuronlink=tp_inside,
         efa_dimensions=tuple(efa),
         notes=tuple(notes),
         allow_unlisted_tp=allow_unlisted_tp,
+        expert_parallel=ep,
+        ultraserver_capacity=ultraserver_capacity,
+        group_fabrics=tuple(fabrics),
     )
+
+
+def _check_spanning_group(
+    field: str,
+    value: int,
+    what: str,
+    width: int,
+    instance: NeuronInstance,
+    ranks_per_node: int,
+    domain_ranks: int,
+    ultraserver_capacity: bool,
+    at_lnc: str,
+    listed: tuple[int, ...] | None,
+) -> None:
+    """Refuse a TP (or TP x EP) group wider than one instance unless an UltraServer guarantees its domain."""
+    spans = math.ceil(width / ranks_per_node)
+    hint = f"use one of {', '.join(map(str, listed))} and scale with PP/DP" if listed else "lower EP or TP"
+    if not instance.is_ultraserver:
+        raise NeuronConfigError(
+            field,
+            value,
+            f"{'' if field == 'tensor_parallel' else what + ' '}exceeds the {ranks_per_node} NeuronCores of one "
+            f"NeuronLink domain (one {instance.name})"
+            f"{at_lnc}; {hint}",
+        )
+    ultra = instance.ultraserver_type
+    assert ultra is not None
+    if not ultraserver_capacity:
+        raise NeuronConfigError(
+            field,
+            value,
+            f"{what} spans {spans} {instance.name} instances. {ultra.servers} of them form a {ultra.name} over "
+            f"{ultra.interconnect}, but only UltraServer capacity guarantees a job's nodes share one: buy an "
+            "UltraServer Capacity Block (Capacity.ultraserver_capacity_block) and plan with "
+            f"ultraserver_capacity=True, or keep it within one instance ({ranks_per_node} ranks{at_lnc}); {hint}",
+        )
+    if width > domain_ranks:
+        raise NeuronConfigError(
+            field,
+            value,
+            f"{what} exceeds the {domain_ranks} NeuronCores of one {ultra.name}{at_lnc} "
+            f"({ultra.servers} x {instance.name}); groups must fit one NeuronLink domain",
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -809,6 +980,10 @@ __all__ = [
     "BYTES_PER_DTYPE",
     "DEFAULT_HEADROOM",
     "DEFAULT_HOST_MEMORY_HEADROOM",
+    "DIMENSIONS",
+    "FABRIC_EFA",
+    "FABRIC_INSTANCE",
+    "FABRIC_ULTRASERVER",
     "ServingPlan",
     "TrainingPlan",
     "kv_cache_bytes",

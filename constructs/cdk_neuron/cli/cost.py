@@ -20,8 +20,9 @@ from typing import Any
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
 from cdk_neuron.cli.output import Column, ColumnKind, Report, document, usd
+from cdk_neuron.cli.plan import omitted
 from cdk_neuron.cli.pricing import SERVICE_QUERIES, PriceBook, regional
-from cdk_neuron.deployment import Deployment
+from cdk_neuron.deployment import CheckpointSizing, Deployment, ServingDeployment
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
 
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates (8,760 h / 12)
@@ -161,6 +162,9 @@ def _times(count: int, price: catalog.Price | None) -> float | None:
 
 def _price_basis(name: str, price: catalog.Price | None) -> str:
     if price is None:
+        reason = catalog.UNPRICED.get(name)
+        if reason is not None:
+            return f"unknown: {reason} (looked {catalog.UNKNOWN_LOOKED}); UltraServer Capacity Blocks are quoted at purchase"
         return f"no price on record for {name}"
     note = f"; {price.note}" if price.note else ""
     return f"${price.usd_per_hour:,.4f}/h {name} ({price.source}, {price.region}{note})"
@@ -185,8 +189,10 @@ def _total(lines: Sequence[Line]) -> dict[str, Any]:
     }
 
 
-def _serving_price(env: Deployment, plan: ServingPlan, prices: PriceBook) -> tuple[str, catalog.Price | None]:
-    sagemaker = env.serving.backend == "sagemaker"
+def _serving_price(
+    serving: ServingDeployment, plan: ServingPlan, prices: PriceBook
+) -> tuple[str, catalog.Price | None]:
+    sagemaker = serving.backend == "sagemaker"
     name = f"ml.{plan.instance_type}" if sagemaker else plan.instance_type
     return name, prices.instance(plan.instance_type, sagemaker=sagemaker)
 
@@ -273,6 +279,16 @@ def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> li
             [alarm, dashboard],
         ),
     ]
+    if standing.log_groups or standing.flow_logs:
+        lines.append(
+            Line(
+                "CloudWatch Logs groups and VPC flow logs",
+                f"{standing.log_groups} log group{'s' if standing.log_groups != 1 else ''}, "
+                f"{standing.flow_logs} flow log{'s' if standing.flow_logs != 1 else ''}",
+                0.0,
+                "not priced: billed per GB ingested and stored, which the templates do not say",
+            )
+        )
     if standing.load_balancers:
         count = standing.load_balancers
         alb = _service_price(prices, "alb_hour")
@@ -281,17 +297,19 @@ def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> li
                 env, "application load balancer", str(count), count * alb.usd_per_hour, _rate(alb, "h"), [alb]
             )
         )
-    ckpt = env.training.checkpoint
+    ckpt = _checkpoint(env)
     if ckpt is None:
-        lines.append(
-            Line(
-                "EFS checkpoints",
-                "unknown",
-                0.0,
-                "no training.checkpoint in cdk.json: storage not estimated",
-                stored_data=True,
+        if env.training is not None:
+            lines.append(
+                Line(
+                    "EFS checkpoints",
+                    "unknown",
+                    0.0,
+                    "no checkpoint model size (training.checkpoint, or the checkpoint store's "
+                    "model_parameters): storage not estimated",
+                    stored_data=True,
+                )
             )
-        )
     else:
         size_gb = estimate_checkpoint(ckpt.model_parameters, writers=ckpt.writers, region=env.region).size_gb
         stored = size_gb * KEPT_CHECKPOINTS
@@ -317,6 +335,8 @@ def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> li
                 stored_data=True,
             )
         )
+    if env.training is None:
+        return lines  # the compile cache is the training cluster's
     s3 = _service_price(prices, "s3_standard_gb_month")
     lines.append(
         _priced(
@@ -332,8 +352,14 @@ def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> li
     return lines
 
 
-def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
+def _checkpoint(env: Deployment) -> CheckpointSizing | None:
+    return env.training.checkpoint if env.training is not None else None
+
+
+def _idle_training_line(env: Deployment, prices: PriceBook) -> Line | None:
     training = env.training
+    if training is None:
+        return None
     price = prices.ec2(training.instance_type)
     kind = training.capacity.kind
     if kind in ("reservation", "reservation-group"):
@@ -346,9 +372,11 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
             + _price_basis(training.instance_type, price),
             [price],
         )
-    if kind == "capacity-block":
+    if kind in ("capacity-block", "ultraserver-capacity-block"):
         return Line(
-            "training Capacity Block",
+            "training UltraServer Capacity Block"
+            if kind == "ultraserver-capacity-block"
+            else "training Capacity Block",
             "prepaid",
             0.0,
             "the Capacity Block fee is paid up front at purchase (Amazon EC2 Capacity Blocks for ML pricing, "
@@ -362,53 +390,81 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line:
     )
 
 
+def instance_price_line(instance_type: str, count: int, prices: PriceBook | None = None) -> dict[str, Any]:
+    """``count`` instances of ``instance_type`` at the dated (or live) On-Demand price, or "unknown"
+    where no source publishes one (Trn3 servers, trn2u.48xlarge: ``catalog.UNPRICED``)."""
+    book = prices or PriceBook()
+    price = book.ec2(instance_type)
+    return Line(
+        "instances",
+        f"{count} x {instance_type}",
+        _times(count, price),
+        _price_basis(instance_type, price),
+        price_region=price.region if price else None,
+    ).as_dict()
+
+
 def idle(env: Deployment, prices: PriceBook) -> list[Line]:
-    plan = env.serving.plan
-    name, price = _serving_price(env, plan, prices)
-    serving = _priced(
-        env,
-        "serving instances (minimum)",
-        f"{env.serving.min_capacity} x {name}",
-        _times(env.serving.min_capacity, price),
-        _price_basis(name, price),
-        [price] if env.serving.min_capacity else [],
-    )
-    return [_idle_training_line(env, prices), serving, *infrastructure_lines(env, prices)]
+    lines = []
+    training = _idle_training_line(env, prices)
+    if training is not None:
+        lines.append(training)
+    serving = env.serving
+    if serving is not None:
+        name, price = _serving_price(serving, serving.plan, prices)
+        lines.append(
+            _priced(
+                env,
+                "serving instances (minimum)",
+                f"{serving.min_capacity} x {name}",
+                _times(serving.min_capacity, price),
+                _price_basis(name, price),
+                [price] if serving.min_capacity else [],
+            )
+        )
+    return [*lines, *infrastructure_lines(env, prices)]
 
 
 def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
+    lines = []
     training = env.training
-    train_price = prices.ec2(training.instance_type)
-    plan = env.serving.plan
-    name, serving_price = _serving_price(env, plan, prices)
-    cb = (
-        " (Capacity Block: the block fee replaces this on-demand rate)"
-        if training.capacity.kind == "capacity-block"
-        else ""
-    )
-    return [
-        _priced(
-            env,
-            "training nodes (max_nodes)",
-            f"{training.max_nodes} x {training.instance_type}",
-            _times(training.max_nodes, train_price),
-            _price_basis(training.instance_type, train_price) + cb,
-            [train_price],
-        ),
-        _priced(
-            env,
-            "serving instances (max_capacity)",
-            f"{env.serving.max_capacity} x {name}",
-            _times(env.serving.max_capacity, serving_price),
-            _price_basis(name, serving_price),
-            [serving_price],
-        ),
-        *infrastructure_lines(env, prices),
-    ]
+    if training is not None:
+        train_price = prices.ec2(training.instance_type)
+        cb = (
+            " (Capacity Block: the block fee replaces this on-demand rate)"
+            if training.capacity.is_capacity_block
+            else ""
+        )
+        lines.append(
+            _priced(
+                env,
+                "training nodes (max_nodes)",
+                f"{training.max_nodes} x {training.instance_type}",
+                _times(training.max_nodes, train_price),
+                _price_basis(training.instance_type, train_price) + cb,
+                [train_price],
+            )
+        )
+    serving = env.serving
+    if serving is not None:
+        name, serving_price = _serving_price(serving, serving.plan, prices)
+        lines.append(
+            _priced(
+                env,
+                "serving instances (max_capacity)",
+                f"{serving.max_capacity} x {name}",
+                _times(serving.max_capacity, serving_price),
+                _price_basis(name, serving_price),
+                [serving_price],
+            )
+        )
+    return [*lines, *infrastructure_lines(env, prices)]
 
 
 def training_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any]]:
     """The max_nodes Trainium cluster against GPU clusters, per cluster-hour, on two bases."""
+    if env.training is None:
+        return []
     trn = catalog.get_instance(env.training.instance_type)
     nodes = env.training.max_nodes
     trn_price = prices.ec2(trn.name)
@@ -453,12 +509,15 @@ def _gpu_fit(total_gib: float, gpu: catalog.GpuInstance) -> int | None:
 
 def serving_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any]]:
     """The serving fleet at max_capacity against the cheapest-per-replica GPU instance of each family."""
-    plan = env.serving.plan
+    serving = env.serving
+    if serving is None:
+        return []
+    plan = serving.plan
     total_gib = plan.weights_gib + plan.kv_cache_gib
-    replicas = env.serving.max_capacity * plan.replicas_per_instance
+    replicas = serving.max_capacity * plan.replicas_per_instance
     # The comparison is EC2 against EC2, also for the SageMaker backend (whose ml.* premium is in the totals).
     neuron_price = prices.ec2(plan.instance_type)
-    neuron_hourly = _times(env.serving.max_capacity, neuron_price)
+    neuron_hourly = _times(serving.max_capacity, neuron_price)
     rows = [
         {
             "family": plan.instance_type.split(".")[0],
@@ -468,7 +527,7 @@ def serving_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any
             "usd_per_replica_hour": _round(
                 None if neuron_price is None else neuron_price.usd_per_hour / plan.replicas_per_instance
             ),
-            "instances_for_fleet": env.serving.max_capacity,
+            "instances_for_fleet": serving.max_capacity,
             "usd_per_hour": _round(neuron_hourly),
             "relative_to_neuron": 1.0 if neuron_hourly else None,
         }
@@ -526,14 +585,13 @@ def _price_origin(env: Deployment, prices: PriceBook) -> str:
         )
     sagemaker = (
         f"; SageMaker ml.* prices from a table dated {_sagemaker_prices_date()}"
-        if env.serving.backend == "sagemaker"
+        if env.serving is not None and env.serving.backend == "sagemaker"
         else ""
     )
     return f"On-demand Linux prices from the catalog table dated {prices.date}{sagemaker}."
 
 
 def assumptions(env: Deployment, prices: PriceBook) -> list[str]:
-    plan = env.serving.plan
     services, azs = interface_endpoints(env)
     out = [
         f"Monthly = hourly x {HOURS_PER_MONTH} h. {_price_origin(env, prices)}",
@@ -546,14 +604,21 @@ def assumptions(env: Deployment, prices: PriceBook) -> list[str]:
         f"EFS holds {KEPT_CHECKPOINTS} checkpoints; S3 holds a {COMPILE_CACHE_GB} GB compile cache. Excluded: data "
         "transfer, NAT/endpoint data processing, load balancer LCUs, EFS throughput charges, EBS root volumes, "
         "CloudWatch Logs and custom metrics, backups.",
-        "Training GPU comparison: price per cluster-hour only, assuming equal wall-clock time on either basis "
-        "(same node count; enough GPU memory to hold what the Trainium cluster's HBM holds). Throughput is "
-        "not modelled: measure your model before deciding.",
-        f"Serving GPU comparison: the same model ({plan.weights_gib + plan.kv_cache_gib:.1f} GiB of weights and "
-        f"KV cache) with the planner's {DEFAULT_HEADROOM:.0%} memory headroom per device; equal throughput per "
-        "replica assumed, not measured. EC2 prices on both sides.",
     ]
-    if env.serving.warm_pool:
+    if env.training is not None:
+        out.append(
+            "Training GPU comparison: price per cluster-hour only, assuming equal wall-clock time on either "
+            "basis (same node count; enough GPU memory to hold what the Trainium cluster's HBM holds). "
+            "Throughput is not modelled: measure your model before deciding."
+        )
+    if env.serving is not None:
+        plan = env.serving.plan
+        out.append(
+            f"Serving GPU comparison: the same model ({plan.weights_gib + plan.kv_cache_gib:.1f} GiB of weights "
+            f"and KV cache) with the planner's {DEFAULT_HEADROOM:.0%} memory headroom per device; equal "
+            "throughput per replica assumed, not measured. EC2 prices on both sides."
+        )
+    if env.serving is not None and env.serving.warm_pool:
         out.append("Warm pool instances are stopped: only their EBS volumes bill; not included.")
     elsewhere = _other_region_items(env, prices)
     if elsewhere:
@@ -574,7 +639,11 @@ def _other_region_items(env: Deployment, prices: PriceBook) -> list[str]:
 
 def ec2_types(env: Deployment) -> set[str]:
     """Every EC2 instance type the estimate prices (for ``--live-prices``)."""
-    types = {env.training.instance_type, env.serving.resolved_instance_type, *catalog.GPU_INSTANCES}
+    types = set(catalog.GPU_INSTANCES)
+    if env.training is not None:
+        types.add(env.training.instance_type)
+    if env.serving is not None:
+        types.add(env.serving.resolved_instance_type)
     if env.network.nat_instance_type is not None:
         types.add(env.network.nat_instance_type)
     return types
@@ -582,7 +651,10 @@ def ec2_types(env: Deployment) -> set[str]:
 
 def sagemaker_types(env: Deployment) -> set[str]:
     """The SageMaker hosting types the estimate prices (for ``--live-prices``)."""
-    return {env.serving.resolved_instance_type} if env.serving.backend == "sagemaker" else set()
+    serving = env.serving
+    return (
+        {serving.resolved_instance_type} if serving is not None and serving.backend == "sagemaker" else set()
+    )
 
 
 def service_keys(env: Deployment) -> set[str]:
@@ -602,8 +674,12 @@ def service_keys(env: Deployment) -> set[str]:
 
 
 def _claims_for(env: Deployment) -> list[dict[str, str]]:
-    chip = catalog.get_instance(env.training.instance_type).chip
-    families = {"trn2" if chip == "trainium2" else "trn1", "inf2"}
+    families = set()
+    if env.training is not None:
+        chip = catalog.get_instance(env.training.instance_type).chip
+        families.add("trn2" if chip == "trainium2" else "trn1")
+    if env.serving is not None:
+        families.add("inf2")
     return [
         {"claim": c.claim, "source": c.source, "status": c.status} for c in CLAIMS if c.applies_to in families
     ]
@@ -622,6 +698,7 @@ def _summary(
         "complete": section_idle["complete"] and section_full["complete"],
         "prices": "live" if prices.is_live else "table",
         "other_region_lines": _other_region_items(env, prices),
+        "omitted": omitted(env),
     }
 
 
@@ -645,6 +722,7 @@ def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None
                     "training": training_comparison(env, prices),
                     "serving": serving_comparison(env, prices),
                 },
+                "omitted": omitted(env),
                 "assumptions": assumptions(env, prices),
                 "claims": _claims_for(env),
             }
@@ -692,6 +770,8 @@ def render_summary(doc: dict[str, Any], out: Report) -> None:
     if any(not r["complete"] for r in rows):
         notes.append("* a price is missing: the total is a lower bound (see --details).")
     for r in rows:
+        for part in r.get("omitted", []):
+            notes.append(f"{r['name']}: {part.split(':')[0]}: not priced")
         if r["other_region_lines"]:
             notes.append(
                 f"{r['name']}: {len(r['other_region_lines'])} line(s) are us-east-1 prices applied to "
@@ -733,27 +813,31 @@ def render_details(env: dict[str, Any], out: Report) -> None:
     _lines_table(out, f"{name}: idle (minimum capacity)", env["idle"])
     _lines_table(out, f"{name}: full scale (max nodes, max fleet)", env["full_scale"])
     comparison = env["gpu_comparison"]
-    out.table(
-        f"{name}: training cluster vs GPU clusters (per cluster-hour)",
-        (Column("instance", "id"), Column("basis"), Column("nodes", "id"), Column("accelerator memory"),
-         Column("$/hour", _MONEY), Column("vs Neuron", "id")),
-        (
-            (r["instance_type"], r["basis"], r["nodes"], f"{r['accelerator_memory_gib']:,} GiB",
-             usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
-            for r in comparison["training"]
-        ),
-    )  # fmt: skip
-    out.table(
-        f"{name}: serving fleet at max capacity vs GPU instances",
-        (Column("instance"), Column("TP", "id"), Column("replicas per instance"), Column("$ per replica-hour", _MONEY),
-         Column("instances", "id"), Column("$/hour", _MONEY), Column("vs Neuron", "id")),
-        (
-            (r["instance_type"] or f"{r['family']}: none fits", r["tensor_parallel"],
-             r["replicas_per_instance"], usd(r["usd_per_replica_hour"]), r["instances_for_fleet"],
-             usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
-            for r in comparison["serving"]
-        ),
-    )  # fmt: skip
+    for part in env.get("omitted", []):
+        out.line(f"{name}: {part.split(':')[0]}: its lines and GPU comparison are omitted")
+    if comparison["training"]:
+        out.table(
+            f"{name}: training cluster vs GPU clusters (per cluster-hour)",
+            (Column("instance", "id"), Column("basis"), Column("nodes", "id"), Column("accelerator memory"),
+             Column("$/hour", _MONEY), Column("vs Neuron", "id")),
+            (
+                (r["instance_type"], r["basis"], r["nodes"], f"{r['accelerator_memory_gib']:,} GiB",
+                 usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
+                for r in comparison["training"]
+            ),
+        )  # fmt: skip
+    if comparison["serving"]:
+        out.table(
+            f"{name}: serving fleet at max capacity vs GPU instances",
+            (Column("instance"), Column("TP", "id"), Column("replicas per instance"), Column("$ per replica-hour", _MONEY),
+             Column("instances", "id"), Column("$/hour", _MONEY), Column("vs Neuron", "id")),
+            (
+                (r["instance_type"] or f"{r['family']}: none fits", r["tensor_parallel"],
+                 r["replicas_per_instance"], usd(r["usd_per_replica_hour"]), r["instances_for_fleet"],
+                 usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
+                for r in comparison["serving"]
+            ),
+        )  # fmt: skip
     out.notes("Assumptions", env["assumptions"])
     out.notes(
         "Claims (not used in the arithmetic above)",
@@ -780,4 +864,144 @@ def render(doc: dict[str, Any], *, details: bool = False) -> Report:
                 else "cdk-neuron cost --details"
             ],
         )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# cost --diff OLD NEW: what a change adds per hour, in the manner of infracost
+# --------------------------------------------------------------------------------------------
+
+_SCALES = (("idle", "idle"), ("full_scale", "full scale"))
+
+
+def _signed(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return ("+" if value > 0 else "-" if value < 0 else "") + usd(abs(value))
+
+
+def _line_changes(old: Sequence[Line], new: Sequence[Line]) -> tuple[list[dict[str, Any]], float, bool]:
+    """Changed lines (by item), the hourly change, and whether every changed line was priced."""
+    before = {line.item: line for line in old}
+    after = {line.item: line for line in new}
+    rows: list[dict[str, Any]] = []
+    total, complete = 0.0, True
+    for item in [*after, *(i for i in before if i not in after)]:
+        was, now = before.get(item), after.get(item)
+        old_hourly = None if was is None else was.usd_per_hour
+        new_hourly = None if now is None else now.usd_per_hour
+        if (was is None or old_hourly is not None) and (now is None or new_hourly is not None):
+            change: float | None = (new_hourly or 0.0) - (old_hourly or 0.0)
+        else:
+            change, complete = None, False
+        old_quantity = None if was is None else was.quantity
+        new_quantity = None if now is None else now.quantity
+        # Unchanged, or a line that comes or goes at no cost ("interface VPC endpoints: none").
+        if change == 0 and (old_quantity == new_quantity or was is None or now is None):
+            continue
+        total += change or 0.0
+        rows.append(
+            {
+                "item": item,
+                "old_quantity": old_quantity,
+                "new_quantity": new_quantity,
+                "old_usd_per_hour": _round(old_hourly) if was is not None else None,
+                "new_usd_per_hour": _round(new_hourly) if now is not None else None,
+                "change_usd_per_hour": _round(change),
+                "change_usd_per_month": None if change is None else round(change * HOURS_PER_MONTH, 2),
+            }
+        )
+    return rows, total, complete
+
+
+def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> dict[str, Any]:
+    """Per environment and line, the hourly and monthly change from ``old`` to ``new`` (table prices)."""
+    prices = PriceBook()
+    before = {env.name: env for env in old}
+    after = {env.name: env for env in new}
+    names = [*after, *(name for name in before if name not in after)]
+    environments = []
+    totals = {key: 0.0 for key, _ in _SCALES}
+    complete = True
+    for name in names:
+        was, now = before.get(name), after.get(name)
+        either = now if now is not None else before[name]
+        entry: dict[str, Any] = {
+            "name": name,
+            "region": either.region,
+            "status": "added" if was is None else "removed" if now is None else "changed",
+        }
+        for key, _ in _SCALES:
+            lines = idle if key == "idle" else full_scale
+            rows, change, priced = _line_changes(
+                [] if was is None else lines(was, prices), [] if now is None else lines(now, prices)
+            )
+            complete = complete and priced
+            totals[key] += change
+            entry[key] = {
+                "lines": rows,
+                "change_usd_per_hour": round(change, 4),
+                "change_usd_per_month": round(change * HOURS_PER_MONTH, 2),
+            }
+        if (
+            was is not None
+            and now is not None
+            and not entry["idle"]["lines"]
+            and not entry["full_scale"]["lines"]
+        ):
+            entry["status"] = "unchanged"
+        environments.append(entry)
+    return document(
+        "cost-diff",
+        prices_date=catalog.PRICES_DATE,
+        hours_per_month=HOURS_PER_MONTH,
+        environments=environments,
+        total={
+            key: {
+                "change_usd_per_hour": round(totals[key], 4),
+                "change_usd_per_month": round(totals[key] * HOURS_PER_MONTH, 2),
+            }
+            for key, _ in _SCALES
+        },
+        complete=complete,
+        summary=diff_summary(totals),
+    )
+
+
+def diff_summary(totals: dict[str, float]) -> str:
+    parts = [
+        f"{label} {_signed(totals[key])}/hour ({_signed(totals[key] * HOURS_PER_MONTH)}/month)"
+        for key, label in _SCALES
+    ]
+    return "Cost change: " + "; ".join(parts)
+
+
+def render_diff(doc: dict[str, Any]) -> Report:
+    out = Report()
+    for env in doc["environments"]:
+        status = "" if env["status"] == "changed" else f" ({env['status']})"
+        for key, label in _SCALES:
+            lines = env[key]["lines"]
+            if not lines:
+                continue
+            out.table(
+                f"{env['name']}{status}: {label}",
+                (Column("item"), Column("was"), Column("now"), Column("$/hour", _MONEY), Column("$/month", _MONEY)),
+                (
+                    (line["item"], line["old_quantity"] or "-", line["new_quantity"] or "-",
+                     _signed(line["change_usd_per_hour"]), _signed(line["change_usd_per_month"]))
+                    for line in lines
+                ),
+            )  # fmt: skip
+    unchanged = [env["name"] for env in doc["environments"] if env["status"] == "unchanged"]
+    if unchanged:
+        out.line(f"Unchanged: {', '.join(unchanged)}")
+    notes = [
+        f"On-demand table prices dated {doc['prices_date']}; month = {doc['hours_per_month']} h; idle: minimum "
+        "fleet, training scaled to zero; full scale: max nodes and max fleet."
+    ]
+    if not doc["complete"]:
+        notes.append("A changed line has no price: its change is left out of the total.")
+    out.notes("Notes", notes)
+    out.line(doc["summary"], style="bold")
     return out

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from cdk_neuron.cli import source
 from cdk_neuron.cli.aws import error_code
 from cdk_neuron.cli.output import Column, Report, document
 from cdk_neuron.cli.submit import AwsLookupError, find_job_queue
@@ -66,8 +67,8 @@ def _now() -> str:
 
 
 def cli(env: Deployment, *args: str) -> str:
-    """A cdk-neuron command line for this environment (what the user types next)."""
-    return " ".join(["cdk-neuron", *args, "--env", env.name])
+    """A cdk-neuron command line for this environment, from the same source (what the user types next)."""
+    return source.command(env, *args)
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ Exit codes:
 - 0: success (``preflight``: every check passed; ``status``: the job has not failed; ``status
   --watch`` and ``logs --follow``: the job succeeded)
 - 1: a preflight check failed, the job failed, or AWS returned an error / lacks a resource
-- 2: usage error or an invalid cdk.json (one line naming the field, the value and the fix)
+- 2: usage error, an invalid cdk.json or cloud assembly (one line naming the field, the value and the fix)
 - 3: no usable AWS credentials (one sentence saying how to provide them)
 - 130: interrupted (Ctrl-C) while watching or following
 """
@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from cdk_neuron import __version__
-from cdk_neuron.cli import cost, deployments, jobs, plan, preflight, submit
+from cdk_neuron.cli import assembly, cost, deployments, jobs, plan, preflight, source, submit
 from cdk_neuron.cli.aws import (
     Boto3Clients,
     ClientFactory,
@@ -51,9 +51,23 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
         "--config",
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="cdk.json to read (default: ./cdk.json)",
+        help="cdk.json whose cdk-neuron:deployments loader defines the environments",
     )
     config.complete = _FILE_COMPLETION  # type: ignore[attr-defined]
+    app = parser.add_argument(
+        "--app",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="a cloud assembly cdk synth wrote (e.g. cdk.out): any app using cdk-neuron constructs",
+    )
+    app.complete = _FILE_COMPLETION  # type: ignore[attr-defined]
+    parser.add_argument(
+        "--synth",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="run npx cdk synth here first and read what it writes (needs the CDK CLI). Default source: "
+        "./cdk.json's loader if it names one, else ./cdk.out",
+    )
     parser.add_argument(
         "--output",
         "-o",
@@ -81,8 +95,9 @@ def _aws_options(parser: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdk-neuron",
-        description="Plan, cost, preflight and run cdk-neuron environments defined in cdk.json.",
-        epilog="Exit codes: 0 ok; 1 check/job failed or AWS error; 2 usage or cdk.json error; "
+        description="Plan, cost, preflight and run the cdk-neuron environments of any CDK app: from its cloud "
+        "assembly (--app cdk.out, --synth) or the loader its cdk.json names (--config).",
+        epilog="Exit codes: 0 ok; 1 check/job failed or AWS error; 2 usage, cdk.json or assembly error; "
         "3 no AWS credentials; 130 interrupted.",
         allow_abbrev=False,
     )
@@ -101,9 +116,14 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--env",
             metavar="NAME",
-            help="the environment (required when cdk.json has several)"
+            help="the environment (required when there are several)"
             if one
             else "one environment (default: all)",
+        )
+        sub.add_argument(
+            "--path",
+            metavar="CONSTRUCT_PATH",
+            help="the environment holding this construct (a cloud assembly's construct path, e.g. dev/Training)",
         )
 
     def job_id(sub: argparse.ArgumentParser) -> None:
@@ -137,6 +157,13 @@ def _parser() -> argparse.ArgumentParser:
         "--live-prices",
         action="store_true",
         help="price every line with the AWS Price List API in the environment's Region (needs credentials)",
+    )
+    sub.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("OLD_ASSEMBLY", "NEW_ASSEMBLY"),
+        help="what changes per environment and line between two cloud assemblies, per hour and month "
+        "(offline, table prices): e.g. the main branch's cdk.out and a pull request's",
     )
 
     sub = command("preflight", "Read-only checks of the live account; exits 1 on any failure.", aws=True)
@@ -218,10 +245,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_environment(envs: dict[str, Deployment], name: str | None) -> Deployment:
-    if name is None and len(envs) > 1:
-        raise NeuronConfigError("--env", None, f"choose the environment: {one_of(envs)}")
-    return deployments.select(envs, name)[0]
+def _selected(envs: dict[str, Deployment], args: argparse.Namespace) -> list[Deployment]:
+    """``--path`` (the deployment holding a construct), else ``--env``, else all."""
+    if args.path is None:
+        return deployments.select(envs, args.env)
+    found = assembly.select_path(envs, args.path)
+    if args.env is not None and args.env != found.name:
+        raise NeuronConfigError(
+            "--path", args.path, f"is in {found.name}, not --env {args.env}: give one of them"
+        )
+    return [found]
+
+
+def _one_environment(envs: dict[str, Deployment], args: argparse.Namespace) -> Deployment:
+    if args.env is None and args.path is None and len(envs) > 1:
+        raise NeuronConfigError(
+            "--env", None, f"choose the environment: {one_of(envs)} (or --path CONSTRUCT_PATH)"
+        )
+    return _selected(envs, args)[0]
 
 
 def _in_region(envs: list[Deployment], region: str | None) -> list[Deployment]:
@@ -230,6 +271,34 @@ def _in_region(envs: list[Deployment], region: str | None) -> list[Deployment]:
     if not REGION.match(region):
         raise NeuronConfigError("--region", region, "give an AWS Region name such as us-west-2")
     return [replace(env, region=region) for env in envs]
+
+
+def _cost_diff(args: argparse.Namespace) -> dict[str, Any]:
+    """``cost --diff OLD NEW``: two cloud assemblies, each environment's lines compared."""
+    for option, value in (("--live-prices", args.live_prices), ("--app", args.app), ("--synth", args.synth),
+                          ("--config", args.config), ("--region", getattr(args, "region", None))):  # fmt: skip
+        if value:
+            raise NeuronConfigError(
+                option, value, "cost --diff compares two cloud assemblies offline: omit it"
+            )
+    sides: list[list[Deployment]] = []
+    for directory in args.diff:
+        envs = assembly.load(directory)
+        if args.env is not None and args.env not in envs:
+            sides.append([])  # added or removed by the change
+        else:
+            sides.append(_selected(envs, args) if args.path is None or _holds(envs, args.path) else [])
+    if args.env is not None and not any(sides):
+        raise NeuronConfigError("--env", args.env, "in neither assembly")
+    return cost.diff(sides[0], sides[1])
+
+
+def _holds(envs: dict[str, Deployment], path: str) -> bool:
+    try:
+        assembly.select_path(envs, path)
+    except NeuronConfigError:
+        return False
+    return True
 
 
 def _print_line(line: str) -> None:
@@ -243,18 +312,24 @@ def _run(
     sleep: Callable[[float], None],
 ) -> int:
     mode: OutputMode = args.output
-    envs = deployments.load(args.config)
-    aws = clients or Boto3Clients(getattr(args, "profile", None))
-    region = getattr(args, "region", None)
 
     def show(doc: dict[str, Any], report: Callable[[dict[str, Any]], Report]) -> None:
         emit(doc, None if mode == "json" else report(doc), mode)
 
+    if args.command == "cost" and args.diff is not None:
+        show(_cost_diff(args), cost.render_diff)
+        return EXIT_OK
+    found = source.load(config=args.config, app=args.app, synth=args.synth)
+    source.OPTIONS.set(found.options)
+    envs = found.deployments
+    aws = clients or Boto3Clients(getattr(args, "profile", None))
+    region = getattr(args, "region", None)
+
     if args.command == "plan":
-        show(plan.build(deployments.select(envs, args.env)), plan.render)
+        show(plan.build(_selected(envs, args)), plan.render)
         return EXIT_OK
     if args.command == "cost":
-        selected = _in_region(deployments.select(envs, args.env), region)
+        selected = _in_region(_selected(envs, args), region)
         books: dict[str, PriceBook] = {}
         if args.live_prices:
             pricing = aws("pricing", PRICING_API_REGION)
@@ -269,18 +344,19 @@ def _run(
         show(cost.build(selected, books), lambda doc: cost.render(doc, details=args.details))
         return EXIT_OK
     if args.command == "preflight":
-        selected = _in_region(deployments.select(envs, args.env), region)
-        qualifier = deployments.bootstrap_qualifier(args.config)
-        rows = preflight.run(selected, list(envs.values()), aws, qualifier=qualifier)
+        selected = _in_region(_selected(envs, args), region)
+        rows = preflight.run(selected, list(envs.values()), aws, qualifier=found.qualifier)
         doc = preflight.build(rows)
         show(doc, preflight.render)
         return EXIT_OK if doc["ok"] else EXIT_FAILED
-    env = _in_region([_one_environment(envs, args.env)], region)[0]
+    env = _in_region([_one_environment(envs, args)], region)[0]
+    # Every job command acts on the environment's AWS Batch training cluster: refuse clearly without one.
+    training = submit.batch_training(env, args.command)
     if args.command == "submit":
         doc = submit.submit(
             env,
             aws,
-            nodes=env.training.plan.nodes if args.nodes is None else args.nodes,
+            nodes=training.plan.nodes if args.nodes is None else args.nodes,
             command=job_command,
             image=args.image,
             env_vars=args.env_var,
@@ -370,7 +446,9 @@ def main(
     if args.command == "completion":
         sys.stdout.write(completion_script(args.shell))
         return EXIT_OK
-    args.config = getattr(args, "config", "cdk.json")
+    args.config = getattr(args, "config", None)
+    args.app = getattr(args, "app", None)
+    args.synth = getattr(args, "synth", False)
     args.output = getattr(args, "output", "table")
     try:
         return _run(args, job_command, clients, sleep)

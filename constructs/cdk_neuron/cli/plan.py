@@ -17,8 +17,10 @@ from cdk_neuron.cli.output import Report, document
 from cdk_neuron.deployment import Deployment
 
 
-def training_section(env: Deployment) -> dict[str, Any]:
+def training_section(env: Deployment) -> dict[str, Any] | None:
     training = env.training
+    if training is None:
+        return None
     plan = training.plan
     return {
         "instance_type": plan.instance_type,
@@ -41,7 +43,7 @@ def training_section(env: Deployment) -> dict[str, Any]:
 
 
 def checkpoint_section(env: Deployment) -> dict[str, Any] | None:
-    ckpt = env.training.checkpoint
+    ckpt = env.training.checkpoint if env.training is not None else None
     if ckpt is None:
         return None
     estimate = estimate_checkpoint(
@@ -61,8 +63,10 @@ def checkpoint_section(env: Deployment) -> dict[str, Any] | None:
     }
 
 
-def serving_section(env: Deployment) -> dict[str, Any]:
+def serving_section(env: Deployment) -> dict[str, Any] | None:
     serving = env.serving
+    if serving is None:
+        return None
     plan = serving.plan
     instance = catalog.get_instance(plan.instance_type)
     return {
@@ -87,6 +91,16 @@ def serving_section(env: Deployment) -> dict[str, Any]:
     }
 
 
+def omitted(env: Deployment) -> list[str]:
+    """The parts the deployment does not have, each said once (``plan`` and ``cost`` print them)."""
+    parts = []
+    if env.training is None:
+        parts.append("no training cluster: training placement and checkpoint estimate omitted")
+    if env.serving is None:
+        parts.append("no inference fleet: serving sizing omitted")
+    return parts
+
+
 def build(envs: Sequence[Deployment]) -> dict[str, Any]:
     return document(
         "plan",
@@ -98,6 +112,7 @@ def build(envs: Sequence[Deployment]) -> dict[str, Any]:
                 "training": training_section(env),
                 "checkpoint": checkpoint_section(env),
                 "serving": serving_section(env),
+                "omitted": omitted(env),
             }
             for env in envs
         ],
@@ -108,47 +123,57 @@ def render(doc: dict[str, Any]) -> Report:
     out = Report()
     for env in doc["environments"]:
         t, c, s = env["training"], env["checkpoint"], env["serving"]
-        lnc = f" (LNC={t['logical_nc_config']})" if t["logical_nc_config"] else ""
-        out.pairs(
-            f"{env['name']} ({env['region']}): training placement",
-            [
-                ("instance", f"{t['instance_type']}{lnc} in {t['az_id']} ({t['engine']}, {t['capacity']})"),
-                ("nodes", f"{t['nodes']} planned, up to {t['max_nodes']}"),
-                ("ranks per node", t["ranks_per_node"]),
-                ("world size", t["world_size"]),
-                ("TP x PP x DP", f"{t['tensor_parallel']} x {t['pipeline_parallel']} x {t['data_parallel']}"),
-                ("TP inside NeuronLink", t["tp_within_neuronlink"]),
-                ("crosses EFA", t["efa_dimensions"] or "nothing"),
-                ("EFA traffic", t["efa_traffic"]),
-            ],
-        )
-        if c is not None:
+        where = f"{env['name']} ({env['region']})"
+        for part in env.get("omitted", []):
+            out.line(f"{where}: {part}")
+        if t is not None:
+            lnc = f" (LNC={t['logical_nc_config']})" if t["logical_nc_config"] else ""
+            az = t["az_id"] or "an AZ unknown at synthesis"
             out.pairs(
-                f"{env['name']}: checkpoint estimate",
+                f"{where}: training placement",
                 [
-                    ("size", f"{c['size_gb']:,.1f} GB ({c['model_parameters'] / 1e9:g}B params x "
-                             f"{c['bytes_per_parameter']:g} bytes)"),
-                    ("save time", f"{c['save_minutes']:.1f} min on {c['file_system']}"),
-                    ("throughput", f"{c['throughput_mibps']:,} MiB/s from {c['writers']} writer(s), "
-                                   f"{c['limiting_factor']} limit"),
-                    ("write cost", f"${c['write_cost_usd']:,.2f} per save (EFS Elastic writes)"),
+                    ("instance", f"{t['instance_type']}{lnc} in {az} ({t['engine']}, {t['capacity']})"),
+                    ("nodes", f"{t['nodes']} planned, up to {t['max_nodes']}"),
+                    ("ranks per node", t["ranks_per_node"]),
+                    ("world size", t["world_size"]),
+                    ("TP x PP x DP", f"{t['tensor_parallel']} x {t['pipeline_parallel']} x {t['data_parallel']}"),
+                    ("TP inside NeuronLink", t["tp_within_neuronlink"]),
+                    ("crosses EFA", t["efa_dimensions"] or "nothing"),
+                    ("EFA traffic", t["efa_traffic"]),
                 ],
             )  # fmt: skip
-        else:
-            out.line(f"{env['name']}: no checkpoint estimate (set training.checkpoint.model_parameters)")
-        out.pairs(
-            f"{env['name']}: serving sizing",
-            [
-                ("model", s["model_id"]),
-                ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
-                ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
-                ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
-                                 f"(weights {s['weights_gib']:.1f} GiB / TP + KV {s['kv_cache_per_core_gib']:.2f} GiB: "
-                                 f"{s['kv_heads_per_core']} KV head(s) per core)"),
-                ("headroom", f"{s['headroom']:.0%} free"),
-                ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
-            ],
-        )  # fmt: skip
-        out.notes("Notes", t["notes"])
+            if c is not None:
+                out.pairs(
+                    f"{env['name']}: checkpoint estimate",
+                    [
+                        ("size", f"{c['size_gb']:,.1f} GB ({c['model_parameters'] / 1e9:g}B params x "
+                                 f"{c['bytes_per_parameter']:g} bytes)"),
+                        ("save time", f"{c['save_minutes']:.1f} min on {c['file_system']}"),
+                        ("throughput", f"{c['throughput_mibps']:,} MiB/s from {c['writers']} writer(s), "
+                                       f"{c['limiting_factor']} limit"),
+                        ("write cost", f"${c['write_cost_usd']:,.2f} per save (EFS Elastic writes)"),
+                    ],
+                )  # fmt: skip
+            else:
+                out.line(
+                    f"{env['name']}: no checkpoint estimate (give the checkpoint store model_parameters, "
+                    "or set training.checkpoint.model_parameters)"
+                )
+        if s is not None:
+            out.pairs(
+                f"{env['name']}: serving sizing",
+                [
+                    ("model", s["model_id"]),
+                    ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
+                    ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
+                    ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
+                                     f"(weights {s['weights_gib']:.1f} GiB / TP + KV {s['kv_cache_per_core_gib']:.2f} GiB: "
+                                     f"{s['kv_heads_per_core']} KV head(s) per core)"),
+                    ("headroom", f"{s['headroom']:.0%} free"),
+                    ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
+                ],
+            )  # fmt: skip
+        if t is not None:
+            out.notes("Notes", t["notes"])
         out.blank()
     return out

@@ -8,6 +8,10 @@
 - a configured capacity reservation or Capacity Block exists, is active and matches the instance
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
   ``resource-groups:GetGroup`` / ``ListGroupResources``);
+- on UltraServer servers (trn2u.48xlarge, Trn3): the account's EC2 quotas that name Trn3 or
+  UltraServers (``servicequotas:ListServiceQuotas``), the UltraServer Capacity Blocks it holds in the
+  training AZ (``ec2:DescribeCapacityBlocks``) and, where EC2's UltraServer type name is known, the
+  offerings (``ec2:DescribeCapacityBlockOfferings``);
 - the AMI SSM parameters resolve (``ssm:GetParameter``);
 - the account and Region are CDK-bootstrapped at the version the templates require: the
   ``/cdk-bootstrap/<qualifier>/version`` parameter (``ssm:GetParameter``) and the ``CDKToolkit``
@@ -40,7 +44,7 @@ from typing import Any
 from cdk_neuron import catalog
 from cdk_neuron.cli.aws import ClientFactory, credentials_problem, error_code, error_summary
 from cdk_neuron.cli.output import Column, Report, Status, document
-from cdk_neuron.deployment import Deployment
+from cdk_neuron.deployment import Deployment, TrainingDeployment
 from cdk_neuron.serving.model_spec import parse_s3_uri
 from cdk_neuron.validation import CERTIFICATE_ARN, ECR_REGISTRY, IMAGE_URI
 
@@ -137,10 +141,16 @@ def check_account(ctx: Context) -> list[Row]:
     return [ctx.row("account", actual, "PASS", who)]
 
 
-def _offered_pairs(ec2: Any, instance_types: Sequence[str], az_ids: Sequence[str]) -> set[tuple[str, str]]:
+AZ_IDS_UNKNOWN = "AZ IDs unknown at synthesis"
+_AZ_ID = re.compile(r"^[a-z]{2,}[0-9]+-az[0-9]+$")
+
+
+def _offered_pairs(
+    ec2: Any, instance_types: Sequence[str], az_ids: Sequence[str], *, by_name: bool = False
+) -> set[tuple[str, str]]:
     pairs: set[tuple[str, str]] = set()
     kwargs: dict[str, Any] = {
-        "LocationType": "availability-zone-id",
+        "LocationType": "availability-zone" if by_name else "availability-zone-id",
         "Filters": [
             {"Name": "instance-type", "Values": list(instance_types)},
             {"Name": "location", "Values": list(az_ids)},
@@ -154,14 +164,11 @@ def _offered_pairs(ec2: Any, instance_types: Sequence[str], az_ids: Sequence[str
         kwargs["NextToken"] = page["NextToken"]
 
 
-def check_offerings(ctx: Context) -> list[Row]:
-    env = ctx.env
-    wanted = [(env.training.instance_type, env.training_az_id, "training")]
-    serving_type = env.serving.resolved_instance_type
-    if env.serving.backend == "ec2":
-        wanted += [(serving_type, az, "serving") for az in env.az_ids]
+def _offering_rows(ctx: Context, wanted: Sequence[tuple[str, str, str]], *, by_name: bool) -> list[Row]:
+    if not wanted:
+        return []
     types = sorted({t for t, _, _ in wanted})
-    offered = _offered_pairs(ctx.client("ec2"), types, sorted({az for _, az, _ in wanted}))
+    offered = _offered_pairs(ctx.client("ec2"), types, sorted({az for _, az, _ in wanted}), by_name=by_name)
     rows = []
     for instance_type, az_id, role in wanted:
         if (instance_type, az_id) in offered:
@@ -178,7 +185,41 @@ def check_offerings(ctx: Context) -> list[Row]:
                     + "; change az_ids or the instance type",
                 )
             )
-    if env.serving.backend == "sagemaker":
+    return rows
+
+
+def check_offerings(ctx: Context) -> list[Row]:
+    env = ctx.env
+    rows = []
+    by_id: list[tuple[str, str, str]] = []
+    by_name: list[tuple[str, str, str]] = []
+    if env.training is not None:
+        if env.training_az_id is None:
+            rows.append(
+                ctx.row(
+                    "offering",
+                    env.training.instance_type,
+                    "INFO",
+                    f"training: {AZ_IDS_UNKNOWN} (the subnets' AZs are tokens until deployment): not checked",
+                )
+            )
+        else:
+            by_id.append((env.training.instance_type, env.training_az_id, "training"))
+    serving = env.serving
+    if serving is not None and serving.backend == "ec2":
+        serving_type = serving.resolved_instance_type
+        if serving.availability_zones:
+            # Recorded as the subnets name them: AZ IDs (use1-az6) or AZ names (us-east-1a).
+            for az in serving.availability_zones:
+                (by_id if _AZ_ID.match(az) else by_name).append((serving_type, az, "serving"))
+        elif env.az_ids:
+            by_id += [(serving_type, az, "serving") for az in env.az_ids]
+        else:
+            rows.append(ctx.row("offering", serving_type, "INFO", f"serving: {AZ_IDS_UNKNOWN}: not checked"))
+    rows += _offering_rows(ctx, by_id, by_name=False)
+    rows += _offering_rows(ctx, by_name, by_name=True)
+    if serving is not None and serving.backend == "sagemaker":
+        serving_type = serving.resolved_instance_type
         rows.append(
             ctx.row(
                 "offering",
@@ -201,15 +242,15 @@ def _vcpu_needs(ctx: Context) -> dict[str, list[tuple[str, int]]]:
     for env in ctx.all_envs:
         if env.region != region or env.resolve_account() != account:
             continue
-        training = catalog.get_instance(env.training.instance_type)
-        if env.training.capacity.kind != "capacity-block":
+        if env.training is not None and env.training.capacity.kind != "capacity-block":
+            training = catalog.get_instance(env.training.instance_type)
             needs[_family(training.name)].append(
                 (
                     f"{env.name} training {env.training.max_nodes} x {training.name}",
                     env.training.max_nodes * training.vcpus,
                 )
             )
-        if env.serving.backend == "ec2":
+        if env.serving is not None and env.serving.backend == "ec2":
             serving = catalog.get_instance(env.serving.resolved_instance_type)
             needs[_family(serving.name)].append(
                 (
@@ -235,8 +276,10 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
     rows = []
     quotas = ctx.client("service-quotas")
     needs = _vcpu_needs(ctx)
-    own_families = {_family(ctx.env.training.instance_type)}
-    if ctx.env.serving.backend == "ec2":
+    own_families = set()
+    if ctx.env.training is not None:
+        own_families.add(_family(ctx.env.training.instance_type))
+    if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
         own_families.add(_family(ctx.env.serving.resolved_instance_type))
     for family in sorted(own_families & set(needs)):
         spec = EC2_VCPU_QUOTAS[family]
@@ -263,7 +306,7 @@ def check_ec2_quotas(ctx: Context) -> list[Row]:
                     f"--desired-value {needed} --region {ctx.env.region}",
                 )
             )
-    if ctx.env.training.capacity.kind == "capacity-block":
+    if ctx.env.training is not None and ctx.env.training.capacity.kind == "capacity-block":
         rows.append(
             ctx.row(
                 "quota",
@@ -289,10 +332,11 @@ def _find_quota_by_name(quotas: Any, service: str, name: str) -> dict[str, Any] 
 
 
 def check_sagemaker_quota(ctx: Context) -> list[Row]:
-    if ctx.env.serving.backend != "sagemaker":
+    serving = ctx.env.serving
+    if serving is None or serving.backend != "sagemaker":
         return []
-    name = SAGEMAKER_ENDPOINT_QUOTA_NAME.format(instance_type=ctx.env.serving.resolved_instance_type)
-    needed = ctx.env.serving.max_capacity
+    name = SAGEMAKER_ENDPOINT_QUOTA_NAME.format(instance_type=serving.resolved_instance_type)
+    needed = serving.max_capacity
     quota = _find_quota_by_name(ctx.client("service-quotas"), "sagemaker", name)
     if quota is None:
         return [
@@ -318,8 +362,13 @@ def check_sagemaker_quota(ctx: Context) -> list[Row]:
     ]
 
 
+def _training(ctx: Context) -> TrainingDeployment:
+    assert ctx.env.training is not None  # checks that need it run only when it is there
+    return ctx.env.training
+
+
 def _reservation_rows(ctx: Context, reservation: dict[str, Any], *, capacity_block: bool) -> list[Row]:
-    training = ctx.env.training
+    training = _training(ctx)
     rid = reservation["CapacityReservationId"]
     rows = []
     state = reservation.get("State", "?")
@@ -373,7 +422,13 @@ def _reservation_rows(ctx: Context, reservation: dict[str, Any], *, capacity_blo
         )
 
     az_id = reservation.get("AvailabilityZoneId")
-    if az_id == ctx.env.training_az_id:
+    if ctx.env.training_az_id is None:
+        rows.append(
+            ctx.row(
+                "capacity AZ", rid, "INFO", f"reservation in {az_id}; training {AZ_IDS_UNKNOWN}: not compared"
+            )
+        )
+    elif az_id == ctx.env.training_az_id:
         rows.append(ctx.row("capacity AZ", rid, "PASS", az_id))
     else:
         rows.append(
@@ -419,6 +474,8 @@ def _describe_reservations(ec2: Any, ids: Sequence[str]) -> dict[str, dict[str, 
 
 
 def check_capacity(ctx: Context) -> list[Row]:
+    if ctx.env.training is None:
+        return []
     capacity = ctx.env.training.capacity
     if capacity.kind == "on-demand":
         return [
@@ -430,7 +487,9 @@ def check_capacity(ctx: Context) -> list[Row]:
             )
         ]
     ec2 = ctx.client("ec2")
-    if capacity.kind in ("reservation", "capacity-block"):
+    if capacity.kind in ("reservation", "capacity-block") or (
+        capacity.kind == "ultraserver-capacity-block" and capacity.reservation_id is not None
+    ):
         assert capacity.reservation_id is not None
         found = _describe_reservations(ec2, [capacity.reservation_id])
         if capacity.reservation_id not in found:
@@ -444,13 +503,14 @@ def check_capacity(ctx: Context) -> list[Row]:
             ]
         rows = [ctx.row("capacity exists", capacity.reservation_id, "PASS", capacity.kind)]
         return rows + _reservation_rows(
-            ctx, found[capacity.reservation_id], capacity_block=capacity.kind == "capacity-block"
+            ctx, found[capacity.reservation_id], capacity_block=capacity.is_capacity_block
         )
     return _check_reservation_group(ctx, ec2)
 
 
 def _check_reservation_group(ctx: Context, ec2: Any) -> list[Row]:
-    arn = ctx.env.training.capacity.resource_group_arn
+    training = _training(ctx)
+    arn = training.capacity.resource_group_arn
     assert arn is not None
     groups = ctx.client("resource-groups")
     try:
@@ -474,13 +534,15 @@ def _check_reservation_group(ctx: Context, ec2: Any) -> list[Row]:
             ctx.row("capacity group members", arn, "FAIL", "the group holds no capacity reservations"),
         ]
     reservations = _describe_reservations(ec2, ids).values()
+    az_id = ctx.env.training_az_id
     matching = [
         r
         for r in reservations
         if r.get("State") in _USABLE_STATES
-        and r.get("InstanceType") == ctx.env.training.instance_type
-        and r.get("AvailabilityZoneId") == ctx.env.training_az_id
+        and r.get("InstanceType") == training.instance_type
+        and (az_id is None or r.get("AvailabilityZoneId") == az_id)
     ]
+    where = f"in {az_id}" if az_id is not None else f"in any AZ ({AZ_IDS_UNKNOWN})"
     if not matching:
         return [
             *rows,
@@ -488,19 +550,19 @@ def _check_reservation_group(ctx: Context, ec2: Any) -> list[Row]:
                 "capacity group members",
                 arn,
                 "FAIL",
-                f"none of {len(ids)} reservation(s) is an active {ctx.env.training.instance_type} reservation in "
-                f"{ctx.env.training_az_id}",
+                f"none of {len(ids)} reservation(s) is an active {training.instance_type} reservation {where}",
             ),
         ]
     total = sum(int(r.get("TotalInstanceCount", 0)) for r in matching)
-    status: Status = "PASS" if total >= ctx.env.training.max_nodes else "WARN"
+    status: Status = "PASS" if total >= training.max_nodes else "WARN"
     return [
         *rows,
         ctx.row(
             "capacity group members",
             arn,
             status,
-            f"{len(matching)} matching active reservation(s), {total} instances (max_nodes {ctx.env.training.max_nodes})",
+            f"{len(matching)} matching active reservation(s) {where}, {total} instances "
+            f"(max_nodes {training.max_nodes})",
         ),
     ]
 
@@ -517,8 +579,10 @@ def _parameter_row(ctx: Context, name: str, role: str) -> Row:
 
 def check_amis(ctx: Context) -> list[Row]:
     """One row per AMI parameter the nodes resolve at deploy time, naming the roles that use it."""
-    roles: dict[str, list[str]] = {TRAINING_AMI_PARAMETERS[ctx.env.training.engine]: ["training"]}
-    if ctx.env.serving.backend == "ec2":
+    roles: dict[str, list[str]] = {}
+    if ctx.env.training is not None:
+        roles[TRAINING_AMI_PARAMETERS[ctx.env.training.engine]] = ["training"]
+    if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
         roles.setdefault(SERVING_AMI_PARAMETER, []).append("serving")
     return [_parameter_row(ctx, name, " and ".join(users)) for name, users in roles.items()]
 
@@ -607,6 +671,7 @@ def _weights_row(ctx: Context, uri: str, keys: Sequence[str]) -> Row:
         return ctx.row(
             "artifact weights", uri, "PASS", f"{len(weights)} safetensors file(s) (unsharded checkpoint)"
         )
+    assert ctx.env.serving is not None
     tensor_parallel = ctx.env.serving.plan.tensor_parallel
     for directory, found in sorted(ranks.items()):
         if found != set(range(tensor_parallel)):
@@ -638,6 +703,8 @@ def _files_row(ctx: Context, uri: str, keys: Sequence[str]) -> Row:
 
 
 def check_artifacts(ctx: Context) -> list[Row]:
+    if ctx.env.serving is None:
+        return []
     uri = ctx.env.serving.model.artifact_uri
     if uri is None:
         return []
@@ -762,10 +829,15 @@ def _toolkit_row(ctx: Context, fix: str) -> Row:
 def _images(env: Deployment) -> list[tuple[str, str]]:
     """(who runs it, image URI) for every container image the stacks deploy."""
     images: list[tuple[str, str]] = []
-    if env.training.engine == "batch" and env.training.job_image:
+    if env.training is not None and env.training.engine == "batch" and env.training.job_image:
         images.append(("training job", env.training.job_image))
+    if env.serving is None:
+        return images
     engine = env.serving.engine
-    if env.serving.backend == "ec2":
+    if env.serving.image is not None:
+        role = "serving" if env.serving.backend == "ec2" else "SageMaker serving"
+        images.append((role, env.serving.image))
+    elif env.serving.backend == "ec2":
         images.append(("serving", engine.image.uri(env.region)))
     elif engine.sagemaker_image is not None:
         images.append(("SageMaker serving", engine.sagemaker_image.uri(env.region)))
@@ -850,6 +922,8 @@ def check_images(ctx: Context) -> list[Row]:
 
 
 def check_certificate(ctx: Context) -> list[Row]:
+    if ctx.env.serving is None:
+        return []
     arn = ctx.env.serving.certificate_arn
     if arn is None or ctx.env.serving.backend != "ec2":
         return []
@@ -914,6 +988,8 @@ _SECRET_ARN_REGION = re.compile(r"^arn:aws[a-z-]*:secretsmanager:(?P<region>[a-z
 
 
 def check_secret(ctx: Context) -> list[Row]:
+    if ctx.env.serving is None:
+        return []
     secret = ctx.env.serving.token_secret
     if secret is None:
         return []
@@ -1005,7 +1081,8 @@ class ServiceLinkedRole:
 
 def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
     roles: list[ServiceLinkedRole] = []
-    if env.serving.backend == "ec2":
+    serving_backend = env.serving.backend if env.serving is not None else None
+    if serving_backend == "ec2":
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForAutoScaling",
@@ -1016,7 +1093,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "principal does not exist, so the stack fails before any Auto Scaling group could create it",
             )
         )
-    else:
+    elif env.training is not None:
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForAutoScaling",
@@ -1027,6 +1104,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "in a condition, which KMS does not resolve)",
             )
         )
+    if serving_backend == "sagemaker":
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint",
@@ -1036,7 +1114,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "Application Auto Scaling creates it when the endpoint's scalable target is registered",
             )
         )
-    if env.training.engine == "batch":
+    if env.training is not None and env.training.engine == "batch":
         roles += [
             ServiceLinkedRole(
                 "AWSServiceRoleForBatch",
@@ -1053,7 +1131,7 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "Amazon ECS creates it when Batch creates the cluster",
             ),
         ]
-    if env.serving.backend == "ec2":
+    if serving_backend == "ec2":
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForElasticLoadBalancing",
@@ -1063,15 +1141,16 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "Elastic Load Balancing creates it with the first load balancer",
             )
         )
-    roles.append(
-        ServiceLinkedRole(
-            "AWSServiceRoleForAmazonElasticFileSystem",
-            "elasticfilesystem.amazonaws.com",
-            "the checkpoint file system",
-            "INFO",
-            "Amazon EFS creates it with the first file system",
+    if env.training is not None:
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForAmazonElasticFileSystem",
+                "elasticfilesystem.amazonaws.com",
+                "the checkpoint file system",
+                "INFO",
+                "Amazon EFS creates it with the first file system",
+            )
         )
-    )
     return roles
 
 
@@ -1105,13 +1184,224 @@ def check_service_linked_roles(ctx: Context) -> list[Row]:
     return rows
 
 
+# --------------------------------------------------------------------------------------------
+# UltraServers: Capacity Block offerings, the blocks the account holds, Trn3 / UltraServer quotas
+# --------------------------------------------------------------------------------------------
+
+# Words a Service Quotas name carries when it limits Trn3 or UltraServer capacity. No source we could
+# read names such a quota (looked 2026-12-01), so the check lists what the account's own EC2 quotas
+# call by these words instead of pinning a code.
+ULTRASERVER_QUOTA_WORDS = ("trn3", "trainium3", "ultraserver")
+CAPACITY_BLOCK_HOURS = 24
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One preflight result before it is tied to an environment (:meth:`Context.row` does that)."""
+
+    check: str
+    subject: str
+    status: Status
+    detail: str
+    command: str | None = None
+
+
+def _all_ec2_quotas(quotas: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"ServiceCode": "ec2"}
+    while True:
+        page = quotas.list_service_quotas(**kwargs)
+        found.extend(page.get("Quotas", []))
+        if not page.get("NextToken"):
+            return found
+        kwargs["NextToken"] = page["NextToken"]
+
+
+def ultraserver_quota_findings(quotas: Any, instance: catalog.NeuronInstance, region: str) -> list[Finding]:
+    """The account's EC2 quotas whose names mention Trn3 or UltraServers (ListServiceQuotas)."""
+    named = [
+        q
+        for q in _all_ec2_quotas(quotas)
+        if any(word in str(q.get("QuotaName", "")).lower() for word in ULTRASERVER_QUOTA_WORDS)
+    ]
+    if not named:
+        return [
+            Finding(
+                "ultraserver quota",
+                instance.name,
+                "WARN",
+                "no EC2 quota of this account names Trn3 or UltraServers (ListServiceQuotas); only the "
+                "On-Demand Trn vCPU quota is checked, and whether UltraServer capacity draws on it is not "
+                "published: ask AWS before relying on it",
+            )
+        ]
+    findings = []
+    for quota in sorted(named, key=lambda q: str(q.get("QuotaCode"))):
+        code, name, value = (
+            quota.get("QuotaCode", "?"),
+            quota.get("QuotaName", "?"),
+            float(quota.get("Value", 0)),
+        )
+        if value > 0:
+            findings.append(Finding("ultraserver quota", f"{name} ({code})", "PASS", f"{value:g}"))
+        else:
+            findings.append(
+                Finding(
+                    "ultraserver quota",
+                    f"{name} ({code})",
+                    "FAIL",
+                    "0: request an increase (command below)",
+                    f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
+                    f"--desired-value 1 --region {region}",
+                )
+            )
+    return findings
+
+
+def ultraserver_capacity_findings(
+    ec2: Any,
+    instance: catalog.NeuronInstance,
+    *,
+    max_nodes: int,
+    az_id: str,
+    region: str,
+    ultraserver_type: str | None = None,
+    hours: int = CAPACITY_BLOCK_HOURS,
+) -> list[Finding]:
+    """UltraServer Capacity Blocks the account holds (DescribeCapacityBlocks) and, given EC2's
+    UltraServer type name, the offerings for as many UltraServers as ``max_nodes`` needs
+    (DescribeCapacityBlockOfferings). EC2's UltraServer type names are not in the catalog: no source
+    we could read publishes them (``catalog.ULTRASERVER_API_TYPES``)."""
+    ultra = instance.ultraserver_type
+    if ultra is None:
+        return []
+    count = -(-max_nodes // ultra.servers)
+    findings: list[Finding] = []
+    blocks = ec2.describe_capacity_blocks().get("CapacityBlocks", [])
+    ours = [b for b in blocks if b.get("UltraserverType") and b.get("AvailabilityZoneId") == az_id]
+    active = [b for b in ours if b.get("State") == "active"]
+    if len(active) >= count:
+        findings.append(
+            Finding(
+                "ultraserver capacity",
+                f"{ultra.name} @ {az_id}",
+                "PASS",
+                f"{len(active)} active UltraServer Capacity Block(s) >= {count} needed for {max_nodes} nodes "
+                f"({', '.join(b['CapacityBlockId'] for b in active)})",
+            )
+        )
+    else:
+        later = [
+            f"{b['CapacityBlockId']} ({b.get('State')}, from {b.get('StartDate', '?')})"
+            for b in ours
+            if b not in active
+        ]
+        findings.append(
+            Finding(
+                "ultraserver capacity",
+                f"{ultra.name} @ {az_id}",
+                "WARN" if later else "FAIL",
+                f"{len(active)} active UltraServer Capacity Block(s) in {az_id}, {count} needed for {max_nodes} "
+                f"nodes ({ultra.servers} servers each)"
+                + (f"; not yet active: {', '.join(later)}" if later else ""),
+            )
+        )
+    if ultraserver_type is None:
+        findings.append(
+            Finding(
+                "ultraserver offering",
+                ultra.name,
+                "INFO",
+                "EC2's UltraServer type name for this UltraServer is not published in any source cdk-neuron "
+                "could read; look the offerings up with the type the console shows",
+                f"aws ec2 describe-capacity-block-offerings --ultraserver-type <type> --ultraserver-count {count} "
+                f"--capacity-duration-hours {hours} --region {region}",
+            )
+        )
+        return findings
+    offerings = ec2.describe_capacity_block_offerings(
+        UltraserverType=ultraserver_type, UltraserverCount=count, CapacityDurationHours=hours
+    ).get("CapacityBlockOfferings", [])
+    # Offerings name AZs, not AZ IDs: map the training AZ ID to this account's AZ name.
+    zones = ec2.describe_availability_zones(ZoneIds=[az_id]).get("AvailabilityZones", [])
+    zone_name = zones[0].get("ZoneName") if zones else None
+    here = [o for o in offerings if zone_name is not None and o.get("AvailabilityZone") == zone_name]
+    subject = f"{ultraserver_type} x {count}, {hours} h"
+    if not offerings:
+        findings.append(
+            Finding(
+                "ultraserver offering",
+                subject,
+                "FAIL",
+                f"no offering in {region} now; try other dates or durations",
+            )
+        )
+    else:
+        cheapest = min(offerings, key=lambda o: float(o.get("UpfrontFee", "inf")))
+        fee = f"{cheapest.get('UpfrontFee', '?')} {cheapest.get('CurrencyCode', '')}".strip()
+        findings.append(
+            Finding(
+                "ultraserver offering",
+                subject,
+                "PASS" if here else "WARN",
+                f"{len(offerings)} offering(s); cheapest {fee} upfront in {cheapest.get('AvailabilityZone', '?')} "
+                f"from {cheapest.get('StartDate', '?')}"
+                + ("" if here else f"; none reported for {az_id}, the training AZ"),
+            )
+        )
+    return findings
+
+
+def check_ultraserver(ctx: Context) -> list[Row]:
+    """UltraServer servers only (trn2u.48xlarge, Trn3): quotas, held blocks, offerings."""
+    training = ctx.env.training
+    if training is None:
+        return []
+    instance = catalog.get_instance(training.instance_type)
+    if not instance.is_ultraserver:
+        return []
+    findings = ultraserver_quota_findings(ctx.client("service-quotas"), instance, ctx.env.region)
+    if ctx.env.training_az_id is None:
+        findings.append(
+            Finding(
+                "ultraserver capacity",
+                instance.name,
+                "INFO",
+                "the training AZ ID is unknown at synthesis: held UltraServer Capacity Blocks and offerings "
+                "are not checked",
+            )
+        )
+        return [ctx.row(f.check, f.subject, f.status, f.detail, f.command) for f in findings]
+    findings += ultraserver_capacity_findings(
+        ctx.client("ec2"),
+        instance,
+        max_nodes=training.max_nodes,
+        az_id=ctx.env.training_az_id,
+        region=ctx.env.region,
+        ultraserver_type=catalog.ULTRASERVER_API_TYPES.get(instance.ultraserver or ""),
+    )
+    return [ctx.row(f.check, f.subject, f.status, f.detail, f.command) for f in findings]
+
+
+def check_scope(ctx: Context) -> list[Row]:
+    """One INFO row per part the deployment does not have: its checks are skipped, not passed."""
+    rows = []
+    if ctx.env.training is None:
+        rows.append(ctx.row("scope", "training", "INFO", "no training cluster: its checks are skipped"))
+    if ctx.env.serving is None:
+        rows.append(ctx.row("scope", "serving", "INFO", "no inference fleet: its checks are skipped"))
+    return rows
+
+
 CHECKS: tuple[tuple[str, Callable[[Context], list[Row]]], ...] = (
+    ("scope", check_scope),
     ("account", check_account),
     ("bootstrap", check_bootstrap),
     ("offering", check_offerings),
     ("quota", check_ec2_quotas),
     ("quota", check_sagemaker_quota),
     ("capacity", check_capacity),
+    ("ultraserver", check_ultraserver),
     ("AMI parameter", check_amis),
     ("image", check_images),
     ("certificate", check_certificate),
@@ -1195,4 +1485,13 @@ def render(doc: dict[str, Any]) -> Report:
     return out
 
 
-__all__ = ["EC2_VCPU_QUOTAS", "Row", "build", "render", "run"]
+__all__ = [
+    "EC2_VCPU_QUOTAS",
+    "Finding",
+    "Row",
+    "build",
+    "render",
+    "run",
+    "ultraserver_capacity_findings",
+    "ultraserver_quota_findings",
+]

@@ -30,8 +30,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from cdk_neuron import planner
+from cdk_neuron.cli import source
 from cdk_neuron.cli.output import Report, document
-from cdk_neuron.deployment import Deployment, JobQueueLocation
+from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER
 
@@ -74,9 +75,29 @@ def _output(outputs: dict[str, str], key: str, stack_name: str) -> str:
     return outputs[key]
 
 
+def batch_training(env: Deployment, command: str) -> TrainingDeployment:
+    """The environment's AWS Batch training cluster, or a refusal naming why ``command`` cannot run."""
+    training = env.training
+    if training is None:
+        raise NeuronConfigError(
+            "--env",
+            env.name,
+            f"{command} runs AWS Batch training jobs and {env.name} has no training cluster: choose an "
+            "environment with a BatchTrainingCluster (--env NAME or --path CONSTRUCT_PATH)",
+        )
+    if training.engine != "batch":
+        raise NeuronConfigError(
+            f"environments.{env.name}.training.engine",
+            training.engine,
+            f"{command} runs AWS Batch jobs; this cluster is an Auto Scaling group: start jobs with your own "
+            "scheduler",
+        )
+    return training
+
+
 def validate_nodes(env: Deployment, nodes: int) -> None:
     """--nodes must fit the compute environment and keep the configured TP x PP layout valid."""
-    training = env.training
+    training = batch_training(env, "submit")
     if not 1 <= nodes <= training.max_nodes:
         raise NeuronConfigError(
             "--nodes", nodes, f"use 1..{training.max_nodes} (environments.{env.name}.training.max_nodes)"
@@ -200,11 +221,9 @@ def job_definition_for(
     )
 
 
-def _job_stack(
-    env: Deployment, clients: Any, stack_name: str | None
-) -> tuple[str, dict[str, str], JobQueueLocation]:
-    """The stack that publishes the environment's job queue, its outputs, and which outputs to read."""
-    jobs = env.training.jobs
+def _location(env: Deployment, stack_name: str | None) -> JobQueueLocation:
+    """Where the environment's job queue and definition are published (``--stack`` replaces the stack)."""
+    jobs = batch_training(env, "the job commands").jobs
     if jobs is None and stack_name is None:
         raise NeuronConfigError(
             "--stack",
@@ -213,17 +232,60 @@ def _job_stack(
             "(the stack with JobQueueArn and JobDefinitionArn outputs)",
         )
     if jobs is None:
-        location = JobQueueLocation(stack_name=str(stack_name))
-    else:
-        location = jobs if stack_name is None else replace(jobs, stack_name=stack_name)
+        return JobQueueLocation(stack_name=str(stack_name))
+    return jobs if stack_name is None else replace(jobs, stack_name=stack_name)
+
+
+def stack_resource_arn(cloudformation: Any, stack_name: str, logical_id: str) -> str:
+    """The physical id of a stack's resource: the ARN for ``AWS::Batch::JobQueue`` and ``JobDefinition``."""
+    try:
+        detail = cloudformation.describe_stack_resource(StackName=stack_name, LogicalResourceId=logical_id)
+    except Exception as error:
+        if "does not exist" in str(error):
+            raise AwsLookupError(
+                f"stack {stack_name} has no resource {logical_id} in this account and Region: deploy the "
+                "training stack first, or pass --stack NAME"
+            ) from None
+        raise
+    physical = detail["StackResourceDetail"].get("PhysicalResourceId")
+    if not physical:
+        raise AwsLookupError(
+            f"{logical_id} in stack {stack_name} has no physical id yet "
+            f"({detail['StackResourceDetail'].get('ResourceStatus', '?')}): wait for the deploy to finish"
+        )
+    return str(physical)
+
+
+def job_arns(
+    env: Deployment, clients: Any, stack_name: str | None = None, *, definition: bool = True
+) -> tuple[str, str, str | None]:
+    """(stack name, job queue ARN, job definition ARN or None when not asked for) of the environment.
+
+    By logical id (``cloudformation:DescribeStackResource``) when the cloud assembly named them, else
+    from the stack's outputs (``cloudformation:DescribeStacks``).
+    """
+    location = _location(env, stack_name)
     stack = location.stack_name
-    return stack, stack_outputs(clients("cloudformation", env.region), stack), location
+    cloudformation = clients("cloudformation", env.region)
+    if location.job_queue_logical_id is not None and (
+        location.job_definition_logical_id is not None or not definition
+    ):
+        queue = stack_resource_arn(cloudformation, stack, location.job_queue_logical_id)
+        found = (
+            stack_resource_arn(cloudformation, stack, location.job_definition_logical_id)
+            if definition and location.job_definition_logical_id is not None
+            else None
+        )
+        return stack, queue, found
+    outputs = stack_outputs(cloudformation, stack)
+    queue = _output(outputs, location.job_queue_output, stack)
+    return stack, queue, _output(outputs, location.job_definition_output, stack) if definition else None
 
 
 def find_job_queue(env: Deployment, clients: Any, stack_name: str | None = None) -> tuple[str, str]:
     """(stack name, job queue ARN) of the environment, as ``submit`` finds them."""
-    stack, outputs, location = _job_stack(env, clients, stack_name)
-    return stack, _output(outputs, location.job_queue_output, stack)
+    stack, queue, _ = job_arns(env, clients, stack_name, definition=False)
+    return stack, queue
 
 
 def default_job_name(env: Deployment, now: datetime | None = None) -> str:
@@ -242,12 +304,7 @@ def submit(
     job_name: str | None = None,
     stack_name: str | None = None,
 ) -> dict[str, Any]:
-    if env.training.engine != "batch":
-        raise NeuronConfigError(
-            f"environments.{env.name}.training.engine",
-            env.training.engine,
-            "submit runs AWS Batch jobs; this cluster is an Auto Scaling group: start jobs with your own scheduler",
-        )
+    batch_training(env, "submit")
     training_command = " ".join(command).strip()
     if not training_command:
         raise NeuronConfigError(
@@ -263,12 +320,10 @@ def submit(
     if image is not None and (not image or any(c.isspace() for c in image)):
         raise NeuronConfigError("--image", image, "give an image URI such as <registry>/<repository>:<tag>")
 
-    stack, outputs, location = _job_stack(env, clients, stack_name)
-    queue = _output(outputs, location.job_queue_output, stack)
+    stack, queue, definition_arn = job_arns(env, clients, stack_name)
+    assert definition_arn is not None
     batch = clients("batch", env.region)
-    definition, definition_action = job_definition_for(
-        batch, _output(outputs, location.job_definition_output, stack), nodes=nodes, image=image
-    )
+    definition, definition_action = job_definition_for(batch, definition_arn, nodes=nodes, image=image)
     node_overrides: dict[str, Any] = {}
     if int(definition["nodeProperties"].get("numNodes", 0)) != nodes:
         node_overrides["numNodes"] = nodes
@@ -301,8 +356,8 @@ def submit(
         nodes=nodes,
         training_command=training_command,
         environment_overrides={e["name"]: e["value"] for e in environment},
-        watch_command=f"cdk-neuron status --watch {response['jobId']} --env {env.name}",
-        logs_command=f"cdk-neuron logs --follow {response['jobId']} --env {env.name}",
+        watch_command=source.command(env, "status", "--watch", response["jobId"]),
+        logs_command=source.command(env, "logs", "--follow", response["jobId"]),
     )
 
 

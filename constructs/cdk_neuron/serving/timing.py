@@ -76,10 +76,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.validation import whole_number
+
+if TYPE_CHECKING:  # measurements imports this module at run time
+    from cdk_neuron.measurements import TimingReport
 
 LOAD_FLOOR_SECONDS = 480.0
 LOAD_SECONDS_PER_GIB = 10.5
@@ -141,6 +146,9 @@ def _whole_seconds(field: str, value: object) -> int:
 class MeasuredStartup:
     """Start-up phases timed on a real deployment of this model, instance type and image.
 
+    ``MeasuredStartup.from_report(path)`` reads them from an integ suite's timing report
+    (docs/integ.md, :mod:`cdk_neuron.measurements`).
+
     Each phase given replaces its estimate; the budget is still ``SAFETY`` x the measurement, so a
     run slower than the measured one still fits. Phases left None keep the estimate.
 
@@ -158,6 +166,21 @@ class MeasuredStartup:
     boot_seconds: int | None = None
     artifact_download_seconds: int | None = None
     container_ready_seconds: int | None = None
+
+    @staticmethod
+    def from_report(report: TimingReport | str | Path) -> MeasuredStartup:
+        """The measurements of an integ suite's timing report (a path or a ``TimingReport``).
+
+        See :func:`cdk_neuron.measurements.measured_startup` for what each serving suite's report
+        supports; a failed run or a training report is refused.
+
+        :param report: the JSON report a live ``make integ`` run wrote (``integ-reports/<suite>.json``),
+            or the parsed ``cdk_neuron.measurements.TimingReport``.
+        """
+        from cdk_neuron.measurements import measured_startup
+
+        measured: MeasuredStartup = measured_startup(report)
+        return measured
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():

@@ -46,6 +46,17 @@ def ecr_authorization_token(role: iam.IRole) -> None:
     )
 
 
+def instance_topology(role: iam.IRole) -> None:
+    """AwsSolutions-IAM5 on ``*``: ec2:DescribeInstanceTopology names no resource type."""
+    _acknowledge(
+        role,
+        "AwsSolutions-IAM5[Resource::*]",
+        "ec2:DescribeInstanceTopology supports no resource-level permissions (AWS Service Authorization "
+        "Reference for Amazon EC2); it is read-only, and each node asks only for its own instance to order "
+        "ranks by NeuronLink domain and network nodes.",
+    )
+
+
 def compile_cache_prefix(role: iam.IRole, cache: ICompileCache) -> None:
     """AwsSolutions-IAM5 on ``<bucket>/<prefix>*``: cache keys are graph hashes created at run time."""
     bucket = cache.bucket.node.default_child
@@ -83,4 +94,10 @@ def _as_nag_renders(value: object) -> str | None:
     return None
 
 
-__all__ = ["compile_cache_prefix", "ecr_authorization_token", "efa_self_ingress", "grant_policies"]
+__all__ = [
+    "compile_cache_prefix",
+    "ecr_authorization_token",
+    "efa_self_ingress",
+    "grant_policies",
+    "instance_topology",
+]

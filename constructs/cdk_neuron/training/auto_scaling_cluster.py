@@ -14,7 +14,7 @@ from constructs import Construct
 
 from cdk_neuron import _manifest, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import EfaLayout
+from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.monitoring.node_metrics import NodeMetrics
 from cdk_neuron.node_programs import render_settings
 from cdk_neuron.planner import TrainingPlan
@@ -29,7 +29,7 @@ from cdk_neuron.training.launcher import node_environment
 
 
 class AutoScalingTrainingCluster(TrainingClusterBase):
-    """A Trn1 / Trn1n / Trn2 node group (EC2 Auto Scaling, 0 to ``max_nodes``) for teams that run Ray,
+    """A Trainium (Trn1, Trn1n, Trn2, Trn3) node group (EC2 Auto Scaling, 0 to ``max_nodes``) for teams that run Ray,
     Slurm or plain torchrun themselves.
 
     The nodes are :class:`TrainingClusterBase`'s (whole instances with EFA on every network card, in
@@ -39,7 +39,8 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
     launcher's per-job variables) from ``/etc/profile.d/cdk-neuron-training.sh``.
 
     :param vpc: the VPC of the nodes.
-    :param instance_type: a Trainium type from the catalog, e.g. ``"trn1.32xlarge"``.
+    :param instance_type: a Trainium type from the catalog, e.g. ``"trn1.32xlarge"``, or a catalog
+        instance completed with ``NeuronInstance.with_facts(...)`` (the Trn3 servers).
     :param max_nodes: the group's maximum size. Must be at least the plan's nodes.
     :param plan: the distributed layout the node profile exports (a :func:`~cdk_neuron.plan_training`
         result). Default: TP across one node's NeuronCores, data parallel across ``max_nodes`` nodes.
@@ -86,7 +87,7 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
         id: str,
         *,
         vpc: ec2.IVpc,
-        instance_type: str,
+        instance_type: str | NeuronInstance,
         max_nodes: int,
         plan: TrainingPlan | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,

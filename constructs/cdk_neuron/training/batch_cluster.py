@@ -15,7 +15,7 @@ from constructs import Construct
 
 from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import EfaLayout
+from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.monitoring.node_metrics import NodeMetrics
 from cdk_neuron.planner import TrainingPlan, plan_training
@@ -43,7 +43,7 @@ DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(MAX_UPDATE_TIMEOUT_MINUTES)
 
 
 class BatchTrainingCluster(TrainingClusterBase):
-    """A Trn1 / Trn1n / Trn2 cluster that runs AWS Batch multi-node parallel jobs, and costs nothing idle.
+    """A Trainium (Trn1, Trn1n, Trn2, Trn3) cluster that runs AWS Batch multi-node parallel jobs, and costs nothing idle.
 
     A managed EC2 compute environment that scales from zero, a job queue and a multi-node job
     definition, ready for ``aws batch submit-job --job-queue <queue> --job-definition <definition>
@@ -54,7 +54,9 @@ class BatchTrainingCluster(TrainingClusterBase):
     instances with EFA on every network card, in one AZ and a cluster placement group.
 
     :param vpc: the VPC of the nodes.
-    :param instance_type: a Trainium type from the catalog, e.g. ``"trn1.32xlarge"``.
+    :param instance_type: a Trainium type from the catalog, e.g. ``"trn1.32xlarge"``, or a catalog
+        instance completed with ``NeuronInstance.with_facts(...)`` where the catalog lacks facts a
+        cluster needs (the Trn3 servers: network cards, EFA interfaces, instance store).
     :param max_nodes: the most nodes the cluster runs at once (the compute environment's maximum).
         Must be at least the plan's nodes.
     :param job_image: the training container image: an ``ecs.ContainerImage`` or an image URI pinned
@@ -143,7 +145,7 @@ class BatchTrainingCluster(TrainingClusterBase):
         id: str,
         *,
         vpc: ec2.IVpc,
-        instance_type: str,
+        instance_type: str | NeuronInstance,
         max_nodes: int,
         job_image: ecs.ContainerImage | str,
         plan: TrainingPlan | None = None,
@@ -355,14 +357,17 @@ class BatchTrainingCluster(TrainingClusterBase):
             if nodes is not None:
                 nodes = validation.whole_number("nodes", nodes)
                 plan = plan_training(
-                    self.instance.name,
+                    self.instance,
                     nodes,
                     self.plan.tensor_parallel,
                     self.plan.pipeline_parallel,
                     self.plan.logical_nc_config,
+                    expert_parallel=self.plan.expert_parallel,
+                    ultraserver_capacity=self.plan.ultraserver_capacity,
                     allow_unlisted_tp=self.plan.allow_unlisted_tp,
                 )
             job_plan = checks.checked_plan(self.instance, self.max_nodes, plan or self.plan)
+            checks.plan_fits_capacity(job_plan, self.instance, self.capacity)
             if timeout is not None:
                 _job_timeout("timeout", timeout)
             if retry_attempts is not None:

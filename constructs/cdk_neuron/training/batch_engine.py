@@ -15,8 +15,14 @@ from constructs import Construct
 
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.node_programs import INSTALL_DIR
 from cdk_neuron.planner import TrainingPlan
-from cdk_neuron.training.launcher import SCRATCH_DIR, TRAINING_COMMAND_PARAMETER, launcher_command
+from cdk_neuron.training.launcher import (
+    SCRATCH_DIR,
+    TOPOLOGY_DIR,
+    TRAINING_COMMAND_PARAMETER,
+    launcher_command,
+)
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
 from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI, pinned_image
 
@@ -214,6 +220,18 @@ def build_job_definition(
         )
     )
     volumes = list(settings.volumes)
+    # The launcher runs from the host's node-program bundle; with EFA it reads the host's topology.
+    volumes.append(
+        batch.EcsVolume.host(
+            name="cdk-neuron-programs", host_path=INSTALL_DIR, container_path=INSTALL_DIR, readonly=True
+        )
+    )
+    if instance.supports_efa:
+        volumes.append(
+            batch.EcsVolume.host(
+                name="cdk-neuron-topology", host_path=TOPOLOGY_DIR, container_path=TOPOLOGY_DIR, readonly=True
+            )
+        )
     if instance.nvme_gb > 0:
         volumes.append(
             batch.EcsVolume.host(name="scratch", host_path=SCRATCH_DIR, container_path=SCRATCH_DIR)

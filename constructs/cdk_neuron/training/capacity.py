@@ -23,7 +23,9 @@ from cdk_neuron.catalog import NeuronInstance, capacity_block_types
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.validation import RESERVATION_ID, RESOURCE_GROUP_ARN, matching
 
-CapacityKind = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
+CapacityKind = Literal[
+    "on-demand", "reservation", "reservation-group", "capacity-block", "ultraserver-capacity-block"
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,12 @@ class Capacity:
       launch-template form for groups (``AutoScalingTrainingCluster``); AWS Batch builds its own
       launch template from ours and drops some fields, so check a Batch cluster's first launch into
       a new block (``cdk-neuron preflight`` lists the block and its state).
+    - :meth:`ultraserver_capacity_block`: an UltraServer Capacity Block (every instance of it is a
+      server of one UltraServer, CB-HOW), by its ``cr-`` reservation id or by a resource group of
+      UltraServer Capacity Blocks (cb-group.html: a launch matches any block of the group with room
+      and fails, never falls back, when none has). It is what makes a NeuronLink domain that spans
+      instances a guarantee: plans with ``ultraserver_capacity=True`` need it
+      (:meth:`guarantees_ultraserver`). No placement group: AWS places the block's instances.
     """
 
     kind: CapacityKind = "on-demand"
@@ -53,22 +61,34 @@ class Capacity:
     placement_group_name: str | None = None
 
     def __post_init__(self) -> None:
+        if self.kind == "ultraserver-capacity-block":
+            if (self.reservation_id is None) == (self.resource_group_arn is None):
+                raise NeuronConfigError(
+                    "capacity",
+                    self,
+                    "give an UltraServer Capacity Block's reservation id or a resource group ARN, not both",
+                )
+            if self.reservation_id is not None:
+                _reservation_id("reservation_id", self.reservation_id)
+            else:
+                _resource_group_arn(self.resource_group_arn)
+            if self.placement_group_name is not None:
+                raise NeuronConfigError(
+                    "placement_group_name",
+                    self.placement_group_name,
+                    "AWS places UltraServer Capacity Block instances itself; no placement group",
+                )
+            return
         if self.kind in ("reservation", "capacity-block"):
             _reservation_id("reservation_id", self.reservation_id)
         elif self.kind == "reservation-group":
-            if not isinstance(self.resource_group_arn, str) or not RESOURCE_GROUP_ARN.fullmatch(
-                self.resource_group_arn
-            ):
-                raise NeuronConfigError(
-                    "resource_group_arn",
-                    self.resource_group_arn,
-                    "use a resource group ARN, e.g. arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs",
-                )
+            _resource_group_arn(self.resource_group_arn)
         elif self.kind != "on-demand":
             raise NeuronConfigError(
                 "capacity",
                 self.kind,
-                "use Capacity.on_demand(), .reservation(id), .reservation_group(arn) or .capacity_block(id)",
+                "use Capacity.on_demand(), .reservation(id), .reservation_group(arn), .capacity_block(id) "
+                "or .ultraserver_capacity_block(id or resource_group_arn=...)",
             )
         carries_id = self.kind in ("reservation", "capacity-block")
         if (self.reservation_id is not None) != carries_id or (self.resource_group_arn is not None) != (
@@ -125,9 +145,40 @@ class Capacity:
         """An EC2 Capacity Block for ML, by its reservation id (``cr-...``)."""
         return cls(kind="capacity-block", reservation_id=reservation_id)
 
+    @classmethod
+    def ultraserver_capacity_block(
+        cls, reservation_id: str | None = None, *, resource_group_arn: str | None = None
+    ) -> Capacity:
+        """An UltraServer Capacity Block by its reservation id (``cr-...``), or a resource group of them.
+
+        ``resource_group_arn``: a group of UltraServer Capacity Blocks (``AWS::EC2::CapacityReservationPool``
+        with reservation-type capacity-block; cb-group.html), so a cluster can use several
+        UltraServers; give it instead of ``reservation_id``. Default None.
+        """
+        return cls(
+            kind="ultraserver-capacity-block",
+            reservation_id=reservation_id,
+            resource_group_arn=resource_group_arn,
+        )
+
     @property
     def is_capacity_block(self) -> bool:
-        return self.kind == "capacity-block"
+        return self.kind in ("capacity-block", "ultraserver-capacity-block")
+
+    def guarantees_ultraserver(self, instance: NeuronInstance) -> bool:
+        """Whether every instance comes from whole UltraServers of ``instance``'s type.
+
+        True for :meth:`ultraserver_capacity_block`, and for :meth:`capacity_block` on a type EC2
+        sells as UltraServer Capacity Blocks (trn2u.48xlarge); plans that let TP or EP groups span
+        instances (``plan_training(..., ultraserver_capacity=True)``) need it.
+        """
+        if not instance.is_ultraserver:
+            return False
+        if self.kind == "ultraserver-capacity-block":
+            return True
+        return (
+            self.kind == "capacity-block" and instance.purchase_options.capacity_block_kind == "ultraserver"
+        )
 
     def describe(self) -> str:
         if self.kind == "on-demand":
@@ -145,7 +196,22 @@ class Capacity:
         ``cdk-neuron preflight`` checks the live account.
         """
         options = instance.purchase_options
+        if self.kind == "ultraserver-capacity-block":
+            if not instance.is_ultraserver or options.ultraserver_capacity_block == "no":
+                raise NeuronConfigError(
+                    "capacity",
+                    self.describe(),
+                    f"{instance.name} is not sold as UltraServer Capacity Blocks (CB-HOW, TRN3-ARCH); "
+                    "UltraServers are made of trn2u.48xlarge and the Trn3 servers",
+                )
+            return
         if self.is_capacity_block and options.capacity_block_kind is None:
+            if instance.is_ultraserver:
+                raise NeuronConfigError(
+                    "capacity",
+                    self.describe(),
+                    f"{instance.name} is sold in UltraServers: use Capacity.ultraserver_capacity_block(...)",
+                )
             instance_blocks = capacity_block_types("instance")
             ultraserver_blocks = capacity_block_types("ultraserver")
             raise NeuronConfigError(
@@ -164,6 +230,8 @@ class Capacity:
 
     def purchase_option(self, instance: NeuronInstance) -> str:
         """What is bought, in EC2's words, e.g. "UltraServer Capacity Block" on trn2u.48xlarge."""
+        if self.kind == "ultraserver-capacity-block":
+            return "UltraServer Capacity Block" + (" group" if self.resource_group_arn else "")
         if self.is_capacity_block:
             kind = instance.purchase_options.capacity_block_kind
             return "UltraServer Capacity Block" if kind == "ultraserver" else "Capacity Block"
@@ -181,7 +249,8 @@ class Capacity:
         """
         if self.kind == "on-demand":
             return {}
-        if self.kind == "reservation-group":
+        target: dict[str, str | None]
+        if self.resource_group_arn is not None:
             target = {"CapacityReservationResourceGroupArn": self.resource_group_arn}
         else:
             target = {"CapacityReservationId": self.reservation_id}
@@ -207,6 +276,16 @@ def _placement_group_name(value: object) -> str:
             value,
             "give the name of the existing cluster placement group the reservation was created in "
             "(1-255 ASCII characters), e.g. 'trn-odcr-cpg'",
+        )
+    return value
+
+
+def _resource_group_arn(value: object) -> str:
+    if not isinstance(value, str) or not RESOURCE_GROUP_ARN.fullmatch(value):
+        raise NeuronConfigError(
+            "resource_group_arn",
+            value,
+            "use a resource group ARN, e.g. arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs",
         )
     return value
 

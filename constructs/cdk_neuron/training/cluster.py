@@ -54,7 +54,7 @@ from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.efa_installer import EfaInstaller
 from cdk_neuron.training.efa_mirror_construct import EfaInstallerMirror
 from cdk_neuron.training.launch_template import build_launch_template
-from cdk_neuron.training.launcher import SCRATCH_DIR, job_environment
+from cdk_neuron.training.launcher import SCRATCH_DIR, TOPOLOGY_ACTION, TOPOLOGY_FILE, job_environment
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -217,7 +217,7 @@ class _NodeProps:
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
 class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass):
-    """A Trn1 / Trn1n / Trn2 cluster of whole instances with EFA, in one AZ: what both engines share.
+    """A Trainium cluster of whole instances with EFA, in one AZ: what both engines share.
 
     Every node is a whole instance with one EFA interface on each network card (from the catalog:
     8 on trn1.32xlarge, 16 on trn1n.32xlarge and trn2.48xlarge), in a cluster placement group,
@@ -332,6 +332,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         if not isinstance(capacity, Capacity):
             raise NeuronConfigError("capacity", capacity, "use Capacity.on_demand(), .reservation(...), ...")
         capacity.check_instance(instance)
+        checks.plan_fits_capacity(checked_plan, instance, capacity)
         use_placement_group = checks.placement_group_wanted(placement_group, capacity)
         layout = checks.efa_layout_leaves_room_for_tasks(instance, efa_layout, self._ENGINE == "batch")
         root_gib = _cdk_values.whole_gibibytes(
@@ -445,6 +446,9 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
                 self, "EfaInstaller", installer=props.efa_installer, kms_key=self.kms_key
             )
             self.efa_installer_mirror.grant_read(self.role)
+            # Each node records its own topology at boot for the launcher's rank order.
+            iam.Grant.add_to_principal(grantee=self.role, actions=[TOPOLOGY_ACTION], resource_arns=["*"])
+            acknowledgments.instance_topology(self.role)
         if props.node_metrics is not None:
             node_metrics_policy(
                 self, "NodeMetricsPolicy", role=self.role, namespace=props.node_metrics.namespace
@@ -492,6 +496,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
                     "EFA_INSTALLER_BUCKET": mirror.bucket.bucket_name,
                     "EFA_INSTALLER_KEY": mirror.object_key,
                     "EFA_DEVICES": instance.efa_interfaces,
+                    "TOPOLOGY_FILE": TOPOLOGY_FILE,
+                    "ULTRASERVER": 1 if instance.is_ultraserver else 0,
                 }
             )
         files: dict[str, str] = {}

@@ -1,6 +1,9 @@
 """The multi-node launcher every Batch job runs, and the environment it and the nodes get.
 
-Plain Python (no ``aws_cdk``), so the script text can be read and tested on its own.
+Plain Python (no ``aws_cdk``). The launcher itself is a node program,
+``node_programs/files/training/launcher.sh``; the job container runs it from the host's bundle,
+mounted read-only, and it orders ranks by the EC2 topology (``training/rank_order.py``) before the
+training command starts (docs/neuronlink.md).
 
 Why a launcher: AWS Batch sets ``AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS`` only on the child
 nodes of a multi-node job, never on the main node (AWS Batch User Guide, "Environment variables" for
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.node_programs import INSTALL_DIR, program
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.validation import ENVIRONMENT_VARIABLE
 
@@ -47,51 +51,43 @@ SCRATCH_DIR = "/scratch"
 
 # Batch refuses environment names starting with AWS_BATCH; ECS allows letters, digits and '_'.
 
-LAUNCHER_SCRIPT = r"""set -euo pipefail
-log() { echo "cdk-neuron-launcher: $*" >&2; }
-own_address() {
-  local addr=""
-  if command -v ip >/dev/null 2>&1; then
-    addr="$(ip -4 -o addr show dev "${CCOM_SOCKET_IFNAME:-eth0}" 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}')"
-  fi
-  if [ -z "$addr" ] && command -v hostname >/dev/null 2>&1; then
-    addr="$(hostname -I 2>/dev/null | awk '{print $1}')"
-  fi
-  if [ -z "$addr" ] && command -v python3 >/dev/null 2>&1; then
-    addr="$(python3 -c 'import socket; print(socket.gethostbyname(socket.gethostname()))' 2>/dev/null || true)"
-  fi
-  printf '%s' "$addr"
-}
-# Batch sets the main node's address only on child nodes; the main node uses its own.
-if [ -n "${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-}" ]; then
-  MASTER_ADDR="$AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"
-else
-  MASTER_ADDR="$(own_address)"
-fi
-if [ -z "$MASTER_ADDR" ]; then log "cannot determine the main node's address"; exit 1; fi
-export MASTER_ADDR
-export MASTER_PORT="${MASTER_PORT:-29500}"
-export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-29600}"
-export NODE_RANK="${AWS_BATCH_JOB_NODE_INDEX:-0}"
-export NNODES="${AWS_BATCH_JOB_NUM_NODES:-1}"
-export WORLD_SIZE=$(( NNODES * NPROC_PER_NODE ))
-model_parallel=$(( NEURON_TP_DEGREE * NEURON_PP_DEGREE ))
-if (( WORLD_SIZE % model_parallel != 0 )); then
-  log "world size ${WORLD_SIZE} (${NNODES} nodes x ${NPROC_PER_NODE}) is not divisible by TP x PP = ${model_parallel}"
-  exit 1
-fi
-export NEURON_DP_DEGREE=$(( WORLD_SIZE / model_parallel ))
-export TORCHRUN_ARGS="--nnodes=${NNODES} --node_rank=${NODE_RANK} --nproc_per_node=${NPROC_PER_NODE} --master_addr=${MASTER_ADDR} --master_port=${MASTER_PORT}"
-command_line="${1:-}"
-if [ -z "$command_line" ]; then log "no training command: set the training_command parameter"; exit 2; fi
-log "node ${NODE_RANK}/${NNODES}, main ${MASTER_ADDR}:${MASTER_PORT}, root comm ${NEURON_RT_ROOT_COMM_ID}, world ${WORLD_SIZE} = TP ${NEURON_TP_DEGREE} x PP ${NEURON_PP_DEGREE} x DP ${NEURON_DP_DEGREE}"
-exec "${BASH:-/bin/bash}" -c "$command_line"
-"""
+# The launcher is a node program (node_programs/files/training/launcher.sh, shellcheck-clean and run
+# under bash in the tests). The job definition mounts the host's bundle read-only at INSTALL_DIR and
+# runs the file from there (docs/neuronlink.md says why a mount and not the text in the command).
+LAUNCHER_PROGRAM = "training/launcher.sh"
+LAUNCHER_PATH = f"{INSTALL_DIR}/{LAUNCHER_PROGRAM}"
+LAUNCHER_SCRIPT = program(LAUNCHER_PROGRAM).read_text(encoding="utf-8")
+"""The launcher's text (what ``LAUNCHER_PATH`` holds on every node)."""
+# Where each host writes its own DescribeInstanceTopology answer at boot (training/node-setup.sh); the
+# job definition mounts the directory read-only at the same path in the container.
+TOPOLOGY_DIR = "/var/lib/cdk-neuron"
+TOPOLOGY_FILE = f"{TOPOLOGY_DIR}/topology.json"
+# The rank-order exchange listens on the main node (TCP, within the task security group), below
+# Linux's ephemeral range like the two rendezvous ports.
+DEFAULT_RANK_ORDER_PORT = 29700
+TOPOLOGY_ACTION = "ec2:DescribeInstanceTopology"
 
 
 def launcher_command() -> list[str]:
-    """The container command: bash runs the launcher with the training command as ``$1``."""
-    return ["/bin/bash", "-c", LAUNCHER_SCRIPT, LAUNCHER_NAME, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+    """The container command: bash runs the mounted launcher with the training command as ``$1``."""
+    return ["/bin/bash", LAUNCHER_PATH, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+
+
+def rank_order_environment(instance: NeuronInstance, plan: TrainingPlan) -> dict[str, str]:
+    """What the launcher needs to order ranks by topology (``CDK_NEURON_*``), for an EFA instance.
+
+    ``CDK_NEURON_DOMAIN_GROUP_INSTANCES``: instances one TP x EP group spans (the launcher refuses
+    nodes that cannot hold such groups inside one domain); ``CDK_NEURON_ULTRASERVER``: 1 when the
+    type is an UltraServer server, so domains are Capacity Blocks.
+    """
+    if not instance.supports_efa:
+        return {}
+    return {
+        "CDK_NEURON_RANK_ORDER": "topology",
+        "CDK_NEURON_TOPOLOGY_FILE": TOPOLOGY_FILE,
+        "CDK_NEURON_DOMAIN_GROUP_INSTANCES": str(plan.domain_group_instances),
+        "CDK_NEURON_ULTRASERVER": "1" if instance.is_ultraserver else "0",
+    }
 
 
 def training_command(field: str, value: object) -> str:
@@ -131,6 +127,7 @@ def node_environment(
         env["CHECKPOINT_DIR"] = checkpoint_dir
     if instance.nvme_gb > 0:
         env["SCRATCH_DIR"] = SCRATCH_DIR
+    env.update(rank_order_environment(instance, plan))
     return env
 
 
@@ -155,6 +152,8 @@ def job_environment(
             "ROOT_COMM_PORT": str(DEFAULT_ROOT_COMM_PORT),
         }
     )
+    if instance.supports_efa:
+        env["RANK_ORDER_PORT"] = str(DEFAULT_RANK_ORDER_PORT)
     for name, value in (extra or {}).items():
         if (
             not isinstance(name, str)
@@ -172,14 +171,21 @@ def job_environment(
 
 __all__ = [
     "DEFAULT_MASTER_PORT",
+    "DEFAULT_RANK_ORDER_PORT",
     "DEFAULT_ROOT_COMM_PORT",
     "DEFAULT_TRAINING_COMMAND",
     "LAUNCHER_NAME",
+    "LAUNCHER_PATH",
+    "LAUNCHER_PROGRAM",
     "LAUNCHER_SCRIPT",
     "SCRATCH_DIR",
+    "TOPOLOGY_ACTION",
+    "TOPOLOGY_DIR",
+    "TOPOLOGY_FILE",
     "TRAINING_COMMAND_PARAMETER",
     "job_environment",
     "launcher_command",
     "node_environment",
+    "rank_order_environment",
     "training_command",
 ]

@@ -60,11 +60,15 @@ def task_security_group_id(vpc: ec2.IVpc, given: object) -> str:
 
 def training_instance(instance_type: object, max_nodes: int) -> NeuronInstance:
     """A Trainium instance that can run ``max_nodes`` nodes (several need EFA)."""
-    if not isinstance(instance_type, str):
+    if not isinstance(instance_type, (str, NeuronInstance)):
         raise NeuronConfigError(
             "instance_type", instance_type, "give the instance type name, e.g. 'trn1.32xlarge'"
         )
     instance = get_training_instance(instance_type)
+    # A launch template needs the network facts and the EC2 name: the catalog never guesses them.
+    instance.require_known(
+        "name", "network_cards", "max_interfaces_per_card", "efa_interfaces", "nvme_gb", purpose="a cluster"
+    )
     if max_nodes > 1 and not instance.supports_efa:
         efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
         raise NeuronConfigError(
@@ -103,7 +107,19 @@ def efa_layout_leaves_room_for_tasks(instance: NeuronInstance, layout: object, b
 
 def default_plan(instance: NeuronInstance, nodes: int) -> TrainingPlan:
     """Tensor parallelism across one node's NeuronCores (inside NeuronLink), data parallel across nodes."""
-    return plan_training(instance.name, nodes, tensor_parallel=instance.neuron_cores)
+    return plan_training(instance, nodes, tensor_parallel=instance.neuron_cores)
+
+
+def plan_fits_capacity(plan: TrainingPlan, instance: NeuronInstance, capacity: Capacity) -> None:
+    """Refuse a plan that needs a NeuronLink domain across instances the capacity cannot guarantee."""
+    if plan.ultraserver_capacity and not capacity.guarantees_ultraserver(instance):
+        raise NeuronConfigError(
+            "capacity",
+            capacity.describe(),
+            f"the plan ({plan.summary()}) lets TP or EP groups span {plan.domain_group_instances} instances of "
+            "one UltraServer, which only UltraServer capacity guarantees: use "
+            "Capacity.ultraserver_capacity_block(...), or plan with ultraserver_capacity=False",
+        )
 
 
 def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> TrainingPlan:
@@ -120,11 +136,13 @@ def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> Trai
             f"plan with plan_training({instance.name!r}, ...)",
         )
     replanned = plan_training(
-        plan.instance_type,
+        instance,
         plan.nodes,
         plan.tensor_parallel,
         plan.pipeline_parallel,
         plan.logical_nc_config,
+        expert_parallel=plan.expert_parallel,
+        ultraserver_capacity=plan.ultraserver_capacity,
         allow_unlisted_tp=plan.allow_unlisted_tp,
     )
     if replanned != plan:
@@ -186,9 +204,9 @@ def availability_zone_id(instance: NeuronInstance, az_id: object, stack: cdk.Sta
         raise NeuronConfigError(
             "availability_zone_id", az_id, f"is in {region} but the stack deploys to {stack.region}"
         )
-    status = offering_status(instance.name, az_id)
+    status = offering_status(instance, az_id)
     if status == "not-offered":
-        offered = offered_az_ids(instance.name, region) if region else ()
+        offered = offered_az_ids(instance, region) if region else ()
         where = (
             f"in {region} it is offered in {one_of(offered)}" if offered else f"it is not offered in {region}"
         )

@@ -8,8 +8,13 @@
 # - Self-managed node group only (ENGINE=auto-scaling-group): no ECS agent; host limits for EFA
 #   (memlock) and many ranks (nofile); the checkpoint file system mounted with TLS and IAM through
 #   its access point; the training environment exported to every login shell.
+# - With EFA (TOPOLOGY_FILE set): this instance's DescribeInstanceTopology answer, asked with the
+#   instance role, written to TOPOLOGY_FILE for the launcher (the job definition mounts its directory
+#   read-only). On UltraServer servers (ULTRASERVER=1) it waits, up to about five minutes, for EC2 to
+#   fill in CapacityBlockId, which it does eventually after launch. A node that cannot read its
+#   topology still boots: the launcher refuses only plans that need it.
 # - Node metrics, when the cluster enables them (publisher.json present): monitoring/setup.sh.
-# Any failure stops the boot: the bootstrap powers the node off to be replaced.
+# Any other failure stops the boot: the bootstrap powers the node off to be replaced.
 set -euo pipefail
 CDK_NEURON_PROGRAM=training-setup
 # Paths are under ${ROOT}: empty on a node, a scratch directory when the tests run this script.
@@ -92,8 +97,44 @@ PROFILE
     chmod 0644 "${ROOT}/etc/profile.d/cdk-neuron-training.sh"
 }
 
+TOPOLOGY_ATTEMPTS=12
+
+record_topology() {
+    local instance_id answer="" attempt target="${ROOT}${TOPOLOGY_FILE}"
+    instance_id=$(imds meta-data/instance-id) || {
+        log "topology: no instance id from the metadata service; ranks keep the scheduler's order"
+        return 0
+    }
+    install -d -m 0755 "$(dirname "${target}")"
+    for ((attempt = 1; attempt <= TOPOLOGY_ATTEMPTS; attempt++)); do
+        if answer=$(aws ec2 describe-instance-topology --region "${REGION}" --instance-ids "${instance_id}" \
+            --output json); then
+            if [ "${ULTRASERVER:-0}" != 1 ] || grep -q '"CapacityBlockId": "' <<<"${answer}"; then
+                break
+            fi
+            log "topology: no CapacityBlockId yet (attempt ${attempt}/${TOPOLOGY_ATTEMPTS})"
+        else
+            answer=""
+            log "topology: DescribeInstanceTopology failed (attempt ${attempt}/${TOPOLOGY_ATTEMPTS})"
+        fi
+        if ((attempt < TOPOLOGY_ATTEMPTS)); then sleep $((attempt * 5)); fi
+    done
+    if [ -z "${answer}" ]; then
+        log "topology: none recorded; plans whose groups span instances will be refused at job start"
+        return 0
+    fi
+    printf '%s\n' "${answer}" >"${target}.new"
+    chmod 0644 "${target}.new"
+    mv "${target}.new" "${target}"
+    log "topology: recorded in ${TOPOLOGY_FILE}"
+}
+
 if [ -n "${SCRATCH_DIR:-}" ]; then
     setup_scratch
+fi
+if [ -n "${TOPOLOGY_FILE:-}" ]; then
+    require REGION
+    record_topology
 fi
 if [ "${ENGINE}" = auto-scaling-group ]; then
     require NOFILE_LIMIT

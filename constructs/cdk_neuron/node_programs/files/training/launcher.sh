@@ -1,0 +1,112 @@
+#!/bin/bash
+# cdk-neuron-launcher: every node of a multi-node training job runs this before the training command.
+#
+# AWS Batch runs it in the job container from the host's node-program bundle, mounted read-only at
+# /opt/cdk-neuron (cdk_neuron.training.launcher.launcher_command); on a self-managed node group
+# (AutoScalingTrainingCluster) run /opt/cdk-neuron/training/launcher.sh '<command>' on every node with
+# CDK_NEURON_NODE_INDEX, CDK_NEURON_NNODES and CDK_NEURON_MAIN_ADDRESS from your scheduler.
+#
+# It derives, once, for every node: MASTER_ADDR and NODE_RANK (in topology order, below),
+# MASTER_PORT, NEURON_RT_ROOT_COMM_ID, NNODES, WORLD_SIZE = NNODES x NPROC_PER_NODE, NEURON_DP_DEGREE
+# = WORLD_SIZE / (TP x PP) and TORCHRUN_ARGS; then bash runs the training command ($1) with them.
+#
+# Batch sets AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS only on child nodes (AWS Batch User Guide,
+# "Environment variables" for multi-node parallel jobs): the main node uses its own address.
+#
+# Topology order (CDK_NEURON_RANK_ORDER=topology, set by the cluster): before torchrun, the nodes agree
+# on a node order through the main node (training/rank_order.py, standard-library Python): grouped by
+# UltraServer, then by the network nodes above them, from the DescribeInstanceTopology answer the
+# host wrote at boot (CDK_NEURON_TOPOLOGY_FILE). NODE_RANK becomes the node's place in that order and
+# MASTER_ADDR the address of rank 0, so each run of CDK_NEURON_DOMAIN_GROUP_INSTANCES nodes holds whole
+# TP x EP groups inside one NeuronLink domain. When the nodes cannot hold the plan (an UltraServer with
+# the wrong number of the job's nodes, topology missing), every node stops with exit code 3 before the
+# training command starts. Any other value keeps the scheduler's order.
+set -euo pipefail
+
+log() { echo "cdk-neuron-launcher: $*" >&2; }
+
+own_address() {
+    local addr=""
+    if command -v ip >/dev/null 2>&1; then
+        addr="$(ip -4 -o addr show dev "${CCOM_SOCKET_IFNAME:-eth0}" 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}')"
+    fi
+    if [ -z "${addr}" ] && command -v hostname >/dev/null 2>&1; then
+        addr="$(hostname -I 2>/dev/null | awk '{print $1}')"
+    fi
+    if [ -z "${addr}" ] && command -v python3 >/dev/null 2>&1; then
+        addr="$(python3 -c 'import socket; print(socket.gethostbyname(socket.gethostname()))' 2>/dev/null || true)"
+    fi
+    printf '%s' "${addr}"
+}
+
+NODE_INDEX="${AWS_BATCH_JOB_NODE_INDEX:-${CDK_NEURON_NODE_INDEX:-0}}"
+export NNODES="${AWS_BATCH_JOB_NUM_NODES:-${CDK_NEURON_NNODES:-1}}"
+# Batch sets the main node's address only on child nodes; the main node uses its own.
+MAIN_ADDRESS="${AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS:-${CDK_NEURON_MAIN_ADDRESS:-}}"
+OWN_ADDRESS=""
+if [ -z "${MAIN_ADDRESS}" ] || [ "${CDK_NEURON_RANK_ORDER:-scheduler}" = topology ]; then
+    OWN_ADDRESS="$(own_address)"
+fi
+if [ -z "${MAIN_ADDRESS}" ]; then
+    MAIN_ADDRESS="${OWN_ADDRESS}"
+fi
+if [ -z "${MAIN_ADDRESS}" ]; then
+    log "cannot determine the main node's address"
+    exit 1
+fi
+
+export MASTER_PORT="${MASTER_PORT:-29500}"
+export WORLD_SIZE=$((NNODES * NPROC_PER_NODE))
+# NPROC_PER_NODE and the NEURON_*_DEGREE variables come from the job environment (the plan).
+# shellcheck disable=SC2153
+model_parallel=$((NEURON_TP_DEGREE * NEURON_PP_DEGREE))
+if ((WORLD_SIZE % model_parallel != 0)); then
+    log "world size ${WORLD_SIZE} (${NNODES} nodes x ${NPROC_PER_NODE}) is not divisible by TP x PP = ${model_parallel}"
+    exit 1
+fi
+export NEURON_DP_DEGREE=$((WORLD_SIZE / model_parallel))
+
+command_line="${1:-}"
+if [ -z "${command_line}" ]; then
+    log "no training command: set the training_command parameter"
+    exit 2
+fi
+
+NODE_RANK="${NODE_INDEX}"
+MASTER_ADDR="${MAIN_ADDRESS}"
+if ((NNODES > 1)) && [ "${CDK_NEURON_RANK_ORDER:-scheduler}" = topology ]; then
+    home="${CDK_NEURON_HOME:-/opt/cdk-neuron}"
+    if [ -z "${OWN_ADDRESS}" ]; then
+        log "REFUSED: cannot determine this node's own address for the topology exchange"
+        exit 3
+    fi
+    if ! command -v python3 >/dev/null 2>&1; then
+        log "REFUSED: topology order needs python3 in the image (set CDK_NEURON_RANK_ORDER=scheduler to skip it)"
+        exit 3
+    fi
+    if ! assignment="$(python3 "${home}/training/rank_order.py" \
+        --index "${NODE_INDEX}" --nnodes "${NNODES}" \
+        --address "${OWN_ADDRESS}" --main-address "${MAIN_ADDRESS}" \
+        --port "${RANK_ORDER_PORT:-29700}" \
+        --topology "${CDK_NEURON_TOPOLOGY_FILE:-/var/lib/cdk-neuron/topology.json}" \
+        --group-instances "${CDK_NEURON_DOMAIN_GROUP_INSTANCES:-1}" \
+        --ultraserver "${CDK_NEURON_ULTRASERVER:-0}" \
+        --timeout "${CDK_NEURON_RANK_ORDER_TIMEOUT:-600}")"; then
+        log "REFUSED: the nodes cannot be ordered for this plan (see above); no training step ran"
+        exit 3
+    fi
+    order=""
+    while IFS='=' read -r key value; do
+        case "${key}" in
+            NODE_RANK) NODE_RANK="${value}" ;;
+            MASTER_ADDR) MASTER_ADDR="${value}" ;;
+            RANK_ORDER) order="${value}" ;;
+        esac
+    done <<<"${assignment}"
+    log "topology order (scheduler indexes by rank): ${order}"
+fi
+export NODE_RANK MASTER_ADDR
+export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-29600}"
+export TORCHRUN_ARGS="--nnodes=${NNODES} --node_rank=${NODE_RANK} --nproc_per_node=${NPROC_PER_NODE} --master_addr=${MASTER_ADDR} --master_port=${MASTER_PORT}"
+log "node ${NODE_RANK}/${NNODES} (scheduler index ${NODE_INDEX}), main ${MASTER_ADDR}:${MASTER_PORT}, root comm ${NEURON_RT_ROOT_COMM_ID}, world ${WORLD_SIZE} = TP ${NEURON_TP_DEGREE} x PP ${NEURON_PP_DEGREE} x DP ${NEURON_DP_DEGREE}"
+exec "${BASH:-/bin/bash}" -c "${command_line}"

@@ -1,0 +1,197 @@
+"""After a live suite: read what happened from AWS and write its timing report.
+
+Runs while the stacks still exist (before the destroy), with the runner's credentials, reading only
+(``Describe*``, ``FilterLogEvents``). Every timing is computed from named API fields (the report's
+``sources``); what cannot be read is recorded in ``errors`` and the report is still written. The
+format is :mod:`cdk_neuron.measurements`'.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cdk_neuron.measurements import TimingReport
+from integ_support.programs import LOG_MARKER, events
+from integ_support.registry import SUITES
+from integ_support.serving import INSTANCE_TYPE
+from integ_support.settings import MODEL_ID, MODEL_PARAMETERS
+
+
+def _seconds(start: Any, end: Any) -> float:
+    """Seconds between two datetimes or two epoch-millisecond numbers."""
+    if isinstance(start, datetime) and isinstance(end, datetime):
+        return (end - start).total_seconds()
+    return (float(end) - float(start)) / 1000
+
+
+class Collector:
+    def __init__(self, suite: str, region: str, outputs: dict[str, dict[str, str]], session: Any) -> None:
+        self.suite, self.region, self.outputs, self.session = suite, region, outputs, session
+        self.timings: dict[str, float] = {}
+        self.values: dict[str, float] = {}
+        self.sources: dict[str, str] = {}
+        self.errors: list[str] = []
+
+    def output(self, key: str) -> str | None:
+        for stack in self.outputs.values():
+            if key in stack:
+                return stack[key]
+        return None
+
+    def client(self, name: str) -> Any:
+        return self.session.client(name, region_name=self.region)
+
+    def record(self, key: str, value: float, source: str, *, timing: bool = True) -> None:
+        (self.timings if timing else self.values)[key] = round(value, 3)
+        self.sources[key] = source
+
+    def attempt(self, what: str, step: Any) -> None:
+        try:
+            step()
+        except Exception as error:  # a measurement never fails the run; it is reported missing
+            self.errors.append(f"{what}: {type(error).__name__}: {str(error)[:300]}")
+
+    # -- training ------------------------------------------------------------------------------------
+
+    def batch(self) -> None:
+        job_id = self.output("JobId")
+        if job_id is None:
+            self.errors.append("no JobId output: the job was not submitted")
+            return
+        job = self.client("batch").describe_jobs(jobs=[job_id])["jobs"][0]
+        if "startedAt" in job:
+            self.record(
+                "job_submitted_to_running_seconds",
+                _seconds(job["createdAt"], job["startedAt"]),
+                "DescribeJobs createdAt -> startedAt",
+            )
+        if "startedAt" in job and "stoppedAt" in job:
+            self.record(
+                "job_running_seconds",
+                _seconds(job["startedAt"], job["stoppedAt"]),
+                "DescribeJobs startedAt -> stoppedAt",
+            )
+        self.attempt("node launch to ready", lambda: self.node_ready(job))
+        self.attempt("job log", self.job_log)
+
+    def node_ready(self, job: dict[str, Any]) -> None:
+        arn = (job.get("attempts") or [{}])[-1].get("container", {}).get("containerInstanceArn")
+        environment = self.client("batch").describe_compute_environments(
+            computeEnvironments=[self.output("ComputeEnvironmentArn")]
+        )["computeEnvironments"][0]
+        if not arn:
+            raise LookupError("the job's attempt names no container instance")
+        instance = self.client("ecs").describe_container_instances(
+            cluster=environment["ecsClusterArn"], containerInstances=[arn]
+        )["containerInstances"][0]
+        launched = self.client("ec2").describe_instances(InstanceIds=[instance["ec2InstanceId"]])
+        launch_time = launched["Reservations"][0]["Instances"][0]["LaunchTime"]
+        self.record(
+            "node_launch_to_ready_seconds",
+            _seconds(launch_time, instance["registeredAt"]),
+            "DescribeInstances LaunchTime -> DescribeContainerInstances registeredAt",
+        )
+
+    def job_log(self) -> None:
+        group = self.output("JobLogGroupName")
+        found = self.client("logs").filter_log_events(
+            logGroupName=group, filterPattern=f'"{LOG_MARKER}"', limit=100
+        )
+        for event in events(e["message"] for e in found.get("events", [])):
+            if event["event"] == "checkpoint" and "write_mib_per_second" in event:
+                self.record(
+                    "checkpoint_write_mib_per_second",
+                    float(event["write_mib_per_second"]),
+                    "job log: checkpoint write_mib_per_second",
+                    timing=False,
+                )
+            if event["event"] == "allreduce" and "busbw_gib_per_second" in event:
+                self.record(
+                    "allreduce_busbw_gib_per_second",
+                    float(event["busbw_gib_per_second"]),
+                    "job log: allreduce busbw_gib_per_second",
+                    timing=False,
+                )
+
+    # -- serving -------------------------------------------------------------------------------------
+
+    def fleet(self) -> None:
+        group = self.output("AutoScalingGroupName")
+        activities = self.client("autoscaling").describe_scaling_activities(AutoScalingGroupName=group)[
+            "Activities"
+        ]
+        launches = [
+            a
+            for a in activities
+            if a["Description"].startswith("Launching") and a.get("StatusCode") == "Successful"
+        ]
+        if not launches:
+            raise LookupError("no successful launch activity")
+        first = min(launches, key=lambda a: a["StartTime"])
+        self.record(
+            "instance_launch_to_in_service_seconds",
+            _seconds(first["StartTime"], first["EndTime"]),
+            "DescribeScalingActivities StartTime -> EndTime of the first successful launch",
+        )
+
+    def endpoint(self) -> None:
+        described = self.client("sagemaker").describe_endpoint(EndpointName=self.output("EndpointName"))
+        self.record(
+            "endpoint_creating_to_in_service_seconds",
+            _seconds(described["CreationTime"], described["LastModifiedTime"]),
+            "DescribeEndpoint CreationTime -> LastModifiedTime",
+        )
+
+    def probe_outputs(self) -> None:
+        first_token = self.output("FirstTokenMs")
+        if first_token not in (None, "", "null"):
+            if self.suite == "scale_from_zero":
+                elapsed = self.output("ElapsedSeconds")
+                self.record(
+                    "scale_from_zero_first_token_seconds",
+                    float(elapsed or 0),
+                    "probe: wake request sent -> first token (assertion output ElapsedSeconds)",
+                )
+            else:
+                self.record("first_token_ms", float(first_token), "probe: first streamed token", timing=False)
+
+    # ------------------------------------------------------------------------------------------------
+
+    def report(self, outcome: str) -> TimingReport:
+        info = SUITES[self.suite]
+        if self.suite.startswith("training"):
+            self.attempt("batch job", self.batch)
+        else:
+            if self.suite == "serving_sagemaker":
+                self.attempt("endpoint", self.endpoint)
+            else:
+                self.attempt("fleet", self.fleet)
+            self.attempt("probe", self.probe_outputs)
+        serving = not self.suite.startswith("training")
+        return TimingReport(
+            suite=self.suite,
+            region=self.region,
+            run_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            outcome=outcome,
+            instance_type=INSTANCE_TYPE if serving else info.accelerators.instance_type,
+            model={"model_id": MODEL_ID, "parameters": MODEL_PARAMETERS, "dtype": "bf16"}
+            if serving
+            else None,
+            timings=self.timings,
+            values=self.values,
+            sources=self.sources,
+            errors=self.errors,
+        )
+
+
+def write_report(
+    suite: str, region: str, outputs: dict[str, dict[str, str]], outcome: str, directory: Path, session: Any
+) -> Path:
+    report = Collector(suite, region, outputs, session).report(outcome)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{suite}.json"
+    path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    return path

@@ -1,0 +1,98 @@
+"""What a run costs, priced with ``cdk_neuron``'s own tables (the prices ``cdk-neuron cost`` uses).
+
+Lines per suite: its accelerators for their hours; the NAT gateway and its public IPv4 address, and
+the load balancer where there is one, for the whole run; each KMS key for a whole key-month (an upper
+bound: a key is billed per month, prorated, and the integ keys are scheduled for deletion with the
+stack). Left out as too small to show at this scale: Lambda, Step Functions, CloudWatch, EFS and
+EBS for an hour or two, data transfer. Prices are the catalog's us-east-1 table prices and dated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdk_neuron.catalog import PRICES_DATE
+from cdk_neuron.cli.pricing import PriceBook
+from integ_support.registry import SuiteInfo
+
+HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class Line:
+    suite: str
+    item: str
+    expected_usd: float
+    most_usd: float
+    basis: str
+
+
+def lines(suite: SuiteInfo, prices: PriceBook | None = None) -> list[Line]:
+    book = prices or PriceBook()
+    acc = suite.accelerators
+    name = f"ml.{acc.instance_type}" if acc.sagemaker else acc.instance_type
+    price = book.instance(acc.instance_type, sagemaker=acc.sagemaker)
+    if price is None:
+        raise SystemExit(f"no price on record for {name}: cannot estimate {suite.name}")
+    out = [
+        Line(
+            suite.name,
+            f"{acc.count} x {name}",
+            acc.count * price.usd_per_hour * acc.expected_hours,
+            acc.count * price.usd_per_hour * acc.most_hours,
+            f"${price.usd_per_hour:g}/h ({price.source}, {price.region}) x {acc.expected_hours:g} h "
+            f"(at most {acc.most_hours:g} h)",
+        )
+    ]
+    hourly = [("nat_gateway_hour", "NAT gateway"), ("public_ipv4_hour", "public IPv4 address")]
+    if suite.load_balancer:
+        hourly.append(("alb_hour", "application load balancer"))
+    for key, item in hourly:
+        service = book.service(key)
+        assert service is not None, key
+        out.append(
+            Line(
+                suite.name,
+                item,
+                service.usd_per_hour * suite.run_expected_hours,
+                service.usd_per_hour * suite.run_most_hours,
+                f"${service.usd_per_hour:g}/h ({service.source}) x {suite.run_expected_hours:g} h "
+                f"(at most {suite.run_most_hours:g} h)",
+            )
+        )
+    kms = book.service("kms_key_month")
+    assert kms is not None
+    out.append(
+        Line(
+            suite.name,
+            f"{suite.kms_keys} KMS key(s)",
+            suite.kms_keys * kms.usd_per_hour,
+            suite.kms_keys * kms.usd_per_hour,
+            f"${kms.usd_per_hour:g} per key-month ({kms.source}), a whole month each as an upper bound",
+        )
+    )
+    return out
+
+
+def render(suites: list[SuiteInfo], region: str) -> tuple[str, float, float]:
+    """The estimate as text, with its expected and most totals (USD)."""
+    all_lines = [line for suite in suites for line in lines(suite)]
+    expected = sum(line.expected_usd for line in all_lines)
+    most = sum(line.most_usd for line in all_lines)
+    rows = [
+        f"Estimated cost of this integ run in {region} (USD; cdk_neuron price tables dated {PRICES_DATE}):"
+    ]
+    for suite in suites:
+        mine = [line for line in all_lines if line.suite == suite.name]
+        rows.append(
+            f"  {suite.name}: ~${sum(x.expected_usd for x in mine):.2f}, at most ${sum(x.most_usd for x in mine):.2f}"
+            + ("   [opt-in]" if suite.opt_in else "")
+        )
+        for line in mine:
+            rows.append(
+                f"      {line.item:<30} ${line.expected_usd:>7.2f}  (max ${line.most_usd:.2f})  {line.basis}"
+            )
+    rows.append(f"  total: ~${expected:.2f}, at most ${most:.2f} if every bounded wait runs out")
+    if region != "us-east-1":
+        rows.append(f"  (us-east-1 table prices applied to {region}: prices there can differ)")
+    return "\n".join(rows), expected, most

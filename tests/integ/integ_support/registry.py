@@ -1,0 +1,95 @@
+"""Every suite: what it proves, whether it runs by default, and what it keeps running (for the cost).
+
+Hours are this project's estimates for one run, not AWS figures: ``expected`` is a run that passes,
+``most`` is one where every bounded wait runs out (job timeouts, waiters, start-up budgets) before the
+stacks are destroyed. The estimate prices them with ``cdk_neuron``'s own tables (:mod:`.estimate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Accelerators:
+    """Instances a suite runs while it runs: ``count`` x ``instance_type`` for some hours."""
+
+    instance_type: str
+    count: int
+    expected_hours: float
+    most_hours: float
+    sagemaker: bool = False
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    name: str
+    proves: str
+    accelerators: Accelerators
+    run_expected_hours: float
+    """The whole run: deploy, assertions, destroy (the NAT gateway, its address, the ALB)."""
+    run_most_hours: float
+    kms_keys: int
+    load_balancer: bool = False
+    opt_in: bool = False
+
+
+SUITES: dict[str, SuiteInfo] = {
+    s.name: s
+    for s in (
+        SuiteInfo(
+            "training_smoke",
+            "a trn1.2xlarge Batch job sees its NeuronCores (neuron-ls), all-reduces on them, and writes "
+            "and reads back 256 MiB on the checkpoint store",
+            Accelerators("trn1.2xlarge", 1, expected_hours=0.5, most_hours=1.5),
+            run_expected_hours=1.0,
+            run_most_hours=2.0,
+            kms_keys=2,
+        ),
+        SuiteInfo(
+            "training_efa",
+            "two trn1.32xlarge in the placement group all-reduce over EFA above 10 GiB/s bus bandwidth",
+            Accelerators("trn1.32xlarge", 2, expected_hours=0.75, most_hours=1.5),
+            run_expected_hours=1.5,
+            run_most_hours=2.5,
+            kms_keys=1,
+            opt_in=True,
+        ),
+        SuiteInfo(
+            "serving_ec2",
+            "an inf2.xlarge fleet is InService and healthy behind the internal ALB and answers a chat "
+            "completion, from a Lambda in the VPC, with the served model's name",
+            Accelerators("inf2.xlarge", 1, expected_hours=0.75, most_hours=1.5),
+            run_expected_hours=1.0,
+            run_most_hours=2.0,
+            kms_keys=1,
+            load_balancer=True,
+        ),
+        SuiteInfo(
+            "serving_sagemaker",
+            "the same model on an ml.inf2.xlarge endpoint is InService and answers InvokeEndpoint",
+            Accelerators("inf2.xlarge", 1, expected_hours=0.75, most_hours=1.5, sagemaker=True),
+            run_expected_hours=1.0,
+            run_most_hours=2.0,
+            kms_keys=1,
+        ),
+        SuiteInfo(
+            "scale_from_zero",
+            "a fleet at zero starts an instance on the first request and answers within its start-up budget",
+            Accelerators("inf2.xlarge", 1, expected_hours=0.5, most_hours=1.5),
+            run_expected_hours=1.0,
+            run_most_hours=2.0,
+            kms_keys=1,
+            load_balancer=True,
+        ),
+    )
+}
+DEFAULT_SUITES = tuple(name for name, s in SUITES.items() if not s.opt_in)
+
+
+def selected(names: list[str]) -> list[SuiteInfo]:
+    """The named suites (the default ones when none is named); an unknown name stops the run."""
+    unknown = [n for n in names if n not in SUITES]
+    if unknown:
+        raise SystemExit(f"unknown suite(s) {', '.join(unknown)}; suites: {', '.join(SUITES)}")
+    return [SUITES[n] for n in (names or DEFAULT_SUITES)]

@@ -1,0 +1,86 @@
+"""``cost --diff OLD NEW``: what a change to the app adds per hour and per month, offline.
+
+Two hand-written cloud assemblies of one app: the new one doubles the training cluster's
+max_nodes and adds a NAT gateway, so a pull request would show exactly those lines.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from assembly_writer import serving_record, training_record, write_manifest, write_stack
+
+from cdk_neuron import catalog
+from cdk_neuron.cli.main import main
+
+TRN = catalog.ON_DEMAND_PRICES["trn1.32xlarge"].usd_per_hour
+NAT = (
+    catalog.SERVICE_PRICES["nat_gateway_hour"].usd_per_hour
+    + catalog.SERVICE_PRICES["public_ipv4_hour"].usd_per_hour
+)
+
+
+def app(folder: Path, *, max_nodes: int, nat_gateways: int, fleet: bool = True) -> str:
+    resources = {f"Nat{i}": {"Type": "AWS::EC2::NatGateway", "Properties": {}} for i in range(nat_gateways)}
+    records: dict[str, Any] = {"/Ml/Cluster": training_record(max_nodes=max_nodes)}
+    if fleet:
+        records["/Ml/Fleet"] = serving_record()
+    write_manifest(folder, {"Ml": write_stack(folder, "Ml", resources=resources, records=records)})
+    return str(folder)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["cost", "--diff", *argv, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_the_change_per_line_and_in_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = app(tmp_path / "old", max_nodes=2, nat_gateways=1)
+    new = app(tmp_path / "new", max_nodes=4, nat_gateways=2)
+    code, doc = run(capsys, old, new)
+    assert code == 0 and doc["command"] == "cost-diff"
+    (env,) = doc["environments"]
+    assert (env["name"], env["status"]) == ("us-east-1", "changed")
+    full = {line["item"]: line for line in env["full_scale"]["lines"]}
+    assert set(full) == {"training nodes (max_nodes)", "NAT gateways", "public IPv4 addresses"}
+    training = full["training nodes (max_nodes)"]
+    assert (training["old_quantity"], training["new_quantity"]) == ("2 x trn1.32xlarge", "4 x trn1.32xlarge")
+    assert training["change_usd_per_hour"] == pytest.approx(2 * TRN)
+    assert training["change_usd_per_month"] == pytest.approx(2 * TRN * 730)
+    idle = {line["item"] for line in env["idle"]["lines"]}
+    assert idle == {"NAT gateways", "public IPv4 addresses"}  # training scales to zero when idle
+    assert doc["total"]["idle"]["change_usd_per_hour"] == pytest.approx(NAT)
+    assert doc["total"]["full_scale"]["change_usd_per_hour"] == pytest.approx(2 * TRN + NAT)
+    assert doc["summary"].startswith("Cost change: idle +$0.05/hour")
+
+    assert main(["cost", "--diff", old, new, "-o", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "us-east-1: full scale" in out and "+$43.00" in out
+    assert out.rstrip().splitlines()[-1] == doc["summary"]
+
+
+def test_added_removed_and_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = app(tmp_path / "old", max_nodes=2, nat_gateways=1, fleet=False)
+    new = app(tmp_path / "new", max_nodes=2, nat_gateways=1)
+    _, doc = run(capsys, old, new)
+    items = [line["item"] for line in doc["environments"][0]["full_scale"]["lines"]]
+    assert items == ["serving instances (max_capacity)"]
+    _, doc = run(capsys, new, new)
+    assert (
+        doc["environments"][0]["status"] == "unchanged" and doc["total"]["idle"]["change_usd_per_hour"] == 0
+    )
+    assert main(["cost", "--diff", new, new]) == 0
+    assert "Unchanged: us-east-1" in capsys.readouterr().out
+
+
+def test_diff_is_offline_and_needs_two_assemblies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    new = app(tmp_path / "new", max_nodes=2, nat_gateways=1)
+    assert main(["cost", "--diff", new, new, "--live-prices"]) == 2
+    assert "cost --diff compares two cloud assemblies offline" in capsys.readouterr().err
+    assert main(["cost", "--diff", new, str(tmp_path / "missing")]) == 2
+    assert "holds no manifest.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["cost", "--diff", new])

@@ -1,0 +1,77 @@
+"""The timing-report format the integ suites write, and the timing models reading it (offline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cdk_neuron import measurements
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.serving import MeasuredStartup
+from cdk_neuron.serving.timing import EC2_BOOT_SECONDS, SAFETY, ec2_startup, sagemaker_timeouts
+
+SAMPLES = Path(__file__).parent / "fixtures" / "integ"
+
+
+def test_sample_reports_round_trip() -> None:
+    for path in sorted(SAMPLES.glob("*.json")):
+        report = measurements.load_report(path)
+        assert report.to_json() == json.loads(path.read_text()), path.name
+
+
+def test_ec2_report_becomes_a_measured_startup_that_the_budget_uses() -> None:
+    measured = MeasuredStartup.from_report(SAMPLES / "serving_ec2.json")
+    # 652.4 s launch -> InService, less the model's assumed boot: the container's share.
+    assert measured.container_ready_seconds == 653 - EC2_BOOT_SECONDS
+    assert "serving_ec2" in measured.source and "assumed" in measured.source
+    budget = ec2_startup(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
+    assert budget.seconds == EC2_BOOT_SECONDS + int(SAFETY * measured.container_ready_seconds + 0.999)
+    assert measured.source in budget.explanation
+
+
+def test_sagemaker_report_sets_the_container_timeout() -> None:
+    measured = measurements.measured_startup(SAMPLES / "serving_sagemaker.json")
+    timeouts = sagemaker_timeouts(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
+    assert timeouts.container_startup_health_check_seconds == 1217  # 1.5 x 811 s, rounded up
+
+
+def test_training_and_failed_reports_are_refused() -> None:
+    with pytest.raises(NeuronConfigError, match="only serving reports"):
+        MeasuredStartup.from_report(SAMPLES / "training_smoke.json")
+    failed = measurements.load_report(SAMPLES / "serving_ec2.json")
+    failed = measurements.TimingReport.from_json({**failed.to_json(), "outcome": "failed"})
+    with pytest.raises(NeuronConfigError, match="run failed"):
+        measurements.measured_startup(failed)
+
+
+def test_compare_sets_measurements_beside_the_models() -> None:
+    rows = measurements.compare(measurements.load_report(SAMPLES / "serving_ec2.json"))
+    assert [(r.what, r.verdict) for r in rows] == [("EC2 launch -> InService", "within budget")]
+    rows = measurements.compare(measurements.load_report(SAMPLES / "training_smoke.json"))
+    assert [(r.what, r.unit, r.verdict) for r in rows] == [
+        ("checkpoint write, one client", "MiB/s", "SLOWER than assumed")
+    ]
+
+
+def test_compare_command_prints_every_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert measurements.main(["compare", *map(str, sorted(SAMPLES.glob("*.json")))]) == 0
+    out = capsys.readouterr().out
+    assert "within budget" in out and "checkpoint_write_mib_per_second" in out
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"format": "other"}, "not a timing report"),
+        ({"version": 2}, "reads version 1"),
+        ({"suite": "nope"}, "use one of"),
+        ({"timings": {"made_up_seconds": 1}}, "unknown"),
+        ({"timings": {"job_running_seconds": -1}}, ">= 0"),
+    ],
+)
+def test_malformed_reports_are_refused(change: dict[str, object], message: str) -> None:
+    data = {**json.loads((SAMPLES / "training_smoke.json").read_text()), **change}
+    with pytest.raises(NeuronConfigError, match=message):
+        measurements.TimingReport.from_json(data)

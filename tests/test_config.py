@@ -666,10 +666,12 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "at most one per AZ: 0..2 for 2 AZ ID(s)"),
     ("inference instance for training", setting("training.instance_type", "inf2.48xlarge"),
      "training.instance_type", "inf2.48xlarge",
-     "inf2.48xlarge is an Inferentia2 (inference) instance; training needs Trainium: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge, trn2u.48xlarge"),
+     "inf2.48xlarge is an Inferentia2 (inference) instance; training needs Trainium: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, "
+     "trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
     ("unknown instance", setting("training.instance_type", "p5.48xlarge"),
      "training.instance_type", "p5.48xlarge",
-     "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge, trn2u.48xlarge"),
+     "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, trn1.2xlarge, trn1.32xlarge, "
+     "trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
     ("not offered in training AZ", setting("az_ids", ["use1-az2", "use1-az6"]),
      "training.instance_type", "trn1.32xlarge",
      "not offered in the training AZ az_ids[0]=use1-az2; in us-east-1 it is offered in use1-az4, use1-az5, use1-az6 (catalog offerings; preflight checks the account)"),
@@ -687,7 +689,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "world size 64 (2 node(s) x 32 ranks) is not divisible by TP x PP = 32 x 3; choose TP and PP whose product divides 64"),
     ("LNC on trn1", setting("training.plan.logical_nc_config", 2),
      "training.plan.logical_nc_config", 2,
-     "LNC applies only to Trn2 instances; leave it unset for trn1.32xlarge"),
+     "LNC applies only to Trn2 and Trn3 instances; leave it unset for trn1.32xlarge"),
     ("multi-node without EFA", setting("training.instance_type", "trn1.2xlarge"),
      "training.max_nodes", 2,
      "trn1.2xlarge has no EFA: use 1"),

@@ -40,8 +40,9 @@ OPTIMUM_IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:"
     "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 )
-# The twelve services the minimal environment's nodes call through interface endpoints, in
-# ENDPOINT_IDS order, with their logical ids (part of the deployed state).
+# The thirteen services the minimal environment's nodes call through interface endpoints, in
+# ENDPOINT_IDS order, with their logical ids (part of the deployed state). EC2: the training node
+# reads its instance topology (DescribeInstanceTopology) to order ranks.
 MINIMAL_ENDPOINTS = {
     "EcrApi": "ecr.api",
     "EcrDocker": "ecr.dkr",
@@ -55,6 +56,7 @@ MINIMAL_ENDPOINTS = {
     "Ec2Messages": "ec2messages",
     "AutoScaling": "autoscaling",
     "CloudFormation": "cloudformation",
+    "Ec2": "ec2",
 }
 
 
@@ -144,6 +146,7 @@ def test_sagemaker_adds_the_runtime_endpoint_and_drops_the_fleet_services() -> N
         "SsmMessages": "ssmmessages",
         "Ec2Messages": "ec2messages",
         "SageMakerRuntime": "sagemaker.runtime",
+        "Ec2": "ec2",
     }
 
 

@@ -333,6 +333,13 @@ def test_every_efs_transition_is_accepted_and_nothing_between() -> None:
                 load_one(env)
 
 
+def test_one_checkpoint_writer_unless_told_otherwise() -> None:
+    env = minimal_env()
+    env["training"]["checkpoint"] = {"model_parameters": 70_000_000_000}
+    checkpoint = load_one(env).training.checkpoint
+    assert checkpoint is not None and (checkpoint.model_parameters, checkpoint.writers) == (70_000_000_000, 1)
+
+
 def test_limits_exactly_at_their_edge_are_accepted() -> None:
     env = minimal_env()
     env["network"] = {"cidr": "10.0.0.0/16"}
@@ -401,9 +408,11 @@ def test_account_falls_back_to_cdk_default_account_then_placeholder() -> None:
 
 
 def test_an_environment_that_retains_data_must_name_its_account() -> None:
-    with pytest.raises(
-        NeuronConfigError, match=r"^environments\.qa\.account=None: an environment that retains"
-    ):
+    expected = (
+        "environments.qa.account=None: an environment that retains its data must name its 12-digit account, "
+        "so it is never deployed into whichever account the credentials point at"
+    )
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$"):
         load_one({**minimal_env(), "account": None})
 
 
@@ -858,6 +867,23 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("monitoring not an object", setting("monitoring", "oncall@example.com"),
      "monitoring", "oncall@example.com",
      "must be an object with keys alarm_email"),
+    ("bad capacity block id", setting("training.capacity", {"type": "capacity-block", "reservation_id": "cb-1"}),
+     "training.capacity.reservation_id", "cb-1",
+     "use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0"),
+    ("unknown serving instance", setting("serving.instance_type", "p5.48xlarge"),
+     "serving.instance_type", "p5.48xlarge",
+     "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, "
+     "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, "
+     "trn3-gen2-server, trn3.48xlarge"),
+    ("training type offered in no AZ of the region",
+     setting("training", {"instance_type": "trn2.48xlarge", "max_nodes": 2, "plan": {"nodes": 2, "tensor_parallel": 64},
+                          "job_image": DLC}),
+     "training.instance_type", "trn2.48xlarge",
+     "not offered in the training AZ az_ids[0]=use1-az6; in us-east-1 it is offered in no AZ (catalog offerings; "
+     "preflight checks the account)"),
+    ("serving type offered in no AZ of the region", setting("serving.instance_type", "trn2.48xlarge"),
+     "serving.instance_type", "trn2.48xlarge",
+     "not offered in use1-az6, use1-az4; in us-east-1 it is offered in no AZ: change az_ids or the type"),
     # The last check: whatever the specific checks above did not catch and the network cannot carry.
     ("SageMaker model downloading from the Hub without NAT",
      lambda e: e["serving"].update(backend="sagemaker", model={**e["serving"]["model"], "artifact_uri": None}),
@@ -901,7 +927,10 @@ def test_the_auto_scaling_group_engine_needs_no_job_image() -> None:
 
 
 def test_prod_may_not_be_destroyed() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^environments\.prod\.removal_policy='destroy'"):
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.prod\.removal_policy='destroy': prod keeps its data when a stack is deleted: use retain$",
+    ):
         load_one({**minimal_env(), "removal_policy": "destroy"}, name="prod")
     assert (
         load_one({**minimal_env(), "removal_policy": "destroy"}, name="sandbox").removal_policy == "destroy"
@@ -950,6 +979,12 @@ def test_unreadable_or_incomplete_cdk_json_is_refused(tmp_path: Path) -> None:
     ) as raised:
         load_cdk_json(broken)
     assert raised.value.value == str(broken)
+    broken.write_text(json.dumps({"app": "python3 app.py"}))
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^environments=None: {re.escape(str(broken))} has no context.environments block$",
+    ):
+        load_cdk_json(broken)
     broken.write_text(json.dumps({"app": "python3 app.py", "context": {}}))
     with pytest.raises(
         NeuronConfigError,

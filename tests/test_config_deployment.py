@@ -101,6 +101,16 @@ def test_the_auto_scaling_group_engine_pulls_no_job_image() -> None:
     assert {"ecs", "ecr.api", "ecr.dkr"}.isdisjoint(services(env, "training node"))
 
 
+def test_a_hand_built_auto_scaling_group_config_never_pulls_a_job_image() -> None:
+    # The parser gives the auto-scaling-group engine no job image; a config built in code might.
+    env = load_one(minimal_env())
+    asg = dataclasses.replace(env, training=dataclasses.replace(env.training, engine="auto-scaling-group"))
+    assert asg.training.job_image == DLC
+    assert node_destinations(asg)["training node"] == reach.training_node(
+        job_image=None, region="us-east-1", node_metrics=True
+    )
+
+
 def test_a_token_secret_makes_the_serving_node_call_secrets_manager() -> None:
     assert "secretsmanager" not in services(load_one(minimal_env()), "serving node")
     env = with_changes(lambda e: e["serving"].update(hugging_face_token_secret="hf/token"))

@@ -77,6 +77,20 @@ def test_the_mutmut_functions_we_patch_are_where_we_patch_them() -> None:
     assert _defines("mutmut.__main__", "setup_source_paths")
 
 
+def test_changed_data_files_are_copied_into_the_mutants_directory(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["pkg"]\n')
+    (tmp_path / "pkg" / "files").mkdir(parents=True)
+    (tmp_path / "pkg" / "m.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "files" / "setup.sh").write_text("echo new\n")
+    (tmp_path / "pkg" / "same.txt").write_text("same\n")
+    mutants = tmp_path / "mutants"
+    (mutants / "pkg").mkdir(parents=True)
+    (mutants / "pkg" / "same.txt").write_text("same\n")
+    copied = mutation.refresh_data_files(tmp_path, mutants)
+    assert copied == [mutants / "pkg" / "files" / "setup.sh"]  # never .py files, never unchanged ones
+    assert (mutants / "pkg" / "files" / "setup.sh").read_text() == "echo new\n"
+
+
 def test_mutmut_config_is_read_from_pyproject() -> None:
     config = mutation.mutmut_config()
     assert config["source_paths"] == ["constructs/cdk_neuron", "stacks"]

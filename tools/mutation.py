@@ -96,9 +96,32 @@ def _patch_mutmut() -> None:
     setattr(main, "setup_source_paths", setup_source_paths)  # noqa: B010
 
 
+def refresh_data_files(root: Path = ROOT, mutants: Path = MUTANTS) -> list[Path]:
+    """Copy every changed non-Python file of the source paths into ``mutants/``; return them.
+
+    mutmut re-copies Python files on each run but copies other files (the node programs the reach
+    model reads, package data) only once, so an incremental run after a pull would test against
+    stale ones.
+    """
+    copied = []
+    for source_path in mutmut_config(root)["source_paths"]:
+        for path in sorted((root / source_path).rglob("*")):
+            if not path.is_file() or path.suffix == ".py" or "__pycache__" in path.parts:
+                continue
+            target = mutants / path.relative_to(root)
+            if target.exists() and target.read_bytes() == path.read_bytes():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+            copied.append(target)
+    return copied
+
+
 def run(jobs: int, names: Sequence[str] = ()) -> None:
     """``mutmut run`` with the patches; results land in mutants/**/*.meta."""
     os.chdir(ROOT)
+    if MUTANTS.exists():
+        refresh_data_files()
     _patch_mutmut()
     import mutmut.__main__ as main
 

@@ -12,6 +12,7 @@ foundation-model-benchmarking-tool's pricing.yml and the SkyPilot catalog for pr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
@@ -648,3 +649,188 @@ def test_with_facts_completes_what_the_catalog_lacks() -> None:
     assert (named.name, named.key) == ("trn3z.16xlarge", "trn3-gen2-server")
     assert get_instance(named) is named
     assert catalog.training_tp_degrees(named, 2) == (1, 8)
+
+
+# --------------------------------------------------------------------------------------------
+# Added with mutation testing (issue 18): whole messages, values carried, fallbacks, tables
+# --------------------------------------------------------------------------------------------
+
+
+def test_with_facts_refusals_carry_the_value_and_the_whole_message() -> None:
+    gen1, gen2 = get_instance("trn3.48xlarge"), get_instance("trn3-gen2-server")
+    for source in ("", "  ", None, 7):
+        with pytest.raises(
+            NeuronConfigError, match=rf"^source={re.escape(repr(source))}: say where the facts come from$"
+        ) as raised:
+            gen1.with_facts(source=source, nvme_gb=0)  # type: ignore[arg-type]
+        assert (raised.value.field, raised.value.value) == ("source", source)
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^name='trn3x\.48xlarge': trn3\.48xlarge is already EC2's name for this type$",
+    ) as raised:
+        gen1.with_facts(source="test", name="trn3x.48xlarge")
+    assert raised.value.value == "trn3x.48xlarge"
+    # "name" is given by its own argument, never among the facts.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^chips=4: only facts the catalog lacks may be given: default_logical_nc_config, efa_interfaces, "
+        r"max_interfaces_per_card, network_cards, nvme_gb$",
+    ):
+        gen2.with_facts(source="test", chips=4)
+    with pytest.raises(NeuronConfigError, match=r"^nvme_gb=-1: must be a whole number >= 0$"):
+        gen1.with_facts(source="test", nvme_gb=-1)
+
+
+def test_with_facts_leaves_unknown_what_it_was_not_given() -> None:
+    gen2 = get_instance("trn3-gen2-server")
+    named = gen2.with_facts(source="test", name="trn3z.16xlarge")
+    assert named.unknown == tuple(f for f in gen2.unknown if f != "name")
+    assert "network_cards" in named.unknown
+    facts_only = gen2.with_facts(source="test", nvme_gb=0)
+    assert "name" in facts_only.unknown and "nvme_gb" not in facts_only.unknown
+    assert facts_only.name == "trn3-gen2-server"
+
+
+def test_require_known_names_every_missing_fact_and_what_needs_it() -> None:
+    gen1 = get_instance("trn3.48xlarge")
+    expected = (
+        "instance_type='trn3.48xlarge': this needs network_cards, nvme_gb of trn3.48xlarge, which no source "
+        "publishes (unknown, looked 2026-12-01); read them from `aws ec2 describe-instance-types "
+        "--instance-types <type>` in your account and pass catalog.get_instance('trn3.48xlarge').with_facts(...)"
+    )
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$"):
+        gen1.require_known("chips", "network_cards", "nvme_gb")
+    get_instance("trn1.32xlarge").require_known("network_cards", "nvme_gb")  # all known: no error
+
+
+def test_efa_refusals_carry_the_value_and_the_whole_message() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^instance_type='inf2\.48xlarge': has no EFA, so it cannot run multi-node collectives; use "
+        r"trn1\.32xlarge, trn1n\.32xlarge, trn2\.3xlarge, trn2\.48xlarge, trn2u\.48xlarge, trn3-gen2-server, "
+        r"trn3\.48xlarge$",
+    ):
+        efa_network_interfaces("inf2.48xlarge", ["sg-1"])
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^security_group_ids='sg-1': give a non-empty list of security group id strings, "
+        r"e\.g\. \[sg\.security_group_id\]$",
+    ) as raised:
+        efa_network_interfaces("trn1.32xlarge", "sg-1")  # type: ignore[arg-type]
+    assert raised.value.value == "sg-1"
+    one_per_card = get_instance("trn3.48xlarge").with_facts(
+        source="test", network_cards=16, max_interfaces_per_card=1, efa_interfaces=16, nvme_gb=0
+    )
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^layout='ENA_PRIMARY_EFA_ONLY': trn3\.48xlarge allows one interface per card; "
+        r"use EfaLayout\.ALL_EFA$",
+    ) as raised:
+        efa_network_interfaces(one_per_card, ["sg-1"], EfaLayout.ENA_PRIMARY_EFA_ONLY)
+    assert (raised.value.field, raised.value.value) == ("layout", "ENA_PRIMARY_EFA_ONLY")
+
+
+def test_ena_primary_interface_has_no_interface_type() -> None:
+    primary, *_ = efa_network_interfaces("trn1.32xlarge", ["sg-1"], EfaLayout.ENA_PRIMARY_EFA_ONLY)
+    assert primary == {
+        "NetworkCardIndex": 0,
+        "DeviceIndex": 0,
+        "Groups": ["sg-1"],
+        "DeleteOnTermination": True,
+    }
+
+
+def test_inference_lookup_reports_the_callers_field_name() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^serving\.instance_type='p5\.48xlarge': not a Neuron"):
+        catalog.get_inference_instance("p5.48xlarge", field="serving.instance_type")
+
+
+def test_an_instance_built_in_code_has_unknown_offerings() -> None:
+    # A NeuronInstance the catalog does not list (built by hand) has no offerings row: unknown, not an error.
+    custom = dataclasses.replace(get_instance("trn1.32xlarge"), name="trn9.custom", catalog_key="")
+    assert catalog.offered_az_ids(custom, "us-east-1") == ()
+    assert catalog.region_offering_status(custom, "us-east-1") == "unknown"
+    assert offering_status(custom, "use1-az6") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("name", "usd"),
+    [
+        ("trn1.32xlarge", 21.50),  # listed under its own name
+        ("p5.48xlarge", 55.04),  # a GPU comparator, not a Neuron type
+        ("ml.inf2.xlarge", 0.99),  # SageMaker, priced under its ml. name
+    ],
+)
+def test_known_price_of_priced_types(name: str, usd: float) -> None:
+    price = catalog.known_price(name)
+    assert price is not None and price.usd_per_hour == usd
+
+
+@pytest.mark.parametrize("name", ["trn2u.48xlarge", "ml.trn2u.48xlarge", "trn3.48xlarge", "trn2.3xlarge"])
+def test_known_price_is_none_where_no_source_publishes_one(name: str) -> None:
+    assert catalog.known_price(name) is None
+
+
+def test_known_price_of_an_unknown_type_is_a_config_error() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='t4g\.nano': not a Neuron instance type"):
+        catalog.known_price("t4g.nano")
+
+
+# Whether each type is sold as a Capacity Block of either kind (the capacity_block flag), transcribed from
+# ec2-capacity-blocks.html (instance blocks: trn1.32xlarge, trn2.48xlarge), moto 5.2.5's usage classes
+# (trn2.3xlarge: capacity-block) and capacity-blocks-how.html (UltraServer blocks: Trn2, i.e. trn2u.48xlarge).
+# Trn3 UltraServer blocks: no source says (unknown), so not flagged.
+CAPACITY_BLOCK_FLAGS = {
+    "trn1.2xlarge": False,
+    "trn1.32xlarge": True,
+    "trn1n.32xlarge": False,
+    "trn2.3xlarge": True,
+    "trn2.48xlarge": True,
+    "trn2u.48xlarge": True,
+    "trn3.48xlarge": False,
+    "trn3-gen2-server": False,
+    "inf2.xlarge": False,
+    "inf2.8xlarge": False,
+    "inf2.24xlarge": False,
+    "inf2.48xlarge": False,
+}
+
+
+def test_capacity_block_flag_of_every_instance() -> None:
+    assert {name: get_instance(name).capacity_block for name in INSTANCES} == CAPACITY_BLOCK_FLAGS
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("trn2.3xlarge", ("yes", "yes", "yes", "no")),
+        ("trn3.48xlarge", ("unknown", "unknown", "no", "unknown")),
+        ("trn3-gen2-server", ("unknown", "unknown", "no", "unknown")),
+    ],
+)
+def test_purchase_options_of_the_types_added_with_trn3(name: str, options: tuple[str, str, str, str]) -> None:
+    got = get_instance(name).purchase_options
+    assert (got.on_demand, got.reservation, got.capacity_block, got.ultraserver_capacity_block) == options
+
+
+# GPU comparators, from the AWS instance type pages (https://aws.amazon.com/ec2/instance-types/p4/, /p5/,
+# /g5/, /g6e/: GPUs and vCPUs) and DescribeInstanceTypes GpuInfo memory per GPU in MiB (moto 5.2.5
+# instance_types.json): A100 40,960, H100 81,920, A10G 22,888 ("24 GB"), L40S 45,776 ("48 GB").
+EXPECTED_GPUS = {
+    "p4d.24xlarge": ("A100", 8, 40960, 96, "training"),
+    "p5.48xlarge": ("H100", 8, 81920, 192, "training"),
+    "g5.xlarge": ("A10G", 1, 22888, 4, "inference"),
+    "g5.12xlarge": ("A10G", 4, 22888, 48, "inference"),
+    "g5.48xlarge": ("A10G", 8, 22888, 192, "inference"),
+    "g6e.xlarge": ("L40S", 1, 45776, 4, "inference"),
+    "g6e.12xlarge": ("L40S", 4, 45776, 48, "inference"),
+    "g6e.48xlarge": ("L40S", 8, 45776, 192, "inference"),
+}
+
+
+def test_gpu_comparators_match_the_instance_type_pages() -> None:
+    got = {n: (g.gpu, g.gpus, g.gpu_memory_mib, g.vcpus, g.role) for n, g in catalog.GPU_INSTANCES.items()}
+    assert got == EXPECTED_GPUS
+    assert {g.source for g in catalog.GPU_INSTANCES.values()} == {"MOTO-GPU"}
+    p5 = catalog.GPU_INSTANCES["p5.48xlarge"]
+    assert (p5.gpu_memory_gib, p5.total_gpu_memory_gib) == (80.0, 640.0)

@@ -488,6 +488,50 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
         load_one(env)
 
 
+# Which types EC2 sells as Capacity Blocks: instance blocks of trn1.32xlarge and trn2.48xlarge
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html), trn2.3xlarge (moto
+# 5.2.5 instance_types.json: SupportedUsageClasses capacity-block), UltraServer blocks of the Trn2
+# UltraServer, trn2u.48xlarge (capacity-blocks-how.html); none for trn1.2xlarge or trn1n.32xlarge.
+CAPACITY_BLOCK_REFUSAL = (
+    "EC2 sells no Capacity Blocks for {name} (CB-DOC, CB-HOW); instance Capacity Blocks exist for "
+    "trn1.32xlarge, trn2.3xlarge, trn2.48xlarge and UltraServer Capacity Blocks for trn2u.48xlarge. "
+    "Use Capacity.reservation() or Capacity.on_demand()"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "az_ids", "nodes", "tp", "sold"),
+    [
+        ("trn1.32xlarge", "us-east-1", ["use1-az6", "use1-az4"], 2, 32, True),
+        ("trn2.48xlarge", "us-east-2", ["use2-az3", "use2-az1"], 2, 64, True),
+        ("trn2.3xlarge", "sa-east-1", ["sae1-az3"], 1, 1, True),
+        ("trn2u.48xlarge", "us-east-2", ["use2-az3", "use2-az1"], 2, 64, True),
+        ("trn1.2xlarge", "us-east-1", ["use1-az6", "use1-az4"], 1, 2, False),
+        ("trn1n.32xlarge", "us-east-1", ["use1-az6", "use1-az4"], 2, 32, False),
+    ],
+)
+def test_capacity_blocks_per_instance_type(
+    name: str, region: str, az_ids: list[str], nodes: int, tp: int, sold: bool
+) -> None:
+    env = minimal_env()
+    env.update(region=region, az_ids=az_ids)
+    env["training"].update(
+        instance_type=name,
+        max_nodes=nodes,
+        plan={"nodes": nodes, "tensor_parallel": tp},
+        job_image=DLC.replace("us-east-1", region),
+        capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
+    )
+    if sold:
+        capacity = load_one(env).training.capacity
+        assert (capacity.kind, capacity.reservation_id) == ("capacity-block", "cr-0123456789abcdef0")
+    else:
+        expected = f"environments.qa.training.capacity.type='capacity-block': {CAPACITY_BLOCK_REFUSAL.format(name=name)}"
+        with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$") as raised:
+            load_one(env)
+        assert raised.value.value == "capacity-block"
+
+
 def test_reservations_may_name_their_existing_placement_group() -> None:
     env = minimal_env()
     env["training"]["capacity"] = {

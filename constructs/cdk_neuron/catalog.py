@@ -954,13 +954,13 @@ def efa_network_interfaces(
     interfaces must not also set top-level ``SecurityGroupIds``. No interface asks for a public IP.
     Either layout yields one EFA device per entry of :attr:`NeuronInstance.efa_devices`.
     """
-    inst = get_instance(instance) if isinstance(instance, str) else instance
+    inst = get_instance(instance)
     if not inst.supports_efa:
         raise NeuronConfigError(
             "instance_type",
             inst.name,
             "has no EFA, so it cannot run multi-node collectives; use "
-            f"{one_of(n for n in known_instances('training') if INSTANCES[n].supports_efa)}",
+            f"{one_of(n for n, i in INSTANCES.items() if i.supports_efa)}",
         )
     # A bare string is a Sequence[str] too: list("sg-1") would silently become ["s", "g", "-", "1"].
     if (
@@ -975,14 +975,11 @@ def efa_network_interfaces(
         )
     layout = _efa_layout(layout)
 
-    def nic(card: int, device: int, kind: str) -> dict[str, Any]:
-        return {
-            "NetworkCardIndex": card,
-            "DeviceIndex": device,
-            "InterfaceType": kind,
-            "Groups": list(security_group_ids),
-            "DeleteOnTermination": True,
-        }
+    def nic(card: int, device: int, kind: str | None) -> dict[str, Any]:
+        interface: dict[str, Any] = {"NetworkCardIndex": card, "DeviceIndex": device}
+        if kind is not None:  # omitted means a plain ENA interface
+            interface["InterfaceType"] = kind
+        return interface | {"Groups": list(security_group_ids), "DeleteOnTermination": True}
 
     # One EFA per card, on as many cards as the instance allows EFA interfaces (equal to the card
     # count on every catalogued type), so the interface list and efa_devices always agree.
@@ -993,10 +990,7 @@ def efa_network_interfaces(
         raise NeuronConfigError(
             "layout", layout.name, f"{inst.name} allows one interface per card; use EfaLayout.ALL_EFA"
         )
-    # ENA primary: InterfaceType omitted means a plain ENA interface ("interface").
-    primary = nic(0, 0, "interface")
-    del primary["InterfaceType"]
-    return [primary, nic(0, 1, "efa-only"), *(nic(card, 0, "efa-only") for card in cards if card > 0)]
+    return [nic(0, 0, None), nic(0, 1, "efa-only"), *(nic(card, 0, "efa-only") for card in cards if card > 0)]
 
 
 # --------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ their NeuronLink domains.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
@@ -664,8 +665,10 @@ def test_8b_on_inf2_48xlarge_packs_12_replicas() -> None:
 def test_single_core_replicas_name_one_core() -> None:
     plan = size_model(1e9, instance_type="inf2.24xlarge")
     assert (plan.tensor_parallel, plan.replicas_per_instance) == (1, 12)
-    assert plan.visible_cores(5) == "5"
-    assert plan.devices(5) == ("/dev/neuron2",)
+    # Every replica, on an even core as on an odd one: core c is on chip c // 2 (2 cores per Inferentia2).
+    for replica in range(12):
+        assert plan.visible_cores(replica) == str(replica)
+        assert plan.devices(replica) == (f"/dev/neuron{replica // 2}",)
 
 
 def test_70b_on_inf2_24xlarge_is_refused_naming_48xlarge() -> None:
@@ -915,3 +918,114 @@ def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
 
 def _bytes(dtype: str) -> int:
     return {"bf16": 2, "fp16": 2, "fp32": 4, "int8": 1, "fp8": 1}[dtype.lower()]
+
+
+# --------------------------------------------------------------------------------------------
+# Added with mutation testing (issue 18): whole texts (so a clause that must be absent is noticed),
+# whole refusal messages, and plan fields compared exactly rather than approximately
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plan", "summary"),
+    [
+        (lambda: plan_training("trn1.32xlarge", 16, 32, 8),
+         "16 x trn1.32xlarge: 32 ranks/node, world 512 = TP 32 x PP 8 x DP 2; TP inside NeuronLink; "
+         "pipeline-parallel activations (point-to-point); data-parallel gradient all-reduce cross EFA"),
+        # No LNC clause on trn1, no EP clause at EP 1; both when set.
+        (lambda: plan_training("trn2.48xlarge", 2, 64, logical_nc_config=1),
+         "2 x trn2.48xlarge, LNC=1: 128 ranks/node, world 256 = TP 64 x PP 1 x DP 4; TP inside NeuronLink; "
+         "data-parallel gradient all-reduce cross EFA"),
+        (lambda: plan_training("trn2.48xlarge", 2, 16, logical_nc_config=2, expert_parallel=4),
+         "2 x trn2.48xlarge, LNC=2: 64 ranks/node, world 128 = TP 16 x PP 1 x DP 8 (EP 4); TP inside NeuronLink; "
+         "data-parallel gradient all-reduce cross EFA"),
+        # TP 12 groups straddle trn1 instances (32 cores): allowed only by opting in, and said so.
+        (lambda: plan_training("trn1.32xlarge", 3, 12, allow_unlisted_tp=True),
+         "3 x trn1.32xlarge: 32 ranks/node, world 96 = TP 12 x PP 1 x DP 8; TP CROSSES NeuronLink; "
+         "data-parallel gradient all-reduce; tensor-parallel collectives (slow: keep TP inside NeuronLink) cross EFA"),
+    ],
+)  # fmt: skip
+def test_training_summaries_in_full(plan: Any, summary: str) -> None:
+    assert plan().summary() == summary
+
+
+def test_notes_appear_only_where_they_apply() -> None:
+    assert plan_training("trn1.32xlarge", 2, 32).notes == ()
+    assert plan_training("trn2.48xlarge", 2, 64, logical_nc_config=2).notes == ()
+    assert plan_training("trn2.48xlarge", 2, 64, logical_nc_config=1).notes == (
+        "TP 64 at LNC=1 uses neuronx-distributed's alternative replica-group logic (Logic2)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: plan_training("trn1.32xlarge", 2, 8, expert_parallel=8),
+         "expert_parallel=8: TP x EP = 64 exceeds the 32 NeuronCores of one NeuronLink domain (one "
+         "trn1.32xlarge); lower EP or TP"),
+        (lambda: plan_training("trn2.48xlarge", 2, 64, logical_nc_config=2, expert_parallel=2),
+         "expert_parallel=2: TP x EP = 128 exceeds the 64 NeuronCores of one NeuronLink domain (one "
+         "trn2.48xlarge) at LNC=2; lower EP or TP"),
+        (lambda: plan_training("trn1.32xlarge", 2, 64),
+         "tensor_parallel=64: exceeds the 32 NeuronCores of one NeuronLink domain (one trn1.32xlarge); "
+         "use one of 1, 2, 4, 8, 32 and scale with PP/DP"),
+        (lambda: plan_training("trn2u.48xlarge", 4, 128, logical_nc_config=2),
+         "tensor_parallel=128: TP 128 spans 2 trn2u.48xlarge instances. 4 of them form a Trn2 UltraServer over "
+         "NeuronLink-v3, but only UltraServer capacity guarantees a job's nodes share one: buy an UltraServer "
+         "Capacity Block (Capacity.ultraserver_capacity_block) and plan with ultraserver_capacity=True, or keep "
+         "it within one instance (64 ranks at LNC=2); use one of 1, 4, 16, 32, 64 and scale with PP/DP"),
+        (lambda: size_model(405e9),
+         "parameters=405000000000.0: needs 756.3 GiB at bf16 (weights 754.4 + KV cache 2.0 for batch 1 x 4096), "
+         "more than any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower "
+         "the batch or shard across instances"),
+        (lambda: size_model(8e9, sequence_length=100_000, batch_size=8),
+         "batch_size=8: needs 112.6 GiB at bf16 (weights 14.9 + KV cache 97.7 for batch 8 x 100000), more than "
+         "any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower the batch "
+         "or shard across instances"),
+        (lambda: size_model(8e9, headroom=1.5), "headroom=1.5: must be a fraction in [0, 1), e.g. 0.35"),
+    ],
+)  # fmt: skip
+def test_refusals_in_full(call: Any, message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(message)}$"):
+        call()
+
+
+def test_serving_plan_fields_exactly_and_its_explanation() -> None:
+    # Llama-3.2 3B on inf2.xlarge at TP 2: 3.21e9 x 2 B = 5.979 GiB; KV = 28 layers x 2 (K, V) x 8 heads x
+    # 128 x 4096 tokens x 2 B = 0.4375 GiB, 4 of the 8 heads per core = 0.21875 GiB.
+    plan = size_model(3.21e9, instance_type="inf2.xlarge", tensor_parallel=2)
+    assert (plan.weights_gib, plan.kv_cache_gib, plan.kv_cache_per_core_gib) == (5.979, 0.438, 0.2188)
+    assert (plan.hbm_per_core_gib, plan.headroom, plan.host_memory_limit_gib) == (3.208, 0.7995, 12.0)
+    assert plan.explanation == (
+        "3.2B params at bf16 = 6.0 GiB weights + 0.4 GiB KV cache (batch 1 x 4096; assumed layers=28, "
+        "kv_heads=8); per NeuronCore at TP 2: 3.0 GiB weights + 0.22 GiB KV (4 of 8 KV head(s) per core) = "
+        "3.2 GiB of 16 (80% free) on inf2.xlarge, 1 replica(s) per instance; host RAM for loading: 6.0 of "
+        "12 GiB usable"
+    )
+
+
+def test_explanation_names_a_separate_kv_dtype_and_no_assumption_when_the_shape_is_given() -> None:
+    quantized = size_model(8e9, dtype="fp8", instance_type="inf2.8xlarge", tensor_parallel=1)
+    assert quantized.explanation == (
+        "8.0B params at fp8 = 7.5 GiB weights + 0.5 GiB KV cache at bf16 (batch 1 x 4096; assumed layers=32, "
+        "kv_heads=8); per NeuronCore at TP 1: 7.5 GiB weights + 0.50 GiB KV (8 of 8 KV head(s) per core) = "
+        "8.0 GiB of 16 (50% free) on inf2.8xlarge, 2 replica(s) per instance; host RAM for loading: 14.9 of "
+        "96 GiB usable"
+    )
+    given = size_model(8e9, layers=32, kv_heads=8, hidden_size=4096, instance_type="inf2.8xlarge")
+    assert given.explanation == (
+        "8.0B params at bf16 = 14.9 GiB weights + 0.5 GiB KV cache (batch 1 x 4096); per NeuronCore at TP 2: "
+        "7.5 GiB weights + 0.25 GiB KV (4 of 8 KV head(s) per core) = 7.7 GiB of 16 (52% free) on "
+        "inf2.8xlarge, 1 replica(s) per instance; host RAM for loading: 14.9 of 96 GiB usable"
+    )
+
+
+def test_replicated_kv_heads_are_said_to_be_replicated() -> None:
+    # Llama-3 70B's 8 KV heads over TP 24: each core holds one whole head, replicated.
+    plan = size_model(70e9, batch_size=4)
+    assert "(1 of 8 KV head(s) per core, replicated)" in plan.explanation
+    # 8 heads over TP 8: one each, not replicated.
+    even = size_model(
+        70e9, instance_type="inf2.48xlarge", tensor_parallel=8, dtype="fp8", sequence_length=1024
+    )
+    assert "(1 of 8 KV head(s) per core)" in even.explanation

@@ -556,14 +556,6 @@ class ServingPlan:
         return tuple(f"/dev/neuron{c}" for c in chips)
 
 
-def _nonnegative_number(field: str, value: object, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise NeuronConfigError(field, value, "must be a finite number")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise NeuronConfigError(field, value, "must be greater than zero")
-    return float(value)
-
-
 def _reference_shape(parameters: float) -> _Shape:
     # Compare logarithms rather than the ratio: parameters / 1e9 underflows to 0 for tiny inputs.
     log_params = math.log(parameters)

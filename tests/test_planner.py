@@ -1029,3 +1029,107 @@ def test_replicated_kv_heads_are_said_to_be_replicated() -> None:
         70e9, instance_type="inf2.48xlarge", tensor_parallel=8, dtype="fp8", sequence_length=1024
     )
     assert "(1 of 8 KV head(s) per core)" in even.explanation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        # 161B bf16 = 299.9 GiB: inf2.48xlarge's host RAM (576 GiB usable) would load it, but 299.9 / 24 =
+        # 12.5 GiB per core exceeds 10.4: the weights themselves are the culprit, not the sequence.
+        ({"parameters": 161e9},
+         "parameters=161000000000.0: needs 301.1 GiB at bf16 (weights 299.9 + KV cache 1.2 for batch 1 x 4096), "
+         "more than any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower "
+         "the batch or shard across instances"),
+        # 192 GiB of weights over 24 cores is exactly the 8.0 GiB usable at 50 % headroom: the weights fit,
+        # exactly at the limit, so the KV cache (the sequence, at batch 1) is what does not.
+        ({"parameters": 103_079_215_104, "headroom": 0.5},
+         "sequence_length=4096: needs 193.2 GiB at bf16 (weights 192.0 + KV cache 1.2 for batch 1 x 4096), more "
+         "than any Inf2 instance holds with 50% headroom; quantize (fp8/int8), shorten the sequence, lower the "
+         "batch or shard across instances"),
+        # From batch 2 on, the batch is named.
+        ({"parameters": 8e9, "sequence_length": 400_000, "batch_size": 2},
+         "batch_size=2: needs 112.6 GiB at bf16 (weights 14.9 + KV cache 97.7 for batch 2 x 400000), more than "
+         "any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower the batch "
+         "or shard across instances"),
+        # A fixed TP when nothing fits at any TP: the same refusal, not one about that TP.
+        ({"parameters": 405e9, "tensor_parallel": 24},
+         "parameters=405000000000.0: needs 756.3 GiB at bf16 (weights 754.4 + KV cache 2.0 for batch 1 x 4096), "
+         "more than any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower "
+         "the batch or shard across instances"),
+        ({"parameters": 70e9, "instance_type": "inf2.24xlarge", "tensor_parallel": 12},
+         "instance_type='inf2.24xlarge': model needs 131.6 GiB (weights 130.4 + KV cache 1.2); at least 11.8 GiB "
+         "per NeuronCore on inf2.24xlarge exceeds the 10.4 GiB usable (16 GiB less 35% headroom); inf2.48xlarge "
+         "with TP 24 would fit"),
+        ({"parameters": 3.21e9, "sequence_length": 1_000_000, "instance_type": "inf2.xlarge"},
+         "instance_type='inf2.xlarge': model needs 112.8 GiB (weights 6.0 + KV cache 106.8); at least 56.4 GiB "
+         "per NeuronCore on inf2.xlarge exceeds the 10.4 GiB usable (16 GiB less 35% headroom); no Inf2 instance "
+         "fits: quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances"),
+    ],
+)  # fmt: skip
+def test_what_does_not_fit_is_named(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(message)}$"):
+        size_model(**kwargs)
+
+
+# 7 GiB of bf16 weights (3,758,096,384 parameters) plus a KV cache of exactly 1 GiB (32 layers x 2 x 8 KV
+# heads x 128 x 8,192 tokens x 2 bytes) is 8.0 GiB on one NeuronCore: exactly the usable HBM at 50 % headroom.
+EXACTLY_ONE_CORE = {
+    "parameters": 3_758_096_384,
+    "layers": 32,
+    "kv_heads": 8,
+    "sequence_length": 8192,
+    "instance_type": "inf2.48xlarge",
+    "tensor_parallel": 1,
+    "headroom": 0.5,
+}
+
+
+def test_a_model_that_fills_a_core_exactly_fits() -> None:
+    plan = size_model(**EXACTLY_ONE_CORE)
+    assert (plan.tensor_parallel, plan.hbm_per_core_gib, plan.replicas_per_instance) == (1, 8.0, 24)
+
+
+def test_host_memory_refusal_when_the_core_fits_exactly() -> None:
+    # 24 replicas x 7 GiB = 168 GiB of host RAM, over the 15.4 GiB usable at 98 % host headroom; TP 12
+    # (2 replicas, 14 GiB) fits. The HBM per core fits exactly, so the host is named, not the core.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=1: 24 replicas of 7\.0 GiB load 168\.0 GiB into host memory, more than the "
+        r"15\.4 GiB usable on inf2\.48xlarge \(HOST-MEM\); TP 12 fits there$",
+    ):
+        size_model(**EXACTLY_ONE_CORE, host_memory_headroom=0.98)
+
+
+def test_a_tp_that_leaves_cores_idle_loads_one_copy_per_replica() -> None:
+    # TP 16 on inf2.48xlarge's 24 cores: one replica (8 cores idle), one copy of the 14.9 GiB in host RAM.
+    plan = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=16)
+    assert plan.replicas_per_instance == 1
+    assert plan.explanation.endswith(
+        "1 replica(s) per instance; host RAM for loading: 14.9 of 576 GiB usable"
+    )
+
+
+def test_attention_heads_are_reported_as_assumed_only_when_they_were() -> None:
+    # TP 12 is not a multiple of 8 KV heads: NxD Inference converts to MHA over the query heads.
+    kv_only = size_model(8e9, kv_heads=8, instance_type="inf2.24xlarge", tensor_parallel=12)
+    assert "; assumed layers=32, attention_heads=32)" in kv_only.explanation
+    with_hidden = size_model(
+        8e9, kv_heads=8, hidden_size=4096, instance_type="inf2.24xlarge", tensor_parallel=12
+    )
+    assert "(batch 1 x 4096; assumed layers=32);" in with_hidden.explanation
+    reference = size_model(8e9, instance_type="inf2.24xlarge", tensor_parallel=12)
+    assert "(batch 1 x 4096; assumed layers=32, kv_heads=8);" in reference.explanation
+
+
+def test_hidden_size_alone_means_one_kv_head_per_128_dimensions() -> None:
+    # MHA: hidden 1,000 -> 7 whole heads (never 7.8); KV = 16 layers x 2 x 7 x 128 x 4,096 x 2 B = 0.219 GiB.
+    plan = size_model(1e9, hidden_size=1000, layers=16, instance_type="inf2.xlarge", tensor_parallel=1)
+    assert (plan.kv_heads_per_core, plan.kv_cache_gib) == (7, 0.219)
+    # A hidden size under 128 still has one head.
+    tiny = size_model(1e8, hidden_size=128, layers=2, instance_type="inf2.xlarge", tensor_parallel=1)
+    assert tiny.kv_heads_per_core == 1
+
+
+def test_16_bit_weights_keep_their_own_kv_dtype() -> None:
+    plan = size_model(8e9, dtype="fp16", instance_type="inf2.8xlarge")
+    assert "= 14.9 GiB weights + 0.5 GiB KV cache (batch 1 x 4096;" in plan.explanation  # no " at bf16"

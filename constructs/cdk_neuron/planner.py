@@ -637,7 +637,7 @@ def size_model(
     )  # fmt: skip
     shape = _model_shape(params, kv_heads=kv_heads, layers=layers, hidden_size=hidden_size)
     sizing = _Sizing(
-        weights=params * _dtype_bytes("dtype", dtype) / _GIB,
+        weights=params * BYTES_PER_DTYPE[dtype.lower()] / _GIB,  # dtype checked above
         kv_per_head=kv_cache_bytes(
             layers=shape.layers,
             kv_heads=1,

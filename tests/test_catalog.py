@@ -834,3 +834,135 @@ def test_gpu_comparators_match_the_instance_type_pages() -> None:
     assert {g.source for g in catalog.GPU_INSTANCES.values()} == {"MOTO-GPU"}
     p5 = catalog.GPU_INSTANCES["p5.48xlarge"]
     assert (p5.gpu_memory_gib, p5.total_gpu_memory_gib) == (80.0, 640.0)
+
+
+# The chip and the scale-up interconnect of each type, from the Neuron architecture pages (aws-neuron-sdk
+# trn1-arch.rst: Trainium, NeuronLink-v2 on the 32xlarge types; trn2-arch.rst: Trainium2, NeuronLink-v3;
+# trn3-arch.rst: Trainium3, NeuronLink-v4 and NeuronSwitch-v1; inf2-arch.rst: Inferentia2). The Trn3
+# servers are not in the EC2 API model yet (botocore's ec2 service-2.json lists no trn3 type, looked
+# 2026-12-01), so launch templates cannot name them.
+EXPECTED_CHIPS = {
+    "trn1.2xlarge": ("trainium", "", True),
+    "trn1.32xlarge": ("trainium", "NeuronLink-v2", True),
+    "trn1n.32xlarge": ("trainium", "NeuronLink-v2", True),
+    "trn2.3xlarge": ("trainium2", "", True),
+    "trn2.48xlarge": ("trainium2", "NeuronLink-v3", True),
+    "trn2u.48xlarge": ("trainium2", "NeuronLink-v3", True),
+    "trn3.48xlarge": ("trainium3", "NeuronLink-v4 + NeuronSwitch-v1", False),
+    "trn3-gen2-server": ("trainium3", "NeuronLink-v4 + NeuronSwitch-v1", False),
+    "inf2.xlarge": ("inferentia2", "", True),
+    "inf2.8xlarge": ("inferentia2", "", True),
+    "inf2.24xlarge": ("inferentia2", "", True),
+    "inf2.48xlarge": ("inferentia2", "", True),
+}
+
+
+def test_chip_interconnect_and_ec2_model_of_every_instance() -> None:
+    got = {n: (i.chip, i.interconnect, i.in_ec2_model) for n, i in INSTANCES.items()}
+    assert got == EXPECTED_CHIPS
+
+
+def test_neuroncore_v2_hbm() -> None:
+    # TGI-DOC: "16GB per neuron core"; INF2-ARCH: 32 GiB per chip of two NeuronCore-v2.
+    assert catalog.HBM_GIB_PER_NEURONCORE_V2 == 16.0
+    assert get_instance("inf2.xlarge").hbm_gib_per_core == 16.0
+
+
+# Training TP degrees, transcribed from the sources the catalog names (TRAINING_TP_SOURCES): TP-APPNOTE
+# (2, 8, 32 on Trn1), RT-2.21 (4 on adjacent Trn1 cores), NXD-PS get_logic_chosen (Trn2: LNC=1 -> 4, 8,
+# 32, 64, 128 work, 16 is not supported; LNC=2 -> 4, 16, 32, 64 work, 8 is not supported), TRN3-TUTORIAL
+# (TP 8 at LNC=2 on Trn3). TP 1 forms no group and is valid everywhere.
+EXPECTED_TP: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn1.2xlarge": {None: (1, 2)},
+    "trn1.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn1n.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn2.3xlarge": {1: (1,), 2: (1,)},
+    "trn2.48xlarge": {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)},
+    "trn2u.48xlarge": {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)},
+    "trn3.48xlarge": {1: (1,), 2: (1, 8)},
+    "trn3-gen2-server": {1: (1,), 2: (1, 8)},
+}
+
+
+def test_training_tp_degrees_of_every_trainium_type() -> None:
+    assert catalog.TRAINING_TP_DEGREES == EXPECTED_TP
+    for name, by_lnc in EXPECTED_TP.items():
+        if None in by_lnc:
+            assert catalog.training_tp_degrees(name) == by_lnc[None]
+    assert catalog.training_tp_degrees("trn2.48xlarge", 1) == (1, 4, 8, 32, 64, 128)
+    assert catalog.training_tp_degrees("trn2.48xlarge") == (1, 4, 16, 32, 64)  # default LNC=2
+
+
+def test_training_tp_degrees_a_source_calls_broken() -> None:
+    for name in ("trn2.48xlarge", "trn2u.48xlarge"):
+        assert catalog.training_tp_unsupported(name, 1) == (16,)
+        assert catalog.training_tp_unsupported(name, 2) == (8,)
+        assert catalog.training_tp_unsupported(name) == (8,)
+    assert catalog.training_tp_unsupported("trn1.32xlarge") == ()
+    assert set(catalog.TRAINING_TP_UNSUPPORTED) == {"trn2.48xlarge", "trn2u.48xlarge"}
+
+
+def test_every_source_key_a_table_names_is_a_source() -> None:
+    assert catalog.TRAINING_TP_SOURCES == ("TP-APPNOTE", "RT-2.21", "NXD-PS", "TRN3-TUTORIAL")
+    named = set(catalog.TRAINING_TP_SOURCES)
+    named |= {key for options in catalog.PURCHASE_OPTIONS.values() for key in options.sources}
+    named |= {key for instance in INSTANCES.values() for key in instance.sources}
+    named |= {key for ultra in catalog.ULTRASERVERS.values() for key in ultra.sources}
+    assert named - set(SOURCES) == set()
+
+
+def test_every_instance_has_an_offerings_row() -> None:
+    # An empty row means "no data" (trn2u.48xlarge, Trn3); a missing row would hide a typo in a key.
+    assert set(catalog.OFFERINGS) == set(INSTANCES)
+    for name in ("trn2u.48xlarge", "trn3.48xlarge", "trn3-gen2-server"):
+        assert catalog.OFFERINGS[name] == {}
+
+
+def test_trn2_3xlarge_offerings() -> None:
+    # moto 5.2.5 moto/ec2/resources/instance_type_offerings/availability-zone-id/{ap-south-2,
+    # ap-southeast-4,sa-east-1}.json.gz (MOTO-525).
+    assert {r: set(ids) for r, ids in catalog.OFFERINGS["trn2.3xlarge"].items()} == {
+        "ap-south-2": {"aps2-az1", "aps2-az2", "aps2-az3"},
+        "ap-southeast-4": {"apse4-az3"},
+        "sa-east-1": {"sae1-az1", "sae1-az2", "sae1-az3"},
+    }
+
+
+def test_ultraserver_types_in_full() -> None:
+    # TRN2-ARCH: 4 x trn2u.48xlarge over NeuronLink-v3, 12,800 Gbps EFA. TRN3-ARCH: Gen1 4 x 16 chips,
+    # 12,800 Gbps; Gen2 36 x 4 chips, 28,800 Gbps; both NeuronLink-v4 + NeuronSwitch-v1.
+    got = {
+        k: (u.name, u.instance_type, u.servers, u.chips_per_server, u.interconnect, u.efa_gbps, u.sources)
+        for k, u in catalog.ULTRASERVERS.items()
+    }
+    assert got == {
+        "trn2": ("Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 12800, ("TRN2-ARCH",)),
+        "trn3-gen1": ("Trn3 Gen1 UltraServer", "trn3.48xlarge", 4, 16, "NeuronLink-v4 + NeuronSwitch-v1", 12800,
+                      ("TRN3-ARCH",)),
+        "trn3-gen2": ("Trn3 Gen2 UltraServer", "trn3-gen2-server", 36, 4, "NeuronLink-v4 + NeuronSwitch-v1", 28800,
+                      ("TRN3-ARCH",)),
+    }  # fmt: skip
+
+
+def test_efa_layout_values() -> None:
+    assert {m.name: m.value for m in EfaLayout} == {
+        "ALL_EFA": "efa",
+        "ENA_PRIMARY_EFA_ONLY": "ena-primary-efa-only",
+    }
+
+
+def test_unpublished_trn3_facts_are_zero_never_a_guess() -> None:
+    for name in ("trn3.48xlarge", "trn3-gen2-server"):
+        server = get_instance(name)
+        facts = {
+            f: getattr(server, f)
+            for f in ("network_cards", "max_interfaces_per_card", "efa_interfaces", "nvme_gb")
+        }
+        assert facts == dict.fromkeys(facts, 0)
+        # LNC applies to Trn3 (1 or 2); its default is unpublished, so the planner asks for it, while the
+        # instance's own core count reads LNC 2, as on Trn2.
+        assert (server.supports_logical_nc_config, server.neuron_cores, server.neuron_cores_at(1)) == (
+            True,
+            server.physical_neuron_cores // 2,
+            server.physical_neuron_cores,
+        )

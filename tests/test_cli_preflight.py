@@ -567,6 +567,84 @@ def test_active_reservation_passes_and_a_small_one_warns(
     }
 
 
+def _pg_arn(name: str) -> str:
+    return f"arn:aws:ec2:{REGION}:{DEFAULT_ACCOUNT_ID}:placement-group/{name}"
+
+
+@pytest.mark.parametrize(
+    ("in_group", "configured", "create", "status", "needle"),
+    [
+        ("pg-held", "pg-held", ("pg-held", "cluster"), "PASS", "cluster, available; holds cr-"),
+        ("pg-other", None, None, "FAIL", "set placement_group_name to pg-other"),
+        (None, "pg-named", None, "FAIL", "in no placement group, but placement_group_name is pg-named"),
+        ("pg-wrong", "pg-named", None, "FAIL", "set placement_group_name to pg-wrong"),
+        ("pg-missing", "pg-missing", None, "FAIL", "no placement group pg-missing in us-east-1"),
+        ("pg-spread", "pg-spread", ("pg-spread", "spread"), "FAIL", "strategy spread, state available"),
+    ],
+)
+def test_a_reservation_in_a_placement_group_needs_that_group_named_and_usable(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    in_group: str | None,
+    configured: str | None,
+    create: tuple[str, str] | None,
+    status: str,
+    needle: str,
+) -> None:
+    """EC2 uses a reservation made in a cluster placement group only for launches into that group.
+    (moto 5.2.5 does not implement DescribePlacementGroups: Stubber answers it.)"""
+    quotas, quota_stub = ec2_quotas()
+    held = reservation(**({"PlacementGroupArn": _pg_arn(in_group)} if in_group else {}))
+    ec2, capacity = capacity_stub([held])
+    if configured is not None and configured == in_group:
+        if create is None:
+            capacity.add_client_error(
+                "describe_placement_groups",
+                service_error_code="InvalidPlacementGroup.Unknown",
+                http_status_code=400,
+                expected_params={"GroupNames": [configured]},
+            )
+        else:
+            name, strategy = create
+            group = {"GroupName": name, "Strategy": strategy, "State": "available", "GroupArn": _pg_arn(name)}
+            capacity.add_response(
+                "describe_placement_groups", {"PlacementGroups": [group]}, {"GroupNames": [configured]}
+            )
+    clients = factory(
+        {"service-quotas": quotas},
+        {
+            "ec2": {
+                "describe_capacity_reservations": ec2.describe_capacity_reservations,
+                "describe_placement_groups": ec2.describe_placement_groups,
+            }
+        },
+    )
+    spec: dict[str, Any] = {"type": "reservation", "reservation_id": RESERVATION}
+    if configured is not None:
+        spec["placement_group_name"] = configured
+    with quota_stub, capacity:
+        code, doc = run(capsys, write_config(tmp_path, dev=environment(capacity=spec)), clients)
+    capacity.assert_no_pending_responses()
+    (row,) = rows(doc, "capacity placement group")
+    assert row["status"] == status and needle in row["detail"], row
+    assert code == (0 if status == "PASS" else 1)
+
+
+def test_a_reservation_outside_any_placement_group_adds_no_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, quota_stub = ec2_quotas()
+    ec2, capacity = capacity_stub([reservation()])
+    clients = factory(
+        {"service-quotas": quotas},
+        {"ec2": {"describe_capacity_reservations": ec2.describe_capacity_reservations}},
+    )
+    env = environment(capacity={"type": "reservation", "reservation_id": RESERVATION})
+    with quota_stub, capacity:
+        _, doc = run(capsys, write_config(tmp_path, dev=env), clients)
+    assert rows(doc, "capacity placement group") == []
+
+
 def test_future_capacity_block_is_reported_not_failed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

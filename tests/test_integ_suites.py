@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
-from integ_support import programs, snapshots
+from cdk_support import REPO_ROOT
+from integ_support import estimate, programs, snapshots
 from integ_support.probe import handler as probe
 from integ_support.programs import allreduce, smoke
+from integ_support.registry import SUITES as INFO
 from integ_support.settings import Settings, choose_az_ids
 
 SUITES = {snapshots.suite_name(p): p for p in snapshots.suite_files()}
@@ -213,9 +215,6 @@ def test_run_refuses_without_confirmation_and_names_the_cost(capsys: pytest.Capt
 
 
 def test_estimate_prices_every_line_from_the_catalog() -> None:
-    from integ_support import estimate
-    from integ_support.registry import SUITES as INFO
-
     text, expected, most = estimate.render([INFO["training_efa"]], "us-east-1")
     # Two trn1.32xlarge at the table's $21.50/h for 0.75 h (at most 1.5 h), plus the small lines.
     assert 32.25 < expected < 34 and 64.5 < most < 66
@@ -236,3 +235,23 @@ def test_assertion_results_are_read_as_integ_runner_reads_them() -> None:
         ("AssertionResultsA", "success"),
         ("AssertionResultsB", "fail"),
     ]
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/integ.md"])
+def test_the_documented_costs_are_the_estimate(doc: str) -> None:
+    """Each suite's expected and most cost, as the README and docs/integ.md print them, is what
+    ``make integ`` computes from the price tables; a price or hours change must update both."""
+    text = (REPO_ROOT / doc).read_text()
+    for name, suite in INFO.items():
+        mine = estimate.lines(suite)
+        expected = f"~${sum(line.expected_usd for line in mine):.2f}"
+        most = f"${sum(line.most_usd for line in mine):.2f}"
+        row = next(
+            line
+            for line in text.splitlines()
+            if line.startswith((f"| `{name}`", f"| {name}")) and "~$" in line
+        )
+        assert expected in row and most in row, (doc, row)
+    default = [suite for suite in INFO.values() if not suite.opt_in]
+    _, _, most_default = estimate.render(default, "us-east-1")
+    assert f"${most_default:.2f}" in text

@@ -401,6 +401,7 @@ FLEET = {
     "METRICS_INTERVAL_SECONDS": 20,
     "FLEET_ID": "c8abc",
     "STARTUP_TIMEOUT_SECONDS": 600,
+    "LOG_GROUP": "dev-Serving-FleetReplicaLogs-AbCdEf",
 }
 AWS_OK = """case "$1 $2" in
   "autoscaling complete-lifecycle-action") exit "${LIFECYCLE_EXIT:-0}" ;;
@@ -588,10 +589,29 @@ def test_replica_runs_the_engine_on_its_own_devices_and_cores(sandbox: Sandbox) 
         "docker run --rm --name=cdk-neuron-replica-1 --device=/dev/neuron2 --device=/dev/neuron3 "
         f"--env=NEURON_RT_VISIBLE_CORES=4-7 --env-file={root}/etc/cdk-neuron/container.env "
         f"--publish=127.0.0.1:8082:8080 --volume={root}/var/lib/cdk-neuron/cache:/data --shm-size=8g "
-        "--ulimit=memlock=-1:-1 --security-opt=no-new-privileges --log-driver=journald "
+        "--ulimit=memlock=-1:-1 --security-opt=no-new-privileges --log-driver=awslogs "
+        "--log-opt=awslogs-region=us-east-1 --log-opt=awslogs-group=dev-Serving-FleetReplicaLogs-AbCdEf "
+        "--log-opt=awslogs-stream=i-0abc/replica-1 --log-opt=awslogs-create-group=false "
+        "--log-opt=mode=non-blocking --log-opt=max-buffer-size=25m "
         f"--volume={root}/var/lib/cdk-neuron/model:/model:ro --env-file={root}/run/cdk-neuron/hf-token.env "
         f"{FLEET['IMAGE']} --model /model --name two words"
     ]
+
+
+def test_replica_does_not_start_without_its_log_stream_name(sandbox: Sandbox) -> None:
+    sandbox.settings("fleet.env", FLEET)
+    sandbox.settings("replica-0.env", {"REPLICA_DEVICES": "/dev/neuron0", "VISIBLE_CORES": "0-1"})
+    (sandbox.etc / "container.args").write_text("")
+    sandbox.stub("curl", 'case "$*" in *api/token*) echo TOKEN ;; *) exit 22 ;; esac')
+    result = sandbox.run("serving/replica.sh", "0")
+    assert result.returncode == 1
+    assert "cannot read this instance's id" in result.stderr
+    assert sandbox.calls("docker") == []
+    sandbox.settings("fleet.env", {**FLEET, "LOG_GROUP": ""})
+    sandbox.stub("curl", IMDS)
+    result = sandbox.run("serving/replica.sh", "0")
+    assert (result.returncode, sandbox.calls("docker")) == (1, [])
+    assert "setting LOG_GROUP is empty" in result.stderr
 
 
 def test_secrets_writes_the_token_to_tmpfs_only(sandbox: Sandbox) -> None:

@@ -75,6 +75,15 @@ def test_ecr_in_another_region_goes_over_the_internet() -> None:
     assert [(d.service, d.route) for d in hub] == [("ghcr.io", "internet")]
 
 
+def test_the_scan_reads_the_awslogs_driver_of_the_replica_containers() -> None:
+    (replica,) = [d for d in reach.program_calls("serving") if d.service == "logs"]
+    assert replica.route == "interface-endpoint"
+    assert replica.caller.startswith("serving/replica.sh:")
+    assert "--log-driver=awslogs" in replica.caller
+    # The training node programs start no container with it (Batch's own driver is the ECS agent's).
+    assert "logs" not in _services(reach.training_node(job_image=None, region="us-east-1", node_metrics=True))
+
+
 def test_a_batch_node_needs_the_ecs_agent_and_an_asg_node_does_not() -> None:
     batch = reach.training_node(
         job_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1", region="us-east-1", node_metrics=False
@@ -137,6 +146,18 @@ def _load(raw: dict[str, Any]) -> cfg.EnvironmentConfig:
 def test_without_nat_the_ec2_fleet_gets_autoscaling_and_cloudformation_endpoints() -> None:
     env = _load(_env(nat_gateways=0, endpoint_azs="training"))
     assert {"autoscaling", "cloudformation"} <= set(cfg.interface_endpoints(env).values())
+    assert cfg.unreachable(env) == []
+
+
+def test_without_nat_an_ec2_fleet_beside_asg_training_gets_the_logs_endpoint_for_its_replicas() -> None:
+    # Only the serving node calls CloudWatch Logs here: AWS Batch (the ECS agent) is not in use.
+    raw = _env(nat_gateways=0, endpoint_azs="training")
+    raw["training"] = {**raw["training"], "engine": "auto-scaling-group", "job_image": None}
+    env = _load(raw)
+    nodes = cfg.node_destinations(env)
+    assert "logs" not in _services(nodes["training node"])
+    assert "logs" in _services(nodes["serving node"])
+    assert "logs" in set(cfg.interface_endpoints(env).values())
     assert cfg.unreachable(env) == []
 
 

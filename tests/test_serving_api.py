@@ -367,6 +367,20 @@ def test_an_import_without_a_role_has_an_unknown_principal() -> None:
     assert isinstance(fleet.grant_principal, iam.UnknownPrincipal)
 
 
+def test_an_import_exposes_the_replica_log_group_only_when_named() -> None:
+    stack, _ = _stack(make_app(), "Logs")
+    assert _import_ec2(stack).log_group is None
+    fleet = _import_ec2(stack, "Named", log_group_name="prod-Serving-FleetReplicaLogs1A2B3C4D-AbCdEf")
+    assert fleet.log_group is not None
+    reader = iam.Role(stack, "Reader", assumed_by=iam.AccountRootPrincipal())
+    fleet.log_group.grant_read(reader)
+    (policy,) = [
+        r["Properties"] for r in template_of(stack)["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
+    ]
+    resources = {json.dumps(s["Resource"]) for s in policy["PolicyDocument"]["Statement"]}
+    assert any("log-group:prod-Serving-FleetReplicaLogs1A2B3C4D-AbCdEf:*" in r for r in resources)
+
+
 def test_fleets_are_connectables_to_aws_cdk_lib() -> None:
     """jsii takes a built or imported fleet wherever aws-cdk-lib wants an ec2.IConnectable."""
     stack, vpc = _stack(make_app(), "Peers")
@@ -412,6 +426,7 @@ def test_an_import_accepts_tokens() -> None:
         ({"port": 0}, "port"),
         ({"instance_role_arn": "serving-instances"}, "instance_role_arn"),
         ({"node_metrics": "prod"}, "node_metrics"),
+        ({"log_group_name": "replica logs"}, "log_group_name"),
     ],
 )
 def test_bad_ec2_attributes_are_refused_naming_the_import(overrides: dict[str, Any], field: str) -> None:

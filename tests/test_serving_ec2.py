@@ -63,7 +63,9 @@ def _stack(app: Any, name: str) -> tuple[Any, Any]:
 
 @pytest.fixture(scope="module")
 def built() -> Iterator[Built]:
+    import aws_cdk as cdk
     from aws_cdk import aws_certificatemanager as acm
+    from aws_cdk import aws_logs as logs
     from aws_cdk import aws_secretsmanager as secretsmanager
 
     from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, ServingEngine
@@ -105,7 +107,14 @@ def built() -> Iterator[Built]:
             target_concurrency=10,
         ),
         "spot": Ec2InferenceFleet(
-            variants_stack, "Spot", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", spot=True
+            variants_stack,
+            "Spot",
+            vpc=vpc2,
+            model=hub_8b,
+            instance_type="inf2.8xlarge",
+            spot=True,
+            log_retention=logs.RetentionDays.ONE_YEAR,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
         ),
         "idle": Ec2InferenceFleet(
             variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", min_capacity=0
@@ -309,6 +318,38 @@ def test_key_lets_auto_scaling_use_it_and_is_retained(built: Built) -> None:
     assert key["Properties"]["EnableKeyRotation"] is True
     sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
     assert {"AutoScalingUsesKeyForVolumes", "AutoScalingGrantsForVolumes"} <= sids
+
+
+def test_replica_logs_go_to_a_retained_log_group_encrypted_with_the_fleet_key(built: Built) -> None:
+    group_id, group = _one(built.template, "AWS::Logs::LogGroup")
+    assert group_id.startswith("FleetReplicaLogs")
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    key_id, key = _one(built.template, "AWS::KMS::Key")
+    assert group["Properties"] == {"KmsKeyId": {"Fn::GetAtt": [key_id, "Arn"]}, "RetentionInDays": 90}
+    (statement,) = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s.get("Sid") == "AllowCloudWatchLogsToEncryptReplicaLogs"
+    ]
+    assert statement["Principal"] == {"Service": f"logs.{REGION}.amazonaws.com"}
+    assert statement["Condition"] == {
+        "ArnLike": {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:*"}
+    }
+    # The instances may create their streams and write to them, in this group only.
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    (write,) = [s for s in statements if s["Sid"] == "WriteReplicaLogs"]
+    assert write["Action"] == ["logs:CreateLogStream", "logs:PutLogEvents"]
+    assert write["Resource"] == {"Fn::GetAtt": [group_id, "Arn"]}
+    assert not any("logs:" in json.dumps(s["Action"]) for s in statements if s is not write)
+    # The group's name reaches the replicas through the fleet's settings.
+    fleet_settings = parse_settings(settings_in(_user_data(built.template))["fleet.env"])
+    assert fleet_settings["LOG_GROUP"] == json.dumps({"Ref": group_id})
+    assert built.fleet.log_group.node.path == "Serving/Fleet/ReplicaLogs"
+
+
+def test_replica_log_retention_and_removal_follow_the_props(built: Built) -> None:
+    _, group = _one(built.variants_template, "AWS::Logs::LogGroup", "Spot")
+    assert (group["DeletionPolicy"], group["Properties"]["RetentionInDays"]) == ("Delete", 365)
 
 
 # --------------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ def _config(
         service_port=8080,
         startup_timeout_seconds=900,
         fleet_id="fleet123",
+        log_group="Serving-FleetReplicaLogs-AbCdEf",
         hf_token_secret_arn=token,
     )
 
@@ -145,6 +146,7 @@ def test_readiness_settings() -> None:
         "cdk-neuron-ready",
     )
     assert fleet["STARTUP_TIMEOUT_SECONDS"] == "900"
+    assert fleet["LOG_GROUP"] == "Serving-FleetReplicaLogs-AbCdEf"
     assert fleet["CONCURRENCY_METRICS"] == "vllm:num_requests_running vllm:num_requests_waiting"
 
 
@@ -189,6 +191,7 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
         'printf "/dev/nvme0n1 disk\\n/dev/nvme1n1 disk\\n" ;; *) echo "" ;; esac',
     )
     box.stub("mountpoint", "exit 1")
+    box.stub("curl", 'case "$*" in *api/token*) echo TOKEN ;; *meta-data/instance-id*) echo i-0abc ;; esac')
     (box.bin / "nginx").unlink()
     box.write("/etc/fstab", "")
     box.home.rename(tmp_path / "unused")  # a new instance: the bundle is fetched
@@ -214,3 +217,16 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
         "127.0.0.1:8083:8080",
     ]
     assert all(run.endswith("--tensor_parallel_size 4") for run in runs)
+    # Each replica logs to the fleet's group, in its own stream, without ever blocking on it.
+    assert [re.findall(r"--log-opt=(\S+)", run) for run in runs] == [
+        [
+            "awslogs-region=us-east-1",
+            "awslogs-group=Serving-FleetReplicaLogs-AbCdEf",
+            f"awslogs-stream=i-0abc/replica-{index}",
+            "awslogs-create-group=false",
+            "mode=non-blocking",
+            "max-buffer-size=25m",
+        ]
+        for index in range(3)
+    ]
+    assert all("--log-driver=awslogs" in run.split() for run in runs)

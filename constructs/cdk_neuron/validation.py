@@ -65,6 +65,9 @@ TARGET_GROUP_FULL_NAME = re.compile(r"^targetgroup/[A-Za-z0-9-]{1,32}/[0-9a-f]{1
 IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 # A construct's address (constructs' Node.addr): "c8" and 40 hex digits, stable for its path.
 CONSTRUCT_ADDRESS = re.compile(r"^c8[0-9a-f]{40}$")
+# A CloudWatch Logs log group name: 1 to 512 characters of the API's pattern [\.\-_/#A-Za-z0-9]
+# (CloudWatch Logs API Reference, CreateLogGroup logGroupName, read 2026-12-01).
+LOG_GROUP_NAME = re.compile(r"^[A-Za-z0-9_\-/.#]{1,512}$")
 # An absolute directory of plain segments: "/checkpoints", "/mnt/ckpt/" (never "/" or "a//b").
 ABSOLUTE_DIRECTORY = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
 # S3 key prefix of safe path segments ending in "/": "neuron-compile-cache/".
@@ -267,6 +270,7 @@ __all__ = [
     "IMAGE_TAG",
     "IMAGE_URI",
     "KMS_KEY_ARN",
+    "LOG_GROUP_NAME",
     "REGION",
     "RELEASE_VERSION",
     "RESERVATION_ID",

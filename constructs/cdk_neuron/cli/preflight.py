@@ -7,7 +7,9 @@
   and for SageMaker the endpoint-instance quota (``servicequotas:ListServiceQuotas``);
 - a configured capacity reservation or Capacity Block exists, is active and matches the instance
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
-  ``resource-groups:GetGroup`` / ``ListGroupResources``);
+  ``resource-groups:GetGroup`` / ``ListGroupResources``); a reservation made in a cluster placement
+  group has that group named, and the group is an available cluster group
+  (``ec2:DescribePlacementGroups``);
 - on UltraServer servers (trn2u.48xlarge, Trn3): the account's EC2 quotas that name Trn3 or
   UltraServers (``servicequotas:ListServiceQuotas``), the UltraServer Capacity Blocks it holds in the
   training AZ (``ec2:DescribeCapacityBlocks``) and, where EC2's UltraServer type name is known, the
@@ -441,6 +443,8 @@ def _reservation_rows(ctx: Context, reservation: dict[str, Any], *, capacity_blo
             )
         )
 
+    rows.extend(_placement_group_rows(ctx, reservation))
+
     total = int(reservation.get("TotalInstanceCount", 0))
     if total >= training.max_nodes:
         rows.append(
@@ -461,6 +465,63 @@ def _reservation_rows(ctx: Context, reservation: dict[str, Any], *, capacity_blo
             )
         )
     return rows
+
+
+def _placement_group_rows(ctx: Context, reservation: dict[str, Any]) -> list[Row]:
+    """The reservation's cluster placement group against the configured one, and that group itself.
+
+    EC2 uses a reservation made in a cluster placement group only for instances launched into that
+    group (CR-CPG in ``cdk_neuron.catalog.SOURCES``): with no name configured the cluster launches
+    into a placement group of its own and never touches the reservation; with the wrong name, the
+    same. A named group must exist, use the cluster strategy and be available.
+    """
+    rid = reservation["CapacityReservationId"]
+    configured = _training(ctx).capacity.placement_group_name
+    arn = reservation.get("PlacementGroupArn")
+    actual = arn.rsplit("/", 1)[-1] if arn else None
+    if actual is None and configured is None:
+        return []
+    if actual != configured:
+        if actual is None:
+            detail = (
+                f"the reservation is in no placement group, but placement_group_name is {configured}: "
+                "launches into that group cannot use it; remove placement_group_name"
+            )
+        else:
+            detail = (
+                f"the reservation is in placement group {actual}; EC2 uses it only for launches into that group: "
+                f"set placement_group_name to {actual}"
+            )
+        return [ctx.row("capacity placement group", rid, "FAIL", detail)]
+    try:
+        groups = (
+            ctx.client("ec2").describe_placement_groups(GroupNames=[configured]).get("PlacementGroups", [])
+        )
+    except Exception as error:
+        if error_code(error) != "InvalidPlacementGroup.Unknown":
+            raise
+        groups = []
+    if not groups:
+        return [
+            ctx.row(
+                "capacity placement group",
+                str(configured),
+                "FAIL",
+                f"no placement group {configured} in {ctx.env.region}, although reservation {rid} names it",
+            )
+        ]
+    group = groups[0]
+    strategy, state = group.get("Strategy"), group.get("State")
+    if strategy != "cluster" or state != "available":
+        return [
+            ctx.row(
+                "capacity placement group",
+                str(configured),
+                "FAIL",
+                f"strategy {strategy}, state {state}: the cluster needs an available cluster placement group",
+            )
+        ]
+    return [ctx.row("capacity placement group", str(configured), "PASS", f"cluster, available; holds {rid}")]
 
 
 def _describe_reservations(ec2: Any, ids: Sequence[str]) -> dict[str, dict[str, Any]]:

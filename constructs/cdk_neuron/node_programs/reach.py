@@ -8,7 +8,8 @@ call, not against a list someone remembers. This module builds that list:
 
 - :func:`program_calls` reads the node programs themselves (``files/``): every ``aws <service>``
   command and ``boto3.client("<service>")`` becomes a destination, every ``dnf install`` the
-  package repositories. A new call in a script shows up here without anyone updating a list, and
+  package repositories, every container started with ``--log-driver=awslogs`` CloudWatch Logs
+  (the Docker daemon sends its output there). A new call in a script shows up here without anyone updating a list, and
   a service this module cannot map fails the tests (:data:`CLI_SERVICES`).
 - The agents of the ECS-optimized AMI that cdk-neuron nodes boot (:data:`ECS_AGENT`,
   :data:`SSM_AGENT`) and what the configuration adds (image registry, model source) come from
@@ -103,6 +104,8 @@ SSM_AGENT: tuple[Destination, ...] = tuple(
 _AWS_CLI = re.compile(r"\baws\s+([a-z0-9-]+)\s+([a-z0-9-]+)")
 _BOTO3 = re.compile(r"\bclient\(\s*[\"']([a-z0-9-]+)[\"']")
 _DNF = re.compile(r"\bdnf\s+install\b")
+# Docker's awslogs driver: the daemon calls CloudWatch Logs (CreateLogStream, PutLogEvents).
+_AWSLOGS = re.compile(r"--log-driver[=\s]+awslogs\b")
 
 
 def _code_lines(path: Path) -> Iterable[tuple[int, str]]:
@@ -142,6 +145,13 @@ def program_calls(*paths: str) -> tuple[Destination, ...]:
                         )
                     service, route = CLI_SERVICES[cli]
                     found.append(Destination(service, route, f"{name}:{number} {what}"))
+                if _AWSLOGS.search(code):
+                    service, route = CLI_SERVICES["logs"]
+                    found.append(
+                        Destination(
+                            service, route, f"{name}:{number} docker --log-driver=awslogs (container logs)"
+                        )
+                    )
                 if _DNF.search(code):
                     found.append(
                         Destination(

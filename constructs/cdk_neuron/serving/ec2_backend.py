@@ -13,12 +13,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
 
 from cdk_neuron import catalog
-from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
+from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, allow_log_encryption, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.metric_options import MetricOptions, resource_metric
 from cdk_neuron.node_programs.bundle import (
@@ -67,6 +68,7 @@ class Ec2Fleet:
     url: str
     startup: Ec2Startup
     user_data: ec2.UserData
+    log_group: logs.LogGroup
 
 
 def concurrency_metric(scope: Construct, fleet_id: str, options: MetricOptions) -> cloudwatch.Metric:
@@ -162,7 +164,11 @@ def _access_log_bucket(scope: Construct, settings: Ec2Settings) -> s3.IBucket:
 
 
 def _instance_policy(
-    scope: Construct, settings: Ec2Settings, role: iam.Role, bundle: s3_assets.Asset
+    scope: Construct,
+    settings: Ec2Settings,
+    role: iam.Role,
+    bundle: s3_assets.Asset,
+    log_group: logs.ILogGroup,
 ) -> iam.ManagedPolicy:
     """The instances' permissions as one customer-managed policy, each wildcard with its reason."""
     stack = cdk.Stack.of(scope)
@@ -228,6 +234,17 @@ def _instance_policy(
             "the resource-tag condition pins the action to this fleet's group",
         ),
         (put_metric_data(METRIC_NAMESPACE, sid="PublishConcurrency"), PUT_METRIC_DATA_REASON),
+        (
+            # What Docker's awslogs driver calls (Docker docs, "Amazon CloudWatch Logs logging driver",
+            # Credentials). The group's ARN attribute ends in ":*", the form IAM policies use for the
+            # group and its streams ("LogGroup", CloudWatch Logs API Reference; both read 2026-12-01).
+            iam.PolicyStatement(
+                sid="WriteReplicaLogs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            ),
+            "the fleet's replica log group and its streams",
+        ),
     ]
     if settings.node_metrics is not None:
         statements.append(
@@ -326,7 +343,8 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     if settings.key_created:
         _let_auto_scaling_use_key(settings.key, stack)
     lb_sg, instance_sg = _security_groups(scope, settings)
-    role, bundle, policy = _instance_role(scope, settings)
+    log_group = _replica_log_group(scope, settings)
+    role, bundle, policy = _instance_role(scope, settings, log_group)
     boot = boot_config(
         spec,
         plan,
@@ -338,6 +356,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         service_port=SERVICE_PORT,
         startup_timeout_seconds=startup_seconds,
         fleet_id=settings.fleet_id,
+        log_group=log_group.log_group_name,
         hf_token_secret_arn=settings.hugging_face_token.secret_arn if settings.hugging_face_token else None,
     )
     # Rendered after the group exists: the script signals CloudFormation with the group's logical ID.
@@ -381,6 +400,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         url=f"{front.scheme}://{front.load_balancer.load_balancer_dns_name}",
         startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
         user_data=user_data,
+        log_group=log_group,
     )
 
 
@@ -410,8 +430,23 @@ def _let_auto_scaling_use_key(key: kms.IKey, stack: cdk.Stack) -> None:
     )
 
 
+def _replica_log_group(scope: Construct, settings: Ec2Settings) -> logs.LogGroup:
+    """Where every replica's container logs (``serving/replica.sh``), encrypted with the fleet key.
+
+    Kept per ``removal_policy`` (RETAIN by default): the logs of replaced instances are the point.
+    """
+    allow_log_encryption(settings.key, sid="AllowCloudWatchLogsToEncryptReplicaLogs")
+    return logs.LogGroup(
+        scope,
+        "ReplicaLogs",
+        retention=settings.log_retention,
+        encryption_key=settings.key,
+        removal_policy=settings.removal_policy,
+    )
+
+
 def _instance_role(
-    scope: Construct, settings: Ec2Settings
+    scope: Construct, settings: Ec2Settings, log_group: logs.ILogGroup
 ) -> tuple[iam.Role, s3_assets.Asset, iam.ManagedPolicy]:
     """The instances' role (SSM for operators; the rest in the managed InstancePolicy) and the bundle it reads."""
     role = iam.Role(
@@ -428,7 +463,7 @@ def _instance_role(
         "AWS-maintained policy is the documented minimum for the SSM agent",
     )
     bundle = node_bundle(scope)
-    policy = _instance_policy(scope, settings, role, bundle)
+    policy = _instance_policy(scope, settings, role, bundle, log_group)
     acknowledge(
         role,
         "NIST.800.53.R5-IAMNoInlinePolicy",

@@ -15,6 +15,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
@@ -51,6 +52,7 @@ from cdk_neuron.validation import (
     ALB_FULL_NAME,
     CONSTRUCT_ADDRESS,
     IAM_ROLE_ARN,
+    LOG_GROUP_NAME,
     SECURITY_GROUP_ID,
     TARGET_GROUP_FULL_NAME,
     whole_number,
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
 
 # gp3 volumes are 1 to 16,384 GiB (Amazon EBS volume types).
 _GP3_MAX_GIB = 16384
+# As the training job logs (BatchTrainingCluster's log_retention).
+DEFAULT_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
 
 class IEc2InferenceFleet(IInferenceFleet, Protocol):
@@ -90,6 +94,12 @@ class IEc2InferenceFleet(IInferenceFleet, Protocol):
     @property
     def node_metrics(self) -> NodeMetrics | None:
         """Where the instances publish Neuron metrics, or None when they publish none."""
+        ...
+
+    @property
+    def log_group(self) -> logs.ILogGroup | None:
+        """The replicas' CloudWatch Logs group (a stream per instance and replica), or None when an
+        import was not given its name."""
         ...
 
     def metric_request_count(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
@@ -133,6 +143,10 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
     @property
     @abc.abstractmethod
     def node_metrics(self) -> NodeMetrics | None: ...
+
+    @property
+    @abc.abstractmethod
+    def log_group(self) -> logs.ILogGroup | None: ...
 
     @property
     @abc.abstractmethod
@@ -248,7 +262,8 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     from a template with the ECS-optimized Amazon Linux 2023 Neuron AMI (SSM parameter: Neuron driver,
     Docker and tools installed), IMDSv2 required, an encrypted root and gp3 data volume, and node
     programs (``cdk_neuron/node_programs/files/serving``) that run one container per replica with
-    explicit ``--device`` flags and ``NEURON_RT_VISIBLE_CORES``. A launch lifecycle hook keeps each
+    explicit ``--device`` flags and ``NEURON_RT_VISIBLE_CORES``, logging to a KMS-encrypted CloudWatch
+    Logs group (one stream per instance and replica) that outlives the instances. A launch lifecycle hook keeps each
     instance out of service until every replica is healthy; rolling updates wait for the same
     readiness signal. Behind it: an internal ALB (HTTPS with ``certificate``, else HTTP from the VPC
     only), access logs, invalid headers dropped, least-outstanding-requests routing. Target tracking
@@ -283,10 +298,13 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     :param warm_pool: keep stopped, pre-initialized instances (image pulled, artifacts synced) so
         scale-out skips boot and download (not with ``spot``). Default: False.
     :param spot: run on Spot capacity (price-capacity-optimized, capacity rebalancing). Default: False.
-    :param kms_key: key for the EBS volumes. Its policy must let the ``AWSServiceRoleForAutoScaling``
-        role use it. Default: a new key with rotation, kept on stack deletion per ``removal_policy``.
-    :param removal_policy: for the key and the access-log bucket this construct creates. Default:
-        ``RemovalPolicy.RETAIN``.
+    :param kms_key: key for the EBS volumes and the replica log group. Its policy must let the
+        ``AWSServiceRoleForAutoScaling`` role use it, and CloudWatch Logs (``logs.<region>.amazonaws.com``)
+        for this account's log groups; a ``kms.Key`` of this app gets the CloudWatch Logs statement
+        added, an imported key must have it. Default: a new key with rotation, kept on stack deletion
+        per ``removal_policy``.
+    :param removal_policy: for the key, the access-log bucket and the replica log group this construct
+        creates. Default: ``RemovalPolicy.RETAIN``.
     :param access_log_bucket: ALB access-log bucket (must use SSE-S3). Default: a new versioned,
         SSL-only bucket.
     :param machine_image: AMI for the instances: Amazon Linux 2023 with the Neuron driver and Docker.
@@ -309,6 +327,8 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         artifacts, 1 to 16,384. Default: 40 GiB + 3 x weights + 20 GiB, rounded up to 10 GiB.
     :param measured_startup: start-up phases timed on a real deployment; they replace the estimates
         (each still x 1.5). Default: None - estimated from published load times.
+    :param log_retention: retention of the replica log group, where every model server's output goes
+        (stream ``<instance-id>/replica-<n>``). Default: three months, as the training job logs.
 
     :ivar load_balancer: the internal Application Load Balancer.
     :ivar listener: its listener (443 with ``certificate``, else 80).
@@ -317,6 +337,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     :ivar launch_template: the instances' launch template.
     :ivar instance_role: the instances' role (also ``grant_principal``).
     :ivar access_log_bucket: the load balancer's access-log bucket.
+    :ivar log_group: the replicas' log group, one stream per instance and replica.
     :ivar url: ``http(s)://<internal ALB DNS name>``.
     :ivar startup_timeout_seconds: launch until every replica of an instance is healthy.
     :ivar fleet_id: the ``Fleet`` dimension of ``metric_concurrent_requests()``.
@@ -356,6 +377,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         startup_timeout_seconds: int | None = None,
         data_volume_gib: int | None = None,
         measured_startup: MeasuredStartup | None = None,
+        log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -445,6 +467,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                     node_metrics=node_metrics,
                     startup_timeout_seconds=startup_timeout_seconds,
                     data_volume_gib=data_volume_gib,
+                    log_retention=log_retention,
                 ),
             )
             self._annotate(shared, model_location=MODEL_MOUNT)
@@ -489,6 +512,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         port: int = 80,
         instance_role_arn: str | None = None,
         node_metrics: NodeMetrics | None = None,
+        log_group_name: str | None = None,
     ) -> IEc2InferenceFleet:
         """An EC2 fleet defined elsewhere (another stack or app), for its metrics and connections.
 
@@ -512,6 +536,8 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             aws-cdk-lib's imports without a role.
         :param node_metrics: where the instances publish Neuron metrics, for ``metric_neuron*()``.
             Default: None (those methods refuse).
+        :param log_group_name: the fleet's replica log group (``log_group.log_group_name``), e.g. to
+            add metric filters or grant reading it. Default: None - ``log_group`` is None.
         """
         return _ImportedEc2InferenceFleet(
             scope,
@@ -523,6 +549,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             port=port,
             instance_role_arn=instance_role_arn,
             node_metrics=node_metrics,
+            log_group_name=log_group_name,
         )
 
     # -- attributes --------------------------------------------------------------------------------
@@ -589,6 +616,12 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         return self._ec2.access_log_bucket
 
     @property
+    def log_group(self) -> logs.ILogGroup:
+        """The replicas' CloudWatch Logs group: every model server's output, one stream per instance
+        and replica (``<instance-id>/replica-<n>``), kept after Auto Scaling replaces the instance."""
+        return self._ec2.log_group
+
+    @property
     def url(self) -> str:
         """``http(s)://<internal ALB DNS name>``."""
         return self._ec2.url
@@ -625,6 +658,7 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
         port: int,
         instance_role_arn: str | None,
         node_metrics: NodeMetrics | None,
+        log_group_name: str | None,
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -649,6 +683,13 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
             whole_number("port", port, maximum=65535)
             if instance_role_arn is not None:
                 attribute("instance_role_arn", instance_role_arn, IAM_ROLE_ARN, "an IAM role ARN")
+            if log_group_name is not None:
+                attribute(
+                    "log_group_name",
+                    log_group_name,
+                    LOG_GROUP_NAME,
+                    "a log group name, 1 to 512 of a-z A-Z 0-9 _ - / . #",
+                )
             if node_metrics is not None and not isinstance(node_metrics, NodeMetrics):
                 raise NeuronConfigError(
                     "node_metrics", node_metrics, "pass cdk_neuron.monitoring.NodeMetrics(environment=...)"
@@ -663,6 +704,11 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
             iam.Role.from_role_arn(self, "InstanceRole", instance_role_arn)
             if instance_role_arn is not None
             else iam.UnknownPrincipal(resource=self),
+        )
+        self._log_group = (
+            logs.LogGroup.from_log_group_name(self, "LogGroup", log_group_name)
+            if log_group_name is not None
+            else None
         )
 
     @property
@@ -688,6 +734,10 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
     @property
     def grant_principal(self) -> iam.IPrincipal:
         return self._grant_principal
+
+    @property
+    def log_group(self) -> logs.ILogGroup | None:
+        return self._log_group
 
 
 __all__ = ["Ec2FleetMetrics", "Ec2InferenceFleet", "IEc2InferenceFleet"]

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from aws_cdk import aws_certificatemanager as acm
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_kms as kms
+    from aws_cdk import aws_logs as logs
     from aws_cdk import aws_s3 as s3
     from aws_cdk import aws_secretsmanager as secretsmanager
     from aws_cdk import aws_sns as sns
@@ -58,6 +59,7 @@ class Ec2Settings(FleetSettings):
     node_metrics: NodeMetrics | None
     startup_timeout_seconds: int | None
     data_volume_gib: int | None
+    log_retention: logs.RetentionDays
 
 
 @dataclass(frozen=True)

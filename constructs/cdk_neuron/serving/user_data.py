@@ -11,9 +11,9 @@ What an instance does
 ``/var/lib/cdk-neuron`` and moves Docker's data root onto it, stops the AMI's ECS agent, logs in to
 ECR, pulls the engine image, syncs precompiled artifacts from S3, installs one systemd unit per
 replica (``cdk-neuron-replica@<n>``: the container with one ``--device`` per Neuron chip of the
-replica and ``NEURON_RT_VISIBLE_CORES``), a host nginx spreading requests over the replicas when
-there are several (an ALB target group reaches one port per instance), and starts
-``cdk-neuron-ready``.
+replica and ``NEURON_RT_VISIBLE_CORES``, logging to the fleet's CloudWatch Logs group, one stream
+per instance and replica), a host nginx spreading requests over the replicas when there are several
+(an ALB target group reaches one port per instance), and starts ``cdk-neuron-ready``.
 
 ``serving/ready.sh`` (every boot): in the warm pool it only completes the launch action; otherwise it
 starts the replicas, waits until each answers its health path, completes the launch lifecycle
@@ -86,6 +86,7 @@ class BootConfig:
     hf_token_secret_arn: str | None
     startup_timeout_seconds: int
     fleet_id: str
+    log_group: str
 
     @property
     def uses_proxy(self) -> bool:
@@ -117,6 +118,7 @@ def boot_config(
     service_port: int,
     startup_timeout_seconds: int,
     fleet_id: str,
+    log_group: str,
     hf_token_secret_arn: str | None = None,
 ) -> BootConfig:
     """Map a model, its plan and an engine onto what one EC2 instance runs."""
@@ -143,6 +145,7 @@ def boot_config(
         hf_token_secret_arn=hf_token_secret_arn,
         startup_timeout_seconds=startup_timeout_seconds,
         fleet_id=fleet_id,
+        log_group=log_group,
     )
 
 
@@ -178,6 +181,7 @@ def settings_files(cfg: BootConfig) -> dict[str, str]:
             "METRICS_INTERVAL_SECONDS": METRICS_INTERVAL_SECONDS,
             "FLEET_ID": cfg.fleet_id,
             "STARTUP_TIMEOUT_SECONDS": cfg.startup_timeout_seconds,
+            "LOG_GROUP": cfg.log_group,
         }
     )
     container_env = [

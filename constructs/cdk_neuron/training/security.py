@@ -8,6 +8,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from cdk_neuron import iam_statements
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 
 SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
@@ -127,23 +128,7 @@ def allow_instance_launches(key: kms.IKey) -> bool:
 
 def allow_log_encryption(key: kms.IKey) -> bool:
     """Let CloudWatch Logs encrypt this account's log groups in this region with ``key``."""
-    stack = cdk.Stack.of(key)
-    result = key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AllowCloudWatchLogsToEncryptTrainingLogs",
-            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-            actions=list(DATA_KEY_ACTIONS),
-            resources=["*"],
-            conditions={
-                "ArnLike": {
-                    "kms:EncryptionContext:aws:logs:arn": (
-                        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
-                    )
-                }
-            },
-        )
-    )
-    return bool(result.statement_added)
+    return iam_statements.allow_log_encryption(key, sid="AllowCloudWatchLogsToEncryptTrainingLogs")
 
 
 def node_role(scope: Construct, id: str, *, ecs_agent: bool) -> iam.Role:

@@ -6,6 +6,19 @@
 # set to those cores (replica-<index>.env), the engine's environment (container.env, docker
 # --env-file syntax) and arguments (container.args, one per line). With one replica it publishes the
 # service port directly; with several, a loopback port behind the local nginx.
+#
+# Logs go to the fleet's CloudWatch Logs group (LOG_GROUP), one stream per instance and replica
+# (<instance-id>/replica-<index>), so they outlive an instance that Auto Scaling replaces. Docker's
+# awslogs driver runs in the Docker daemon with the instance role, which may only
+# logs:CreateLogStream and logs:PutLogEvents in this group; awslogs-create-group=false: the group
+# belongs to the stack. mode=non-blocking with a bounded buffer: once the buffer is full a
+# CloudWatch Logs outage drops lines instead of blocking the model server's stdout, and the daemon
+# creates the stream in the background, retrying, so the container starts even then (moby
+# daemon/logger/awslogs/cloudwatchlogs.go, New). `docker logs` on the instance still works: Docker
+# keeps a local cache for drivers it cannot read back. Option names and semantics, read 2026-12-01:
+#   "Amazon CloudWatch Logs logging driver" https://docs.docker.com/engine/logging/drivers/awslogs/
+#   "Configure logging drivers" (mode, max-buffer-size) https://docs.docker.com/engine/logging/configure/
+#   "Use docker logs with remote logging drivers" https://docs.docker.com/engine/logging/dual-logging/
 set -euo pipefail
 CDK_NEURON_PROGRAM=serving-replica
 # Paths are under ${ROOT}: empty on a node, a scratch directory when the tests run this script.
@@ -15,7 +28,12 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/lib/common.sh"
 index=${1:?usage: replica.sh <index>}
 load_settings "${CDK_NEURON_ETC}/fleet.env" "${CDK_NEURON_ETC}/replica-${index}.env"
-require IMAGE DATA_DIR REPLICAS FIRST_REPLICA_PORT SERVICE_PORT CONTAINER_PORT REPLICA_DEVICES VISIBLE_CORES
+require REGION LOG_GROUP IMAGE DATA_DIR REPLICAS FIRST_REPLICA_PORT SERVICE_PORT CONTAINER_PORT \
+    REPLICA_DEVICES VISIBLE_CORES
+# Per container; "25m" is 25 MiB (Docker parses it with go-units RAMInBytes), as the training jobs'.
+LOG_BUFFER_SIZE=25m
+instance=$(imds meta-data/instance-id) || instance=""
+[ -n "${instance}" ] || die "cannot read this instance's id (IMDSv2), which names its log streams"
 
 if [ "${REPLICAS}" -gt 1 ]; then
     publish="127.0.0.1:$((FIRST_REPLICA_PORT + index)):${CONTAINER_PORT}"
@@ -35,7 +53,13 @@ run+=(
     --shm-size=8g
     --ulimit=memlock=-1:-1
     --security-opt=no-new-privileges
-    --log-driver=journald
+    --log-driver=awslogs
+    "--log-opt=awslogs-region=${REGION}"
+    "--log-opt=awslogs-group=${LOG_GROUP}"
+    "--log-opt=awslogs-stream=${instance}/replica-${index}"
+    --log-opt=awslogs-create-group=false
+    --log-opt=mode=non-blocking
+    "--log-opt=max-buffer-size=${LOG_BUFFER_SIZE}"
 )
 if [ -n "${ARTIFACT_URI:-}" ]; then
     run+=("--volume=${ROOT}${DATA_DIR}/model:/model:ro")

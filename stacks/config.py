@@ -565,22 +565,26 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     if max_nodes > 1 and not instance.supports_efa:
         raise NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
 
-    plan_section = section.section(
-        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
-    )
+    plan_section = section.section("plan", _PLAN_KEYS)
     nodes = plan_section.positive_int("nodes")
     if nodes > max_nodes:
         raise NeuronConfigError(
             plan_section.field("nodes"), nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
         )
+    # Read (and type-check) every key before planning: these errors already name their cdk.json path,
+    # which _planner_fields would prefix a second time.
+    tensor_parallel = plan_section.positive_int("tensor_parallel")
+    pipeline_parallel = plan_section.positive_int("pipeline_parallel", 1)
+    logical_nc_config = plan_section.get("logical_nc_config", int, None)
+    allow_unlisted_tp = plan_section.get("allow_unlisted_tp", bool, False)
     with _planner_fields(section.path, _PLAN_FIELDS):
         plan = planner.plan_training(
             instance.name,
             nodes,
-            plan_section.positive_int("tensor_parallel"),
-            plan_section.positive_int("pipeline_parallel", 1),
-            plan_section.get("logical_nc_config", int, None),
-            allow_unlisted_tp=plan_section.get("allow_unlisted_tp", bool, False),
+            tensor_parallel,
+            pipeline_parallel,
+            logical_nc_config,
+            allow_unlisted_tp=allow_unlisted_tp,
         )
 
     checkpoint = None
@@ -615,10 +619,9 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     )
 
 
-_PLAN_FIELDS = {
-    k: f"plan.{k}"
-    for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
-}
+_PLAN_KEYS = ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
+# A planner error names its own argument (tensor_parallel); cdk.json calls it plan.tensor_parallel.
+_PLAN_FIELDS = {k: f"plan.{k}" for k in _PLAN_KEYS}
 
 
 def _storage(env: _Section) -> StorageConfig:

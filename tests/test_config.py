@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -14,10 +15,13 @@ import pytest
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
+    ENDPOINT_IDS,
     PLACEHOLDER_ACCOUNT,
     EnvironmentConfig,
     NetworkConfig,
+    ServingConfig,
     StorageConfig,
+    TrainingConfig,
     load_cdk_json,
     load_environments,
     select_environments,
@@ -743,6 +747,16 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("LNC on trn1", setting("training.plan.logical_nc_config", 2),
      "training.plan.logical_nc_config", 2,
      "LNC applies only to Trn2 and Trn3 instances; leave it unset for trn1.32xlarge"),
+    # Type errors of plan keys name the key once (they were prefixed twice while the planner ran).
+    ("plan TP not a number", setting("training.plan.tensor_parallel", "8"),
+     "training.plan.tensor_parallel", "8",
+     "wrong type: must be a whole number"),
+    ("plan LNC not a number", setting("training.plan.logical_nc_config", "2"),
+     "training.plan.logical_nc_config", "2",
+     "wrong type: must be a whole number"),
+    ("plan opt-in not a bool", setting("training.plan.allow_unlisted_tp", "yes"),
+     "training.plan.allow_unlisted_tp", "yes",
+     "wrong type: must be true/false"),
     ("multi-node without EFA", setting("training.instance_type", "trn1.2xlarge"),
      "training.max_nodes", 2,
      "trn1.2xlarge has no EFA: use 1"),
@@ -1080,3 +1094,66 @@ def test_selecting_an_unknown_environment_lists_the_defined_ones(
         NeuronConfigError, match=r"^env='qa': unknown environment; defined: dev, prod, staging"
     ):
         select_environments(shipped, "qa")
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+
+def test_config_objects_built_in_code_get_the_documented_defaults() -> None:
+    # docs/configuration.md: the defaults of keys cdk.json leaves out, which stacks built from config
+    # objects in code (tests, other apps) get too.
+    assert _defaults(NetworkConfig) == {
+        "cidr": "10.0.0.0/16",
+        "nat_gateways": 0,
+        "nat_instance_type": None,
+        "endpoint_azs": "all",
+        "flow_log_retention_days": 365,
+    }
+    assert _defaults(StorageConfig) == {
+        "one_zone": False,
+        "backup_retention_days": 35,
+        "infrequent_access_after_days": 30,
+    }
+    assert _defaults(TrainingConfig) == {"engine": "batch", "checkpoint": None}
+    assert _defaults(ServingConfig) == {
+        "backend": "ec2",
+        "instance_type": None,
+        "min_capacity": 1,
+        "max_capacity": 2,
+        "warm_pool": False,
+        "certificate_arn": None,
+        "hugging_face_token_secret": None,
+    }
+    env = load_one(minimal_env())
+    assert env.removal_policy == "retain"
+    assert _defaults(EnvironmentConfig)["removal_policy"] == "retain"
+
+
+def test_an_environment_is_a_hashable_value() -> None:
+    # Frozen value objects: equal configurations are interchangeable (tags are left out of the hash,
+    # a mapping is not hashable).
+    env = load_one(minimal_env())
+    assert hash(env) == hash(load_one(minimal_env()))
+
+
+def test_interface_endpoint_logical_ids_never_change() -> None:
+    # Each id is part of a deployed logical ID: renaming one replaces that endpoint in every environment.
+    assert dict(ENDPOINT_IDS) == {
+        "ecr.api": "EcrApi",
+        "ecr.dkr": "EcrDocker",
+        "ecs": "Ecs",
+        "ecs-agent": "EcsAgent",
+        "ecs-telemetry": "EcsTelemetry",
+        "logs": "Logs",
+        "monitoring": "Monitoring",
+        "ssm": "Ssm",
+        "ssmmessages": "SsmMessages",
+        "ec2messages": "Ec2Messages",
+        "autoscaling": "AutoScaling",
+        "cloudformation": "CloudFormation",
+        "secretsmanager": "SecretsManager",
+        "sagemaker.runtime": "SageMakerRuntime",
+        "ec2": "Ec2",
+        "sts": "Sts",
+    }

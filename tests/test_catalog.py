@@ -506,8 +506,12 @@ def test_region_of_unknown_az_is_none() -> None:
         ("ml.trn1.32xlarge", 28.497, "us-east-1"),
         ("p4d.24xlarge", 21.957642, "us-east-1"),
         ("p5.48xlarge", 55.04, "us-east-1"),
+        ("g5.xlarge", 1.006, "us-east-1"),
+        ("g5.12xlarge", 5.672, "us-east-1"),
         ("g5.48xlarge", 16.288, "us-east-1"),
+        ("g6e.xlarge", 1.861, "us-east-1"),
         ("g6e.12xlarge", 10.49264, "us-east-1"),
+        ("g6e.48xlarge", 30.13118, "us-east-1"),
     ],
 )
 def test_on_demand_prices_match_reference(name: str, usd: float, region: str) -> None:
@@ -966,3 +970,88 @@ def test_unpublished_trn3_facts_are_zero_never_a_guess() -> None:
             server.physical_neuron_cores // 2,
             server.physical_neuron_cores,
         )
+
+
+def test_get_training_instance_names_the_callers_field() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^training\.instance_type='trn9\.bogus': not a Neuron instance type"
+    ):
+        get_training_instance("trn9.bogus", field="training.instance_type")
+
+
+def test_training_tp_degrees_refuses_an_lnc_the_instance_has_not() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^logical_nc_config=2: trn1\.32xlarge has no logical NeuronCore setting \(LNC applies only to "
+        r"Trn2 and Trn3\); leave it unset$",
+    ):
+        catalog.training_tp_degrees("trn1.32xlarge", 2)
+    with pytest.raises(NeuronConfigError, match=r"^logical_nc_config=3: valid values are 1 and 2$"):
+        catalog.training_tp_degrees("trn2.48xlarge", 3)
+
+
+@pytest.mark.parametrize("lnc", [2.0, True, "2"])
+def test_neuron_cores_at_refuses_an_lnc_that_is_not_an_integer(lnc: Any) -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^logical_nc_config={re.escape(repr(lnc))}: must be the integer 1 or 2 \(Trn2 and Trn3 only\)$",
+    ):
+        get_instance("trn2.48xlarge").neuron_cores_at(lnc)
+
+
+def test_price_tables_are_dated_and_cover_exactly_the_transcribed_types() -> None:
+    assert catalog.PRICES_DATE == "2026-01-19"  # the Karpenter price file the table was read from
+    assert set(catalog.ON_DEMAND_PRICES) == {
+        "trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge",
+        "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge",
+        "p4d.24xlarge", "p5.48xlarge", "g5.xlarge", "g5.12xlarge", "g5.48xlarge",
+        "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge",
+    }  # fmt: skip
+    # SkyPilot's on-demand column lists the same Neuron prices in these three Regions only.
+    assert set(catalog.SAME_PRICE_REGIONS) == {"us-east-1", "us-east-2", "us-west-2"}
+
+
+def test_supporting_service_prices_match_the_aws_pricing_pages() -> None:
+    # us-east-1, transcribed from the VPC (NAT gateway, public IPv4, PrivateLink), ELB, EFS, S3, KMS and
+    # CloudWatch pricing pages.
+    got = {k: (p.usd_per_hour, p.region, p.source) for k, p in catalog.SERVICE_PRICES.items()}
+    assert got == {
+        "nat_gateway_hour": (0.045, "us-east-1", "SVC-NAT"),
+        "public_ipv4_hour": (0.005, "us-east-1", "SVC-NAT"),
+        "alb_hour": (0.0225, "us-east-1", "SVC-ALB"),
+        "interface_endpoint_az_hour": (0.01, "us-east-1", "SVC-ENDPOINT"),
+        "efs_standard_gb_month": (0.30, "us-east-1", "SVC-EFS"),
+        "s3_standard_gb_month": (0.023, "us-east-1", "SVC-S3"),
+        "kms_key_month": (1.00, "us-east-1", "SVC-KMS"),
+        "alarm_month": (0.10, "us-east-1", "SVC-CW"),
+        "dashboard_month": (3.00, "us-east-1", "SVC-CW"),
+    }
+
+
+def test_nat_instance_prices_match_the_price_file() -> None:
+    got = {k: (p.usd_per_hour, p.region, p.source) for k, p in catalog.NAT_INSTANCE_PRICES.items()}
+    assert got == {
+        "t4g.nano": (0.0042, "us-east-1", "KARP"),
+        "t4g.micro": (0.0084, "us-east-1", "KARP"),
+        "t4g.small": (0.0168, "us-east-1", "KARP"),
+        "t3.nano": (0.0052, "us-east-1", "KARP"),
+        "t3.micro": (0.0104, "us-east-1", "KARP"),
+        "t3.small": (0.0208, "us-east-1", "KARP"),
+    }
+
+
+def test_ami_parameters_are_the_documented_public_ssm_names() -> None:
+    # The Amazon ECS developer guide (retrieving the Amazon ECS-optimized Linux AMI metadata), the Neuron
+    # DLAMI guide (SSM parameters) and the SageMaker ProductionVariant InferenceAmiVersion values.
+    assert catalog.ECS_NEURON_AMI_PARAMETER == (
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+    )
+    assert (
+        catalog.NEURON_DLAMI_PARAMETER
+        == "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
+    )
+    assert (
+        catalog.NEURON_BASE_DLAMI_PARAMETER
+        == "/aws/service/neuron/dlami/base/amazon-linux-2023/latest/image_id"
+    )
+    assert catalog.SAGEMAKER_NEURON_AMI_VERSION == "al2-ami-sagemaker-inference-neuron-2"

@@ -15,6 +15,7 @@ their NeuronLink domains.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from cdk_neuron import planner
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import (
     FABRIC_EFA,
@@ -1133,3 +1135,190 @@ def test_hidden_size_alone_means_one_kv_head_per_128_dimensions() -> None:
 def test_16_bit_weights_keep_their_own_kv_dtype() -> None:
     plan = size_model(8e9, dtype="fp16", instance_type="inf2.8xlarge")
     assert "= 14.9 GiB weights + 0.5 GiB KV cache (batch 1 x 4096;" in plan.explanation  # no " at bf16"
+
+
+# --------------------------------------------------------------------------------------------
+# Expert parallelism and UltraServer capacity (Trn2 UltraServers, Trn3): whole messages and notes,
+# each branch taken and not taken, at the edges (issue 18, measured after the Trainium3 work)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # The flags must be booleans, named as passed.
+        (lambda: plan_training("trn1.32xlarge", 2, 8, ultraserver_capacity="yes"),
+         "ultraserver_capacity='yes': use True or False"),
+        (lambda: plan_training("trn1.32xlarge", 2, 8, allow_unlisted_tp=1),
+         "allow_unlisted_tp=1: use True or False"),
+        (lambda: plan_training("trn1.32xlarge", 1, 8, expert_parallel=0),
+         "expert_parallel=0: must be a whole number >= 1"),
+        (lambda: plan_training("trn3.48xlarge", 1, 8),
+         "logical_nc_config=None: the default logical NeuronCore config of trn3.48xlarge is not published (LNC: "
+         "1 or 2 apply to Trn3, the default is stated for Trn2 only); pass logical_nc_config=1 or 2"),
+        (lambda: plan_training("trn2.48xlarge", 4, 64, ultraserver_capacity=True),
+         "ultraserver_capacity=True: trn2.48xlarge is not a server of an UltraServer; UltraServers are made of "
+         "trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
+        # NXD-PS: TP 8 cannot form replica groups at LNC=2 on trn2, but is listed at LNC=1 (and TP 16 the
+        # other way round), so the message offers the other LNC.
+        (lambda: plan_training("trn2.48xlarge", 2, 8, logical_nc_config=2),
+         "tensor_parallel=8: neuronx-distributed does not support TP 8 at LNC=2 on trn2.48xlarge (replica "
+         "groups cannot be formed, NXD-PS); use one of 1, 4, 16, 32, 64 or LNC=1"),
+        (lambda: plan_training("trn2.48xlarge", 2, 16, logical_nc_config=1),
+         "tensor_parallel=16: neuronx-distributed does not support TP 16 at LNC=1 on trn2.48xlarge (replica "
+         "groups cannot be formed, NXD-PS); use one of 1, 4, 8, 32, 64, 128 or LNC=2"),
+        (lambda: plan_training("trn1.32xlarge", 1, 16),
+         "tensor_parallel=16: TP 16 is not a documented TP degree on trn1.32xlarge (no source documents it); use "
+         "one of 1, 2, 4, 8, 32 (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True to take "
+         "responsibility for it"),
+        # TP 8 x EP 3 = 24 ranks inside one trn1.32xlarge (32 cores): aligned blocks of 24 straddle instances.
+        (lambda: plan_training("trn1.32xlarge", 3, 8, expert_parallel=3),
+         "expert_parallel=3: TP x EP = 8 x 3 = 24 ranks per expert-parallel group would straddle NeuronLink "
+         "domains of 32 ranks on trn1.32xlarge; expert-parallel groups must fit one domain: choose EP so that "
+         "TP x EP divides 32"),
+        # Trn3 Gen2 server: 16 ranks at LNC=2. TP 8 x EP 3 = 24 ranks span 2 servers (24 divides the 576 of an
+        # UltraServer, so it may), and DP 6 is divisible by EP 3, but 3 nodes are not a whole number of groups.
+        (lambda: plan_training("trn3-gen2-server", 3, 8, logical_nc_config=2, expert_parallel=3,
+                               ultraserver_capacity=True, allow_unlisted_tp=True),
+         "nodes=3: each TP x EP group spans 2 trn3-gen2-server instances of one UltraServer, so the nodes must "
+         "be a whole number of groups: use a multiple of 2"),
+    ],
+)  # fmt: skip
+def test_expert_parallel_and_ultraserver_refusals_in_full(call: Any, message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(message)}$"):
+        call()
+
+
+def test_a_group_spanning_two_servers_is_accepted_on_a_whole_number_of_groups() -> None:
+    # The same 24-rank groups as the refusal above, on 6 nodes (96 ranks): DP 12, 2 servers per group.
+    plan = plan_training(
+        "trn3-gen2-server", 6, 8, logical_nc_config=2, expert_parallel=3,
+        ultraserver_capacity=True, allow_unlisted_tp=True,
+    )  # fmt: skip
+    assert (plan.world_size, plan.data_parallel, plan.expert_parallel) == (96, 12, 3)
+    assert plan.ultraserver_capacity is True
+    assert plan.fabrics == {
+        "tensor": FABRIC_INSTANCE,
+        "expert": FABRIC_ULTRASERVER,
+        "data": FABRIC_ULTRASERVER,
+    }
+
+
+def test_a_tp_broken_at_both_lncs_offers_no_other_lnc(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No published degree is broken at both LNCs today; if a source adds one, the message must not send the
+    # user to an LNC where it is broken too.
+    from cdk_neuron import catalog
+
+    monkeypatch.setitem(catalog.TRAINING_TP_UNSUPPORTED, "trn2.48xlarge", {1: (16,), 2: (16,)})
+    with pytest.raises(NeuronConfigError) as caught:
+        plan_training("trn2.48xlarge", 2, 16, logical_nc_config=2)
+    assert str(caught.value).endswith("use one of 1, 4, 16, 32, 64")
+
+
+def test_ultraserver_notes_appear_only_where_they_apply() -> None:
+    # One trn2u.48xlarge is one domain whatever the capacity: no note either way.
+    assert plan_training("trn2u.48xlarge", 1, 64).notes == ()
+    assert plan_training("trn2u.48xlarge", 1, 64, ultraserver_capacity=True).notes == ()
+    assert plan_training("trn2u.48xlarge", 2, 64).notes == (
+        "trn2u.48xlarge nodes are planned as separate NeuronLink domains: without UltraServer capacity "
+        "(ultraserver_capacity=True) nothing guarantees they share an UltraServer, so traffic between nodes is "
+        "counted as EFA traffic",
+    )
+    assert plan_training("trn2u.48xlarge", 2, 64, ultraserver_capacity=True).notes == (
+        "Trn2 UltraServer: every 4 nodes in the launcher's topology order share one NeuronLink-v3 domain; the "
+        "launcher refuses nodes that do not allow the plan",
+    )
+
+
+def test_notes_for_tp_that_straddles_instances_and_for_trn1_tp4_in_full() -> None:
+    assert plan_training("trn1.32xlarge", 3, 12, allow_unlisted_tp=True).notes == (
+        "TP 12 does not divide the 32 cores of one NeuronLink domain: some TP groups straddle instances and "
+        "their collectives cross EFA (allowed by allow_unlisted_tp)",
+    )
+    assert plan_training("trn1.32xlarge", 2, 4).notes == (
+        "trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE",
+    )
+
+
+def test_a_dimension_of_degree_one_has_no_fabric() -> None:
+    assert plan_training("trn1.32xlarge", 2, 1).fabrics == {"data": FABRIC_EFA}
+    assert plan_training("trn1.32xlarge", 2, 2).fabrics == {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}
+    ep2 = plan_training("trn1.32xlarge", 2, 8, expert_parallel=2)
+    assert ep2.fabrics == {"tensor": FABRIC_INSTANCE, "expert": FABRIC_INSTANCE, "data": FABRIC_EFA}
+    assert ep2.summary() == (
+        "2 x trn1.32xlarge: 32 ranks/node, world 64 = TP 8 x PP 1 x DP 8 (EP 2); TP inside NeuronLink; "
+        "data-parallel gradient all-reduce cross EFA"
+    )
+    assert plan_training("trn1.32xlarge", 2, 8).ultraserver_capacity is False
+
+
+def test_host_memory_headroom_refusal_and_limit_exactly() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^host_memory_headroom=1\.5: must be a fraction in \[0, 1\), e\.g\. 0\.25$"
+    ):
+        size_model(8e9, host_memory_headroom=1.5)
+    # inf2.8xlarge has 128 GiB: 128 x (1 - 0.3333) = 85.3376, kept to three decimals.
+    assert (
+        size_model(8e9, instance_type="inf2.8xlarge", host_memory_headroom=0.3333).host_memory_limit_gib
+        == 85.338
+    )
+    assert (
+        size_model(8e9, instance_type="inf2.8xlarge", host_memory_headroom=0.3).host_memory_limit_gib == 89.6
+    )
+
+
+def test_explanation_rounds_the_parameter_count_in_billions() -> None:
+    # 8.05e9 parameters are 8.05 B: one decimal rounds half up to 8.1.
+    assert size_model(8.05e9, instance_type="inf2.8xlarge").explanation.startswith("8.1B params at bf16")
+
+
+def test_attention_heads_from_a_hidden_size_are_whole_heads() -> None:
+    # hidden 1,600 / 128 = 12 whole heads (12.5 is not a head count). 5 KV heads at TP 12: NxD converts to
+    # MHA, the 12 query heads pad to 12 (one per core), so each core holds one KV head.
+    plan = size_model(1.5e9, instance_type="inf2.24xlarge", tensor_parallel=12, kv_heads=5, hidden_size=1600)
+    assert plan.kv_heads_per_core == 1
+
+
+def test_fabric_and_dimension_names_are_what_plans_print() -> None:
+    # Written into `cdk-neuron plan --output json` and the summaries: renaming one changes the CLI's output.
+    assert (FABRIC_INSTANCE, FABRIC_ULTRASERVER, FABRIC_EFA) == (
+        "NeuronLink (one instance)",
+        "NeuronLink/NeuronSwitch (one UltraServer)",
+        "EFA",
+    )
+    assert planner.DIMENSIONS == ("tensor", "expert", "data", "pipeline")
+
+
+def test_plans_built_by_hand_get_the_documented_defaults() -> None:
+    training = {
+        f.name: f.default for f in dataclasses.fields(TrainingPlan) if f.default is not dataclasses.MISSING
+    }
+    assert training == {
+        "notes": (),
+        "allow_unlisted_tp": False,
+        "expert_parallel": 1,
+        "ultraserver_capacity": False,
+        "group_fabrics": (),
+    }
+    serving = {
+        f.name: f.default for f in dataclasses.fields(ServingPlan) if f.default is not dataclasses.MISSING
+    }
+    assert serving == {"kv_cache_per_core_gib": 0.0, "kv_heads_per_core": 0, "host_memory_limit_gib": 0.0}
+
+
+def test_reference_shapes_are_the_published_model_configs() -> None:
+    # config.json of each model on the Hugging Face Hub (num_hidden_layers, num_key_value_heads,
+    # num_attention_heads, head_dim = hidden_size / num_attention_heads): meta-llama Llama-3.2-1B,
+    # Llama-3.2-3B, Llama-3.1-8B, Llama-2-13b-hf, Llama-3.1-70B, Llama-3.1-405B.
+    shapes = [
+        (s.parameters_b, s.layers, s.kv_heads, s.attention_heads, s.head_dim)
+        for s in planner._REFERENCE_SHAPES
+    ]
+    assert shapes == [
+        (1.2, 16, 8, 32, 64),
+        (3.2, 28, 8, 24, 128),
+        (8.0, 32, 8, 32, 128),
+        (13.0, 40, 40, 40, 128),
+        (70.6, 80, 8, 64, 128),
+        (405.0, 126, 8, 128, 128),
+    ]

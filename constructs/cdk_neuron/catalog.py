@@ -418,7 +418,7 @@ class NeuronInstance:
         return self.default_logical_nc_config is not None
 
     def neuron_cores_at(self, logical_nc_config: int | None) -> int:
-        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2, trn2 only).
+        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2; Trn2 and Trn3 only).
 
         ``None`` means the instance's default (2 on trn2; every physical core elsewhere).
         """
@@ -428,7 +428,7 @@ class NeuronInstance:
         # core counts booleans or floats downstream.
         if isinstance(logical_nc_config, bool) or not isinstance(logical_nc_config, int):
             raise NeuronConfigError(
-                "logical_nc_config", logical_nc_config, "must be the integer 1 or 2 (trn2 only)"
+                "logical_nc_config", logical_nc_config, "must be the integer 1 or 2 (Trn2 and Trn3 only)"
             )
         if not self.supports_logical_nc_config and logical_nc_config != 1:
             raise NeuronConfigError(
@@ -1117,7 +1117,7 @@ def offering_status(instance_name: str | NeuronInstance, az_id: str) -> Offering
     """Whether the offerings table says ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``."""
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)
-    table = OFFERINGS.get(inst.key, {})
+    table = OFFERINGS.get(inst.key)
     if not table:
         return "unknown"
     if any(az_id in ids for ids in table.values()):

@@ -58,11 +58,9 @@ GB = 1_000_000_000  # checkpoint sizes are quoted in decimal GB, like the source
 MB = 1_000_000  # FSx for Lustre throughput is quoted in MB/s
 MIB = 1 << 20  # EFS throughput is quoted in MiB/s and GiB/s
 GIB = 1 << 30
-TIB = 1 << 40
 
 EFS_PERFORMANCE_URL = "https://docs.aws.amazon.com/efs/latest/ug/performance.html"
 EFS_QUOTAS_URL = "https://docs.aws.amazon.com/efs/latest/ug/limits.html"
-FSX_THROUGHPUT_URL = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html"
 RETRIEVED = "2026-11-30"
 
 # limits.html, newest revision: Regions whose Regional file systems default to 5 GiBps Elastic writes.
@@ -79,7 +77,9 @@ EFS_PER_CLIENT_MIBPS_OTHER = 500
 # cited as SVC-EFS in cdk_neuron.catalog.SOURCES).
 EFS_ELASTIC_WRITE_USD_PER_GB = 0.06
 
-# FSx for Lustre PERSISTENT_2 SSD throughput tiers (MB/s per TiB) and capacity steps (GiB).
+# FSx for Lustre PERSISTENT_2 SSD throughput tiers (MB/s per TiB) and capacity steps (GiB): "Managing
+# throughput capacity", https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html
+# (retrieved 2026-11-30).
 FSX_PERSISTENT_2_MBPS_PER_TIB: tuple[int, ...] = (125, 250, 500, 1000)
 FSX_MIN_CAPACITIES_GIB: tuple[int, ...] = (1200, 2400)
 FSX_CAPACITY_STEP_GIB = 2400

@@ -444,3 +444,10 @@ def test_every_pure_module_has_table_mutants() -> None:
         "cdk_neuron.validation",
         "stacks.config",
     }
+
+
+def test_scores_are_rounded_down_so_a_survivor_never_shows_as_100() -> None:
+    assert mutation_summary.percent(4161 / 4162) == "99.9 %"
+    assert mutation_summary.percent(1.0) == "100.0 %"
+    assert mutation_summary.percent(0.29) == "29.0 %"  # 1000 x 0.29 is 289.99999999999997 in binary
+    assert mutation_summary.percent(None) == "n/a"

@@ -1322,3 +1322,14 @@ def test_reference_shapes_are_the_published_model_configs() -> None:
         (70.6, 80, 8, 64, 128),
         (405.0, 126, 8, 128, 128),
     ]
+
+
+def test_a_multi_node_plan_without_efa_names_only_the_types_with_efa() -> None:
+    # trn1.2xlarge is a training type without EFA: it must not be offered as the way out.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^nodes=2: trn1\.2xlarge has no EFA, so it cannot run multi-node jobs; use nodes=1 or one of "
+        r"trn1\.32xlarge, trn1n\.32xlarge, trn2\.3xlarge, trn2\.48xlarge, trn2u\.48xlarge, trn3-gen2-server, "
+        r"trn3\.48xlarge$",
+    ):
+        plan_training("trn1.2xlarge", 2, 2)

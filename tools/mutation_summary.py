@@ -34,6 +34,7 @@ import ast
 import dataclasses
 import difflib
 import json
+import math
 import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -304,7 +305,10 @@ def tally(mutants: Iterable[Mutant]) -> Tally:
 
 
 def percent(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f} %"
+    """One decimal, rounded down: 4,161 of 4,162 is 99.9 %, never a 100.0 % that hides a survivor."""
+    if value is None:
+        return "n/a"
+    return f"{math.floor(round(1000 * value, 6)) / 10:.1f} %"
 
 
 # -- the summary -----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ help:
 	@echo "make deploy ENV=dev  deploy one environment's stacks (its account's credentials)"
 	@echo "make test    set up, then ruff, mypy and pytest"
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
-	@echo "make mutate  mutation testing of the pure core (about 1 h on 2 cores); summary in docs/mutation-testing.md"
+	@echo "make mutate  mutation testing of the pure core (about 12 min on 2 cores); summary in docs/mutation-testing.md"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
 	@echo "make lint-templates  synthesize, then cfn-lint every template for its environment's region"
@@ -150,7 +150,7 @@ bench: setup
 
 # Mutation testing of the pure core (catalog, planner, checkpoint advisor, validation, app config):
 # mutmut, a fresh-interpreter recheck of every survivor, the data tables, then the summary in
-# docs/mutation-testing.md. Not part of `make test`: it takes the better part of an hour.
+# docs/mutation-testing.md. Not part of `make test`: it takes about 12 minutes on 2 cores.
 # MUTATE_JOBS sets the number of workers (default 2).
 mutate: setup
 	python -m tools.mutation all

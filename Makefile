@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench scan clean
+.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench mutate scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -26,6 +26,7 @@ help:
 	@echo "make deploy ENV=dev  deploy one environment's stacks (its account's credentials)"
 	@echo "make test    set up, then ruff, mypy and pytest"
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
+	@echo "make mutate  mutation testing of the pure core (about 12 min on 2 cores); summary in docs/mutation-testing.md"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
 	@echo "make lint-templates  synthesize, then cfn-lint every template for its environment's region"
@@ -147,6 +148,13 @@ diagram: setup
 bench: setup
 	python bench/synth_bench.py
 
+# Mutation testing of the pure core (catalog, planner, checkpoint advisor, validation, app config):
+# mutmut, a fresh-interpreter recheck of every survivor, the data tables, then the summary in
+# docs/mutation-testing.md. Not part of `make test`: it takes about 12 minutes on 2 cores.
+# MUTATE_JOBS sets the number of workers (default 2).
+mutate: setup
+	python -m tools.mutation all
+
 # checkov pins an old boto3/botocore that conflicts with the app's, so it gets its own venv.
 CHECKOV_VERSION := 3.3.30
 SCAN_VENV := .scan-venv
@@ -178,4 +186,4 @@ integ-destroy: setup
 	python tests/integ/run.py destroy $(SUITES)
 
 clean:
-	rm -rf $(VENV) $(SCAN_VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info constructs/*.egg-info
+	rm -rf $(VENV) $(SCAN_VENV) node_modules cdk.out mutants .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info constructs/*.egg-info

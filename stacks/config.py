@@ -282,14 +282,18 @@ _T = TypeVar("_T")
 _MISSING: Any = object()
 
 
-def _type_name(expected: type | tuple[type, ...]) -> str:
-    names = {bool: "true/false", int: "a whole number", str: "a string", dict: "an object", list: "a list"}
-    types = expected if isinstance(expected, tuple) else (expected,)
-    return " or ".join(names.get(t, t.__name__) for t in types)
+# How an error names the JSON type a key needs (the only types _Section.get is asked for).
+_TYPE_NAMES: Mapping[type, str] = {
+    bool: "true/false",
+    int: "a whole number",
+    str: "a string",
+    dict: "an object",
+    list: "a list",
+}
 
 
 def _unknown_key_fix(key: str, allowed: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, allowed)  # best match first
     hint = f"did you mean {close[0]!r}? " if close else ""
     return f"unknown key; {hint}valid keys here: {', '.join(allowed)}"
 
@@ -338,13 +342,13 @@ class _Section:
         value = self.raw.get(key)
         if value is None:
             if default is _MISSING:
-                raise NeuronConfigError(self.field(key), None, f"required: give {_type_name(expected)}")
+                raise NeuronConfigError(self.field(key), None, f"required: give {_TYPE_NAMES[expected]}")
             return cast(_T, default)
         # bool is an int subclass: refuse true/false where a number is meant.
         if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
             if expected is int and isinstance(value, float) and value.is_integer():
                 return cast(_T, int(value))  # JSON writers render 8e9 as 8000000000.0
-            raise NeuronConfigError(self.field(key), value, f"wrong type: must be {_type_name(expected)}")
+            raise NeuronConfigError(self.field(key), value, f"wrong type: must be {_TYPE_NAMES[expected]}")
         return value
 
     def choice(self, key: str, choices: tuple[_T, ...], default: Any = _MISSING) -> _T:
@@ -499,19 +503,23 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> Capacity:
         "reservation-group": ("resource_group_arn", "placement_group_name"),
     }
     section = _Section(path, raw, ("type", *needs[kind]))
-    reservation = section.get("reservation_id", str, None)
-    resource_group = section.get("resource_group_arn", str, None)
     placement_group = section.get("placement_group_name", str, None)
-    # The library's Capacity validates the ids; errors get the cdk.json key path.
-    with _planner_fields(section.path, {}):
-        if kind == "reservation":
-            capacity = Capacity.reservation(str(reservation), placement_group_name=placement_group)
-        elif kind == "capacity-block":
-            capacity = Capacity.capacity_block(str(reservation))
-        elif kind == "reservation-group":
-            capacity = Capacity.reservation_group(str(resource_group), placement_group_name=placement_group)
-        else:
-            capacity = Capacity.on_demand()
+    # The ids a kind needs are required here (a missing one is "required", not the string 'None');
+    # the library's Capacity validates them, and its errors get the cdk.json key path.
+    if kind == "reservation":
+        reservation = section.get("reservation_id", str)
+        with _planner_fields(section.path, {}):
+            capacity = Capacity.reservation(reservation, placement_group_name=placement_group)
+    elif kind == "capacity-block":
+        block = section.get("reservation_id", str)
+        with _planner_fields(section.path, {}):
+            capacity = Capacity.capacity_block(block)
+    elif kind == "reservation-group":
+        group = section.get("resource_group_arn", str)
+        with _planner_fields(section.path, {}):
+            capacity = Capacity.reservation_group(group, placement_group_name=placement_group)
+    else:
+        capacity = Capacity.on_demand()
     try:
         capacity.check_instance(instance)
     except NeuronConfigError as error:
@@ -557,22 +565,26 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     if max_nodes > 1 and not instance.supports_efa:
         raise NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
 
-    plan_section = section.section(
-        "plan", ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
-    )
+    plan_section = section.section("plan", _PLAN_KEYS)
     nodes = plan_section.positive_int("nodes")
     if nodes > max_nodes:
         raise NeuronConfigError(
             plan_section.field("nodes"), nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
         )
-    with _planner_fields(section.path, {"instance_type": "instance_type"} | _PLAN_FIELDS):
+    # Read (and type-check) every key before planning: these errors already name their cdk.json path,
+    # which _planner_fields would prefix a second time.
+    tensor_parallel = plan_section.positive_int("tensor_parallel")
+    pipeline_parallel = plan_section.positive_int("pipeline_parallel", 1)
+    logical_nc_config = plan_section.get("logical_nc_config", int, None)
+    allow_unlisted_tp = plan_section.get("allow_unlisted_tp", bool, False)
+    with _planner_fields(section.path, _PLAN_FIELDS):
         plan = planner.plan_training(
             instance.name,
             nodes,
-            plan_section.positive_int("tensor_parallel"),
-            plan_section.positive_int("pipeline_parallel", 1),
-            plan_section.get("logical_nc_config", int, None),
-            allow_unlisted_tp=plan_section.get("allow_unlisted_tp", bool, False),
+            tensor_parallel,
+            pipeline_parallel,
+            logical_nc_config,
+            allow_unlisted_tp=allow_unlisted_tp,
         )
 
     checkpoint = None
@@ -607,10 +619,9 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     )
 
 
-_PLAN_FIELDS = {
-    k: f"plan.{k}"
-    for k in ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
-}
+_PLAN_KEYS = ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
+# A planner error names its own argument (tensor_parallel); cdk.json calls it plan.tensor_parallel.
+_PLAN_FIELDS = {k: f"plan.{k}" for k in _PLAN_KEYS}
 
 
 def _storage(env: _Section) -> StorageConfig:
@@ -620,7 +631,12 @@ def _storage(env: _Section) -> StorageConfig:
         raise NeuronConfigError(
             section.field("backup_retention_days"), retention, "AWS Backup keeps at most 36500 days"
         )
-    ia_days = section.get("infrequent_access_after_days", int, None)
+    # Absent means the documented default (30 days); an explicit null keeps everything in Standard,
+    # the one key where null is not "use the default" (docs/configuration.md).
+    if "infrequent_access_after_days" in section.raw and section.raw["infrequent_access_after_days"] is None:
+        ia_days = None
+    else:
+        ia_days = section.get("infrequent_access_after_days", int, StorageConfig.infrequent_access_after_days)
     if ia_days is not None and ia_days not in EFS_IA_DAYS:
         raise NeuronConfigError(
             section.field("infrequent_access_after_days"),
@@ -715,9 +731,9 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
             )
     engine_name: ServingEngineName = section.choice("engine", SERVING_ENGINES, "optimum-neuron")
     model = _model(section)
-    model_fields = {"instance_type": "instance_type"} | {
-        k: f"model.{k}" for k in ("parameters", "dtype", "sequence_length", "batch_size", "tensor_parallel")
-    }
+    # ModelSpec has refused bad parameters, dtype, sequence length and batch size under their own
+    # keys (_model); the plan can only refuse the instance type (which keeps its key) or the TP.
+    model_fields = {"tensor_parallel": "model.tensor_parallel"}
     with _planner_fields(section.path, model_fields):
         plan = model.plan(instance_type)
     config = ServingConfig(
@@ -770,7 +786,7 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
     return config
 
 
-def _removal_policy(env: _Section, name: str, account: str | None) -> RemovalPolicy:
+def _removal_policy(env: _Section, name: str) -> RemovalPolicy:
     removal: RemovalPolicy = env.choice("removal_policy", REMOVAL_POLICIES, "retain")
     if removal == "destroy" and name in PROTECTED_ENVIRONMENTS:
         raise NeuronConfigError(
@@ -778,7 +794,7 @@ def _removal_policy(env: _Section, name: str, account: str | None) -> RemovalPol
         )
     # With no account, `cdk deploy` puts the environment into whatever account the credentials
     # point at; an environment whose data must survive has to say where it lives.
-    if removal == "retain" and account is None and env.raw.get("account") is None:
+    if removal == "retain" and env.raw.get("account") is None:
         raise NeuronConfigError(
             env.field("account"),
             None,
@@ -812,7 +828,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
     account = found.run(lambda: env.matching("account", ACCOUNT, "a 12-digit AWS account id, or null", None))
     region = found.run(lambda: env.matching("region", REGION, "an AWS Region name such as us-east-1"))
     az_ids = found.run(lambda: _az_ids(env, region)) if region is not None else None
-    removal = found.run(lambda: _removal_policy(env, name, account))
+    removal = found.run(lambda: _removal_policy(env, name))
     network = found.run(lambda: _network(env, len(az_ids))) if az_ids is not None else None
     monitoring = found.run(
         lambda: MonitoringConfig(
@@ -986,7 +1002,13 @@ def load_cdk_json(path: str | Path = "cdk.json") -> dict[str, EnvironmentConfig]
         document = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:
         raise NeuronConfigError("cdk.json", str(path), f"cannot read it as JSON ({error})") from None
-    environments = document.get("context", {}).get("environments") if isinstance(document, dict) else None
+    # Wrong shapes (a list where an object belongs) are configuration errors, not AttributeErrors.
+    if not isinstance(document, dict):
+        raise NeuronConfigError("cdk.json", str(path), "must be a JSON object with a context block")
+    context = document.get("context", {})
+    if not isinstance(context, dict):
+        raise NeuronConfigError("context", context, f"{path}: context must be an object holding environments")
+    environments = context.get("environments")
     if environments is None:
         raise NeuronConfigError("environments", None, f"{path} has no context.environments block")
     return load_environments(environments)

@@ -12,6 +12,7 @@ foundation-model-benchmarking-tool's pricing.yml and the SkyPilot catalog for pr
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
@@ -505,8 +506,12 @@ def test_region_of_unknown_az_is_none() -> None:
         ("ml.trn1.32xlarge", 28.497, "us-east-1"),
         ("p4d.24xlarge", 21.957642, "us-east-1"),
         ("p5.48xlarge", 55.04, "us-east-1"),
+        ("g5.xlarge", 1.006, "us-east-1"),
+        ("g5.12xlarge", 5.672, "us-east-1"),
         ("g5.48xlarge", 16.288, "us-east-1"),
+        ("g6e.xlarge", 1.861, "us-east-1"),
         ("g6e.12xlarge", 10.49264, "us-east-1"),
+        ("g6e.48xlarge", 30.13118, "us-east-1"),
     ],
 )
 def test_on_demand_prices_match_reference(name: str, usd: float, region: str) -> None:
@@ -648,3 +653,405 @@ def test_with_facts_completes_what_the_catalog_lacks() -> None:
     assert (named.name, named.key) == ("trn3z.16xlarge", "trn3-gen2-server")
     assert get_instance(named) is named
     assert catalog.training_tp_degrees(named, 2) == (1, 8)
+
+
+# --------------------------------------------------------------------------------------------
+# Added with mutation testing (issue 18): whole messages, values carried, fallbacks, tables
+# --------------------------------------------------------------------------------------------
+
+
+def test_with_facts_refusals_carry_the_value_and_the_whole_message() -> None:
+    gen1, gen2 = get_instance("trn3.48xlarge"), get_instance("trn3-gen2-server")
+    for source in ("", "  ", None, 7):
+        with pytest.raises(
+            NeuronConfigError, match=rf"^source={re.escape(repr(source))}: say where the facts come from$"
+        ) as raised:
+            gen1.with_facts(source=source, nvme_gb=0)  # type: ignore[arg-type]
+        assert (raised.value.field, raised.value.value) == ("source", source)
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^name='trn3x\.48xlarge': trn3\.48xlarge is already EC2's name for this type$",
+    ) as raised:
+        gen1.with_facts(source="test", name="trn3x.48xlarge")
+    assert raised.value.value == "trn3x.48xlarge"
+    # "name" is given by its own argument, never among the facts.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^chips=4: only facts the catalog lacks may be given: default_logical_nc_config, efa_interfaces, "
+        r"max_interfaces_per_card, network_cards, nvme_gb$",
+    ):
+        gen2.with_facts(source="test", chips=4)
+    with pytest.raises(NeuronConfigError, match=r"^nvme_gb=-1: must be a whole number >= 0$"):
+        gen1.with_facts(source="test", nvme_gb=-1)
+
+
+def test_with_facts_leaves_unknown_what_it_was_not_given() -> None:
+    gen2 = get_instance("trn3-gen2-server")
+    named = gen2.with_facts(source="test", name="trn3z.16xlarge")
+    assert named.unknown == tuple(f for f in gen2.unknown if f != "name")
+    assert "network_cards" in named.unknown
+    facts_only = gen2.with_facts(source="test", nvme_gb=0)
+    assert "name" in facts_only.unknown and "nvme_gb" not in facts_only.unknown
+    assert facts_only.name == "trn3-gen2-server"
+
+
+def test_require_known_names_every_missing_fact_and_what_needs_it() -> None:
+    gen1 = get_instance("trn3.48xlarge")
+    expected = (
+        "instance_type='trn3.48xlarge': this needs network_cards, nvme_gb of trn3.48xlarge, which no source "
+        "publishes (unknown, looked 2026-12-01); read them from `aws ec2 describe-instance-types "
+        "--instance-types <type>` in your account and pass catalog.get_instance('trn3.48xlarge').with_facts(...)"
+    )
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$"):
+        gen1.require_known("chips", "network_cards", "nvme_gb")
+    get_instance("trn1.32xlarge").require_known("network_cards", "nvme_gb")  # all known: no error
+
+
+def test_efa_refusals_carry_the_value_and_the_whole_message() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^instance_type='inf2\.48xlarge': has no EFA, so it cannot run multi-node collectives; use "
+        r"trn1\.32xlarge, trn1n\.32xlarge, trn2\.3xlarge, trn2\.48xlarge, trn2u\.48xlarge, trn3-gen2-server, "
+        r"trn3\.48xlarge$",
+    ):
+        efa_network_interfaces("inf2.48xlarge", ["sg-1"])
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^security_group_ids='sg-1': give a non-empty list of security group id strings, "
+        r"e\.g\. \[sg\.security_group_id\]$",
+    ) as raised:
+        efa_network_interfaces("trn1.32xlarge", "sg-1")  # type: ignore[arg-type]
+    assert raised.value.value == "sg-1"
+    one_per_card = get_instance("trn3.48xlarge").with_facts(
+        source="test", network_cards=16, max_interfaces_per_card=1, efa_interfaces=16, nvme_gb=0
+    )
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^layout='ENA_PRIMARY_EFA_ONLY': trn3\.48xlarge allows one interface per card; "
+        r"use EfaLayout\.ALL_EFA$",
+    ) as raised:
+        efa_network_interfaces(one_per_card, ["sg-1"], EfaLayout.ENA_PRIMARY_EFA_ONLY)
+    assert (raised.value.field, raised.value.value) == ("layout", "ENA_PRIMARY_EFA_ONLY")
+
+
+def test_ena_primary_interface_has_no_interface_type() -> None:
+    primary, *_ = efa_network_interfaces("trn1.32xlarge", ["sg-1"], EfaLayout.ENA_PRIMARY_EFA_ONLY)
+    assert primary == {
+        "NetworkCardIndex": 0,
+        "DeviceIndex": 0,
+        "Groups": ["sg-1"],
+        "DeleteOnTermination": True,
+    }
+
+
+def test_inference_lookup_reports_the_callers_field_name() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^serving\.instance_type='p5\.48xlarge': not a Neuron"):
+        catalog.get_inference_instance("p5.48xlarge", field="serving.instance_type")
+
+
+def test_an_instance_built_in_code_has_unknown_offerings() -> None:
+    # A NeuronInstance the catalog does not list (built by hand) has no offerings row: unknown, not an error.
+    custom = dataclasses.replace(get_instance("trn1.32xlarge"), name="trn9.custom", catalog_key="")
+    assert catalog.offered_az_ids(custom, "us-east-1") == ()
+    assert catalog.region_offering_status(custom, "us-east-1") == "unknown"
+    assert offering_status(custom, "use1-az6") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("name", "usd"),
+    [
+        ("trn1.32xlarge", 21.50),  # listed under its own name
+        ("p5.48xlarge", 55.04),  # a GPU comparator, not a Neuron type
+        ("ml.inf2.xlarge", 0.99),  # SageMaker, priced under its ml. name
+    ],
+)
+def test_known_price_of_priced_types(name: str, usd: float) -> None:
+    price = catalog.known_price(name)
+    assert price is not None and price.usd_per_hour == usd
+
+
+@pytest.mark.parametrize("name", ["trn2u.48xlarge", "ml.trn2u.48xlarge", "trn3.48xlarge", "trn2.3xlarge"])
+def test_known_price_is_none_where_no_source_publishes_one(name: str) -> None:
+    assert catalog.known_price(name) is None
+
+
+def test_known_price_of_an_unknown_type_is_a_config_error() -> None:
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='t4g\.nano': not a Neuron instance type"):
+        catalog.known_price("t4g.nano")
+
+
+# Whether each type is sold as a Capacity Block of either kind (the capacity_block flag), transcribed from
+# ec2-capacity-blocks.html (instance blocks: trn1.32xlarge, trn2.48xlarge), moto 5.2.5's usage classes
+# (trn2.3xlarge: capacity-block) and capacity-blocks-how.html (UltraServer blocks: Trn2, i.e. trn2u.48xlarge).
+# Trn3 UltraServer blocks: no source says (unknown), so not flagged.
+CAPACITY_BLOCK_FLAGS = {
+    "trn1.2xlarge": False,
+    "trn1.32xlarge": True,
+    "trn1n.32xlarge": False,
+    "trn2.3xlarge": True,
+    "trn2.48xlarge": True,
+    "trn2u.48xlarge": True,
+    "trn3.48xlarge": False,
+    "trn3-gen2-server": False,
+    "inf2.xlarge": False,
+    "inf2.8xlarge": False,
+    "inf2.24xlarge": False,
+    "inf2.48xlarge": False,
+}
+
+
+def test_capacity_block_flag_of_every_instance() -> None:
+    assert {name: get_instance(name).capacity_block for name in INSTANCES} == CAPACITY_BLOCK_FLAGS
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("trn2.3xlarge", ("yes", "yes", "yes", "no")),
+        ("trn3.48xlarge", ("unknown", "unknown", "no", "unknown")),
+        ("trn3-gen2-server", ("unknown", "unknown", "no", "unknown")),
+    ],
+)
+def test_purchase_options_of_the_types_added_with_trn3(name: str, options: tuple[str, str, str, str]) -> None:
+    got = get_instance(name).purchase_options
+    assert (got.on_demand, got.reservation, got.capacity_block, got.ultraserver_capacity_block) == options
+
+
+# GPU comparators, from the AWS instance type pages (https://aws.amazon.com/ec2/instance-types/p4/, /p5/,
+# /g5/, /g6e/: GPUs and vCPUs) and DescribeInstanceTypes GpuInfo memory per GPU in MiB (moto 5.2.5
+# instance_types.json): A100 40,960, H100 81,920, A10G 22,888 ("24 GB"), L40S 45,776 ("48 GB").
+EXPECTED_GPUS = {
+    "p4d.24xlarge": ("A100", 8, 40960, 96, "training"),
+    "p5.48xlarge": ("H100", 8, 81920, 192, "training"),
+    "g5.xlarge": ("A10G", 1, 22888, 4, "inference"),
+    "g5.12xlarge": ("A10G", 4, 22888, 48, "inference"),
+    "g5.48xlarge": ("A10G", 8, 22888, 192, "inference"),
+    "g6e.xlarge": ("L40S", 1, 45776, 4, "inference"),
+    "g6e.12xlarge": ("L40S", 4, 45776, 48, "inference"),
+    "g6e.48xlarge": ("L40S", 8, 45776, 192, "inference"),
+}
+
+
+def test_gpu_comparators_match_the_instance_type_pages() -> None:
+    got = {n: (g.gpu, g.gpus, g.gpu_memory_mib, g.vcpus, g.role) for n, g in catalog.GPU_INSTANCES.items()}
+    assert got == EXPECTED_GPUS
+    assert {g.source for g in catalog.GPU_INSTANCES.values()} == {"MOTO-GPU"}
+    p5 = catalog.GPU_INSTANCES["p5.48xlarge"]
+    assert (p5.gpu_memory_gib, p5.total_gpu_memory_gib) == (80.0, 640.0)
+
+
+# The chip and the scale-up interconnect of each type, from the Neuron architecture pages (aws-neuron-sdk
+# trn1-arch.rst: Trainium, NeuronLink-v2 on the 32xlarge types; trn2-arch.rst: Trainium2, NeuronLink-v3;
+# trn3-arch.rst: Trainium3, NeuronLink-v4 and NeuronSwitch-v1; inf2-arch.rst: Inferentia2). The Trn3
+# servers are not in the EC2 API model yet (botocore's ec2 service-2.json lists no trn3 type, looked
+# 2026-12-01), so launch templates cannot name them.
+EXPECTED_CHIPS = {
+    "trn1.2xlarge": ("trainium", "", True),
+    "trn1.32xlarge": ("trainium", "NeuronLink-v2", True),
+    "trn1n.32xlarge": ("trainium", "NeuronLink-v2", True),
+    "trn2.3xlarge": ("trainium2", "", True),
+    "trn2.48xlarge": ("trainium2", "NeuronLink-v3", True),
+    "trn2u.48xlarge": ("trainium2", "NeuronLink-v3", True),
+    "trn3.48xlarge": ("trainium3", "NeuronLink-v4 + NeuronSwitch-v1", False),
+    "trn3-gen2-server": ("trainium3", "NeuronLink-v4 + NeuronSwitch-v1", False),
+    "inf2.xlarge": ("inferentia2", "", True),
+    "inf2.8xlarge": ("inferentia2", "", True),
+    "inf2.24xlarge": ("inferentia2", "", True),
+    "inf2.48xlarge": ("inferentia2", "", True),
+}
+
+
+def test_chip_interconnect_and_ec2_model_of_every_instance() -> None:
+    got = {n: (i.chip, i.interconnect, i.in_ec2_model) for n, i in INSTANCES.items()}
+    assert got == EXPECTED_CHIPS
+
+
+def test_neuroncore_v2_hbm() -> None:
+    # TGI-DOC: "16GB per neuron core"; INF2-ARCH: 32 GiB per chip of two NeuronCore-v2.
+    assert catalog.HBM_GIB_PER_NEURONCORE_V2 == 16.0
+    assert get_instance("inf2.xlarge").hbm_gib_per_core == 16.0
+
+
+# Training TP degrees, transcribed from the sources the catalog names (TRAINING_TP_SOURCES): TP-APPNOTE
+# (2, 8, 32 on Trn1), RT-2.21 (4 on adjacent Trn1 cores), NXD-PS get_logic_chosen (Trn2: LNC=1 -> 4, 8,
+# 32, 64, 128 work, 16 is not supported; LNC=2 -> 4, 16, 32, 64 work, 8 is not supported), TRN3-TUTORIAL
+# (TP 8 at LNC=2 on Trn3). TP 1 forms no group and is valid everywhere.
+EXPECTED_TP: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn1.2xlarge": {None: (1, 2)},
+    "trn1.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn1n.32xlarge": {None: (1, 2, 4, 8, 32)},
+    "trn2.3xlarge": {1: (1,), 2: (1,)},
+    "trn2.48xlarge": {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)},
+    "trn2u.48xlarge": {1: (1, 4, 8, 32, 64, 128), 2: (1, 4, 16, 32, 64)},
+    "trn3.48xlarge": {1: (1,), 2: (1, 8)},
+    "trn3-gen2-server": {1: (1,), 2: (1, 8)},
+}
+
+
+def test_training_tp_degrees_of_every_trainium_type() -> None:
+    assert catalog.TRAINING_TP_DEGREES == EXPECTED_TP
+    for name, by_lnc in EXPECTED_TP.items():
+        if None in by_lnc:
+            assert catalog.training_tp_degrees(name) == by_lnc[None]
+    assert catalog.training_tp_degrees("trn2.48xlarge", 1) == (1, 4, 8, 32, 64, 128)
+    assert catalog.training_tp_degrees("trn2.48xlarge") == (1, 4, 16, 32, 64)  # default LNC=2
+
+
+def test_training_tp_degrees_a_source_calls_broken() -> None:
+    for name in ("trn2.48xlarge", "trn2u.48xlarge"):
+        assert catalog.training_tp_unsupported(name, 1) == (16,)
+        assert catalog.training_tp_unsupported(name, 2) == (8,)
+        assert catalog.training_tp_unsupported(name) == (8,)
+    assert catalog.training_tp_unsupported("trn1.32xlarge") == ()
+    assert set(catalog.TRAINING_TP_UNSUPPORTED) == {"trn2.48xlarge", "trn2u.48xlarge"}
+
+
+def test_every_source_key_a_table_names_is_a_source() -> None:
+    assert catalog.TRAINING_TP_SOURCES == ("TP-APPNOTE", "RT-2.21", "NXD-PS", "TRN3-TUTORIAL")
+    named = set(catalog.TRAINING_TP_SOURCES)
+    named |= {key for options in catalog.PURCHASE_OPTIONS.values() for key in options.sources}
+    named |= {key for instance in INSTANCES.values() for key in instance.sources}
+    named |= {key for ultra in catalog.ULTRASERVERS.values() for key in ultra.sources}
+    assert named - set(SOURCES) == set()
+
+
+def test_every_instance_has_an_offerings_row() -> None:
+    # An empty row means "no data" (trn2u.48xlarge, Trn3); a missing row would hide a typo in a key.
+    assert set(catalog.OFFERINGS) == set(INSTANCES)
+    for name in ("trn2u.48xlarge", "trn3.48xlarge", "trn3-gen2-server"):
+        assert catalog.OFFERINGS[name] == {}
+
+
+def test_trn2_3xlarge_offerings() -> None:
+    # moto 5.2.5 moto/ec2/resources/instance_type_offerings/availability-zone-id/{ap-south-2,
+    # ap-southeast-4,sa-east-1}.json.gz (MOTO-525).
+    assert {r: set(ids) for r, ids in catalog.OFFERINGS["trn2.3xlarge"].items()} == {
+        "ap-south-2": {"aps2-az1", "aps2-az2", "aps2-az3"},
+        "ap-southeast-4": {"apse4-az3"},
+        "sa-east-1": {"sae1-az1", "sae1-az2", "sae1-az3"},
+    }
+
+
+def test_ultraserver_types_in_full() -> None:
+    # TRN2-ARCH: 4 x trn2u.48xlarge over NeuronLink-v3, 12,800 Gbps EFA. TRN3-ARCH: Gen1 4 x 16 chips,
+    # 12,800 Gbps; Gen2 36 x 4 chips, 28,800 Gbps; both NeuronLink-v4 + NeuronSwitch-v1.
+    got = {
+        k: (u.name, u.instance_type, u.servers, u.chips_per_server, u.interconnect, u.efa_gbps, u.sources)
+        for k, u in catalog.ULTRASERVERS.items()
+    }
+    assert got == {
+        "trn2": ("Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 12800, ("TRN2-ARCH",)),
+        "trn3-gen1": ("Trn3 Gen1 UltraServer", "trn3.48xlarge", 4, 16, "NeuronLink-v4 + NeuronSwitch-v1", 12800,
+                      ("TRN3-ARCH",)),
+        "trn3-gen2": ("Trn3 Gen2 UltraServer", "trn3-gen2-server", 36, 4, "NeuronLink-v4 + NeuronSwitch-v1", 28800,
+                      ("TRN3-ARCH",)),
+    }  # fmt: skip
+
+
+def test_efa_layout_values() -> None:
+    assert {m.name: m.value for m in EfaLayout} == {
+        "ALL_EFA": "efa",
+        "ENA_PRIMARY_EFA_ONLY": "ena-primary-efa-only",
+    }
+
+
+def test_unpublished_trn3_facts_are_zero_never_a_guess() -> None:
+    for name in ("trn3.48xlarge", "trn3-gen2-server"):
+        server = get_instance(name)
+        facts = {
+            f: getattr(server, f)
+            for f in ("network_cards", "max_interfaces_per_card", "efa_interfaces", "nvme_gb")
+        }
+        assert facts == dict.fromkeys(facts, 0)
+        # LNC applies to Trn3 (1 or 2); its default is unpublished, so the planner asks for it, while the
+        # instance's own core count reads LNC 2, as on Trn2.
+        assert (server.supports_logical_nc_config, server.neuron_cores, server.neuron_cores_at(1)) == (
+            True,
+            server.physical_neuron_cores // 2,
+            server.physical_neuron_cores,
+        )
+
+
+def test_get_training_instance_names_the_callers_field() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^training\.instance_type='trn9\.bogus': not a Neuron instance type"
+    ):
+        get_training_instance("trn9.bogus", field="training.instance_type")
+
+
+def test_training_tp_degrees_refuses_an_lnc_the_instance_has_not() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^logical_nc_config=2: trn1\.32xlarge has no logical NeuronCore setting \(LNC applies only to "
+        r"Trn2 and Trn3\); leave it unset$",
+    ):
+        catalog.training_tp_degrees("trn1.32xlarge", 2)
+    with pytest.raises(NeuronConfigError, match=r"^logical_nc_config=3: valid values are 1 and 2$"):
+        catalog.training_tp_degrees("trn2.48xlarge", 3)
+
+
+@pytest.mark.parametrize("lnc", [2.0, True, "2"])
+def test_neuron_cores_at_refuses_an_lnc_that_is_not_an_integer(lnc: Any) -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^logical_nc_config={re.escape(repr(lnc))}: must be the integer 1 or 2 \(Trn2 and Trn3 only\)$",
+    ):
+        get_instance("trn2.48xlarge").neuron_cores_at(lnc)
+
+
+def test_price_tables_are_dated_and_cover_exactly_the_transcribed_types() -> None:
+    assert catalog.PRICES_DATE == "2026-01-19"  # the Karpenter price file the table was read from
+    assert set(catalog.ON_DEMAND_PRICES) == {
+        "trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge",
+        "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge",
+        "p4d.24xlarge", "p5.48xlarge", "g5.xlarge", "g5.12xlarge", "g5.48xlarge",
+        "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge",
+    }  # fmt: skip
+    # SkyPilot's on-demand column lists the same Neuron prices in these three Regions only.
+    assert set(catalog.SAME_PRICE_REGIONS) == {"us-east-1", "us-east-2", "us-west-2"}
+
+
+def test_supporting_service_prices_match_the_aws_pricing_pages() -> None:
+    # us-east-1, transcribed from the VPC (NAT gateway, public IPv4, PrivateLink), ELB, EFS, S3, KMS and
+    # CloudWatch pricing pages.
+    got = {k: (p.usd_per_hour, p.region, p.source) for k, p in catalog.SERVICE_PRICES.items()}
+    assert got == {
+        "nat_gateway_hour": (0.045, "us-east-1", "SVC-NAT"),
+        "public_ipv4_hour": (0.005, "us-east-1", "SVC-NAT"),
+        "alb_hour": (0.0225, "us-east-1", "SVC-ALB"),
+        "interface_endpoint_az_hour": (0.01, "us-east-1", "SVC-ENDPOINT"),
+        "efs_standard_gb_month": (0.30, "us-east-1", "SVC-EFS"),
+        "s3_standard_gb_month": (0.023, "us-east-1", "SVC-S3"),
+        "kms_key_month": (1.00, "us-east-1", "SVC-KMS"),
+        "alarm_month": (0.10, "us-east-1", "SVC-CW"),
+        "dashboard_month": (3.00, "us-east-1", "SVC-CW"),
+    }
+
+
+def test_nat_instance_prices_match_the_price_file() -> None:
+    got = {k: (p.usd_per_hour, p.region, p.source) for k, p in catalog.NAT_INSTANCE_PRICES.items()}
+    assert got == {
+        "t4g.nano": (0.0042, "us-east-1", "KARP"),
+        "t4g.micro": (0.0084, "us-east-1", "KARP"),
+        "t4g.small": (0.0168, "us-east-1", "KARP"),
+        "t3.nano": (0.0052, "us-east-1", "KARP"),
+        "t3.micro": (0.0104, "us-east-1", "KARP"),
+        "t3.small": (0.0208, "us-east-1", "KARP"),
+    }
+
+
+def test_ami_parameters_are_the_documented_public_ssm_names() -> None:
+    # The Amazon ECS developer guide (retrieving the Amazon ECS-optimized Linux AMI metadata), the Neuron
+    # DLAMI guide (SSM parameters) and the SageMaker ProductionVariant InferenceAmiVersion values.
+    assert catalog.ECS_NEURON_AMI_PARAMETER == (
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+    )
+    assert (
+        catalog.NEURON_DLAMI_PARAMETER
+        == "/aws/service/neuron/dlami/multi-framework/ubuntu-24.04/latest/image_id"
+    )
+    assert (
+        catalog.NEURON_BASE_DLAMI_PARAMETER
+        == "/aws/service/neuron/dlami/base/amazon-linux-2023/latest/image_id"
+    )
+    assert catalog.SAGEMAKER_NEURON_AMI_VERSION == "al2-ami-sagemaker-inference-neuron-2"

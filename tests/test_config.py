@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,13 @@ import pytest
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
+    ENDPOINT_IDS,
     PLACEHOLDER_ACCOUNT,
     EnvironmentConfig,
+    NetworkConfig,
+    ServingConfig,
+    StorageConfig,
+    TrainingConfig,
     load_cdk_json,
     load_environments,
     select_environments,
@@ -75,7 +82,11 @@ def test_dev_is_cheap_when_idle(shipped: dict[str, EnvironmentConfig]) -> None:
         "none",
     )
     assert dev.training.instance_type == "trn1.32xlarge" and dev.training.max_nodes == 2
-    assert dev.storage.one_zone and dev.removal_policy == "destroy"
+    assert dev.storage == StorageConfig(
+        one_zone=True, backup_retention_days=7, infrequent_access_after_days=14
+    )
+    assert dev.removal_policy == "destroy"
+    assert (dev.network.cidr, dev.network.flow_log_retention_days) == ("10.40.0.0/16", 30)
     assert dev.serving.backend == "ec2"
     assert (dev.serving.instance_type, dev.serving.min_capacity, dev.serving.max_capacity) == (
         "inf2.xlarge",
@@ -134,11 +145,15 @@ def test_prod_plans_a_70b_model_on_16_nodes_and_keeps_its_data(shipped: dict[str
     assert (
         prod.training.checkpoint is not None and prod.training.checkpoint.model_parameters == 70_000_000_000
     )
-    assert (
-        not prod.storage.one_zone
-        and prod.removal_policy == "retain"
-        and prod.storage.backup_retention_days >= 1
+    # The values cdk.json gives prod, each compared, never only bounded.
+    assert prod.removal_policy == "retain"
+    assert prod.storage == StorageConfig(
+        one_zone=False, backup_retention_days=35, infrequent_access_after_days=30
     )
+    assert prod.network == NetworkConfig(
+        cidr="10.60.0.0/16", nat_gateways=2, endpoint_azs="all", flow_log_retention_days=365
+    )
+    assert dict(prod.tags) == {"project": "cdk-neuron", "environment": "prod"}
     assert prod.serving.backend == "ec2" and prod.serving.instance_type == "inf2.48xlarge"
     assert (prod.serving.min_capacity, prod.serving.max_capacity) == (2, 8)
     assert len(prod.az_ids) >= 2
@@ -161,16 +176,230 @@ def test_shipped_az_ids_offer_both_instance_types(shipped: dict[str, Environment
 
 
 def test_minimal_environment_gets_documented_defaults() -> None:
+    # Each default as docs/configuration.md states it.
     env = load_one(minimal_env())
     assert env.account == "111111111111" and env.removal_policy == "retain" and dict(env.tags) == {}
-    assert (env.network.cidr, env.network.nat_gateways) == ("10.0.0.0/16", 0)
+    assert (env.network.cidr, env.network.nat_gateways, env.network.nat_instance_type) == (
+        "10.0.0.0/16",
+        0,
+        None,
+    )
     assert (env.network.endpoint_azs, env.network.flow_log_retention_days) == ("all", 365)
     assert env.training.capacity.kind == "on-demand" and env.training.engine == "batch"
     assert env.training.checkpoint is None
+    assert (env.training.plan.pipeline_parallel, env.training.plan.allow_unlisted_tp) == (1, False)
     assert (env.storage.one_zone, env.storage.backup_retention_days) == (False, 35)
+    assert env.storage.infrequent_access_after_days == 30
     assert env.serving.backend == "ec2" and env.serving.engine.name == "optimum-neuron"
     assert (env.serving.min_capacity, env.serving.max_capacity, env.serving.warm_pool) == (1, 2, False)
+    assert (env.serving.certificate_arn, env.serving.hugging_face_token_secret) == (None, None)
+    model = env.serving.model
+    assert (model.dtype, model.sequence_length, model.batch_size) == ("bf16", 4096, 1)
+    assert env.monitoring.alarm_email is None
     assert env.training_az_id == "use1-az6"
+
+
+CERTIFICATE = "arn:aws:acm:us-east-1:111111111111:certificate/0a1b2c3d-1111-2222-3333-444455556666"
+
+
+def every_key_set() -> dict[str, Any]:
+    """An environment that sets every optional key to a value that is not its default, several of them
+    exactly at a limit (2 NATs for 2 AZ IDs, a 1- and a 128-character tag key, a 256-character tag
+    value, 36,500 backup days, a /22 block, min_capacity 0)."""
+    env = minimal_env()
+    env.update(
+        account="222222222222",
+        removal_policy="destroy",
+        tags={"k": "v", "t" * 128: "w" * 256},
+        network={
+            "cidr": "172.16.0.0/22",
+            "nat_gateways": 2,
+            "nat_instance_type": "t4g.nano",
+            "endpoint_azs": "training",
+            "flow_log_retention_days": 30,
+        },
+        storage={"one_zone": True, "backup_retention_days": 36500, "infrequent_access_after_days": 365},
+        monitoring={"alarm_email": "oncall@example.com"},
+    )
+    env["training"].update(
+        max_nodes=4,
+        plan={"nodes": 4, "tensor_parallel": 8, "pipeline_parallel": 4},
+        capacity={
+            "type": "reservation",
+            "reservation_id": "cr-0123456789abcdef0",
+            "placement_group_name": "pg",
+        },
+        checkpoint={"model_parameters": 8_000_000_000, "writers": 4},
+    )
+    env["serving"].update(
+        engine="tgi",
+        instance_type="inf2.8xlarge",
+        min_capacity=0,
+        max_capacity=3,
+        warm_pool=True,
+        certificate_arn=CERTIFICATE,
+        hugging_face_token_secret="hf/token",
+    )
+    env["serving"]["model"].update(dtype="fp16", sequence_length=2048, batch_size=2, tensor_parallel=2)
+    return env
+
+
+def test_every_key_is_read_as_given() -> None:
+    env = load_one(every_key_set(), name="sandbox")
+    assert (env.name, env.account, env.region, env.az_ids) == ("sandbox", "222222222222", "us-east-1",
+                                                              ("use1-az6", "use1-az4"))  # fmt: skip
+    assert env.removal_policy == "destroy"
+    assert dict(env.tags) == {"k": "v", "t" * 128: "w" * 256}
+    assert env.network == NetworkConfig(
+        cidr="172.16.0.0/22",
+        nat_gateways=2,
+        nat_instance_type="t4g.nano",
+        endpoint_azs="training",
+        flow_log_retention_days=30,
+    )
+    training = env.training
+    assert (training.instance_type, training.max_nodes, training.engine) == ("trn1.32xlarge", 4, "batch")
+    plan = training.plan
+    assert (plan.nodes, plan.tensor_parallel, plan.pipeline_parallel) == (4, 8, 4)
+    assert training.job_image == DLC
+    capacity = training.capacity
+    assert (capacity.kind, capacity.reservation_id, capacity.placement_group_name) == (
+        "reservation",
+        "cr-0123456789abcdef0",
+        "pg",
+    )
+    assert training.checkpoint is not None
+    assert (training.checkpoint.model_parameters, training.checkpoint.writers) == (8_000_000_000, 4)
+    assert env.storage == StorageConfig(
+        one_zone=True, backup_retention_days=36500, infrequent_access_after_days=365
+    )
+    serving = env.serving
+    assert (serving.backend, serving.engine.name, serving.instance_type) == ("ec2", "tgi", "inf2.8xlarge")
+    assert (serving.min_capacity, serving.max_capacity, serving.warm_pool) == (0, 3, True)
+    assert (serving.certificate_arn, serving.hugging_face_token_secret) == (CERTIFICATE, "hf/token")
+    model = serving.model
+    assert (model.model_id, model.parameters, model.artifact_uri) == (
+        "meta-llama/Llama-3.2-3B-Instruct",
+        3_210_000_000,
+        "s3://models-bucket/llama-3.2-3b/",
+    )
+    assert (model.dtype, model.sequence_length, model.batch_size, model.tensor_parallel) == (
+        "fp16",
+        2048,
+        2,
+        2,
+    )
+    assert env.monitoring.alarm_email == "oncall@example.com"
+
+
+def test_storage_infrequent_access_null_keeps_everything_in_standard() -> None:
+    env = minimal_env()
+    env["storage"] = {"infrequent_access_after_days": None}
+    assert load_one(env).storage.infrequent_access_after_days is None
+    env["storage"] = {}
+    assert load_one(env).storage.infrequent_access_after_days == 30
+
+
+# CloudWatch Logs PutRetentionPolicy retentionInDays: "Valid Values: 1 | 3 | 5 | 7 | 14 | 30 | 60 | 90 |
+# 120 | 150 | 180 | 365 | 400 | 545 | 731 | 1096 | 1827 | 2192 | 2557 | 2922 | 3288 | 3653"
+# (https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html).
+LOG_RETENTION = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+                 3288, 3653]  # fmt: skip
+# EFS LifecyclePolicy TransitionToIA: "AFTER_1_DAY | AFTER_7_DAYS | AFTER_14_DAYS | AFTER_30_DAYS |
+# AFTER_60_DAYS | AFTER_90_DAYS | AFTER_180_DAYS | AFTER_270_DAYS | AFTER_365_DAYS"
+# (https://docs.aws.amazon.com/efs/latest/ug/API_LifecyclePolicy.html).
+EFS_IA = [1, 7, 14, 30, 60, 90, 180, 270, 365]
+
+
+def test_every_cloudwatch_logs_retention_is_accepted_and_nothing_between() -> None:
+    env = minimal_env()
+    for days in range(0, 3655):
+        env["network"] = {"flow_log_retention_days": days}
+        if days in LOG_RETENTION:
+            assert load_one(env).network.flow_log_retention_days == days
+        else:
+            with pytest.raises(NeuronConfigError, match=rf"flow_log_retention_days={days}: "):
+                load_one(env)
+
+
+def test_every_efs_transition_is_accepted_and_nothing_between() -> None:
+    env = minimal_env()
+    for days in range(0, 367):
+        env["storage"] = {"infrequent_access_after_days": days}
+        if days in EFS_IA:
+            assert load_one(env).storage.infrequent_access_after_days == days
+        else:
+            with pytest.raises(
+                NeuronConfigError,
+                match=rf"^environments\.qa\.storage\.infrequent_access_after_days={days}: EFS accepts 1, 7, 14, 30, "
+                r"60, 90, 180, 270, 365$",
+            ):
+                load_one(env)
+
+
+def test_one_checkpoint_writer_unless_told_otherwise() -> None:
+    env = minimal_env()
+    env["training"]["checkpoint"] = {"model_parameters": 70_000_000_000}
+    checkpoint = load_one(env).training.checkpoint
+    assert checkpoint is not None and (checkpoint.model_parameters, checkpoint.writers) == (70_000_000_000, 1)
+
+
+def test_limits_exactly_at_their_edge_are_accepted() -> None:
+    env = minimal_env()
+    env["network"] = {"cidr": "10.0.0.0/16"}
+    env["storage"] = {"backup_retention_days": 1}
+    env["training"].update(max_nodes=2, checkpoint={"model_parameters": 1, "writers": 2})
+    env["serving"].update(min_capacity=2, max_capacity=2)
+    loaded = load_one(env)
+    assert (loaded.network.cidr, loaded.storage.backup_retention_days) == ("10.0.0.0/16", 1)
+    assert loaded.training.checkpoint is not None and loaded.training.checkpoint.writers == 2
+    assert (loaded.serving.min_capacity, loaded.serving.max_capacity) == (2, 2)
+    # One node needs no EFA: trn1.2xlarge, which has none, runs a one-node plan.
+    env = minimal_env()
+    env["training"].update(instance_type="trn1.2xlarge", max_nodes=1, plan={"nodes": 1, "tensor_parallel": 2})
+    assert load_one(env).training.max_nodes == 1
+
+
+def test_a_cidr_is_stored_normalized() -> None:
+    env = minimal_env()
+    env["network"] = {"cidr": "192.168.0.0/16"}
+    assert load_one(env).network.cidr == "192.168.0.0/16"
+
+
+def test_a_same_region_certificate_is_kept() -> None:
+    env = minimal_env()
+    env["serving"]["certificate_arn"] = CERTIFICATE
+    assert load_one(env).serving.certificate_arn == CERTIFICATE
+
+
+def test_engines_outside_ecr_are_accepted_where_they_can_be_pulled() -> None:
+    # SageMaker pulls the engine's image itself; an EC2 fleet behind a NAT reaches ghcr.io.
+    env = minimal_env()
+    env["serving"].update(backend="sagemaker", engine="tgi")
+    loaded = load_one(env).serving
+    assert (loaded.backend, loaded.engine.name) == ("sagemaker", "tgi")
+    env = minimal_env()
+    env["network"] = {"nat_gateways": 1}
+    env["serving"]["engine"] = "vllm-neuron"
+    assert load_one(env).serving.engine.name == "vllm-neuron"
+
+
+def test_no_interface_endpoints_with_a_nat() -> None:
+    env = minimal_env()
+    env["network"] = {"nat_gateways": 1, "endpoint_azs": "none"}
+    network = load_one(env).network
+    assert (network.endpoint_azs, network.has_interface_endpoints, network.has_internet_egress) == (
+        "none",
+        False,
+        True,
+    )
+
+
+def test_an_error_alone_is_raised_as_itself() -> None:
+    # One mistake is a NeuronConfigError; only several are wrapped in NeuronConfigErrors.
+    with pytest.raises(NeuronConfigError) as raised:
+        load_one({**minimal_env(), "region": "mars-1"})
+    assert type(raised.value) is NeuronConfigError
 
 
 def test_account_falls_back_to_cdk_default_account_then_placeholder() -> None:
@@ -183,9 +412,11 @@ def test_account_falls_back_to_cdk_default_account_then_placeholder() -> None:
 
 
 def test_an_environment_that_retains_data_must_name_its_account() -> None:
-    with pytest.raises(
-        NeuronConfigError, match=r"^environments\.qa\.account=None: an environment that retains"
-    ):
+    expected = (
+        "environments.qa.account=None: an environment that retains its data must name its 12-digit account, "
+        "so it is never deployed into whichever account the credentials point at"
+    )
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$"):
         load_one({**minimal_env(), "account": None})
 
 
@@ -259,6 +490,50 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
         r"Blocks for trn1n\.32xlarge.*UltraServer Capacity Blocks for trn2u\.48xlarge",
     ):
         load_one(env)
+
+
+# Which types EC2 sells as Capacity Blocks: instance blocks of trn1.32xlarge and trn2.48xlarge
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html), trn2.3xlarge (moto
+# 5.2.5 instance_types.json: SupportedUsageClasses capacity-block), UltraServer blocks of the Trn2
+# UltraServer, trn2u.48xlarge (capacity-blocks-how.html); none for trn1.2xlarge or trn1n.32xlarge.
+CAPACITY_BLOCK_REFUSAL = (
+    "EC2 sells no Capacity Blocks for {name} (CB-DOC, CB-HOW); instance Capacity Blocks exist for "
+    "trn1.32xlarge, trn2.3xlarge, trn2.48xlarge and UltraServer Capacity Blocks for trn2u.48xlarge. "
+    "Use Capacity.reservation() or Capacity.on_demand()"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "az_ids", "nodes", "tp", "sold"),
+    [
+        ("trn1.32xlarge", "us-east-1", ["use1-az6", "use1-az4"], 2, 32, True),
+        ("trn2.48xlarge", "us-east-2", ["use2-az3", "use2-az1"], 2, 64, True),
+        ("trn2.3xlarge", "sa-east-1", ["sae1-az3"], 1, 1, True),
+        ("trn2u.48xlarge", "us-east-2", ["use2-az3", "use2-az1"], 2, 64, True),
+        ("trn1.2xlarge", "us-east-1", ["use1-az6", "use1-az4"], 1, 2, False),
+        ("trn1n.32xlarge", "us-east-1", ["use1-az6", "use1-az4"], 2, 32, False),
+    ],
+)
+def test_capacity_blocks_per_instance_type(
+    name: str, region: str, az_ids: list[str], nodes: int, tp: int, sold: bool
+) -> None:
+    env = minimal_env()
+    env.update(region=region, az_ids=az_ids)
+    env["training"].update(
+        instance_type=name,
+        max_nodes=nodes,
+        plan={"nodes": nodes, "tensor_parallel": tp},
+        job_image=DLC.replace("us-east-1", region),
+        capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
+    )
+    if sold:
+        capacity = load_one(env).training.capacity
+        assert (capacity.kind, capacity.reservation_id) == ("capacity-block", "cr-0123456789abcdef0")
+    else:
+        expected = f"environments.qa.training.capacity.type='capacity-block': {CAPACITY_BLOCK_REFUSAL.format(name=name)}"
+        with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$") as raised:
+            load_one(env)
+        assert raised.value.value == "capacity-block"
 
 
 def test_reservations_may_name_their_existing_placement_group() -> None:
@@ -352,117 +627,343 @@ def deleting(path: str) -> Mutation:
     return mutate
 
 
-REFUSALS: list[tuple[str, Mutation, str, str]] = [
+# Each refusal: what is changed in the minimal environment, the key path, the offending value and the
+# fix, compared as the whole one-line message. The error must carry the value given (not None or a
+# default) and name the key it came from.
+REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     # unknown keys
-    ("unknown top-level key", setting("regoin", "us-east-1"), "regoin", "unknown key"),
-    ("unknown nested key", setting("training.max_node", 4), "training.max_node", "unknown key"),
-    ("unknown model key", setting("serving.model.quantize", "int8"), "serving.model.quantize", "unknown key"),
+    ("unknown top-level key", setting("regoin", "us-east-1"),
+     "regoin", "us-east-1",
+     "unknown key; did you mean 'region'? valid keys here: account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring"),
+    ("unknown nested key", setting("training.max_node", 4),
+     "training.max_node", 4,
+     "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint"),
+    ("unknown model key", setting("serving.model.quantize", "int8"),
+     "serving.model.quantize", "int8",
+     "unknown key; valid keys here: model_id, artifact_uri, parameters, dtype, sequence_length, batch_size, tensor_parallel"),
     ("id for on-demand", setting("training.capacity", {"type": "on-demand", "reservation_id": "cr-0123456789abcdef0"}),
-     "training.capacity.reservation_id", "unknown key"),
+     "training.capacity.reservation_id", "cr-0123456789abcdef0",
+     "unknown key; valid keys here: type"),
     # missing and wrong types
-    ("missing region", deleting("region"), "region", "required"),
-    ("missing training", deleting("training"), "training", "required"),
-    ("missing model id", deleting("serving.model.model_id"), "serving.model.model_id", "required"),
-    ("nodes as string", setting("training.max_nodes", "2"), "training.max_nodes", "wrong type"),
-    ("bool as number", setting("serving.max_capacity", True), "serving.max_capacity", "wrong type"),
-    ("fractional count", setting("training.plan.nodes", 1.5), "training.plan.nodes", "wrong type"),
-    ("one_zone as string", setting("storage.one_zone", "yes"), "storage.one_zone", "wrong type"),
-    ("tags not an object", setting("tags", ["a"]), "tags", "wrong type"),
-    ("tag value number", setting("tags", {"cost": 5}), "tags.cost", "wrong type"),
-    ("network not an object", setting("network", "10.0.0.0/16"), "network", "must be an object"),
-    ("az_ids not a list", setting("az_ids", "use1-az6"), "az_ids", "wrong type"),
+    ("missing region", deleting("region"),
+     "region", None,
+     "required: give a string"),
+    ("missing training", deleting("training"),
+     "training", None,
+     "required: an object with keys capacity, checkpoint, engine, instance_type, job_image, max_nodes, plan"),
+    ("missing model id", deleting("serving.model.model_id"),
+     "serving.model.model_id", None,
+     "required: give a string"),
+    ("nodes as string", setting("training.max_nodes", "2"),
+     "training.max_nodes", "2",
+     "wrong type: must be a whole number"),
+    ("bool as number", setting("serving.max_capacity", True),
+     "serving.max_capacity", True,
+     "wrong type: must be a whole number"),
+    ("fractional count", setting("training.plan.nodes", 1.5),
+     "training.plan.nodes", 1.5,
+     "wrong type: must be a whole number"),
+    ("one_zone as string", setting("storage.one_zone", "yes"),
+     "storage.one_zone", "yes",
+     "wrong type: must be true/false"),
+    ("tags not an object", setting("tags", ["a"]),
+     "tags", ["a"],
+     "wrong type: must be an object"),
+    ("tag value number", setting("tags", {"cost": 5}),
+     "tags.cost", 5,
+     "wrong type: tag values must be strings"),
+    ("network not an object", setting("network", "10.0.0.0/16"),
+     "network", "10.0.0.0/16",
+     "must be an object with keys cidr, endpoint_azs, flow_log_retention_days, nat_gateways, nat_instance_type"),
+    ("az_ids not a list", setting("az_ids", "use1-az6"),
+     "az_ids", "use1-az6",
+     "wrong type: must be a list"),
     # impossible values
-    ("bad account", setting("account", "1234"), "account", "12-digit"),
-    ("bad region", setting("region", "US East"), "region", "Region name"),
-    ("AZ name not ID", setting("az_ids", ["us-east-1a"]), r"az_ids\[0\]", "AZ ID"),
-    ("AZ ID of another region", setting("az_ids", ["usw2-az4"]), r"az_ids\[0\]", "us-west-2"),
-    ("no AZ IDs", setting("az_ids", []), "az_ids", "at least one"),
-    ("duplicate AZ IDs", setting("az_ids", ["use1-az6", "use1-az6"]), "az_ids", "twice"),
-    ("removal policy", setting("removal_policy", "snapshot"), "removal_policy", "retain"),
-    ("reserved tag key", setting("tags", {"aws:owner": "me"}), "tags.aws:owner", "aws:"),
-    ("public CIDR", setting("network.cidr", "8.8.0.0/16"), "network.cidr", "RFC 1918"),
-    ("CIDR too small", setting("network.cidr", "10.0.0.0/23"), "network.cidr", "/16 to /22"),
-    ("flow log retention", setting("network.flow_log_retention_days", 10), "network.flow_log_retention_days",
-     "CloudWatch Logs accepts"),
-    ("endpoint AZs", setting("network.endpoint_azs", "some"), "network.endpoint_azs", "training"),
-    ("not a CIDR", setting("network.cidr", "10.0.0.0/33"), "network.cidr", "IPv4 CIDR"),
-    ("more NATs than AZs", setting("network.nat_gateways", 3), "network.nat_gateways", "one per AZ"),
+    ("bad account", setting("account", "1234"),
+     "account", "1234",
+     "must be a 12-digit AWS account id, or null"),
+    ("bad region", setting("region", "US East"),
+     "region", "US East",
+     "must be an AWS Region name such as us-east-1"),
+    ("AZ name not ID", setting("az_ids", ["us-east-1a"]),
+     "az_ids[0]", "us-east-1a",
+     "must be an AZ ID such as use1-az6 (AZ names like us-east-1a differ per account)"),
+    ("AZ ID of another region", setting("az_ids", ["usw2-az4"]),
+     "az_ids[0]", "usw2-az4",
+     "is an AZ ID of us-west-2, not of region us-east-1"),
+    ("no AZ IDs", setting("az_ids", []),
+     "az_ids", [],
+     "give at least one AZ ID, e.g. use1-az6"),
+    ("duplicate AZ IDs", setting("az_ids", ["use1-az6", "use1-az6"]),
+     "az_ids", ["use1-az6", "use1-az6"],
+     "lists an AZ ID twice; each subnet needs its own AZ"),
+    ("removal policy", setting("removal_policy", "snapshot"),
+     "removal_policy", "snapshot",
+     "use one of retain, destroy"),
+    ("reserved tag key", setting("tags", {"aws:owner": "me"}),
+     "tags.aws:owner", "aws:owner",
+     "tag keys are 1-128 characters and may not start with 'aws:'"),
+    ("public CIDR", setting("network.cidr", "8.8.0.0/16"),
+     "network.cidr", "8.8.0.0/16",
+     "use a private (RFC 1918) block from /16 to /22, e.g. 10.40.0.0/16"),
+    ("CIDR too small", setting("network.cidr", "10.0.0.0/23"),
+     "network.cidr", "10.0.0.0/23",
+     "use a private (RFC 1918) block from /16 to /22, e.g. 10.40.0.0/16"),
+    ("flow log retention", setting("network.flow_log_retention_days", 10),
+     "network.flow_log_retention_days", 10,
+     "CloudWatch Logs accepts 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653"),
+    ("endpoint AZs", setting("network.endpoint_azs", "some"),
+     "network.endpoint_azs", "some",
+     "use one of all, training, none"),
+    ("not a CIDR", setting("network.cidr", "10.0.0.0/33"),
+     "network.cidr", "10.0.0.0/33",
+     "not an IPv4 CIDR block ('33' is not a valid netmask)"),
+    ("more NATs than AZs", setting("network.nat_gateways", 3),
+     "network.nat_gateways", 3,
+     "at most one per AZ: 0..2 for 2 AZ ID(s)"),
     ("inference instance for training", setting("training.instance_type", "inf2.48xlarge"),
-     "training.instance_type", "Trainium"),
-    ("unknown instance", setting("training.instance_type", "p5.48xlarge"), "training.instance_type", "known types"),
-    ("not offered in training AZ", setting("az_ids", ["use1-az2", "use1-az6"]), "training.instance_type",
-     "not offered in the training AZ"),
-    ("zero max nodes", setting("training.max_nodes", 0), "training.max_nodes", ">= 1"),
-    ("plan exceeds max nodes", setting("training.plan.nodes", 4), "training.plan.nodes", "max_nodes=2"),
-    ("TP beyond NeuronLink", setting("training.plan.tensor_parallel", 64), "training.plan.tensor_parallel",
-     "NeuronLink"),
+     "training.instance_type", "inf2.48xlarge",
+     "inf2.48xlarge is an Inferentia2 (inference) instance; training needs Trainium: trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, "
+     "trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
+    ("unknown instance", setting("training.instance_type", "p5.48xlarge"),
+     "training.instance_type", "p5.48xlarge",
+     "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, trn1.2xlarge, trn1.32xlarge, "
+     "trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
+    ("not offered in training AZ", setting("az_ids", ["use1-az2", "use1-az6"]),
+     "training.instance_type", "trn1.32xlarge",
+     "not offered in the training AZ az_ids[0]=use1-az2; in us-east-1 it is offered in use1-az4, use1-az5, use1-az6 (catalog offerings; preflight checks the account)"),
+    ("zero max nodes", setting("training.max_nodes", 0),
+     "training.max_nodes", 0,
+     "must be a whole number >= 1"),
+    ("plan exceeds max nodes", setting("training.plan.nodes", 4),
+     "training.plan.nodes", 4,
+     "the plan needs more nodes than max_nodes=2"),
+    ("TP beyond NeuronLink", setting("training.plan.tensor_parallel", 64),
+     "training.plan.tensor_parallel", 64,
+     "exceeds the 32 NeuronCores of one NeuronLink domain (one trn1.32xlarge); use one of 1, 2, 4, 8, 32 and scale with PP/DP"),
     ("world not divisible", setting("training.plan.pipeline_parallel", 3),
-     r"training\.plan\.(tensor|pipeline)_parallel", "not divisible"),
-    ("LNC on trn1", setting("training.plan.logical_nc_config", 2), "training.plan.logical_nc_config", "Trn2"),
-    ("multi-node without EFA", setting("training.instance_type", "trn1.2xlarge"), "training.max_nodes", "no EFA"),
-    ("capacity type", setting("training.capacity", {"type": "spot"}), "training.capacity.type", "on-demand"),
+     "training.plan.pipeline_parallel", 3,
+     "world size 64 (2 node(s) x 32 ranks) is not divisible by TP x PP = 32 x 3; choose TP and PP whose product divides 64"),
+    ("LNC on trn1", setting("training.plan.logical_nc_config", 2),
+     "training.plan.logical_nc_config", 2,
+     "LNC applies only to Trn2 and Trn3 instances; leave it unset for trn1.32xlarge"),
+    # Type errors of plan keys name the key once (they were prefixed twice while the planner ran).
+    ("plan TP not a number", setting("training.plan.tensor_parallel", "8"),
+     "training.plan.tensor_parallel", "8",
+     "wrong type: must be a whole number"),
+    ("plan LNC not a number", setting("training.plan.logical_nc_config", "2"),
+     "training.plan.logical_nc_config", "2",
+     "wrong type: must be a whole number"),
+    ("plan opt-in not a bool", setting("training.plan.allow_unlisted_tp", "yes"),
+     "training.plan.allow_unlisted_tp", "yes",
+     "wrong type: must be true/false"),
+    ("multi-node without EFA", setting("training.instance_type", "trn1.2xlarge"),
+     "training.max_nodes", 2,
+     "trn1.2xlarge has no EFA: use 1"),
+    ("capacity type", setting("training.capacity", {"type": "spot"}),
+     "training.capacity.type", "spot",
+     "use one of on-demand, reservation, reservation-group, capacity-block"),
     ("reservation without id", setting("training.capacity", {"type": "reservation"}),
-     "training.capacity.reservation_id", "capacity reservation id"),
+     "training.capacity.reservation_id", None,
+     "required: give a string"),
     ("bad reservation id", setting("training.capacity", {"type": "reservation", "reservation_id": "r-1"}),
-     "training.capacity.reservation_id", "cr-"),
+     "training.capacity.reservation_id", "r-1",
+     "use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0"),
     ("bad resource group", setting("training.capacity", {"type": "reservation-group", "resource_group_arn": "x"}),
-     "training.capacity.resource_group_arn", "resource group ARN"),
-    ("engine", setting("training.engine", "slurm"), "training.engine", "auto-scaling-group"),
-    ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"), "training.job_image",
-     "no job containers"),
+     "training.capacity.resource_group_arn", "x",
+     "use a resource group ARN, e.g. arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs"),
+    ("engine", setting("training.engine", "slurm"),
+     "training.engine", "slurm",
+     "use one of batch, auto-scaling-group"),
+    ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"),
+     "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+     "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch"),
     ("image without tag", setting("training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x"),
-     "training.job_image", "pin the image by an explicit version tag"),
-    ("latest tag", setting("training.job_image", DLC.split(":")[0] + ":latest"), "training.job_image", "pin"),
+     "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x",
+     "pin the image by an explicit version tag (never 'latest') or by digest, e.g. '.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04' or '...@sha256:<64 hex>'"),
+    ("latest tag", setting("training.job_image", DLC.split(":")[0] + ":latest"),
+     "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:latest",
+     "pin the image by an explicit version tag (never 'latest') or by digest, e.g. '.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04' or '...@sha256:<64 hex>'"),
     ("public image without NAT", setting("training.job_image", "public.ecr.aws/neuron/pytorch-training-neuronx:2.9"),
-     "training.job_image", "VPC endpoints"),
-    ("ECR of another region without NAT",
-     setting("training.job_image", DLC.replace("us-east-1", "us-west-2")), "training.job_image", "us-east-1"),
+     "training.job_image", "public.ecr.aws/neuron/pytorch-training-neuronx:2.9",
+     "with network.nat_gateways 0 the nodes reach only VPC endpoints: use an ECR image in us-east-1 (e.g. the Neuron DLC 763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:<tag>) or give the VPC a NAT gateway"),
+    ("ECR of another region without NAT", setting("training.job_image", DLC.replace("us-east-1", "us-west-2")),
+     "training.job_image", "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+     "with network.nat_gateways 0 the nodes reach only VPC endpoints: use an ECR image in us-east-1 (e.g. the Neuron DLC 763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:<tag>) or give the VPC a NAT gateway"),
     ("more writers than nodes", setting("training.checkpoint", {"model_parameters": 8_000_000_000, "writers": 3}),
-     "training.checkpoint.writers", "max_nodes"),
-    ("zero backup retention", setting("storage.backup_retention_days", 0), "storage.backup_retention_days", ">= 1"),
+     "training.checkpoint.writers", 3,
+     "at most one writer per node: <= max_nodes=2"),
+    ("zero backup retention", setting("storage.backup_retention_days", 0),
+     "storage.backup_retention_days", 0,
+     "must be a whole number >= 1"),
     ("IA days EFS lacks", setting("storage.infrequent_access_after_days", 10),
-     "storage.infrequent_access_after_days", "EFS accepts"),
-    ("backend", setting("serving.backend", "eks"), "serving.backend", "sagemaker"),
-    ("serving engine", setting("serving.engine", "djl"), "serving.engine", "optimum-neuron"),
-    ("min above max", setting("serving.min_capacity", 3), "serving.min_capacity", "max_capacity=2"),
-    ("zero max capacity", setting("serving.max_capacity", 0), "serving.max_capacity", ">= 1"),
-    ("negative min", setting("serving.min_capacity", -1), "serving.min_capacity", ">= 0"),
+     "storage.infrequent_access_after_days", 10,
+     "EFS accepts 1, 7, 14, 30, 60, 90, 180, 270, 365"),
+    ("backend", setting("serving.backend", "eks"),
+     "serving.backend", "eks",
+     "use one of ec2, sagemaker"),
+    ("serving engine", setting("serving.engine", "djl"),
+     "serving.engine", "djl",
+     "use one of optimum-neuron, tgi, vllm-neuron"),
+    ("min above max", setting("serving.min_capacity", 3),
+     "serving.min_capacity", 3,
+     "must not exceed max_capacity=2"),
+    ("zero max capacity", setting("serving.max_capacity", 0),
+     "serving.max_capacity", 0,
+     "must be a whole number >= 1"),
+    ("negative min", setting("serving.min_capacity", -1),
+     "serving.min_capacity", -1,
+     "must be a whole number >= 0"),
     ("sagemaker scale to zero", lambda e: e["serving"].update(backend="sagemaker", min_capacity=0),
-     "serving.min_capacity", "SageMaker"),
+     "serving.min_capacity", 0,
+     "a SageMaker real-time endpoint keeps >= 1 instance: use 1"),
     ("sagemaker warm pool", lambda e: e["serving"].update(backend="sagemaker", warm_pool=True),
-     "serving.warm_pool", "ec2 backend"),
+     "serving.warm_pool", True,
+     "warm pools exist only for the ec2 backend"),
     ("model too big for instance", setting("serving.model.parameters", 70_000_000_000),
-     "serving.instance_type", "would fit"),
-    ("unknown dtype", setting("serving.model.dtype", "fp4"), "serving.model.dtype", "bf16"),
-    ("bad TP for instance", setting("serving.model.tensor_parallel", 3), "serving.model.tensor_parallel", "TP degrees"),
+     "serving.instance_type", "inf2.xlarge",
+     "130.4 GiB of weights at bf16 exceed the 12.0 GiB of host memory usable on inf2.xlarge (16 GiB less 25%): loading reads the weights into host memory (HOST-MEM); inf2.48xlarge with TP 24 would fit"),
+    ("unknown dtype", setting("serving.model.dtype", "fp4"),
+     "serving.model.dtype", "fp4",
+     "use one of bf16, bfloat16, float16, float32, fp16, fp32, fp8, int8"),
+    ("bad TP for instance", setting("serving.model.tensor_parallel", 3),
+     "serving.model.tensor_parallel", 3,
+     "Neuron serving stacks use TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64"),
     # The library's ModelSpec decides: "gpt2"-style root ids are valid Hub ids, three segments are not.
-    ("bad model id", setting("serving.model.model_id", "org/name/x"), "serving.model.model_id", "Hub id"),
-    ("bad artifact URI", setting("serving.model.artifact_uri", "https://x/y"), "serving.model.artifact_uri", "s3://"),
-    ("HF download without NAT", setting("serving.model.artifact_uri", None), "serving.model.artifact_uri",
-     "Hugging Face Hub"),
-    ("certificate in other region",
-     setting("serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"),
-     "serving.certificate_arn", "us-east-1"),
+    ("bad model id", setting("serving.model.model_id", "org/name/x"),
+     "serving.model.model_id", "org/name/x",
+     'use a Hugging Face Hub id such as "org/model-name"'),
+    ("bad artifact URI", setting("serving.model.artifact_uri", "https://x/y"),
+     "serving.model.artifact_uri", "https://x/y",
+     "use s3://<bucket>/<prefix> (a key prefix is required: IAM read access is scoped to it)"),
+    ("HF download without NAT", setting("serving.model.artifact_uri", None),
+     "serving.model.artifact_uri", None,
+     "with network.nat_gateways 0 the fleet cannot download from the Hugging Face Hub: give the s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway"),
+    ("certificate in other region", setting("serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"),
+     "serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
+     "a load balancer needs an ACM certificate in us-east-1"),
     ("serving type not offered in every AZ", setting("az_ids", ["use1-az6", "use1-az1"]),
-     "serving.instance_type", "use1-az1"),
-    ("bad email", setting("monitoring.alarm_email", "oncall"), "monitoring.alarm_email", "email"),
-    ("TGI image unreachable without NAT", setting("serving.engine", "tgi"), "serving.engine", "ghcr.io"),
-    ("vLLM image unreachable without NAT", setting("serving.engine", "vllm-neuron"), "serving.engine",
-     "public.ecr.aws"),
+     "serving.instance_type", "inf2.xlarge",
+     "not offered in use1-az1; in us-east-1 it is offered in use1-az2, use1-az4, use1-az5, use1-az6: change az_ids or the type"),
+    ("bad email", setting("monitoring.alarm_email", "oncall"),
+     "monitoring.alarm_email", "oncall",
+     "must be an email address"),
+    ("TGI image unreachable without NAT", setting("serving.engine", "tgi"),
+     "serving.engine", "tgi",
+     "its image ghcr.io/huggingface/text-generation-inference:3.2.3-neuron is outside ECR in us-east-1, which network.nat_gateways 0 cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway"),
+    ("vLLM image unreachable without NAT", setting("serving.engine", "vllm-neuron"),
+     "serving.engine", "vllm-neuron",
+     "its image public.ecr.aws/neuron/pytorch-inference-vllm-neuronx:0.9.1-neuronx-py310-sdk2.25.0-ubuntu22.04 is outside ECR in us-east-1, which network.nat_gateways 0 cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway"),
     ("HF token on SageMaker", lambda e: e["serving"].update(backend="sagemaker", hugging_face_token_secret="hf"),
-     "serving.hugging_face_token_secret", "plain text"),
+     "serving.hugging_face_token_secret", "hf",
+     "SageMaker would keep the token in plain text in the model's environment: serve precompiled artifacts from model.artifact_uri instead, or use the ec2 backend"),
+
+    # Added with mutation testing (issue 18): branches the table above never reached.
+    ("missing serving", deleting("serving"),
+     "serving", None,
+     "required: an object with keys backend, certificate_arn, engine, hugging_face_token_secret, instance_type, "
+     "max_capacity, min_capacity, model, warm_pool"),
+    ("missing model", deleting("serving.model"),
+     "serving.model", None,
+     "required: an object with keys artifact_uri, batch_size, dtype, model_id, parameters, sequence_length, "
+     "tensor_parallel"),
+    ("missing plan nodes", setting("training.plan", {"tensor_parallel": 32}),
+     "training.plan.nodes", None,
+     "required: give a whole number"),
+    ("region as a number", setting("region", 5),
+     "region", 5,
+     "wrong type: must be a string"),
+    ("AZ ID not a string", setting("az_ids", [5]),
+     "az_ids[0]", 5,
+     "must be an AZ ID such as use1-az6 (AZ names like us-east-1a differ per account)"),
+    ("AZ ID of no catalogued region", setting("az_ids", ["xyz1-az1"]),
+     "az_ids[0]", "xyz1-az1",
+     "AZ IDs of us-east-1 start with use1-az"),
+    ("empty tag key", setting("tags", {"": "x"}),
+     "tags.", "",
+     "tag keys are 1-128 characters and may not start with 'aws:'"),
+    ("tag key of 129 characters", setting("tags", {"k" * 129: "x"}),
+     "tags." + "k" * 129, "k" * 129,
+     "tag keys are 1-128 characters and may not start with 'aws:'"),
+    ("tag value of 257 characters", setting("tags", {"team": "v" * 257}),
+     "tags.team", "v" * 257,
+     "tag values are at most 256 characters"),
+    ("CIDR too large", setting("network.cidr", "10.0.0.0/15"),
+     "network.cidr", "10.0.0.0/15",
+     "use a private (RFC 1918) block from /16 to /22, e.g. 10.40.0.0/16"),
+    ("NAT instance type not a small type", setting("network", {"nat_gateways": 1, "nat_instance_type": "trn1.32xlarge"}),
+     "network.nat_instance_type", "trn1.32xlarge",
+     "a small general-purpose EC2 type such as t4g.nano or t3.micro, or null for NAT gateways"),
+    ("NAT instance type without a NAT", setting("network.nat_instance_type", "t4g.nano"),
+     "network.nat_instance_type", "t4g.nano",
+     "there is no NAT to run on it: set network.nat_gateways to 1 (or more), or remove the key"),
+    ("no endpoints and no NAT", setting("network.endpoint_azs", "none"),
+     "network.endpoint_azs", "none",
+     "with network.nat_gateways 0 the nodes reach AWS only through interface endpoints: use 'training' or 'all', "
+     "or add a NAT"),
+    ("backup retention past AWS Backup's limit", setting("storage.backup_retention_days", 36501),
+     "storage.backup_retention_days", 36501,
+     "AWS Backup keeps at most 36500 days"),
+    ("reservation group without ARN", setting("training.capacity", {"type": "reservation-group"}),
+     "training.capacity.resource_group_arn", None,
+     "required: give a string"),
+    ("capacity block without id", setting("training.capacity", {"type": "capacity-block"}),
+     "training.capacity.reservation_id", None,
+     "required: give a string"),
+    ("job image without a registry host", setting("training.job_image", "ubuntu:22.04"),
+     "training.job_image", "ubuntu:22.04",
+     "must be registry/repository:tag or registry/repository@sha256:<digest>"),
+    ("TP beyond the serving instance", setting("serving.model.tensor_parallel", 8),
+     "serving.model.tensor_parallel", 8,
+     "inf2.xlarge has 2 NeuronCores; valid TP degrees there are 1, 2"),
+    ("certificate not an ARN", setting("serving.certificate_arn", "my-cert"),
+     "serving.certificate_arn", "my-cert",
+     "must be an ACM certificate ARN"),
+    ("token secret not a secret", setting("serving.hugging_face_token_secret", "hf token"),
+     "serving.hugging_face_token_secret", "hf token",
+     "must be a Secrets Manager secret name or ARN"),
+    ("monitoring not an object", setting("monitoring", "oncall@example.com"),
+     "monitoring", "oncall@example.com",
+     "must be an object with keys alarm_email"),
+    ("bad capacity block id", setting("training.capacity", {"type": "capacity-block", "reservation_id": "cb-1"}),
+     "training.capacity.reservation_id", "cb-1",
+     "use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0"),
+    ("unknown serving instance", setting("serving.instance_type", "p5.48xlarge"),
+     "serving.instance_type", "p5.48xlarge",
+     "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, "
+     "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, "
+     "trn3-gen2-server, trn3.48xlarge"),
+    ("training type offered in no AZ of the region",
+     setting("training", {"instance_type": "trn2.48xlarge", "max_nodes": 2, "plan": {"nodes": 2, "tensor_parallel": 64},
+                          "job_image": DLC}),
+     "training.instance_type", "trn2.48xlarge",
+     "not offered in the training AZ az_ids[0]=use1-az6; in us-east-1 it is offered in no AZ (catalog offerings; "
+     "preflight checks the account)"),
+    ("serving type offered in no AZ of the region", setting("serving.instance_type", "trn2.48xlarge"),
+     "serving.instance_type", "trn2.48xlarge",
+     "not offered in use1-az6, use1-az4; in us-east-1 it is offered in no AZ: change az_ids or the type"),
+    # The last check: whatever the specific checks above did not catch and the network cannot carry.
+    ("SageMaker model downloading from the Hub without NAT",
+     lambda e: e["serving"].update(backend="sagemaker", model={**e["serving"]["model"], "artifact_uri": None}),
+     "network", "huggingface.co",
+     "the SageMaker model reaches huggingface.co (SageMaker model container: model download from the Hub) and "
+     "nothing routes there: set network.nat_gateways to 1 or more"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("mutation", "key", "reason"), [pytest.param(m, k, r, id=i) for i, m, k, r in REFUSALS]
+    ("mutation", "key", "value", "fix"), [pytest.param(m, k, v, f, id=i) for i, m, k, v, f in REFUSALS]
 )
-def test_refusals_name_environment_and_key(mutation: Mutation, key: str, reason: str) -> None:
+def test_refusals_name_environment_key_value_and_fix(
+    mutation: Mutation, key: str, value: Any, fix: str
+) -> None:
     env = copy.deepcopy(minimal_env())
     mutation(env)
-    with pytest.raises(NeuronConfigError, match=rf"^environments\.qa\.{key}=.*{reason}") as raised:
+    with pytest.raises(
+        NeuronConfigError, match=rf"^{re.escape(f'environments.qa.{key}={value!r}: {fix}')}$"
+    ) as raised:
         load_environments({"qa": env})
-    assert raised.value.field.startswith("environments.qa.")
+    assert (raised.value.field, raised.value.value) == (f"environments.qa.{key}", value)
 
 
 def test_trn1n_is_refused_outside_the_one_az_that_offers_it() -> None:
@@ -484,7 +985,10 @@ def test_the_auto_scaling_group_engine_needs_no_job_image() -> None:
 
 
 def test_prod_may_not_be_destroyed() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^environments\.prod\.removal_policy='destroy'"):
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.prod\.removal_policy='destroy': prod keeps its data when a stack is deleted: use retain$",
+    ):
         load_one({**minimal_env(), "removal_policy": "destroy"}, name="prod")
     assert (
         load_one({**minimal_env(), "removal_policy": "destroy"}, name="sandbox").removal_policy == "destroy"
@@ -502,25 +1006,75 @@ def test_hugging_face_download_is_allowed_with_a_nat_gateway() -> None:
     assert loaded.network.has_internet_egress and loaded.serving.model.artifact_uri is None
 
 
-@pytest.mark.parametrize("name", ["1dev", "dev_1", ""])
-def test_environment_names_must_be_construct_ids(name: str) -> None:
-    with pytest.raises(NeuronConfigError, match=r"^environments\."):
+@pytest.mark.parametrize("name", ["1dev", "dev_1", "", "d" * 65, 7])
+def test_environment_names_must_be_construct_ids(name: object) -> None:
+    expected = (
+        f"environments.{name}={name!r}: environment names start with a letter and use letters, digits and '-'"
+    )
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$") as raised:
         load_environments({name: minimal_env()})
+    assert raised.value.value == name
 
 
-def test_no_environments_is_refused() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^environments=.*at least one"):
-        load_environments({})
+def test_environment_names_of_one_to_64_characters_are_accepted() -> None:
+    for name in ("d", "D" + "d" * 63, "dev-2"):
+        assert load_one(minimal_env(), name=name).name == name
+
+
+@pytest.mark.parametrize("context", [{}, [], None, ["dev"], "dev"])
+def test_no_environments_is_refused(context: Any) -> None:
+    expected = f"environments={context!r}: define at least one environment, e.g. {{'dev': {{'region': ...}}}}"
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected)}$") as raised:
+        load_environments(context)
+    assert raised.value.value == context
 
 
 def test_unreadable_or_incomplete_cdk_json_is_refused(tmp_path: Path) -> None:
     broken = tmp_path / "cdk.json"
     broken.write_text("{not json")
-    with pytest.raises(NeuronConfigError, match=r"^cdk\.json="):
+    with pytest.raises(
+        NeuronConfigError, match=rf"^cdk\.json={re.escape(repr(str(broken)))}: cannot read it as JSON \("
+    ) as raised:
+        load_cdk_json(broken)
+    assert raised.value.value == str(broken)
+    broken.write_text(json.dumps({"app": "python3 app.py"}))
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^environments=None: {re.escape(str(broken))} has no context.environments block$",
+    ):
         load_cdk_json(broken)
     broken.write_text(json.dumps({"app": "python3 app.py", "context": {}}))
-    with pytest.raises(NeuronConfigError, match=r"^environments=None: .*no context.environments"):
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"^environments=None: {re.escape(str(broken))} has no context.environments block$",
+    ):
         load_cdk_json(broken)
+    with pytest.raises(NeuronConfigError, match=r"^cdk\.json=.*: cannot read it as JSON \(.*No such file"):
+        load_cdk_json(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        # A cdk.json whose context is a list, or that is not an object at all: a configuration error,
+        # never an AttributeError.
+        ({"app": "python3 app.py", "context": ["environments"]},
+         "context=['environments']: {path}: context must be an object holding environments"),
+        ([{"context": {}}], "cdk.json='{path}': must be a JSON object with a context block"),
+        ({"context": {"environments": ["dev"]}},
+         "environments=['dev']: define at least one environment, e.g. {{'dev': {{'region': ...}}}}"),
+    ],
+)  # fmt: skip
+def test_cdk_json_of_the_wrong_shape_is_refused(tmp_path: Path, document: Any, expected: str) -> None:
+    path = tmp_path / "cdk.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(expected.format(path=path))}$"):
+        load_cdk_json(path)
+
+
+def test_load_cdk_json_reads_cdk_json_in_the_working_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    assert list(load_cdk_json()) == ["dev", "staging", "prod"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,3 +1094,66 @@ def test_selecting_an_unknown_environment_lists_the_defined_ones(
         NeuronConfigError, match=r"^env='qa': unknown environment; defined: dev, prod, staging"
     ):
         select_environments(shipped, "qa")
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+
+def test_config_objects_built_in_code_get_the_documented_defaults() -> None:
+    # docs/configuration.md: the defaults of keys cdk.json leaves out, which stacks built from config
+    # objects in code (tests, other apps) get too.
+    assert _defaults(NetworkConfig) == {
+        "cidr": "10.0.0.0/16",
+        "nat_gateways": 0,
+        "nat_instance_type": None,
+        "endpoint_azs": "all",
+        "flow_log_retention_days": 365,
+    }
+    assert _defaults(StorageConfig) == {
+        "one_zone": False,
+        "backup_retention_days": 35,
+        "infrequent_access_after_days": 30,
+    }
+    assert _defaults(TrainingConfig) == {"engine": "batch", "checkpoint": None}
+    assert _defaults(ServingConfig) == {
+        "backend": "ec2",
+        "instance_type": None,
+        "min_capacity": 1,
+        "max_capacity": 2,
+        "warm_pool": False,
+        "certificate_arn": None,
+        "hugging_face_token_secret": None,
+    }
+    env = load_one(minimal_env())
+    assert env.removal_policy == "retain"
+    assert _defaults(EnvironmentConfig)["removal_policy"] == "retain"
+
+
+def test_an_environment_is_a_hashable_value() -> None:
+    # Frozen value objects: equal configurations are interchangeable (tags are left out of the hash,
+    # a mapping is not hashable).
+    env = load_one(minimal_env())
+    assert hash(env) == hash(load_one(minimal_env()))
+
+
+def test_interface_endpoint_logical_ids_never_change() -> None:
+    # Each id is part of a deployed logical ID: renaming one replaces that endpoint in every environment.
+    assert dict(ENDPOINT_IDS) == {
+        "ecr.api": "EcrApi",
+        "ecr.dkr": "EcrDocker",
+        "ecs": "Ecs",
+        "ecs-agent": "EcsAgent",
+        "ecs-telemetry": "EcsTelemetry",
+        "logs": "Logs",
+        "monitoring": "Monitoring",
+        "ssm": "Ssm",
+        "ssmmessages": "SsmMessages",
+        "ec2messages": "Ec2Messages",
+        "autoscaling": "AutoScaling",
+        "cloudformation": "CloudFormation",
+        "secretsmanager": "SecretsManager",
+        "sagemaker.runtime": "SageMakerRuntime",
+        "ec2": "Ec2",
+        "sts": "Sts",
+    }

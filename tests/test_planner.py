@@ -15,13 +15,16 @@ their NeuronLink domains.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from typing import Any
 
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from cdk_neuron import planner
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import (
     FABRIC_EFA,
@@ -664,8 +667,10 @@ def test_8b_on_inf2_48xlarge_packs_12_replicas() -> None:
 def test_single_core_replicas_name_one_core() -> None:
     plan = size_model(1e9, instance_type="inf2.24xlarge")
     assert (plan.tensor_parallel, plan.replicas_per_instance) == (1, 12)
-    assert plan.visible_cores(5) == "5"
-    assert plan.devices(5) == ("/dev/neuron2",)
+    # Every replica, on an even core as on an odd one: core c is on chip c // 2 (2 cores per Inferentia2).
+    for replica in range(12):
+        assert plan.visible_cores(replica) == str(replica)
+        assert plan.devices(replica) == (f"/dev/neuron{replica // 2}",)
 
 
 def test_70b_on_inf2_24xlarge_is_refused_naming_48xlarge() -> None:
@@ -915,3 +920,416 @@ def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
 
 def _bytes(dtype: str) -> int:
     return {"bf16": 2, "fp16": 2, "fp32": 4, "int8": 1, "fp8": 1}[dtype.lower()]
+
+
+# --------------------------------------------------------------------------------------------
+# Added with mutation testing (issue 18): whole texts (so a clause that must be absent is noticed),
+# whole refusal messages, and plan fields compared exactly rather than approximately
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plan", "summary"),
+    [
+        (lambda: plan_training("trn1.32xlarge", 16, 32, 8),
+         "16 x trn1.32xlarge: 32 ranks/node, world 512 = TP 32 x PP 8 x DP 2; TP inside NeuronLink; "
+         "pipeline-parallel activations (point-to-point); data-parallel gradient all-reduce cross EFA"),
+        # No LNC clause on trn1, no EP clause at EP 1; both when set.
+        (lambda: plan_training("trn2.48xlarge", 2, 64, logical_nc_config=1),
+         "2 x trn2.48xlarge, LNC=1: 128 ranks/node, world 256 = TP 64 x PP 1 x DP 4; TP inside NeuronLink; "
+         "data-parallel gradient all-reduce cross EFA"),
+        (lambda: plan_training("trn2.48xlarge", 2, 16, logical_nc_config=2, expert_parallel=4),
+         "2 x trn2.48xlarge, LNC=2: 64 ranks/node, world 128 = TP 16 x PP 1 x DP 8 (EP 4); TP inside NeuronLink; "
+         "data-parallel gradient all-reduce cross EFA"),
+        # TP 12 groups straddle trn1 instances (32 cores): allowed only by opting in, and said so.
+        (lambda: plan_training("trn1.32xlarge", 3, 12, allow_unlisted_tp=True),
+         "3 x trn1.32xlarge: 32 ranks/node, world 96 = TP 12 x PP 1 x DP 8; TP CROSSES NeuronLink; "
+         "data-parallel gradient all-reduce; tensor-parallel collectives (slow: keep TP inside NeuronLink) cross EFA"),
+    ],
+)  # fmt: skip
+def test_training_summaries_in_full(plan: Any, summary: str) -> None:
+    assert plan().summary() == summary
+
+
+def test_notes_appear_only_where_they_apply() -> None:
+    assert plan_training("trn1.32xlarge", 2, 32).notes == ()
+    assert plan_training("trn2.48xlarge", 2, 64, logical_nc_config=2).notes == ()
+    assert plan_training("trn2.48xlarge", 2, 64, logical_nc_config=1).notes == (
+        "TP 64 at LNC=1 uses neuronx-distributed's alternative replica-group logic (Logic2)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: plan_training("trn1.32xlarge", 2, 8, expert_parallel=8),
+         "expert_parallel=8: TP x EP = 64 exceeds the 32 NeuronCores of one NeuronLink domain (one "
+         "trn1.32xlarge); lower EP or TP"),
+        (lambda: plan_training("trn2.48xlarge", 2, 64, logical_nc_config=2, expert_parallel=2),
+         "expert_parallel=2: TP x EP = 128 exceeds the 64 NeuronCores of one NeuronLink domain (one "
+         "trn2.48xlarge) at LNC=2; lower EP or TP"),
+        (lambda: plan_training("trn1.32xlarge", 2, 64),
+         "tensor_parallel=64: exceeds the 32 NeuronCores of one NeuronLink domain (one trn1.32xlarge); "
+         "use one of 1, 2, 4, 8, 32 and scale with PP/DP"),
+        (lambda: plan_training("trn2u.48xlarge", 4, 128, logical_nc_config=2),
+         "tensor_parallel=128: TP 128 spans 2 trn2u.48xlarge instances. 4 of them form a Trn2 UltraServer over "
+         "NeuronLink-v3, but only UltraServer capacity guarantees a job's nodes share one: buy an UltraServer "
+         "Capacity Block (Capacity.ultraserver_capacity_block) and plan with ultraserver_capacity=True, or keep "
+         "it within one instance (64 ranks at LNC=2); use one of 1, 4, 16, 32, 64 and scale with PP/DP"),
+        (lambda: size_model(405e9),
+         "parameters=405000000000.0: needs 756.3 GiB at bf16 (weights 754.4 + KV cache 2.0 for batch 1 x 4096), "
+         "more than any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower "
+         "the batch or shard across instances"),
+        (lambda: size_model(8e9, sequence_length=100_000, batch_size=8),
+         "batch_size=8: needs 112.6 GiB at bf16 (weights 14.9 + KV cache 97.7 for batch 8 x 100000), more than "
+         "any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower the batch "
+         "or shard across instances"),
+        (lambda: size_model(8e9, headroom=1.5), "headroom=1.5: must be a fraction in [0, 1), e.g. 0.35"),
+    ],
+)  # fmt: skip
+def test_refusals_in_full(call: Any, message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(message)}$"):
+        call()
+
+
+def test_serving_plan_fields_exactly_and_its_explanation() -> None:
+    # Llama-3.2 3B on inf2.xlarge at TP 2: 3.21e9 x 2 B = 5.979 GiB; KV = 28 layers x 2 (K, V) x 8 heads x
+    # 128 x 4096 tokens x 2 B = 0.4375 GiB, 4 of the 8 heads per core = 0.21875 GiB.
+    plan = size_model(3.21e9, instance_type="inf2.xlarge", tensor_parallel=2)
+    assert (plan.weights_gib, plan.kv_cache_gib, plan.kv_cache_per_core_gib) == (5.979, 0.438, 0.2188)
+    assert (plan.hbm_per_core_gib, plan.headroom, plan.host_memory_limit_gib) == (3.208, 0.7995, 12.0)
+    assert plan.explanation == (
+        "3.2B params at bf16 = 6.0 GiB weights + 0.4 GiB KV cache (batch 1 x 4096; assumed layers=28, "
+        "kv_heads=8); per NeuronCore at TP 2: 3.0 GiB weights + 0.22 GiB KV (4 of 8 KV head(s) per core) = "
+        "3.2 GiB of 16 (80% free) on inf2.xlarge, 1 replica(s) per instance; host RAM for loading: 6.0 of "
+        "12 GiB usable"
+    )
+
+
+def test_explanation_names_a_separate_kv_dtype_and_no_assumption_when_the_shape_is_given() -> None:
+    quantized = size_model(8e9, dtype="fp8", instance_type="inf2.8xlarge", tensor_parallel=1)
+    assert quantized.explanation == (
+        "8.0B params at fp8 = 7.5 GiB weights + 0.5 GiB KV cache at bf16 (batch 1 x 4096; assumed layers=32, "
+        "kv_heads=8); per NeuronCore at TP 1: 7.5 GiB weights + 0.50 GiB KV (8 of 8 KV head(s) per core) = "
+        "8.0 GiB of 16 (50% free) on inf2.8xlarge, 2 replica(s) per instance; host RAM for loading: 14.9 of "
+        "96 GiB usable"
+    )
+    given = size_model(8e9, layers=32, kv_heads=8, hidden_size=4096, instance_type="inf2.8xlarge")
+    assert given.explanation == (
+        "8.0B params at bf16 = 14.9 GiB weights + 0.5 GiB KV cache (batch 1 x 4096); per NeuronCore at TP 2: "
+        "7.5 GiB weights + 0.25 GiB KV (4 of 8 KV head(s) per core) = 7.7 GiB of 16 (52% free) on "
+        "inf2.8xlarge, 1 replica(s) per instance; host RAM for loading: 14.9 of 96 GiB usable"
+    )
+
+
+def test_replicated_kv_heads_are_said_to_be_replicated() -> None:
+    # Llama-3 70B's 8 KV heads over TP 24: each core holds one whole head, replicated.
+    plan = size_model(70e9, batch_size=4)
+    assert "(1 of 8 KV head(s) per core, replicated)" in plan.explanation
+    # 8 heads over TP 8: one each, not replicated.
+    even = size_model(
+        70e9, instance_type="inf2.48xlarge", tensor_parallel=8, dtype="fp8", sequence_length=1024
+    )
+    assert "(1 of 8 KV head(s) per core)" in even.explanation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        # 161B bf16 = 299.9 GiB: inf2.48xlarge's host RAM (576 GiB usable) would load it, but 299.9 / 24 =
+        # 12.5 GiB per core exceeds 10.4: the weights themselves are the culprit, not the sequence.
+        ({"parameters": 161e9},
+         "parameters=161000000000.0: needs 301.1 GiB at bf16 (weights 299.9 + KV cache 1.2 for batch 1 x 4096), "
+         "more than any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower "
+         "the batch or shard across instances"),
+        # 192 GiB of weights over 24 cores is exactly the 8.0 GiB usable at 50 % headroom: the weights fit,
+        # exactly at the limit, so the KV cache (the sequence, at batch 1) is what does not.
+        ({"parameters": 103_079_215_104, "headroom": 0.5},
+         "sequence_length=4096: needs 193.2 GiB at bf16 (weights 192.0 + KV cache 1.2 for batch 1 x 4096), more "
+         "than any Inf2 instance holds with 50% headroom; quantize (fp8/int8), shorten the sequence, lower the "
+         "batch or shard across instances"),
+        # From batch 2 on, the batch is named.
+        ({"parameters": 8e9, "sequence_length": 400_000, "batch_size": 2},
+         "batch_size=2: needs 112.6 GiB at bf16 (weights 14.9 + KV cache 97.7 for batch 2 x 400000), more than "
+         "any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower the batch "
+         "or shard across instances"),
+        # A fixed TP when nothing fits at any TP: the same refusal, not one about that TP.
+        ({"parameters": 405e9, "tensor_parallel": 24},
+         "parameters=405000000000.0: needs 756.3 GiB at bf16 (weights 754.4 + KV cache 2.0 for batch 1 x 4096), "
+         "more than any Inf2 instance holds with 35% headroom; quantize (fp8/int8), shorten the sequence, lower "
+         "the batch or shard across instances"),
+        ({"parameters": 70e9, "instance_type": "inf2.24xlarge", "tensor_parallel": 12},
+         "instance_type='inf2.24xlarge': model needs 131.6 GiB (weights 130.4 + KV cache 1.2); at least 11.8 GiB "
+         "per NeuronCore on inf2.24xlarge exceeds the 10.4 GiB usable (16 GiB less 35% headroom); inf2.48xlarge "
+         "with TP 24 would fit"),
+        ({"parameters": 3.21e9, "sequence_length": 1_000_000, "instance_type": "inf2.xlarge"},
+         "instance_type='inf2.xlarge': model needs 112.8 GiB (weights 6.0 + KV cache 106.8); at least 56.4 GiB "
+         "per NeuronCore on inf2.xlarge exceeds the 10.4 GiB usable (16 GiB less 35% headroom); no Inf2 instance "
+         "fits: quantize (fp8/int8), shorten the sequence, lower the batch or shard across instances"),
+    ],
+)  # fmt: skip
+def test_what_does_not_fit_is_named(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(message)}$"):
+        size_model(**kwargs)
+
+
+# 7 GiB of bf16 weights (3,758,096,384 parameters) plus a KV cache of exactly 1 GiB (32 layers x 2 x 8 KV
+# heads x 128 x 8,192 tokens x 2 bytes) is 8.0 GiB on one NeuronCore: exactly the usable HBM at 50 % headroom.
+EXACTLY_ONE_CORE = {
+    "parameters": 3_758_096_384,
+    "layers": 32,
+    "kv_heads": 8,
+    "sequence_length": 8192,
+    "instance_type": "inf2.48xlarge",
+    "tensor_parallel": 1,
+    "headroom": 0.5,
+}
+
+
+def test_a_model_that_fills_a_core_exactly_fits() -> None:
+    plan = size_model(**EXACTLY_ONE_CORE)
+    assert (plan.tensor_parallel, plan.hbm_per_core_gib, plan.replicas_per_instance) == (1, 8.0, 24)
+
+
+def test_host_memory_refusal_when_the_core_fits_exactly() -> None:
+    # 24 replicas x 7 GiB = 168 GiB of host RAM, over the 15.4 GiB usable at 98 % host headroom; TP 12
+    # (2 replicas, 14 GiB) fits. The HBM per core fits exactly, so the host is named, not the core.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=1: 24 replicas of 7\.0 GiB load 168\.0 GiB into host memory, more than the "
+        r"15\.4 GiB usable on inf2\.48xlarge \(HOST-MEM\); TP 12 fits there$",
+    ):
+        size_model(**EXACTLY_ONE_CORE, host_memory_headroom=0.98)
+
+
+def test_a_tp_that_leaves_cores_idle_loads_one_copy_per_replica() -> None:
+    # TP 16 on inf2.48xlarge's 24 cores: one replica (8 cores idle), one copy of the 14.9 GiB in host RAM.
+    plan = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=16)
+    assert plan.replicas_per_instance == 1
+    assert plan.explanation.endswith(
+        "1 replica(s) per instance; host RAM for loading: 14.9 of 576 GiB usable"
+    )
+
+
+def test_attention_heads_are_reported_as_assumed_only_when_they_were() -> None:
+    # TP 12 is not a multiple of 8 KV heads: NxD Inference converts to MHA over the query heads.
+    kv_only = size_model(8e9, kv_heads=8, instance_type="inf2.24xlarge", tensor_parallel=12)
+    assert "; assumed layers=32, attention_heads=32)" in kv_only.explanation
+    with_hidden = size_model(
+        8e9, kv_heads=8, hidden_size=4096, instance_type="inf2.24xlarge", tensor_parallel=12
+    )
+    assert "(batch 1 x 4096; assumed layers=32);" in with_hidden.explanation
+    reference = size_model(8e9, instance_type="inf2.24xlarge", tensor_parallel=12)
+    assert "(batch 1 x 4096; assumed layers=32, kv_heads=8);" in reference.explanation
+
+
+def test_hidden_size_alone_means_one_kv_head_per_128_dimensions() -> None:
+    # MHA: hidden 1,000 -> 7 whole heads (never 7.8); KV = 16 layers x 2 x 7 x 128 x 4,096 x 2 B = 0.219 GiB.
+    plan = size_model(1e9, hidden_size=1000, layers=16, instance_type="inf2.xlarge", tensor_parallel=1)
+    assert (plan.kv_heads_per_core, plan.kv_cache_gib) == (7, 0.219)
+    # A hidden size under 128 still has one head.
+    tiny = size_model(1e8, hidden_size=128, layers=2, instance_type="inf2.xlarge", tensor_parallel=1)
+    assert tiny.kv_heads_per_core == 1
+
+
+def test_16_bit_weights_keep_their_own_kv_dtype() -> None:
+    plan = size_model(8e9, dtype="fp16", instance_type="inf2.8xlarge")
+    assert "= 14.9 GiB weights + 0.5 GiB KV cache (batch 1 x 4096;" in plan.explanation  # no " at bf16"
+
+
+# --------------------------------------------------------------------------------------------
+# Expert parallelism and UltraServer capacity (Trn2 UltraServers, Trn3): whole messages and notes,
+# each branch taken and not taken, at the edges (issue 18, measured after the Trainium3 work)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        # The flags must be booleans, named as passed.
+        (lambda: plan_training("trn1.32xlarge", 2, 8, ultraserver_capacity="yes"),
+         "ultraserver_capacity='yes': use True or False"),
+        (lambda: plan_training("trn1.32xlarge", 2, 8, allow_unlisted_tp=1),
+         "allow_unlisted_tp=1: use True or False"),
+        (lambda: plan_training("trn1.32xlarge", 1, 8, expert_parallel=0),
+         "expert_parallel=0: must be a whole number >= 1"),
+        (lambda: plan_training("trn3.48xlarge", 1, 8),
+         "logical_nc_config=None: the default logical NeuronCore config of trn3.48xlarge is not published (LNC: "
+         "1 or 2 apply to Trn3, the default is stated for Trn2 only); pass logical_nc_config=1 or 2"),
+        (lambda: plan_training("trn2.48xlarge", 4, 64, ultraserver_capacity=True),
+         "ultraserver_capacity=True: trn2.48xlarge is not a server of an UltraServer; UltraServers are made of "
+         "trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
+        # NXD-PS: TP 8 cannot form replica groups at LNC=2 on trn2, but is listed at LNC=1 (and TP 16 the
+        # other way round), so the message offers the other LNC.
+        (lambda: plan_training("trn2.48xlarge", 2, 8, logical_nc_config=2),
+         "tensor_parallel=8: neuronx-distributed does not support TP 8 at LNC=2 on trn2.48xlarge (replica "
+         "groups cannot be formed, NXD-PS); use one of 1, 4, 16, 32, 64 or LNC=1"),
+        (lambda: plan_training("trn2.48xlarge", 2, 16, logical_nc_config=1),
+         "tensor_parallel=16: neuronx-distributed does not support TP 16 at LNC=1 on trn2.48xlarge (replica "
+         "groups cannot be formed, NXD-PS); use one of 1, 4, 8, 32, 64, 128 or LNC=2"),
+        (lambda: plan_training("trn1.32xlarge", 1, 16),
+         "tensor_parallel=16: TP 16 is not a documented TP degree on trn1.32xlarge (no source documents it); use "
+         "one of 1, 2, 4, 8, 32 (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True to take "
+         "responsibility for it"),
+        # TP 8 x EP 3 = 24 ranks inside one trn1.32xlarge (32 cores): aligned blocks of 24 straddle instances.
+        (lambda: plan_training("trn1.32xlarge", 3, 8, expert_parallel=3),
+         "expert_parallel=3: TP x EP = 8 x 3 = 24 ranks per expert-parallel group would straddle NeuronLink "
+         "domains of 32 ranks on trn1.32xlarge; expert-parallel groups must fit one domain: choose EP so that "
+         "TP x EP divides 32"),
+        # Trn3 Gen2 server: 16 ranks at LNC=2. TP 8 x EP 3 = 24 ranks span 2 servers (24 divides the 576 of an
+        # UltraServer, so it may), and DP 6 is divisible by EP 3, but 3 nodes are not a whole number of groups.
+        (lambda: plan_training("trn3-gen2-server", 3, 8, logical_nc_config=2, expert_parallel=3,
+                               ultraserver_capacity=True, allow_unlisted_tp=True),
+         "nodes=3: each TP x EP group spans 2 trn3-gen2-server instances of one UltraServer, so the nodes must "
+         "be a whole number of groups: use a multiple of 2"),
+    ],
+)  # fmt: skip
+def test_expert_parallel_and_ultraserver_refusals_in_full(call: Any, message: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"^{re.escape(message)}$"):
+        call()
+
+
+def test_a_group_spanning_two_servers_is_accepted_on_a_whole_number_of_groups() -> None:
+    # The same 24-rank groups as the refusal above, on 6 nodes (96 ranks): DP 12, 2 servers per group.
+    plan = plan_training(
+        "trn3-gen2-server", 6, 8, logical_nc_config=2, expert_parallel=3,
+        ultraserver_capacity=True, allow_unlisted_tp=True,
+    )  # fmt: skip
+    assert (plan.world_size, plan.data_parallel, plan.expert_parallel) == (96, 12, 3)
+    assert plan.ultraserver_capacity is True
+    assert plan.fabrics == {
+        "tensor": FABRIC_INSTANCE,
+        "expert": FABRIC_ULTRASERVER,
+        "data": FABRIC_ULTRASERVER,
+    }
+
+
+def test_a_tp_broken_at_both_lncs_offers_no_other_lnc(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No published degree is broken at both LNCs today; if a source adds one, the message must not send the
+    # user to an LNC where it is broken too.
+    from cdk_neuron import catalog
+
+    monkeypatch.setitem(catalog.TRAINING_TP_UNSUPPORTED, "trn2.48xlarge", {1: (16,), 2: (16,)})
+    with pytest.raises(NeuronConfigError) as caught:
+        plan_training("trn2.48xlarge", 2, 16, logical_nc_config=2)
+    assert str(caught.value).endswith("use one of 1, 4, 16, 32, 64")
+
+
+def test_ultraserver_notes_appear_only_where_they_apply() -> None:
+    # One trn2u.48xlarge is one domain whatever the capacity: no note either way.
+    assert plan_training("trn2u.48xlarge", 1, 64).notes == ()
+    assert plan_training("trn2u.48xlarge", 1, 64, ultraserver_capacity=True).notes == ()
+    assert plan_training("trn2u.48xlarge", 2, 64).notes == (
+        "trn2u.48xlarge nodes are planned as separate NeuronLink domains: without UltraServer capacity "
+        "(ultraserver_capacity=True) nothing guarantees they share an UltraServer, so traffic between nodes is "
+        "counted as EFA traffic",
+    )
+    assert plan_training("trn2u.48xlarge", 2, 64, ultraserver_capacity=True).notes == (
+        "Trn2 UltraServer: every 4 nodes in the launcher's topology order share one NeuronLink-v3 domain; the "
+        "launcher refuses nodes that do not allow the plan",
+    )
+
+
+def test_notes_for_tp_that_straddles_instances_and_for_trn1_tp4_in_full() -> None:
+    assert plan_training("trn1.32xlarge", 3, 12, allow_unlisted_tp=True).notes == (
+        "TP 12 does not divide the 32 cores of one NeuronLink domain: some TP groups straddle instances and "
+        "their collectives cross EFA (allowed by allow_unlisted_tp)",
+    )
+    assert plan_training("trn1.32xlarge", 2, 4).notes == (
+        "trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE",
+    )
+
+
+def test_a_dimension_of_degree_one_has_no_fabric() -> None:
+    assert plan_training("trn1.32xlarge", 2, 1).fabrics == {"data": FABRIC_EFA}
+    assert plan_training("trn1.32xlarge", 2, 2).fabrics == {"tensor": FABRIC_INSTANCE, "data": FABRIC_EFA}
+    ep2 = plan_training("trn1.32xlarge", 2, 8, expert_parallel=2)
+    assert ep2.fabrics == {"tensor": FABRIC_INSTANCE, "expert": FABRIC_INSTANCE, "data": FABRIC_EFA}
+    assert ep2.summary() == (
+        "2 x trn1.32xlarge: 32 ranks/node, world 64 = TP 8 x PP 1 x DP 8 (EP 2); TP inside NeuronLink; "
+        "data-parallel gradient all-reduce cross EFA"
+    )
+    assert plan_training("trn1.32xlarge", 2, 8).ultraserver_capacity is False
+
+
+def test_host_memory_headroom_refusal_and_limit_exactly() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^host_memory_headroom=1\.5: must be a fraction in \[0, 1\), e\.g\. 0\.25$"
+    ):
+        size_model(8e9, host_memory_headroom=1.5)
+    # inf2.8xlarge has 128 GiB: 128 x (1 - 0.3333) = 85.3376, kept to three decimals.
+    assert (
+        size_model(8e9, instance_type="inf2.8xlarge", host_memory_headroom=0.3333).host_memory_limit_gib
+        == 85.338
+    )
+    assert (
+        size_model(8e9, instance_type="inf2.8xlarge", host_memory_headroom=0.3).host_memory_limit_gib == 89.6
+    )
+
+
+def test_explanation_rounds_the_parameter_count_in_billions() -> None:
+    # 8.05e9 parameters are 8.05 B: one decimal rounds half up to 8.1.
+    assert size_model(8.05e9, instance_type="inf2.8xlarge").explanation.startswith("8.1B params at bf16")
+
+
+def test_attention_heads_from_a_hidden_size_are_whole_heads() -> None:
+    # hidden 1,600 / 128 = 12 whole heads (12.5 is not a head count). 5 KV heads at TP 12: NxD converts to
+    # MHA, the 12 query heads pad to 12 (one per core), so each core holds one KV head.
+    plan = size_model(1.5e9, instance_type="inf2.24xlarge", tensor_parallel=12, kv_heads=5, hidden_size=1600)
+    assert plan.kv_heads_per_core == 1
+
+
+def test_fabric_and_dimension_names_are_what_plans_print() -> None:
+    # Written into `cdk-neuron plan --output json` and the summaries: renaming one changes the CLI's output.
+    assert (FABRIC_INSTANCE, FABRIC_ULTRASERVER, FABRIC_EFA) == (
+        "NeuronLink (one instance)",
+        "NeuronLink/NeuronSwitch (one UltraServer)",
+        "EFA",
+    )
+    assert planner.DIMENSIONS == ("tensor", "expert", "data", "pipeline")
+
+
+def test_plans_built_by_hand_get_the_documented_defaults() -> None:
+    training = {
+        f.name: f.default for f in dataclasses.fields(TrainingPlan) if f.default is not dataclasses.MISSING
+    }
+    assert training == {
+        "notes": (),
+        "allow_unlisted_tp": False,
+        "expert_parallel": 1,
+        "ultraserver_capacity": False,
+        "group_fabrics": (),
+    }
+    serving = {
+        f.name: f.default for f in dataclasses.fields(ServingPlan) if f.default is not dataclasses.MISSING
+    }
+    assert serving == {"kv_cache_per_core_gib": 0.0, "kv_heads_per_core": 0, "host_memory_limit_gib": 0.0}
+
+
+def test_reference_shapes_are_the_published_model_configs() -> None:
+    # config.json of each model on the Hugging Face Hub (num_hidden_layers, num_key_value_heads,
+    # num_attention_heads, head_dim = hidden_size / num_attention_heads): meta-llama Llama-3.2-1B,
+    # Llama-3.2-3B, Llama-3.1-8B, Llama-2-13b-hf, Llama-3.1-70B, Llama-3.1-405B.
+    shapes = [
+        (s.parameters_b, s.layers, s.kv_heads, s.attention_heads, s.head_dim)
+        for s in planner._REFERENCE_SHAPES
+    ]
+    assert shapes == [
+        (1.2, 16, 8, 32, 64),
+        (3.2, 28, 8, 24, 128),
+        (8.0, 32, 8, 32, 128),
+        (13.0, 40, 40, 40, 128),
+        (70.6, 80, 8, 64, 128),
+        (405.0, 126, 8, 128, 128),
+    ]
+
+
+def test_a_multi_node_plan_without_efa_names_only_the_types_with_efa() -> None:
+    # trn1.2xlarge is a training type without EFA: it must not be offered as the way out.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^nodes=2: trn1\.2xlarge has no EFA, so it cannot run multi-node jobs; use nodes=1 or one of "
+        r"trn1\.32xlarge, trn1n\.32xlarge, trn2\.3xlarge, trn2\.48xlarge, trn2u\.48xlarge, trn3-gen2-server, "
+        r"trn3\.48xlarge$",
+    ):
+        plan_training("trn1.2xlarge", 2, 2)

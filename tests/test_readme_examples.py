@@ -38,12 +38,16 @@ TOP = python_blocks(REPO_ROOT / "README.md")
 STANDALONE, ACKNOWLEDGMENT, USER_TEST = TOP
 
 
+# Build output, dependencies and make mutate's copy of the sources (mutants/), none of them ours to check.
+IGNORED_DIRS = {"node_modules", "cdk.out", "build", ".venv", "dist", "mutants"}
+
+
 def test_every_readme_is_checked_here() -> None:
     """A README with Python blocks that this module does not know would go unexecuted."""
     readmes = {
         path
         for path in REPO_ROOT.rglob("README.md")
-        if not {"node_modules", "cdk.out", "build", ".venv", "dist"} & set(path.relative_to(REPO_ROOT).parts)
+        if not IGNORED_DIRS & set(path.relative_to(REPO_ROOT).parts)
         and not any(part.startswith(".") for part in path.relative_to(REPO_ROOT).parts)
     }
     with_python = {path for path in readmes if python_blocks(path)}

@@ -418,7 +418,7 @@ class NeuronInstance:
         return self.default_logical_nc_config is not None
 
     def neuron_cores_at(self, logical_nc_config: int | None) -> int:
-        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2, trn2 only).
+        """Logical NeuronCores exposed at ``logical_nc_config`` (1 or 2; Trn2 and Trn3 only).
 
         ``None`` means the instance's default (2 on trn2; every physical core elsewhere).
         """
@@ -428,7 +428,7 @@ class NeuronInstance:
         # core counts booleans or floats downstream.
         if isinstance(logical_nc_config, bool) or not isinstance(logical_nc_config, int):
             raise NeuronConfigError(
-                "logical_nc_config", logical_nc_config, "must be the integer 1 or 2 (trn2 only)"
+                "logical_nc_config", logical_nc_config, "must be the integer 1 or 2 (Trn2 and Trn3 only)"
             )
         if not self.supports_logical_nc_config and logical_nc_config != 1:
             raise NeuronConfigError(
@@ -954,13 +954,13 @@ def efa_network_interfaces(
     interfaces must not also set top-level ``SecurityGroupIds``. No interface asks for a public IP.
     Either layout yields one EFA device per entry of :attr:`NeuronInstance.efa_devices`.
     """
-    inst = get_instance(instance) if isinstance(instance, str) else instance
+    inst = get_instance(instance)
     if not inst.supports_efa:
         raise NeuronConfigError(
             "instance_type",
             inst.name,
             "has no EFA, so it cannot run multi-node collectives; use "
-            f"{one_of(n for n in known_instances('training') if INSTANCES[n].supports_efa)}",
+            f"{one_of(n for n, i in INSTANCES.items() if i.supports_efa)}",
         )
     # A bare string is a Sequence[str] too: list("sg-1") would silently become ["s", "g", "-", "1"].
     if (
@@ -975,14 +975,11 @@ def efa_network_interfaces(
         )
     layout = _efa_layout(layout)
 
-    def nic(card: int, device: int, kind: str) -> dict[str, Any]:
-        return {
-            "NetworkCardIndex": card,
-            "DeviceIndex": device,
-            "InterfaceType": kind,
-            "Groups": list(security_group_ids),
-            "DeleteOnTermination": True,
-        }
+    def nic(card: int, device: int, kind: str | None) -> dict[str, Any]:
+        interface: dict[str, Any] = {"NetworkCardIndex": card, "DeviceIndex": device}
+        if kind is not None:  # omitted means a plain ENA interface
+            interface["InterfaceType"] = kind
+        return interface | {"Groups": list(security_group_ids), "DeleteOnTermination": True}
 
     # One EFA per card, on as many cards as the instance allows EFA interfaces (equal to the card
     # count on every catalogued type), so the interface list and efa_devices always agree.
@@ -993,10 +990,7 @@ def efa_network_interfaces(
         raise NeuronConfigError(
             "layout", layout.name, f"{inst.name} allows one interface per card; use EfaLayout.ALL_EFA"
         )
-    # ENA primary: InterfaceType omitted means a plain ENA interface ("interface").
-    primary = nic(0, 0, "interface")
-    del primary["InterfaceType"]
-    return [primary, nic(0, 1, "efa-only"), *(nic(card, 0, "efa-only") for card in cards if card > 0)]
+    return [nic(0, 0, None), nic(0, 1, "efa-only"), *(nic(card, 0, "efa-only") for card in cards if card > 0)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1123,7 +1117,7 @@ def offering_status(instance_name: str | NeuronInstance, az_id: str) -> Offering
     """Whether the offerings table says ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``."""
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)
-    table = OFFERINGS.get(inst.key, {})
+    table = OFFERINGS.get(inst.key)
     if not table:
         return "unknown"
     if any(az_id in ids for ids in table.values()):

@@ -58,11 +58,9 @@ GB = 1_000_000_000  # checkpoint sizes are quoted in decimal GB, like the source
 MB = 1_000_000  # FSx for Lustre throughput is quoted in MB/s
 MIB = 1 << 20  # EFS throughput is quoted in MiB/s and GiB/s
 GIB = 1 << 30
-TIB = 1 << 40
 
 EFS_PERFORMANCE_URL = "https://docs.aws.amazon.com/efs/latest/ug/performance.html"
 EFS_QUOTAS_URL = "https://docs.aws.amazon.com/efs/latest/ug/limits.html"
-FSX_THROUGHPUT_URL = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html"
 RETRIEVED = "2026-11-30"
 
 # limits.html, newest revision: Regions whose Regional file systems default to 5 GiBps Elastic writes.
@@ -79,7 +77,9 @@ EFS_PER_CLIENT_MIBPS_OTHER = 500
 # cited as SVC-EFS in cdk_neuron.catalog.SOURCES).
 EFS_ELASTIC_WRITE_USD_PER_GB = 0.06
 
-# FSx for Lustre PERSISTENT_2 SSD throughput tiers (MB/s per TiB) and capacity steps (GiB).
+# FSx for Lustre PERSISTENT_2 SSD throughput tiers (MB/s per TiB) and capacity steps (GiB): "Managing
+# throughput capacity", https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html
+# (retrieved 2026-11-30).
 FSX_PERSISTENT_2_MBPS_PER_TIB: tuple[int, ...] = (125, 250, 500, 1000)
 FSX_MIN_CAPACITIES_GIB: tuple[int, ...] = (1200, 2400)
 FSX_CAPACITY_STEP_GIB = 2400
@@ -115,6 +115,19 @@ def _parameter_count(value: object) -> int:
     return validation.parameter_count("parameters", value)
 
 
+def _budget(value: object) -> float:
+    # A save-time budget divides sizes: 0, a bool or a string would be a ZeroDivisionError or a
+    # TypeError deep in the arithmetic instead of one line naming the value.
+    return validation.number("budget_seconds", value, above=0)
+
+
+def _flag(field: str, value: object) -> bool:
+    # A truthy string such as "false" must not quietly select One Zone limits.
+    if not isinstance(value, bool):
+        raise NeuronConfigError(field, value, "must be true or false")
+    return value
+
+
 @dataclass(frozen=True)
 class EfsWriteLimits:
     """The EFS Elastic write ceilings that apply to one file system and its clients."""
@@ -142,7 +155,9 @@ def efs_elastic_write_limits(
         per-client limit of a Regional Elastic file system from 500 to 1,500 MiBps. Default True:
         ``CheckpointStore`` mounts with amazon-efs-utils.
     """
-    if one_zone:
+    if region is not None and (not isinstance(region, str) or not region):
+        raise NeuronConfigError("region", region, "give an AWS Region name such as 'us-east-1', or None")
+    if _flag("one_zone", one_zone):
         return EfsWriteLimits(
             per_file_system_mibps=EFS_ONE_ZONE_WRITE_MIBPS,
             per_client_mibps=EFS_PER_CLIENT_MIBPS_OTHER,
@@ -150,7 +165,11 @@ def efs_elastic_write_limits(
         )
     high = region in EFS_HIGH_THROUGHPUT_REGIONS
     per_fs = EFS_REGIONAL_WRITE_MIBPS_HIGH if high else EFS_REGIONAL_WRITE_MIBPS_OTHER
-    per_client = EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2 if efs_client_v2 else EFS_PER_CLIENT_MIBPS_OTHER
+    per_client = (
+        EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2
+        if _flag("efs_client_v2", efs_client_v2)
+        else EFS_PER_CLIENT_MIBPS_OTHER
+    )
     where = region if region else "an unknown Region (lower default assumed)"
     return EfsWriteLimits(
         per_file_system_mibps=per_fs,
@@ -199,10 +218,8 @@ def fsx_lustre_sizing(
     Picks the smallest capacity that satisfies both storage and throughput, then the lowest
     throughput tier that reaches the required MB/s at that capacity.
     """
-    if not checkpoint_bytes > 0:
-        raise NeuronConfigError("checkpoint_bytes", checkpoint_bytes, "must be greater than zero")
-    if not budget_seconds > 0:
-        raise NeuronConfigError("budget_seconds", budget_seconds, "must be greater than zero")
+    validation.number("checkpoint_bytes", checkpoint_bytes, above=0)
+    _budget(budget_seconds)
     if isinstance(kept_checkpoints, bool) or not isinstance(kept_checkpoints, int) or kept_checkpoints < 1:
         raise NeuronConfigError("kept_checkpoints", kept_checkpoints, "must be a whole number >= 1")
     required_mbps = checkpoint_bytes / budget_seconds / MB
@@ -262,11 +279,11 @@ class CheckpointEstimate:
         return self.size_gb * EFS_ELASTIC_WRITE_USD_PER_GB
 
     def exceeds(self, budget_seconds: float) -> bool:
-        return self.save_seconds > budget_seconds
+        return self.save_seconds > _budget(budget_seconds)
 
     def writers_needed(self, budget_seconds: float) -> int | None:
         """Parallel writers needed to save within the budget; None if the file system itself is too slow."""
-        required_mibps = self.size_bytes / budget_seconds / MIB
+        required_mibps = self.size_bytes / _budget(budget_seconds) / MIB
         if required_mibps > self.limits.per_file_system_mibps:
             return None
         return max(1, math.ceil(required_mibps / self.limits.per_client_mibps))
@@ -287,7 +304,7 @@ class CheckpointEstimate:
 
     def advice(self, budget_seconds: float) -> str:
         """What to change when a save takes longer than ``budget_seconds``."""
-        budget_min = budget_seconds / 60
+        budget_min = _budget(budget_seconds) / 60
         verdict = "exceeds" if self.exceeds(budget_seconds) else "fits"
         lines = [f"{self.summary()}; this {verdict} the {budget_min:g} min budget."]
         if self.exceeds(budget_seconds):
@@ -332,7 +349,7 @@ def estimate_checkpoint(
     :param efs_client_v2: clients use amazon-efs-utils 2.0+ or the EFS CSI driver. Default True.
 
     :raises NeuronConfigError: non-positive parameters, negative sizes, an unknown dtype or optimizer,
-        or writers < 1.
+        writers < 1, an empty or non-string region, or a flag that is not a bool.
     """
     params = _parameter_count(parameters)
     weight = _bytes_per_parameter("weight_bytes_per_parameter", weight_bytes_per_parameter, BYTES_PER_DTYPE)
@@ -343,8 +360,6 @@ def estimate_checkpoint(
         raise NeuronConfigError("weight_bytes_per_parameter", weight_bytes_per_parameter, "must be > 0")
     if isinstance(writers, bool) or not isinstance(writers, int) or writers < 1:
         raise NeuronConfigError("writers", writers, "must be a whole number >= 1 (nodes writing shards)")
-    if region is not None and (not isinstance(region, str) or not region):
-        raise NeuronConfigError("region", region, "give an AWS Region name such as 'us-east-1', or None")
     return CheckpointEstimate(
         parameters=params,
         weight_bytes_per_parameter=weight,

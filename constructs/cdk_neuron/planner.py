@@ -129,7 +129,8 @@ def _fabric(span: int, ranks_per_node: int, domain_ranks: int) -> Fabric:
     """The fabric a contiguous, aligned block of ``span`` ranks crosses."""
     if not _crosses_domain(span, ranks_per_node):
         return FABRIC_INSTANCE
-    if domain_ranks > ranks_per_node and not _crosses_domain(span, domain_ranks):
+    # A domain of one instance was crossed just above: only a wider (UltraServer) domain can hold the span.
+    if not _crosses_domain(span, domain_ranks):
         return FABRIC_ULTRASERVER
     return FABRIC_EFA
 
@@ -202,7 +203,7 @@ def plan_training(
             "to Trn3, the default is stated for Trn2 only); pass logical_nc_config=1 or 2",
         )
     if ultraserver_capacity and not instance.is_ultraserver:
-        servers = [n for n in known_instances("training") if INSTANCES[n].is_ultraserver]
+        servers = [n for n, i in INSTANCES.items() if i.is_ultraserver]
         raise NeuronConfigError(
             "ultraserver_capacity",
             True,
@@ -215,7 +216,7 @@ def plan_training(
     domain_ranks = ranks_per_node * domain_instances
 
     if nodes > 1 and not instance.supports_efa:
-        efa_types = [n for n in known_instances("training") if INSTANCES[n].supports_efa]
+        efa_types = [n for n, i in INSTANCES.items() if i.is_training and i.supports_efa]
         raise NeuronConfigError(
             "nodes",
             nodes,
@@ -310,7 +311,7 @@ def plan_training(
             f"choose EP so that TP x EP divides {domain_ranks}",
         )
     span = -(-group // ranks_per_node)
-    if span > 1 and nodes % span:
+    if nodes % span:  # a group within one instance (span 1) always divides the nodes
         raise NeuronConfigError(
             "nodes",
             nodes,
@@ -364,8 +365,7 @@ def plan_training(
     efa = [d for d in ("pipeline", "data") if dict(fabrics).get(d) == FABRIC_EFA]
     if not tp_inside:
         efa.append("tensor")
-    if dict(fabrics).get("expert") == FABRIC_EFA:
-        efa.append("expert")
+    # No "expert" here: an EP group that leaves its NeuronLink domain was refused above.
     return TrainingPlan(
         instance_type=instance.name,
         nodes=nodes,
@@ -473,7 +473,6 @@ class _Shape:
     parameters_b: float
     layers: int
     kv_heads: int
-    hidden_size: int
     attention_heads: int
     head_dim: int = DEFAULT_HEAD_DIM
 
@@ -482,12 +481,12 @@ class _Shape:
 # cards / config.json: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
 # Llama 3.2 1B has 64-dimensional heads (2,048 hidden / 32 heads); the others 128.
 _REFERENCE_SHAPES = (
-    _Shape(1.2, 16, 8, 2048, 32, head_dim=64),
-    _Shape(3.2, 28, 8, 3072, 24),
-    _Shape(8.0, 32, 8, 4096, 32),
-    _Shape(13.0, 40, 40, 5120, 40),
-    _Shape(70.6, 80, 8, 8192, 64),
-    _Shape(405.0, 126, 8, 16384, 128),
+    _Shape(1.2, 16, 8, 32, head_dim=64),
+    _Shape(3.2, 28, 8, 24),
+    _Shape(8.0, 32, 8, 32),
+    _Shape(13.0, 40, 40, 40),
+    _Shape(70.6, 80, 8, 64),
+    _Shape(405.0, 126, 8, 128),
 )
 
 
@@ -554,14 +553,6 @@ class ServingPlan:
         first = replica * self.tensor_parallel
         chips = range(first // cores_per_chip, (first + self.tensor_parallel - 1) // cores_per_chip + 1)
         return tuple(f"/dev/neuron{c}" for c in chips)
-
-
-def _nonnegative_number(field: str, value: object, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise NeuronConfigError(field, value, "must be a finite number")
-    if value < 0 or (value == 0 and not allow_zero):
-        raise NeuronConfigError(field, value, "must be greater than zero")
-    return float(value)
 
 
 def _reference_shape(parameters: float) -> _Shape:
@@ -645,7 +636,7 @@ def size_model(
     )  # fmt: skip
     shape = _model_shape(params, kv_heads=kv_heads, layers=layers, hidden_size=hidden_size)
     sizing = _Sizing(
-        weights=params * _dtype_bytes("dtype", dtype) / _GIB,
+        weights=params * BYTES_PER_DTYPE[dtype.lower()] / _GIB,  # dtype checked above
         kv_per_head=kv_cache_bytes(
             layers=shape.layers,
             kv_heads=1,

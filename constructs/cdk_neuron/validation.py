@@ -153,9 +153,14 @@ def percentage(field: str, value: object) -> float:
 
 
 def matching(
-    field: str, value: object, pattern: re.Pattern[str], what: str, *, fix: str | None = None
+    field: str, value: object, pattern: re.Pattern[str], what: str | None = None, *, fix: str | None = None
 ) -> str:
-    """A string that ``pattern`` matches; the error says it ``must be <what>``, or ``fix`` verbatim."""
+    """A string that ``pattern`` matches; the error says it ``must be <what>``, or ``fix`` verbatim.
+
+    Give one of ``what`` and ``fix``: with ``fix``, ``what`` would never be read.
+    """
+    if (what is None) == (fix is None):
+        raise TypeError("matching() takes what= or fix=, exactly one of them")
     if not isinstance(value, str) or not pattern.match(value):
         raise NeuronConfigError(field, value, fix if fix is not None else f"must be {what}")
     return value
@@ -178,7 +183,6 @@ def region(field: str, value: object) -> str:
         field,
         value,
         REGION,
-        "a region code",
         fix="give a concrete region code such as us-east-2 (an unresolved token cannot be checked "
         "at synth time; `cdk-neuron preflight` checks the live account)",
     )
@@ -190,7 +194,6 @@ def az_id(field: str, value: object) -> str:
         field,
         value,
         AZ_ID,
-        "an AZ ID",
         fix="give an AZ ID such as use1-az4; AZ names (us-east-1a) map to different AZs in each account",
     )
 
@@ -206,19 +209,23 @@ IMAGE_PINNING_FIX = (
 )
 
 
+def _names_one_version(tag: object) -> bool:
+    return isinstance(tag, str) and IMAGE_TAG.match(tag) is not None and tag.lower() not in UNPINNED_TAGS
+
+
 def pinned_tag(field: str, value: object) -> str:
     """An image tag that names one version: well formed, and not ``latest`` in any case."""
-    tag = matching(field, value, IMAGE_TAG, "an explicit image tag", fix=IMAGE_PINNING_FIX)
-    if tag.lower() in UNPINNED_TAGS:
+    if not _names_one_version(value):
         raise NeuronConfigError(field, value, IMAGE_PINNING_FIX)
-    return tag
+    return value  # type: ignore[return-value]
 
 
 def pinned_image(field: str, value: object) -> str:
     """An image reference pinned by tag or digest: ``[registry/]repository:tag`` or ``...@sha256:...``.
 
     The registry is optional here (``public.ecr.aws/...``, ``docker.io/...`` and Docker Hub short
-    names all pass); callers that need an ECR host check :data:`IMAGE_URI` as well.
+    names all pass); callers that need an ECR host check :data:`IMAGE_URI` as well. The error names
+    the whole reference given, not the tag inside it.
     """
     if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
         raise NeuronConfigError(field, value, "give an image URI: " + IMAGE_PINNING_FIX)
@@ -227,10 +234,12 @@ def pinned_image(field: str, value: object) -> str:
         if not name or not SHA256.match(digest.removeprefix("sha256:")) or not digest.startswith("sha256:"):
             raise NeuronConfigError(field, value, IMAGE_PINNING_FIX)
         return value
-    _, colon, tag = name.rsplit("/", 1)[-1].partition(":")
-    if not colon:
+    # A colon belongs to the registry host (its port, in the first segment) or before the tag (in the
+    # last); anywhere else the reference is malformed.
+    *path, last = name.split("/")
+    _, colon, tag = last.partition(":")
+    if any(":" in segment for segment in path[1:]) or not colon or not _names_one_version(tag):
         raise NeuronConfigError(field, value, IMAGE_PINNING_FIX)
-    pinned_tag(field, tag)
     return value
 
 

@@ -295,7 +295,6 @@ def _reservation_id(field: str, value: object) -> str:
         field,
         value,
         RESERVATION_ID,
-        "a capacity reservation id",
         fix="use a capacity reservation id: 'cr-' and 17 hex digits, e.g. cr-0123456789abcdef0",
     )
 

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tools.markers import replace_between
+
 REPO = Path(__file__).resolve().parent.parent
 
 # README -> the classes it documents, as "module:Class", in the order their tables appear.
@@ -659,12 +661,9 @@ def refreshed(text: str, readme: Path) -> str:
     """``text`` with every generated block of ``readme``'s classes rewritten."""
     for spec in DOCUMENTED[readme.relative_to(REPO).as_posix()]:
         name = spec.split(":")[1]
-        start, stop = begin(name), end(name)
-        if start not in text or stop not in text:
-            raise SystemExit(f"{readme}: no {start} ... {stop} block for {name}")
-        head, rest = text.split(start, 1)
-        _, tail = rest.split(stop, 1)
-        text = f"{head}{start}\n{render_class(spec, readme)}{stop}{tail}"
+        text = replace_between(
+            text, begin(name), end(name), render_class(spec, readme), where=f"{readme} ({name})"
+        )
     return text
 
 

@@ -45,6 +45,8 @@ from typing import Any
 
 import tomllib
 
+from tools.markers import replace_between
+
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
 DOC = ROOT / "docs" / "mutation-testing.md"
@@ -394,11 +396,7 @@ def render(
 
 
 def replace_section(document: str, section: str) -> str:
-    head, begin, rest = document.partition(BEGIN)
-    _, end, tail = rest.partition(END)
-    if not begin or not end:
-        raise ValueError(f"{DOC.name} needs the markers {BEGIN} and {END}")
-    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+    return replace_between(document, BEGIN, END, f"{section}\n", where=DOC.name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tools.markers import replace_between
+
 REPO = Path(__file__).resolve().parent.parent
 SVG = REPO / "docs" / "neuronlink.svg"
 DOC = REPO / "docs" / "neuronlink.md"
@@ -194,9 +196,7 @@ def domain_table() -> str:
 
 
 def doc_with_table(text: str) -> str:
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{domain_table()}{END}{tail}"
+    return replace_between(text, BEGIN, END, domain_table(), where=str(DOC.relative_to(REPO)))
 
 
 def main(argv: list[str] | None = None) -> int:

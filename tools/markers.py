@@ -1,0 +1,21 @@
+"""Generated sections inside hand-written documents: the text between a begin and an end marker.
+
+``make acknowledgments``, ``make deploy-rules-doc``, ``make construct-docs``, ``make mutate`` and the
+NeuronLink diagram each rewrite one such section and leave the prose around it alone.
+"""
+
+from __future__ import annotations
+
+
+def replace_between(document: str, begin: str, end: str, section: str, *, where: str) -> str:
+    """``document`` with the text between ``begin`` and ``end`` replaced by ``section``.
+
+    ``section`` starts on the line after ``begin`` and runs up to ``end`` exactly, so it carries its own
+    trailing newline. Both markers must be present (``where`` names the document in the error): a
+    missing end marker would otherwise drop everything after the section.
+    """
+    head, found_begin, rest = document.partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not found_begin or not found_end:
+        raise ValueError(f"{where} needs the markers {begin} and {end}")
+    return f"{head}{begin}\n{section}{end}{tail}"

@@ -20,7 +20,7 @@ from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import BatchTrainingCluster
 from integ_support import assertions, programs
 from integ_support.settings import Settings, stack_name
-from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app, integ_test
+from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app
 
 SUITE = "training_smoke"
 INSTANCE_TYPE = "trn1.2xlarge"
@@ -60,23 +60,7 @@ def build(app: cdk.App, settings: Settings) -> Suite:
         log_retention=logs.RetentionDays.ONE_WEEK,
         root_volume_size=cdk.Size.gibibytes(128),
     )
-    cdk.CfnOutput(stack, "JobQueueArn", value=cluster.job_queue.job_queue_arn)
-    cdk.CfnOutput(stack, "JobDefinitionArn", value=cluster.job_definition.job_definition_arn)
-    cdk.CfnOutput(stack, "ComputeEnvironmentArn", value=cluster.compute_environment.compute_environment_arn)
-    cdk.CfnOutput(stack, "JobLogGroupName", value=cluster.log_group.log_group_name)
-
-    suite = integ_test(app, SUITE, stack)
-    calls = assertions.batch_job_succeeds(
-        suite.integ,
-        job_name="cdk-neuron-integ-training-smoke",
-        job_queue_arn=cluster.job_queue.job_queue_arn,
-        job_definition_arn=cluster.job_definition.job_definition_arn,
-        log_group_name=cluster.log_group.log_group_name,
-        success_event="smoke_ok",
-        timeout=WAIT,
-    )
-    cdk.CfnOutput(suite.assertion_stack, "JobId", value=calls["submit"].get_att_string("jobId"))
-    return suite
+    return assertions.training_job_suite(app, SUITE, stack, cluster, success_event="smoke_ok", timeout=WAIT)
 
 
 def main() -> None:

@@ -13,7 +13,9 @@ from typing import Any
 import aws_cdk as cdk
 from aws_cdk.integ_tests_alpha import ExpectedResult, IApiCall, IntegTest
 
+from cdk_neuron.training import BatchTrainingCluster
 from integ_support.programs import LOG_MARKER
+from integ_support.stacks import IntegStack, Suite, integ_test
 
 TERMINAL_JOB_STATUS = "^(SUCCEEDED|FAILED)$"
 MAX_WAIT = cdk.Duration.minutes(55)
@@ -64,6 +66,38 @@ def batch_job_succeeds(
     logged.assert_at_path("events.0.message", ExpectedResult.string_like_regexp(success_event))
     submit.next(stopped).next(succeeded).next(logged)
     return {"submit": submit, "stopped": stopped, "succeeded": succeeded, "logged": logged}
+
+
+def training_job_suite(
+    app: cdk.App,
+    suite_name: str,
+    stack: IntegStack,
+    cluster: BatchTrainingCluster,
+    *,
+    success_event: str,
+    timeout: cdk.Duration,
+) -> Suite:
+    """The suite of a training stack: one job on ``cluster`` must succeed and log ``success_event``.
+
+    The test stack outputs what the collector reads back (queue, job definition, compute environment,
+    log group) and the assertion stack the job id.
+    """
+    cdk.CfnOutput(stack, "JobQueueArn", value=cluster.job_queue.job_queue_arn)
+    cdk.CfnOutput(stack, "JobDefinitionArn", value=cluster.job_definition.job_definition_arn)
+    cdk.CfnOutput(stack, "ComputeEnvironmentArn", value=cluster.compute_environment.compute_environment_arn)
+    cdk.CfnOutput(stack, "JobLogGroupName", value=cluster.log_group.log_group_name)
+    suite = integ_test(app, suite_name, stack)
+    calls = batch_job_succeeds(
+        suite.integ,
+        job_name=f"cdk-neuron-integ-{suite_name.replace('_', '-')}",
+        job_queue_arn=cluster.job_queue.job_queue_arn,
+        job_definition_arn=cluster.job_definition.job_definition_arn,
+        log_group_name=cluster.log_group.log_group_name,
+        success_event=success_event,
+        timeout=timeout,
+    )
+    cdk.CfnOutput(suite.assertion_stack, "JobId", value=calls["submit"].get_att_string("jobId"))
+    return suite
 
 
 def probe(

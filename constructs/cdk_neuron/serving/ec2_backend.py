@@ -19,6 +19,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
 
 from cdk_neuron import catalog
+from cdk_neuron._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, allow_log_encryption, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.metrics.options import MetricOptions, resource_metric
@@ -28,7 +29,6 @@ from cdk_neuron.node_programs.bundle import (
     limit_user_data_size,
     node_bundle,
 )
-from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup

@@ -12,6 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
 from cdk_neuron.training.efa_installer import EfaInstaller
 
@@ -19,10 +20,6 @@ HANDLER_DIR = Path(__file__).resolve().parent / "efa_mirror"
 # Downloading and checking a few hundred MB takes well under a minute in Lambda; 10 minutes leaves
 # room for a slow download without approaching Lambda's 15-minute limit.
 COPY_TIMEOUT = cdk.Duration.minutes(10)
-
-
-def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 
 
 class EfaInstallerMirror(Construct):
@@ -62,14 +59,14 @@ class EfaInstallerMirror(Construct):
             )
             copy_only = "The bucket holds only a copy of the public EFA installer, recreated from its pinned URL and checksum at any deployment"
             for rule in ("AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"):
-                _acknowledge(
+                acknowledge(
                     self.bucket, rule, f"{copy_only}; access logs would record nodes reading public software"
                 )
             for rule in (
                 "NIST.800.53.R5-S3BucketVersioningEnabled",
                 "NIST.800.53.R5-S3BucketReplicationEnabled",
             ):
-                _acknowledge(
+                acknowledge(
                     self.bucket, rule, f"{copy_only}; versions or replicas of it would protect nothing"
                 )
 
@@ -126,19 +123,19 @@ class EfaInstallerMirror(Construct):
             cfn_function = function.node.default_child
             assert isinstance(cfn_function, cdk.CfnResource)
             cfn_function.add_deletion_override("DependsOn")
-            _acknowledge(
+            acknowledge(
                 function,
                 "NIST.800.53.R5-LambdaInsideVPC",
                 "The function must reach efa-installer.amazonaws.com on the internet and touches nothing in "
                 "the VPC; placing it in a VPC would need a NAT just for it",
             )
-            _acknowledge(
+            acknowledge(
                 function,
                 "NIST.800.53.R5-LambdaConcurrency",
                 "CloudFormation invokes it once per deployment that changes the installer; reserving "
                 "concurrency fails in new accounts whose whole quota is the unreserved minimum of 10",
             )
-            _acknowledge(
+            acknowledge(
                 function,
                 "NIST.800.53.R5-LambdaDLQ",
                 "CloudFormation invokes it synchronously as a custom resource and receives every failure as the "

@@ -74,6 +74,8 @@ lint: setup
 	ruff format --check .
 	# Every node program (cdk_neuron/node_programs/files), as nodes run it.
 	shellcheck -x --source-path=SCRIPTDIR $$(find constructs/cdk_neuron/node_programs/files -name '*.sh' | sort)
+	# The reproductions of image entrypoints the rehearsals run (tests/image_entrypoints).
+	shellcheck $$(find tests/image_entrypoints -name '*.sh' | sort)
 	shellcheck .ci/run
 
 typecheck: setup

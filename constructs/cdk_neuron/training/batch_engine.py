@@ -21,6 +21,7 @@ from cdk_neuron.training.launcher import (
     SCRATCH_DIR,
     TOPOLOGY_DIR,
     TRAINING_COMMAND_PARAMETER,
+    encode_training_command,
     launcher_command,
 )
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
@@ -265,7 +266,8 @@ def build_job_definition(
         instance_type=ec2.InstanceType(instance.name),
         main_node=0,
         containers=[batch.MultiNodeContainer(start_node=0, end_node=plan.nodes - 1, container=container)],
-        parameters={TRAINING_COMMAND_PARAMETER: training_command},
+        # Base64: the command must survive an image entrypoint that re-parses it (launcher.py).
+        parameters={TRAINING_COMMAND_PARAMETER: encode_training_command(training_command)},
         timeout=settings.timeout if timeout is None else timeout,
         retry_attempts=settings.retry_attempts if retry_attempts is None else retry_attempts,
         retry_strategies=retry_strategies(),

@@ -2,13 +2,19 @@
 # cdk-neuron-launcher: every node of a multi-node training job runs this before the training command.
 #
 # AWS Batch runs it in the job container from the host's node-program bundle, mounted read-only at
-# /opt/cdk-neuron (cdk_neuron.training.launcher.launcher_command); on a self-managed node group
-# (AutoScalingTrainingCluster) run /opt/cdk-neuron/training/launcher.sh '<command>' on every node with
+# /opt/cdk-neuron (cdk_neuron.training.launcher.launcher_command), as
+#     /bin/bash /opt/cdk-neuron/training/launcher.sh --command-base64 <the training_command parameter>
+# The parameter holds the command base64-encoded, so it arrives as one word of [A-Za-z0-9+/=] through
+# any image entrypoint: the Neuron training DLCs start `bash -m start_with_right_hostname.sh`, which
+# runs `eval "$@"` and so re-parses a plain command (splitting it, expanding $TORCHRUN_ARGS before this
+# script has set it); an image without an entrypoint runs the words as given. Both reach this script
+# with the same two arguments. On a self-managed node group (AutoScalingTrainingCluster) run
+# /opt/cdk-neuron/training/launcher.sh '<command>' (or --command-base64) on every node with
 # CDK_NEURON_NODE_INDEX, CDK_NEURON_NNODES and CDK_NEURON_MAIN_ADDRESS from your scheduler.
 #
 # It derives, once, for every node: MASTER_ADDR and NODE_RANK (in topology order, below),
 # MASTER_PORT, NEURON_RT_ROOT_COMM_ID, NNODES, WORLD_SIZE = NNODES x NPROC_PER_NODE, NEURON_DP_DEGREE
-# = WORLD_SIZE / (TP x PP) and TORCHRUN_ARGS; then bash runs the training command ($1) with them.
+# = WORLD_SIZE / (TP x PP) and TORCHRUN_ARGS; then bash runs the training command with them.
 #
 # Batch sets AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS only on child nodes (AWS Batch User Guide,
 # "Environment variables" for multi-node parallel jobs): the main node uses its own address.
@@ -66,11 +72,43 @@ if ((WORLD_SIZE % model_parallel != 0)); then
 fi
 export NEURON_DP_DEGREE=$((WORLD_SIZE / model_parallel))
 
-command_line="${1:-}"
+# refuse_command <why>: the command did not arrive as one base64 word; say how to send it.
+refuse_command() {
+    log "REFUSED: $*"
+    log "the training_command parameter holds the command base64-encoded, in one word: cdk-neuron submit -- 'COMMAND'" \
+        "does this; with the AWS CLI pass --parameters training_command=\"\$(printf '%s' 'COMMAND' | base64 | tr -d '\\n')\""
+    exit 2
+}
+
+# decode_command <base64>: the training command, or a refusal (exit 2) when the text is not base64.
+decode_command() {
+    local encoded=$1 decoded
+    if [[ ! "${encoded}" =~ ^[A-Za-z0-9+/]+={0,2}$ ]] || ((${#encoded} % 4 != 0)); then
+        refuse_command "'${encoded:0:60}' is not base64"
+    fi
+    command -v base64 >/dev/null 2>&1 || refuse_command "the image has no base64 (coreutils) to decode the command"
+    decoded=$(printf '%s' "${encoded}" | base64 -d 2>/dev/null) || refuse_command "'${encoded:0:60}' does not decode"
+    [[ "${decoded}" =~ [^[:space:]] ]] || refuse_command "the decoded command is empty"
+    printf '%s' "${decoded}"
+}
+
+if [ "${1:-}" = --command-base64 ]; then
+    if [ "$#" -ne 2 ]; then
+        # An entrypoint that re-parses its arguments (eval) split a plain command into words.
+        refuse_command "expected one base64 word after --command-base64, got $(($# - 1)) word(s): ${*:2:4} ..."
+    fi
+    command_line="$(decode_command "$2")" || exit 2
+else
+    command_line="${1:-}"
+    if [ "$#" -gt 1 ]; then
+        refuse_command "got $# arguments; pass the command as one argument (or --command-base64 <base64>)"
+    fi
+fi
 if [ -z "${command_line}" ]; then
     log "no training command: set the training_command parameter"
     exit 2
 fi
+log "training command: ${command_line}"
 
 NODE_RANK="${NODE_INDEX}"
 MASTER_ADDR="${MAIN_ADDRESS}"

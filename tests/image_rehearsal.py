@@ -10,8 +10,10 @@ node-program bundle where a job definition bind-mounts it. :meth:`Container.run`
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -94,6 +96,28 @@ class Container:
         """``words`` with the bind-mounted bundle path pointing at this container's copy."""
         return [w.replace(INSTALL_DIR, str(self.bundle)) for w in words]
 
+    def _environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        return {
+            "PATH": str(self.bin),
+            "HOME": str(self.root),
+            "REHEARSAL_LOG": str(self.log),
+            "CDK_NEURON_HOME": str(self.bundle),
+            **(env or {}),
+        }
+
+    def start(
+        self, contract: str, arguments: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        """Like :meth:`run`, without waiting (several nodes of one job)."""
+        return subprocess.Popen(
+            [*ENTRYPOINT_COMMANDS[contract], *arguments],
+            env=self._environment(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(self.root),
+        )
+
     def run(
         self,
         contract: str,
@@ -103,16 +127,9 @@ class Container:
         timeout: float = 60,
     ) -> subprocess.CompletedProcess[str]:
         """Start ``contract``'s entrypoint with ``arguments`` (what replaces CMD) and ``env``."""
-        environment = {
-            "PATH": str(self.bin),
-            "HOME": str(self.root),
-            "REHEARSAL_LOG": str(self.log),
-            "CDK_NEURON_HOME": str(self.bundle),
-            **(env or {}),
-        }
         return subprocess.run(
             [*ENTRYPOINT_COMMANDS[contract], *arguments],
-            env=environment,
+            env=self._environment(env),
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -173,3 +190,29 @@ def docker_run(argv: Sequence[str], read: Any) -> tuple[str, dict[str, str], lis
             env.update(docker_env_file(read(value)))
         position += 1
     return words[position], env, words[position + 1 :]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def retry_action(strategy: Mapping[str, Any], *, exit_code: int | None, reason: str = "") -> str:
+    """What Batch does with a failed attempt under ``strategy`` (a job definition's RetryStrategy).
+
+    The first ``EvaluateOnExit`` entry whose every given pattern matches decides; patterns match from
+    the start and may end in ``*`` ("EvaluateOnExit", AWS Batch API Reference); with none matching,
+    Batch retries (the attempts permitting).
+    """
+    for rule in strategy.get("EvaluateOnExit", []):
+        checks = []
+        if "OnExitCode" in rule:
+            checks.append(exit_code is not None and fnmatch.fnmatchcase(str(exit_code), rule["OnExitCode"]))
+        if "OnStatusReason" in rule:
+            checks.append(fnmatch.fnmatchcase(reason, rule["OnStatusReason"]))
+        if "OnReason" in rule:
+            checks.append(fnmatch.fnmatchcase(reason, rule["OnReason"]))
+        if checks and all(checks):
+            return str(rule["Action"]).upper()
+    return "RETRY"

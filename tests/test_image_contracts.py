@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 from app_assembly import synthesized_app
-from image_rehearsal import ENTRYPOINT_COMMANDS, Container, batch_command
+from image_rehearsal import ENTRYPOINT_COMMANDS, Container, batch_command, free_port, retry_action
 
 from cdk_neuron.contracts.images import IMAGE_CONTRACTS, TRAINING_DLC_COMMIT, TRAINING_DLC_IMAGE, contract
+from cdk_neuron.timeouts import PEER_LOST_EXIT_CODE
 from cdk_neuron.training.launcher import DEFAULT_TRAINING_COMMAND, encode_training_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,7 +51,37 @@ def dev_job() -> dict[str, Any]:
     ]
     (node_range,) = definition["NodeProperties"]["NodeRangeProperties"]
     assert TRAINING_DLC_IMAGE.split(":")[1] in json.dumps(node_range["Container"]["Image"])
-    return {"container": node_range["Container"], "parameters": definition["Parameters"]}
+    return {
+        "container": node_range["Container"],
+        "parameters": definition["Parameters"],
+        "retry": definition["RetryStrategy"],
+    }
+
+
+def _node_command(
+    container: Container,
+    job: dict[str, Any],
+    parameters: dict[str, str],
+    *,
+    index: int,
+    nodes: int,
+    main: str | None,
+    extra: dict[str, str] | None,
+) -> tuple[list[str], dict[str, str]]:
+    """One node of the job as Batch starts it: the substituted command and the container environment."""
+    # Values CloudFormation resolves at deployment (the compile cache's bucket) stand in as text.
+    env = {
+        e["Name"]: e["Value"] if isinstance(e["Value"], str) else "deployed"
+        for e in job["container"]["Environment"]
+    }
+    env.update(AWS_BATCH_JOB_NODE_INDEX=str(index), AWS_BATCH_JOB_NUM_NODES=str(nodes))
+    if main is not None:  # Batch sets the main node's address on child nodes only
+        env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = main
+    env.update(extra or {})
+    command = container.mounted(
+        batch_command(job["container"]["Command"], {**job["parameters"], **parameters})
+    )
+    return command, env
 
 
 def _batch_node(
@@ -61,20 +92,25 @@ def _batch_node(
     index: int = 0,
     nodes: int = 1,
     main: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> Any:
-    """Start one node of the job as Batch would: ENTRYPOINT + substituted command + environment."""
-    # Values CloudFormation resolves at deployment (the compile cache's bucket) stand in as text.
-    env = {
-        e["Name"]: e["Value"] if isinstance(e["Value"], str) else "deployed"
-        for e in job["container"]["Environment"]
-    }
-    env.update(AWS_BATCH_JOB_NODE_INDEX=str(index), AWS_BATCH_JOB_NUM_NODES=str(nodes))
-    if main is not None:  # Batch sets the main node's address on child nodes only
-        env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = main
-    command = container.mounted(
-        batch_command(job["container"]["Command"], {**job["parameters"], **parameters})
-    )
+    """Run one node of the job to the end, through the DLC entrypoint."""
+    command, env = _node_command(container, job, parameters, index=index, nodes=nodes, main=main, extra=extra)
     return container.run("training-dlc", command, env)
+
+
+def _start_batch_node(
+    container: Container,
+    job: dict[str, Any],
+    parameters: dict[str, str],
+    *,
+    index: int,
+    nodes: int,
+    main: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> Any:
+    command, env = _node_command(container, job, parameters, index=index, nodes=nodes, main=main, extra=extra)
+    return container.start("training-dlc", command, env)
 
 
 def _reference(tmp_path: Path, command: str, torchrun_args: str) -> list[list[str]]:
@@ -141,3 +177,67 @@ def test_every_contract_has_an_entrypoint_reproduction_and_a_pinned_source() -> 
     training = contract("training-dlc")
     assert TRAINING_DLC_COMMIT[:7] in training.source
     assert training.arguments == "eval"
+
+
+def _two_node_env(container: Container, index: int, ports: dict[str, str]) -> dict[str, str]:
+    return {
+        "RANK_ORDER_PORT": ports["rank"],
+        "CDK_NEURON_PEER_PORT": ports["peer"],
+        "CDK_NEURON_TOPOLOGY_FILE": str(container.root / "no-topology.json"),
+    }
+
+
+def test_a_two_node_dev_job_runs_both_nodes_through_the_dlc_entrypoint(
+    dev_job: dict[str, Any], tmp_path: Path
+) -> None:
+    """Main and child node of the dev job, each through the DLC entrypoint, with the peer watch between them."""
+    ports = {"rank": str(free_port()), "peer": str(free_port())}
+    nodes = []
+    for index in (0, 1):
+        container = Container(tmp_path / f"node{index}")
+        container.record("torchrun")
+        container.record("hostname", then=f"print('127.0.0.{index + 1} ')")
+        nodes.append(container)
+    parameters = {"training_command": encode_training_command(DEFAULT_TRAINING_COMMAND)}
+    processes = [
+        _start_batch_node(nodes[i], dev_job, parameters, index=i, nodes=2, main="127.0.0.1" if i else None,
+                          extra=_two_node_env(nodes[i], i, ports))
+        for i in (0, 1)
+    ]  # fmt: skip
+    results = [p.communicate(timeout=60) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0], [err for _, err in results]
+    ranks = [shlex.split(n.calls("torchrun")[0].env["TORCHRUN_ARGS"]) for n in nodes]
+    assert [r[1] for r in ranks] == ["--node_rank=0", "--node_rank=1"]
+    assert {r[3] for r in ranks} == {"--master_addr=127.0.0.1"}
+    assert "every node joined" in results[0][1]
+
+
+def test_a_child_that_never_starts_ends_the_attempt_with_the_retried_exit_code(
+    dev_job: dict[str, Any], tmp_path: Path
+) -> None:
+    container = Container(tmp_path)
+    container.record("torchrun")
+    container.record("hostname", then="print('127.0.0.1 ')")
+    extra = {**_two_node_env(container, 0, {"rank": str(free_port()), "peer": str(free_port())}),
+             "CDK_NEURON_PEER_JOIN_TIMEOUT": "1"}  # fmt: skip
+    process = _start_batch_node(container, dev_job, {}, index=0, nodes=2, extra=extra)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == PEER_LOST_EXIT_CODE, err
+    assert container.calls("torchrun") == []  # no training step ran
+    assert retry_action(dev_job["retry"], exit_code=PEER_LOST_EXIT_CODE) == "RETRY"
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "reason", "action"),
+    [
+        (PEER_LOST_EXIT_CODE, "Essential container in task exited", "RETRY"),  # a child node was lost
+        (None, "Host EC2 (instance i-0123456789abcdef0) terminated.", "RETRY"),  # the main node's host
+        (1, "Essential container in task exited", "EXIT"),  # the training code's own failure
+        (3, "Essential container in task exited", "EXIT"),  # a refused plan
+        (2, "Essential container in task exited", "EXIT"),  # a command that was not base64
+    ],
+)
+def test_the_retry_rules_retry_lost_nodes_and_never_the_training_codes_failures(
+    dev_job: dict[str, Any], exit_code: int | None, reason: str, action: str
+) -> None:
+    assert retry_action(dev_job["retry"], exit_code=exit_code, reason=reason) == action

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from cdk_neuron import timeouts
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import program
 from cdk_neuron.planner import plan_training
 from cdk_neuron.training.launcher import (
     DEFAULT_MASTER_PORT,
+    DEFAULT_PEER_PORT,
     DEFAULT_ROOT_COMM_PORT,
     DEFAULT_TRAINING_COMMAND,
     LAUNCHER_NAME,
@@ -61,6 +63,10 @@ def run_launcher(env: dict[str, str], command: str, path: Path) -> subprocess.Co
         "NEURON_PP_DEGREE": "1",
         "MASTER_PORT": str(DEFAULT_MASTER_PORT),
         "ROOT_COMM_PORT": str(DEFAULT_ROOT_COMM_PORT),
+        "CDK_NEURON_PEER_PORT": str(DEFAULT_PEER_PORT),
+        **timeouts.peer_settings(),
+        # These tests look at one node's variables alone; tests/test_peer_watch.py runs whole jobs.
+        "CDK_NEURON_PEER_WATCH": "off",
     }
     assert BASH is not None
     return subprocess.run(

@@ -52,6 +52,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from cdk_neuron import timeouts
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import INSTALL_DIR, program
@@ -82,6 +83,8 @@ TOPOLOGY_FILE = f"{TOPOLOGY_DIR}/topology.json"
 # Linux's ephemeral range like the two rendezvous ports.
 DEFAULT_RANK_ORDER_PORT = 29700
 TOPOLOGY_ACTION = "ec2:DescribeInstanceTopology"
+# The peer watch (training/peer_watch.py) listens on the main node, below the ephemeral range too.
+DEFAULT_PEER_PORT = 29800
 
 
 COMMAND_BASE64_FLAG = "--command-base64"
@@ -144,7 +147,9 @@ def node_environment(
     """Environment every training process needs, whichever engine runs it.
 
     ``FI_PROVIDER=efa`` and ``FI_EFA_USE_DEVICE_RDMA=1`` select EFA with RDMA for the Neuron
-    collectives (EFA-SETUP). ``FI_EFA_FORK_SAFE`` is left out: the Neuron docs need it only on AL2
+    collectives (EFA-SETUP). ``CDK_NEURON_PEER_*`` and ``CDK_NEURON_STOP_GRACE`` configure the
+    launcher's peer watch (``training/peer_watch.py``: a lost node ends the attempt with exit 75,
+    which the retry rules retry), from :mod:`cdk_neuron.timeouts`. ``FI_EFA_FORK_SAFE`` is left out: the Neuron docs need it only on AL2
     kernels, and the nodes run AL2023. The plan's degrees are exported so scripts do not hard-code them.
     """
     env = {
@@ -153,6 +158,9 @@ def node_environment(
         "NEURON_TP_DEGREE": str(plan.tensor_parallel),
         "NEURON_PP_DEGREE": str(plan.pipeline_parallel),
         "NPROC_PER_NODE": str(plan.ranks_per_node),
+        # The launcher's peer watch: where it listens and its timings (cdk_neuron.timeouts).
+        "CDK_NEURON_PEER_PORT": str(DEFAULT_PEER_PORT),
+        **timeouts.peer_settings(),
     }
     if plan.logical_nc_config is not None:
         # The compiler's --logical-nc-config must match the runtime's (LNC); exported for both.
@@ -208,6 +216,7 @@ def job_environment(
 __all__ = [
     "COMMAND_BASE64_FLAG",
     "DEFAULT_MASTER_PORT",
+    "DEFAULT_PEER_PORT",
     "DEFAULT_RANK_ORDER_PORT",
     "DEFAULT_ROOT_COMM_PORT",
     "DEFAULT_TRAINING_COMMAND",

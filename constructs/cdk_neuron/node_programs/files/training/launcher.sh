@@ -110,10 +110,28 @@ if [ -z "${command_line}" ]; then
 fi
 log "training command: ${command_line}"
 
+# A lost or missing node ends the attempt with this code, which the job definition's retry rules retry.
+PEER_LOST_EXIT_CODE=75
+
+# require_peer_settings: the timings of a multi-node job (cdk_neuron.timeouts; the job definition and
+# the self-managed nodes' profile set them).
+require_peer_settings() {
+    local name
+    for name in CDK_NEURON_PEER_PORT CDK_NEURON_PEER_JOIN_TIMEOUT CDK_NEURON_PEER_INTERVAL \
+        CDK_NEURON_PEER_SILENCE CDK_NEURON_STOP_GRACE; do
+        if [ -z "${!name:-}" ]; then
+            log "REFUSED: ${name} is not set (the job definition sets it; on your own nodes source /etc/profile.d/cdk-neuron-training.sh)"
+            exit 3
+        fi
+    done
+}
+
 NODE_RANK="${NODE_INDEX}"
 MASTER_ADDR="${MAIN_ADDRESS}"
+if ((NNODES > 1)); then
+    require_peer_settings
+fi
 if ((NNODES > 1)) && [ "${CDK_NEURON_RANK_ORDER:-scheduler}" = topology ]; then
-    home="${CDK_NEURON_HOME:-/opt/cdk-neuron}"
     if [ -z "${OWN_ADDRESS}" ]; then
         log "REFUSED: cannot determine this node's own address for the topology exchange"
         exit 3
@@ -122,14 +140,20 @@ if ((NNODES > 1)) && [ "${CDK_NEURON_RANK_ORDER:-scheduler}" = topology ]; then
         log "REFUSED: topology order needs python3 in the image (set CDK_NEURON_RANK_ORDER=scheduler to skip it)"
         exit 3
     fi
-    if ! assignment="$(python3 "${home}/training/rank_order.py" \
+    status=0
+    assignment="$(python3 "${CDK_NEURON_HOME:-/opt/cdk-neuron}/training/rank_order.py" \
         --index "${NODE_INDEX}" --nnodes "${NNODES}" \
         --address "${OWN_ADDRESS}" --main-address "${MAIN_ADDRESS}" \
         --port "${RANK_ORDER_PORT:-29700}" \
         --topology "${CDK_NEURON_TOPOLOGY_FILE:-/var/lib/cdk-neuron/topology.json}" \
         --group-instances "${CDK_NEURON_DOMAIN_GROUP_INSTANCES:-1}" \
         --ultraserver "${CDK_NEURON_ULTRASERVER:-0}" \
-        --timeout "${CDK_NEURON_RANK_ORDER_TIMEOUT:-600}")"; then
+        --timeout "${CDK_NEURON_PEER_JOIN_TIMEOUT}" --lost-exit-code "${PEER_LOST_EXIT_CODE}")" || status=$?
+    if [ "${status}" -ne 0 ]; then
+        if [ "${status}" -eq "${PEER_LOST_EXIT_CODE}" ]; then
+            log "LOST: not every node reported within ${CDK_NEURON_PEER_JOIN_TIMEOUT} s; no training step ran (exit ${PEER_LOST_EXIT_CODE}: retried)"
+            exit "${PEER_LOST_EXIT_CODE}"
+        fi
         log "REFUSED: the nodes cannot be ordered for this plan (see above); no training step ran"
         exit 3
     fi
@@ -147,4 +171,25 @@ export NODE_RANK MASTER_ADDR
 export NEURON_RT_ROOT_COMM_ID="${MASTER_ADDR}:${ROOT_COMM_PORT:-29600}"
 export TORCHRUN_ARGS="--nnodes=${NNODES} --node_rank=${NODE_RANK} --nproc_per_node=${NPROC_PER_NODE} --master_addr=${MASTER_ADDR} --master_port=${MASTER_PORT}"
 log "node ${NODE_RANK}/${NNODES} (scheduler index ${NODE_INDEX}), main ${MASTER_ADDR}:${MASTER_PORT}, root comm ${NEURON_RT_ROOT_COMM_ID}, world ${WORLD_SIZE} = TP ${NEURON_TP_DEGREE} x PP ${NEURON_PP_DEGREE} x DP ${NEURON_DP_DEGREE}"
-exec "${BASH:-/bin/bash}" -c "${command_line}"
+if ((NNODES == 1)); then
+    exec "${BASH:-/bin/bash}" -c "${command_line}"
+fi
+# Several nodes: training/peer_watch.py runs the command and ends the attempt (exit 75, retried) when a
+# node is lost, which AWS Batch does not do for child nodes. The main node (index 0) waits for every
+# child to join before its training starts.
+if [ "${CDK_NEURON_PEER_WATCH:-on}" = off ]; then
+    log "CDK_NEURON_PEER_WATCH=off: a lost node is NOT detected; the attempt runs until the job timeout"
+    exec "${BASH:-/bin/bash}" -c "${command_line}"
+fi
+if ! command -v python3 >/dev/null 2>&1; then
+    log "REFUSED: a multi-node job needs python3 in the image to watch its peers (or set CDK_NEURON_PEER_WATCH=off)"
+    exit 3
+fi
+role="join"
+if [ "${NODE_INDEX}" = 0 ]; then role="serve"; fi
+exec python3 "${CDK_NEURON_HOME:-/opt/cdk-neuron}/training/peer_watch.py" "${role}" \
+    --index "${NODE_INDEX}" --nnodes "${NNODES}" --main-address "${MAIN_ADDRESS}" \
+    --port "${CDK_NEURON_PEER_PORT}" --join-timeout "${CDK_NEURON_PEER_JOIN_TIMEOUT}" \
+    --interval "${CDK_NEURON_PEER_INTERVAL}" --silence "${CDK_NEURON_PEER_SILENCE}" \
+    --stop-grace "${CDK_NEURON_STOP_GRACE}" --lost-exit-code "${PEER_LOST_EXIT_CODE}" \
+    -- "${BASH:-/bin/bash}" -c "${command_line}"

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from cdk_neuron import __version__
-from cdk_neuron.cli import assembly, cost, deployments, jobs, plan, preflight, source, submit
+from cdk_neuron.cli import assembly, cost, deployments, jobs, plan, preflight, source, submit, timings
 from cdk_neuron.cli.aws import (
     Boto3Clients,
     ClientFactory,
@@ -32,6 +32,7 @@ from cdk_neuron.cli.output import OUTPUT_MODES, OutputMode, Report, emit
 from cdk_neuron.cli.pricing import PRICING_API_REGION, PriceBook, live_price_book
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.measurements import load_report
 from cdk_neuron.validation import REGION
 
 EXIT_OK = 0
@@ -236,6 +237,17 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_argument("--limit", type=int, default=50, help="most jobs to show per state (default: 50)")
     sub.add_argument("--stack", help="the stack that publishes the job queue (default: as the app says)")
 
+    sub = command(
+        "timings",
+        "An integ run's timing reports beside the budgets the models derive (offline): timings REPORT.json...",
+    )
+    sub.add_argument(
+        "reports",
+        nargs="+",
+        metavar="REPORT",
+        help="a timing report a live make integ run wrote (docs/integ.md)",
+    )
+
     sub = commands.add_parser(
         "completion",
         help="Print a shell completion script: cdk-neuron completion bash > <completions dir>/cdk-neuron",
@@ -316,6 +328,9 @@ def _run(
     def show(doc: dict[str, Any], report: Callable[[dict[str, Any]], Report]) -> None:
         emit(doc, None if mode == "json" else report(doc), mode)
 
+    if args.command == "timings":
+        show(timings.build([load_report(path) for path in args.reports]), timings.render)
+        return EXIT_OK
     if args.command == "cost" and args.diff is not None:
         show(_cost_diff(args), cost.render_diff)
         return EXIT_OK

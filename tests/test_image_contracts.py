@@ -21,6 +21,7 @@ from image_rehearsal import ENTRYPOINT_COMMANDS, Container, batch_command, free_
 from cdk_neuron.contracts.images import IMAGE_CONTRACTS, TRAINING_DLC_COMMIT, TRAINING_DLC_IMAGE, contract
 from cdk_neuron.timeouts import PEER_LOST_EXIT_CODE
 from cdk_neuron.training.launcher import DEFAULT_TRAINING_COMMAND, encode_training_command
+from tools.contracts_doc import BEGIN, DOC, END, render
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where users read how to submit: every `cdk-neuron submit ... -- '<command>'` in these documents.
@@ -241,3 +242,10 @@ def test_the_retry_rules_retry_lost_nodes_and_never_the_training_codes_failures(
     dev_job: dict[str, Any], exit_code: int | None, reason: str, action: str
 ) -> None:
     assert retry_action(dev_job["retry"], exit_code=exit_code, reason=reason) == action
+
+
+def test_the_contracts_document_is_generated_and_linked_from_the_readme() -> None:
+    text = DOC.read_text()
+    section = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    assert section == "\n" + render(), "docs/image-and-ami-contracts.md is stale: run `make contracts-doc`"
+    assert "(docs/image-and-ami-contracts.md)" in (ROOT / "README.md").read_text()

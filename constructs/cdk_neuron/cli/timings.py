@@ -12,13 +12,17 @@ for the same model and instance type:
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from cdk_neuron import checkpoint_advisor, planner
-from cdk_neuron.cli.output import Report, document
-from cdk_neuron.measurements import TimingReport
+from cdk_neuron.cli.command import Command
+from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.output import Report
+from cdk_neuron.cli.result import Result
+from cdk_neuron.cli.status import ExitStatus
+from cdk_neuron.measurements import TimingReport, load_report
 from cdk_neuron.serving import timing
 
 
@@ -69,45 +73,81 @@ def _against(what: str, measured: float, budget: float, unit: str) -> Comparison
     return Comparison(what, measured, float(budget), unit, verdict)
 
 
-def build(reports: Sequence[TimingReport]) -> dict[str, Any]:
-    return document(
-        "timings",
+@dataclass(frozen=True)
+class ReportTimings:
+    """One report: what it measured, set against the models."""
+
+    report: str
+    suite: str
+    outcome: str
+    timings: dict[str, float]
+    values: dict[str, float]
+    comparisons: list[Comparison]
+    errors: list[str]
+
+
+@dataclass(frozen=True)
+class TimingsResult(Result):
+    """``cdk-neuron timings``: every report given, in order."""
+
+    command = "timings"
+    reports: list[ReportTimings]
+
+
+def build(reports: Sequence[TimingReport]) -> TimingsResult:
+    return TimingsResult(
         reports=[
-            {
-                "report": report.label,
-                "suite": report.suite,
-                "outcome": report.outcome,
-                "timings": dict(sorted(report.timings.items())),
-                "values": dict(sorted(report.values.items())),
-                "comparisons": [asdict(row) for row in compare(report)],
-                "errors": list(report.errors),
-            }
+            ReportTimings(
+                report=report.label,
+                suite=report.suite,
+                outcome=report.outcome,
+                timings=dict(sorted(report.timings.items())),
+                values=dict(sorted(report.values.items())),
+                comparisons=compare(report),
+                errors=list(report.errors),
+            )
             for report in reports
-        ],
+        ]
     )
 
 
-def render(doc: dict[str, Any]) -> Report:
+def render(result: TimingsResult) -> Report:
     out = Report()
-    for entry in doc["reports"]:
-        measured = [*entry["timings"].items(), *entry["values"].items()]
-        out.pairs(f"{entry['report']} ({entry['outcome']})", ((k, f"{v:.1f}") for k, v in measured))
-        if entry["comparisons"]:
+    for entry in result.reports:
+        measured = [*entry.timings.items(), *entry.values.items()]
+        out.pairs(f"{entry.report} ({entry.outcome})", ((k, f"{v:.1f}") for k, v in measured))
+        if entry.comparisons:
             out.table(
                 "Measured against the model",
                 ("What", "Measured", "Model", "Verdict"),
                 (
-                    (
-                        c["what"],
-                        f"{c['measured']:.1f} {c['unit']}",
-                        f"{c['modelled']:.1f} {c['unit']}",
-                        c["verdict"],
-                    )
-                    for c in entry["comparisons"]
+                    (c.what, f"{c.measured:.1f} {c.unit}", f"{c.modelled:.1f} {c.unit}", c.verdict)
+                    for c in entry.comparisons
                 ),
             )
-        out.notes("Not measured", entry["errors"])
+        out.notes("Not measured", entry.errors)
     return out
 
 
-__all__ = ["Comparison", "build", "compare", "render"]
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "reports",
+        nargs="+",
+        metavar="REPORT",
+        help="a timing report a live make integ run wrote (docs/integ.md)",
+    )
+
+
+def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    ctx.show(build([load_report(path) for path in args.reports]), render)
+    return ExitStatus.OK
+
+
+COMMAND = Command(
+    "timings",
+    "An integ run's timing reports beside the budgets the models derive (offline): timings REPORT.json...",
+    _run,
+    arguments=_arguments,
+)
+
+__all__ = ["COMMAND", "Comparison", "TimingsResult", "build", "compare", "render"]

@@ -462,7 +462,12 @@ def _bag_rows(bag: type, documented: dict[str, str]) -> Iterator[Prop]:
     for name, type_ in bag.__annotations__.items():
         stated, description = split_default(documented.get(name) or own.get(name, ""))
         default = _default_cell(stated) if stated else "optional"
-        yield Prop(name, annotation(getattr(type_, "__forward_arg__", type_)), default, _cell(_described(description)))
+        yield Prop(
+            name,
+            annotation(getattr(type_, "__forward_arg__", type_)),
+            default,
+            _cell(_described(description)),
+        )
 
 
 def _parameter_rows(function: Callable[..., Any], documented: dict[str, str]) -> Iterator[Prop]:

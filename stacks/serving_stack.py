@@ -13,8 +13,8 @@ from constructs import Construct
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.serving import Ec2InferenceFleet, SageMakerInferenceFleet
 from stacks.config import EnvironmentConfig, ServingConfig
-from stacks.network_stack import NetworkStack, removal_policy_of
-from stacks.pinned import PinnedAzStack
+from stacks.network_stack import NetworkStack
+from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.scan_skips import skip_checkov
 
 # A complete secret ARN ends in "-" and six random characters; a name or partial ARN does not.

@@ -15,8 +15,8 @@ from cdk_neuron.training import (
     TrainingClusterBase,
 )
 from stacks.config import EnvironmentConfig
-from stacks.network_stack import NetworkStack, removal_policy_of
-from stacks.pinned import PinnedAzStack
+from stacks.network_stack import NetworkStack
+from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.scan_skips import skip_checkov
 
 
@@ -65,6 +65,7 @@ class TrainingStack(PinnedAzStack):
             "capacity": training.capacity,
             # The nodes publish Neuron metrics for the environment's MonitoringStack.
             "node_metrics": NodeMetrics(environment=config.name),
+            "removal_policy": removal,
         }
         self.cluster: TrainingClusterBase
         if training.engine == "batch":

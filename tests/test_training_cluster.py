@@ -624,7 +624,7 @@ def test_key_lets_auto_scaling_encrypt_root_volumes(trn1: Scenario) -> None:
     assert all("*" not in a for a in use["Action"])
     assert "AllowCloudWatchLogsToEncryptTrainingLogs" in statements
     key = trn1.json["Resources"][trn1.logical_id(trn1.cluster.kms_key)]
-    assert key["DeletionPolicy"] == "Retain"
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
 
 
 # -- compliance and snapshots ----------------------------------------------------------------------

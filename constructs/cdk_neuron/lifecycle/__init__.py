@@ -18,6 +18,7 @@ from cdk_neuron.lifecycle.checks import (
     EMPTIES_METADATA,
     Finding,
     key_findings,
+    lifecycle_findings,
     retry_findings,
     teardown_findings,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "StackImpact",
     "impact",
     "key_findings",
+    "lifecycle_findings",
     "retry_findings",
     "stateful_losses",
     "teardown_findings",

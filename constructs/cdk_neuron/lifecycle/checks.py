@@ -180,12 +180,23 @@ def teardown_findings(stacks: Mapping[str, Template], *, keeps: Collection[str] 
     return found
 
 
+def lifecycle_findings(
+    stacks: Mapping[str, Template], *, teardown: bool, keeps: Collection[str] = ()
+) -> list[Finding]:
+    """Every retry and key finding of an environment's stacks, and with ``teardown`` (an environment
+    that ``cdk destroy`` removes every evening) what the teardown fails on or leaves behind."""
+    found = retry_findings(stacks)
+    found += teardown_findings(stacks, keeps=keeps) if teardown else key_findings(stacks)
+    return found
+
+
 __all__ = [
     "EMPTIES_METADATA",
     "RETAINED",
     "Finding",
     "fixed_name",
     "key_findings",
+    "lifecycle_findings",
     "retry_findings",
     "teardown_findings",
 ]

@@ -111,9 +111,12 @@ ServiceRule = Callable[[Mapping[str, Any], Mapping[str, Any], frozenset[Path]], 
 """(resource before, resource after, changed property paths) -> the service's behaviour, or None."""
 
 
-def _props(resource: Mapping[str, Any]) -> Properties:
-    value = resource.get("Properties")
+def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _props(resource: Mapping[str, Any]) -> Properties:
+    return _mapping(resource.get("Properties"))
 
 
 def _truthy(value: Any) -> bool:
@@ -151,10 +154,10 @@ def auto_scaling_group(
     """A replacing update builds a new group; a rolling update replaces instances in batches."""
     if not {path[0] for path in changed} & ASG_UPDATE_TRIGGERS:
         return None
-    policy = after.get("UpdatePolicy") if isinstance(after.get("UpdatePolicy"), dict) else {}
+    policy = _mapping(after.get("UpdatePolicy"))
     props = _props(after)
-    replacing = policy.get("AutoScalingReplacingUpdate") if isinstance(policy, dict) else None
-    if isinstance(replacing, dict) and _truthy(replacing.get("WillReplace")):
+    replacing = _mapping(policy.get("AutoScalingReplacingUpdate"))
+    if _truthy(replacing.get("WillReplace")):
         desired = props.get("DesiredCapacity")
         if desired is None:
             start = (
@@ -167,9 +170,9 @@ def auto_scaling_group(
             start = (
                 "the new group starts at the capacity the running group has (DesiredCapacity read at deploy)"
             )
-        creation = after.get("CreationPolicy") if isinstance(after.get("CreationPolicy"), dict) else {}
-        percent = (creation.get("AutoScalingCreationPolicy") or {}).get("MinSuccessfulInstancesPercent")
-        count = (creation.get("ResourceSignal") or {}).get("Count")
+        creation = _mapping(after.get("CreationPolicy"))
+        percent = _mapping(creation.get("AutoScalingCreationPolicy")).get("MinSuccessfulInstancesPercent")
+        count = _mapping(creation.get("ResourceSignal")).get("Count")
         if percent is not None:
             ready = f"{percent}% of its instances have signalled ready"
         elif count is not None:
@@ -181,7 +184,7 @@ def auto_scaling_group(
             replaces=True,
             restarts=f"a new Auto Scaling group replaces the old one; {start}; the old group is deleted once {ready}",
         )
-    rolling = policy.get("AutoScalingRollingUpdate") if isinstance(policy, dict) else None
+    rolling = policy.get("AutoScalingRollingUpdate")
     if isinstance(rolling, dict):
         return ServiceEffect(
             UPDATE_POLICY,
@@ -241,7 +244,7 @@ def batch_compute_environment(
             restarts=f"the compute environment is replaced ({', '.join(infrastructure)} changed, "
             "ReplaceComputeEnvironment is true): its jobs and instances go with it",
         )
-    policy = props.get("UpdatePolicy") if isinstance(props.get("UpdatePolicy"), dict) else {}
+    policy = _mapping(props.get("UpdatePolicy"))
     minutes = _number(policy.get("JobExecutionTimeoutMinutes")) or BATCH_DEFAULT_JOB_MINUTES
     if _truthy(policy.get("TerminateJobsOnUpdate")):
         deadline = "running jobs are terminated at once"

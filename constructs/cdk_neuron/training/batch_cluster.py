@@ -94,8 +94,11 @@ class BatchTrainingCluster(TrainingClusterBase):
         Default: 512 GiB.
     :param kms_key: customer-managed key for the root volumes and the job logs. A key you bring must
         allow EC2 Auto Scaling's service-linked role to use it (see
-        ``security.allow_instance_launches``). Default: a new key with rotation, retained on stack
-        deletion.
+        ``security.allow_instance_launches``). Default: a new key with rotation, kept per
+        ``removal_policy``.
+    :param removal_policy: for the key and the job log group the cluster creates (``DESTROY`` for
+        throw-away dev stacks). Default: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``: kept on update
+        and delete, deleted only when the create that made them rolls back.
     :param environment: extra container environment for the jobs; overrides the cluster's values.
         Default: none.
     :param efa_installer: the EFA software the nodes install at boot. Default:
@@ -159,6 +162,7 @@ class BatchTrainingCluster(TrainingClusterBase):
         efa_layout: EfaLayout = EfaLayout.ALL_EFA,
         root_volume_size: cdk.Size = DEFAULT_ROOT_VOLUME_SIZE,
         kms_key: kms.IKey | None = None,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         environment: dict[str, str] | None = None,
         efa_installer: EfaInstaller | None = None,
         node_metrics: NodeMetrics | None = None,
@@ -192,6 +196,7 @@ class BatchTrainingCluster(TrainingClusterBase):
                 environment=environment,
                 efa_installer=efa_installer,
                 node_metrics=node_metrics,
+                removal_policy=removal_policy,
             )
             _job_timeout("job_timeout", job_timeout)
             _retry_attempts("retry_attempts", retry_attempts)
@@ -260,7 +265,7 @@ class BatchTrainingCluster(TrainingClusterBase):
                 "JobLogs",
                 retention=log_retention,
                 encryption_key=self.kms_key,
-                removal_policy=cdk.RemovalPolicy.RETAIN,
+                removal_policy=self._removal_policy,
             )
             volumes: list[batch.EcsVolume] = []
             if self.checkpoints is not None:

@@ -210,6 +210,7 @@ class _NodeProps:
     efa_layout: EfaLayout
     root_volume_gib: int
     kms_key: kms.IKey | None
+    removal_policy: cdk.RemovalPolicy
     environment: dict[str, str]
     efa_installer: EfaInstaller
     node_metrics: NodeMetrics | None
@@ -322,6 +323,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         environment: dict[str, str] | None,
         efa_installer: object,
         node_metrics: object,
+        removal_policy: object = _cdk_values.DEFAULT_REMOVAL_POLICY,
     ) -> _NodeProps:
         """Validate the shared props; creates nothing (call it before the first resource)."""
         stack = cdk.Stack.of(self)
@@ -389,6 +391,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             efa_layout=layout,
             root_volume_gib=root_gib,
             kms_key=kms_key,
+            removal_policy=_cdk_values.removal_policy("removal_policy", removal_policy),
             environment=dict(environment or {}),
             efa_installer=installer,
             node_metrics=node_metrics,
@@ -407,6 +410,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         self.checkpoints = props.checkpoints
         self.compile_cache = props.compile_cache
         self._extra_environment = props.environment
+        self._removal_policy = props.removal_policy
         self._extra_user_data = None
         if props.offering_warning is not None:
             cdk.Annotations.of(self).add_warning_v2(OFFERING_WARNING_ID, props.offering_warning)
@@ -416,7 +420,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             "Key",
             description=f"cdk-neuron training cluster {self.node.path}: root volumes and job logs",
             enable_key_rotation=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=props.removal_policy,
         )
         security.allow_instance_launches(self.kms_key)
         self.security_group = security.node_security_group(self, "SecurityGroup", props.vpc)

@@ -10,6 +10,7 @@ from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from cdk_neuron import ami
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.serving import Ec2InferenceFleet, SageMakerInferenceFleet
 from stacks.config import EnvironmentConfig, ServingConfig
@@ -59,6 +60,7 @@ class ServingStack(PinnedAzStack):
                 certificate=self._certificate(serving),
                 hugging_face_token=self._token(serving),
                 warm_pool=serving.warm_pool,
+                machine_image=ami.machine_image(config.ami_release),
                 # The instances publish Neuron metrics for the MonitoringStack.
                 node_metrics=NodeMetrics(environment=config.name),
             )

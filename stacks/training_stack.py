@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from cdk_neuron import ami
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import (
@@ -66,6 +67,7 @@ class TrainingStack(PinnedAzStack):
             # The nodes publish Neuron metrics for the environment's MonitoringStack.
             "node_metrics": NodeMetrics(environment=config.name),
             "removal_policy": removal,
+            "machine_image": ami.machine_image(config.ami_release),
         }
         self.cluster: TrainingClusterBase
         if training.engine == "batch":

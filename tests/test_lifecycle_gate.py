@@ -60,3 +60,37 @@ def test_dev_deletes_what_it_creates_and_empties_what_services_write_into(built:
         "CompileCacheBucket",
         "FleetAccessLogs",
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", sorted(ENVIRONMENTS))
+def test_nodes_boot_the_pinned_ami_release_and_only_the_nat_follows_new_releases(
+    built: SynthesizedApp, env: str
+) -> None:
+    """A deploy never picks up a newer Neuron AMI by itself: no Batch infrastructure update under
+    running jobs, no fleet replacement, unless ami_release changes."""
+    from cdk_neuron import ami
+    from cdk_neuron.lifecycle.template import floating_parameters
+
+    config = ENVIRONMENTS[env]
+    for stack_id in ("Training", "Serving"):
+        parameters = built.template(env, stack_id).get("Parameters", {})
+        amis = {p["Default"] for p in parameters.values() if "optimized-ami" in str(p.get("Default"))}
+        expected = (
+            set()
+            if stack_id == "Serving" and config.serving.backend == "sagemaker"
+            else {ami.release_parameter(config.ami_release)}
+        )
+        assert amis == expected, stack_id
+    floating = {
+        stack_id: sorted(floating_parameters(built.template(env, stack_id)).values())
+        for stack_id in ("Network", "Training", "Serving", "Monitoring")
+    }
+    # The dev NAT instance (aws-cdk-lib's NatProvider.instance_v2) boots the latest Amazon Linux
+    # 2023, which AWS publishes under no per-release parameter; a new one replaces that instance only.
+    nat = (
+        ["/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-arm64"]
+        if config.network.nat_instance_type
+        else []
+    )
+    assert floating == {"Network": nat, "Training": [], "Serving": [], "Monitoring": []}

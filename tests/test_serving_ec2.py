@@ -11,7 +11,6 @@ import pytest
 from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
-from cdk_neuron import catalog
 from cdk_support import (
     TEST_ACCOUNT,
     make_app,
@@ -158,10 +157,10 @@ def _user_data(template: dict[str, Any], path_contains: str = "") -> str:
 def test_launch_template_uses_the_ecs_neuron_ami_with_imdsv2_and_encrypted_volumes(built: Built) -> None:
     data = _props(built.template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     parameter = data["ImageId"]["Ref"]
-    assert (
-        built.template["Parameters"][parameter]["Default"]
-        == catalog.ECS_NEURON_AMI_PARAMETER
-        == "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+    # The pinned release's own parameter: a newer AMI never replaces the fleet by itself.
+    assert built.template["Parameters"][parameter]["Default"] == (
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/"
+        "al2023-ami-ecs-neuron-hvm-2023.0.20260918-kernel-6.1-x86_64/image_id"
     )
     # A node that cannot boot powers off; terminating lets Auto Scaling replace it.
     assert data["InstanceInitiatedShutdownBehavior"] == "terminate"

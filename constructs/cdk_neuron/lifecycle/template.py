@@ -14,9 +14,10 @@ Path = tuple[str | int, ...]
 Template = Mapping[str, Any]
 
 _SUB_VARIABLE = re.compile(r"\$\{([^}!][^}]*)\}")
-# An SSM parameter name that follows whatever is published next, e.g.
-# /aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id.
-_FLOATING = re.compile(r"/(recommended|latest)(/|$)")
+# A public SSM parameter that follows whatever is published next, e.g.
+# /aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id or
+# /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-arm64.
+_FLOATING = re.compile(r"^/aws/service/.*(recommended|latest)")
 
 
 def resources(template: Template) -> dict[str, Mapping[str, Any]]:

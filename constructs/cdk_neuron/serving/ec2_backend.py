@@ -18,7 +18,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
 
-from cdk_neuron import catalog
+from cdk_neuron import ami
 from cdk_neuron._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, allow_log_encryption, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
@@ -491,10 +491,7 @@ def _launch_template(
     launch_template = ec2.LaunchTemplate(
         scope,
         "LaunchTemplate",
-        machine_image=settings.machine_image
-        or ec2.MachineImage.from_ssm_parameter(
-            catalog.ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
-        ),
+        machine_image=settings.machine_image or ami.machine_image(),
         instance_type=ec2.InstanceType(settings.plan.instance_type),
         user_data=user_data,
         role=role,

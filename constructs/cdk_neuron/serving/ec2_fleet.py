@@ -310,9 +310,9 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     :param access_log_bucket: ALB access-log bucket (must use SSE-S3). Default: a new versioned,
         SSL-only bucket.
     :param machine_image: AMI for the instances: Amazon Linux 2023 with the Neuron driver and Docker.
-        Default: the ECS-optimized AL2023 Neuron AMI via
-        ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id`` (resolved at
-        each deployment; pin an AMI here to control when instances change). Everything else the
+        Default: the ECS-optimized AL2023 Neuron AMI of the release :data:`cdk_neuron.ami.RELEASE`,
+        through that release's own SSM parameter, so a new AMI never arrives unasked (pass
+        ``cdk_neuron.ami.machine_image(<release>)`` to move; ``cdk-neuron ami`` shows the newest). Everything else the
         instances install comes from the Amazon Linux repositories, in S3, so the fleet needs no
         internet access.
     :param notification_topic: SNS topic for Auto Scaling launch/terminate/error notifications.

@@ -57,8 +57,8 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
         ``Capacity.on_demand()``.
     :param placement_group: create a cluster placement group. Default: None, meaning yes, except with
         a Capacity Block and with a reservation's existing placement group (used instead).
-    :param machine_image: the nodes' AMI. Default: the ECS-optimized AL2023 Neuron AMI through its SSM
-        parameter, resolved at every deployment.
+    :param machine_image: the nodes' AMI. Default: the ECS-optimized AL2023 Neuron AMI of the pinned
+        release :data:`cdk_neuron.ami.RELEASE` (``cdk_neuron.ami.machine_image(<release>)`` for another).
     :param efa_layout: how EFA interfaces are laid out on the cards. Default: ``EfaLayout.ALL_EFA``.
     :param root_volume_size: the gp3 root volume, 64 to 16,384 GiB. Default: 512 GiB.
     :param kms_key: customer-managed key for the root volumes; it must allow EC2 Auto Scaling's

@@ -37,9 +37,16 @@ DEFAULT_JOB_TIMEOUT = cdk.Duration.days(7)
 DEFAULT_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_SHARED_MEMORY_SIZE = cdk.Size.gibibytes(64)
-# AWS Batch's limit for UpdatePolicy.JobExecutionTimeoutMinutes.
-MAX_UPDATE_TIMEOUT_MINUTES = 360
-DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(MAX_UPDATE_TIMEOUT_MINUTES)
+# AWS Batch's limit for UpdatePolicy.JobExecutionTimeoutMinutes. Sources disagree: the current API
+# reference ("UpdatePolicy", https://docs.aws.amazon.com/batch/latest/APIReference/API_UpdatePolicy.html,
+# read 2026-12-01: "Valid Range: Minimum value of 1. Maximum value of 7200") and botocore 1.44.8's
+# batch service model (JobExecutionTimeoutMinutes: min 1, max 7200) allow 7200; older and translated
+# copies of the same page (e.g. docs.amazonaws.cn, fr_fr) still say 360. We accept what the current
+# reference and the SDK accept.
+MAX_UPDATE_TIMEOUT_MINUTES = 7200
+# Six hours for running jobs to reach a checkpoint and end; the AMI is pinned (cdk_neuron.ami), so an
+# infrastructure update happens only when you change it, and `cdk-neuron impact` says so first.
+DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(360)
 
 
 class BatchTrainingCluster(TrainingClusterBase):
@@ -84,9 +91,10 @@ class BatchTrainingCluster(TrainingClusterBase):
         launch into instead. True with a Capacity Block, and True or False with a reservation's
         placement group, are refused.
     :param machine_image: the nodes' AMI; it must be an ECS-optimized AL2023 image (Batch is told
-        ``ECS_AL2023``). Default: the ECS-optimized AL2023 Neuron AMI through its SSM parameter
-        (``catalog.ECS_NEURON_AMI_PARAMETER``), resolved at every deployment: a new AMI rolls out as
-        a new launch template version.
+        ``ECS_AL2023``). Default: the ECS-optimized AL2023 Neuron AMI of the pinned release
+        :data:`cdk_neuron.ami.RELEASE`, through that release's own SSM parameter: a new AMI (an AWS
+        Batch infrastructure update, which gives running jobs ``update_timeout`` to finish) happens
+        only when you pass ``cdk_neuron.ami.machine_image(<release>)``.
     :param efa_layout: how EFA interfaces are laid out on the cards; a layout that fills network
         card 0 is refused (Batch attaches each container's interface there). Default:
         ``EfaLayout.ALL_EFA`` (the layout of the Neuron docs and samples).
@@ -118,8 +126,8 @@ class BatchTrainingCluster(TrainingClusterBase):
         an ``ec2.Vpc``; an imported VPC must name it.
     :param update_timeout: how long running jobs may keep running when a deployment changes the
         compute environment's infrastructure (a new launch template version, e.g. a new AMI), in
-        whole minutes from 1 to 360. Default: 360 minutes, Batch's maximum: the gentlest setting for
-        long runs, which should checkpoint and can resume.
+        whole minutes from 1 to 7,200 (the current Batch API reference; older copies of it say 360).
+        Default: 360 minutes, six hours for a long run to reach a checkpoint (it can resume).
     :param terminate_on_update: terminate running jobs at once on such an update instead. Default:
         False.
 

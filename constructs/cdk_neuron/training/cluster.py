@@ -24,9 +24,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, metric_options, validation
+from cdk_neuron import _cdk_values, ami, metric_options, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
+from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.iam_statements import node_metrics_policy
 from cdk_neuron.monitoring import series
@@ -436,9 +436,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             self.placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
-        self.machine_image = props.machine_image or ec2.MachineImage.from_ssm_parameter(
-            ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
-        )
+        self.machine_image = props.machine_image or ami.machine_image()
         self._node_metrics = props.node_metrics
         # Node programs (cdk_neuron/node_programs/files/training) and, with EFA, the pinned installer.
         self._bundle = node_bundle(self)

@@ -17,7 +17,7 @@ from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.planner import TrainingPlan, plan_training
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import ICompileCache

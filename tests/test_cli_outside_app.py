@@ -31,6 +31,7 @@ from cdk_neuron.cli import assembly
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.main import main
 from cdk_neuron.serving import ServingEngine
+from cdk_neuron.training import encode_training_command
 from cdk_support import use_fake_aws_credentials
 
 APP_DIR = Path(__file__).parent / "outside_app"
@@ -328,7 +329,8 @@ def test_submit_resolves_the_recorded_logical_ids(
             "jobName": "run-1",
             "jobQueue": QUEUE_ARN,
             "jobDefinition": JOB_DEF,
-            "parameters": {"training_command": COMMAND},
+            # The command travels base64-encoded (it must survive the image entrypoint's eval).
+            "parameters": {"training_command": encode_training_command(COMMAND)},
         },
     )
     argv = ["submit", "--app", str(outside_assembly), "--name", "run-1", "--json", "--", COMMAND]

@@ -4,11 +4,13 @@
 (``cloudformation:DescribeStacks``), reads the job definition (``batch:DescribeJobDefinitions``) and
 submits an AWS Batch multi-node parallel job (``batch:SubmitJob``):
 
-- The command after ``--`` becomes the job's ``training_command`` parameter. Every node of a
-  cdk-neuron job definition runs a launcher as its container command; the launcher derives
-  ``MASTER_ADDR``, ``NODE_RANK``, ``TORCHRUN_ARGS`` and the Neuron variables, then runs
-  ``training_command`` with bash. Overriding the container command instead would bypass it. Quote
-  variables meant for the node: ``-- 'torchrun $TORCHRUN_ARGS train.py'``.
+- The command after ``--`` becomes the job's ``training_command`` parameter, base64-encoded so it
+  survives an image entrypoint that re-parses the container command (the Neuron DLCs' ``eval
+  "$@"``; :mod:`cdk_neuron.training.launcher`). Every node of a cdk-neuron job definition runs a
+  launcher as its container command; the launcher decodes the command, derives ``MASTER_ADDR``,
+  ``NODE_RANK``, ``TORCHRUN_ARGS`` and the Neuron variables, then runs it with bash. Overriding the
+  container command instead would bypass it. Quote variables meant for the node:
+  ``-- 'torchrun $TORCHRUN_ARGS train.py'``.
 - ``--env-var NAME=VALUE`` becomes a container override (environment) on every node range.
 - ``--nodes``: Batch accepts a ``numNodes`` override only when the definition has an open-ended node
   range (``n:``). cdk-neuron definitions have a closed range (``0:<plan.nodes-1>``), so another node
@@ -39,7 +41,7 @@ from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER
+from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER, encode_training_command
 
 # The fields of a job definition that RegisterJobDefinition accepts back for a multi-node job.
 _REGISTER_FIELDS = (
@@ -359,7 +361,7 @@ def submit(
         "jobName": name,
         "jobQueue": queue,
         "jobDefinition": definition["jobDefinitionArn"],
-        "parameters": {TRAINING_COMMAND_PARAMETER: training_command},
+        "parameters": {TRAINING_COMMAND_PARAMETER: encode_training_command(training_command)},
     }
     if node_overrides:
         request["nodeOverrides"] = node_overrides

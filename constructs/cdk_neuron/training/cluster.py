@@ -24,7 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, ami, validation
+from cdk_neuron import _cdk_values, ami, timeouts, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
@@ -500,6 +500,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
                     "EFA_INSTALLER_KEY": mirror.object_key,
                     "EFA_DEVICES": instance.efa_interfaces,
                     "TOPOLOGY_FILE": TOPOLOGY_FILE,
+                    "TOPOLOGY_ATTEMPTS": timeouts.TOPOLOGY_ATTEMPTS,
+                    "TOPOLOGY_STEP": timeouts.TOPOLOGY_STEP,
                     "ULTRASERVER": 1 if instance.is_ultraserver else 0,
                 }
             )

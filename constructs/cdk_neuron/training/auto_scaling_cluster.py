@@ -40,7 +40,7 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
     :param options: the node props both clusters take (:class:`~cdk_neuron.training.NodeOptions`):
         ``plan``, ``vpc_subnets``, ``availability_zone_id``, ``checkpoints``, ``compile_cache``,
         ``capacity``, ``placement_group``, ``machine_image``, ``efa_layout``, ``root_volume_size``,
-        ``kms_key``, ``environment``, ``efa_installer``, ``node_metrics``.
+        ``kms_key``, ``removal_policy``, ``environment``, ``efa_installer``, ``node_metrics``.
     :param desired_capacity: nodes to run. Default: None: the group starts at 0 (its minimum) and
         ``DesiredCapacity`` stays out of the template, so a size set later by your scheduler or
         operators is not reset by the next deployment. Give a number to pin the size on every

@@ -35,9 +35,16 @@ DEFAULT_JOB_TIMEOUT = cdk.Duration.seconds(timeouts.JOB_ATTEMPT_TIMEOUT)
 DEFAULT_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_SHARED_MEMORY_SIZE = cdk.Size.gibibytes(64)
-# AWS Batch's limit for UpdatePolicy.JobExecutionTimeoutMinutes.
-MAX_UPDATE_TIMEOUT_MINUTES = 360
-DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(MAX_UPDATE_TIMEOUT_MINUTES)
+# AWS Batch's limit for UpdatePolicy.JobExecutionTimeoutMinutes. Sources disagree: the current API
+# reference ("UpdatePolicy", https://docs.aws.amazon.com/batch/latest/APIReference/API_UpdatePolicy.html,
+# read 2026-12-01: "Valid Range: Minimum value of 1. Maximum value of 7200") and botocore 1.44.8's
+# batch service model (JobExecutionTimeoutMinutes: min 1, max 7200) allow 7200; older and translated
+# copies of the same page (e.g. docs.amazonaws.cn, fr_fr) still say 360. We accept what the current
+# reference and the SDK accept.
+MAX_UPDATE_TIMEOUT_MINUTES = 7200
+# Six hours for running jobs to reach a checkpoint and end; the AMI is pinned (cdk_neuron.ami), so an
+# infrastructure update happens only when you change it, and `cdk-neuron impact` says so first.
+DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(360)
 
 
 class BatchTrainingCluster(TrainingClusterBase):
@@ -62,7 +69,7 @@ class BatchTrainingCluster(TrainingClusterBase):
     :param options: the node props both clusters take (:class:`~cdk_neuron.training.NodeOptions`):
         ``plan``, ``vpc_subnets``, ``availability_zone_id``, ``checkpoints``, ``compile_cache``,
         ``capacity``, ``placement_group``, ``machine_image``, ``efa_layout``, ``root_volume_size``,
-        ``kms_key``, ``environment``, ``efa_installer``, ``node_metrics``.
+        ``kms_key``, ``removal_policy``, ``environment``, ``efa_installer``, ``node_metrics``.
     :param training_command: the default of the job definition's ``training_command`` parameter
         (override per job at submission). Default: ``"torchrun $TORCHRUN_ARGS train.py"``.
     :param job_timeout: per-attempt limit after which Batch stops a job, so a hung collective cannot
@@ -76,8 +83,8 @@ class BatchTrainingCluster(TrainingClusterBase):
         an ``ec2.Vpc``; an imported VPC must name it.
     :param update_timeout: how long running jobs may keep running when a deployment changes the
         compute environment's infrastructure (a new launch template version, e.g. a new AMI), in
-        whole minutes from 1 to 360. Default: 360 minutes, Batch's maximum: the gentlest setting for
-        long runs, which should checkpoint and can resume.
+        whole minutes from 1 to 7,200 (the current Batch API reference; older copies of it say 360).
+        Default: 360 minutes, six hours for a long run to reach a checkpoint (it can resume).
     :param terminate_on_update: terminate running jobs at once on such an update instead. Default:
         False.
 
@@ -195,7 +202,7 @@ class BatchTrainingCluster(TrainingClusterBase):
                 "JobLogs",
                 retention=log_retention,
                 encryption_key=self.kms_key,
-                removal_policy=cdk.RemovalPolicy.RETAIN,
+                removal_policy=self._removal_policy,
             )
             volumes: list[batch.EcsVolume] = []
             if self.checkpoints is not None:

@@ -25,9 +25,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, timeouts, validation
+from cdk_neuron import _cdk_values, ami, timeouts, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
+from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.iam_statements import node_metrics_policy
 from cdk_neuron.metrics import options as metric_options
@@ -231,9 +231,10 @@ class NodeOptions(TypedDict, total=False):
     True with a Capacity Block, and True or False with a reservation's placement group, are refused."""
     machine_image: ec2.IMachineImage | None
     """The nodes' AMI; it must be an ECS-optimized AL2023 image (Batch is told ``ECS_AL2023``).
-    Default: the ECS-optimized AL2023 Neuron AMI through its SSM parameter
-    (``catalog.ECS_NEURON_AMI_PARAMETER``), resolved at every deployment: a new AMI rolls out as a new
-    launch template version."""
+    Default: the ECS-optimized AL2023 Neuron AMI of the pinned release :data:`cdk_neuron.ami.RELEASE`,
+    through that release's own SSM parameter: a new AMI (for a Batch cluster an infrastructure update,
+    which gives running jobs ``update_timeout`` to finish) happens only when you pass
+    ``cdk_neuron.ami.machine_image(<release>)``."""
     efa_layout: EfaLayout
     """How EFA interfaces are laid out on the cards; a Batch cluster refuses a layout that fills
     network card 0 (Batch attaches each container's interface there). Default: ``EfaLayout.ALL_EFA``
@@ -243,8 +244,12 @@ class NodeOptions(TypedDict, total=False):
     kms_key: kms.IKey | None
     """Customer-managed key for the root volumes (and a Batch cluster's job logs). A key you bring
     must allow EC2 Auto Scaling's service-linked role to use it (see
-    ``security.allow_instance_launches``). Default: a new key with rotation, retained on stack
-    deletion."""
+    ``security.allow_instance_launches``). Default: a new key with rotation, kept per
+    ``removal_policy``."""
+    removal_policy: cdk.RemovalPolicy
+    """For the key (and a Batch cluster's job log group) the cluster creates (``DESTROY`` for throw-away
+    dev stacks). Default: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``: kept on update and delete,
+    deleted only when the create that made them rolls back."""
     environment: dict[str, str] | None
     """Extra variables for the training code, overriding the cluster's values: a Batch job's
     container environment, an Auto Scaling node's profile. Default: none."""
@@ -274,6 +279,7 @@ class _NodeProps:
     efa_layout: EfaLayout
     root_volume_gib: int
     kms_key: kms.IKey | None
+    removal_policy: cdk.RemovalPolicy
     environment: dict[str, str]
     efa_installer: EfaInstaller
     node_metrics: NodeMetrics | None
@@ -390,6 +396,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         environment = options.get("environment")
         efa_installer: object = options.get("efa_installer")
         node_metrics: object = options.get("node_metrics")
+        removal_policy: object = options.get("removal_policy", _cdk_values.DEFAULT_REMOVAL_POLICY)
         stack = cdk.Stack.of(self)
         capacity: object = options.get("capacity")
         capacity = Capacity.on_demand() if capacity is None else capacity
@@ -456,6 +463,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             efa_layout=layout,
             root_volume_gib=root_gib,
             kms_key=kms_key,
+            removal_policy=_cdk_values.removal_policy("removal_policy", removal_policy),
             environment=dict(environment or {}),
             efa_installer=installer,
             node_metrics=node_metrics,
@@ -474,6 +482,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         self.checkpoints = props.checkpoints
         self.compile_cache = props.compile_cache
         self._extra_environment = props.environment
+        self._removal_policy = props.removal_policy
         self._extra_user_data = None
         if props.offering_warning is not None:
             cdk.Annotations.of(self).add_warning_v2(OFFERING_WARNING_ID, props.offering_warning)
@@ -483,7 +492,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             "Key",
             description=f"cdk-neuron training cluster {self.node.path}: root volumes and job logs",
             enable_key_rotation=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=props.removal_policy,
         )
         security.allow_instance_launches(self.kms_key)
         self.security_group = security.node_security_group(self, "SecurityGroup", props.vpc)
@@ -499,9 +508,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             self.placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
-        self.machine_image = props.machine_image or ec2.MachineImage.from_ssm_parameter(
-            ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
-        )
+        self.machine_image = props.machine_image or ami.machine_image()
         self._node_metrics = props.node_metrics
         # Node programs (cdk_neuron/node_programs/files/training) and, with EFA, the pinned installer.
         self._bundle = node_bundle(self)

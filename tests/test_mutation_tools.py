@@ -442,6 +442,7 @@ def test_every_pure_module_has_table_mutants() -> None:
         "cdk_neuron.planner",
         "cdk_neuron.checkpoint_advisor",
         "cdk_neuron.validation",
+        "cdk_neuron.economics",
         "stacks.config",
     }
 

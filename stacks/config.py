@@ -157,11 +157,11 @@ PROTECTED_ENVIRONMENTS = frozenset({"prod"})
 # EFS lifecycle transitions the service accepts (EFS LifecyclePolicy TransitionToIA values).
 EFS_IA_DAYS = (1, 7, 14, 30, 60, 90, 180, 270, 365)
 
-_ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}\Z")
 # NAT instances: burstable or general-purpose sizes up to xlarge (a NAT needs no more, and a
 # typo such as "trn1.32xlarge" must not become a NAT).
 _NAT_INSTANCE_TYPE = re.compile(
-    r"^(t3|t3a|t4g|m6g|m7g|c6gn|c7gn|m6i|m7i|c6i|c7i)\.(nano|micro|small|medium|large|xlarge)$"
+    r"^(t3|t3a|t4g|m6g|m7g|c6gn|c7gn|m6i|m7i|c6i|c7i)\.(nano|micro|small|medium|large|xlarge)\Z"
 )
 
 

@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs bench mutate scan clean
+.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs cli-docs timeouts-doc contracts-doc bench mutate scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -34,6 +34,9 @@ help:
 	@echo "make deploy-rules  synthesize, then run cfn-lint plus the project's deploy rules on every template"
 	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
 	@echo "make construct-docs  regenerate the API tables in each construct package's README"
+	@echo "make cli-docs  regenerate the preflight checks table in docs/cli.md"
+	@echo "make timeouts-doc  regenerate the timeout and keep-alive tables in docs/timeouts-and-keep-alives.md"
+	@echo "make contracts-doc  regenerate the image and AMI contract tables in docs/image-and-ami-contracts.md"
 	@echo "make diagram refresh docs/architecture.svg from the synthesized dev environment"
 	@echo "make integ-snapshots  re-synthesize the integ suites (tests/integ) and update their snapshots"
 	@echo "make integ   run the integ suites in an AWS account: prints the cost, refuses without CONFIRM=yes (docs/integ.md)"
@@ -74,6 +77,8 @@ lint: setup
 	ruff format --check .
 	# Every node program (cdk_neuron/node_programs/files), as nodes run it.
 	shellcheck -x --source-path=SCRIPTDIR $$(find constructs/cdk_neuron/node_programs/files -name '*.sh' | sort)
+	# The reproductions of image entrypoints the rehearsals run (tests/image_entrypoints).
+	shellcheck $$(find tests/image_entrypoints -name '*.sh' | sort)
 	shellcheck .ci/run
 
 typecheck: setup
@@ -135,6 +140,18 @@ deploy-rules-doc: setup
 # from the constructs' docstrings.
 construct-docs: setup
 	python -m tools.construct_docs --write
+
+# Regenerate docs/cli.md's preflight table from the checks' declarations (cdk_neuron/cli/preflight).
+cli-docs: setup
+	python -m tools.cli_docs --write
+
+# Regenerate the timeout tables in docs/timeouts-and-keep-alives.md from cdk_neuron/timeouts.py.
+timeouts-doc: setup
+	python -m tools.timeouts_doc --write
+
+# Regenerate the contract tables in docs/image-and-ami-contracts.md from cdk_neuron/contracts.
+contracts-doc: setup
+	python -m tools.contracts_doc --write
 
 # Regenerate the cdk-nag audit trail in docs/acknowledgments.md from the app's construct metadata.
 acknowledgments: setup

@@ -57,5 +57,5 @@ def test_dev_costs_at_most_ten_cents_an_hour_idle_without_stored_data() -> None:
     from cdk_neuron.cli.pricing import PriceBook
 
     section = cost._total(cost.idle(deployment(ENVIRONMENTS["dev"]), PriceBook()))
-    assert section["complete"] is True
-    assert section["usd_per_hour_excluding_stored_data"] <= 0.10
+    assert section.complete is True
+    assert section.usd_per_hour_excluding_stored_data <= 0.10

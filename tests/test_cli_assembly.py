@@ -16,8 +16,9 @@ import pytest
 from app_assembly import synthesized_app
 from assembly_writer import nat_and_endpoints, serving_record, training_record, write_manifest, write_stack
 
-from cdk_neuron.cli import assembly, cost, deployments, plan, preflight
+from cdk_neuron.cli import assembly, cost, deployments, plan
 from cdk_neuron.cli.main import main
+from cdk_neuron.cli.preflight import images
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 from cdk_support import REPO_ROOT
@@ -52,7 +53,7 @@ def test_the_assembly_plans_as_the_configuration_does(
 ) -> None:
     read, configured = both
     for name in read:
-        got, want = plan.build([read[name]]), plan.build([configured[name]])
+        got, want = plan.build([read[name]]).to_json(), plan.build([configured[name]]).to_json()
         assert got["environments"][0].keys() == want["environments"][0].keys()
         got_env, want_env = got["environments"][0], want["environments"][0]
         assert got_env["training"] == want_env["training"]
@@ -78,7 +79,7 @@ def test_the_templates_price_as_the_configuration_does(
     """NAT devices, endpoints, keys, alarms, dashboards and load balancers counted in the templates."""
     read, configured = both
     for name in read:
-        got, want = cost.build([read[name]]), cost.build([configured[name]])
+        got, want = cost.build([read[name]]).to_json(), cost.build([configured[name]]).to_json()
         for section in ("idle", "full_scale"):
             assert _lines(got["environments"][0][section]) == _lines(want["environments"][0][section])
             assert (
@@ -86,7 +87,7 @@ def test_the_templates_price_as_the_configuration_does(
                 == want["environments"][0][section]["usd_per_hour"]
             )
         assert read[name].network == configured[name].network
-        assert preflight._images(read[name]) == preflight._images(configured[name])
+        assert images._images(read[name]) == images._images(configured[name])
         got_serving, want_serving = read[name].serving, configured[name].serving
         assert got_serving is not None and want_serving is not None
         assert (got_serving.certificate_arn, got_serving.token_secret) == (
@@ -197,7 +198,7 @@ def test_top_level_stacks_group_by_environment(tmp_path: Path) -> None:
     assert env.serving.availability_zones == ("us-east-1a", "us-east-1b")
     # The image the fleet runs, from its own SageMaker model: preflight checks that one.
     assert env.serving.image == MY_IMAGE
-    assert ("SageMaker serving", MY_IMAGE) in preflight._images(env)
+    assert ("SageMaker serving", MY_IMAGE) in images._images(env)
     assert env.network.nat_gateways == 1 and env.network.nat_instance_type == "t4g.nano"
     assert env.network.interface_endpoints == ("ecr.api", "logs") and env.network.endpoint_azs == 2
     assert env.standing.kms_keys == ("training volumes", "key 2")

@@ -20,6 +20,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from cdk_neuron.cli.main import main
+from cdk_neuron.training.launcher import encode_training_command, launcher_command
 from cdk_support import use_fake_aws_credentials
 
 REGION = "us-east-1"
@@ -118,13 +119,7 @@ def node_properties(nodes: int, *ranges: str, image: str = IMAGE) -> dict[str, A
                     "image": image,
                     "vcpus": 128,
                     "memory": 480000,
-                    "command": [
-                        "/bin/bash",
-                        "-c",
-                        "launcher",
-                        "cdk-neuron-launcher",
-                        "Ref::training_command",
-                    ],
+                    "command": list(launcher_command()),
                 },
             }
             for target in ranges
@@ -139,7 +134,7 @@ def definition(revision: int, properties: dict[str, Any]) -> dict[str, Any]:
         "revision": revision,
         "status": "ACTIVE",
         "type": "multinode",
-        "parameters": {"training_command": "torchrun $TORCHRUN_ARGS train.py"},
+        "parameters": {"training_command": encode_training_command("torchrun $TORCHRUN_ARGS train.py")},
         "retryStrategy": {"attempts": 2},
         "tags": {"project": "cdk-neuron"},
         "platformCapabilities": ["EC2"],
@@ -235,7 +230,7 @@ def test_submit_runs_the_command_through_the_launcher(
         "jobName": "run-1",
         "jobQueue": deployed["queue"],
         "jobDefinition": deployed["definition"],
-        "parameters": {"training_command": TRAINING_COMMAND},
+        "parameters": {"training_command": encode_training_command(TRAINING_COMMAND)},
     }
     batch, stub = batch_stub(described, expected)
     with stub:
@@ -264,7 +259,7 @@ def test_env_vars_are_container_overrides_on_every_node_range(
         "jobName": "run-1",
         "jobQueue": deployed["queue"],
         "jobDefinition": deployed["definition"],
-        "parameters": {"training_command": TRAINING_COMMAND},
+        "parameters": {"training_command": encode_training_command(TRAINING_COMMAND)},
         "nodeOverrides": {
             "nodePropertyOverrides": [
                 {"targetNodes": "0", "containerOverrides": {"environment": environment}},
@@ -289,7 +284,7 @@ def test_open_ended_definition_takes_a_num_nodes_override(
         "jobName": "run-1",
         "jobQueue": deployed["queue"],
         "jobDefinition": deployed["definition"],
-        "parameters": {"training_command": TRAINING_COMMAND},
+        "parameters": {"training_command": encode_training_command(TRAINING_COMMAND)},
         "nodeOverrides": {"numNodes": 4},
     }
     batch, stub = batch_stub(described, expected)
@@ -327,7 +322,7 @@ def test_image_or_node_count_change_registers_a_revision_once(
         "jobName": "run-1",
         "jobQueue": QUEUE_ARN,
         "jobDefinition": f"{JOB_DEF}:2",
-        "parameters": {"training_command": TRAINING_COMMAND},
+        "parameters": {"training_command": encode_training_command(TRAINING_COMMAND)},
     }
     cloudformation, stack = stack_stub()
     services: dict[str, Any] = {"cloudformation": cloudformation}
@@ -359,7 +354,7 @@ def test_image_already_deployed_changes_nothing(config: str, capsys: pytest.Capt
         "jobName": "run-1",
         "jobQueue": QUEUE_ARN,
         "jobDefinition": f"{JOB_DEF}:1",
-        "parameters": {"training_command": TRAINING_COMMAND},
+        "parameters": {"training_command": encode_training_command(TRAINING_COMMAND)},
     }
     batch, stub = batch_stub(described, expected)
     cloudformation, stack = stack_stub()
@@ -472,7 +467,7 @@ def test_submit_defaults_to_the_planned_node_count_and_says_how_to_follow_the_jo
         "jobName": "run-1",
         "jobQueue": deployed["queue"],
         "jobDefinition": deployed["definition"],
-        "parameters": {"training_command": "python t.py"},
+        "parameters": {"training_command": encode_training_command("python t.py")},
     }
     batch, stub = batch_stub(described, expected)
     with stub:

@@ -15,8 +15,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from cli_support import RecordingClock
 
 from cdk_neuron.cli import jobs
+from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.main import main
 
 REGION = "us-east-1"
@@ -76,14 +78,6 @@ def factory(**clients: Any) -> Callable[[str, str], Any]:
         return clients[service]
 
     return make
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.calls: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
 
 
 def parent(status: str, *, nodes: int = 2, reason: str | None = None) -> dict[str, Any]:
@@ -215,17 +209,22 @@ def test_watch_prints_transitions_and_exits_with_the_outcome(
     expect_status(stub, "RUNNING", [child(0, "RUNNING"), child(1, "STARTING")])
     ends = [child(0, final, exit_code=0 if final == "SUCCEEDED" else 1), child(1, final, exit_code=0)]
     expect_status(stub, final, ends)
-    sleeps = Sleeps()
+    sleeps = RecordingClock()
     with stub:
         result = main(
             ["status", "--watch", "--interval", "20", JOB, "--config", config, "--output", "text"],
-            clients=factory(batch=batch),
-            sleep=sleeps,
+            context=Context(clients=factory(batch=batch), clock=sleeps),
         )
     stub.assert_no_pending_responses()
     assert result == code
     assert sleeps.calls == [20, 20, 20]
     lines = capsys.readouterr().out.splitlines()
+    # Each transition is stamped with the clock's time when the poll saw it: 20 s apart here.
+    assert [line for line in lines if line.startswith("2026-12-01T15:00:40+00:00  ")] == [
+        "2026-12-01T15:00:40+00:00  job: RUNNABLE -> RUNNING",
+        "2026-12-01T15:00:40+00:00  node 0: RUNNABLE -> RUNNING",
+        "2026-12-01T15:00:40+00:00  node 1: RUNNABLE -> STARTING",
+    ]
     changes = [line.split("  ", 1)[1] for line in lines if line[:4].isdigit() and "  " in line]
     assert changes == [
         "job: RUNNABLE",
@@ -312,12 +311,11 @@ def test_logs_follow_until_the_job_ends(config: str, capsys: pytest.CaptureFixtu
     expect_events(logs_stub, stream, "a", [], "a")
     expect_events(logs_stub, stream, "a", ["Traceback: out of device memory"], "b")
     expect_events(logs_stub, stream, "b", [], "b")
-    sleeps = Sleeps()
+    sleeps = RecordingClock()
     with batch_stub, logs_stub:
         code = main(
             ["logs", JOB, "--follow", "--config", config],
-            clients=factory(batch=batch, logs=logs),
-            sleep=sleeps,
+            context=Context(clients=factory(batch=batch, logs=logs), clock=sleeps),
         )
     batch_stub.assert_no_pending_responses()
     logs_stub.assert_no_pending_responses()

@@ -24,11 +24,14 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from cli_support import RecordingClock
 from moto import mock_aws
 
 from cdk_neuron.cli import assembly
+from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.main import main
 from cdk_neuron.serving import ServingEngine
+from cdk_neuron.training import encode_training_command
 from cdk_support import use_fake_aws_credentials
 
 APP_DIR = Path(__file__).parent / "outside_app"
@@ -326,7 +329,8 @@ def test_submit_resolves_the_recorded_logical_ids(
             "jobName": "run-1",
             "jobQueue": QUEUE_ARN,
             "jobDefinition": JOB_DEF,
-            "parameters": {"training_command": COMMAND},
+            # The command travels base64-encoded (it must survive the image entrypoint's eval).
+            "parameters": {"training_command": encode_training_command(COMMAND)},
         },
     )
     argv = ["submit", "--app", str(outside_assembly), "--name", "run-1", "--json", "--", COMMAND]
@@ -347,9 +351,11 @@ def test_status_watch_logs_and_cancel(
         batch.add_response(
             "describe_jobs", {"jobs": [child(0, state), child(1, state)]}, {"jobs": [f"{JOB}#0", f"{JOB}#1"]}
         )
-    sleeps: list[float] = []
-    code, doc = run_json(capsys, "status", "--watch", JOB, *app, clients=factory(stubs), sleep=sleeps.append)
-    assert code == 0 and doc["status"] == "SUCCEEDED" and sleeps == [15, 15]
+    clock = RecordingClock()
+    code, doc = run_json(
+        capsys, "status", "--watch", JOB, *app, context=Context(clients=factory(stubs), clock=clock)
+    )
+    assert code == 0 and doc["status"] == "SUCCEEDED" and clock.calls == [15, 15]
     assert [t["to"] for t in doc["transitions"] if t["subject"] == "job"] == [
         "RUNNABLE",
         "RUNNING",

@@ -17,6 +17,16 @@ from cdk_neuron import planner
 from cdk_neuron.cli import cost, plan, preflight, submit
 from cdk_neuron.cli.main import main
 from cdk_neuron.cli.output import Report, render_text
+from cdk_neuron.cli.preflight import (
+    artifacts,
+    capacity,
+    certificate,
+    offerings,
+    sagemaker_quota,
+    scope,
+    secret,
+    service_linked_roles,
+)
 from cdk_neuron.cli.pricing import PriceBook
 from cdk_neuron.deployment import (
     CheckpointSizing,
@@ -74,47 +84,47 @@ def test_az_ids_may_be_unknown() -> None:
 
 
 def test_plan_omits_the_missing_part_and_says_so() -> None:
-    doc = plan.build([deployment(training=training()), deployment(name="web", serving=serving())])
-    lab, web = doc["environments"]
-    assert lab["serving"] is None and lab["training"]["nodes"] == 2 and lab["checkpoint"] is not None
-    assert lab["omitted"] == ["no inference fleet: serving sizing omitted"]
-    assert web["training"] is None and web["checkpoint"] is None and web["serving"]["tensor_parallel"] == 2
-    assert web["omitted"] == ["no training cluster: training placement and checkpoint estimate omitted"]
-    text = plain(plan.render(doc))
+    result = plan.build([deployment(training=training()), deployment(name="web", serving=serving())])
+    lab, web = result.environments
+    assert lab.serving is None and lab.training is not None and lab.training.nodes == 2
+    assert lab.checkpoint is not None
+    assert lab.omitted == ["no inference fleet: serving sizing omitted"]
+    assert web.training is None and web.checkpoint is None
+    assert web.serving is not None and web.serving.tensor_parallel == 2
+    assert web.omitted == ["no training cluster: training placement and checkpoint estimate omitted"]
+    text = plain(plan.render(result))
     assert "lab (us-east-1): no inference fleet: serving sizing omitted" in text
     assert "web (us-east-1): no training cluster" in text
     assert "serving sizing" in text and "training placement" in text
 
 
 def test_plan_of_training_with_unknown_az() -> None:
-    doc = plan.build([deployment(training=training(), az_ids=())])
-    assert doc["environments"][0]["training"]["az_id"] is None
-    assert "an AZ unknown at synthesis" in plain(plan.render(doc))
+    result = plan.build([deployment(training=training(), az_ids=())])
+    assert result.to_json()["environments"][0]["training"]["az_id"] is None
+    assert "an AZ unknown at synthesis" in plain(plan.render(result))
 
 
 def test_cost_of_serving_only_has_no_training_lines() -> None:
-    doc = cost.build([deployment(serving=serving())])
-    env = doc["environments"][0]
-    items = [line["item"] for line in env["full_scale"]["lines"]]
+    result = cost.build([deployment(serving=serving())])
+    env = result.environments[0]
+    items = [line.item for line in env.full_scale.lines]
     assert "serving instances (max_capacity)" in items
     assert not any(item.startswith("training") or item == "EFS checkpoints" for item in items)
-    assert env["gpu_comparison"]["training"] == [] and env["gpu_comparison"]["serving"]
-    assert [c["claim"] for c in env["claims"]] == [
-        c["claim"] for c in env["claims"] if "Inferentia" in c["claim"]
-    ]
-    assert env["omitted"] and doc["summary"][0]["omitted"] == env["omitted"]
-    text = plain(cost.render(doc, details=True))
+    assert env.gpu_comparison.training == [] and env.gpu_comparison.serving
+    assert env.claims and all("Inferentia" in c.claim for c in env.claims)
+    assert env.omitted and result.summary[0].omitted == env.omitted
+    text = plain(cost.render(result, details=True))
     assert "training cluster vs GPU clusters" not in text
-    assert "lab: no training cluster: not priced" in plain(cost.render(doc))
+    assert "lab: no training cluster: not priced" in plain(cost.render(result))
 
 
 def test_cost_of_training_only_has_no_serving_lines() -> None:
-    doc = cost.build([deployment(training=training())])
-    env = doc["environments"][0]
-    items = [line["item"] for line in env["full_scale"]["lines"]]
+    result = cost.build([deployment(training=training())])
+    env = result.environments[0]
+    items = [line.item for line in env.full_scale.lines]
     assert "training nodes (max_nodes)" in items and "EFS checkpoints" in items
     assert not any(item.startswith("serving") for item in items)
-    assert env["gpu_comparison"]["serving"] == []
+    assert env.gpu_comparison.serving == []
     assert cost.ec2_types(deployment(training=training())) >= {"trn1.32xlarge"}
     assert cost.sagemaker_types(deployment(training=training())) == set()
 
@@ -131,29 +141,28 @@ def never_called(service: str, region: str) -> Any:
     raise AssertionError(f"no AWS call expected, got {service} in {region}")
 
 
-def ctx(env: Deployment) -> preflight.Context:
-    return preflight.Context(env, [env], never_called)
+def ctx(env: Deployment) -> preflight.CheckContext:
+    return preflight.CheckContext(env, [env], never_called)
 
 
 def test_preflight_skips_what_is_not_there() -> None:
-    rows = preflight.check_scope(ctx(deployment(training=training())))
+    rows = scope.CHECK.run(ctx(deployment(training=training())))
     assert [(r.subject, r.status) for r in rows] == [("serving", "INFO")]
     env = deployment(serving=serving())
-    assert [(r.subject, r.status) for r in preflight.check_scope(ctx(env))] == [("training", "INFO")]
+    assert [(r.subject, r.status) for r in scope.CHECK.run(ctx(env))] == [("training", "INFO")]
     training_only = ctx(deployment(training=training()))
-    for check in (preflight.check_certificate, preflight.check_secret, preflight.check_artifacts):
-        assert check(training_only) == []
-    assert preflight.check_sagemaker_quota(training_only) == []
-    assert preflight.check_capacity(ctx(env)) == []
-    roles = [r.name for r in preflight._service_linked_roles(env)]
+    for check in (certificate.CHECK, secret.CHECK, artifacts.CHECK, sagemaker_quota.CHECK):
+        assert check.run(training_only) == [], check.name
+    assert capacity.CHECK.run(ctx(env)) == []
+    roles = [r.name for r in service_linked_roles._service_linked_roles(env)]
     assert "AWSServiceRoleForBatch" not in roles and "AWSServiceRoleForAmazonElasticFileSystem" not in roles
-    roles = [r.name for r in preflight._service_linked_roles(deployment(training=training()))]
+    roles = [r.name for r in service_linked_roles._service_linked_roles(deployment(training=training()))]
     assert "AWSServiceRoleForElasticLoadBalancing" not in roles and "AWSServiceRoleForBatch" in roles
 
 
 def test_preflight_reports_unknown_az_ids_as_info_without_calling_aws() -> None:
     env = deployment(training=training(), serving=serving(), az_ids=())
-    rows = preflight.check_offerings(ctx(env))
+    rows = offerings.CHECK.run(ctx(env))
     assert [(r.status, r.detail.split(":")[0]) for r in rows] == [("INFO", "training"), ("INFO", "serving")]
     assert all("AZ IDs unknown at synthesis" in r.detail for r in rows)
 

@@ -1239,3 +1239,73 @@ def test_a_missing_auto_scaling_role_fails_only_where_a_key_policy_names_it(
     else:
         assert "AWSServiceRoleForApplicationAutoScaling_SageMakerEndpoint" in names
         assert "AWSServiceRoleForElasticLoadBalancing" not in names
+
+
+# --------------------------------------------------------------------------------------------
+# Every AWS call a check makes is one it declares (docs/cli.md and the IAM policy come from them)
+# --------------------------------------------------------------------------------------------
+
+# IAM actions whose names are not the operation's (Service Authorization Reference, Amazon S3:
+# ListObjectsV2 is authorized by s3:ListBucket).
+_ACTION_OF = {"s3:ListObjectsV2": "s3:ListBucket"}
+
+
+class _Recorded:
+    """A client that records each API operation called on it as its IAM action."""
+
+    def __init__(self, client: Any, calls: set[str]) -> None:
+        self._client, self._calls = client, calls
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        meta = getattr(self._client, "meta", None)
+        operation = meta.method_to_api_mapping.get(name) if meta is not None else None
+        if operation is not None:
+            action = f"{meta.service_model.signing_name}:{operation}"
+            self._calls.add(_ACTION_OF.get(action, action))
+        return attribute
+
+
+def used_by(check: preflight.Check, envs: list[Any], clients: Callable[[str, str], Any]) -> set[str]:
+    """The IAM actions ``check`` uses running against ``envs``."""
+    calls: set[str] = set()
+    preflight.run(envs, envs, lambda s, r: _Recorded(clients(s, r), calls), checks=[check])
+    return calls
+
+
+def test_every_check_declares_each_aws_call_it_makes(tmp_path: Path) -> None:
+    from cdk_neuron.cli import deployments
+
+    envs = list(deployments.load(write_config(tmp_path, dev=environment())).values())
+    quotas, stub = ec2_quotas()
+    used: set[str] = set()
+    with stub:
+        for check in preflight.CHECKS:
+            calls = used_by(check, envs, factory({"service-quotas": quotas}))
+            assert calls <= set(check.calls), (
+                f"{check.name} does not declare {sorted(calls - set(check.calls))}"
+            )
+            used |= calls
+    stub.assert_no_pending_responses()
+    assert {
+        "sts:GetCallerIdentity",
+        "ssm:GetParameter",
+        "ec2:DescribeInstanceTypeOfferings",
+        "servicequotas:GetServiceQuota",
+        "ecr:DescribeImages",
+        "iam:GetRole",
+        "s3:ListBucket",
+    } <= used
+
+
+def test_an_undeclared_call_is_caught(tmp_path: Path) -> None:
+    """Guards the test above: a check that calls AWS without saying so is found out."""
+    from cdk_neuron.cli import deployments
+
+    def sneaky_run(ctx: preflight.CheckContext) -> list[preflight.Row]:
+        account = ctx.client("sts").get_caller_identity()["Account"]
+        return [ctx.row("sneaky", account, "PASS", "called STS")]
+
+    sneaky = preflight.Check("sneaky", sneaky_run, passes_when="", calls=())
+    envs = list(deployments.load(write_config(tmp_path, dev=environment())).values())
+    assert used_by(sneaky, envs, factory()) - set(sneaky.calls) == {"sts:GetCallerIdentity"}

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from cdk_neuron.cli import cost, jobs, plan, preflight
+from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.main import main
-from cdk_neuron.cli.output import Report, document, render_table, render_text
-from cdk_neuron.cli.preflight import Row
-from cdk_neuron.cli.submit import render_submit
+from cdk_neuron.cli.output import Report, render_table, render_text
+from cdk_neuron.cli.preflight import PreflightResult, Row
+from cdk_neuron.cli.submit import Submitted, render_submit
 from cdk_neuron.deployment import Deployment
 from stacks.config import deployments
 
@@ -119,7 +120,7 @@ def clients(service: str, region: str) -> Any:
     return {"batch": FakeBatch(), "cloudformation": FakeCloudFormation()}[service]
 
 
-def preflight_doc() -> dict[str, Any]:
+def preflight_doc() -> PreflightResult:
     """Rows as preflight writes them, with the longest subjects and commands it prints."""
     certificate = f"arn:aws:acm:us-east-1:{ACCOUNT}:certificate/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
     secret = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:cdk-neuron/dev/hugging-face-token-AbCdEf"
@@ -143,10 +144,10 @@ def preflight_doc() -> dict[str, Any]:
     return preflight.build(rows)
 
 
-def submit_doc() -> dict[str, Any]:
+def submit_doc() -> Submitted:
     command = "torchrun $TORCHRUN_ARGS examples/train_llama.py --model meta-llama/Llama-3.1-8B --resume-from latest --steps 10000"
-    return document(
-        "submit", environment="dev", region="us-east-1", stack="dev-Training", job_id=JOB,
+    return Submitted(
+        environment="dev", region="us-east-1", stack="dev-Training", job_id=JOB,
         job_name="dev-train-20261201T000000Z", job_arn=f"arn:aws:batch:us-east-1:{ACCOUNT}:job/{JOB}",
         job_queue=QUEUE, job_definition=DEFINITION, definition_action="registered revision 8 with image "
         f"{IMAGE} (container overrides cannot change the image)", image=IMAGE, nodes=2,
@@ -158,21 +159,22 @@ def submit_doc() -> dict[str, Any]:
 
 def cases() -> Iterator[tuple[str, dict[str, Any], Report]]:
     envs = list(ENVS.values())
-    plan_doc = plan.build(envs)
-    yield "plan", plan_doc, plan.render(plan_doc)
-    cost_doc = cost.build(envs)
-    yield "cost", cost_doc, cost.render(cost_doc)
-    yield "cost --details", cost_doc, cost.render(cost_doc, details=True)
-    doc = preflight_doc()
-    yield "preflight", doc, preflight.render(doc)
-    doc = submit_doc()
-    yield "submit", doc, render_submit(doc)
-    doc = jobs.status(DEV, clients, JOB)
-    yield "status", doc, jobs.render_status(doc)
-    doc = jobs.list_jobs(DEV, clients, states=jobs.ACTIVE_STATES, limit=3)
-    yield "list", doc, jobs.render_list(doc)
-    doc = jobs.stop(DEV, clients, JOB, action="terminate", reason=None)
-    yield "terminate", doc, jobs.render_stop(doc)
+    ctx = Context(clients=clients)
+    planned = plan.build(envs)
+    yield "plan", planned.to_json(), plan.render(planned)
+    costed = cost.build(envs)
+    yield "cost", costed.to_json(), cost.render(costed)
+    yield "cost --details", costed.to_json(), cost.render(costed, details=True)
+    checked = preflight_doc()
+    yield "preflight", checked.to_json(), preflight.render(checked)
+    submitted = submit_doc()
+    yield "submit", submitted.to_json(), render_submit(submitted)
+    job = jobs.status(ctx, DEV, JOB)
+    yield "status", job.to_json(), jobs.render_status(job)
+    listed = jobs.list_jobs(ctx, DEV, states=jobs.ACTIVE_STATES, limit=3)
+    yield "list", listed.to_json(), jobs.render_list(listed)
+    stopped = jobs.stop(ctx, DEV, JOB, action="terminate", reason=None)
+    yield "terminate", stopped.to_json(), jobs.render_stop(stopped)
 
 
 CASES = list(cases())

@@ -153,11 +153,11 @@ def test_not_an_ultraserver_server_has_nothing_to_check(clients: tuple[Any, Any]
 @pytest.mark.parametrize("name", ["trn3.48xlarge", "trn3-gen2-server", "trn2u.48xlarge", "trn2.3xlarge"])
 def test_cost_prints_unknown_where_no_price_is_published(name: str) -> None:
     line = instance_price_line(name, 4)
-    assert line["usd_per_hour"] is None
-    assert line["basis"].startswith("unknown:")
-    assert catalog.UNPRICED[name] in line["basis"]
+    assert line.usd_per_hour is None
+    assert line.basis.startswith("unknown:")
+    assert catalog.UNPRICED[name] in line.basis
 
 
 def test_cost_prices_what_is_published() -> None:
     line = instance_price_line("trn1.32xlarge", 4)
-    assert line["usd_per_hour"] == pytest.approx(4 * 21.50)
+    assert line.usd_per_hour == pytest.approx(4 * 21.50)

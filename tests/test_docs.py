@@ -44,6 +44,15 @@ def test_deploy_rules_reference_is_current() -> None:
     assert recorded == render()
 
 
+def test_preflight_checks_table_is_current() -> None:
+    """docs/cli.md lists exactly the preflight checks, their conditions and calls (run `make cli-docs`)."""
+    from tools.cli_docs import BEGIN, DOC, END, render
+
+    doc = DOC.read_text()
+    recorded = doc[doc.index(BEGIN) + len(BEGIN) + 1 : doc.index(END)]
+    assert recorded == render()
+
+
 # -- the construct READMEs' API tables (tools/construct_docs.py) ----------------------------------
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from cdk_neuron import measurements
+from cdk_neuron.cli import timings
+from cdk_neuron.cli.main import main
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.serving import MeasuredStartup
 from cdk_neuron.serving.timing import EC2_BOOT_SECONDS, SAFETY, ec2_startup, sagemaker_timeouts
@@ -32,7 +34,7 @@ def test_ec2_report_becomes_a_measured_startup_that_the_budget_uses() -> None:
 
 
 def test_sagemaker_report_sets_the_container_timeout() -> None:
-    measured = measurements.measured_startup(SAMPLES / "serving_sagemaker.json")
+    measured = MeasuredStartup.from_report(SAMPLES / "serving_sagemaker.json")
     timeouts = sagemaker_timeouts(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
     assert timeouts.container_startup_health_check_seconds == 1217  # 1.5 x 811 s, rounded up
 
@@ -43,22 +45,32 @@ def test_training_and_failed_reports_are_refused() -> None:
     failed = measurements.load_report(SAMPLES / "serving_ec2.json")
     failed = measurements.TimingReport.from_json({**failed.to_json(), "outcome": "failed"})
     with pytest.raises(NeuronConfigError, match="run failed"):
-        measurements.measured_startup(failed)
+        MeasuredStartup.from_report(failed)
 
 
 def test_compare_sets_measurements_beside_the_models() -> None:
-    rows = measurements.compare(measurements.load_report(SAMPLES / "serving_ec2.json"))
+    rows = timings.compare(measurements.load_report(SAMPLES / "serving_ec2.json"))
     assert [(r.what, r.verdict) for r in rows] == [("EC2 launch -> InService", "within budget")]
-    rows = measurements.compare(measurements.load_report(SAMPLES / "training_smoke.json"))
+    rows = timings.compare(measurements.load_report(SAMPLES / "training_smoke.json"))
     assert [(r.what, r.unit, r.verdict) for r in rows] == [
         ("checkpoint write, one client", "MiB/s", "SLOWER than assumed")
     ]
 
 
-def test_compare_command_prints_every_report(capsys: pytest.CaptureFixture[str]) -> None:
-    assert measurements.main(["compare", *map(str, sorted(SAMPLES.glob("*.json")))]) == 0
+def test_timings_command_prints_every_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["timings", "-o", "text", *map(str, sorted(SAMPLES.glob("*.json")))]) == 0
     out = capsys.readouterr().out
-    assert "within budget" in out and "checkpoint_write_mib_per_second" in out
+    assert "EC2 launch -> InService\t652.4 s\t" in out and "within budget" in out
+    assert "checkpoint_write_mib_per_second: " in out
+    assert out.count("(passed)") + out.count("(failed)") == len(list(SAMPLES.glob("*.json")))
+
+
+def test_timings_command_refuses_a_report_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.json"
+    assert main(["timings", str(missing)]) == 2
+    assert f"report='{missing}': cannot read it" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

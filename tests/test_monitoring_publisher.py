@@ -23,7 +23,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.monitoring import NodeMetrics, metrics
+from cdk_neuron.metrics import NodeMetrics, names
 from cdk_neuron.node_programs import FILES_DIR
 
 AGENT = FILES_DIR / "monitoring" / "neuron_publisher.py"
@@ -229,8 +229,8 @@ def test_values_are_clamped_to_100_percent() -> None:
 
 
 def test_every_value_key_is_a_metric_in_the_vocabulary() -> None:
-    assert set(_summary(SERVING_REPORT)) == {m.key for m in metrics.NEURON_METRICS}
-    assert len({m.name for m in metrics.NEURON_METRICS}) == len(metrics.NEURON_METRICS)
+    assert set(_summary(SERVING_REPORT)) == {m.key for m in names.NEURON_METRICS}
+    assert len({m.name for m in names.NEURON_METRICS}) == len(names.NEURON_METRICS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,9 +243,9 @@ NOW = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)
 def test_each_value_is_published_per_workload_and_per_instance() -> None:
     dims = node_agent.dimension_sets("prod", "serving", "i-0011223344556677a")
     data = node_agent.metric_data(
-        _summary(SERVING_REPORT), table=metrics.metric_table(), dimensions=dims, timestamp=NOW
+        _summary(SERVING_REPORT), table=names.metric_table(), dimensions=dims, timestamp=NOW
     )
-    assert len(data) == 2 * len(metrics.NEURON_METRICS)
+    assert len(data) == 2 * len(names.NEURON_METRICS)
     utilization = [d for d in data if d["MetricName"] == "NeuronCoreUtilization"]
     assert [d["Dimensions"] for d in utilization] == [
         [{"Name": "Environment", "Value": "prod"}, {"Name": "Workload", "Value": "serving"}],
@@ -406,7 +406,7 @@ def test_agent_runs_on_python_3_9_and_imports_only_stdlib_and_boto3() -> None:
 
 def test_neuron_monitor_config_matches_the_publish_period_and_groups() -> None:
     config = json.loads((AGENT.parent / "neuron-monitor.json").read_text())
-    assert config["period"] == f"{metrics.PERIOD_SECONDS}s" == "60s"
+    assert config["period"] == f"{names.PERIOD_SECONDS}s" == "60s"
     groups = {m["type"] for m in config["neuron_runtimes"][0]["metrics"]}
     assert groups == {"neuroncore_counters", "memory_used", "execution_stats"}
     assert config["neuron_runtimes"][0]["tag_filter"] == ".*"

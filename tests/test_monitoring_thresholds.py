@@ -67,8 +67,9 @@ def test_serving_minutes_may_be_any_whole_minute() -> None:
 def test_pure_monitoring_modules_do_not_import_aws_cdk() -> None:
     probe = (
         "import json, sys\n"
-        "import cdk_neuron.monitoring\n"
-        "from cdk_neuron.monitoring import metrics, node_metrics, thresholds\n"
+        "import cdk_neuron.metrics, cdk_neuron.monitoring\n"
+        "from cdk_neuron.metrics import names, node_metrics\n"
+        "from cdk_neuron.monitoring import MonitoringThresholds, NodeMetrics, NEURON_METRICS\n"
         "node_metrics.NodeMetrics(environment='e').settings_files(workload='serving',"
         " instance_type='inf2.xlarge')\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs'))))"

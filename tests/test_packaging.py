@@ -65,6 +65,11 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
     assert cfn_lint and all('extra == "lint"' in line or 'extra == "dev"' in line for line in cfn_lint), (
         cfn_lint
     )
+    # The CLI's table output and completion scripts are the `cli` extra: construct users do not get them.
+    assert "Provides-Extra: cli" in text
+    for package in ("rich", "shtab"):
+        required = [line for line in text.splitlines() if line.startswith(f"Requires-Dist: {package}")]
+        assert required and all('extra == "cli"' in line for line in required), required
     assert "License-Expression: Apache-2.0" in text
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheel) as zf:

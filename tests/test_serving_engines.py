@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.serving.engines import ContainerImage, ServingEngine
+from cdk_neuron.serving.engines import (
+    ContainerImage,
+    OptimumNeuronEngine,
+    ServingEngine,
+    TgiEngine,
+    VllmNeuronEngine,
+)
 from cdk_neuron.serving.model_spec import ModelSpec
 
 SPEC = ModelSpec(model_id="meta-llama/Llama-3.1-8B-Instruct", parameters=8_000_000_000, batch_size=4)
@@ -19,6 +25,16 @@ PLAN = SPEC.plan("inf2.8xlarge")
 def test_unpinned_tags_are_refused(factory: object, tag: str) -> None:
     with pytest.raises(NeuronConfigError, match=r"image_tag="):
         factory(image_tag=tag)  # type: ignore[operator]
+
+
+def test_each_factory_builds_its_engine_modules_class() -> None:
+    # base.py imports no engine module: each factory finds the subclass that names itself so.
+    assert type(ServingEngine.optimum_neuron()) is OptimumNeuronEngine
+    assert type(ServingEngine.vllm_neuron()) is VllmNeuronEngine
+    assert type(ServingEngine.tgi(sagemaker_image_tag="2.5.1-x")) is TgiEngine
+    assert ServingEngine.tgi(sagemaker_image_tag="2.5.1-x").sagemaker_image.tag == "2.5.1-x"  # type: ignore[union-attr]
+    with pytest.raises(LookupError, match="no serving engine named 'nope'"):
+        ServingEngine._factory("nope")
 
 
 def test_default_images_are_pinned_versions() -> None:

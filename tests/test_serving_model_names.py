@@ -176,3 +176,12 @@ def test_optimum_neuron_images_from_0_4_1_and_unversioned_mirrors_are_accepted()
     mirrored = ServingEngine.optimum_neuron(image=mirror)
     mirrored.validate(FROM_S3, PLAN)
     assert mirrored.validate_sagemaker() == mirror
+
+
+@pytest.mark.parametrize("segment", ["llama*8b", "llama?", "llama[8b]"])
+def test_optimum_neuron_refuses_a_served_name_its_entrypoint_would_glob(segment: str) -> None:
+    # The DLC entrypoint appends its arguments unquoted (ARGS_CLI="${@}", docker/vllm/Dockerfile
+    # @v0.4.5): a glob character would be expanded against the container's working directory.
+    spec = ModelSpec(artifact_uri=f"s3://models/compiled/{segment}", parameters=8_000_000_000)
+    with pytest.raises(NeuronConfigError, match=r"artifact_uri=.*splits its arguments on whitespace"):
+        ServingEngine.optimum_neuron().validate(spec, PLAN)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from node_sandbox import Sandbox
 
+from cdk_neuron import timeouts
 from cdk_neuron.node_programs import FILES_DIR, program
 
 FIXTURES = Path(__file__).parent / "fixtures" / "topology"
@@ -65,6 +66,8 @@ def test_node_setup_records_its_own_topology(host: Sandbox) -> None:
             "ENGINE": "batch",
             "REGION": "us-east-1",
             "TOPOLOGY_FILE": "/var/lib/cdk-neuron/topology.json",
+            "TOPOLOGY_ATTEMPTS": timeouts.TOPOLOGY_ATTEMPTS,
+            "TOPOLOGY_STEP": timeouts.TOPOLOGY_STEP,
             "ULTRASERVER": 0,
         },
     )
@@ -96,6 +99,8 @@ def test_ultraserver_node_waits_for_its_capacity_block_id(host: Sandbox) -> None
             "ENGINE": "batch",
             "REGION": "us-east-2",
             "TOPOLOGY_FILE": "/var/lib/cdk-neuron/topology.json",
+            "TOPOLOGY_ATTEMPTS": timeouts.TOPOLOGY_ATTEMPTS,
+            "TOPOLOGY_STEP": timeouts.TOPOLOGY_STEP,
             "ULTRASERVER": 1,
         },
     )
@@ -115,12 +120,15 @@ def test_a_failed_topology_call_does_not_stop_the_boot(host: Sandbox) -> None:
             "ENGINE": "batch",
             "REGION": "us-east-1",
             "TOPOLOGY_FILE": "/var/lib/cdk-neuron/topology.json",
+            "TOPOLOGY_ATTEMPTS": timeouts.TOPOLOGY_ATTEMPTS,
+            "TOPOLOGY_STEP": timeouts.TOPOLOGY_STEP,
             "ULTRASERVER": 0,
         },
     )
     result = host.run("training/node-setup.sh")
     assert result.returncode == 0, result.stderr
-    assert len(host.calls("aws ec2 describe-instance-topology")) == 12  # retried, then given up
+    # Retried as cdk_neuron.timeouts schedules it, then given up.
+    assert len(host.calls("aws ec2 describe-instance-topology")) == timeouts.TOPOLOGY_ATTEMPTS
     assert not host.file("/var/lib/cdk-neuron/topology.json").exists()
     assert "plans whose groups span instances will be refused at job start" in result.stderr
     assert "training node ready" in result.stderr
@@ -170,6 +178,7 @@ def _launch_job(
     assert BASH is not None
     tools = _fake_ip(tmp_path / "bin")
     port = _free_port()
+    peer_port = _free_port()
     processes = []
     for index, entry in enumerate(entries):
         topology = tmp_path / f"node{index}" / "topology.json"
@@ -192,7 +201,11 @@ def _launch_job(
             "CDK_NEURON_TOPOLOGY_FILE": str(topology),
             "CDK_NEURON_DOMAIN_GROUP_INSTANCES": str(group),
             "CDK_NEURON_ULTRASERVER": "1" if ultraserver else "0",
-            "CDK_NEURON_RANK_ORDER_TIMEOUT": "30",
+            "CDK_NEURON_PEER_PORT": str(peer_port),
+            "CDK_NEURON_PEER_JOIN_TIMEOUT": "30",
+            "CDK_NEURON_PEER_INTERVAL": "0.2",
+            "CDK_NEURON_PEER_SILENCE": "3",
+            "CDK_NEURON_STOP_GRACE": "1",
         }
         if index > 0:  # Batch sets the main node's address on child nodes only
             env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"

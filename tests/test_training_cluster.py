@@ -17,7 +17,7 @@ from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, get_instance
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import BatchTrainingCluster, Capacity
-from cdk_neuron.training.launcher import LAUNCHER_PATH
+from cdk_neuron.training.launcher import LAUNCHER_PATH, decode_training_command
 from cdk_support import flatten_user_data, normalize_template, parse_settings, settings_in
 
 RESERVATION = "cr-0123456789abcdef0"
@@ -357,7 +357,7 @@ def test_container_runs_the_launcher_with_the_training_command_parameter(trn1: S
     container = _container(trn1)
     # The launcher is the node program in the host's bundle, mounted read-only; no script text in
     # the job definition.
-    assert container["Command"] == ["/bin/bash", LAUNCHER_PATH, "Ref::training_command"]
+    assert container["Command"] == ["/bin/bash", LAUNCHER_PATH, "--command-base64", "Ref::training_command"]
     assert LAUNCHER_PATH.startswith("/opt/cdk-neuron/")
     volumes = {v["Name"]: v["Host"]["SourcePath"] for v in container["Volumes"] if "Host" in v}
     assert volumes["cdk-neuron-programs"] == "/opt/cdk-neuron"
@@ -373,7 +373,11 @@ def test_container_runs_the_launcher_with_the_training_command_parameter(trn1: S
     assert env["CDK_NEURON_ULTRASERVER"] == "0"
     assert env["RANK_ORDER_PORT"] == "29700"
     props = trn1.json["Resources"][trn1.logical_id(trn1.cluster.job_definition)]["Properties"]
-    assert props["Parameters"] == {"training_command": "torchrun $TORCHRUN_ARGS train.py"}
+    # Base64 of the command, so it reaches the launcher whole through the image's entrypoint.
+    assert props["Parameters"] == {"training_command": "dG9yY2hydW4gJFRPUkNIUlVOX0FSR1MgdHJhaW4ucHk="}
+    assert (
+        decode_training_command(props["Parameters"]["training_command"]) == "torchrun $TORCHRUN_ARGS train.py"
+    )
 
 
 def test_environment_variables(scenario: Scenario) -> None:
@@ -441,6 +445,8 @@ def test_retries_host_failures_and_exits_on_application_errors(scenario: Scenari
         "Attempts": 3,
         "EvaluateOnExit": [
             {"Action": "RETRY", "OnStatusReason": "Host EC2*"},
+            # The launcher's peer watch: a child node was lost or never joined (Batch retries only the main).
+            {"Action": "RETRY", "OnExitCode": "75"},
             {"Action": "EXIT", "OnExitCode": "*"},
         ],
     }
@@ -466,7 +472,7 @@ def test_second_job_definition_reuses_devices_and_volumes(trn1: Scenario) -> Non
     assert smoke["JobRoleArn"] == main["JobRoleArn"]
     props = trn1.json["Resources"][trn1.logical_id(trn1.extras["smoke"])]["Properties"]
     assert props["NodeProperties"]["NumNodes"] == 1
-    assert props["Parameters"]["training_command"].startswith("neuron-ls")
+    assert decode_training_command(props["Parameters"]["training_command"]).startswith("neuron-ls")
     assert trn1.cluster.job_definitions == [trn1.cluster.job_definition, trn1.extras["smoke"]]
 
 

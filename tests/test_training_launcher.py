@@ -3,24 +3,29 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from cdk_neuron import timeouts
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import program
 from cdk_neuron.planner import plan_training
 from cdk_neuron.training.launcher import (
     DEFAULT_MASTER_PORT,
+    DEFAULT_PEER_PORT,
     DEFAULT_ROOT_COMM_PORT,
     DEFAULT_TRAINING_COMMAND,
     LAUNCHER_NAME,
     LAUNCHER_PATH,
     LAUNCHER_SCRIPT,
     TRAINING_COMMAND_PARAMETER,
+    decode_training_command,
+    encode_training_command,
     job_environment,
     launcher_command,
     node_environment,
@@ -58,6 +63,10 @@ def run_launcher(env: dict[str, str], command: str, path: Path) -> subprocess.Co
         "NEURON_PP_DEGREE": "1",
         "MASTER_PORT": str(DEFAULT_MASTER_PORT),
         "ROOT_COMM_PORT": str(DEFAULT_ROOT_COMM_PORT),
+        "CDK_NEURON_PEER_PORT": str(DEFAULT_PEER_PORT),
+        **timeouts.peer_settings(),
+        # These tests look at one node's variables alone; tests/test_peer_watch.py runs whole jobs.
+        "CDK_NEURON_PEER_WATCH": "off",
     }
     assert BASH is not None
     return subprocess.run(
@@ -181,7 +190,9 @@ def test_main_node_without_any_address_tool_fails_loudly(tmp_path: Path) -> None
 
 def test_container_command_runs_the_mounted_launcher_with_the_batch_parameter() -> None:
     command = launcher_command()
-    assert command == ["/bin/bash", LAUNCHER_PATH, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+    assert command == ["/bin/bash", LAUNCHER_PATH, "--command-base64", f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+    # No word of the command is shell syntax: an entrypoint that re-parses it (eval) runs the same words.
+    assert all(re.fullmatch(r"[A-Za-z0-9/:._-]+", word) for word in command)
     assert LAUNCHER_PATH == "/opt/cdk-neuron/training/launcher.sh"
     assert LAUNCHER.read_text() == LAUNCHER_SCRIPT  # the public text is the file's
     assert "$TORCHRUN_ARGS" in DEFAULT_TRAINING_COMMAND
@@ -245,3 +256,71 @@ def test_extra_environment_overrides_cluster_values() -> None:
     )
     assert env["MASTER_PORT"] == "29500"
     assert env["XLA_USE_BF16"] == "1"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        DEFAULT_TRAINING_COMMAND,
+        "neuron_parallel_compile torchrun $TORCHRUN_ARGS train.py",
+        "printf %s \"$PROGRAM\" | base64 -d > /tmp/p.py && torchrun $TORCHRUN_ARGS /tmp/p.py --x 'a b'",
+        "python3 -c 'print(\"é\")'; echo $((1 + 2))",
+    ],
+)
+def test_encoding_is_one_base64_word_that_decodes_to_the_command(command: str) -> None:
+    encoded = encode_training_command(command)
+    assert re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", encoded)
+    assert decode_training_command(encoded) == command
+
+
+@pytest.mark.parametrize("value", ["torchrun $TORCHRUN_ARGS train.py", "abc", "!!!!", "//79"])
+def test_decoding_refuses_what_is_not_base64_of_text(value: str) -> None:
+    assert decode_training_command(value) is None
+
+
+def test_launcher_decodes_the_base64_command(fake_ip: Path) -> None:
+    assert BASH is not None
+    result = subprocess.run(
+        [BASH, str(LAUNCHER), "--command-base64", encode_training_command(f'{REPORT} && echo "$1"')],
+        env={
+            "PATH": f"{fake_ip}:{os.environ['PATH']}",
+            "NPROC_PER_NODE": "32",
+            "NEURON_TP_DEGREE": "32",
+            "NEURON_PP_DEGREE": "1",
+        },
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "TORCHRUN_ARGS=--nnodes=1 --node_rank=0 --nproc_per_node=32" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "why"),
+    [
+        (["--command-base64", "torchrun", "$TORCHRUN_ARGS", "train.py"], "expected one base64 word"),
+        (["--command-base64", "torchrun $TORCHRUN_ARGS train.py"], "is not base64"),
+        (["--command-base64", "dHJhaW4"], "is not base64"),  # 7 characters: not a whole base64 text
+        (["--command-base64", "ICAg"], "the decoded command is empty"),  # three spaces
+        (["torchrun", "--nnodes=1", "train.py"], "got 3 arguments"),
+    ],
+)
+def test_launcher_refuses_a_command_that_did_not_arrive_as_one_base64_word(
+    fake_ip: Path, arguments: list[str], why: str
+) -> None:
+    assert BASH is not None
+    result = subprocess.run(
+        [BASH, str(LAUNCHER), *arguments],
+        env={"PATH": f"{fake_ip}:{os.environ['PATH']}", "NPROC_PER_NODE": "32", "NEURON_TP_DEGREE": "32",
+             "NEURON_PP_DEGREE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert why in result.stderr
+    assert "base64 | tr -d" in result.stderr  # how to send it
+    assert "TORCHRUN_ARGS=" not in result.stdout

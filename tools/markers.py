@@ -6,6 +6,10 @@ NeuronLink diagram each rewrite one such section and leave the prose around it a
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
 
 def replace_between(document: str, begin: str, end: str, section: str, *, where: str) -> str:
     """``document`` with the text between ``begin`` and ``end`` replaced by ``section``.
@@ -19,3 +23,32 @@ def replace_between(document: str, begin: str, end: str, section: str, *, where:
     if not found_begin or not found_end:
         raise ValueError(f"{where} needs the markers {begin} and {end}")
     return f"{head}{begin}\n{section}{end}{tail}"
+
+
+def table_cell(text: str) -> str:
+    """One Markdown table cell: on one line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def section_main(
+    argv: list[str] | None,
+    *,
+    description: str,
+    repo: Path,
+    doc: Path,
+    begin: str,
+    end: str,
+    render: Callable[[], str],
+) -> int:
+    """The command line of a generator of one marked section: print it, or ``--write`` it into ``doc``."""
+    where = str(doc.relative_to(repo))
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--write", action="store_true", help=f"update {where} in place")
+    args = parser.parse_args(argv)
+    section = render()
+    if args.write:
+        doc.write_text(replace_between(doc.read_text(), begin, end, section, where=where))
+        print(f"wrote {where}")
+    else:
+        print(section, end="")
+    return 0

@@ -12,19 +12,50 @@ ARNs with ``cloudformation:DescribeStackResource``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import aws_cdk as cdk
 from constructs import Construct
 
 if TYPE_CHECKING:
     from cdk_neuron.planner import ServingPlan, TrainingPlan
-    from cdk_neuron.serving.model_spec import ModelSpec
-    from cdk_neuron.training.capacity import Capacity
 
 WORKLOAD_METADATA = "cdk-neuron:workload"
 """The metadata type of every record."""
 RECORD_VERSION = 1
+
+
+class Capacity(Protocol):
+    """What a training record keeps of :class:`~cdk_neuron.training.Capacity` (read, not imported:
+    this module stands under the construct packages that record)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def reservation_id(self) -> str | None: ...
+    @property
+    def resource_group_arn(self) -> str | None: ...
+    @property
+    def placement_group_name(self) -> str | None: ...
+
+
+class ModelSpec(Protocol):
+    """What a serving record keeps of :class:`~cdk_neuron.serving.ModelSpec`."""
+
+    @property
+    def model_id(self) -> str | None: ...
+    @property
+    def artifact_uri(self) -> str | None: ...
+    @property
+    def parameters(self) -> int: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def sequence_length(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def tensor_parallel(self) -> int | None: ...
 
 
 def _literal(value: object) -> object:

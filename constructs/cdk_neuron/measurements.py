@@ -1,10 +1,11 @@
-"""Timing reports from the integration suites, and how the timing models read them.
+"""Timing reports from the integration suites: the format, and reading it.
 
-Plain Python (no ``aws_cdk``, no AWS calls). A live run of the suites (``make integ``, docs/integ.md)
-writes one JSON report per suite; this module defines that format (:class:`TimingReport`), reads it
-(:func:`load_report`), turns it into the measured start-up the serving fleets accept
-(:func:`measured_startup`, or ``MeasuredStartup.from_report``) and sets it beside what the models
-assumed (:func:`compare`, ``python -m cdk_neuron.measurements compare REPORT...``).
+Plain Python (no ``aws_cdk``, no AWS calls), and a leaf: it imports nothing of cdk-neuron but its
+error type. A live run of the suites (``make integ``, docs/integ.md) writes one JSON report per suite;
+this module defines that format (:class:`TimingReport`) and reads it (:func:`load_report`). The
+serving fleets turn a report into the start-up they budget for
+(``cdk_neuron.serving.MeasuredStartup.from_report``), and ``cdk-neuron timings REPORT...`` sets it
+beside what the models assumed.
 
 The format (``"format": "cdk-neuron/integ-timings"``, ``"version": 1``)::
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,128 +152,4 @@ def load_report(path: str | Path) -> TimingReport:
     return TimingReport.from_json(data)
 
 
-def measured_startup(report: TimingReport | str | Path) -> Any:
-    """The :class:`~cdk_neuron.serving.MeasuredStartup` a serving report supports.
-
-    - ``serving_sagemaker``: ``container_ready_seconds`` = endpoint creating -> InService. It also
-      holds instance provisioning and the image pull, so the budget derived from it is on the safe side.
-    - ``serving_ec2`` and ``scale_from_zero``: the report observes launch -> InService as a whole;
-      ``container_ready_seconds`` is that minus the boot the EC2 model assumes
-      (``timing.EC2_BOOT_SECONDS``, not measured), so that fed back, the budget is the assumed boot plus
-      1.5 x the rest. The source says so.
-
-    Refused (``NeuronConfigError``) for a failed run, a training report, or a report without the timing.
-    """
-    from cdk_neuron.serving.timing import EC2_BOOT_SECONDS, MeasuredStartup
-
-    loaded = report if isinstance(report, TimingReport) else load_report(report)
-    if loaded.outcome != "passed":
-        raise NeuronConfigError(
-            "report", loaded.label, "the run failed: its timings do not show a working start-up"
-        )
-    if loaded.suite == "serving_sagemaker":
-        key = "endpoint_creating_to_in_service_seconds"
-        if key not in loaded.timings:
-            raise NeuronConfigError("report", loaded.label, f"has no {key}")
-        return MeasuredStartup(
-            source=f"{loaded.label}: endpoint creating -> InService",
-            container_ready_seconds=_whole(loaded.timings[key]),
-        )
-    if loaded.suite in ("serving_ec2", "scale_from_zero"):
-        key = "instance_launch_to_in_service_seconds"
-        if key not in loaded.timings:
-            raise NeuronConfigError("report", loaded.label, f"has no {key}")
-        total = _whole(loaded.timings[key])
-        return MeasuredStartup(
-            source=f"{loaded.label}: launch -> InService {total} s less the assumed {EC2_BOOT_SECONDS} s boot",
-            container_ready_seconds=max(1, total - EC2_BOOT_SECONDS),
-        )
-    raise NeuronConfigError("report", loaded.label, "only serving reports hold a start-up")
-
-
-def _whole(seconds: float) -> int:
-    return max(1, math.ceil(seconds))
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One measured value beside what a model assumed or budgeted for it."""
-
-    what: str
-    measured: float
-    modelled: float
-    unit: str
-    verdict: str
-
-
-def compare(report: TimingReport) -> list[Comparison]:
-    """Measured against modelled, for what the report observed (empty when nothing is comparable).
-
-    - Serving start-up against the budget the fleet derives for the report's model and instance type
-      (``timing.ec2_startup`` / ``timing.sagemaker_timeouts``): "within budget" or "OVER budget".
-    - Checkpoint write throughput against the per-client EFS throughput the checkpoint advisor assumes
-      (``checkpoint_advisor.EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2``): "at least as fast" or "SLOWER".
-    """
-    from cdk_neuron import checkpoint_advisor, planner
-    from cdk_neuron.serving import timing
-
-    rows: list[Comparison] = []
-    model, instance = report.model, report.instance_type
-    if model is not None and instance is not None:
-        plan = planner.size_model(
-            int(model["parameters"]), dtype=str(model.get("dtype", "bf16")), instance_type=instance
-        )
-        ec2_key = "instance_launch_to_in_service_seconds"
-        if ec2_key in report.timings:
-            budget = timing.ec2_startup(
-                plan.weights_gib,
-                precompiled=False,
-                instance_type=instance,
-                replicas=plan.replicas_per_instance,
-            ).seconds
-            rows.append(_against("EC2 launch -> InService", report.timings[ec2_key], budget, "s"))
-        sm_key = "endpoint_creating_to_in_service_seconds"
-        if sm_key in report.timings:
-            budget = timing.sagemaker_timeouts(
-                plan.weights_gib, precompiled=False, instance_type=instance
-            ).container_startup_health_check_seconds
-            rows.append(_against("SageMaker creating -> InService", report.timings[sm_key], budget, "s"))
-    rate = report.values.get("checkpoint_write_mib_per_second")
-    if rate is not None:
-        assumed = float(checkpoint_advisor.EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2)
-        verdict = "at least as fast" if rate >= assumed else "SLOWER than assumed"
-        rows.append(Comparison("checkpoint write, one client", rate, assumed, "MiB/s", verdict))
-    return rows
-
-
-def _against(what: str, measured: float, budget: float, unit: str) -> Comparison:
-    verdict = "within budget" if measured <= budget else "OVER budget"
-    return Comparison(what, measured, float(budget), unit, verdict)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cdk_neuron.measurements compare REPORT...``: measured against modelled."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) < 2 or args[0] != "compare":
-        print(
-            "usage: python -m cdk_neuron.measurements compare REPORT.json [REPORT.json ...]", file=sys.stderr
-        )
-        return 2
-    for path in args[1:]:
-        report = load_report(path)
-        print(f"{report.label} ({report.outcome})")
-        for key, seconds in sorted(report.timings.items()):
-            print(f"  {key:<44} {seconds:>10.1f}")
-        for key, value in sorted(report.values.items()):
-            print(f"  {key:<44} {value:>10.1f}")
-        for row in compare(report):
-            print(
-                f"  {row.what}: measured {row.measured:.1f} {row.unit}, model {row.modelled:.1f} {row.unit}: {row.verdict}"
-            )
-        for error in report.errors:
-            print(f"  not measured: {error}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+__all__ = ["FORMAT", "OUTCOMES", "SUITES", "TIMINGS", "VALUES", "VERSION", "TimingReport", "load_report"]

@@ -1,4 +1,4 @@
-"""boto3 sessions for the commands that talk to AWS, and the credential errors they can meet.
+"""boto3 sessions for the commands that talk to AWS, and the errors they can meet.
 
 ``boto3`` is imported inside :class:`Boto3Clients` only, so ``plan`` and ``cost`` never load it.
 Tests hand the commands their own factory (moto or botocore Stubber clients) instead.
@@ -40,6 +40,10 @@ CREDENTIAL_ERROR_CODES = frozenset(
 
 class CredentialsProblem(Exception):
     """No usable credentials: the CLI prints the message (one sentence) and exits with code 3."""
+
+
+class AwsLookupError(Exception):
+    """Something the command needs is missing in the account (a stack output, a job): exit code 1."""
 
 
 def error_code(error: BaseException) -> str:

@@ -12,17 +12,24 @@ GPU comparison, the assumptions and the claims.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
-from cdk_neuron.cli.output import Column, ColumnKind, Report, document, usd
+from cdk_neuron.cli import assembly
+from cdk_neuron.cli.command import Command, environment_options, in_region, selected
+from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.output import Column, ColumnKind, Report, usd
 from cdk_neuron.cli.plan import omitted
-from cdk_neuron.cli.pricing import SERVICE_QUERIES, PriceBook, regional
+from cdk_neuron.cli.pricing import PRICING_API_REGION, SERVICE_QUERIES, PriceBook, live_price_book, regional
+from cdk_neuron.cli.result import NOT_IN_JSON, Result
+from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import CheckpointSizing, Deployment, ServingDeployment
+from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
 
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates (8,760 h / 12)
@@ -56,7 +63,7 @@ class Claim:
     claim: str
     source: str
     status: str
-    applies_to: str  # "trn1", "trn2", "inf2"
+    applies_to: str = field(metadata=NOT_IN_JSON)  # "trn1", "trn2", "inf2"
 
 
 def _stale_p4d_gap() -> str:
@@ -111,19 +118,111 @@ class Line:
     other_region: bool = False
     """The price is a table price for another Region than the environment's."""
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def hourly(self) -> float | None:
+        """Dollars per hour as printed (4 decimals)."""
+        return _round(self.usd_per_hour)
+
+    @property
+    def monthly(self) -> float | None:
+        """Dollars per month as printed (4 decimals)."""
+        return _round(None if self.usd_per_hour is None else self.usd_per_hour * HOURS_PER_MONTH)
+
+    def to_json(self) -> dict[str, Any]:
         return {
             "item": self.item,
             "stored_data": self.stored_data,
             "quantity": self.quantity,
-            "usd_per_hour": _round(self.usd_per_hour),
-            "usd_per_month": _round(
-                None if self.usd_per_hour is None else self.usd_per_hour * HOURS_PER_MONTH
-            ),
+            "usd_per_hour": self.hourly,
+            "usd_per_month": self.monthly,
             "basis": self.basis,
             "price_region": self.price_region,
             "other_region": self.other_region,
         }
+
+
+@dataclass(frozen=True)
+class CostSection:
+    """Every line of one scale (idle or full), and their totals."""
+
+    lines: list[Line]
+    usd_per_hour_excluding_stored_data: float
+    usd_per_hour: float
+    usd_per_month: float
+    complete: bool
+    """Every line is priced (else the totals are lower bounds)."""
+
+
+@dataclass(frozen=True)
+class TrainingComparison:
+    instance_type: str
+    basis: str
+    nodes: int
+    accelerator_memory_gib: float
+    usd_per_hour: float | None
+    relative_to_neuron: float | None
+
+
+@dataclass(frozen=True)
+class ServingComparison:
+    family: str
+    instance_type: str | None
+    """None when no instance of the family holds the model."""
+    tensor_parallel: int | None
+    replicas_per_instance: int | None
+    usd_per_replica_hour: float | None
+    instances_for_fleet: int | None
+    usd_per_hour: float | None
+    relative_to_neuron: float | None
+
+
+@dataclass(frozen=True)
+class GpuComparison:
+    training: list[TrainingComparison]
+    serving: list[ServingComparison]
+
+
+@dataclass(frozen=True)
+class EnvironmentCost:
+    name: str
+    region: str
+    prices_date: str
+    idle: CostSection
+    full_scale: CostSection
+    gpu_comparison: GpuComparison
+    omitted: list[str]
+    assumptions: list[str]
+    claims: list[Claim]
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    """One environment's row of the summary table."""
+
+    name: str
+    region: str
+    idle_usd_per_hour: float
+    idle_usd_per_month: float
+    full_scale_usd_per_hour: float
+    full_scale_usd_per_month: float
+    complete: bool
+    prices: str
+    """``live`` (Price List API) or ``table``."""
+    other_region_lines: list[str]
+    omitted: list[str]
+
+
+@dataclass(frozen=True)
+class CostResult(Result):
+    """``cdk-neuron cost``: a summary row and every line per environment."""
+
+    command = "cost"
+    prices_date: str
+    prices_note: str
+    refresh: str
+    hours_per_month: int
+    summary: list[CostSummary]
+    environments: list[EnvironmentCost]
 
 
 def _priced(
@@ -176,17 +275,17 @@ def _service_price(prices: PriceBook, key: str) -> catalog.Price:
     return price
 
 
-def _total(lines: Sequence[Line]) -> dict[str, Any]:
+def _total(lines: Sequence[Line]) -> CostSection:
     known = [line.usd_per_hour for line in lines if line.usd_per_hour is not None]
     hourly = sum(known)
     running = sum(line.usd_per_hour or 0.0 for line in lines if not line.stored_data)
-    return {
-        "lines": [line.as_dict() for line in lines],
-        "usd_per_hour_excluding_stored_data": round(running, 4),
-        "usd_per_hour": round(hourly, 4),
-        "usd_per_month": round(hourly * HOURS_PER_MONTH, 2),
-        "complete": len(known) == len(lines),
-    }
+    return CostSection(
+        lines=list(lines),
+        usd_per_hour_excluding_stored_data=round(running, 4),
+        usd_per_hour=round(hourly, 4),
+        usd_per_month=round(hourly * HOURS_PER_MONTH, 2),
+        complete=len(known) == len(lines),
+    )
 
 
 def _serving_price(
@@ -390,7 +489,7 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line | None:
     )
 
 
-def instance_price_line(instance_type: str, count: int, prices: PriceBook | None = None) -> dict[str, Any]:
+def instance_price_line(instance_type: str, count: int, prices: PriceBook | None = None) -> Line:
     """``count`` instances of ``instance_type`` at the dated (or live) On-Demand price, or "unknown"
     where no source publishes one (Trn3 servers, trn2u.48xlarge: ``catalog.UNPRICED``)."""
     book = prices or PriceBook()
@@ -401,7 +500,7 @@ def instance_price_line(instance_type: str, count: int, prices: PriceBook | None
         _times(count, price),
         _price_basis(instance_type, price),
         price_region=price.region if price else None,
-    ).as_dict()
+    )
 
 
 def idle(env: Deployment, prices: PriceBook) -> list[Line]:
@@ -461,7 +560,7 @@ def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
     return [*lines, *infrastructure_lines(env, prices)]
 
 
-def training_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any]]:
+def training_comparison(env: Deployment, prices: PriceBook) -> list[TrainingComparison]:
     """The max_nodes Trainium cluster against GPU clusters, per cluster-hour, on two bases."""
     if env.training is None:
         return []
@@ -471,14 +570,14 @@ def training_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, An
     trn_hourly = _times(nodes, trn_price)
     hbm = nodes * trn.hbm_gib
     rows = [
-        {
-            "instance_type": trn.name,
-            "basis": "configured cluster",
-            "nodes": nodes,
-            "accelerator_memory_gib": hbm,
-            "usd_per_hour": _round(trn_hourly),
-            "relative_to_neuron": 1.0 if trn_hourly else None,
-        }
+        TrainingComparison(
+            instance_type=trn.name,
+            basis="configured cluster",
+            nodes=nodes,
+            accelerator_memory_gib=hbm,
+            usd_per_hour=_round(trn_hourly),
+            relative_to_neuron=1.0 if trn_hourly else None,
+        )
     ]
     for name in GPU_TRAINING_COMPARATORS:
         gpu = catalog.GPU_INSTANCES[name]
@@ -489,14 +588,14 @@ def training_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, An
         ):
             hourly = _times(count, price)
             rows.append(
-                {
-                    "instance_type": name,
-                    "basis": basis,
-                    "nodes": count,
-                    "accelerator_memory_gib": round(count * gpu.total_gpu_memory_gib),
-                    "usd_per_hour": _round(hourly),
-                    "relative_to_neuron": round(hourly / trn_hourly, 3) if hourly and trn_hourly else None,
-                }
+                TrainingComparison(
+                    instance_type=name,
+                    basis=basis,
+                    nodes=count,
+                    accelerator_memory_gib=round(count * gpu.total_gpu_memory_gib),
+                    usd_per_hour=_round(hourly),
+                    relative_to_neuron=round(hourly / trn_hourly, 3) if hourly and trn_hourly else None,
+                )
             )
     return rows
 
@@ -507,7 +606,7 @@ def _gpu_fit(total_gib: float, gpu: catalog.GpuInstance) -> int | None:
     return next((tp for tp in _GPU_TP if tp <= gpu.gpus and total_gib / tp <= usable), None)
 
 
-def serving_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any]]:
+def serving_comparison(env: Deployment, prices: PriceBook) -> list[ServingComparison]:
     """The serving fleet at max_capacity against the cheapest-per-replica GPU instance of each family."""
     serving = env.serving
     if serving is None:
@@ -519,18 +618,18 @@ def serving_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any
     neuron_price = prices.ec2(plan.instance_type)
     neuron_hourly = _times(serving.max_capacity, neuron_price)
     rows = [
-        {
-            "family": plan.instance_type.split(".")[0],
-            "instance_type": plan.instance_type,
-            "tensor_parallel": plan.tensor_parallel,
-            "replicas_per_instance": plan.replicas_per_instance,
-            "usd_per_replica_hour": _round(
+        ServingComparison(
+            family=plan.instance_type.split(".")[0],
+            instance_type=plan.instance_type,
+            tensor_parallel=plan.tensor_parallel,
+            replicas_per_instance=plan.replicas_per_instance,
+            usd_per_replica_hour=_round(
                 None if neuron_price is None else neuron_price.usd_per_hour / plan.replicas_per_instance
             ),
-            "instances_for_fleet": serving.max_capacity,
-            "usd_per_hour": _round(neuron_hourly),
-            "relative_to_neuron": 1.0 if neuron_hourly else None,
-        }
+            instances_for_fleet=serving.max_capacity,
+            usd_per_hour=_round(neuron_hourly),
+            relative_to_neuron=1.0 if neuron_hourly else None,
+        )
     ]
     for family in GPU_SERVING_FAMILIES:
         options = []
@@ -542,33 +641,22 @@ def serving_comparison(env: Deployment, prices: PriceBook) -> list[dict[str, Any
             per_instance = gpu.gpus // tp
             options.append((price.usd_per_hour / per_instance, gpu, tp, per_instance, price))
         if not options:
-            rows.append(
-                {
-                    "family": family,
-                    "instance_type": None,  # no instance of the family holds the model
-                    "tensor_parallel": None,
-                    "replicas_per_instance": None,
-                    "usd_per_replica_hour": None,
-                    "instances_for_fleet": None,
-                    "usd_per_hour": None,
-                    "relative_to_neuron": None,
-                }
-            )
+            rows.append(ServingComparison(family, None, None, None, None, None, None, None))
             continue
         per_replica, gpu, tp, per_instance, price = min(options, key=lambda o: o[0])
         count = math.ceil(replicas / per_instance)
         hourly = count * price.usd_per_hour
         rows.append(
-            {
-                "family": family,
-                "instance_type": gpu.name,
-                "tensor_parallel": tp,
-                "replicas_per_instance": per_instance,
-                "usd_per_replica_hour": _round(per_replica),
-                "instances_for_fleet": count,
-                "usd_per_hour": _round(hourly),
-                "relative_to_neuron": round(hourly / neuron_hourly, 3) if neuron_hourly else None,
-            }
+            ServingComparison(
+                family=family,
+                instance_type=gpu.name,
+                tensor_parallel=tp,
+                replicas_per_instance=per_instance,
+                usd_per_replica_hour=_round(per_replica),
+                instances_for_fleet=count,
+                usd_per_hour=_round(hourly),
+                relative_to_neuron=round(hourly / neuron_hourly, 3) if neuron_hourly else None,
+            )
         )
     return rows
 
@@ -673,36 +761,34 @@ def service_keys(env: Deployment) -> set[str]:
     return keys
 
 
-def _claims_for(env: Deployment) -> list[dict[str, str]]:
+def _claims_for(env: Deployment) -> list[Claim]:
     families = set()
     if env.training is not None:
         chip = catalog.get_instance(env.training.instance_type).chip
         families.add("trn2" if chip == "trainium2" else "trn1")
     if env.serving is not None:
         families.add("inf2")
-    return [
-        {"claim": c.claim, "source": c.source, "status": c.status} for c in CLAIMS if c.applies_to in families
-    ]
+    return [c for c in CLAIMS if c.applies_to in families]
 
 
 def _summary(
-    env: Deployment, section_idle: dict[str, Any], section_full: dict[str, Any], prices: PriceBook
-) -> dict[str, Any]:
-    return {
-        "name": env.name,
-        "region": env.region,
-        "idle_usd_per_hour": section_idle["usd_per_hour"],
-        "idle_usd_per_month": section_idle["usd_per_month"],
-        "full_scale_usd_per_hour": section_full["usd_per_hour"],
-        "full_scale_usd_per_month": section_full["usd_per_month"],
-        "complete": section_idle["complete"] and section_full["complete"],
-        "prices": "live" if prices.is_live else "table",
-        "other_region_lines": _other_region_items(env, prices),
-        "omitted": omitted(env),
-    }
+    env: Deployment, section_idle: CostSection, section_full: CostSection, prices: PriceBook
+) -> CostSummary:
+    return CostSummary(
+        name=env.name,
+        region=env.region,
+        idle_usd_per_hour=section_idle.usd_per_hour,
+        idle_usd_per_month=section_idle.usd_per_month,
+        full_scale_usd_per_hour=section_full.usd_per_hour,
+        full_scale_usd_per_month=section_full.usd_per_month,
+        complete=section_idle.complete and section_full.complete,
+        prices="live" if prices.is_live else "table",
+        other_region_lines=_other_region_items(env, prices),
+        omitted=omitted(env),
+    )
 
 
-def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None = None) -> dict[str, Any]:
+def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None = None) -> CostResult:
     books = prices_by_env or {}
     environments = []
     summary = []
@@ -712,23 +798,21 @@ def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None
         full_section = _total(full_scale(env, prices))
         summary.append(_summary(env, idle_section, full_section, prices))
         environments.append(
-            {
-                "name": env.name,
-                "region": env.region,
-                "prices_date": prices.date,
-                "idle": idle_section,
-                "full_scale": full_section,
-                "gpu_comparison": {
-                    "training": training_comparison(env, prices),
-                    "serving": serving_comparison(env, prices),
-                },
-                "omitted": omitted(env),
-                "assumptions": assumptions(env, prices),
-                "claims": _claims_for(env),
-            }
+            EnvironmentCost(
+                name=env.name,
+                region=env.region,
+                prices_date=prices.date,
+                idle=idle_section,
+                full_scale=full_section,
+                gpu_comparison=GpuComparison(
+                    training=training_comparison(env, prices), serving=serving_comparison(env, prices)
+                ),
+                omitted=omitted(env),
+                assumptions=assumptions(env, prices),
+                claims=_claims_for(env),
+            )
         )
-    return document(
-        "cost",
+    return CostResult(
         prices_date=catalog.PRICES_DATE,
         prices_note=catalog.PRICES_NOTE,
         refresh=REFRESH_INSTRUCTION,
@@ -745,10 +829,10 @@ def _ratio(value: float | None) -> str:
 _MONEY: ColumnKind = "id"  # amounts never wrap
 
 
-def render_summary(doc: dict[str, Any], out: Report) -> None:
-    rows = doc["summary"]
+def render_summary(result: CostResult, out: Report) -> None:
+    rows = result.summary
     out.table(
-        f"cost summary (USD, on-demand; month = {doc['hours_per_month']} h)",
+        f"cost summary (USD, on-demand; month = {result.hours_per_month} h)",
         (
             Column("environment", "id"),
             Column("region", "id"),
@@ -758,8 +842,8 @@ def render_summary(doc: dict[str, Any], out: Report) -> None:
             Column("prices", "id"),
         ),
         (
-            (r["name"] + ("" if r["complete"] else " *"), r["region"], usd(r["idle_usd_per_month"]),
-             usd(r["full_scale_usd_per_hour"]), usd(r["full_scale_usd_per_month"]), r["prices"])
+            (r.name + ("" if r.complete else " *"), r.region, usd(r.idle_usd_per_month),
+             usd(r.full_scale_usd_per_hour), usd(r.full_scale_usd_per_month), r.prices)
             for r in rows
         ),
     )  # fmt: skip
@@ -767,34 +851,33 @@ def render_summary(doc: dict[str, Any], out: Report) -> None:
         "idle: minimum serving fleet, training scaled to zero (or reserved), network, keys, alarms and "
         "stored data; full: max_nodes training nodes and the max_capacity serving fleet, plus the same.",
     ]
-    if any(not r["complete"] for r in rows):
+    if any(not r.complete for r in rows):
         notes.append("* a price is missing: the total is a lower bound (see --details).")
     for r in rows:
-        for part in r.get("omitted", []):
-            notes.append(f"{r['name']}: {part.split(':')[0]}: not priced")
-        if r["other_region_lines"]:
+        for part in r.omitted:
+            notes.append(f"{r.name}: {part.split(':')[0]}: not priced")
+        if r.other_region_lines:
             notes.append(
-                f"{r['name']}: {len(r['other_region_lines'])} line(s) are us-east-1 prices applied to "
-                f"{r['region']} ({', '.join(r['other_region_lines'])}); --live-prices prices them there."
+                f"{r.name}: {len(r.other_region_lines)} line(s) are us-east-1 prices applied to "
+                f"{r.region} ({', '.join(r.other_region_lines)}); --live-prices prices them there."
             )
-    if all(r["prices"] == "table" for r in rows):
+    if all(r.prices == "table" for r in rows):
         notes.append(
-            f"Price table dated {doc['prices_date']}; SageMaker ml.* from {_sagemaker_prices_date()}."
+            f"Price table dated {result.prices_date}; SageMaker ml.* from {_sagemaker_prices_date()}."
         )
     out.notes("Notes", notes)
 
 
-def _lines_table(out: Report, title: str, section: dict[str, Any]) -> None:
+def _lines_table(out: Report, title: str, section: CostSection) -> None:
     rows = [
-        (line["item"], line["quantity"], usd(line["usd_per_hour"]), usd(line["usd_per_month"]), line["basis"])
-        for line in section["lines"]
+        (line.item, line.quantity, usd(line.hourly), usd(line.monthly), line.basis) for line in section.lines
     ]
-    partial = "" if section["complete"] else " (incomplete: a price is missing)"
-    running = section["usd_per_hour_excluding_stored_data"]
+    partial = "" if section.complete else " (incomplete: a price is missing)"
+    running = section.usd_per_hour_excluding_stored_data
     rows.append(
         ("without stored data", "", usd(running), usd(running * HOURS_PER_MONTH), "EFS and S3 excluded")
     )
-    rows.append(("total" + partial, "", usd(section["usd_per_hour"]), usd(section["usd_per_month"]), ""))
+    rows.append(("total" + partial, "", usd(section.usd_per_hour), usd(section.usd_per_month), ""))
     out.table(
         title,
         (
@@ -808,54 +891,54 @@ def _lines_table(out: Report, title: str, section: dict[str, Any]) -> None:
     )
 
 
-def render_details(env: dict[str, Any], out: Report) -> None:
-    name = f"{env['name']} ({env['region']})"
-    _lines_table(out, f"{name}: idle (minimum capacity)", env["idle"])
-    _lines_table(out, f"{name}: full scale (max nodes, max fleet)", env["full_scale"])
-    comparison = env["gpu_comparison"]
-    for part in env.get("omitted", []):
+def render_details(env: EnvironmentCost, out: Report) -> None:
+    name = f"{env.name} ({env.region})"
+    _lines_table(out, f"{name}: idle (minimum capacity)", env.idle)
+    _lines_table(out, f"{name}: full scale (max nodes, max fleet)", env.full_scale)
+    comparison = env.gpu_comparison
+    for part in env.omitted:
         out.line(f"{name}: {part.split(':')[0]}: its lines and GPU comparison are omitted")
-    if comparison["training"]:
+    if comparison.training:
         out.table(
             f"{name}: training cluster vs GPU clusters (per cluster-hour)",
             (Column("instance", "id"), Column("basis"), Column("nodes", "id"), Column("accelerator memory"),
              Column("$/hour", _MONEY), Column("vs Neuron", "id")),
             (
-                (r["instance_type"], r["basis"], r["nodes"], f"{r['accelerator_memory_gib']:,} GiB",
-                 usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
-                for r in comparison["training"]
+                (r.instance_type, r.basis, r.nodes, f"{r.accelerator_memory_gib:,} GiB",
+                 usd(r.usd_per_hour), _ratio(r.relative_to_neuron))
+                for r in comparison.training
             ),
         )  # fmt: skip
-    if comparison["serving"]:
+    if comparison.serving:
         out.table(
             f"{name}: serving fleet at max capacity vs GPU instances",
             (Column("instance"), Column("TP", "id"), Column("replicas per instance"), Column("$ per replica-hour", _MONEY),
              Column("instances", "id"), Column("$/hour", _MONEY), Column("vs Neuron", "id")),
             (
-                (r["instance_type"] or f"{r['family']}: none fits", r["tensor_parallel"],
-                 r["replicas_per_instance"], usd(r["usd_per_replica_hour"]), r["instances_for_fleet"],
-                 usd(r["usd_per_hour"]), _ratio(r["relative_to_neuron"]))
-                for r in comparison["serving"]
+                (r.instance_type or f"{r.family}: none fits", r.tensor_parallel,
+                 r.replicas_per_instance, usd(r.usd_per_replica_hour), r.instances_for_fleet,
+                 usd(r.usd_per_hour), _ratio(r.relative_to_neuron))
+                for r in comparison.serving
             ),
         )  # fmt: skip
-    out.notes("Assumptions", env["assumptions"])
+    out.notes("Assumptions", env.assumptions)
     out.notes(
         "Claims (not used in the arithmetic above)",
-        (f'CLAIM "{c["claim"]}" - source: {c["source"]} - {c["status"]}' for c in env["claims"]),
+        (f'CLAIM "{c.claim}" - source: {c.source} - {c.status}' for c in env.claims),
     )
     out.blank()
 
 
-def render(doc: dict[str, Any], *, details: bool = False) -> Report:
+def render(result: CostResult, *, details: bool = False) -> Report:
     out = Report()
-    render_summary(doc, out)
+    render_summary(result, out)
     if details:
         out.blank()
-        for env in doc["environments"]:
+        for env in result.environments:
             render_details(env, out)
-        out.line(f"Price table dated {doc['prices_date']}. {doc['refresh']}")
+        out.line(f"Price table dated {result.prices_date}. {result.refresh}")
     else:
-        names = [e["name"] for e in doc["environments"]]
+        names = [e.name for e in result.environments]
         out.commands(
             "Every line, the GPU comparison, assumptions and claims:",
             [
@@ -874,17 +957,78 @@ def render(doc: dict[str, Any], *, details: bool = False) -> Report:
 _SCALES = (("idle", "idle"), ("full_scale", "full scale"))
 
 
+@dataclass(frozen=True)
+class LineChange:
+    """A line that changed between the two assemblies (by item)."""
+
+    item: str
+    old_quantity: str | None
+    new_quantity: str | None
+    old_usd_per_hour: float | None
+    new_usd_per_hour: float | None
+    change_usd_per_hour: float | None
+    change_usd_per_month: float | None
+
+
+@dataclass(frozen=True)
+class Change:
+    change_usd_per_hour: float
+    change_usd_per_month: float
+
+    @staticmethod
+    def of(hourly: float) -> Change:
+        return Change(round(hourly, 4), round(hourly * HOURS_PER_MONTH, 2))
+
+
+@dataclass(frozen=True)
+class ScaleChange:
+    """One scale's (idle or full) changed lines and their total change."""
+
+    lines: list[LineChange]
+    change_usd_per_hour: float
+    change_usd_per_month: float
+
+
+@dataclass(frozen=True)
+class EnvironmentChange:
+    name: str
+    region: str
+    status: str
+    """``added``, ``removed``, ``changed`` or ``unchanged``."""
+    idle: ScaleChange
+    full_scale: ScaleChange
+
+
+@dataclass(frozen=True)
+class ChangeTotal:
+    idle: Change
+    full_scale: Change
+
+
+@dataclass(frozen=True)
+class CostDiffResult(Result):
+    """``cdk-neuron cost --diff OLD NEW``: per environment and line, what the change costs."""
+
+    command = "cost-diff"
+    prices_date: str
+    hours_per_month: int
+    environments: list[EnvironmentChange]
+    total: ChangeTotal
+    complete: bool
+    summary: str
+
+
 def _signed(value: float | None) -> str:
     if value is None:
         return "n/a"
     return ("+" if value > 0 else "-" if value < 0 else "") + usd(abs(value))
 
 
-def _line_changes(old: Sequence[Line], new: Sequence[Line]) -> tuple[list[dict[str, Any]], float, bool]:
+def _line_changes(old: Sequence[Line], new: Sequence[Line]) -> tuple[list[LineChange], float, bool]:
     """Changed lines (by item), the hourly change, and whether every changed line was priced."""
     before = {line.item: line for line in old}
     after = {line.item: line for line in new}
-    rows: list[dict[str, Any]] = []
+    rows: list[LineChange] = []
     total, complete = 0.0, True
     for item in [*after, *(i for i in before if i not in after)]:
         was, now = before.get(item), after.get(item)
@@ -901,20 +1045,20 @@ def _line_changes(old: Sequence[Line], new: Sequence[Line]) -> tuple[list[dict[s
             continue
         total += change or 0.0
         rows.append(
-            {
-                "item": item,
-                "old_quantity": old_quantity,
-                "new_quantity": new_quantity,
-                "old_usd_per_hour": _round(old_hourly) if was is not None else None,
-                "new_usd_per_hour": _round(new_hourly) if now is not None else None,
-                "change_usd_per_hour": _round(change),
-                "change_usd_per_month": None if change is None else round(change * HOURS_PER_MONTH, 2),
-            }
+            LineChange(
+                item=item,
+                old_quantity=old_quantity,
+                new_quantity=new_quantity,
+                old_usd_per_hour=_round(old_hourly) if was is not None else None,
+                new_usd_per_hour=_round(new_hourly) if now is not None else None,
+                change_usd_per_hour=_round(change),
+                change_usd_per_month=None if change is None else round(change * HOURS_PER_MONTH, 2),
+            )
         )
     return rows, total, complete
 
 
-def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> dict[str, Any]:
+def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> CostDiffResult:
     """Per environment and line, the hourly and monthly change from ``old`` to ``new`` (table prices)."""
     prices = PriceBook()
     before = {env.name: env for env in old}
@@ -926,11 +1070,7 @@ def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> dict[str, Any]
     for name in names:
         was, now = before.get(name), after.get(name)
         either = now if now is not None else before[name]
-        entry: dict[str, Any] = {
-            "name": name,
-            "region": either.region,
-            "status": "added" if was is None else "removed" if now is None else "changed",
-        }
+        scales: dict[str, ScaleChange] = {}
         for key, _ in _SCALES:
             lines = idle if key == "idle" else full_scale
             rows, change, priced = _line_changes(
@@ -938,31 +1078,23 @@ def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> dict[str, Any]
             )
             complete = complete and priced
             totals[key] += change
-            entry[key] = {
-                "lines": rows,
-                "change_usd_per_hour": round(change, 4),
-                "change_usd_per_month": round(change * HOURS_PER_MONTH, 2),
-            }
-        if (
-            was is not None
-            and now is not None
-            and not entry["idle"]["lines"]
-            and not entry["full_scale"]["lines"]
-        ):
-            entry["status"] = "unchanged"
-        environments.append(entry)
-    return document(
-        "cost-diff",
+            scales[key] = ScaleChange(rows, round(change, 4), round(change * HOURS_PER_MONTH, 2))
+        if was is None:
+            status = "added"
+        elif now is None:
+            status = "removed"
+        elif not scales["idle"].lines and not scales["full_scale"].lines:
+            status = "unchanged"
+        else:
+            status = "changed"
+        environments.append(
+            EnvironmentChange(name, either.region, status, scales["idle"], scales["full_scale"])
+        )
+    return CostDiffResult(
         prices_date=catalog.PRICES_DATE,
         hours_per_month=HOURS_PER_MONTH,
         environments=environments,
-        total={
-            key: {
-                "change_usd_per_hour": round(totals[key], 4),
-                "change_usd_per_month": round(totals[key] * HOURS_PER_MONTH, 2),
-            }
-            for key, _ in _SCALES
-        },
+        total=ChangeTotal(idle=Change.of(totals["idle"]), full_scale=Change.of(totals["full_scale"])),
         complete=complete,
         summary=diff_summary(totals),
     )
@@ -976,32 +1108,115 @@ def diff_summary(totals: dict[str, float]) -> str:
     return "Cost change: " + "; ".join(parts)
 
 
-def render_diff(doc: dict[str, Any]) -> Report:
+def render_diff(result: CostDiffResult) -> Report:
     out = Report()
-    for env in doc["environments"]:
-        status = "" if env["status"] == "changed" else f" ({env['status']})"
+    for env in result.environments:
+        status = "" if env.status == "changed" else f" ({env.status})"
         for key, label in _SCALES:
-            lines = env[key]["lines"]
+            lines = (env.idle if key == "idle" else env.full_scale).lines
             if not lines:
                 continue
             out.table(
-                f"{env['name']}{status}: {label}",
+                f"{env.name}{status}: {label}",
                 (Column("item"), Column("was"), Column("now"), Column("$/hour", _MONEY), Column("$/month", _MONEY)),
                 (
-                    (line["item"], line["old_quantity"] or "-", line["new_quantity"] or "-",
-                     _signed(line["change_usd_per_hour"]), _signed(line["change_usd_per_month"]))
+                    (line.item, line.old_quantity or "-", line.new_quantity or "-",
+                     _signed(line.change_usd_per_hour), _signed(line.change_usd_per_month))
                     for line in lines
                 ),
             )  # fmt: skip
-    unchanged = [env["name"] for env in doc["environments"] if env["status"] == "unchanged"]
+    unchanged = [env.name for env in result.environments if env.status == "unchanged"]
     if unchanged:
         out.line(f"Unchanged: {', '.join(unchanged)}")
     notes = [
-        f"On-demand table prices dated {doc['prices_date']}; month = {doc['hours_per_month']} h; idle: minimum "
+        f"On-demand table prices dated {result.prices_date}; month = {result.hours_per_month} h; idle: minimum "
         "fleet, training scaled to zero; full scale: max nodes and max fleet."
     ]
-    if not doc["complete"]:
+    if not result.complete:
         notes.append("A changed line has no price: its change is left out of the total.")
     out.notes("Notes", notes)
-    out.line(doc["summary"], style="bold")
+    out.line(result.summary, style="bold")
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------------------------
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=False)
+    parser.add_argument(
+        "--details",
+        action="store_true",
+        help="after the summary: every line, the GPU comparison, assumptions and claims",
+    )
+    parser.add_argument(
+        "--live-prices",
+        action="store_true",
+        help="price every line with the AWS Price List API in the environment's Region (needs credentials)",
+    )
+    parser.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("OLD_ASSEMBLY", "NEW_ASSEMBLY"),
+        help="what changes per environment and line between two cloud assemblies, per hour and month "
+        "(offline, table prices): e.g. the main branch's cdk.out and a pull request's",
+    )
+
+
+def _diff(args: argparse.Namespace) -> CostDiffResult:
+    """``cost --diff OLD NEW``: two cloud assemblies, each environment's lines compared."""
+    for option, value in (("--live-prices", args.live_prices), ("--app", args.app), ("--synth", args.synth),
+                          ("--config", args.config), ("--region", args.region)):  # fmt: skip
+        if value:
+            raise NeuronConfigError(
+                option, value, "cost --diff compares two cloud assemblies offline: omit it"
+            )
+    sides: list[list[Deployment]] = []
+    for directory in args.diff:
+        envs = assembly.load(directory)
+        if args.env is not None and args.env not in envs:
+            sides.append([])  # added or removed by the change
+        else:
+            sides.append(selected(envs, args) if args.path is None or _holds(envs, args.path) else [])
+    if args.env is not None and not any(sides):
+        raise NeuronConfigError("--env", args.env, "in neither assembly")
+    return diff(sides[0], sides[1])
+
+
+def _holds(envs: dict[str, Deployment], path: str) -> bool:
+    try:
+        assembly.select_path(envs, path)
+    except NeuronConfigError:
+        return False
+    return True
+
+
+def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    if args.diff is not None:
+        ctx.show(_diff(args), render_diff)
+        return ExitStatus.OK
+    envs = in_region(selected(ctx.deployments, args), args.region)
+    books: dict[str, PriceBook] = {}
+    if args.live_prices:
+        pricing = ctx.aws("pricing", PRICING_API_REGION)
+        for env in envs:
+            books[env.name] = live_price_book(
+                pricing,
+                env.region,
+                ec2_types(env),
+                sagemaker_types=sagemaker_types(env),
+                services=service_keys(env),
+            )
+    ctx.show(build(envs, books), lambda result: render(result, details=args.details))
+    return ExitStatus.OK
+
+
+COMMAND = Command(
+    "cost",
+    "Monthly cost at idle and at full scale per environment (offline); --details for every line.",
+    _run,
+    arguments=_arguments,
+    aws=True,
+)

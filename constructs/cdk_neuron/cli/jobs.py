@@ -19,14 +19,19 @@ configuration log to ``/aws/batch/job``.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from cdk_neuron.cli import source
-from cdk_neuron.cli.aws import error_code
-from cdk_neuron.cli.output import Column, Report, document
-from cdk_neuron.cli.submit import AwsLookupError, find_job_queue
+from cdk_neuron.cli.aws import AwsLookupError, error_code
+from cdk_neuron.cli.command import Command, environment_options
+from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.output import Column, Report
+from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result, key
+from cdk_neuron.cli.status import ExitStatus
+from cdk_neuron.cli.submit import find_job_queue, job_environment, stack_option
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 
@@ -45,8 +50,143 @@ POLL_RANGE = (5, 300)
 _DESCRIBE_BATCH = 100  # DescribeJobs takes at most 100 job ids
 _LOG_PAGES = 1000  # GetLogEvents pages (10,000 events or 1 MB each) read in one pass
 
-Sleep = Callable[[float], None]
 Write = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    started_at: str | None
+    stopped_at: str | None
+    exit_code: int | None
+    reason: str | None
+    log_stream: str | None
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    node_index: int
+    is_main_node: bool | None
+    status: str | None
+    reason: str | None
+    exit_code: int | None
+    log_group: str | None
+    log_stream: str | None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Which node failed first, why, and exactly where its log is."""
+
+    node_index: int | None
+    """None for a single-node job."""
+    reason: str | None
+    exit_code: int | None
+    log_group: str | None
+    log_stream: str | None
+    logs_command: str
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A change of the job's or a node's state that ``status --watch`` saw."""
+
+    at: str
+    subject: str
+    from_: str | None = field(metadata=key("from"))
+    to: str | None
+
+
+@dataclass(frozen=True)
+class JobStatus(Result):
+    """``cdk-neuron status``: the job, every node, and on FAILED where the failing node logged."""
+
+    command = "status"
+    environment: str
+    region: str
+    job_id: str
+    job_name: str | None
+    status: str | None
+    status_reason: str | None
+    job_queue: str | None
+    job_definition: str | None
+    num_nodes: int | None
+    created_at: str | None
+    started_at: str | None
+    stopped_at: str | None
+    attempts: list[Attempt]
+    nodes: list[NodeStatus]
+    failure: Failure | None
+    transitions: list[Transition] | None = field(default=None, metadata=OMIT_IF_NONE)
+    """``status --watch`` only: every transition seen, in order."""
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    timestamp: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class JobLogs(Result):
+    """``cdk-neuron logs``: one node's log events (printed as they arrive; the document holds them all)."""
+
+    command = "logs"
+    environment: str
+    region: str
+    job_id: str
+    node_index: int | None
+    status: str | None
+    log_group: str
+    log_stream: str | None
+    events: list[LogEvent]
+
+
+@dataclass(frozen=True)
+class Stopped(Result):
+    """``cdk-neuron cancel`` and ``terminate``: what was asked of AWS Batch, and what follows."""
+
+    command = "stop"
+    action: str = field(metadata=NOT_IN_JSON)
+    """``cancel`` or ``terminate``: the document's ``command``."""
+    environment: str
+    region: str
+    job_id: str
+    job_name: str | None
+    status_before: str | None
+    requested: bool
+    reason: str
+    outcome: str
+    status_command: str
+
+    @property
+    def command_name(self) -> str:
+        return self.action
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    job_id: str
+    job_name: str | None
+    status: str | None
+    num_nodes: int | None
+    created_at: str | None
+    started_at: str | None
+    stopped_at: str | None
+    status_reason: str | None
+
+
+@dataclass(frozen=True)
+class JobList(Result):
+    """``cdk-neuron list``: the environment's job queue, newest first."""
+
+    command = "list"
+    environment: str
+    region: str
+    stack: str
+    job_queue: str
+    states: list[str]
+    truncated: bool
+    jobs: list[JobSummary]
 
 
 def check_interval(seconds: float) -> float:
@@ -60,15 +200,6 @@ def _time(epoch_ms: int | None) -> str | None:
     if epoch_ms is None:
         return None
     return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).isoformat(timespec="seconds")
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def cli(env: Deployment, *args: str) -> str:
-    """A cdk-neuron command line for this environment, from the same source (what the user types next)."""
-    return source.command(env, *args)
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,65 +284,64 @@ def log_stream(job: dict[str, Any]) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _attempts(job: dict[str, Any]) -> list[dict[str, Any]]:
+def _attempts(job: dict[str, Any]) -> list[Attempt]:
     return [
-        {
-            "started_at": _time(a.get("startedAt")),
-            "stopped_at": _time(a.get("stoppedAt")),
-            "exit_code": a.get("container", {}).get("exitCode"),
-            "reason": a.get("statusReason") or a.get("container", {}).get("reason"),
-            "log_stream": a.get("container", {}).get("logStreamName"),
-        }
+        Attempt(
+            started_at=_time(a.get("startedAt")),
+            stopped_at=_time(a.get("stoppedAt")),
+            exit_code=a.get("container", {}).get("exitCode"),
+            reason=a.get("statusReason") or a.get("container", {}).get("reason"),
+            log_stream=a.get("container", {}).get("logStreamName"),
+        )
         for a in job.get("attempts", [])
     ]
 
 
-def _node(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "node_index": node_index(child),
-        "is_main_node": child.get("nodeDetails", {}).get("isMainNode"),
-        "status": child.get("status"),
-        "reason": child.get("statusReason") or (child.get("container") or {}).get("reason"),
-        "exit_code": (child.get("container") or {}).get("exitCode"),
-        "log_group": log_group(child, parent),
-        "log_stream": log_stream(child),
-    }
+def _node(child: dict[str, Any], parent: dict[str, Any]) -> NodeStatus:
+    return NodeStatus(
+        node_index=node_index(child),
+        is_main_node=child.get("nodeDetails", {}).get("isMainNode"),
+        status=child.get("status"),
+        reason=child.get("statusReason") or (child.get("container") or {}).get("reason"),
+        exit_code=(child.get("container") or {}).get("exitCode"),
+        log_group=log_group(child, parent),
+        log_stream=log_stream(child),
+    )
 
 
-def _failure(env: Deployment, job: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _failure(ctx: Context, env: Deployment, job: dict[str, Any], nodes: list[NodeStatus]) -> Failure | None:
     """Which node failed first, why, and exactly where its log is."""
     if job.get("status") != "FAILED":
         return None
-    failed = [n for n in nodes if n["status"] == "FAILED"]
+    failed = [n for n in nodes if n.status == "FAILED"]
     # The node that exited non-zero caused the failure; the others were stopped with the job.
-    culprit = next((n for n in failed if n["exit_code"] not in (None, 0)), failed[0] if failed else None)
+    culprit = next((n for n in failed if n.exit_code not in (None, 0)), failed[0] if failed else None)
     if culprit is not None:
-        node = culprit["node_index"]
-        return {
-            "node_index": node,
-            "reason": culprit["reason"] or job.get("statusReason"),
-            "exit_code": culprit["exit_code"],
-            "log_group": culprit["log_group"],
-            "log_stream": culprit["log_stream"],
-            "logs_command": cli(env, "logs", job["jobId"], "--node", str(node)),
-        }
+        node = culprit.node_index
+        return Failure(
+            node_index=node,
+            reason=culprit.reason or job.get("statusReason"),
+            exit_code=culprit.exit_code,
+            log_group=culprit.log_group,
+            log_stream=culprit.log_stream,
+            logs_command=ctx.command_line(env, "logs", job["jobId"], "--node", str(node)),
+        )
     container = job.get("container") or {}
-    return {
-        "node_index": None,
-        "reason": job.get("statusReason") or container.get("reason"),
-        "exit_code": container.get("exitCode"),
-        "log_group": log_group(job),
-        "log_stream": log_stream(job),
-        "logs_command": cli(env, "logs", job["jobId"]),
-    }
+    return Failure(
+        node_index=None,
+        reason=job.get("statusReason") or container.get("reason"),
+        exit_code=container.get("exitCode"),
+        log_group=log_group(job),
+        log_stream=log_stream(job),
+        logs_command=ctx.command_line(env, "logs", job["jobId"]),
+    )
 
 
-def status(env: Deployment, clients: Any, job_id: str) -> dict[str, Any]:
-    batch = clients("batch", env.region)
+def status(ctx: Context, env: Deployment, job_id: str) -> JobStatus:
+    batch = ctx.aws("batch", env.region)
     job = describe(batch, env, job_id)
     nodes = [_node(child, job) for child in node_jobs(batch, job)]
-    return document(
-        "status",
+    return JobStatus(
         environment=env.name,
         region=env.region,
         job_id=job["jobId"],
@@ -226,61 +356,60 @@ def status(env: Deployment, clients: Any, job_id: str) -> dict[str, Any]:
         stopped_at=_time(job.get("stoppedAt")),
         attempts=_attempts(job),
         nodes=nodes,
-        failure=_failure(env, job, nodes),
+        failure=_failure(ctx, env, job, nodes),
     )
 
 
 def watch(
+    ctx: Context,
     env: Deployment,
-    clients: Any,
     job_id: str,
     *,
     interval: float,
-    sleep: Sleep,
-    on_transition: Callable[[dict[str, Any]], None],
-) -> dict[str, Any]:
+    on_transition: Callable[[Transition], None],
+) -> JobStatus:
     """Poll ``status`` until the job ends; every change of the job's or a node's state is a transition."""
     seen: dict[str, str | None] = {}
-    transitions: list[dict[str, Any]] = []
+    transitions: list[Transition] = []
     while True:
-        doc = status(env, clients, job_id)
-        states: dict[str, str | None] = {"job": doc["status"]}
-        states.update({f"node {n['node_index']}": n["status"] for n in doc["nodes"]})
-        at = _now()
+        result = status(ctx, env, job_id)
+        states: dict[str, str | None] = {"job": result.status}
+        states.update({f"node {n.node_index}": n.status for n in result.nodes})
+        at = ctx.clock.now().astimezone(timezone.utc).isoformat(timespec="seconds")
         for subject, state in states.items():
             if subject not in seen or seen[subject] != state:
-                transition = {"at": at, "subject": subject, "from": seen.get(subject), "to": state}
+                transition = Transition(at, subject, seen.get(subject), state)
                 transitions.append(transition)
                 on_transition(transition)
         seen = states
-        if doc["status"] in TERMINAL_STATES:
-            return {**doc, "transitions": transitions}
-        sleep(interval)
+        if result.status in TERMINAL_STATES:
+            return replace(result, transitions=transitions)
+        ctx.clock.sleep(interval)
 
 
-def transition_line(transition: dict[str, Any]) -> str:
-    before = transition["from"]
-    change = f"{before} -> {transition['to']}" if before else str(transition["to"])
-    return f"{transition['at']}  {transition['subject']}: {change}"
+def transition_line(transition: Transition) -> str:
+    before = transition.from_
+    change = f"{before} -> {transition.to}" if before else str(transition.to)
+    return f"{transition.at}  {transition.subject}: {change}"
 
 
-def render_status(doc: dict[str, Any]) -> Report:
+def render_status(result: JobStatus) -> Report:
     out = Report()
     out.pairs(
-        f"{doc['environment']}: job status",
+        f"{result.environment}: job status",
         [
-            ("job", f"{doc['job_name']} ({doc['job_id']})"),
-            ("status", doc["status"] or "?"),
-            ("reason", doc["status_reason"]),
-            ("nodes", doc["num_nodes"]),
-            ("job queue", doc["job_queue"]),
-            ("created", doc["created_at"]),
-            ("started", doc["started_at"]),
-            ("stopped", doc["stopped_at"]),
-            ("job definition", doc["job_definition"]),
+            ("job", f"{result.job_name} ({result.job_id})"),
+            ("status", result.status or "?"),
+            ("reason", result.status_reason),
+            ("nodes", result.num_nodes),
+            ("job queue", result.job_queue),
+            ("created", result.created_at),
+            ("started", result.started_at),
+            ("stopped", result.stopped_at),
+            ("job definition", result.job_definition),
         ],
     )
-    if doc["nodes"]:
+    if result.nodes:
         out.table(
             "nodes",
             (
@@ -292,32 +421,32 @@ def render_status(doc: dict[str, Any]) -> Report:
                 Column("log stream", "id"),
             ),
             (
-                (n["node_index"], n["is_main_node"], n["status"] or "?", n["exit_code"], n["reason"], n["log_stream"])
-                for n in doc["nodes"]
+                (n.node_index, n.is_main_node, n.status or "?", n.exit_code, n.reason, n.log_stream)
+                for n in result.nodes
             ),
         )  # fmt: skip
     out.notes(
         "Attempts",
         (
-            f"{a['started_at']} - {a['stopped_at']}: exit {a['exit_code']}, {a['reason'] or 'no reason given'}"
-            for a in doc["attempts"]
+            f"{a.started_at} - {a.stopped_at}: exit {a.exit_code}, {a.reason or 'no reason given'}"
+            for a in result.attempts
         ),
     )
-    failure = doc.get("failure")
+    failure = result.failure
     if failure:
-        where = "the job" if failure["node_index"] is None else f"node {failure['node_index']}"
+        where = "the job" if failure.node_index is None else f"node {failure.node_index}"
         out.pairs(
             f"FAILED on {where}",
             [
-                ("reason", failure["reason"] or "no reason given"),
-                ("exit code", failure["exit_code"]),
-                ("log group", failure["log_group"] or "not CloudWatch Logs (see the job definition)"),
-                ("log stream", failure["log_stream"] or "none: the container never started"),
+                ("reason", failure.reason or "no reason given"),
+                ("exit code", failure.exit_code),
+                ("log group", failure.log_group or "not CloudWatch Logs (see the job definition)"),
+                ("log stream", failure.log_stream or "none: the container never started"),
             ],
             value="id",
         )
-        if failure["log_stream"] and failure["log_group"]:
-            out.commands("Read it with:", [failure["logs_command"]])
+        if failure.log_stream and failure.log_group:
+            out.commands("Read it with:", [failure.logs_command])
     return out
 
 
@@ -370,19 +499,18 @@ def _events(logs: Any, group: str, stream: str, token: str | None) -> tuple[list
 
 
 def logs(
+    ctx: Context,
     env: Deployment,
-    clients: Any,
     job_id: str,
     *,
     node: int | None,
     follow: bool,
     interval: float,
-    sleep: Sleep,
     write: Write | None,
     announce: Write | None = None,
-) -> dict[str, Any]:
+) -> JobLogs:
     """One node's log events; with ``follow``, until the node's job ends. ``write`` gets each message."""
-    batch = clients("batch", env.region)
+    batch = ctx.aws("batch", env.region)
     parent, job, index = _locate(batch, env, job_id, node)
     group = log_group(job, parent if job is not parent else None)
     if group is None:
@@ -391,9 +519,9 @@ def logs(
             "logs where the job definition's logConfiguration sends them"
         )
     what = f"node {index} of job {parent['jobId']}" if index is not None else f"job {parent['jobId']}"
-    client = clients("logs", env.region)
+    client = ctx.aws("logs", env.region)
     token: str | None = None
-    collected: list[dict[str, Any]] = []
+    collected: list[LogEvent] = []
     stream = log_stream(job)
     announced = False
     while True:
@@ -402,7 +530,7 @@ def logs(
         if stream is None and not follow:
             raise AwsLookupError(
                 f"{what} has no log stream yet ({state}): a stream appears when its container starts; "
-                f"wait for it with: {cli(env, 'logs', parent['jobId'], *(['--node', str(index)] if index is not None else []), '--follow')}"
+                f"wait for it with: {ctx.command_line(env, 'logs', parent['jobId'], *(['--node', str(index)] if index is not None else []), '--follow')}"
             )
         if stream is not None:
             if not announced and announce is not None:
@@ -420,18 +548,15 @@ def logs(
                     ) from None
                 events = []
             for event in events:
-                collected.append(
-                    {"timestamp": _time(event.get("timestamp")), "message": event.get("message", "")}
-                )
+                collected.append(LogEvent(_time(event.get("timestamp")), event.get("message", "")))
                 if write is not None:
                     write(str(event.get("message", "")).rstrip("\n"))
         if not follow or ended:
             break
-        sleep(interval)
+        ctx.clock.sleep(interval)
         job = describe(batch, env, job["jobId"])
         stream = stream or log_stream(job)
-    return document(
-        "logs",
+    return JobLogs(
         environment=env.name,
         region=env.region,
         job_id=parent["jobId"],
@@ -448,13 +573,13 @@ def logs(
 # --------------------------------------------------------------------------------------------
 
 
-def stop(env: Deployment, clients: Any, job_id: str, *, action: str, reason: str | None) -> dict[str, Any]:
+def stop(ctx: Context, env: Deployment, job_id: str, *, action: str, reason: str | None) -> Stopped:
     """``cancel`` (not started yet) or ``terminate`` (any state) the whole job."""
     if "#" in job_id:
         raise NeuronConfigError(
             "JOB_ID", job_id, f"{action} acts on the whole job, every node: give {job_id.partition('#')[0]}"
         )
-    batch = clients("batch", env.region)
+    batch = ctx.aws("batch", env.region)
     job = describe(batch, env, job_id)
     before = job.get("status")
     reason = reason or f"{'Cancelled' if action == 'cancel' else 'Terminated'} with cdk-neuron {action}"
@@ -464,7 +589,7 @@ def stop(env: Deployment, clients: Any, job_id: str, *, action: str, reason: str
     elif action == "cancel" and before not in NOT_STARTED_STATES:
         raise AwsLookupError(
             f"job {job_id} is {before}: cancel stops only jobs that have not started "
-            f"({', '.join(NOT_STARTED_STATES)}); stop it with: {cli(env, 'terminate', job_id)}"
+            f"({', '.join(NOT_STARTED_STATES)}); stop it with: {ctx.command_line(env, 'terminate', job_id)}"
         )
     else:
         if action == "cancel":
@@ -475,8 +600,8 @@ def stop(env: Deployment, clients: Any, job_id: str, *, action: str, reason: str
         outcome = "requested: the job moves to FAILED with this reason" + (
             "" if before in NOT_STARTED_STATES else " once its containers stop"
         )
-    return document(
-        action,
+    return Stopped(
+        action=action,
         environment=env.name,
         region=env.region,
         job_id=job_id,
@@ -485,22 +610,22 @@ def stop(env: Deployment, clients: Any, job_id: str, *, action: str, reason: str
         requested=requested,
         reason=reason,
         outcome=outcome,
-        status_command=cli(env, "status", job_id),
+        status_command=ctx.command_line(env, "status", job_id),
     )
 
 
-def render_stop(doc: dict[str, Any]) -> Report:
+def render_stop(result: Stopped) -> Report:
     out = Report()
     out.pairs(
-        f"{doc['environment']}: {doc['command']} {doc['job_id']}",
+        f"{result.environment}: {result.action} {result.job_id}",
         [
-            ("job", f"{doc['job_name']} ({doc['job_id']})"),
-            ("status before", doc["status_before"]),
-            ("reason", doc["reason"]),
-            ("outcome", doc["outcome"]),
+            ("job", f"{result.job_name} ({result.job_id})"),
+            ("status before", result.status_before),
+            ("reason", result.reason),
+            ("outcome", result.outcome),
         ],
     )
-    out.commands("Check it with:", [doc["status_command"]])
+    out.commands("Check it with:", [result.status_command])
     return out
 
 
@@ -510,12 +635,12 @@ def render_stop(doc: dict[str, Any]) -> Report:
 
 
 def list_jobs(
-    env: Deployment, clients: Any, *, states: Sequence[str], limit: int, stack_name: str | None = None
-) -> dict[str, Any]:
+    ctx: Context, env: Deployment, *, states: Sequence[str], limit: int, stack_name: str | None = None
+) -> JobList:
     if limit < 1:
         raise NeuronConfigError("--limit", limit, "give a whole number >= 1")
-    stack, queue = find_job_queue(env, clients, stack_name)
-    batch = clients("batch", env.region)
+    stack, queue = find_job_queue(ctx, env, stack_name)
+    batch = ctx.aws("batch", env.region)
     summaries: list[dict[str, Any]] = []
     for state in states:
         kwargs: dict[str, Any] = {"jobQueue": queue, "jobStatus": state, "maxResults": min(limit, 100)}
@@ -529,20 +654,19 @@ def list_jobs(
         summaries += found
     summaries.sort(key=lambda s: -int(s.get("createdAt") or 0))
     jobs = [
-        {
-            "job_id": s["jobId"],
-            "job_name": s.get("jobName"),
-            "status": s.get("status"),
-            "num_nodes": (s.get("nodeProperties") or {}).get("numNodes"),
-            "created_at": _time(s.get("createdAt")),
-            "started_at": _time(s.get("startedAt")),
-            "stopped_at": _time(s.get("stoppedAt")),
-            "status_reason": s.get("statusReason"),
-        }
+        JobSummary(
+            job_id=s["jobId"],
+            job_name=s.get("jobName"),
+            status=s.get("status"),
+            num_nodes=(s.get("nodeProperties") or {}).get("numNodes"),
+            created_at=_time(s.get("createdAt")),
+            started_at=_time(s.get("startedAt")),
+            stopped_at=_time(s.get("stoppedAt")),
+            status_reason=s.get("statusReason"),
+        )
         for s in summaries[:limit]
     ]
-    return document(
-        "list",
+    return JobList(
         environment=env.name,
         region=env.region,
         stack=stack,
@@ -553,11 +677,11 @@ def list_jobs(
     )
 
 
-def render_list(doc: dict[str, Any]) -> Report:
+def render_list(result: JobList) -> Report:
     out = Report()
-    title = f"{doc['environment']}: {', '.join(doc['states'])} jobs"
-    if not doc["jobs"]:
-        out.line(f"{title}: none in {doc['job_queue']}")
+    title = f"{result.environment}: {', '.join(result.states)} jobs"
+    if not result.jobs:
+        out.line(f"{title}: none in {result.job_queue}")
         return out
     out.table(
         title,
@@ -568,16 +692,169 @@ def render_list(doc: dict[str, Any]) -> Report:
             Column("nodes", "id"),
             Column("created", "id"),
         ),
-        ((j["job_id"], j["job_name"], j["status"], j["num_nodes"], j["created_at"]) for j in doc["jobs"]),
+        ((j.job_id, j.job_name, j.status, j.num_nodes, j.created_at) for j in result.jobs),
     )
-    out.pairs("", [("job queue", doc["job_queue"])])
-    if doc["truncated"]:
-        out.line(f"Showing the newest {len(doc['jobs'])}; raise --limit for more.")
+    out.pairs("", [("job queue", result.job_queue)])
+    if result.truncated:
+        out.line(f"Showing the newest {len(result.jobs)}; raise --limit for more.")
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The commands
+# --------------------------------------------------------------------------------------------
+
+
+def _job_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job_id", metavar="JOB_ID", help="the AWS Batch job id (submit prints it)")
+
+
+def _interval(parser: argparse.ArgumentParser) -> None:
+    low, high = POLL_RANGE
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=POLL_SECONDS,
+        metavar="SECONDS",
+        help=f"seconds between polls, {low}..{high} (default: {POLL_SECONDS})",
+    )
+
+
+def _status_arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=True)
+    _job_id(parser)
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        help="poll until the job ends, printing each transition; exit 0 on SUCCEEDED, 1 on FAILED",
+    )
+    _interval(parser)
+
+
+def _status(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    env, _ = job_environment(ctx, args, "status")
+    if args.watch:
+        interval = check_interval(args.interval)
+        quiet = ctx.output == "json"
+        result = watch(
+            ctx,
+            env,
+            args.job_id,
+            interval=interval,
+            on_transition=(lambda t: None) if quiet else (lambda t: ctx.line(transition_line(t))),
+        )
+    else:
+        result = status(ctx, env, args.job_id)
+    ctx.show(result, render_status)
+    return ExitStatus.FAILED if result.status == "FAILED" else ExitStatus.OK
+
+
+def _logs_arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=True)
+    _job_id(parser)
+    parser.add_argument(
+        "--node", type=int, metavar="N", help="node index of a multi-node job (default: the main node)"
+    )
+    parser.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing new events until the job ends"
+    )
+    _interval(parser)
+
+
+def _logs(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    env, _ = job_environment(ctx, args, "logs")
+    interval = check_interval(args.interval)
+    quiet = ctx.output == "json"
+    result = logs(
+        ctx,
+        env,
+        args.job_id,
+        node=args.node,
+        follow=args.follow,
+        interval=interval,
+        write=None if quiet else ctx.line,
+        announce=None if quiet else ctx.note,
+    )
+    ctx.show(result, None)  # the events were printed as they came
+    return ExitStatus.FAILED if args.follow and result.status == "FAILED" else ExitStatus.OK
+
+
+def _stop_arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=True)
+    _job_id(parser)
+    parser.add_argument("--reason", help="why, recorded as the job's status reason")
+
+
+def _stopper(action: str) -> Callable[[argparse.Namespace, Context], ExitStatus]:
+    def run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+        env, _ = job_environment(ctx, args, action)
+        ctx.show(stop(ctx, env, args.job_id, action=action, reason=args.reason), render_stop)
+        return ExitStatus.OK
+
+    return run
+
+
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=True)
+    parser.add_argument(
+        "--state",
+        choices=("active", "all", *STATES),
+        default="active",
+        help="one state, 'active' (default: SUBMITTED through RUNNING) or 'all'",
+    )
+    parser.add_argument("--limit", type=int, default=50, help="most jobs to show per state (default: 50)")
+    stack_option(parser)
+
+
+def _list(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    env, _ = job_environment(ctx, args, "list")
+    states = {"active": ACTIVE_STATES, "all": STATES}.get(args.state, (args.state,))
+    ctx.show(list_jobs(ctx, env, states=states, limit=args.limit, stack_name=args.stack), render_list)
+    return ExitStatus.OK
+
+
+COMMANDS = (
+    Command(
+        "status",
+        "A job's status, nodes and attempts; on FAILED, where the failing node logged.",
+        _status,
+        arguments=_status_arguments,
+        aws=True,
+    ),
+    Command(
+        "logs",
+        "One node's CloudWatch Logs stream; --follow until the job ends.",
+        _logs,
+        arguments=_logs_arguments,
+        aws=True,
+    ),
+    Command(
+        "cancel",
+        "Cancel a job that has not started (SUBMITTED, PENDING, RUNNABLE).",
+        _stopper("cancel"),
+        arguments=_stop_arguments,
+        aws=True,
+    ),
+    Command(
+        "terminate",
+        "Terminate a job in any state: every node's container is stopped.",
+        _stopper("terminate"),
+        arguments=_stop_arguments,
+        aws=True,
+    ),
+    Command(
+        "list",
+        "Jobs in the environment's job queue, newest first.",
+        _list,
+        arguments=_list_arguments,
+        aws=True,
+    ),
+)
 
 
 __all__ = [
     "ACTIVE_STATES",
+    "COMMANDS",
     "DEFAULT_LOG_GROUP",
     "STATES",
     "TERMINAL_STATES",

@@ -1,8 +1,8 @@
 """How results reach the terminal: one JSON document for programs, tables or plain lines for people.
 
-Every command first builds a JSON-ready ``dict`` with stable keys, then either prints it
-(``--output json``) or turns it into a :class:`Report` (titled tables, prose, command lines) that
-is rendered in one of two ways:
+Every command first builds a typed result (:mod:`cdk_neuron.cli.result`), then either prints its
+JSON document (``--output json``) or turns it into a :class:`Report` (titled tables, prose, command
+lines) that is rendered in one of two ways:
 
 - ``table`` (the default): rich tables sized to the terminal. An identifier (an ARN, a URI, an
   image, an instance type, a number) is never broken: identifier columns do not wrap, prose
@@ -23,6 +23,8 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
+
+from cdk_neuron.cli.extras import require
 
 SCHEMA_VERSION = 1
 """Bumped when a key of a ``--json`` document is renamed or removed (adding keys does not bump it)."""
@@ -166,14 +168,10 @@ class Report:
         self.blocks.append(ProseBlock(None, ("",), bullets=False))
 
 
-def emit(
-    doc: Mapping[str, Any], report: Report | None, mode: OutputMode, stream: TextIO | None = None
-) -> None:
-    """Print ``doc`` as JSON, or ``report`` as tables or text."""
-    out = stream or sys.stdout
-    if mode == "json" or report is None:
-        print_json(doc, out)
-    elif mode == "text":
+def render(report: Report, mode: OutputMode, out: TextIO) -> None:
+    """``report`` as rich tables (``table``) or plain lines (``text``); ``json`` prints the result's
+    document instead (:meth:`cdk_neuron.cli.context.Context.show`)."""
+    if mode == "text":
         render_text(report, out)
     else:
         render_table(report, out)
@@ -341,6 +339,7 @@ def _wrap(value: str, width: int, indent: str = "", subsequent: str = "") -> lis
 
 
 def render_table(report: Report, out: TextIO) -> None:
+    require("rich", "the table output")
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text

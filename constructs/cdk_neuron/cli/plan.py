@@ -8,87 +8,167 @@ checkpoint advisor, the same functions the constructs validate with.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
-from cdk_neuron.cli.output import Report, document
+from cdk_neuron.cli.command import Command, environment_options, selected
+from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.output import Report
+from cdk_neuron.cli.result import Result
+from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
 
 
-def training_section(env: Deployment) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class TrainingPlacement:
+    instance_type: str
+    az_id: str | None
+    engine: str
+    capacity: str
+    nodes: int
+    max_nodes: int
+    ranks_per_node: int
+    world_size: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    data_parallel: int
+    logical_nc_config: int | None
+    tp_within_neuronlink: bool
+    efa_dimensions: list[str]
+    efa_traffic: str
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    model_parameters: int
+    bytes_per_parameter: float
+    size_gb: float
+    writers: int
+    throughput_mibps: int
+    limiting_factor: str
+    save_minutes: float
+    write_cost_usd: float
+    file_system: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class ServingSizing:
+    backend: str
+    engine: str
+    model_id: str | None
+    instance_type: str
+    instance_chosen_by: str
+    neuron_cores: int
+    tensor_parallel: int
+    replicas_per_instance: int
+    weights_gib: float
+    kv_cache_gib: float
+    kv_cache_per_core_gib: float
+    kv_heads_per_core: float
+    hbm_per_core_gib: float
+    hbm_limit_per_core_gib: float
+    headroom: float
+    min_capacity: int
+    max_capacity: int
+    explanation: str
+
+
+@dataclass(frozen=True)
+class EnvironmentPlan:
+    name: str
+    region: str
+    az_ids: list[str]
+    training: TrainingPlacement | None
+    checkpoint: CheckpointPlan | None
+    serving: ServingSizing | None
+    omitted: list[str]
+
+
+@dataclass(frozen=True)
+class PlanResult(Result):
+    """``cdk-neuron plan``: one plan per environment."""
+
+    command = "plan"
+    environments: list[EnvironmentPlan]
+
+
+def training_section(env: Deployment) -> TrainingPlacement | None:
     training = env.training
     if training is None:
         return None
     plan = training.plan
-    return {
-        "instance_type": plan.instance_type,
-        "az_id": env.training_az_id,
-        "engine": training.engine,
-        "capacity": training.capacity.kind,
-        "nodes": plan.nodes,
-        "max_nodes": training.max_nodes,
-        "ranks_per_node": plan.ranks_per_node,
-        "world_size": plan.world_size,
-        "tensor_parallel": plan.tensor_parallel,
-        "pipeline_parallel": plan.pipeline_parallel,
-        "data_parallel": plan.data_parallel,
-        "logical_nc_config": plan.logical_nc_config,
-        "tp_within_neuronlink": plan.tp_within_neuronlink,
-        "efa_dimensions": list(plan.efa_dimensions),
-        "efa_traffic": plan.efa_traffic,
-        "notes": list(plan.notes),
-    }
+    return TrainingPlacement(
+        instance_type=plan.instance_type,
+        az_id=env.training_az_id,
+        engine=training.engine,
+        capacity=training.capacity.kind,
+        nodes=plan.nodes,
+        max_nodes=training.max_nodes,
+        ranks_per_node=plan.ranks_per_node,
+        world_size=plan.world_size,
+        tensor_parallel=plan.tensor_parallel,
+        pipeline_parallel=plan.pipeline_parallel,
+        data_parallel=plan.data_parallel,
+        logical_nc_config=plan.logical_nc_config,
+        tp_within_neuronlink=plan.tp_within_neuronlink,
+        efa_dimensions=list(plan.efa_dimensions),
+        efa_traffic=plan.efa_traffic,
+        notes=list(plan.notes),
+    )
 
 
-def checkpoint_section(env: Deployment) -> dict[str, Any] | None:
+def checkpoint_section(env: Deployment) -> CheckpointPlan | None:
     ckpt = env.training.checkpoint if env.training is not None else None
     if ckpt is None:
         return None
     estimate = estimate_checkpoint(
         ckpt.model_parameters, writers=ckpt.writers, region=env.region, one_zone=env.storage.one_zone
     )
-    return {
-        "model_parameters": estimate.parameters,
-        "bytes_per_parameter": estimate.weight_bytes_per_parameter + estimate.optimizer_bytes_per_parameter,
-        "size_gb": round(estimate.size_gb, 1),
-        "writers": estimate.writers,
-        "throughput_mibps": round(estimate.throughput_mibps),
-        "limiting_factor": estimate.limiting_factor,
-        "save_minutes": round(estimate.save_minutes, 1),
-        "write_cost_usd": round(estimate.write_cost_usd, 2),
-        "file_system": "EFS One Zone" if env.storage.one_zone else "EFS Regional",
-        "summary": estimate.summary(),
-    }
+    return CheckpointPlan(
+        model_parameters=estimate.parameters,
+        bytes_per_parameter=estimate.weight_bytes_per_parameter + estimate.optimizer_bytes_per_parameter,
+        size_gb=round(estimate.size_gb, 1),
+        writers=estimate.writers,
+        throughput_mibps=round(estimate.throughput_mibps),
+        limiting_factor=estimate.limiting_factor,
+        save_minutes=round(estimate.save_minutes, 1),
+        write_cost_usd=round(estimate.write_cost_usd, 2),
+        file_system="EFS One Zone" if env.storage.one_zone else "EFS Regional",
+        summary=estimate.summary(),
+    )
 
 
-def serving_section(env: Deployment) -> dict[str, Any] | None:
+def serving_section(env: Deployment) -> ServingSizing | None:
     serving = env.serving
     if serving is None:
         return None
     plan = serving.plan
     instance = catalog.get_instance(plan.instance_type)
-    return {
-        "backend": serving.backend,
-        "engine": serving.engine.name,
-        "model_id": serving.model.model_id,
-        "instance_type": plan.instance_type,
-        "instance_chosen_by": "configuration" if serving.instance_type else "planner (cheapest fit)",
-        "neuron_cores": instance.neuron_cores,
-        "tensor_parallel": plan.tensor_parallel,
-        "replicas_per_instance": plan.replicas_per_instance,
-        "weights_gib": plan.weights_gib,
-        "kv_cache_gib": plan.kv_cache_gib,
-        "kv_cache_per_core_gib": plan.kv_cache_per_core_gib,
-        "kv_heads_per_core": plan.kv_heads_per_core,
-        "hbm_per_core_gib": plan.hbm_per_core_gib,
-        "hbm_limit_per_core_gib": plan.hbm_limit_per_core_gib,
-        "headroom": plan.headroom,
-        "min_capacity": serving.min_capacity,
-        "max_capacity": serving.max_capacity,
-        "explanation": plan.explanation,
-    }
+    return ServingSizing(
+        backend=serving.backend,
+        engine=serving.engine.name,
+        model_id=serving.model.model_id,
+        instance_type=plan.instance_type,
+        instance_chosen_by="configuration" if serving.instance_type else "planner (cheapest fit)",
+        neuron_cores=instance.neuron_cores,
+        tensor_parallel=plan.tensor_parallel,
+        replicas_per_instance=plan.replicas_per_instance,
+        weights_gib=plan.weights_gib,
+        kv_cache_gib=plan.kv_cache_gib,
+        kv_cache_per_core_gib=plan.kv_cache_per_core_gib,
+        kv_heads_per_core=plan.kv_heads_per_core,
+        hbm_per_core_gib=plan.hbm_per_core_gib,
+        hbm_limit_per_core_gib=plan.hbm_limit_per_core_gib,
+        headroom=plan.headroom,
+        min_capacity=serving.min_capacity,
+        max_capacity=serving.max_capacity,
+        explanation=plan.explanation,
+    )
 
 
 def omitted(env: Deployment) -> list[str]:
@@ -101,79 +181,93 @@ def omitted(env: Deployment) -> list[str]:
     return parts
 
 
-def build(envs: Sequence[Deployment]) -> dict[str, Any]:
-    return document(
-        "plan",
+def build(envs: Sequence[Deployment]) -> PlanResult:
+    return PlanResult(
         environments=[
-            {
-                "name": env.name,
-                "region": env.region,
-                "az_ids": list(env.az_ids),
-                "training": training_section(env),
-                "checkpoint": checkpoint_section(env),
-                "serving": serving_section(env),
-                "omitted": omitted(env),
-            }
+            EnvironmentPlan(
+                name=env.name,
+                region=env.region,
+                az_ids=list(env.az_ids),
+                training=training_section(env),
+                checkpoint=checkpoint_section(env),
+                serving=serving_section(env),
+                omitted=omitted(env),
+            )
             for env in envs
         ],
     )
 
 
-def render(doc: dict[str, Any]) -> Report:
+def render(result: PlanResult) -> Report:
     out = Report()
-    for env in doc["environments"]:
-        t, c, s = env["training"], env["checkpoint"], env["serving"]
-        where = f"{env['name']} ({env['region']})"
-        for part in env.get("omitted", []):
+    for env in result.environments:
+        t, c, s = env.training, env.checkpoint, env.serving
+        where = f"{env.name} ({env.region})"
+        for part in env.omitted:
             out.line(f"{where}: {part}")
         if t is not None:
-            lnc = f" (LNC={t['logical_nc_config']})" if t["logical_nc_config"] else ""
-            az = t["az_id"] or "an AZ unknown at synthesis"
+            lnc = f" (LNC={t.logical_nc_config})" if t.logical_nc_config else ""
+            az = t.az_id or "an AZ unknown at synthesis"
             out.pairs(
                 f"{where}: training placement",
                 [
-                    ("instance", f"{t['instance_type']}{lnc} in {az} ({t['engine']}, {t['capacity']})"),
-                    ("nodes", f"{t['nodes']} planned, up to {t['max_nodes']}"),
-                    ("ranks per node", t["ranks_per_node"]),
-                    ("world size", t["world_size"]),
-                    ("TP x PP x DP", f"{t['tensor_parallel']} x {t['pipeline_parallel']} x {t['data_parallel']}"),
-                    ("TP inside NeuronLink", t["tp_within_neuronlink"]),
-                    ("crosses EFA", t["efa_dimensions"] or "nothing"),
-                    ("EFA traffic", t["efa_traffic"]),
+                    ("instance", f"{t.instance_type}{lnc} in {az} ({t.engine}, {t.capacity})"),
+                    ("nodes", f"{t.nodes} planned, up to {t.max_nodes}"),
+                    ("ranks per node", t.ranks_per_node),
+                    ("world size", t.world_size),
+                    ("TP x PP x DP", f"{t.tensor_parallel} x {t.pipeline_parallel} x {t.data_parallel}"),
+                    ("TP inside NeuronLink", t.tp_within_neuronlink),
+                    ("crosses EFA", t.efa_dimensions or "nothing"),
+                    ("EFA traffic", t.efa_traffic),
                 ],
             )  # fmt: skip
             if c is not None:
                 out.pairs(
-                    f"{env['name']}: checkpoint estimate",
+                    f"{env.name}: checkpoint estimate",
                     [
-                        ("size", f"{c['size_gb']:,.1f} GB ({c['model_parameters'] / 1e9:g}B params x "
-                                 f"{c['bytes_per_parameter']:g} bytes)"),
-                        ("save time", f"{c['save_minutes']:.1f} min on {c['file_system']}"),
-                        ("throughput", f"{c['throughput_mibps']:,} MiB/s from {c['writers']} writer(s), "
-                                       f"{c['limiting_factor']} limit"),
-                        ("write cost", f"${c['write_cost_usd']:,.2f} per save (EFS Elastic writes)"),
+                        ("size", f"{c.size_gb:,.1f} GB ({c.model_parameters / 1e9:g}B params x "
+                                 f"{c.bytes_per_parameter:g} bytes)"),
+                        ("save time", f"{c.save_minutes:.1f} min on {c.file_system}"),
+                        ("throughput", f"{c.throughput_mibps:,} MiB/s from {c.writers} writer(s), "
+                                       f"{c.limiting_factor} limit"),
+                        ("write cost", f"${c.write_cost_usd:,.2f} per save (EFS Elastic writes)"),
                     ],
                 )  # fmt: skip
             else:
                 out.line(
-                    f"{env['name']}: no checkpoint estimate (give the checkpoint store model_parameters, "
+                    f"{env.name}: no checkpoint estimate (give the checkpoint store model_parameters, "
                     "or set training.checkpoint.model_parameters)"
                 )
         if s is not None:
             out.pairs(
-                f"{env['name']}: serving sizing",
+                f"{env.name}: serving sizing",
                 [
-                    ("model", s["model_id"]),
-                    ("instance", f"{s['instance_type']} ({s['neuron_cores']} NeuronCores), {s['instance_chosen_by']}"),
-                    ("TP / replicas per instance", f"{s['tensor_parallel']} / {s['replicas_per_instance']}"),
-                    ("HBM per core", f"{s['hbm_per_core_gib']:.1f} of {s['hbm_limit_per_core_gib']:.0f} GiB "
-                                     f"(weights {s['weights_gib']:.1f} GiB / TP + KV {s['kv_cache_per_core_gib']:.2f} GiB: "
-                                     f"{s['kv_heads_per_core']} KV head(s) per core)"),
-                    ("headroom", f"{s['headroom']:.0%} free"),
-                    ("capacity", f"{s['min_capacity']}-{s['max_capacity']} instances ({s['backend']}, {s['engine']})"),
+                    ("model", s.model_id),
+                    ("instance", f"{s.instance_type} ({s.neuron_cores} NeuronCores), {s.instance_chosen_by}"),
+                    ("TP / replicas per instance", f"{s.tensor_parallel} / {s.replicas_per_instance}"),
+                    ("HBM per core", f"{s.hbm_per_core_gib:.1f} of {s.hbm_limit_per_core_gib:.0f} GiB "
+                                     f"(weights {s.weights_gib:.1f} GiB / TP + KV {s.kv_cache_per_core_gib:.2f} GiB: "
+                                     f"{s.kv_heads_per_core} KV head(s) per core)"),
+                    ("headroom", f"{s.headroom:.0%} free"),
+                    ("capacity", f"{s.min_capacity}-{s.max_capacity} instances ({s.backend}, {s.engine})"),
                 ],
             )  # fmt: skip
         if t is not None:
-            out.notes("Notes", t["notes"])
+            out.notes("Notes", t.notes)
         out.blank()
     return out
+
+
+def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    ctx.show(build(selected(ctx.deployments, args)), render)
+    return ExitStatus.OK
+
+
+COMMAND = Command(
+    "plan",
+    "Training placement, checkpoint estimate and serving sizing (offline).",
+    _run,
+    arguments=lambda parser: environment_options(parser, one=False),
+)
+
+__all__ = ["COMMAND", "PlanResult", "build", "omitted", "render"]

@@ -12,13 +12,11 @@ a cloud assembly, else a one-line error naming the options.
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from cdk_neuron.cli import assembly, deployments
@@ -40,19 +38,6 @@ class Source:
     """The CDK bootstrap qualifier the app synthesizes with."""
     origin: str
     """What the deployments were read from, for messages."""
-    options: tuple[str, ...] = ()
-    """The options that name this source again, for the commands the CLI prints (``--app DIR``)."""
-
-
-OPTIONS: ContextVar[tuple[str, ...]] = ContextVar("cdk_neuron_source_options", default=())
-"""The source options of the running command: :func:`command` repeats them."""
-
-
-def command(env: Deployment, *args: str) -> str:
-    """A cdk-neuron command line for ``env`` that reads the same source (what the user types next)."""
-    return " ".join(
-        ["cdk-neuron", *args, *(shlex.quote(o) for o in OPTIONS.get()), "--env", shlex.quote(env.name)]
-    )
 
 
 def _names_loader(path: Path) -> bool:
@@ -119,13 +104,13 @@ def load(
             " and ".join(given), True, "give one source: --config CDK_JSON, --app DIR or --synth"
         )
     if config:
-        return replace(from_config(config), options=("--config", config))
+        return from_config(config)
     if app:
-        return replace(from_assembly(app), options=("--app", app))
+        return from_assembly(app)
     if synth:
         with tempfile.TemporaryDirectory(prefix="cdk-neuron-synth-") as outdir:
             synthesize(outdir, run=run, cwd=cwd)
-            return replace(from_assembly(outdir, origin="cdk synth"), options=("--synth",))
+            return from_assembly(outdir, origin="cdk synth")
     here = Path(cwd) if cwd is not None else Path()
     if _names_loader(here / DEFAULT_CONFIG):
         return from_config(here / DEFAULT_CONFIG)
@@ -143,9 +128,7 @@ def load(
 __all__ = [
     "DEFAULT_ASSEMBLY",
     "DEFAULT_CONFIG",
-    "OPTIONS",
     "Source",
-    "command",
     "from_assembly",
     "from_config",
     "load",

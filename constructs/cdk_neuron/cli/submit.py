@@ -4,11 +4,13 @@
 (``cloudformation:DescribeStacks``), reads the job definition (``batch:DescribeJobDefinitions``) and
 submits an AWS Batch multi-node parallel job (``batch:SubmitJob``):
 
-- The command after ``--`` becomes the job's ``training_command`` parameter. Every node of a
-  cdk-neuron job definition runs a launcher as its container command; the launcher derives
-  ``MASTER_ADDR``, ``NODE_RANK``, ``TORCHRUN_ARGS`` and the Neuron variables, then runs
-  ``training_command`` with bash. Overriding the container command instead would bypass it. Quote
-  variables meant for the node: ``-- 'torchrun $TORCHRUN_ARGS train.py'``.
+- The command after ``--`` becomes the job's ``training_command`` parameter, base64-encoded so it
+  survives an image entrypoint that re-parses the container command (the Neuron DLCs' ``eval
+  "$@"``; :mod:`cdk_neuron.training.launcher`). Every node of a cdk-neuron job definition runs a
+  launcher as its container command; the launcher decodes the command, derives ``MASTER_ADDR``,
+  ``NODE_RANK``, ``TORCHRUN_ARGS`` and the Neuron variables, then runs it with bash. Overriding the
+  container command instead would bypass it. Quote variables meant for the node:
+  ``-- 'torchrun $TORCHRUN_ARGS train.py'``.
 - ``--env-var NAME=VALUE`` becomes a container override (environment) on every node range.
 - ``--nodes``: Batch accepts a ``numNodes`` override only when the definition has an open-ended node
   range (``n:``). cdk-neuron definitions have a closed range (``0:<plan.nodes-1>``), so another node
@@ -22,19 +24,24 @@ The stack still owns its own revisions; the next ``cdk deploy`` registers its ow
 
 from __future__ import annotations
 
+import argparse
 import copy
 import re
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from cdk_neuron import planner
-from cdk_neuron.cli import source
-from cdk_neuron.cli.output import Report, document
+from cdk_neuron.cli.aws import AwsLookupError
+from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
+from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.output import Report
+from cdk_neuron.cli.result import Result
+from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER
+from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER, encode_training_command
 
 # The fields of a job definition that RegisterJobDefinition accepts back for a multi-node job.
 _REGISTER_FIELDS = (
@@ -50,8 +57,27 @@ _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 _ENV_VAR = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)$", re.DOTALL)
 
 
-class AwsLookupError(Exception):
-    """Something the command needs is missing in the account (a stack output, a job): exit code 1."""
+@dataclass(frozen=True)
+class Submitted(Result):
+    """``cdk-neuron submit``: the job as submitted, and the commands that follow it."""
+
+    command = "submit"
+    environment: str
+    region: str
+    stack: str
+    job_id: str
+    job_name: str
+    job_arn: str | None
+    job_queue: str
+    job_definition: str
+    definition_action: str
+    """Which revision of the job definition runs the job, and why (as deployed, reused, registered)."""
+    image: str | None
+    nodes: int
+    training_command: str
+    environment_overrides: dict[str, str]
+    watch_command: str
+    logs_command: str
 
 
 def stack_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:
@@ -250,7 +276,7 @@ def stack_resource_arn(cloudformation: Any, stack_name: str, logical_id: str) ->
 
 
 def job_arns(
-    env: Deployment, clients: Any, stack_name: str | None = None, *, definition: bool = True
+    ctx: Context, env: Deployment, stack_name: str | None = None, *, definition: bool = True
 ) -> tuple[str, str, str | None]:
     """(stack name, job queue ARN, job definition ARN or None when not asked for) of the environment.
 
@@ -259,7 +285,7 @@ def job_arns(
     """
     location = _location(env, stack_name)
     stack = location.stack_name
-    cloudformation = clients("cloudformation", env.region)
+    cloudformation = ctx.aws("cloudformation", env.region)
     if location.job_queue_logical_id is not None and (
         location.job_definition_logical_id is not None or not definition
     ):
@@ -275,20 +301,19 @@ def job_arns(
     return stack, queue, _output(outputs, location.job_definition_output, stack) if definition else None
 
 
-def find_job_queue(env: Deployment, clients: Any, stack_name: str | None = None) -> tuple[str, str]:
+def find_job_queue(ctx: Context, env: Deployment, stack_name: str | None = None) -> tuple[str, str]:
     """(stack name, job queue ARN) of the environment, as ``submit`` finds them."""
-    stack, queue, _ = job_arns(env, clients, stack_name, definition=False)
+    stack, queue, _ = job_arns(ctx, env, stack_name, definition=False)
     return stack, queue
 
 
-def default_job_name(env: Deployment, now: datetime | None = None) -> str:
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    return f"{env.name}-train-{stamp}"
+def default_job_name(env: Deployment, now: datetime) -> str:
+    return f"{env.name}-train-{now.strftime('%Y%m%dT%H%M%SZ')}"
 
 
 def submit(
+    ctx: Context,
     env: Deployment,
-    clients: Any,
     *,
     nodes: int,
     command: Sequence[str],
@@ -296,7 +321,7 @@ def submit(
     env_vars: Sequence[str] = (),
     job_name: str | None = None,
     stack_name: str | None = None,
-) -> dict[str, Any]:
+) -> Submitted:
     batch_training(env, "submit")
     training_command = " ".join(command).strip()
     if not training_command:
@@ -305,7 +330,7 @@ def submit(
         )
     validate_nodes(env, nodes)
     environment = parse_env_vars(env_vars)
-    name = job_name or default_job_name(env)
+    name = job_name or default_job_name(env, ctx.clock.now())
     if not _JOB_NAME.match(name):
         raise NeuronConfigError(
             "--name", name, "1-128 letters, digits, '-' and '_', starting with a letter or digit"
@@ -313,9 +338,9 @@ def submit(
     if image is not None and (not image or any(c.isspace() for c in image)):
         raise NeuronConfigError("--image", image, "give an image URI such as <registry>/<repository>:<tag>")
 
-    stack, queue, definition_arn = job_arns(env, clients, stack_name)
+    stack, queue, definition_arn = job_arns(ctx, env, stack_name)
     assert definition_arn is not None
-    batch = clients("batch", env.region)
+    batch = ctx.aws("batch", env.region)
     definition, definition_action = job_definition_for(batch, definition_arn, nodes=nodes, image=image)
     node_overrides: dict[str, Any] = {}
     if int(definition["nodeProperties"].get("numNodes", 0)) != nodes:
@@ -329,13 +354,12 @@ def submit(
         "jobName": name,
         "jobQueue": queue,
         "jobDefinition": definition["jobDefinitionArn"],
-        "parameters": {TRAINING_COMMAND_PARAMETER: training_command},
+        "parameters": {TRAINING_COMMAND_PARAMETER: encode_training_command(training_command)},
     }
     if node_overrides:
         request["nodeOverrides"] = node_overrides
     response = batch.submit_job(**request)
-    return document(
-        "submit",
+    return Submitted(
         environment=env.name,
         region=env.region,
         stack=stack,
@@ -349,28 +373,93 @@ def submit(
         nodes=nodes,
         training_command=training_command,
         environment_overrides={e["name"]: e["value"] for e in environment},
-        watch_command=source.command(env, "status", "--watch", response["jobId"]),
-        logs_command=source.command(env, "logs", "--follow", response["jobId"]),
+        watch_command=ctx.command_line(env, "status", "--watch", response["jobId"]),
+        logs_command=ctx.command_line(env, "logs", "--follow", response["jobId"]),
     )
 
 
-def render_submit(doc: dict[str, Any]) -> Report:
+def render_submit(result: Submitted) -> Report:
     out = Report()
     out.pairs(
-        f"{doc['environment']}: submitted",
+        f"{result.environment}: submitted",
         [
-            ("job id", doc["job_id"]),
-            ("job name", doc["job_name"]),
-            ("nodes", doc["nodes"]),
+            ("job id", result.job_id),
+            ("job name", result.job_name),
+            ("nodes", result.nodes),
             (
                 "environment overrides",
-                ", ".join(f"{k}={v}" for k, v in doc["environment_overrides"].items()) or "-",
+                ", ".join(f"{k}={v}" for k, v in result.environment_overrides.items()) or "-",
             ),
-            ("job queue", doc["job_queue"]),
-            ("job definition", doc["job_definition"]),
-            ("definition", doc["definition_action"]),
+            ("job queue", result.job_queue),
+            ("job definition", result.job_definition),
+            ("definition", result.definition_action),
         ],
     )
-    out.commands("Every node runs:", [doc["training_command"]])
-    out.commands("Follow it with:", [doc["watch_command"], doc["logs_command"]])
+    out.commands("Every node runs:", [result.training_command])
+    out.commands("Follow it with:", [result.watch_command, result.logs_command])
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------------------------
+
+
+def job_environment(
+    ctx: Context, args: argparse.Namespace, command: str
+) -> tuple[Deployment, TrainingDeployment]:
+    """The one environment a job command acts on (``--env``/``--path``, ``--region``), and its AWS
+    Batch training cluster: a refusal naming why ``command`` cannot run without one."""
+    env = in_region([one_environment(ctx.deployments, args)], args.region)[0]
+    return env, batch_training(env, command)
+
+
+def stack_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stack", help="the stack that publishes the job queue (default: as the app says)")
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=True)
+    parser.add_argument(
+        "--nodes", type=int, help="number of nodes, 1..training.max_nodes (default: training.plan.nodes)"
+    )
+    parser.add_argument("--image", help="container image for every node (uses a job definition revision)")
+    parser.add_argument(
+        "--env-var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="environment variable for every node (a container override); repeatable",
+    )
+    parser.add_argument("--name", help="job name (default: <env>-train-<UTC timestamp>)")
+    stack_option(parser)
+
+
+def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+    env, training = job_environment(ctx, args, "submit")
+    result = submit(
+        ctx,
+        env,
+        nodes=training.plan.nodes if args.nodes is None else args.nodes,
+        command=args.job_command,
+        image=args.image,
+        env_vars=args.env_var,
+        job_name=args.name,
+        stack_name=args.stack,
+    )
+    ctx.show(result, render_submit)
+    return ExitStatus.OK
+
+
+COMMAND = Command(
+    "submit",
+    "Submit a multi-node AWS Batch training job: submit --nodes N -- 'torchrun $TORCHRUN_ARGS train.py'",
+    _run,
+    arguments=_arguments,
+    aws=True,
+    epilog=(
+        "Everything after -- is the command line bash runs on every node, after the launcher has set "
+        "MASTER_ADDR, NODE_RANK, TORCHRUN_ARGS and the NEURON_* degrees; single-quote $VARIABLES meant for the node."
+    ),
+    takes_job_command=True,
+)

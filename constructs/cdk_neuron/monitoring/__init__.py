@@ -1,8 +1,9 @@
-"""Neuron observability: node metrics, alarms, dashboards and the SNS topic that pages.
+"""Neuron observability: alarms, dashboards and the SNS topic that pages, on top of every workload.
 
-- :mod:`~cdk_neuron.monitoring.metrics`: the namespace, dimensions and metric names (pure).
-- :mod:`~cdk_neuron.monitoring.node_metrics`: :class:`NodeMetrics`, the option with which a
-  workload's own nodes run the publisher (``cdk_neuron/node_programs/files/monitoring``) (pure).
+The facade of the construct layers: :class:`NeuronMonitoring` only reads the training clusters', the
+fleets' and the checkpoint store's ``metric_*()`` methods; nothing below imports it. The vocabulary
+those methods speak is :mod:`cdk_neuron.metrics`, whose public names are re-exported here.
+
 - :mod:`~cdk_neuron.monitoring.thresholds`: :class:`MonitoringThresholds` (pure).
 - ``NeuronMonitoring``: the construct (imports ``aws_cdk``; loaded on first use, so the pure
   modules stay importable without it).
@@ -10,26 +11,24 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, NEURON_METRICS, NeuronMetric
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
-from cdk_neuron.monitoring.thresholds import MonitoringThresholds
+from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from cdk_neuron.metrics.names import DEFAULT_NAMESPACE, NEURON_METRICS, NeuronMetric
+    from cdk_neuron.metrics.node_metrics import NodeMetrics
     from cdk_neuron.monitoring.construct import NeuronMonitoring
+    from cdk_neuron.monitoring.thresholds import MonitoringThresholds
 
-_LAZY = {"NeuronMonitoring"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'cdk_neuron.monitoring' has no attribute {name!r}")
-    value = getattr(importlib.import_module("cdk_neuron.monitoring.construct"), name)
-    globals()[name] = value
-    return value
-
+_LAZY: dict[str, str] = {
+    "DEFAULT_NAMESPACE": "cdk_neuron.metrics.names",
+    "NEURON_METRICS": "cdk_neuron.metrics.names",
+    "NeuronMetric": "cdk_neuron.metrics.names",
+    "NodeMetrics": "cdk_neuron.metrics.node_metrics",
+    "MonitoringThresholds": "cdk_neuron.monitoring.thresholds",
+    "NeuronMonitoring": "cdk_neuron.monitoring.construct",
+}
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -39,3 +38,5 @@ __all__ = [
     "NeuronMonitoring",
     "NodeMetrics",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

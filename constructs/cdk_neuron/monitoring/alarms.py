@@ -1,14 +1,12 @@
 """The alarms: what pages, on which series, after how long.
 
 Every alarm notifies the topic on ALARM and on OK, so the page resolves itself. Neuron alarms watch
-the per-workload series (see :mod:`~cdk_neuron.monitoring.metrics`), which only has data while nodes
+the per-workload series (see :mod:`~cdk_neuron.metrics.names`), which only has data while nodes
 run: missing data is "no instances" and never breaches. The ECC alarm is the exception to waiting:
 one uncorrected error is enough.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
@@ -16,8 +14,8 @@ from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from cdk_neuron.monitoring import series
-from cdk_neuron.monitoring.metrics import (
+from cdk_neuron.metrics import series
+from cdk_neuron.metrics.names import (
     CORE_UTILIZATION,
     DEVICE_MEMORY_UTILIZATION,
     ECC_UNCORRECTED,
@@ -29,10 +27,8 @@ from cdk_neuron.monitoring.thresholds import (
     SERVING_PERIOD_MINUTES,
     MonitoringThresholds,
 )
-
-if TYPE_CHECKING:
-    from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
-    from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
+from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
+from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
 
 GT = cw.ComparisonOperator.GREATER_THAN_THRESHOLD
 GE = cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
@@ -156,7 +152,7 @@ def add_alb_alarms(
     periods = _periods(thresholds.serving_minutes, SERVING_PERIOD_MINUTES)
     alarms.add(
         "Serving5xxRate",
-        metric=series.alb_error_rate(fleet, period=SERVING_PERIOD),
+        metric=fleet.metric_error_rate(period=SERVING_PERIOD),
         threshold=thresholds.serving_5xx_percent,
         comparison=GT,
         periods=periods,
@@ -197,7 +193,7 @@ def add_sagemaker_alarms(
     periods = _periods(thresholds.serving_minutes, SERVING_PERIOD_MINUTES)
     alarms.add(
         "Serving5xxRate",
-        metric=series.sagemaker_error_rate(fleet, period=SERVING_PERIOD),
+        metric=fleet.metric_error_rate(period=SERVING_PERIOD),
         threshold=thresholds.serving_5xx_percent,
         comparison=GT,
         periods=periods,

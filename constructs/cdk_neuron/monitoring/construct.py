@@ -10,11 +10,12 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.metrics import series
+from cdk_neuron.metrics.names import DEFAULT_NAMESPACE, NeuronMetric, Workload
+from cdk_neuron.metrics.node_metrics import NodeMetrics, check_environment, check_namespace
 from cdk_neuron.monitoring import alarms as alarm_rules
-from cdk_neuron.monitoring import event_rules, series
+from cdk_neuron.monitoring import event_rules
 from cdk_neuron.monitoring.dashboard import DashboardSources, build_dashboard
-from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, NeuronMetric, Workload
-from cdk_neuron.monitoring.node_metrics import NodeMetrics, check_environment, check_namespace
 from cdk_neuron.monitoring.thresholds import ALARM_PERIOD_MINUTES, MonitoringThresholds
 from cdk_neuron.monitoring.topic import alarm_key, alarm_topic
 from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics, IEc2InferenceFleet
@@ -35,7 +36,7 @@ class NeuronMonitoring(Construct):
     It only reads: it changes nothing in the workloads it watches. Neuron node metrics come from the
     workloads themselves: a ``cluster`` or ``Ec2InferenceFleet`` built with
     ``node_metrics=NodeMetrics(environment=..., namespace=...)`` runs the publisher on its nodes (per
-    instance and per workload series, see :mod:`cdk_neuron.monitoring.metrics`); this construct
+    instance and per workload series, see :mod:`cdk_neuron.metrics.names`); this construct
     alarms on them when their environment and namespace are its own, and warns (no Neuron alarms for
     that workload) when a workload publishes none. It builds, for the environment:
 
@@ -112,7 +113,7 @@ class NeuronMonitoring(Construct):
         self.job_state_log: event_rules.BatchJobStateLog | None = None
 
         workloads: dict[Workload, series.NeuronSeries] = {}
-        serving: series.AlbServing | series.SageMakerServing | None = None
+        serving: Ec2FleetMetrics | SageMakerFleetMetrics | None = None
         job_queue_arn: str | None = None
         if cluster is not None:
             self._watch_nodes("training", cluster, workloads, _cluster_series(cluster))
@@ -205,12 +206,12 @@ class NeuronMonitoring(Construct):
         self,
         fleet: IEc2InferenceFleet | ISageMakerInferenceFleet,
         workloads: dict[Workload, series.NeuronSeries],
-    ) -> series.AlbServing | series.SageMakerServing:
+    ) -> Ec2FleetMetrics | SageMakerFleetMetrics:
         if isinstance(fleet, SageMakerFleetMetrics):
             alarm_rules.add_sagemaker_alarms(
                 self._alarms, environment=self.environment, fleet=fleet, thresholds=self.thresholds
             )
-            return series.SageMakerServing(fleet)
+            return fleet
         assert isinstance(fleet, Ec2FleetMetrics)
 
         def serving_series(metric: NeuronMetric, period: cdk.Duration, statistic: str | None) -> cw.IMetric:
@@ -222,7 +223,7 @@ class NeuronMonitoring(Construct):
         alarm_rules.add_alb_alarms(
             self._alarms, environment=self.environment, fleet=fleet, thresholds=self.thresholds
         )
-        return series.AlbServing(fleet)
+        return fleet
 
 
 def _cluster_series(cluster: ITrainingCluster) -> series.NeuronSeries:

@@ -12,8 +12,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from constructs import Construct
 
-from cdk_neuron.monitoring import series
-from cdk_neuron.monitoring.metrics import (
+from cdk_neuron.metrics import series
+from cdk_neuron.metrics.names import (
     BATCH_JOB_STATUSES,
     CORE_UTILIZATION,
     DEVICE_MEMORY_UTILIZATION,
@@ -27,6 +27,8 @@ from cdk_neuron.monitoring.metrics import (
     Workload,
 )
 from cdk_neuron.monitoring.thresholds import MonitoringThresholds
+from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
+from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 
 FIVE_MINUTES = cdk.Duration.minutes(5)
@@ -42,7 +44,8 @@ class DashboardSources:
     namespace: str
     workloads: Mapping[Workload, series.NeuronSeries]
     """The workloads that publish Neuron metrics, each with its series (in dashboard order)."""
-    serving: series.AlbServing | series.SageMakerServing | None
+    serving: Ec2FleetMetrics | SageMakerFleetMetrics | None
+    """The fleet (built or imported), whose own ``metric_*()`` methods the serving row shows."""
     job_queue_arn: str | None
     checkpoints: ICheckpointStore | None
 
@@ -80,9 +83,9 @@ def build_dashboard(
         dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24, height=3))
     if sources.workloads:
         dashboard.add_widgets(*_neuron_widgets(sources, thresholds))
-    if isinstance(sources.serving, series.AlbServing):
+    if isinstance(sources.serving, Ec2FleetMetrics):
         dashboard.add_widgets(*_alb_widgets(sources.serving, thresholds))
-    elif isinstance(sources.serving, series.SageMakerServing):
+    elif isinstance(sources.serving, SageMakerFleetMetrics):
         dashboard.add_widgets(*_sagemaker_widgets(sources.serving, thresholds))
     row: list[cw.IWidget] = []
     if sources.job_queue_arn is not None:
@@ -153,8 +156,7 @@ def _neuron_widgets(sources: DashboardSources, thresholds: MonitoringThresholds)
     ]
 
 
-def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
-    fleet = serving.fleet
+def _alb_widgets(fleet: Ec2FleetMetrics, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
     return [
         cw.GraphWidget(
             title="Serving latency (target response time, s)",
@@ -174,7 +176,7 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
                 fleet.metric_http_code_target_5xx(period=ONE_MINUTE),
                 fleet.metric_http_code_elb_5xx(period=ONE_MINUTE),
             ],
-            right=[series.alb_error_rate(fleet, period=ONE_MINUTE)],
+            right=[fleet.metric_error_rate(period=ONE_MINUTE)],
             right_y_axis=cw.YAxisProps(min=0, label="%", show_units=False),
             width=8,
             height=6,
@@ -191,10 +193,7 @@ def _alb_widgets(serving: series.AlbServing, thresholds: MonitoringThresholds) -
     ]
 
 
-def _sagemaker_widgets(
-    serving: series.SageMakerServing, thresholds: MonitoringThresholds
-) -> list[cw.IWidget]:
-    fleet = serving.fleet
+def _sagemaker_widgets(fleet: SageMakerFleetMetrics, thresholds: MonitoringThresholds) -> list[cw.IWidget]:
     return [
         cw.GraphWidget(
             title="Serving latency (model latency, microseconds)",
@@ -216,7 +215,7 @@ def _sagemaker_widgets(
                 fleet.metric_invocation_5xx_errors(period=ONE_MINUTE, label="Invocation5XXErrors (Sum)"),
                 fleet.metric_invocation_4xx_errors(period=ONE_MINUTE, label="Invocation4XXErrors (Sum)"),
             ],
-            right=[series.sagemaker_error_rate(fleet, period=ONE_MINUTE)],
+            right=[fleet.metric_error_rate(period=ONE_MINUTE)],
             right_y_axis=cw.YAxisProps(min=0, label="%", show_units=False),
             width=8,
             height=6,

@@ -2,7 +2,7 @@
 
 AWS Batch publishes no job-state metrics to CloudWatch, so every ``Batch Job State Change`` event of
 the training queue is written to a log group and a metric filter counts transitions by ``Status``
-(:data:`~cdk_neuron.monitoring.metrics.BATCH_JOB_STATE_CHANGES`). The log doubles as the history of
+(:data:`~cdk_neuron.metrics.names.BATCH_JOB_STATE_CHANGES`). The log doubles as the history of
 every job's states with its ``statusReason``. Writing to it takes one CloudWatch Logs resource policy
 (an account allows 10 per Region), created here as plain CloudFormation rather than through the
 custom-resource Lambda that ``aws_events_targets.CloudWatchLogGroup`` deploys.
@@ -22,7 +22,7 @@ from aws_cdk.interfaces import aws_events as events_refs
 from constructs import Construct
 
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
-from cdk_neuron.monitoring.metrics import BATCH_JOB_STATE_CHANGES, JOB_QUEUE_DIMENSION, STATUS_DIMENSION
+from cdk_neuron.metrics.names import BATCH_JOB_STATE_CHANGES, JOB_QUEUE_DIMENSION, STATUS_DIMENSION
 
 BATCH_JOB_STATE_CHANGE = "Batch Job State Change"
 BACKUP_JOB_STATE_CHANGE = "Backup Job State Change"

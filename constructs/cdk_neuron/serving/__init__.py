@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from cdk_neuron.metric_options import MetricOptions
+    from cdk_neuron.metrics.options import MetricOptions
     from cdk_neuron.serving.ec2_fleet import Ec2InferenceFleet, IEc2InferenceFleet
     from cdk_neuron.serving.engines import ContainerImage, ServingEngine
     from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase
@@ -29,7 +29,7 @@ _LAZY: dict[str, str] = {
     "ISageMakerInferenceFleet": "cdk_neuron.serving.sagemaker_fleet",
     "InferenceFleetBase": "cdk_neuron.serving.fleet",
     "IInferenceFleet": "cdk_neuron.serving.fleet",
-    "MetricOptions": "cdk_neuron.metric_options",
+    "MetricOptions": "cdk_neuron.metrics.options",
     "ModelSpec": "cdk_neuron.serving.model_spec",
     "S3Location": "cdk_neuron.serving.model_spec",
     "ServingEngine": "cdk_neuron.serving.engines",

@@ -21,7 +21,7 @@ from constructs import Construct, IConstruct
 from cdk_neuron import catalog
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, allow_log_encryption, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
-from cdk_neuron.metric_options import MetricOptions, resource_metric
+from cdk_neuron.metrics.options import MetricOptions, resource_metric
 from cdk_neuron.node_programs.bundle import (
     bundle_location,
     bundle_object_arn,

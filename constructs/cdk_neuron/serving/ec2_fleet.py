@@ -23,9 +23,8 @@ from constructs import Construct
 
 from cdk_neuron._scope import reported_by
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.metric_options import DEFAULT_PERIOD, MetricOptions
-from cdk_neuron.monitoring import series
-from cdk_neuron.monitoring.metrics import (
+from cdk_neuron.metrics import series
+from cdk_neuron.metrics.names import (
     CORE_UTILIZATION,
     DEVICE_MEMORY_USED,
     DEVICE_MEMORY_UTILIZATION,
@@ -33,7 +32,8 @@ from cdk_neuron.monitoring.metrics import (
     ECC_UNCORRECTED,
     NeuronMetric,
 )
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.metrics.node_metrics import NodeMetrics
+from cdk_neuron.metrics.options import DEFAULT_PERIOD, MathOptions, MetricOptions, with_math_options
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.ec2_backend import (
     Ec2Fleet,
@@ -107,6 +107,7 @@ class IEc2InferenceFleet(IInferenceFleet, Protocol):
     def metric_http_code_elb_5xx(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_http_code_elb_503(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_target_response_time(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
+    def metric_error_rate(self, **options: Unpack[MathOptions]) -> cw.MathExpression: ...
     def metric_healthy_host_count(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_unhealthy_host_count(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_concurrent_requests(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
@@ -195,6 +196,32 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
         (``TargetResponseTime``, Average; pass ``statistic="p99"`` for a percentile)."""
         return self._target_group("TargetResponseTime", "Average", options)
 
+    def metric_error_rate(self, **options: Unpack[MathOptions]) -> cw.MathExpression:
+        """Percent of requests answered 5xx, by the targets or by the load balancer itself.
+
+        Load-balancer 5xx are added to the denominator as well: requests the ALB rejects before it
+        picks a target (503 when no target is healthy) are not in ``RequestCount`` (ALB CloudWatch
+        metrics reference), and they are exactly the requests a dead fleet produces.
+
+        :param options: ``color``, ``label`` and ``period`` overrides. Default: 5 minutes, labelled
+            ``"5xx (% of requests)"``.
+        """
+        period = options.get("period", DEFAULT_PERIOD)
+        expression = cw.MathExpression(
+            expression=(
+                "IF(FILL(requests, 0) + FILL(elb5xx, 0) > 0, "
+                "100 * (FILL(target5xx, 0) + FILL(elb5xx, 0)) / (FILL(requests, 0) + FILL(elb5xx, 0)), 0)"
+            ),
+            using_metrics={
+                "requests": self.metric_request_count(period=period),
+                "target5xx": self.metric_http_code_target_5xx(period=period),
+                "elb5xx": self.metric_http_code_elb_5xx(period=period),
+            },
+            label="5xx (% of requests)",
+            period=period,
+        )
+        return with_math_options(expression, options)
+
     def metric_healthy_host_count(self, **options: Unpack[MetricOptions]) -> cw.Metric:
         """Instances passing the health check (``HealthyHostCount``, Average)."""
         return self._target_group("HealthyHostCount", "Average", options)
@@ -212,7 +239,7 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
         return concurrency_metric(self, self.fleet_id, options)
 
     def metric_neuron(self, metric: NeuronMetric, **options: Unpack[MetricOptions]) -> cw.Metric:
-        """A Neuron node metric of the serving workload (:mod:`cdk_neuron.monitoring.metrics`), in the
+        """A Neuron node metric of the serving workload (:mod:`cdk_neuron.metrics.names`), in the
         series every serving instance of the ``node_metrics`` environment writes into (dimensions
         ``Environment``, ``Workload=serving``), with the metric's own statistic unless given.
 

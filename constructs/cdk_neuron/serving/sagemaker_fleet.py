@@ -18,7 +18,13 @@ from constructs import Construct
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.metric_options import MetricOptions, resource_metric
+from cdk_neuron.metrics.options import (
+    DEFAULT_PERIOD,
+    MathOptions,
+    MetricOptions,
+    resource_metric,
+    with_math_options,
+)
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.fleet import (
@@ -78,6 +84,7 @@ class ISageMakerInferenceFleet(IInferenceFleet, Protocol):
     def metric_invocations(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_invocation_4xx_errors(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_invocation_5xx_errors(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
+    def metric_error_rate(self, **options: Unpack[MathOptions]) -> cw.MathExpression: ...
     def metric_model_latency(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_overhead_latency(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_concurrent_requests_per_model(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
@@ -148,6 +155,26 @@ class SageMakerFleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
     def metric_invocation_5xx_errors(self, **options: Unpack[MetricOptions]) -> cw.Metric:
         """Requests the model answered 5xx (``Invocation5XXErrors``, Sum)."""
         return self._sum("Invocation5XXErrors", options)
+
+    def metric_error_rate(self, **options: Unpack[MathOptions]) -> cw.MathExpression:
+        """Percent of invocations that failed with a 5xx (model or container errors).
+
+        :param options: ``color``, ``label`` and ``period`` overrides. Default: 5 minutes, labelled
+            ``"5xx (% of invocations)"``.
+        """
+        period = options.get("period", DEFAULT_PERIOD)
+        expression = cw.MathExpression(
+            expression="IF(FILL(invocations, 0) > 0, 100 * FILL(errors5xx, 0) / FILL(invocations, 0), 0)",
+            using_metrics={
+                "invocations": self.metric_invocations(period=period, label="Invocations (Sum)"),
+                "errors5xx": self.metric_invocation_5xx_errors(
+                    period=period, label="Invocation5XXErrors (Sum)"
+                ),
+            },
+            label="5xx (% of invocations)",
+            period=period,
+        )
+        return with_math_options(expression, options)
 
     def metric_model_latency(self, **options: Unpack[MetricOptions]) -> cw.Metric:
         """Time the model took to answer, in microseconds (``ModelLatency``, Average; pass

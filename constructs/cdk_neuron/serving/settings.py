@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec

@@ -77,14 +77,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.measurements import TimingReport, load_report
 from cdk_neuron.validation import whole_number
-
-if TYPE_CHECKING:  # measurements imports this module at run time
-    from cdk_neuron.measurements import TimingReport
 
 LOAD_FLOOR_SECONDS = 480.0
 LOAD_SECONDS_PER_GIB = 10.5
@@ -142,6 +139,11 @@ def _whole_seconds(field: str, value: object) -> int:
     return whole_number(field, value, unit="seconds")
 
 
+def _ceil_seconds(seconds: float) -> int:
+    """A measured duration as whole seconds, rounded up, at least 1."""
+    return max(1, math.ceil(seconds))
+
+
 @dataclass(frozen=True)
 class MeasuredStartup:
     """Start-up phases timed on a real deployment of this model, instance type and image.
@@ -171,16 +173,43 @@ class MeasuredStartup:
     def from_report(report: TimingReport | str | Path) -> MeasuredStartup:
         """The measurements of an integ suite's timing report (a path or a ``TimingReport``).
 
-        See :func:`cdk_neuron.measurements.measured_startup` for what each serving suite's report
-        supports; a failed run or a training report is refused.
+        - ``serving_sagemaker``: ``container_ready_seconds`` = endpoint creating -> InService. It also
+          holds instance provisioning and the image pull, so the budget derived from it is on the safe
+          side.
+        - ``serving_ec2`` and ``scale_from_zero``: the report observes launch -> InService as a whole;
+          ``container_ready_seconds`` is that minus the boot the EC2 model assumes
+          (:data:`EC2_BOOT_SECONDS`, not measured), so that fed back, the budget is the assumed boot
+          plus 1.5 x the rest. The source says so.
+
+        Refused (``NeuronConfigError``) for a failed run, a training report, or a report without the
+        timing.
 
         :param report: the JSON report a live ``make integ`` run wrote (``integ-reports/<suite>.json``),
             or the parsed ``cdk_neuron.measurements.TimingReport``.
         """
-        from cdk_neuron.measurements import measured_startup
-
-        measured: MeasuredStartup = measured_startup(report)
-        return measured
+        loaded = report if isinstance(report, TimingReport) else load_report(report)
+        if loaded.outcome != "passed":
+            raise NeuronConfigError(
+                "report", loaded.label, "the run failed: its timings do not show a working start-up"
+            )
+        if loaded.suite == "serving_sagemaker":
+            key = "endpoint_creating_to_in_service_seconds"
+            if key not in loaded.timings:
+                raise NeuronConfigError("report", loaded.label, f"has no {key}")
+            return MeasuredStartup(
+                source=f"{loaded.label}: endpoint creating -> InService",
+                container_ready_seconds=_ceil_seconds(loaded.timings[key]),
+            )
+        if loaded.suite in ("serving_ec2", "scale_from_zero"):
+            key = "instance_launch_to_in_service_seconds"
+            if key not in loaded.timings:
+                raise NeuronConfigError("report", loaded.label, f"has no {key}")
+            total = _ceil_seconds(loaded.timings[key])
+            return MeasuredStartup(
+                source=f"{loaded.label}: launch -> InService {total} s less the assumed {EC2_BOOT_SECONDS} s boot",
+                container_ready_seconds=max(1, total - EC2_BOOT_SECONDS),
+            )
+        raise NeuronConfigError("report", loaded.label, "only serving reports hold a start-up")
 
     def __post_init__(self) -> None:
         if not isinstance(self.source, str) or not self.source.strip():
@@ -411,9 +440,7 @@ def sagemaker_storage_gb(instance_type: str, weights_gib: float, *, given: int |
     Developer Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/host-instance-storage.html;
     deploy rule E9605). Inf2 is EBS-only and gets :func:`sagemaker_volume_gb`.
     """
-    from cdk_neuron import catalog
-
-    if catalog.get_instance(instance_type).nvme_gb == 0:
+    if get_instance(instance_type).nvme_gb == 0:
         return sagemaker_volume_gb(weights_gib, given=given)
     if given is not None:
         raise NeuronConfigError(

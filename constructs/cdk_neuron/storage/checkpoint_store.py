@@ -23,11 +23,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, _manifest, metric_options, validation
+from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.monitoring import series
+from cdk_neuron.metrics import options as metric_options
+from cdk_neuron.metrics import series
 from cdk_neuron.storage.file_system_policy import (
     READ_ACTIONS,
     READ_WRITE_ACTIONS,
@@ -385,9 +386,7 @@ class _CheckpointStoreBase(Construct):
             self.metric_permitted_throughput(period=period),
             period=period,
         )
-        if "color" in options or "label" in options:
-            return expression.with_(color=options.get("color"), label=options.get("label"))
-        return expression
+        return metric_options.with_math_options(expression, options)
 
 
 class CheckpointStore(_CheckpointStoreBase):

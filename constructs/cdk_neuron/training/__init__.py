@@ -36,12 +36,14 @@ if TYPE_CHECKING:
         DEFAULT_TRAINING_COMMAND,
         LAUNCHER_SCRIPT,
         TRAINING_COMMAND_PARAMETER,
+        encode_training_command,
     )
 
 _LAZY: dict[str, str] = {
     "DEFAULT_TRAINING_COMMAND": "cdk_neuron.training.launcher",
     "LAUNCHER_SCRIPT": "cdk_neuron.training.launcher",
     "TRAINING_COMMAND_PARAMETER": "cdk_neuron.training.launcher",
+    "encode_training_command": "cdk_neuron.training.launcher",
     "OFFERING_WARNING_ID": "cdk_neuron.training.cluster",
     "ITrainingCluster": "cdk_neuron.training.cluster",
     "IBatchTrainingCluster": "cdk_neuron.training.cluster",
@@ -66,6 +68,7 @@ __all__ = [
     "IBatchTrainingCluster",
     "ITrainingCluster",
     "TrainingClusterBase",
+    "encode_training_command",
 ]
 
 

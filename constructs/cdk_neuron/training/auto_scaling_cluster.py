@@ -15,7 +15,7 @@ from constructs import Construct
 from cdk_neuron import _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout, NeuronInstance
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.node_programs import render_settings
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore

@@ -13,11 +13,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from cdk_neuron import _cdk_values, _manifest, validation
+from cdk_neuron import _cdk_values, _manifest, timeouts, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.planner import TrainingPlan, replan_training
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import ICompileCache
@@ -33,7 +33,7 @@ from cdk_neuron.training.cluster import (
 from cdk_neuron.training.efa_installer import EfaInstaller
 from cdk_neuron.training.launcher import DEFAULT_TRAINING_COMMAND, job_environment, training_command
 
-DEFAULT_JOB_TIMEOUT = cdk.Duration.days(7)
+DEFAULT_JOB_TIMEOUT = cdk.Duration.seconds(timeouts.JOB_ATTEMPT_TIMEOUT)
 DEFAULT_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 DEFAULT_RETRY_ATTEMPTS = 3
 DEFAULT_SHARED_MEMORY_SIZE = cdk.Size.gibibytes(64)

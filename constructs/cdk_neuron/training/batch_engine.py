@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from cdk_neuron import timeouts
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import INSTALL_DIR
@@ -21,6 +22,7 @@ from cdk_neuron.training.launcher import (
     SCRATCH_DIR,
     TOPOLOGY_DIR,
     TRAINING_COMMAND_PARAMETER,
+    encode_training_command,
     launcher_command,
 )
 from cdk_neuron.training.node_setup import NOFILE_LIMIT
@@ -32,7 +34,7 @@ from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI, pinned_image
 CONTAINER_MEMORY_FRACTION = 0.9
 # Jobs the queue can never place are cancelled instead of waiting in RUNNABLE forever. Insufficient
 # capacity is not on the list: waiting for Trainium capacity is often the right thing.
-UNPLACEABLE_JOB_TIMEOUT = cdk.Duration.minutes(10)
+UNPLACEABLE_JOB_TIMEOUT = cdk.Duration.seconds(timeouts.UNPLACEABLE_JOB_TIMEOUT)
 # awslogs in non-blocking mode: a CloudWatch Logs slowdown must not stall every rank writing to
 # stdout; under sustained pressure the driver drops lines from this buffer instead.
 LOG_BUFFER = cdk.Size.mebibytes(25)
@@ -45,15 +47,26 @@ def container_memory_mib(instance: NeuronInstance) -> int:
 def retry_strategies() -> list[batch.RetryStrategy]:
     """Retry infrastructure failures, never application errors.
 
-    Batch evaluates these in order and stops at the first match. A node lost to a host or hardware
-    failure ends the job with a status reason starting "Host EC2" (e.g. "Host EC2 (instance i-...)
-    terminated."): retry on fresh nodes. Any non-zero exit code is the training code's own failure
-    (including a collective that timed out): retrying would burn node-hours on the same bug, so
-    exit. Failures that match neither (an agent or container-runtime error before the code ran) are
-    retried, which is Batch's behaviour when no condition matches.
+    Batch evaluates these in order and stops at the first match, and for a multi-node job it
+    evaluates the *main* node: "main node failures cause another attempt to occur. Child node
+    failures don't cause more attempts to occur" (AWS Batch User Guide, "Multi-node parallel jobs",
+    https://docs.aws.amazon.com/batch/latest/userguide/multi-node-parallel-jobs.html, read 2026-12-01).
+
+    - The main node's host lost ("Host EC2 (instance i-...) terminated."): retry on fresh nodes.
+    - Exit code 75 (:data:`cdk_neuron.timeouts.PEER_LOST_EXIT_CODE`): the launcher's peer watch ended
+      the attempt because a *child* node was lost or never joined (``training/peer_watch.py``), which
+      Batch itself would never retry: retry.
+    - Any other non-zero exit code is the training code's own failure (including a collective that
+      failed for its own reasons): retrying would burn node-hours on the same bug, so exit.
+
+    Failures that match none (an agent or container-runtime error before the code ran) are retried,
+    which is Batch's behaviour when no condition matches.
     """
     return [
         batch.RetryStrategy.of(batch.Action.RETRY, batch.Reason.custom(on_status_reason="Host EC2*")),
+        batch.RetryStrategy.of(
+            batch.Action.RETRY, batch.Reason.custom(on_exit_code=str(timeouts.PEER_LOST_EXIT_CODE))
+        ),
         batch.RetryStrategy.of(batch.Action.EXIT, batch.Reason.NON_ZERO_EXIT_CODE),
     ]
 
@@ -265,7 +278,8 @@ def build_job_definition(
         instance_type=ec2.InstanceType(instance.name),
         main_node=0,
         containers=[batch.MultiNodeContainer(start_node=0, end_node=plan.nodes - 1, container=container)],
-        parameters={TRAINING_COMMAND_PARAMETER: training_command},
+        # Base64: the command must survive an image entrypoint that re-parses it (launcher.py).
+        parameters={TRAINING_COMMAND_PARAMETER: encode_training_command(training_command)},
         timeout=settings.timeout if timeout is None else timeout,
         retry_attempts=settings.retry_attempts if retry_attempts is None else retry_attempts,
         retry_strategies=retry_strategies(),

@@ -24,20 +24,21 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, metric_options, validation
+from cdk_neuron import _cdk_values, timeouts, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.iam_statements import node_metrics_policy
-from cdk_neuron.monitoring import series
-from cdk_neuron.monitoring.metrics import (
+from cdk_neuron.metrics import options as metric_options
+from cdk_neuron.metrics import series
+from cdk_neuron.metrics.names import (
     CORE_UTILIZATION,
     DEVICE_MEMORY_UTILIZATION,
     ECC_UNCORRECTED,
     NEURON_METRICS,
     Workload,
 )
-from cdk_neuron.monitoring.node_metrics import NodeMetrics
+from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.node_programs import render_boot_script, render_settings
 from cdk_neuron.node_programs.bundle import (
     bundle_location,
@@ -497,6 +498,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
                     "EFA_INSTALLER_KEY": mirror.object_key,
                     "EFA_DEVICES": instance.efa_interfaces,
                     "TOPOLOGY_FILE": TOPOLOGY_FILE,
+                    "TOPOLOGY_ATTEMPTS": timeouts.TOPOLOGY_ATTEMPTS,
+                    "TOPOLOGY_STEP": timeouts.TOPOLOGY_STEP,
                     "ULTRASERVER": 1 if instance.is_ultraserver else 0,
                 }
             )

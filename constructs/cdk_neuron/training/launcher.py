@@ -28,14 +28,31 @@ derives everything once, for every node:
   different node count still gets consistent numbers (and a clear error if TP x PP does not divide).
 - ``TORCHRUN_ARGS``: ``--nnodes --node_rank --nproc_per_node --master_addr --master_port``.
 
-Then it runs the training command, the job's ``training_command`` parameter: Batch substitutes
-``Ref::training_command`` in the container command, so ``aws batch submit-job --parameters
-training_command='...'`` replaces the job definition's default per job. bash runs the command, so it
-may use the variables above, e.g. ``torchrun $TORCHRUN_ARGS train.py --tp $NEURON_TP_DEGREE``.
+Then it runs the training command, the job's ``training_command`` parameter, with bash, so the
+command may use the variables above, e.g. ``torchrun $TORCHRUN_ARGS train.py --tp $NEURON_TP_DEGREE``.
+
+How the command travels: AWS Batch substitutes ``Ref::`` parameters only inside the container
+command, and the container command goes through the image's entrypoint, which a job definition
+cannot override. The Neuron training DLCs have ``ENTRYPOINT ["bash", "-m",
+"start_with_right_hostname.sh"]``, and that script runs ``eval "$@"`` for every command but
+``train`` (aws-neuron/deep-learning-containers ``pytorch/training/2.9.0/Dockerfile.neuronx`` and
+``common/start_with_right_hostname.sh`` @6776548 = tag 2.28.0, unchanged at 2be9ed1, 2026-08-17): a
+plain command in the argument list is joined and re-parsed, so ``$TORCHRUN_ARGS`` expands to nothing
+before the launcher sets it and the launcher receives the command in pieces. So the parameter holds
+the command **base64-encoded** (:func:`encode_training_command`): one word of ``[A-Za-z0-9+/=]``,
+which a re-parse leaves whole and an entrypoint-less image passes as is. The launcher decodes it
+and refuses (exit 2, before any training step) anything that is not one base64 word, saying how to
+encode. What users give stays a plain command: the construct's ``training_command`` and
+``cdk-neuron submit -- 'COMMAND'`` encode it; with the AWS CLI, ``aws batch submit-job --parameters
+training_command="$(printf '%s' 'COMMAND' | base64 | tr -d '\\n')"``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+
+from cdk_neuron import timeouts
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import INSTALL_DIR, program
@@ -66,11 +83,33 @@ TOPOLOGY_FILE = f"{TOPOLOGY_DIR}/topology.json"
 # Linux's ephemeral range like the two rendezvous ports.
 DEFAULT_RANK_ORDER_PORT = 29700
 TOPOLOGY_ACTION = "ec2:DescribeInstanceTopology"
+# The peer watch (training/peer_watch.py) listens on the main node, below the ephemeral range too.
+DEFAULT_PEER_PORT = 29800
+
+
+COMMAND_BASE64_FLAG = "--command-base64"
 
 
 def launcher_command() -> list[str]:
-    """The container command: bash runs the mounted launcher with the training command as ``$1``."""
-    return ["/bin/bash", LAUNCHER_PATH, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+    """The container command: bash runs the mounted launcher with the base64-encoded training command.
+
+    Every word is free of shell syntax, so an entrypoint that re-parses its arguments (``eval "$@"``)
+    runs exactly what an entrypoint-less image runs.
+    """
+    return ["/bin/bash", LAUNCHER_PATH, COMMAND_BASE64_FLAG, f"Ref::{TRAINING_COMMAND_PARAMETER}"]
+
+
+def encode_training_command(command: str) -> str:
+    """The ``training_command`` parameter value for ``command``: its UTF-8 bytes, base64-encoded."""
+    return base64.b64encode(command.encode("utf-8")).decode("ascii")
+
+
+def decode_training_command(value: str) -> str | None:
+    """The command a ``training_command`` parameter value carries; None when it is not base64 of UTF-8."""
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True).decode("utf-8")
+    except (UnicodeError, binascii.Error, ValueError):
+        return None
 
 
 def rank_order_environment(instance: NeuronInstance, plan: TrainingPlan) -> dict[str, str]:
@@ -108,7 +147,9 @@ def node_environment(
     """Environment every training process needs, whichever engine runs it.
 
     ``FI_PROVIDER=efa`` and ``FI_EFA_USE_DEVICE_RDMA=1`` select EFA with RDMA for the Neuron
-    collectives (EFA-SETUP). ``FI_EFA_FORK_SAFE`` is left out: the Neuron docs need it only on AL2
+    collectives (EFA-SETUP). ``CDK_NEURON_PEER_*`` and ``CDK_NEURON_STOP_GRACE`` configure the
+    launcher's peer watch (``training/peer_watch.py``: a lost node ends the attempt with exit 75,
+    which the retry rules retry), from :mod:`cdk_neuron.timeouts`. ``FI_EFA_FORK_SAFE`` is left out: the Neuron docs need it only on AL2
     kernels, and the nodes run AL2023. The plan's degrees are exported so scripts do not hard-code them.
     """
     env = {
@@ -117,6 +158,9 @@ def node_environment(
         "NEURON_TP_DEGREE": str(plan.tensor_parallel),
         "NEURON_PP_DEGREE": str(plan.pipeline_parallel),
         "NPROC_PER_NODE": str(plan.ranks_per_node),
+        # The launcher's peer watch: where it listens and its timings (cdk_neuron.timeouts).
+        "CDK_NEURON_PEER_PORT": str(DEFAULT_PEER_PORT),
+        **timeouts.peer_settings(),
     }
     if plan.logical_nc_config is not None:
         # The compiler's --logical-nc-config must match the runtime's (LNC); exported for both.
@@ -170,7 +214,9 @@ def job_environment(
 
 
 __all__ = [
+    "COMMAND_BASE64_FLAG",
     "DEFAULT_MASTER_PORT",
+    "DEFAULT_PEER_PORT",
     "DEFAULT_RANK_ORDER_PORT",
     "DEFAULT_ROOT_COMM_PORT",
     "DEFAULT_TRAINING_COMMAND",
@@ -183,6 +229,8 @@ __all__ = [
     "TOPOLOGY_DIR",
     "TOPOLOGY_FILE",
     "TRAINING_COMMAND_PARAMETER",
+    "decode_training_command",
+    "encode_training_command",
     "job_environment",
     "launcher_command",
     "node_environment",

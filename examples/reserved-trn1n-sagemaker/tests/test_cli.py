@@ -23,6 +23,7 @@ from botocore.stub import Stubber
 import cdk_neuron
 from app import JOB_IMAGE, build
 from cdk_neuron.cli.main import main
+from cdk_neuron.training import encode_training_command
 
 REGION = "us-east-2"
 STACK = "ReservedTrainingAndEndpoint"
@@ -118,7 +119,8 @@ def test_submit_finds_the_queue_by_logical_id(
             "jobName": "run-1",
             "jobQueue": QUEUE_ARN,
             "jobDefinition": JOB_DEF,
-            "parameters": {"training_command": "torchrun $TORCHRUN_ARGS train.py"},
+            # The command travels base64-encoded (cdk_neuron.training.launcher).
+            "parameters": {"training_command": encode_training_command("torchrun $TORCHRUN_ARGS train.py")},
         },
     )
     argv = [

@@ -11,6 +11,7 @@ with a subclass.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -64,10 +65,25 @@ class ServingEngine(abc.ABC):
     concurrency_metrics: ClassVar[tuple[str, ...]]
     metrics_path: ClassVar[str] = "/metrics"
     fixed_environment: ClassVar[tuple[tuple[str, str], ...]] = ()
+    create: ClassVar[Callable[..., ServingEngine]]
+    """Each subclass's own factory (a classmethod with its engine's image options)."""
 
     # ---------------------------------------------------------------------------------------
-    # Factories (each engine module's subclass; imported here lazily, the modules import this one)
+    # Factories: each returns the subclass of the engine module that names itself so. The package
+    # (engines/__init__) imports every engine module, and a module can only be reached through
+    # it, so each subclass exists by the time a factory runs; this module imports none of them.
     # ---------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _factory(name: str) -> Callable[..., ServingEngine]:
+        """The ``create`` of the engine class whose ``name`` is ``name`` (a subclass, at any depth)."""
+        pending = list(ServingEngine.__subclasses__())
+        while pending:
+            engine = pending.pop()
+            if getattr(engine, "name", None) == name:
+                return engine.create
+            pending.extend(engine.__subclasses__())
+        raise LookupError(f"no serving engine named {name!r} is loaded")
 
     @staticmethod
     def optimum_neuron(image_tag: str | None = None, *, image: ContainerImage | None = None) -> ServingEngine:
@@ -80,9 +96,7 @@ class ServingEngine(abc.ABC):
         :param image: a whole image instead (e.g. a mirror in your own ECR; not with ``image_tag``).
             Default: the DLC.
         """
-        from cdk_neuron.serving.engines.optimum_neuron import OptimumNeuronEngine
-
-        return OptimumNeuronEngine.create(image_tag, image=image)
+        return ServingEngine._factory("optimum-neuron")(image_tag, image=image)
 
     @staticmethod
     def vllm_neuron(image_tag: str | None = None, *, image: ContainerImage | None = None) -> ServingEngine:
@@ -94,9 +108,7 @@ class ServingEngine(abc.ABC):
             Default: ``0.9.1-neuronx-py310-sdk2.25.0-ubuntu22.04``.
         :param image: a whole image instead. Default: the ECR Public DLC.
         """
-        from cdk_neuron.serving.engines.vllm_neuron import VllmNeuronEngine
-
-        return VllmNeuronEngine.create(image_tag, image=image)
+        return ServingEngine._factory("vllm-neuron")(image_tag, image=image)
 
     @staticmethod
     def tgi(
@@ -115,9 +127,7 @@ class ServingEngine(abc.ABC):
             ``2.5.1-optimum3.3.4-neuronx-py310-ubuntu22.04``.
         :param image: a whole EC2 image instead. Default: the GitHub Container Registry image.
         """
-        from cdk_neuron.serving.engines.tgi import TgiEngine
-
-        return TgiEngine.create(image_tag, sagemaker_image_tag=sagemaker_image_tag, image=image)
+        return ServingEngine._factory("tgi")(image_tag, sagemaker_image_tag=sagemaker_image_tag, image=image)
 
     # ---------------------------------------------------------------------------------------
     # Validation

@@ -7,6 +7,7 @@ point under ``vllm.platform_plugins``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -25,6 +26,8 @@ OPTIMUM_NEURON_TAG = "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
 # optimum-cli uses a strict parsing and does not allow unknown args" (serve.py @v0.4.5), so an older
 # image would exit on the argument instead of serving.
 OPTIMUM_SERVED_MODEL_NAME_SINCE = (0, 4, 1)
+# A word the DLC entrypoint's unquoted expansion leaves alone: no whitespace, no glob characters.
+UNSPLIT_WORD = re.compile(r"[^\s*?\[\]]+")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,27 @@ class OptimumNeuronEngine(ServingEngine):
     def check_model(self, spec: ModelSpec) -> None:
         check_compiled_shape(spec)
         self._check_served_model_name_support()
+        self._check_survives_word_splitting(spec)
+
+    @staticmethod
+    def _check_survives_word_splitting(spec: ModelSpec) -> None:
+        """Refuse a served model name the DLC entrypoint would split or glob-expand.
+
+        The entrypoint keeps its arguments (and the ``SM_ON_*`` flags) in one string and appends it
+        unquoted to ``optimum-cli neuron serve`` (optimum-neuron ``docker/vllm/Dockerfile`` @v0.4.5
+        abf59858: ``ARGS_CLI="${@}"``), so a name with whitespace becomes several arguments and one
+        with ``*``, ``?`` or ``[`` may be replaced by file names. A Hub id cannot contain them; an
+        artifact prefix's last segment (the name when there is no ``model_id``) can.
+        """
+        name = spec.served_model_name
+        if UNSPLIT_WORD.fullmatch(name) is None:
+            raise NeuronConfigError(
+                "artifact_uri" if spec.model_id is None else "model_id",
+                name,
+                "the optimum-neuron image splits its arguments on whitespace and expands glob "
+                "characters, so the served model name must have neither: set model_id to a Hub id "
+                "naming the artifacts, or use a prefix whose last segment has none",
+            )
 
     def _check_served_model_name_support(self) -> None:
         """Refuse an optimum-neuron image too old to take ``--served_model_name``.

@@ -10,7 +10,8 @@
 #   its access point; the training environment exported to every login shell.
 # - With EFA (TOPOLOGY_FILE set): this instance's DescribeInstanceTopology answer, asked with the
 #   instance role, written to TOPOLOGY_FILE for the launcher (the job definition mounts its directory
-#   read-only). On UltraServer servers (ULTRASERVER=1) it waits, up to about five minutes, for EC2 to
+#   read-only). On UltraServer servers (ULTRASERVER=1) it asks up to TOPOLOGY_ATTEMPTS times, waiting
+#   TOPOLOGY_STEP x attempt seconds in between (cdk_neuron.timeouts: about five minutes), for EC2 to
 #   fill in CapacityBlockId, which it does eventually after launch. A node that cannot read its
 #   topology still boots: the launcher refuses only plans that need it.
 # - Node metrics, when the cluster enables them (publisher.json present): monitoring/setup.sh.
@@ -97,8 +98,6 @@ PROFILE
     chmod 0644 "${ROOT}/etc/profile.d/cdk-neuron-training.sh"
 }
 
-TOPOLOGY_ATTEMPTS=12
-
 record_topology() {
     local instance_id answer="" attempt target="${ROOT}${TOPOLOGY_FILE}"
     instance_id=$(imds meta-data/instance-id) || {
@@ -117,7 +116,7 @@ record_topology() {
             answer=""
             log "topology: DescribeInstanceTopology failed (attempt ${attempt}/${TOPOLOGY_ATTEMPTS})"
         fi
-        if ((attempt < TOPOLOGY_ATTEMPTS)); then sleep $((attempt * 5)); fi
+        if ((attempt < TOPOLOGY_ATTEMPTS)); then sleep $((attempt * TOPOLOGY_STEP)); fi
     done
     if [ -z "${answer}" ]; then
         log "topology: none recorded; plans whose groups span instances will be refused at job start"
@@ -133,7 +132,7 @@ if [ -n "${SCRATCH_DIR:-}" ]; then
     setup_scratch
 fi
 if [ -n "${TOPOLOGY_FILE:-}" ]; then
-    require REGION
+    require REGION TOPOLOGY_ATTEMPTS TOPOLOGY_STEP
     record_topology
 fi
 if [ "${ENGINE}" = auto-scaling-group ]; then

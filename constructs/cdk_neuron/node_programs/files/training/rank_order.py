@@ -18,7 +18,10 @@ not allow that (an UltraServer holding a number of the job's nodes that is not a
 Agreement (:func:`coordinate`): every node sends ``{"index", "address", "topology"}`` to the main
 node (Batch node index 0) over TCP, one JSON line; the main node orders all of them once it has
 ``nnodes`` and answers each with the whole order (or the refusal). Every node prints its
-``NODE_RANK`` and the ``MASTER_ADDR`` of rank 0 for the launcher (``training/launcher.sh``).
+``NODE_RANK`` and the ``MASTER_ADDR`` of rank 0 for the launcher (``training/launcher.sh``). A node
+that does not report within ``--timeout`` (the peer-join budget of :mod:`cdk_neuron.timeouts`: child
+nodes start after the main node, on instances that may still be booting and pulling the image) ends
+the attempt with ``--lost-exit-code`` (75), which the job's retry rules retry; a refusal exits 3.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ MAX_LINE = 1 << 20
 
 class TopologyError(Exception):
     """The nodes cannot be ordered so that the plan's groups fit their NeuronLink domains."""
+
+
+class PeersMissing(TopologyError):
+    """Not every node reported in time (a node was lost or never started): retryable, unlike a refusal."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +234,7 @@ def serve(
                 left = deadline - time.monotonic()
                 if left <= 0:
                     seen = sorted(n.index for n in nodes)
-                    raise TopologyError(f"only node(s) {seen} of {nnodes} reported within {timeout:.0f} s")
+                    raise PeersMissing(f"only node(s) {seen} of {nnodes} reported within {timeout:.0f} s")
                 server.settimeout(left)
                 try:
                     conn, _ = server.accept()
@@ -280,7 +287,7 @@ def join(own: Node, *, main_address: str, port: int, timeout: float) -> list[Nod
         if "error" in answer:
             raise TopologyError(str(answer["error"]))
         return [node_from_record(r) for r in answer.get("order", [])]
-    raise TopologyError(f"could not reach the main node {main_address}:{port} within {timeout:.0f} s: {last}")
+    raise PeersMissing(f"could not reach the main node {main_address}:{port} within {timeout:.0f} s: {last}")
 
 
 def _load_topology(path: str, instance_id: str | None) -> dict[str, Any] | None:
@@ -301,7 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--topology", required=True, help="DescribeInstanceTopology answer for this host")
     parser.add_argument("--group-instances", type=int, default=1)
     parser.add_argument("--ultraserver", type=int, choices=(0, 1), default=0)
-    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--timeout", type=float, required=True, help="how long to wait for every node (s)")
+    parser.add_argument("--lost-exit-code", type=int, default=75, help="exit code when a node never reported")
     args = parser.parse_args(argv)
     entry = _load_topology(args.topology, None)
     record = {"index": args.index, "address": args.address, "topology": entry}
@@ -315,6 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             order = join(own, main_address=args.main_address, port=args.port, timeout=args.timeout)
         rank = next(position for position, node in enumerate(order) if node.index == args.index)
+    except PeersMissing as error:
+        print(f"cdk-neuron-rank-order: LOST: {error}", file=sys.stderr)
+        return int(args.lost_exit_code)
     except (TopologyError, ValueError, StopIteration) as error:
         print(f"cdk-neuron-rank-order: REFUSED: {error}", file=sys.stderr)
         return 3

@@ -1,20 +1,19 @@
-"""CloudWatch metrics and metric-math expressions shared by the constructs, the alarms and the dashboard.
+"""CloudWatch metrics and metric-math expressions built from the metric vocabulary.
 
-Every function returns an ``IMetric``; none creates a construct. The training clusters' and the
-checkpoint store's ``metric_*()`` methods build their series here, and the alarms and dashboard
-call those methods, so a metric is defined once.
+Every function returns an ``IMetric``; none creates a construct, and none knows a construct. The
+training clusters', the fleets' and the checkpoint store's ``metric_*()`` methods build their series
+here, and the alarms and dashboard (:mod:`cdk_neuron.monitoring`) call those methods, so a metric is
+defined once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 
-from cdk_neuron.monitoring.metrics import (
+from cdk_neuron.metrics.names import (
     BATCH_JOB_STATE_CHANGES,
     ENVIRONMENT_DIMENSION,
     INSTANCE_DIMENSION,
@@ -25,25 +24,6 @@ from cdk_neuron.monitoring.metrics import (
     Workload,
     workload_dimensions,
 )
-
-if TYPE_CHECKING:  # the fleets read their Neuron series from here: import them for types only
-    from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics
-    from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics
-
-
-@dataclass(frozen=True)
-class AlbServing:
-    """A fleet behind an Application Load Balancer: its metrics are the fleet's ``metric_*()``."""
-
-    fleet: Ec2FleetMetrics
-
-
-@dataclass(frozen=True)
-class SageMakerServing:
-    """A fleet that is one SageMaker endpoint variant: its metrics are the fleet's ``metric_*()``."""
-
-    fleet: SageMakerFleetMetrics
-
 
 NeuronSeries = Callable[[NeuronMetric, cdk.Duration, "str | None"], cw.IMetric]
 """A workload's Neuron metric series: ``(metric, period, statistic or None for the metric's own)``."""
@@ -78,41 +58,6 @@ def neuron_by_instance(
     return cw.MathExpression(
         expression=f"SEARCH('{query}', '{metric.statistic}', {int(period.to_seconds())})",
         label="",
-        period=period,
-    )
-
-
-def alb_error_rate(fleet: Ec2FleetMetrics, *, period: cdk.Duration) -> cw.MathExpression:
-    """Percent of requests answered 5xx, by the targets or by the load balancer itself.
-
-    Load-balancer 5xx are added to the denominator as well: requests the ALB rejects before it
-    picks a target (503 when no target is healthy) are not in ``RequestCount`` (ALB CloudWatch
-    metrics reference), and they are exactly the requests a dead fleet produces.
-    """
-    return cw.MathExpression(
-        expression=(
-            "IF(FILL(requests, 0) + FILL(elb5xx, 0) > 0, "
-            "100 * (FILL(target5xx, 0) + FILL(elb5xx, 0)) / (FILL(requests, 0) + FILL(elb5xx, 0)), 0)"
-        ),
-        using_metrics={
-            "requests": fleet.metric_request_count(period=period),
-            "target5xx": fleet.metric_http_code_target_5xx(period=period),
-            "elb5xx": fleet.metric_http_code_elb_5xx(period=period),
-        },
-        label="5xx (% of requests)",
-        period=period,
-    )
-
-
-def sagemaker_error_rate(fleet: SageMakerFleetMetrics, *, period: cdk.Duration) -> cw.MathExpression:
-    """Percent of invocations that failed with a 5xx (model or container errors)."""
-    return cw.MathExpression(
-        expression="IF(FILL(invocations, 0) > 0, 100 * FILL(errors5xx, 0) / FILL(invocations, 0), 0)",
-        using_metrics={
-            "invocations": fleet.metric_invocations(period=period, label="Invocations (Sum)"),
-            "errors5xx": fleet.metric_invocation_5xx_errors(period=period, label="Invocation5XXErrors (Sum)"),
-        },
-        label="5xx (% of invocations)",
         period=period,
     )
 
@@ -159,14 +104,10 @@ def batch_job_state_changes(
 
 
 __all__ = [
-    "AlbServing",
     "NeuronSeries",
-    "SageMakerServing",
-    "alb_error_rate",
     "batch_job_state_changes",
     "efs",
     "efs_throughput_utilization",
     "neuron",
     "neuron_by_instance",
-    "sagemaker_error_rate",
 ]

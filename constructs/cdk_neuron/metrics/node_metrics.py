@@ -18,7 +18,7 @@ from typing import Any
 
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError, one_of
-from cdk_neuron.monitoring.metrics import DEFAULT_NAMESPACE, WORKLOADS, Workload, metric_table
+from cdk_neuron.metrics.names import DEFAULT_NAMESPACE, WORKLOADS, Workload, metric_table
 
 # Also a CloudWatch dashboard name part and a dimension value: keep to what both accept.
 ENVIRONMENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -1,8 +1,9 @@
 """The Neuron metric vocabulary: namespace, dimensions and every metric name, in one place.
 
-Plain Python (no ``aws_cdk``). The node publisher (:mod:`cdk_neuron.monitoring.node_agent`) learns
-these names from the config file :mod:`cdk_neuron.monitoring.publisher` renders from this module, and
-the alarms and dashboard read them from here, so a rename cannot split producer from consumer.
+Plain Python (no ``aws_cdk``). The node publisher (``node_programs/files/monitoring/neuron_publisher.py``)
+learns these names from the config file :class:`~cdk_neuron.metrics.node_metrics.NodeMetrics` renders
+from this module, and the constructs' ``metric_*()`` methods, the alarms and the dashboard read them
+from here, so a rename cannot split producer from consumer.
 
 Every node publishes each metric twice per period (:data:`PERIOD_SECONDS`):
 

@@ -72,6 +72,14 @@ def with_options(metric: cw.Metric, options: MetricOptions) -> cw.Metric:
     )
 
 
+def with_math_options(expression: cw.MathExpression, options: MathOptions) -> cw.MathExpression:
+    """``expression`` with the ``color`` and ``label`` overrides (the caller applied ``period`` when it
+    built the expression). Unchanged when there are none."""
+    if "color" in options or "label" in options:
+        return expression.with_(color=options.get("color"), label=options.get("label"))
+    return expression
+
+
 def resource_metric(
     scope: IConstruct,
     namespace: str,
@@ -89,4 +97,12 @@ def resource_metric(
     ).attach_to(scope)
 
 
-__all__ = ["DEFAULT_PERIOD", "MathOptions", "MetricOptions", "merged", "resource_metric", "with_options"]
+__all__ = [
+    "DEFAULT_PERIOD",
+    "MathOptions",
+    "MetricOptions",
+    "merged",
+    "resource_metric",
+    "with_math_options",
+    "with_options",
+]

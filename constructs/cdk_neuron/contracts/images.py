@@ -1,0 +1,254 @@
+"""Image contracts: what each container image cdk-neuron runs does with the command it is given.
+
+Plain Python. A container's process is ``ENTRYPOINT + CMD``, and a platform can replace only some
+of it: AWS Batch replaces CMD with the job definition's ``command`` and can never replace the
+ENTRYPOINT; ``docker run IMAGE ARGS`` (the EC2 fleet's ``serving/replica.sh``) replaces CMD with
+ARGS; SageMaker hosting runs ``docker run IMAGE serve`` ("How SageMaker AI Runs Your Inference
+Image": "SageMaker AI overrides default CMD statements in a container by specifying the serve
+argument after the image name", https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html,
+read 2026-12-01). So what reaches the program is whatever the image's entrypoint makes of those
+arguments, and each contract below records that from the image's published Dockerfile and
+entrypoint script, at the commit of the pinned tag.
+
+The tests compose exactly what Batch, ``docker run`` and SageMaker execute and run it under bash
+through reproductions of these entrypoints (written for the tests, ``tests/image_entrypoints``), so
+a change on either side that breaks the meeting point fails ``make test``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from cdk_neuron.serving.engines.optimum_neuron import OPTIMUM_NEURON_REPOSITORY, OPTIMUM_NEURON_TAG
+from cdk_neuron.serving.engines.tgi import (
+    TGI_REPOSITORY,
+    TGI_SAGEMAKER_REPOSITORY,
+    TGI_SAGEMAKER_TAG,
+    TGI_TAG,
+)
+from cdk_neuron.serving.engines.vllm_neuron import (
+    VLLM_NEURON_REGISTRY,
+    VLLM_NEURON_REPOSITORY,
+    VLLM_NEURON_TAG,
+)
+
+Platform = Literal["batch", "ec2", "sagemaker"]
+ArgumentHandling = Literal["eval", "argv", "word-split", "ignored"]
+
+
+@dataclass(frozen=True)
+class ImageContract:
+    """One image (or one platform's use of it) and what its entrypoint does with its arguments.
+
+    :ivar name: short key (``training-dlc``, ``optimum-neuron-ec2``, ...).
+    :ivar image: the repository and pinned tag cdk-neuron runs by default.
+    :ivar platform: who starts the container (``batch``, ``ec2`` through ``docker run``, ``sagemaker``).
+    :ivar source: repository, path(s) and commit of the Dockerfile and entrypoint script.
+    :ivar entrypoint: the image's ENTRYPOINT, exactly.
+    :ivar cmd: the image's CMD (replaced by what the platform passes).
+    :ivar arguments: what the entrypoint does with its arguments: ``eval`` (joined and re-parsed by a
+        shell), ``argv`` (run as given), ``word-split`` (joined, then split on spaces unquoted),
+        ``ignored``.
+    :ivar passes: what cdk-neuron gives it (command, arguments, environment).
+    :ivar reads: the environment variables the image and cdk-neuron's contract rely on.
+    :ivar needs: tools cdk-neuron's own code runs inside the container (the launcher's), and where the
+        image has them.
+    :ivar notes: anything else the meeting point depends on (versions, listening port, caveats).
+    """
+
+    name: str
+    image: str
+    platform: Platform
+    source: str
+    entrypoint: tuple[str, ...]
+    cmd: tuple[str, ...]
+    arguments: ArgumentHandling
+    passes: str
+    reads: tuple[str, ...]
+    needs: tuple[str, ...] = ()
+    notes: str = ""
+
+
+TRAINING_DLC_COMMIT = "6776548882d6fc2cefc979eb941a6a76095aeb2d"
+"""aws-neuron/deep-learning-containers tag 2.28.0 (2026-02-27); the entrypoint script is unchanged at
+2be9ed1d (2026-08-17, the 2.32.0 README update)."""
+
+TRAINING_DLC_IMAGE = "pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
+
+TRAINING_DLC_EFA_INSTALLER = "1.47.0"
+"""The EFA installer inside the training DLC at :data:`TRAINING_DLC_IMAGE`.
+
+The Dockerfile installs ``aws-efa-installer-latest.tar.gz`` at build time (``efa_installer.sh -y -g
+--skip-kmod --skip-limit-conf --no-verify``), so the version is not in its source, and neither the
+DLC repository's README nor the Neuron "Neuron Containers" release notes for 2.28.0 name it. It is
+the release that was "latest" when the tag was built: the tag's commit is dated 2026-02-27, and the
+EFA installer release notes list 1.47.0 on 2026-01-29 and the next release, 1.48.0, on 2026-04-14
+("Elastic Fabric Adapter release notes", Amazon EC2 User Guide,
+https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-changelog.html, read 2026-12-01). The
+hosts must install an EFA driver at least this new (:mod:`cdk_neuron.training.efa_installer`), and
+a test holds the pin to it."""
+
+_TRAINING_SOURCE = (
+    f"aws-neuron/deep-learning-containers @{TRAINING_DLC_COMMIT[:7]} (tag 2.28.0): "
+    "pytorch/training/2.9.0/Dockerfile.neuronx, common/start_with_right_hostname.sh"
+)
+
+_SAGEMAKER_SERVE = (
+    "SageMaker runs `docker run IMAGE serve` (your-algorithms-inference-code.html) and passes the "
+    "model's environment"
+)
+
+IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
+    ImageContract(
+        name="training-dlc",
+        image=TRAINING_DLC_IMAGE,
+        platform="batch",
+        source=_TRAINING_SOURCE,
+        entrypoint=("bash", "-m", "start_with_right_hostname.sh"),
+        cmd=("/bin/bash",),
+        arguments="eval",
+        passes=(
+            "command `/bin/bash /opt/cdk-neuron/training/launcher.sh --command-base64 Ref::training_command` "
+            "(the parameter base64-encoded, so eval leaves it whole); the job definition's environment"
+        ),
+        reads=(
+            "AWS_BATCH_JOB_NODE_INDEX",
+            "AWS_BATCH_JOB_NUM_NODES",
+            "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS (child nodes only)",
+            "NPROC_PER_NODE, NEURON_TP_DEGREE, NEURON_PP_DEGREE (the job definition)",
+            "FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, CCOM_SOCKET_IFNAME (the job definition)",
+        ),
+        needs=(
+            "bash (ENTRYPOINT runs it)",
+            "base64 (coreutils, in the Ubuntu 24.04 base)",
+            "python3 (built from source into /usr/local/bin, Python 3.12.11)",
+            "hostname -I (the Ubuntu base's hostname package; the image installs no iproute2, so no `ip`)",
+        ),
+        notes=(
+            "The script's `train` branch is SageMaker training's; every other first argument is "
+            "`eval`ed, so a plain command would be split and its `$VARIABLES` expanded before the "
+            f"launcher runs. EFA: `aws-efa-installer-latest` at build time, {TRAINING_DLC_EFA_INSTALLER} "
+            "by the release dates (TRAINING_DLC_EFA_INSTALLER). Batch's stop signal (SIGTERM on job "
+            "timeout or termination) reaches only the container's init and its child, this bash: `bash "
+            "-m` runs the eval'd command in its own process group and does not forward the signal, so "
+            "the training processes are killed when the container stops. Checkpoint periodically "
+            "rather than on SIGTERM."
+        ),
+    ),
+    ImageContract(
+        name="optimum-neuron-ec2",
+        image=f"{OPTIMUM_NEURON_REPOSITORY}:{OPTIMUM_NEURON_TAG}",
+        platform="ec2",
+        source="huggingface/optimum-neuron @abf59858 (tag v0.4.5): docker/vllm/Dockerfile (entrypoint.sh)",
+        entrypoint=("./entrypoint.sh",),
+        cmd=(),
+        arguments="word-split",
+        passes="`docker run IMAGE --model M --served_model_name N --batch_size B ...` (ModelSpec, plan)",
+        reads=(
+            "SM_ON_<FLAG> (each becomes --<flag>)",
+            "HF_TOKEN",
+            "HUGGINGFACE_HUB_CACHE (/tmp in the image)",
+        ),
+        notes=(
+            'The entrypoint stores its arguments in one string (`ARGS_CLI="${@}"`) and appends it '
+            "unquoted to `optimum-cli neuron serve --port 8080`: every argument is split on spaces "
+            "and glob-expanded, so cdk-neuron refuses arguments with whitespace or glob characters "
+            "for this engine. The server listens on 8080."
+        ),
+    ),
+    ImageContract(
+        name="optimum-neuron-sagemaker",
+        image=f"{OPTIMUM_NEURON_REPOSITORY}:{OPTIMUM_NEURON_TAG}",
+        platform="sagemaker",
+        source="huggingface/optimum-neuron @abf59858 (tag v0.4.5): docker/vllm/Dockerfile (entrypoint.sh)",
+        entrypoint=("./entrypoint.sh",),
+        cmd=(),
+        arguments="word-split",
+        passes=f"{_SAGEMAKER_SERVE}: SM_ON_MODEL, SM_ON_SERVED_MODEL_NAME, SM_ON_BATCH_SIZE, ...",
+        reads=("SM_ON_<FLAG> (each becomes --<flag>, the name lower-cased)",),
+        notes=(
+            "`serve` is appended after the SM_ON flags and reaches optimum-cli, which hands unknown "
+            "arguments to vLLM's parser (optimum/commands/neuron/serve.py @v0.4.5); Hugging Face's "
+            "SageMaker notebooks deploy this image this way (notebooks/sagemaker @v0.4.5)."
+        ),
+    ),
+    ImageContract(
+        name="vllm-neuron-ec2",
+        image=f"{VLLM_NEURON_REGISTRY}/{VLLM_NEURON_REPOSITORY}:{VLLM_NEURON_TAG}",
+        platform="ec2",
+        source=(
+            "aws-neuron/deep-learning-containers @b08f346 (tag 2.25.0): "
+            "docker/vllm/inference/0.9.1/Dockerfile.neuronx, docker/common/vllm_entrypoint.py"
+        ),
+        entrypoint=("python", "/usr/local/bin/vllm_entrypoint.py"),
+        cmd=("/bin/bash",),
+        arguments="argv",
+        passes="`docker run IMAGE python3 -m vllm.entrypoints.openai.api_server --model M ...`",
+        reads=("VLLM_NEURON_FRAMEWORK", "NEURON_COMPILED_ARTIFACTS", "VLLM_TARGET_DEVICE=neuron (image)"),
+        notes=(
+            "The entrypoint runs `subprocess.check_call(sys.argv[1:])`: the arguments are the "
+            "command, unchanged. The image's HEALTHCHECK probes :8080/ping; cdk-neuron checks /health."
+        ),
+    ),
+    ImageContract(
+        name="tgi-ec2",
+        image=f"ghcr.io/huggingface/{TGI_REPOSITORY}:{TGI_TAG}",
+        platform="ec2",
+        source=(
+            "huggingface/text-generation-inference @a1f3ebe1 (tag v3.2.3): Dockerfile.neuron, "
+            "backends/neuron/tgi-entrypoint.sh, backends/neuron/tgi_env.py"
+        ),
+        entrypoint=("/tgi-entrypoint.sh",),
+        cmd=(),
+        arguments="word-split",
+        passes="`docker run IMAGE` with no arguments; everything in the environment (MODEL_ID, HF_NUM_CORES, ...)",
+        reads=(
+            "MODEL_ID",
+            "HF_NUM_CORES",
+            "HF_AUTO_CAST_TYPE",
+            "MAX_BATCH_SIZE, MAX_TOTAL_TOKENS, MAX_INPUT_TOKENS, MAX_BATCH_PREFILL_TOKENS",
+            "PORT (80 in the image)",
+        ),
+        notes=(
+            "The entrypoint runs `tgi_env.py $@` and `exec text-generation-launcher $@` unquoted; "
+            "cdk-neuron passes no arguments, so nothing is split."
+        ),
+    ),
+    ImageContract(
+        name="tgi-sagemaker",
+        image=f"{TGI_SAGEMAKER_REPOSITORY}:{TGI_SAGEMAKER_TAG}",
+        platform="sagemaker",
+        source=(
+            "huggingface/text-generation-inference @d4bd5cac (tag v3.3.4): sagemaker-entrypoint.sh (the "
+            "Hugging Face TGI DLCs' SageMaker entrypoint; the DLC's own build files are not in a public "
+            "repository we could read)"
+        ),
+        entrypoint=("/sagemaker-entrypoint.sh",),
+        cmd=(),
+        arguments="ignored",
+        passes=f"{_SAGEMAKER_SERVE}: HF_MODEL_ID, HF_NUM_CORES, MAX_* ...",
+        reads=("HF_MODEL_ID (required; becomes MODEL_ID)", "HF_MODEL_REVISION", "the TGI variables above"),
+        notes="The script ignores its arguments (`serve`) and starts `text-generation-launcher --port 8080`.",
+    ),
+)
+
+
+def contract(name: str) -> ImageContract:
+    """The contract called ``name``; KeyError for an unknown one."""
+    for item in IMAGE_CONTRACTS:
+        if item.name == name:
+            return item
+    raise KeyError(name)
+
+
+__all__ = [
+    "IMAGE_CONTRACTS",
+    "TRAINING_DLC_COMMIT",
+    "TRAINING_DLC_EFA_INSTALLER",
+    "TRAINING_DLC_IMAGE",
+    "ArgumentHandling",
+    "ImageContract",
+    "Platform",
+    "contract",
+]

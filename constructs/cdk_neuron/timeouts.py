@@ -1,0 +1,713 @@
+"""Every timeout and keep-alive on the paths from a request, or a job submission, to an answer.
+
+Plain Python (no ``aws_cdk``): the single place these numbers come from. The constructs read them
+(the load balancer, the target group, the Auto Scaling group and its hooks, the Batch job
+definition and retry rules), so do the node programs (through the settings user data and the job
+definition write: nginx, ``ready.sh``, the launcher and ``peer_watch.py``), and
+``docs/timeouts-and-keep-alives.md`` is generated from the same :class:`Chain` objects
+(``make timeouts-doc``). Change a number here and everything that depends on it moves with it; the
+tests check that every chain still nests (:meth:`Chain.violations`).
+
+Two rules decide the nesting, each link states which one it follows:
+
+- **within**: an inner step must give up before the step around it does, so the innermost layer
+  reports the failure (with its own log line) instead of an outer one cutting it off blind. A
+  request's proxy read timeout is within the load balancer's idle timeout; a node's start-up
+  deadline is within the lifecycle hook's heartbeat, which is within CloudFormation's wait.
+- **outlasts**: on a reused connection the side that *receives* requests must keep an idle
+  connection open longer than the side that *sends* them, or the sender writes a request into a
+  connection the receiver is closing and gets a reset (Elastic Load Balancing: "we recommend that
+  you configure the idle timeout of your application to be larger than the idle timeout configured
+  for the load balancer", Application Load Balancers, "Connection idle timeout",
+  https://docs.aws.amazon.com/elasticloadbalancing/latest/application/application-load-balancers.html#connection-idle-timeout,
+  read 2026-12-01).
+
+Start-up budgets (how long a serving instance may take to load a model) are computed per model by
+:mod:`cdk_neuron.serving.timing` and enter the serving start-up chain here; the training peer-join
+budget is computed here from what a child node has to do before its container runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["timeout", "keep-alive", "interval", "budget", "limit"]
+Rule = Literal["within", "outlasts"]
+
+SAFETY = 1.5
+"""Margin on budgets built from assumptions (the same factor :mod:`cdk_neuron.serving.timing` uses)."""
+
+
+@dataclass(frozen=True)
+class Timeout:
+    """One timeout, keep-alive or interval on a path.
+
+    :ivar key: the name the chain's nesting rules use.
+    :ivar seconds: its value.
+    :ivar kind: ``timeout`` (gives up), ``keep-alive`` (idle connection kept), ``interval`` (how often),
+        ``budget`` (time allowed for a piece of work), ``limit`` (a service maximum).
+    :ivar where: what enforces it (the resource property, the program and setting).
+    :ivar why: where the value comes from (a source, or the derivation).
+    """
+
+    key: str
+    seconds: int
+    kind: Kind
+    where: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Nesting:
+    """``outer`` must exceed ``inner`` by at least ``margin`` seconds (``within``), or ``inner`` must
+    outlast ``outer`` by at least ``margin`` (``outlasts``)."""
+
+    outer: str
+    inner: str
+    rule: Rule
+    margin: int = 1
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The timeouts on one path, outermost first, and the rules that make them nest."""
+
+    name: str
+    path: str
+    timeouts: tuple[Timeout, ...]
+    nesting: tuple[Nesting, ...]
+
+    def __getitem__(self, key: str) -> Timeout:
+        for timeout in self.timeouts:
+            if timeout.key == key:
+                return timeout
+        raise KeyError(f"{self.name} has no timeout {key!r}")
+
+    def seconds(self, key: str) -> int:
+        return self[key].seconds
+
+    def violations(self) -> list[str]:
+        """Every rule of :attr:`nesting` the values break, as sentences (empty when they nest)."""
+        broken = []
+        for rule in self.nesting:
+            outer, inner = self[rule.outer], self[rule.inner]
+            if rule.rule == "within":
+                ok = outer.seconds >= inner.seconds + rule.margin
+                relation = f"{inner.key} ({inner.seconds} s) must end {rule.margin} s before {outer.key} ({outer.seconds} s)"
+            else:
+                ok = inner.seconds >= outer.seconds + rule.margin
+                relation = f"{inner.key} ({inner.seconds} s) must outlast {outer.key} ({outer.seconds} s) by {rule.margin} s"
+            if not ok:
+                broken.append(f"{self.name}: {relation}")
+        return broken
+
+
+# ------------------------------------------------------------------------------------------------
+# Serving on EC2: a request from a client to a model server
+# ------------------------------------------------------------------------------------------------
+
+ALB_IDLE_TIMEOUT = 300
+"""The load balancer's idle timeout (``idle_timeout.timeout_seconds``, default 60): a long prompt's
+time to first token, or a pause in a token stream, can exceed 60 s."""
+DEREGISTRATION_DELAY = 300
+"""How long a target the group removes (scale-in, replacement) keeps its in-flight requests."""
+NGINX_KEEPALIVE_TIMEOUT = ALB_IDLE_TIMEOUT + 10
+"""The host proxy keeps an idle load-balancer connection this long: longer than the ALB's idle timeout."""
+NGINX_PROXY_TIMEOUT = ALB_IDLE_TIMEOUT - 10
+"""nginx's ``proxy_read_timeout``/``proxy_send_timeout``: a stalled replica is reported by nginx (504
+with a log line) before the load balancer's idle timeout cuts the client off."""
+NGINX_CONNECT_TIMEOUT = 5
+"""nginx's ``proxy_connect_timeout`` to a loopback replica: a refused or stuck replica is skipped fast."""
+ENGINE_KEEPALIVE = 5
+"""The model servers' idle keep-alive: uvicorn's ``timeout_keep_alive``, which vLLM sets from
+``VLLM_HTTP_TIMEOUT_KEEP_ALIVE``, default 5 (vllm-project/vllm ``vllm/envs.py``; optimum-neuron and the
+vLLM Neuron DLC serve through vLLM's API server)."""
+NGINX_UPSTREAM_KEEPALIVE = ENGINE_KEEPALIVE - 1
+"""nginx drops an idle connection to a replica before the replica does (upstream ``keepalive_timeout``)."""
+CLIENT_READ_TIMEOUT = ALB_IDLE_TIMEOUT + 10
+"""What a client's read timeout should be at least (the integ suites use it): longer than every
+silence the path allows, so the load balancer or nginx answers first."""
+HEALTH_CHECK_INTERVAL = 15
+HEALTH_CHECK_TIMEOUT = 10
+HEALTHY_THRESHOLD = 2
+UNHEALTHY_THRESHOLD = 3
+HEALTH_CHECK_GRACE = HEALTH_CHECK_INTERVAL * (HEALTHY_THRESHOLD + 1)
+"""The Auto Scaling group's health-check grace period, counted from InService. The launch lifecycle
+hook already holds an instance until its replicas answer, so the grace only has to cover the load
+balancer confirming it (``HEALTHY_THRESHOLD`` checks): "If you use lifecycle hooks for instance launch,
+you can set the health check grace period to 0" and "Setting this value too high reduces the
+effectiveness of the Amazon EC2 Auto Scaling health checks" ("Set the health check grace period for an
+Auto Scaling group", Amazon EC2 Auto Scaling User Guide,
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/health-check-grace-period.html, read 2026-12-01)."""
+INSTANCE_WARMUP = 60
+"""``DefaultInstanceWarmup`` and target tracking's warm-up: readiness is gated by the hook, so a new
+instance's metrics count almost at once."""
+REPLICA_STOP_TIMEOUT = 60
+"""``docker stop --time``: a replica gets this long after SIGTERM to finish its requests."""
+REPLICA_UNIT_STOP_TIMEOUT = REPLICA_STOP_TIMEOUT + 30
+"""systemd's ``TimeoutStopSec`` for a replica unit: longer than docker's own stop."""
+REPLICA_RESTART_DELAY = 10
+"""systemd's ``RestartSec``: a replica that exits is started again after this long."""
+METRICS_INTERVAL = 20
+"""How often each instance publishes its in-flight requests for target tracking."""
+
+
+def serving_request_chain() -> Chain:
+    """A request from a client inside the VPC to a replica on an EC2 serving instance, and back."""
+    return Chain(
+        name="EC2 serving: request",
+        path="client -> internal ALB -> host nginx on the instance -> replica (model server)",
+        timeouts=(
+            Timeout(
+                "client_read",
+                CLIENT_READ_TIMEOUT,
+                "timeout",
+                "your HTTP client (the integ suites use this value)",
+                "at least the longest silence the path allows, so a server-side timeout answers first",
+            ),
+            Timeout(
+                "alb_idle",
+                ALB_IDLE_TIMEOUT,
+                "timeout",
+                "ALB attribute idle_timeout.timeout_seconds (Ec2InferenceFleet)",
+                "a long prompt's time to first token can exceed the 60 s default",
+            ),
+            Timeout(
+                "nginx_keepalive",
+                NGINX_KEEPALIVE_TIMEOUT,
+                "keep-alive",
+                "nginx keepalive_timeout (serving/nginx.conf.in)",
+                "the proxy keeps idle ALB connections open longer than the ALB does (ELB's recommendation)",
+            ),
+            Timeout(
+                "nginx_proxy",
+                NGINX_PROXY_TIMEOUT,
+                "timeout",
+                "nginx proxy_read_timeout and proxy_send_timeout",
+                "a stalled replica is reported by nginx (504, logged) before the ALB cuts the client off",
+            ),
+            Timeout(
+                "nginx_connect",
+                NGINX_CONNECT_TIMEOUT,
+                "timeout",
+                "nginx proxy_connect_timeout",
+                "a loopback replica that does not accept is skipped at once",
+            ),
+            Timeout(
+                "engine_keepalive",
+                ENGINE_KEEPALIVE,
+                "keep-alive",
+                "the model server (uvicorn in vLLM: VLLM_HTTP_TIMEOUT_KEEP_ALIVE)",
+                "vLLM's default (vllm/envs.py); cdk-neuron leaves it",
+            ),
+            Timeout(
+                "nginx_upstream_keepalive",
+                NGINX_UPSTREAM_KEEPALIVE,
+                "keep-alive",
+                "nginx upstream keepalive_timeout",
+                "nginx drops an idle replica connection before the replica does",
+            ),
+            Timeout(
+                "deregistration_delay",
+                DEREGISTRATION_DELAY,
+                "timeout",
+                "target group deregistration_delay.timeout_seconds",
+                "a removed instance keeps serving its streams at least one idle timeout long",
+            ),
+        ),
+        nesting=(
+            Nesting(
+                "client_read", "alb_idle", "within", why="the ALB answers (504) before the client gives up"
+            ),
+            Nesting(
+                "alb_idle", "nginx_proxy", "within", margin=5, why="nginx reports a stalled replica first"
+            ),
+            Nesting(
+                "alb_idle", "nginx_keepalive", "outlasts", margin=5, why="ALB reuses connections nginx keeps"
+            ),
+            Nesting("nginx_proxy", "nginx_connect", "within", why="connecting is part of proxying"),
+            Nesting(
+                "nginx_upstream_keepalive",
+                "engine_keepalive",
+                "outlasts",
+                why="nginx reuses connections the server keeps",
+            ),
+            Nesting(
+                "deregistration_delay", "alb_idle", "within", margin=0, why="draining covers an idle stream"
+            ),
+        ),
+    )
+
+
+def serving_health_chain() -> Chain:
+    """How a replica's health is checked and a dead one replaced, once an instance is in service."""
+    return Chain(
+        name="EC2 serving: health",
+        path="ALB target health check -> Auto Scaling ELB health check -> systemd restarts the replica",
+        timeouts=(
+            Timeout(
+                "health_grace",
+                HEALTH_CHECK_GRACE,
+                "timeout",
+                "Auto Scaling HealthCheckGracePeriod",
+                "counted from InService; the launch hook already waited for the replicas, so only the ALB's "
+                "confirmation is covered",
+            ),
+            Timeout(
+                "health_interval",
+                HEALTH_CHECK_INTERVAL,
+                "interval",
+                "target group HealthCheckIntervalSeconds",
+                "15 s",
+            ),
+            Timeout(
+                "health_timeout",
+                HEALTH_CHECK_TIMEOUT,
+                "timeout",
+                "target group HealthCheckTimeoutSeconds",
+                "below the interval",
+            ),
+            Timeout(
+                "healthy_after",
+                HEALTH_CHECK_INTERVAL * HEALTHY_THRESHOLD,
+                "budget",
+                "HealthyThresholdCount x interval",
+                "time for the ALB to put a new instance in rotation",
+            ),
+            Timeout(
+                "unhealthy_after",
+                HEALTH_CHECK_INTERVAL * UNHEALTHY_THRESHOLD,
+                "budget",
+                "UnhealthyThresholdCount x interval",
+                "time for the ALB to take a dead instance out of rotation",
+            ),
+            Timeout(
+                "replica_unit_stop",
+                REPLICA_UNIT_STOP_TIMEOUT,
+                "timeout",
+                "cdk-neuron-replica@.service TimeoutStopSec",
+                "systemd waits for docker's own stop",
+            ),
+            Timeout(
+                "replica_stop",
+                REPLICA_STOP_TIMEOUT,
+                "timeout",
+                "docker stop --time (ExecStop)",
+                "SIGTERM to SIGKILL",
+            ),
+            Timeout(
+                "replica_restart",
+                REPLICA_RESTART_DELAY,
+                "interval",
+                "cdk-neuron-replica@.service RestartSec",
+                "restart a dead replica",
+            ),
+        ),
+        nesting=(
+            Nesting(
+                "health_interval",
+                "health_timeout",
+                "within",
+                why="ELB requires the timeout below the interval",
+            ),
+            Nesting(
+                "health_grace",
+                "healthy_after",
+                "within",
+                margin=0,
+                why="the grace covers the ALB's confirmation",
+            ),
+            Nesting(
+                "replica_unit_stop",
+                "replica_stop",
+                "within",
+                margin=10,
+                why="systemd does not kill docker's stop",
+            ),
+        ),
+    )
+
+
+LIFECYCLE_HEARTBEAT_MAX = 7200
+"""An Auto Scaling lifecycle hook waits at most 7,200 s (HeartbeatTimeout, AWS::AutoScaling::
+LifecycleHook / LifecycleHookSpecification)."""
+CREATION_POLICY_MAX = 12 * 3600
+"""CloudFormation's CreationPolicy ResourceSignal Timeout is at most 12 hours (PT12H)."""
+LAUNCH_ATTEMPTS = 2
+"""Launches the first deployment tolerates per instance: an abandoned first instance is replaced and
+the stack waits for the replacement instead of failing (defect: one abandoned launch failed creation)."""
+READY_MARGIN = 60
+"""``ready.sh`` gives up this long before the hook's heartbeat ends, so its ABANDON, its log line and
+its churn metric happen before Auto Scaling's default result does."""
+
+
+def serving_startup_chain(startup_seconds: int) -> Chain:
+    """From launch until an EC2 serving instance is in service, for a model that needs ``startup_seconds``."""
+    return Chain(
+        name="EC2 serving: start-up",
+        path="CloudFormation (create) -> Auto Scaling launch hook -> ready.sh (every boot) -> replicas",
+        timeouts=(
+            Timeout(
+                "creation_wait",
+                creation_policy_seconds(startup_seconds),
+                "timeout",
+                "CreationPolicy ResourceSignal Timeout (stack creation)",
+                f"{LAUNCH_ATTEMPTS} launches x the start-up budget, at most 12 h",
+            ),
+            Timeout(
+                "hook_heartbeat",
+                startup_seconds,
+                "timeout",
+                "launch lifecycle hook HeartbeatTimeout (default result ABANDON)",
+                "the model's start-up budget (cdk_neuron.serving.timing), counted from launch",
+            ),
+            Timeout(
+                "ready_deadline",
+                ready_deadline_seconds(startup_seconds),
+                "timeout",
+                "ready.sh STARTUP_DEADLINE_SECONDS, counted from boot (uptime)",
+                f"the heartbeat less {READY_MARGIN} s, so ready.sh abandons and logs first",
+            ),
+            Timeout(
+                "instance_refresh_warmup",
+                INSTANCE_WARMUP,
+                "interval",
+                "instance refresh InstanceWarmup (updates)",
+                "readiness is gated by the hook; the refresh waits for it, then this",
+            ),
+        ),
+        nesting=(
+            Nesting(
+                "creation_wait",
+                "hook_heartbeat",
+                "within",
+                margin=0,
+                why="a replacement launch fits the wait",
+            ),
+            Nesting(
+                "hook_heartbeat",
+                "ready_deadline",
+                "within",
+                margin=READY_MARGIN,
+                why="ready.sh fails loudly first",
+            ),
+        ),
+    )
+
+
+def creation_policy_seconds(startup_seconds: int) -> int:
+    """CloudFormation's wait for the first instances: ``LAUNCH_ATTEMPTS`` launches, at most 12 h."""
+    return min(LAUNCH_ATTEMPTS * startup_seconds, CREATION_POLICY_MAX)
+
+
+def ready_deadline_seconds(startup_seconds: int) -> int:
+    """Seconds after boot by which ``ready.sh`` must have every replica healthy."""
+    return max(startup_seconds - READY_MARGIN, 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Serving on SageMaker: an InvokeEndpoint request, and an endpoint instance's start-up
+# ------------------------------------------------------------------------------------------------
+
+SAGEMAKER_INVOCATION_LIMIT = 60
+"""SageMaker's limit for a model container's answer: "A customer's model containers must respond to
+requests within 60 seconds" (InvokeEndpoint, Amazon SageMaker Runtime API Reference,
+https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html, read 2026-12-01)."""
+SAGEMAKER_CLIENT_READ_TIMEOUT = 70
+"""The same page: "If your model is going to take 50-60 seconds of processing time, the SDK socket
+timeout should be set to be 70 seconds" (botocore's default read timeout is 60)."""
+
+
+def sagemaker_chain(model_data_download_seconds: int, container_startup_seconds: int) -> Chain:
+    """An InvokeEndpoint request, and the start-up SageMaker allows an endpoint instance."""
+    return Chain(
+        name="SageMaker serving",
+        path="client -> SageMaker Runtime InvokeEndpoint -> model container; start-up: download, then health check",
+        timeouts=(
+            Timeout(
+                "client_read",
+                SAGEMAKER_CLIENT_READ_TIMEOUT,
+                "timeout",
+                "your SDK's socket read timeout",
+                "AWS's recommendation for models that answer in 50-60 s",
+            ),
+            Timeout(
+                "invocation",
+                SAGEMAKER_INVOCATION_LIMIT,
+                "limit",
+                "SageMaker (not configurable)",
+                "InvokeEndpoint",
+            ),
+            Timeout(
+                "model_download",
+                model_data_download_seconds,
+                "timeout",
+                "ProductionVariant ModelDataDownloadTimeoutInSeconds",
+                "cdk_neuron.serving.timing (60-3,600 s)",
+            ),
+            Timeout(
+                "container_startup",
+                container_startup_seconds,
+                "timeout",
+                "ProductionVariant ContainerStartupHealthCheckTimeoutInSeconds",
+                "cdk_neuron.serving.timing (60-3,600 s)",
+            ),
+        ),
+        nesting=(
+            Nesting("client_read", "invocation", "within", why="SageMaker answers before the SDK gives up"),
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Training on AWS Batch: a job submission to a running multi-node job, and a lost node
+# ------------------------------------------------------------------------------------------------
+
+JOB_ATTEMPT_TIMEOUT = 7 * 24 * 3600
+"""BatchTrainingCluster's default ``job_timeout`` (``attemptDurationSeconds``): a bound on the bill."""
+UNPLACEABLE_JOB_TIMEOUT = 600
+"""The job queue cancels a job that can never be placed after this long in RUNNABLE."""
+NODE_BOOT_SECONDS = 180
+"""Assumed: launch until cloud-init runs the node programs (EC2 boot of a large instance)."""
+EFA_INSTALL_SECONDS = 600
+"""Assumed: the EFA installer's download from S3 (``retry 5``) and its DKMS build of the efa module."""
+TOPOLOGY_ATTEMPTS = 12
+TOPOLOGY_STEP = 5
+"""``node-setup.sh`` asks DescribeInstanceTopology up to ``TOPOLOGY_ATTEMPTS`` times, waiting
+``TOPOLOGY_STEP`` x attempt seconds in between (EC2 fills in an UltraServer's CapacityBlockId late)."""
+TRAINING_IMAGE_GIB = 32
+"""Assumed size of a training image as pulled (the Neuron training DLCs are tens of GB unpacked)."""
+IMAGE_PULL_MIB_PER_SECOND = 125
+"""Assumed effective pull rate: gp3's baseline throughput bounds the layer writes (Amazon EBS User
+Guide, "General Purpose SSD volumes"); the nodes' root volumes have 500 MiB/s, decompression is slower."""
+PEER_HEARTBEAT_INTERVAL = 10
+"""Every child node's launcher tells the main node's every this often that it is alive (peer_watch.py)."""
+PEER_SILENCE = 60
+"""The main node declares a child lost after this long without a word (a host that died sends no FIN)."""
+PEER_STOP_GRACE = 20
+"""SIGTERM to SIGKILL for the training processes when the launcher stops them; below the ECS agent's
+30 s stop timeout (``ECS_CONTAINER_STOP_TIMEOUT``, Amazon ECS Developer Guide, "Amazon ECS container
+agent configuration"), so the launcher's own cleanup finishes before the container is killed."""
+ECS_CONTAINER_STOP_TIMEOUT = 30
+TORCH_RENDEZVOUS_TIMEOUT = 600
+"""torchrun's static rendezvous (``--master_addr``) waits this long for every node's agent
+(``_default_timeout_seconds``, pytorch/pytorch torch/distributed/elastic/rendezvous/
+static_tcp_rendezvous.py @109673f9); cdk-neuron leaves it: every node has joined the peer watch first."""
+TORCH_PROCESS_GROUP_TIMEOUT = 1800
+"""torch.distributed's default collective/store timeout for a process group (``default_pg_timeout``,
+30 minutes, torch.distributed.init_process_group); your training code may pass another."""
+NEURON_RT_EXEC_TIMEOUT = 30
+"""The Neuron runtime's per-execution timeout default (``NEURON_RT_EXEC_TIMEOUT``, "Neuron Runtime
+configuration", awsdocs-neuron, read 2026-12-01); training configurations often raise it."""
+PEER_LOST_EXIT_CODE = 75
+"""The main node's exit code when a peer was lost or never joined (EX_TEMPFAIL): the job definition's
+retry rules retry it. Your own training code should not exit with it."""
+
+
+def topology_wait_seconds() -> int:
+    """The longest ``node-setup.sh`` waits for an instance's topology (its retry schedule)."""
+    return sum(TOPOLOGY_STEP * attempt for attempt in range(1, TOPOLOGY_ATTEMPTS))
+
+
+def image_pull_seconds(image_gib: float = TRAINING_IMAGE_GIB) -> int:
+    return math.ceil(image_gib * 1024 / IMAGE_PULL_MIB_PER_SECOND)
+
+
+def peer_join_seconds(image_gib: float = TRAINING_IMAGE_GIB) -> int:
+    """How long the main node waits for every child node to join, from what a child has to do first.
+
+    AWS Batch starts the child nodes only once the main node's container runs, in no fixed order or
+    time ("Job lifecycle for MNP jobs", AWS Batch User Guide,
+    https://docs.aws.amazon.com/batch/latest/userguide/job-lifecycle.html, read 2026-12-01), and a
+    child's instance may still be booting: launch and boot, the EFA installer with its driver
+    build, the topology wait on UltraServers, then its own pull of the multi-GB image. The sum,
+    with ``SAFETY``, is the wait; a child that has not joined by then is lost, and the attempt ends
+    with :data:`PEER_LOST_EXIT_CODE` to be retried on fresh nodes.
+    """
+    work = NODE_BOOT_SECONDS + EFA_INSTALL_SECONDS + topology_wait_seconds() + image_pull_seconds(image_gib)
+    return math.ceil(SAFETY * work)
+
+
+def training_job_chain(job_timeout_seconds: int = JOB_ATTEMPT_TIMEOUT) -> Chain:
+    """A multi-node Batch job from submission until training, and a node lost while it runs."""
+    join = peer_join_seconds()
+    return Chain(
+        name="Batch training: a multi-node job",
+        path="job queue -> compute environment -> main node -> child nodes -> torchrun -> training step",
+        timeouts=(
+            Timeout(
+                "job_attempt",
+                job_timeout_seconds,
+                "timeout",
+                "job definition Timeout.AttemptDurationSeconds (job_timeout)",
+                "a bound on the bill of one attempt",
+            ),
+            Timeout(
+                "unplaceable",
+                UNPLACEABLE_JOB_TIMEOUT,
+                "timeout",
+                "job queue JobStateTimeLimitActions (RUNNABLE, CANCEL)",
+                "only for jobs that can never be placed; waiting for capacity is not cancelled",
+            ),
+            Timeout(
+                "peer_join",
+                join,
+                "budget",
+                "CDK_NEURON_PEER_JOIN_TIMEOUT (launcher, peer_watch.py, rank_order.py)",
+                f"{SAFETY} x (boot {NODE_BOOT_SECONDS} s + EFA {EFA_INSTALL_SECONDS} s + topology "
+                f"{topology_wait_seconds()} s + pull of {TRAINING_IMAGE_GIB} GiB at {IMAGE_PULL_MIB_PER_SECOND} MiB/s "
+                f"{image_pull_seconds()} s)",
+            ),
+            Timeout(
+                "topology_wait",
+                topology_wait_seconds(),
+                "budget",
+                "node-setup.sh TOPOLOGY_ATTEMPTS x TOPOLOGY_STEP",
+                "EC2 fills in an UltraServer's CapacityBlockId some time after launch",
+            ),
+            Timeout(
+                "torch_process_group",
+                TORCH_PROCESS_GROUP_TIMEOUT,
+                "timeout",
+                "torch.distributed default_pg_timeout",
+                "torch's default; your code may set another",
+            ),
+            Timeout(
+                "torch_rendezvous",
+                TORCH_RENDEZVOUS_TIMEOUT,
+                "timeout",
+                "torchrun static rendezvous",
+                "torch's default; every node has joined the peer watch before torchrun starts",
+            ),
+            Timeout(
+                "peer_silence",
+                PEER_SILENCE,
+                "timeout",
+                "CDK_NEURON_PEER_SILENCE (peer_watch.py on the main node)",
+                "a child that sent nothing for this long is lost: the attempt ends with exit 75 and is retried",
+            ),
+            Timeout(
+                "peer_heartbeat",
+                PEER_HEARTBEAT_INTERVAL,
+                "interval",
+                "CDK_NEURON_PEER_INTERVAL (peer_watch.py on children)",
+                "several beats fit in the silence, so one delayed packet is not a loss",
+            ),
+            Timeout(
+                "neuron_exec",
+                NEURON_RT_EXEC_TIMEOUT,
+                "timeout",
+                "NEURON_RT_EXEC_TIMEOUT (Neuron runtime)",
+                "the runtime's default per execution; left to your training configuration",
+            ),
+            Timeout(
+                "ecs_stop",
+                ECS_CONTAINER_STOP_TIMEOUT,
+                "timeout",
+                "ECS agent ECS_CONTAINER_STOP_TIMEOUT (default)",
+                "SIGTERM to SIGKILL when Batch stops a container",
+            ),
+            Timeout(
+                "stop_grace",
+                PEER_STOP_GRACE,
+                "timeout",
+                "CDK_NEURON_STOP_GRACE (peer_watch.py)",
+                "the launcher's SIGTERM to SIGKILL for the training processes",
+            ),
+        ),
+        nesting=(
+            Nesting(
+                "job_attempt",
+                "peer_join",
+                "within",
+                why="a child that never comes ends the attempt, not the job timeout",
+            ),
+            Nesting(
+                "job_attempt",
+                "torch_process_group",
+                "within",
+                why="a stuck collective ends the attempt first",
+            ),
+            Nesting(
+                "peer_join", "topology_wait", "within", why="the join budget covers a child's topology wait"
+            ),
+            Nesting(
+                "torch_rendezvous",
+                "peer_silence",
+                "within",
+                why="a lost peer is found before torch's own waits",
+            ),
+            Nesting(
+                "torch_process_group",
+                "peer_silence",
+                "within",
+                why="a lost peer is found before torch's own waits",
+            ),
+            Nesting(
+                "peer_silence",
+                "peer_heartbeat",
+                "within",
+                margin=2 * PEER_HEARTBEAT_INTERVAL,
+                why="three beats per silence",
+            ),
+            Nesting(
+                "ecs_stop",
+                "stop_grace",
+                "within",
+                margin=5,
+                why="the launcher's cleanup ends before ECS kills it",
+            ),
+        ),
+    )
+
+
+def peer_settings(image_gib: float = TRAINING_IMAGE_GIB) -> dict[str, str]:
+    """The launcher's timing settings (job definition environment / node profile)."""
+    return {
+        "CDK_NEURON_PEER_JOIN_TIMEOUT": str(peer_join_seconds(image_gib)),
+        "CDK_NEURON_PEER_INTERVAL": str(PEER_HEARTBEAT_INTERVAL),
+        "CDK_NEURON_PEER_SILENCE": str(PEER_SILENCE),
+        "CDK_NEURON_STOP_GRACE": str(PEER_STOP_GRACE),
+    }
+
+
+def chains(
+    *, ec2_startup_seconds: int, sagemaker_download_seconds: int, sagemaker_startup_seconds: int
+) -> tuple[Chain, ...]:
+    """Every chain, with one model's start-up budgets (each fleet computes its own with
+    :mod:`cdk_neuron.serving.timing`; ``tools/timeouts_doc.py`` documents an example model's)."""
+    return (
+        serving_request_chain(),
+        serving_health_chain(),
+        serving_startup_chain(ec2_startup_seconds),
+        sagemaker_chain(sagemaker_download_seconds, sagemaker_startup_seconds),
+        training_job_chain(),
+    )
+
+
+__all__ = [
+    "ALB_IDLE_TIMEOUT",
+    "CLIENT_READ_TIMEOUT",
+    "DEREGISTRATION_DELAY",
+    "HEALTH_CHECK_GRACE",
+    "JOB_ATTEMPT_TIMEOUT",
+    "LIFECYCLE_HEARTBEAT_MAX",
+    "PEER_LOST_EXIT_CODE",
+    "SAGEMAKER_CLIENT_READ_TIMEOUT",
+    "Chain",
+    "Nesting",
+    "Timeout",
+    "chains",
+    "creation_policy_seconds",
+    "peer_join_seconds",
+    "peer_settings",
+    "ready_deadline_seconds",
+    "sagemaker_chain",
+    "serving_health_chain",
+    "serving_request_chain",
+    "serving_startup_chain",
+    "training_job_chain",
+]

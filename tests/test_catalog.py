@@ -1243,6 +1243,13 @@ def test_no_price_is_carried_to_a_region_no_source_prices(name: str, region: str
     assert catalog.regional_price(name, region) is None
 
 
+def test_gpu_comparators_have_regional_prices_only_where_sourced() -> None:
+    # KARP is a us-east-1 file: a p5.48xlarge in eu-west-1 has no price, never the us-east-1 one.
+    assert catalog.regional_price("p5.48xlarge", "eu-west-1") is None
+    price = catalog.regional_price("p5.48xlarge", "us-east-2")
+    assert price is not None and price.usd_per_hour == 55.04
+
+
 def test_trn2_price_applies_only_where_its_source_priced_it() -> None:
     price = catalog.regional_price("trn2.48xlarge", "us-east-2")
     assert price is not None and (price.source, price.usd_per_hour) == ("SKY", 85.964)

@@ -182,3 +182,30 @@ def test_unpriced_types_say_why() -> None:
     plan = plan_training("trn2u.48xlarge", 1, 64, model=LLAMA3_8B)
     cost = economics.training_run_cost(plan, TRILLION, throughput=economics.measured(1e5, "x"))
     assert cost.note == ("price unknown: sold as Trn2 UltraServer Capacity Blocks; no published hourly price")
+
+
+def test_a_sagemaker_fleet_is_priced_at_its_hosting_price_or_unknown() -> None:
+    plan = size_model(70_553_706_496, instance_type="inf2.48xlarge", batch_size=1, sequence_length=4096)
+    cost = economics.serving_token_cost(
+        plan, parameters=70_553_706_496, batch_size=1, sequence_length=4096, sagemaker=True
+    )
+    # FMB: ml.inf2.48xlarge $15.58/h: 9.6316 h x $15.58 = $150.06.
+    assert cost.usd == pytest.approx(150.06, abs=0.005)
+    assert cost.configuration.startswith("ml.inf2.48xlarge (TP 24")
+    elsewhere = economics.serving_token_cost(
+        plan,
+        parameters=70_553_706_496,
+        batch_size=1,
+        sequence_length=4096,
+        sagemaker=True,
+        region="eu-west-1",
+    )
+    assert elsewhere.note == "price unknown: no source prices ml.inf2.48xlarge hosting in eu-west-1"
+    trn2 = size_model(70_553_706_496, instance_type="trn2.48xlarge", batch_size=1, sequence_length=4096)
+    unpriced = economics.serving_token_cost(
+        trn2, parameters=70_553_706_496, batch_size=1, sequence_length=4096, sagemaker=True,
+        throughput=economics.measured(100.0, "x"),
+    )  # fmt: skip
+    assert unpriced.note == (
+        "price unknown: no SageMaker hosting price in FMB @00ef155d or any other source we could read"
+    )

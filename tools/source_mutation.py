@@ -260,7 +260,7 @@ def pattern_mutants(source: str, *, module: str, path: str) -> list[TableMutant]
     for name, constant in _compiled_patterns(tree):
         start, end = _span(constant, offsets)
         before = data[start:end].decode()
-        for variant in pattern_variants(constant.value):
+        for variant in pattern_variants(str(constant.value)):
             found.append(TableMutant(module, path, name, constant.lineno, before, repr(variant), start, end))
     return found
 

@@ -1593,7 +1593,8 @@ def regional_price(instance_name: str, region: str) -> Price | None:
         return None
     if region == price.region or (price.source == "KARP" and {price.region, region} <= SAME_PRICE_REGIONS):
         return price
-    return REGIONAL_PRICES.get(get_instance(instance_name).key, {}).get(region)
+    key = instance_name if instance_name in ON_DEMAND_PRICES else get_instance(instance_name).key
+    return REGIONAL_PRICES.get(key, {}).get(region)
 
 
 @dataclass(frozen=True)

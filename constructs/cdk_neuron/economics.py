@@ -110,9 +110,19 @@ class ResultCost:
         )
 
 
-def _price(instance_type: str, instances: float, region: str) -> tuple[float | None, str, bool]:
+def _price(
+    instance_type: str, instances: float, region: str, sagemaker: bool = False
+) -> tuple[float | None, str, bool]:
     """(hourly price of ``instances`` of the type, its basis, whether the count is a fraction)."""
-    price = catalog.regional_price(instance_type, region)
+    if sagemaker:
+        name = f"ml.{instance_type}"
+        hosting = catalog.SAGEMAKER_PRICES.get(name)
+        price = hosting if hosting is not None and hosting.region == region else None
+        if price is None:
+            reason = catalog.SAGEMAKER_UNPRICED.get(name, f"no source prices {name} hosting in {region}")
+            return None, reason, False
+    else:
+        price = catalog.regional_price(instance_type, region)
     if price is None:
         reason = catalog.UNPRICED.get(instance_type, f"no source prices {instance_type} in {region}")
         return None, reason, False
@@ -135,9 +145,10 @@ def _cost(
     hours_of: float,
     region: str,
     note: str,
+    sagemaker: bool = False,
 ) -> ResultCost:
     """``hours_of`` tokens at the figure's rate, priced for ``instances`` of ``instance_type``."""
-    usd_per_hour, basis, part = _price(instance_type, instances, region)
+    usd_per_hour, basis, part = _price(instance_type, instances, region, sagemaker)
     hours = None if figure is None else hours_of / figure.tokens_per_second / SECONDS_PER_HOUR
     usd = None if hours is None or usd_per_hour is None else hours * usd_per_hour
     if usd_per_hour is None:
@@ -285,9 +296,10 @@ def serving_token_cost(
     sequence_length: int,
     throughput: ThroughputFigure | None = None,
     region: str = "us-east-1",
+    sagemaker: bool = False,
 ) -> ResultCost:
     """The cost of a million generated tokens on one instance of ``plan`` (``throughput``: :func:`measured`,
-    tokens per second of the whole instance)."""
+    tokens per second of the whole instance); ``sagemaker``: at the ``ml.`` hosting price."""
     if throughput is None:
         figure, note = serving_throughput(
             plan, parameters=parameters, batch_size=batch_size, sequence_length=sequence_length
@@ -295,7 +307,11 @@ def serving_token_cost(
     else:
         figure, note = throughput, ""
     configuration = f"{plan.instance_type} (TP {plan.tensor_parallel}, {plan.replicas_per_instance} replica(s), batch {batch_size})"
-    return _cost("1M generated tokens", configuration, plan.instance_type, 1, figure, MILLION, region, note)
+    if sagemaker:
+        configuration = f"ml.{configuration}"
+    return _cost(
+        "1M generated tokens", configuration, plan.instance_type, 1, figure, MILLION, region, note, sagemaker
+    )
 
 
 def gpu_serving_comparison(

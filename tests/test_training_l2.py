@@ -385,6 +385,8 @@ def test_batch_update_policy_defaults_and_overrides() -> None:
     BatchTrainingCluster(
         stack, "Abrupt", update_timeout=cdk.Duration.minutes(30), terminate_on_update=True, **props
     )
+    # The current API reference and botocore 1.44.8 accept up to 7200 minutes (older copies say 360).
+    BatchTrainingCluster(stack, "Longest", update_timeout=cdk.Duration.minutes(7200), **props)
     policies = {
         key.split("ComputeEnvironment")[0]: resource["Properties"]["UpdatePolicy"]
         for key, resource in Template.from_stack(stack)
@@ -394,7 +396,19 @@ def test_batch_update_policy_defaults_and_overrides() -> None:
     assert policies == {
         "Gentle": {"JobExecutionTimeoutMinutes": 360, "TerminateJobsOnUpdate": False},
         "Abrupt": {"JobExecutionTimeoutMinutes": 30, "TerminateJobsOnUpdate": True},
+        "Longest": {"JobExecutionTimeoutMinutes": 7200, "TerminateJobsOnUpdate": False},
     }
+
+
+def test_the_update_timeout_limit_is_botocores() -> None:
+    """The limit we accept is the one the SDK's service model ships (botocore's batch 2016-08-10)."""
+    from botocore.loaders import Loader
+
+    from cdk_neuron.training.batch_cluster import MAX_UPDATE_TIMEOUT_MINUTES
+
+    shapes = Loader().load_service_model("batch", "service-2")["shapes"]
+    limit = shapes[shapes["UpdatePolicy"]["members"]["jobExecutionTimeoutMinutes"]["shape"]]
+    assert (limit["min"], limit["max"]) == (1, MAX_UPDATE_TIMEOUT_MINUTES)
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5, 3])

@@ -21,6 +21,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from cdk_neuron import _cdk_values
 from cdk_neuron._scope import reported_by
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metrics import series
@@ -331,13 +332,14 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         added, an imported key must have it. Default: a new key with rotation, kept on stack deletion
         per ``removal_policy``.
     :param removal_policy: for the key, the access-log bucket and the replica log group this construct
-        creates. Default: ``RemovalPolicy.RETAIN``.
+        creates; with ``DESTROY`` the access-log bucket is emptied before it is deleted. Default:
+        ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``.
     :param access_log_bucket: ALB access-log bucket (must use SSE-S3). Default: a new versioned,
         SSL-only bucket.
     :param machine_image: AMI for the instances: Amazon Linux 2023 with the Neuron driver and Docker.
-        Default: the ECS-optimized AL2023 Neuron AMI via
-        ``/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id`` (resolved at
-        each deployment; pin an AMI here to control when instances change). Everything else the
+        Default: the ECS-optimized AL2023 Neuron AMI of the release :data:`cdk_neuron.ami.RELEASE`,
+        through that release's own SSM parameter, so a new AMI never arrives unasked (pass
+        ``cdk_neuron.ami.machine_image(<release>)`` to move; ``cdk-neuron ami`` shows the newest). Everything else the
         instances install comes from the Amazon Linux repositories, in S3, so the fleet needs no
         internet access.
     :param notification_topic: SNS topic for Auto Scaling launch/terminate/error notifications.
@@ -394,7 +396,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         warm_pool: bool = False,
         spot: bool = False,
         kms_key: kms.IKey | None = None,
-        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         access_log_bucket: s3.IBucket | None = None,
         machine_image: ec2.IMachineImage | None = None,
         notification_topic: sns.ITopic | None = None,

@@ -15,6 +15,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from cdk_neuron import _cdk_values
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
@@ -244,7 +245,8 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     :param artifact_key: KMS key of the artifact bucket, granted decrypt. Default: None (SSE-S3).
     :param kms_key: key for the ML storage volume. Default: a new key with rotation, kept on stack
         deletion per ``removal_policy``.
-    :param removal_policy: for the key this construct creates. Default: ``RemovalPolicy.RETAIN``.
+    :param removal_policy: for the key this construct creates. Default:
+        ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``.
     :param target_concurrency: in-flight plus queued requests per model copy to track. Default:
         ``batch_size`` (every batch slot busy).
     :param variant_name: production variant name (the auto-scaling resource id uses it). Default:
@@ -288,7 +290,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         min_availability_zones: int = 1,
         artifact_key: kms.IKey | None = None,
         kms_key: kms.IKey | None = None,
-        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         target_concurrency: float | None = None,
         variant_name: str = "AllTraffic",
         model_data_download_timeout_seconds: int | None = None,

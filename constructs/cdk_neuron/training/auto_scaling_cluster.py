@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from cdk_neuron import _manifest, validation
+from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.metrics.node_metrics import NodeMetrics
@@ -57,12 +57,14 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
         ``Capacity.on_demand()``.
     :param placement_group: create a cluster placement group. Default: None, meaning yes, except with
         a Capacity Block and with a reservation's existing placement group (used instead).
-    :param machine_image: the nodes' AMI. Default: the ECS-optimized AL2023 Neuron AMI through its SSM
-        parameter, resolved at every deployment.
+    :param machine_image: the nodes' AMI. Default: the ECS-optimized AL2023 Neuron AMI of the pinned
+        release :data:`cdk_neuron.ami.RELEASE` (``cdk_neuron.ami.machine_image(<release>)`` for another).
     :param efa_layout: how EFA interfaces are laid out on the cards. Default: ``EfaLayout.ALL_EFA``.
     :param root_volume_size: the gp3 root volume, 64 to 16,384 GiB. Default: 512 GiB.
     :param kms_key: customer-managed key for the root volumes; it must allow EC2 Auto Scaling's
-        service-linked role to use it. Default: a new key with rotation, retained on stack deletion.
+        service-linked role to use it. Default: a new key with rotation, kept per ``removal_policy``.
+    :param removal_policy: for the key the cluster creates (``DESTROY`` for throw-away dev stacks).
+        Default: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``.
     :param environment: extra variables for the node profile; overrides the cluster's values.
         Default: none.
     :param efa_installer: the EFA software the nodes install at boot. Default: ``EfaInstaller.pinned()``.
@@ -100,6 +102,7 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
         efa_layout: EfaLayout = EfaLayout.ALL_EFA,
         root_volume_size: cdk.Size = DEFAULT_ROOT_VOLUME_SIZE,
         kms_key: kms.IKey | None = None,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         environment: dict[str, str] | None = None,
         efa_installer: EfaInstaller | None = None,
         node_metrics: NodeMetrics | None = None,
@@ -126,6 +129,7 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
                 environment=environment,
                 efa_installer=efa_installer,
                 node_metrics=node_metrics,
+                removal_policy=removal_policy,
             )
             if desired_capacity is not None:
                 validation.whole_number(

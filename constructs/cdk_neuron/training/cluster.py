@@ -24,9 +24,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
-from cdk_neuron import _cdk_values, timeouts, validation
+from cdk_neuron import _cdk_values, ami, timeouts, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, EfaLayout, NeuronInstance
+from cdk_neuron.catalog import EfaLayout, NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.iam_statements import node_metrics_policy
 from cdk_neuron.metrics import options as metric_options
@@ -211,6 +211,7 @@ class _NodeProps:
     efa_layout: EfaLayout
     root_volume_gib: int
     kms_key: kms.IKey | None
+    removal_policy: cdk.RemovalPolicy
     environment: dict[str, str]
     efa_installer: EfaInstaller
     node_metrics: NodeMetrics | None
@@ -323,6 +324,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         environment: dict[str, str] | None,
         efa_installer: object,
         node_metrics: object,
+        removal_policy: object = _cdk_values.DEFAULT_REMOVAL_POLICY,
     ) -> _NodeProps:
         """Validate the shared props; creates nothing (call it before the first resource)."""
         stack = cdk.Stack.of(self)
@@ -390,6 +392,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             efa_layout=layout,
             root_volume_gib=root_gib,
             kms_key=kms_key,
+            removal_policy=_cdk_values.removal_policy("removal_policy", removal_policy),
             environment=dict(environment or {}),
             efa_installer=installer,
             node_metrics=node_metrics,
@@ -408,6 +411,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         self.checkpoints = props.checkpoints
         self.compile_cache = props.compile_cache
         self._extra_environment = props.environment
+        self._removal_policy = props.removal_policy
         self._extra_user_data = None
         if props.offering_warning is not None:
             cdk.Annotations.of(self).add_warning_v2(OFFERING_WARNING_ID, props.offering_warning)
@@ -417,7 +421,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             "Key",
             description=f"cdk-neuron training cluster {self.node.path}: root volumes and job logs",
             enable_key_rotation=True,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
+            removal_policy=props.removal_policy,
         )
         security.allow_instance_launches(self.kms_key)
         self.security_group = security.node_security_group(self, "SecurityGroup", props.vpc)
@@ -433,9 +437,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             self.placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
-        self.machine_image = props.machine_image or ec2.MachineImage.from_ssm_parameter(
-            ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
-        )
+        self.machine_image = props.machine_image or ami.machine_image()
         self._node_metrics = props.node_metrics
         # Node programs (cdk_neuron/node_programs/files/training) and, with EFA, the pinned installer.
         self._bundle = node_bundle(self)

@@ -54,6 +54,8 @@ Schema (every key not marked *required* is optional; its default is given)::
         model: {model_id: required, parameters: required, artifact_uri: null, dtype: "bf16",
                 sequence_length: 4096, batch_size: 1, tensor_parallel: null}
       monitoring: {alarm_email: null}
+      ami_release: cdk_neuron.ami.RELEASE        the ECS-optimized AL2023 Neuron AMI release every node boots
+                                               (pinned: a new AMI is a reviewed change; cdk-neuron ami)
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, cast
 
-from cdk_neuron import catalog, planner
+from cdk_neuron import ami, catalog, planner
 from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
     CheckpointSizing,
@@ -260,6 +262,8 @@ class EnvironmentConfig:
     network: NetworkConfig = NetworkConfig()
     storage: StorageConfig = StorageConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
+    ami_release: str = ami.RELEASE
+    """The ECS-optimized AL2023 Neuron AMI release the training nodes and EC2 serving instances boot."""
 
     @property
     def training_az_id(self) -> str:
@@ -822,6 +826,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         "storage",
         "serving",
         "monitoring",
+        "ami_release",
     )
     env = _Section(f"environments.{name}", raw, keys)
     found = _Collector()
@@ -829,6 +834,9 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
     region = found.run(lambda: env.matching("region", REGION, "an AWS Region name such as us-east-1"))
     az_ids = found.run(lambda: _az_ids(env, region)) if region is not None else None
     removal = found.run(lambda: _removal_policy(env, name))
+    ami_release = found.run(
+        lambda: ami.check_release(env.field("ami_release"), env.get("ami_release", str, ami.RELEASE))
+    )
     network = found.run(lambda: _network(env, len(az_ids))) if az_ids is not None else None
     monitoring = found.run(
         lambda: MonitoringConfig(
@@ -845,6 +853,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         serving = found.run(lambda: _serving(env, region, az_ids, network))
     found.raise_if_any()
     assert region and az_ids and removal and network and monitoring and tags is not None and storage
+    assert ami_release is not None
     assert training is not None and serving is not None
     config = EnvironmentConfig(
         name=name,
@@ -858,6 +867,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         network=network,
         storage=storage,
         monitoring=monitoring,
+        ami_release=ami_release,
     )
     # The specific checks above name the key to change; this one catches any other call that
     # the network cannot carry (a host reached only through a NAT, in an environment without one).

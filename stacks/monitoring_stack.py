@@ -9,8 +9,7 @@ from constructs import Construct
 
 from cdk_neuron.monitoring import NeuronMonitoring
 from stacks.config import EnvironmentConfig
-from stacks.network_stack import removal_policy_of
-from stacks.pinned import PinnedAzStack
+from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.serving_stack import ServingStack
 from stacks.training_stack import TrainingStack
 

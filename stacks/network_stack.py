@@ -57,7 +57,7 @@ from constructs import Construct
 
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from stacks.config import EnvironmentConfig, interface_endpoints
-from stacks.pinned import PinnedAzStack
+from stacks.pinned import PinnedAzStack, removal_policy_of
 
 _R = logs.RetentionDays
 # cdk.json gives days; the L2 takes its enum (the same set CloudWatch Logs accepts).
@@ -84,10 +84,6 @@ _NAT_INSTANCE_ACKNOWLEDGMENTS = {
     "puts the SubnetId on the network interface, where this rule does not look.",
 }
 """Why each nag rule does not apply to a NAT instance (network.nat_instance_type)."""
-
-
-def removal_policy_of(config: EnvironmentConfig) -> cdk.RemovalPolicy:
-    return cdk.RemovalPolicy.DESTROY if config.removal_policy == "destroy" else cdk.RemovalPolicy.RETAIN
 
 
 class NetworkStack(PinnedAzStack):

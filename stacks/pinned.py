@@ -7,7 +7,17 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from cdk_neuron.lifecycle.stacks import own_provider_logs
 from stacks.config import EnvironmentConfig
+
+
+def removal_policy_of(config: EnvironmentConfig) -> cdk.RemovalPolicy:
+    """``destroy``: deleted with the stack. ``retain``: kept on update and delete, but deleted when the
+    create that made it rolls back, so a failed first deployment can be retried (a kept log group or
+    vault with a fixed name would make the retry fail with "already exists")."""
+    if config.removal_policy == "destroy":
+        return cdk.RemovalPolicy.DESTROY
+    return cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
 
 
 class PinnedAzStack(cdk.Stack):
@@ -38,8 +48,10 @@ class PinnedAzStack(cdk.Stack):
 
         These Lambdas (e.g. the one that empties the VPC's default security group) are aws-cdk-lib
         internals that only CloudFormation invokes during a deployment of this stack. Each skip sits
-        on that one resource, for that one rule.
+        on that one resource, for that one rule. Each also gets a log group the stack owns, so a
+        teardown leaves no ``/aws/lambda/...`` group behind.
         """
+        own_provider_logs(self, removal_policy_of(self.config))
         for child in self.node.children:
             if isinstance(child, cdk.CustomResourceProviderBase):
                 handler = child.node.try_find_child("Handler")

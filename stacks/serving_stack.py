@@ -10,11 +10,12 @@ from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from cdk_neuron import ami
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.serving import Ec2InferenceFleet, SageMakerInferenceFleet
 from stacks.config import EnvironmentConfig, ServingConfig
-from stacks.network_stack import NetworkStack, removal_policy_of
-from stacks.pinned import PinnedAzStack
+from stacks.network_stack import NetworkStack
+from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.scan_skips import skip_checkov
 
 # A complete secret ARN ends in "-" and six random characters; a name or partial ARN does not.
@@ -59,6 +60,7 @@ class ServingStack(PinnedAzStack):
                 certificate=self._certificate(serving),
                 hugging_face_token=self._token(serving),
                 warm_pool=serving.warm_pool,
+                machine_image=ami.machine_image(config.ami_release),
                 # The instances publish Neuron metrics for the MonitoringStack.
                 node_metrics=NodeMetrics(environment=config.name),
             )

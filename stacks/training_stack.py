@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import Construct
 
+from cdk_neuron import ami
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import (
@@ -15,8 +16,8 @@ from cdk_neuron.training import (
     TrainingClusterBase,
 )
 from stacks.config import EnvironmentConfig
-from stacks.network_stack import NetworkStack, removal_policy_of
-from stacks.pinned import PinnedAzStack
+from stacks.network_stack import NetworkStack
+from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.scan_skips import skip_checkov
 
 
@@ -65,6 +66,8 @@ class TrainingStack(PinnedAzStack):
             "capacity": training.capacity,
             # The nodes publish Neuron metrics for the environment's MonitoringStack.
             "node_metrics": NodeMetrics(environment=config.name),
+            "removal_policy": removal,
+            "machine_image": ami.machine_image(config.ami_release),
         }
         self.cluster: TrainingClusterBase
         if training.engine == "batch":

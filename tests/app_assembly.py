@@ -43,6 +43,13 @@ class SynthesizedApp:
     def template(self, env: str, stack_id: str) -> dict[str, Any]:
         return _read_json(self.template_path(env, stack_id))
 
+    def environment(self, env: str) -> dict[str, dict[str, Any]]:
+        """Every template of one environment, by the stack name CloudFormation knows it by."""
+        return {
+            self.stack(env, stack_id).stack_name: self.template(env, stack_id)
+            for stack_id in ("Network", "Training", "Serving", "Monitoring")
+        }
+
     def manifests(self) -> list[dict[str, Any]]:
         """The cloud assembly manifest and every nested (per-stage) manifest."""
         return [_read_json(path) for path in sorted(self.outdir.rglob("manifest.json"))]

@@ -167,8 +167,9 @@ def test_flow_logs_go_to_an_encrypted_log_group_with_retention(built: Synthesize
     (flow_log,) = resources(template, "AWS::EC2::FlowLog").values()
     assert props(flow_log)["TrafficType"] == "ALL"
     assert props(flow_log)["LogDestinationType"] == "cloud-watch-logs"
-    (group_id, group), *_ = resources(template, "AWS::Logs::LogGroup").items()
-    assert props(flow_log)["LogGroupName"] == {"Ref": group_id}
+    group_id = props(flow_log)["LogGroupName"]["Ref"]
+    group = template["Resources"][group_id]
+    assert group["Type"] == "AWS::Logs::LogGroup"
     assert props(group)["RetentionInDays"] == ENVIRONMENTS[env].network.flow_log_retention_days
     key_id = props(group)["KmsKeyId"]["Fn::GetAtt"][0]
     key = template["Resources"][key_id]
@@ -179,7 +180,8 @@ def test_flow_logs_go_to_an_encrypted_log_group_with_retention(built: Synthesize
     assert logs_statement["Condition"]["ArnEquals"]["kms:EncryptionContext:aws:logs:arn"].endswith(
         f":log-group:/cdk-neuron/{env}/vpc-flow-logs"
     )
-    expected_policy = "Delete" if ENVIRONMENTS[env].removal_policy == "destroy" else "Retain"
+    # A fixed name: kept, the group must still go when the stack's first create rolls back.
+    expected_policy = "Delete" if ENVIRONMENTS[env].removal_policy == "destroy" else "RetainExceptOnCreate"
     assert group["DeletionPolicy"] == key["DeletionPolicy"] == expected_policy
 
 

@@ -20,9 +20,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cdk_neuron._custom_resource import HANDLERS_DIR
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.training.efa_installer import EfaInstaller
-from cdk_neuron.training.efa_mirror_construct import HANDLER_DIR
 from cdk_support import use_fake_aws_credentials
 
 PAYLOAD = b"pretend EFA installer tarball"
@@ -60,7 +60,8 @@ def test_unpinned_or_unverifiable_releases_are_refused(version: str, sha256: Any
 def handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, list[dict[str, Any]]]]:
     """The handler module, with the download and the CloudFormation response captured."""
     use_fake_aws_credentials(monkeypatch, "us-east-1")
-    spec = importlib.util.spec_from_file_location("efa_mirror_handler", HANDLER_DIR / "handler.py")
+    monkeypatch.syspath_prepend(str(HANDLERS_DIR))  # the handler imports cfn_response beside it
+    spec = importlib.util.spec_from_file_location("efa_mirror_handler", HANDLERS_DIR / "efa_mirror.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
@@ -151,15 +152,36 @@ def test_delete_removes_only_what_it_created(handler: tuple[ModuleType, list[dic
     assert [r["Status"] for r in responses] == ["SUCCESS", "SUCCESS", "SUCCESS"]
 
 
+def test_an_update_to_a_new_release_deletes_the_old_copy(
+    handler: tuple[ModuleType, list[dict[str, Any]]],
+) -> None:
+    """CloudFormation deletes the old physical id with the old properties once the new copy exists."""
+    module, responses = handler
+    module.handler(_event("Create"), None)
+    boto3.client("s3", region_name="us-east-1").put_object(
+        Bucket="mirror", Key="efa-installer/aws-efa-installer-1.47.0.tar.gz", Body=b"new"
+    )
+    module.handler(_event("Delete", physical_id=responses[0]["PhysicalResourceId"]), None)
+    assert _object() is None
+    assert _object("efa-installer/aws-efa-installer-1.47.0.tar.gz") == b"new"
+
+
 def test_the_function_code_is_a_real_file_of_the_package() -> None:
-    assert (HANDLER_DIR / "handler.py").is_file()
-    assert sorted(p.name for p in HANDLER_DIR.iterdir() if p.name != "__pycache__") == ["handler.py"]
+    assert sorted(p.name for p in HANDLERS_DIR.iterdir() if p.name != "__pycache__") == [
+        "cfn_response.py",
+        "efa_mirror.py",
+        "fleet_capacity.py",
+        "vault_emptier.py",
+    ]
 
 
-def test_handler_needs_only_the_lambda_runtime() -> None:
+@pytest.mark.parametrize(
+    "name", ["cfn_response.py", "efa_mirror.py", "fleet_capacity.py", "vault_emptier.py"]
+)
+def test_handlers_need_only_the_lambda_runtime(name: str) -> None:
     import ast
 
-    tree = ast.parse((HANDLER_DIR / "handler.py").read_text())
+    tree = ast.parse((HANDLERS_DIR / name).read_text())
     imported = {
         (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
         for node in ast.walk(tree)
@@ -169,12 +191,15 @@ def test_handler_needs_only_the_lambda_runtime() -> None:
     assert imported <= {
         "__future__",
         "base64",
+        "collections",
         "hashlib",
         "json",
         "logging",
         "os",
         "tempfile",
+        "time",
         "urllib",
         "typing",
         "boto3",
+        "cfn_response",
     }

@@ -69,7 +69,7 @@ def test_everything_is_deleted_with_its_stack(assemblies: dict[str, Path], suite
 
 
 # Buckets emptied otherwise: the EFA installer mirror's custom resource deletes the one object it put
-# ("Delete removes the object so the bucket can be deleted with its stack", efa_mirror/handler.py).
+# ("Delete removes the object so the bucket can be deleted with its stack", custom_resources/efa_mirror.py).
 EMPTIED_BY_THEIR_OWNER = ("ClusterEfaInstallerBucket",)
 
 

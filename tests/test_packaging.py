@@ -48,7 +48,7 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
     # The node programs and the EFA mirror function ship as files, for CDK to publish as assets.
     assert "cdk_neuron/node_programs/files/serving/units/cdk-neuron-replica@.service" in payload
     assert "cdk_neuron/node_programs/files/monitoring/neuron-monitor.json" in payload
-    assert "cdk_neuron/training/efa_mirror/handler.py" in payload
+    assert "cdk_neuron/custom_resources/efa_mirror.py" in payload
     # Each construct package's README (purpose, examples, API tables) ships with it.
     for package in ("training", "serving", "storage", "monitoring"):
         assert f"cdk_neuron/{package}/README.md" in payload

@@ -11,7 +11,7 @@ import pytest
 from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
-from cdk_neuron import catalog, timeouts
+from cdk_neuron import timeouts
 from cdk_support import (
     TEST_ACCOUNT,
     make_app,
@@ -158,10 +158,10 @@ def _user_data(template: dict[str, Any], path_contains: str = "") -> str:
 def test_launch_template_uses_the_ecs_neuron_ami_with_imdsv2_and_encrypted_volumes(built: Built) -> None:
     data = _props(built.template, "AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     parameter = data["ImageId"]["Ref"]
-    assert (
-        built.template["Parameters"][parameter]["Default"]
-        == catalog.ECS_NEURON_AMI_PARAMETER
-        == "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/recommended/image_id"
+    # The pinned release's own parameter: a newer AMI never replaces the fleet by itself.
+    assert built.template["Parameters"][parameter]["Default"] == (
+        "/aws/service/ecs/optimized-ami/amazon-linux-2023/neuron/"
+        "al2023-ami-ecs-neuron-hvm-2023.0.20260918-kernel-6.1-x86_64/image_id"
     )
     # A node that cannot boot powers off; terminating lets Auto Scaling replace it.
     assert data["InstanceInitiatedShutdownBehavior"] == "terminate"
@@ -338,7 +338,7 @@ def test_instance_permissions_are_least_privilege(built: Built) -> None:
 
 def test_key_lets_auto_scaling_use_it_in_a_new_account_and_is_retained(built: Built) -> None:
     _, key = _one(built.template, "AWS::KMS::Key")
-    assert key["DeletionPolicy"] == "Retain"
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Properties"]["EnableKeyRotation"] is True
     statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
     role = (
@@ -359,7 +359,7 @@ def test_key_lets_auto_scaling_use_it_in_a_new_account_and_is_retained(built: Bu
 def test_replica_logs_go_to_a_retained_log_group_encrypted_with_the_fleet_key(built: Built) -> None:
     group_id, group = _one(built.template, "AWS::Logs::LogGroup")
     assert group_id.startswith("FleetReplicaLogs")
-    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     key_id, key = _one(built.template, "AWS::KMS::Key")
     assert group["Properties"] == {"KmsKeyId": {"Fn::GetAtt": [key_id, "Arn"]}, "RetentionInDays": 90}
     (statement,) = [
@@ -388,6 +388,18 @@ def test_replica_log_retention_and_removal_follow_the_props(built: Built) -> Non
     assert (group["DeletionPolicy"], group["Properties"]["RetentionInDays"]) == ("Delete", 365)
 
 
+def test_a_destroyed_fleet_empties_its_access_log_bucket_first(built: Built) -> None:
+    """ELB writes a test object into the bucket at once: a Delete bucket nothing empties fails cdk destroy."""
+    bucket_id, bucket = _one(built.variants_template, "AWS::S3::Bucket", "SpotAccessLogs")
+    assert bucket["DeletionPolicy"] == "Delete"
+    auto_delete = _props(built.variants_template, "Custom::S3AutoDeleteObjects")
+    assert auto_delete["BucketName"] == {"Ref": bucket_id}
+    provider, attribute = auto_delete["ServiceToken"]["Fn::GetAtt"]
+    assert (
+        provider.startswith("CustomS3AutoDeleteObjectsCustomResourceProviderHandler") and attribute == "Arn"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Load balancer
 # --------------------------------------------------------------------------------------------
@@ -403,7 +415,9 @@ def test_internal_alb_drops_invalid_headers_and_logs_access(built: Built) -> Non
     assert len(props["Subnets"]) == 3
     bucket_id, bucket = _one(built.template, "AWS::S3::Bucket", "AccessLogs")
     assert attributes["access_logs.s3.bucket"] == {"Ref": bucket_id}
-    assert bucket["DeletionPolicy"] == "Retain"
+    assert bucket["DeletionPolicy"] == "RetainExceptOnCreate"
+    # Kept, so nothing empties it.
+    assert not [r for r in built.template["Resources"].values() if r["Type"] == "Custom::S3AutoDeleteObjects"]
     encryption = bucket["Properties"]["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
     assert encryption["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}  # ALB logs need SSE-S3
 

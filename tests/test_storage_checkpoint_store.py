@@ -398,17 +398,37 @@ def test_backup_selection_covers_the_file_system(built: Built) -> None:
 
 
 @pytest.mark.parametrize(
-    ("stack", "file_system", "key"),
-    [("t_regional", "Retain", "Retain"), ("t_one_zone", "Delete", "Delete")],
+    ("stack", "deletion", "replacement"),
+    [("t_regional", "RetainExceptOnCreate", "Retain"), ("t_one_zone", "Delete", "Delete")],
 )
-def test_removal_policy_per_setting(built: Built, stack: str, file_system: str, key: str) -> None:
+def test_removal_policy_per_setting(built: Built, stack: str, deletion: str, replacement: str) -> None:
+    """The default keeps everything but lets a failed first create be retried; DESTROY deletes all,
+    the vault too, after a custom resource has emptied it of recovery points."""
     template: Template = getattr(built, stack)
-    template.has_resource(
-        "AWS::EFS::FileSystem", {"DeletionPolicy": file_system, "UpdateReplacePolicy": file_system}
-    )
-    template.has_resource("AWS::KMS::Key", {"DeletionPolicy": key, "UpdateReplacePolicy": key})
-    # The vault is kept either way: CloudFormation cannot delete a vault that holds recovery points.
-    template.has_resource("AWS::Backup::BackupVault", {"DeletionPolicy": "Retain"})
+    expected = {"DeletionPolicy": deletion, "UpdateReplacePolicy": replacement}
+    for kind in ("AWS::EFS::FileSystem", "AWS::KMS::Key", "AWS::Backup::BackupVault"):
+        template.has_resource(kind, expected)
+    emptiers = template.find_resources("Custom::CdkNeuronVaultEmptier")
+    assert len(emptiers) == (1 if deletion == "Delete" else 0)
+
+
+def test_destroy_empties_the_vault_before_deleting_it_and_after_the_plan_is_gone(built: Built) -> None:
+    resources = built.t_one_zone.to_json()["Resources"]
+    (vault_id,) = built.t_one_zone.find_resources("AWS::Backup::BackupVault")
+    ((emptier_id, emptier),) = built.t_one_zone.find_resources("Custom::CdkNeuronVaultEmptier").items()
+    assert emptier["Properties"]["BackupVaultName"] == {"Fn::GetAtt": [vault_id, "BackupVaultName"]}
+    assert emptier["Metadata"]["cdk-neuron:empties"] == [{"Ref": vault_id}]
+    # CloudFormation deletes in reverse dependency order: plan, then emptier, then vault.
+    (plan_id,) = built.t_one_zone.find_resources("AWS::Backup::BackupPlan")
+    assert emptier_id in resources[plan_id]["DependsOn"]
+    (function,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function" and "vault" in r["Properties"]["Description"]
+    ]
+    assert function["Properties"]["Handler"] == "vault_emptier.handler"
+    assert function["Properties"]["Timeout"] == 900
+    assert "LogGroup" in function["Properties"]["LoggingConfig"]
 
 
 # -- what clients use to mount -----------------------------------------------------------------------

@@ -201,12 +201,17 @@ def test_read_grant_cannot_write(built: Built) -> None:
 
 def test_removal_policy_per_setting(built: Built) -> None:
     built.template.has_resource(
-        "AWS::S3::Bucket", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+        "AWS::S3::Bucket", {"DeletionPolicy": "RetainExceptOnCreate", "UpdateReplacePolicy": "Retain"}
     )
-    built.template.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Retain"})
+    built.template.has_resource("AWS::KMS::Key", {"DeletionPolicy": "RetainExceptOnCreate"})
+    assert built.template.find_resources("Custom::S3AutoDeleteObjects") == {}
     cache_bucket = built.logical_id(built.custom.bucket)
     assert built.custom_template.to_json()["Resources"][cache_bucket]["DeletionPolicy"] == "Delete"
     built.custom_template.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Delete"})
+    # A deleted cache is emptied first: cdk destroy would fail on the entries the cluster wrote.
+    built.custom_template.has_resource_properties(
+        "Custom::S3AutoDeleteObjects", {"BucketName": {"Ref": cache_bucket}}
+    )
 
 
 def test_access_logs_when_a_log_bucket_is_given(built: Built) -> None:

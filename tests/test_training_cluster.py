@@ -13,7 +13,8 @@ from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario, build, first_zone
 
-from cdk_neuron.catalog import ECS_NEURON_AMI_PARAMETER, get_instance
+from cdk_neuron import ami
+from cdk_neuron.catalog import get_instance
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import BatchTrainingCluster, Capacity
@@ -218,7 +219,7 @@ def test_the_pinned_efa_installer_is_mirrored_before_any_node_boots(scenario: Sc
 
 def test_ami_is_the_ecs_neuron_parameter_in_template_and_compute_environment(scenario: Scenario) -> None:
     parameters = scenario.json["Parameters"]
-    (name,) = [k for k, v in parameters.items() if v.get("Default") == ECS_NEURON_AMI_PARAMETER]
+    (name,) = [k for k, v in parameters.items() if v.get("Default") == ami.release_parameter(ami.RELEASE)]
     data = scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     assert data["ImageId"] == {"Ref": name}
     (config,) = scenario.one("AWS::Batch::ComputeEnvironment")["ComputeResources"]["Ec2Configuration"]
@@ -630,7 +631,7 @@ def test_key_lets_auto_scaling_encrypt_root_volumes(trn1: Scenario) -> None:
     assert all("*" not in a for a in use["Action"])
     assert "AllowCloudWatchLogsToEncryptTrainingLogs" in statements
     key = trn1.json["Resources"][trn1.logical_id(trn1.cluster.kms_key)]
-    assert key["DeletionPolicy"] == "Retain"
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
 
 
 # -- compliance and snapshots ----------------------------------------------------------------------

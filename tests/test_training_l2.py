@@ -27,6 +27,7 @@ from cdk_neuron.training import (
     BatchTrainingCluster,
     IBatchTrainingCluster,
     ITrainingCluster,
+    NodeOptions,
     TrainingClusterBase,
 )
 from cdk_support import flatten_user_data, make_app, nag_violations
@@ -193,6 +194,37 @@ def test_errors_name_the_construct_path() -> None:
     # Refused before any resource: only the empty cluster nodes exist.
     assert not stack.node.find_child("Cluster").node.children
     assert not stack.node.find_child("Group").node.children
+
+
+@pytest.mark.parametrize("cluster", [BatchTrainingCluster, AutoScalingTrainingCluster])
+def test_both_clusters_take_the_node_props_as_one_typed_options_bag(
+    cluster: type[TrainingClusterBase],
+) -> None:
+    """The node props are NodeOptions, spelled once: ``**options: Unpack[NodeOptions]`` on both."""
+    (bag,) = [p for p in inspect.signature(cluster.__init__).parameters.values() if p.kind is p.VAR_KEYWORD]
+    assert bag.annotation == "Unpack[NodeOptions]"
+    assert NodeOptions.__optional_keys__ == set(NodeOptions.__annotations__) == {
+        "plan", "vpc_subnets", "availability_zone_id", "checkpoints", "compile_cache", "capacity",
+        "placement_group", "machine_image", "efa_layout", "root_volume_size", "kms_key", "removal_policy",
+        "environment", "efa_installer", "node_metrics",
+    }  # fmt: skip
+    own = set(inspect.signature(cluster.__init__).parameters)
+    assert not own & NodeOptions.__optional_keys__, "a node prop is spelled out again"
+
+
+def test_an_unknown_node_prop_is_a_type_error_with_the_closest_name() -> None:
+    stack = PinnedStack(make_app(), "Unknown", region="us-east-1")
+    vpc = network(stack)
+    with pytest.raises(
+        TypeError,
+        match=r"^AutoScalingTrainingCluster\(\) got an unexpected keyword argument 'checkpoint' "
+        r"\(did you mean 'checkpoints'\?\)$",
+    ):
+        AutoScalingTrainingCluster(stack, "Group", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
+                                   checkpoint=None)  # type: ignore[call-arg]  # fmt: skip
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'colour'$"):
+        AutoScalingTrainingCluster(stack, "Other", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
+                                   colour="blue")  # type: ignore[call-arg]  # fmt: skip
 
 
 @pytest.mark.parametrize("package", ["cdk_neuron", "cdk_neuron.training"])
@@ -385,6 +417,8 @@ def test_batch_update_policy_defaults_and_overrides() -> None:
     BatchTrainingCluster(
         stack, "Abrupt", update_timeout=cdk.Duration.minutes(30), terminate_on_update=True, **props
     )
+    # The current API reference and botocore 1.44.8 accept up to 7200 minutes (older copies say 360).
+    BatchTrainingCluster(stack, "Longest", update_timeout=cdk.Duration.minutes(7200), **props)
     policies = {
         key.split("ComputeEnvironment")[0]: resource["Properties"]["UpdatePolicy"]
         for key, resource in Template.from_stack(stack)
@@ -394,7 +428,19 @@ def test_batch_update_policy_defaults_and_overrides() -> None:
     assert policies == {
         "Gentle": {"JobExecutionTimeoutMinutes": 360, "TerminateJobsOnUpdate": False},
         "Abrupt": {"JobExecutionTimeoutMinutes": 30, "TerminateJobsOnUpdate": True},
+        "Longest": {"JobExecutionTimeoutMinutes": 7200, "TerminateJobsOnUpdate": False},
     }
+
+
+def test_the_update_timeout_limit_is_botocores() -> None:
+    """The limit we accept is the one the SDK's service model ships (botocore's batch 2016-08-10)."""
+    from botocore.loaders import Loader
+
+    from cdk_neuron.training.batch_cluster import MAX_UPDATE_TIMEOUT_MINUTES
+
+    shapes = Loader().load_service_model("batch", "service-2")["shapes"]
+    limit = shapes[shapes["UpdatePolicy"]["members"]["jobExecutionTimeoutMinutes"]["shape"]]
+    assert (limit["min"], limit["max"]) == (1, MAX_UPDATE_TIMEOUT_MINUTES)
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5, 3])

@@ -26,6 +26,24 @@ _REMOVAL_POLICIES = {
     cdk.RemovalPolicy.DESTROY: "DESTROY",
 }
 
+DEFAULT_REMOVAL_POLICY = cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+"""Every construct's default for what it keeps: retained on update and delete, but deleted when the
+create that made it rolls back, so a failed first deployment can simply be retried ("RetainExceptOnCreate
+behaves like Retain for stack operations, except for the stack operation that initially created the
+resource", DeletionPolicy attribute, CloudFormation template reference,
+https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html,
+read 2026-12-01). Plain RETAIN would keep a resource with a fixed name after a rolled-back create, and
+the retry would fail with "already exists"."""
+
+
+def retained(policy: cdk.RemovalPolicy) -> cdk.RemovalPolicy:
+    """``policy`` for a resource with a fixed physical name: plain RETAIN becomes RETAIN_ON_UPDATE_OR_DELETE.
+
+    The two differ only when the stack's first create rolls back, and then the resource is new and
+    empty; keeping it would only make the retry fail with "already exists".
+    """
+    return DEFAULT_REMOVAL_POLICY if policy == cdk.RemovalPolicy.RETAIN else policy
+
 
 def seconds(field: str, value: object, *, example: str = "Duration.minutes(10)") -> float:
     """The seconds of a concrete ``aws_cdk.Duration`` (a token cannot be checked at synthesis)."""
@@ -102,10 +120,12 @@ def identifier(field: str, value: object, pattern: re.Pattern[str], what: str) -
 
 
 __all__ = [
+    "DEFAULT_REMOVAL_POLICY",
     "DurationUnit",
     "identifier",
     "positive_duration",
     "removal_policy",
+    "retained",
     "seconds",
     "size",
     "whole_duration",

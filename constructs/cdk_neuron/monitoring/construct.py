@@ -9,6 +9,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from cdk_neuron import _cdk_values
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metrics import series
 from cdk_neuron.metrics.names import DEFAULT_NAMESPACE, NeuronMetric, Workload
@@ -71,7 +72,8 @@ class NeuronMonitoring(Construct):
     :param namespace: CloudWatch namespace of the node metrics; must be the workloads' ``NodeMetrics``
         namespace. Default ``"CdkNeuron"``.
     :param thresholds: when each alarm fires. Default ``MonitoringThresholds()`` (see its fields).
-    :param removal_policy: for the topic's key and the job-state log. Default RETAIN.
+    :param removal_policy: for the topic's key and the job-state log (which has a fixed name, so
+        RETAIN keeps it with RETAIN_ON_UPDATE_OR_DELETE). Default: RETAIN_ON_UPDATE_OR_DELETE.
 
     :ivar topic: the alarm topic (KMS-encrypted SNS).
     :ivar key: the topic's customer-managed key.
@@ -92,7 +94,7 @@ class NeuronMonitoring(Construct):
         alarm_email: str | None = None,
         namespace: str = DEFAULT_NAMESPACE,
         thresholds: MonitoringThresholds = DEFAULT_THRESHOLDS,
-        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
     ) -> None:
         _validate(
             environment, cluster, fleet, checkpoints, alarm_email, namespace, thresholds, removal_policy

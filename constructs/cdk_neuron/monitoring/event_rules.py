@@ -21,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.interfaces import aws_events as events_refs
 from constructs import Construct
 
+from cdk_neuron import _cdk_values
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 from cdk_neuron.metrics.names import BATCH_JOB_STATE_CHANGES, JOB_QUEUE_DIMENSION, STATUS_DIMENSION
 
@@ -118,7 +119,8 @@ class BatchJobStateLog(Construct):
             log_group_name=name,
             encryption_key=key,
             retention=JOB_STATE_LOG_RETENTION,
-            removal_policy=removal_policy,
+            # A fixed name: kept, it must not survive a rolled-back first create (the retry would fail).
+            removal_policy=_cdk_values.retained(removal_policy),
         )
         policy = logs.CfnResourcePolicy(
             self,

@@ -16,7 +16,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
 
-from cdk_neuron import catalog, timeouts
+from cdk_neuron import ami, timeouts
+from cdk_neuron._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.iam_statements import (
     PUT_METRIC_DATA_REASON,
     allow_instance_launches,
@@ -30,7 +31,6 @@ from cdk_neuron.node_programs.bundle import (
     limit_user_data_size,
     node_bundle,
 )
-from cdk_neuron.serving._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
@@ -134,6 +134,11 @@ def _access_log_bucket(scope: Construct, settings: Ec2Settings) -> s3.IBucket:
         object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         versioned=True,
         removal_policy=settings.removal_policy,
+        # Elastic Load Balancing writes a test object as soon as logging is enabled ("Enable access
+        # logs for your Application Load Balancer", ELB user guide, read 2026-12-01), so a bucket the
+        # stack deletes must be emptied first: aws-cdk-lib's autoDeleteObjects denies new writes,
+        # then deletes every object version.
+        auto_delete_objects=settings.removal_policy == cdk.RemovalPolicy.DESTROY,
     )
     acknowledge(
         bucket,
@@ -405,7 +410,8 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
 def _replica_log_group(scope: Construct, settings: Ec2Settings) -> logs.LogGroup:
     """Where every replica's container logs (``serving/replica.sh``), encrypted with the fleet key.
 
-    Kept per ``removal_policy`` (RETAIN by default): the logs of replaced instances are the point.
+    Kept per ``removal_policy`` (RETAIN_ON_UPDATE_OR_DELETE by default): the logs of replaced instances
+    are the point.
     """
     allow_log_encryption(settings.key, sid="AllowCloudWatchLogsToEncryptReplicaLogs")
     return logs.LogGroup(
@@ -457,10 +463,7 @@ def _launch_template(
     launch_template = ec2.LaunchTemplate(
         scope,
         "LaunchTemplate",
-        machine_image=settings.machine_image
-        or ec2.MachineImage.from_ssm_parameter(
-            catalog.ECS_NEURON_AMI_PARAMETER, os=ec2.OperatingSystemType.LINUX
-        ),
+        machine_image=settings.machine_image or ami.machine_image(),
         instance_type=ec2.InstanceType(settings.plan.instance_type),
         user_data=user_data,
         role=role,

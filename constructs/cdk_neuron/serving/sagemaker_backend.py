@@ -17,9 +17,9 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from cdk_neuron import catalog
+from cdk_neuron._nag import acknowledge_wildcards
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
-from cdk_neuron.serving._nag import acknowledge_wildcards
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import SageMakerSettings
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_storage_gb, sagemaker_timeouts

@@ -24,6 +24,8 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct, IConstruct
 
 from cdk_neuron import _cdk_values, _manifest, validation
+from cdk_neuron._custom_resource import handler_function
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
 from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
 from cdk_neuron.errors import NeuronConfigError
@@ -414,9 +416,13 @@ class CheckpointStore(_CheckpointStoreBase):
         real names: in a VPC pinned by AZ ID (subnets with ``AvailabilityZoneId``), pass the pinned
         subnet's ``Fn::GetAtt AvailabilityZone`` so CloudFormation supplies the name your account
         maps to that AZ ID. Only with ``one_zone=True``. Default: the selected subnets' AZ name.
-    :param removal_policy: for the file system and the key the store creates. ``DESTROY`` is for
-        throw-away dev stacks; the backup vault is always retained because CloudFormation cannot
-        delete a vault that holds recovery points. Default: ``RemovalPolicy.RETAIN``.
+    :param removal_policy: for the file system, the key and the backup vault the store creates.
+        ``DESTROY`` is for throw-away dev stacks: the vault is then emptied of its recovery points
+        before CloudFormation deletes it (it refuses a vault that holds any), so ``cdk destroy``
+        leaves nothing. The vault has a fixed name, so ``RETAIN`` keeps it with
+        ``RETAIN_ON_UPDATE_OR_DELETE`` (a failed first create can be retried). Default:
+        ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``: kept on update and delete, deleted only when
+        the create that made it rolls back.
     :param kms_key: customer-managed key for the file system and the backup vault. Default: a new
         key with yearly rotation.
     :param security_group: for the mount targets. Default: a new group with no ingress and no egress
@@ -453,7 +459,7 @@ class CheckpointStore(_CheckpointStoreBase):
         vpc_subnets: ec2.SubnetSelection | None = None,
         one_zone: bool = False,
         availability_zone: str | None = None,
-        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         kms_key: kms.IKey | None = None,
         security_group: ec2.ISecurityGroup | None = None,
         infrequent_access_after_days: int | None = 30,
@@ -598,9 +604,15 @@ class CheckpointStore(_CheckpointStoreBase):
                 self,
                 "BackupVault",
                 encryption_key=self.kms_key,
-                removal_policy=cdk.RemovalPolicy.RETAIN,
+                # The L2 names the vault (uniqueResourceName): kept, it must not block a retry.
+                removal_policy=_cdk_values.retained(removal),
             )
             """The vault the backup plan writes to."""
+            emptier = (
+                _vault_emptier(self, self.backup_vault)
+                if backup_vault is None and removal == cdk.RemovalPolicy.DESTROY
+                else None
+            )
             self.backup_plan: backup.BackupPlan = backup.BackupPlan(
                 self,
                 "BackupPlan",
@@ -617,18 +629,20 @@ class CheckpointStore(_CheckpointStoreBase):
                 ],
             )
             """The daily backup plan of the file system."""
+            if emptier is not None:
+                # Deleted before the emptier runs, so no backup job starts while it empties the vault.
+                self.backup_plan.node.add_dependency(emptier)
             selection = self.backup_plan.add_selection(
                 "FileSystem", resources=[backup.BackupResource.from_efs_file_system(file_system)]
             )
             role = selection.node.try_find_child("Role")
             if role is not None:
-                cdk.Validations.of(role).acknowledge(
-                    cdk.Acknowledgment(
-                        id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                        "AWSBackupServiceRolePolicyForBackup]",
-                        reason="AWS Backup's own service-role policy, maintained by AWS as the service's "
-                        "calls change; a hand-written copy would silently break backups.",
-                    )
+                acknowledge(
+                    role,
+                    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                    "AWSBackupServiceRolePolicyForBackup]",
+                    "AWS Backup's own service-role policy, maintained by AWS as the service's "
+                    "calls change; a hand-written copy would silently break backups.",
                 )
 
             if self.checkpoint_estimate is not None and self.checkpoint_estimate.exceeds(budget_seconds):
@@ -741,6 +755,54 @@ class _ImportedCheckpointStore(_CheckpointStoreBase):
             self._access_point = efs.AccessPoint.from_access_point_attributes(
                 self, "AccessPoint", access_point_id=access_point_id, file_system=self._file_system
             )
+
+
+def _vault_emptier(scope: Construct, vault: backup.IBackupVault) -> cdk.CustomResource:
+    """A custom resource that deletes the vault's recovery points when the stack deletes the vault."""
+    handler = handler_function(
+        Construct(scope, "VaultEmptier"),
+        handler="vault_emptier.handler",
+        description="cdk-neuron: empty the checkpoint backup vault before its stack deletes it",
+        statements=[
+            (
+                iam.PolicyStatement(
+                    sid="ListRecoveryPoints",
+                    actions=["backup:ListRecoveryPointsByBackupVault"],
+                    resources=[vault.backup_vault_arn],
+                ),
+                "",
+            ),
+            (
+                iam.PolicyStatement(
+                    sid="DeleteRecoveryPoints",
+                    actions=["backup:DeleteRecoveryPoint"],
+                    resources=[
+                        cdk.Stack.of(scope).format_arn(
+                            service="backup",
+                            resource="recovery-point",
+                            resource_name="*",
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                    ],
+                ),
+                "Recovery points are an IAM resource type of their own, with generated ids and no vault name in "
+                "their ARN; the function deletes only those ListRecoveryPointsByBackupVault returns for this vault",
+            ),
+        ],
+        # Deleting recovery points takes minutes; the function waits up to 13 of Lambda's 15.
+        timeout=cdk.Duration.minutes(15),
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+        outside_vpc_reason="It calls only the AWS Backup API and touches nothing in the VPC",
+    )
+    cfn_vault = vault.node.default_child
+    assert isinstance(cfn_vault, cdk.CfnResource)
+    return handler.resource(
+        scope,
+        "VaultEmptied",
+        resource_type="Custom::CdkNeuronVaultEmptier",
+        properties={"BackupVaultName": vault.backup_vault_name},
+        empties=[cfn_vault],
+    )
 
 
 def _connectable(candidate: object) -> ec2.IConnectable | None:

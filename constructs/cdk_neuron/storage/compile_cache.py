@@ -27,6 +27,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from cdk_neuron import _cdk_values, validation
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
 
 COMPILE_CACHE_ENV = "NEURON_COMPILE_CACHE_URL"
@@ -162,8 +163,11 @@ class CompileCache(_CompileCacheBase):
 
     :param kms_key: customer-managed key for the bucket. Default: a new key with yearly rotation.
     :param expire_after: age (whole days) at which cache entries are deleted. Default: 30 days.
-    :param removal_policy: for the bucket and the key the cache creates. ``DESTROY`` deletes the
-        bucket only when it is empty (no auto-delete Lambda is added). Default: ``RemovalPolicy.RETAIN``.
+    :param removal_policy: for the bucket and the key the cache creates. ``DESTROY`` empties the
+        bucket before CloudFormation deletes it (aws-cdk-lib's ``autoDeleteObjects``: a custom
+        resource that first denies new writes, then deletes every object), so ``cdk destroy`` does
+        not fail on the entries the cluster wrote. Default:
+        ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``.
     :param prefix: key prefix of the cache, ending in ``/``. Default: ``"neuron-compile-cache/"``.
     :param server_access_logs_bucket: bucket for S3 server access logs. Default: None (no access
         logs: the cache holds only regenerable compiler output).
@@ -177,7 +181,7 @@ class CompileCache(_CompileCacheBase):
         *,
         kms_key: kms.IKey | None = None,
         expire_after: cdk.Duration = DEFAULT_EXPIRE_AFTER,
-        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         prefix: str = DEFAULT_PREFIX,
         server_access_logs_bucket: s3.IBucket | None = None,
         server_access_logs_prefix: str | None = None,
@@ -209,6 +213,7 @@ class CompileCache(_CompileCacheBase):
                 minimum_tls_version=1.2,
                 versioned=False,
                 removal_policy=removal,
+                auto_delete_objects=removal == cdk.RemovalPolicy.DESTROY,
                 server_access_logs_bucket=server_access_logs_bucket,
                 server_access_logs_prefix=(server_access_logs_prefix or prefix)
                 if server_access_logs_bucket
@@ -272,7 +277,7 @@ class CompileCache(_CompileCacheBase):
             ids += ["AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"]
             reason += " Server access logs are off unless server_access_logs_bucket is given."
         for rule in ids:
-            cdk.Validations.of(self._bucket).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
+            acknowledge(self._bucket, rule, reason)
 
 
 class _ImportedCompileCache(_CompileCacheBase):

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from cdk_neuron import validation
 
 DEFAULT_VERSION = "1.41.0"
+OBJECT_PREFIX = "efa-installer/"
+"""Where the mirror keeps its copies in the cluster's bucket."""
 DEFAULT_SHA256 = "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
 DEFAULT_SOURCE = (
     "aws/aws-parallelcluster-cookbook pull request #2953, 'Upgrade EFA installer to 1.41.0 (from "
@@ -74,7 +76,7 @@ class EfaInstaller:
     @property
     def object_key(self) -> str:
         """The copy's key in the cluster's bucket."""
-        return f"efa-installer/aws-efa-installer-{self.version}.tar.gz"
+        return f"{OBJECT_PREFIX}aws-efa-installer-{self.version}.tar.gz"
 
 
-__all__ = ["DEFAULT_SHA256", "DEFAULT_SOURCE", "DEFAULT_VERSION", "EfaInstaller"]
+__all__ = ["DEFAULT_SHA256", "DEFAULT_SOURCE", "DEFAULT_VERSION", "OBJECT_PREFIX", "EfaInstaller"]

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from cdk_neuron._custom_resource import handler_function
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
-from cdk_neuron.training.efa_installer import EfaInstaller
+from cdk_neuron.training.efa_installer import OBJECT_PREFIX, EfaInstaller
 
-HANDLER_DIR = Path(__file__).resolve().parent / "efa_mirror"
 # Downloading and checking a few hundred MB takes well under a minute in Lambda; 10 minutes leaves
 # room for a slow download without approaching Lambda's 15-minute limit.
 COPY_TIMEOUT = cdk.Duration.minutes(10)
-
-
-def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 
 
 class EfaInstallerMirror(Construct):
@@ -62,92 +55,57 @@ class EfaInstallerMirror(Construct):
             )
             copy_only = "The bucket holds only a copy of the public EFA installer, recreated from its pinned URL and checksum at any deployment"
             for rule in ("AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"):
-                _acknowledge(
+                acknowledge(
                     self.bucket, rule, f"{copy_only}; access logs would record nodes reading public software"
                 )
             for rule in (
                 "NIST.800.53.R5-S3BucketVersioningEnabled",
                 "NIST.800.53.R5-S3BucketReplicationEnabled",
             ):
-                _acknowledge(
+                acknowledge(
                     self.bucket, rule, f"{copy_only}; versions or replicas of it would protect nothing"
                 )
 
-            log_group = logs.LogGroup(
+            # The whole prefix, not one key: after a version bump CloudFormation deletes the old copy
+            # (the old key) once the policy already names the new one.
+            copies = self.bucket.arn_for_objects(f"{OBJECT_PREFIX}*")
+            handler = handler_function(
                 self,
-                "Logs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=key,
-                removal_policy=cdk.RemovalPolicy.DESTROY,
-            )
-            role = iam.Role(
-                self,
-                "Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description="cdk-neuron EFA installer mirror: write one object, write its logs",
-            )
-            object_arn = self.bucket.arn_for_objects(self.object_key)
-            policy = iam.ManagedPolicy(
-                self,
-                "Policy",
-                roles=[role],
-                description="cdk-neuron EFA installer mirror: put and delete the installer copy, write logs",
+                handler="efa_mirror.handler",
+                description="cdk-neuron: copy the pinned EFA installer into the cluster's bucket",
                 statements=[
-                    iam.PolicyStatement(
-                        sid="WriteInstallerCopy",
-                        actions=["s3:PutObject", "s3:DeleteObject"],
-                        resources=[object_arn],
+                    (
+                        iam.PolicyStatement(
+                            sid="WriteInstallerCopy",
+                            actions=["s3:PutObject", "s3:DeleteObject"],
+                            resources=[copies],
+                        ),
+                        "The installer copies under efa-installer/ only: the current release, and the previous "
+                        "one, which CloudFormation deletes after a version bump",
                     ),
-                    iam.PolicyStatement(
-                        sid="EncryptInstallerCopy", actions=["kms:GenerateDataKey"], resources=[key.key_arn]
-                    ),
-                    iam.PolicyStatement(
-                        sid="WriteLogs",
-                        actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                        resources=[f"{log_group.log_group_arn}"],
+                    (
+                        iam.PolicyStatement(
+                            sid="EncryptInstallerCopy",
+                            actions=["kms:GenerateDataKey"],
+                            resources=[key.key_arn],
+                        ),
+                        "",
                     ),
                 ],
-            )
-            function = lambda_.Function(
-                self,
-                "Function",
-                description="cdk-neuron: copy the pinned EFA installer into the cluster's bucket",
-                runtime=lambda_.Runtime.PYTHON_3_14,
-                handler="handler.handler",
-                code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
                 timeout=COPY_TIMEOUT,
+                removal_policy=cdk.RemovalPolicy.DESTROY,
+                outside_vpc_reason="The function must reach efa-installer.amazonaws.com on the internet and touches "
+                "nothing in the VPC; placing it in a VPC would need a NAT just for it",
+                kms_key=key,
                 memory_size=1024,
-                ephemeral_storage_size=cdk.Size.gibibytes(2),
-                role=role,
-                log_group=log_group,
+                ephemeral_storage=cdk.Size.gibibytes(2),
             )
-            # The function names its role by Fn::GetAtt already; the DependsOn on the role that the L2
-            # adds is what cfn-lint W3005 reports as redundant. (The custom resource waits for the policy.)
-            cfn_function = function.node.default_child
-            assert isinstance(cfn_function, cdk.CfnResource)
-            cfn_function.add_deletion_override("DependsOn")
-            _acknowledge(
-                function,
-                "NIST.800.53.R5-LambdaInsideVPC",
-                "The function must reach efa-installer.amazonaws.com on the internet and touches nothing in "
-                "the VPC; placing it in a VPC would need a NAT just for it",
-            )
-            _acknowledge(
-                function,
-                "NIST.800.53.R5-LambdaConcurrency",
-                "CloudFormation invokes it once per deployment that changes the installer; reserving "
-                "concurrency fails in new accounts whose whole quota is the unreserved minimum of 10",
-            )
-            _acknowledge(
-                function,
-                "NIST.800.53.R5-LambdaDLQ",
-                "CloudFormation invokes it synchronously as a custom resource and receives every failure as the "
-                "resource's status; there is no asynchronous event to lose",
-            )
-            copy = cdk.CustomResource(
+            bucket = self.bucket.node.default_child
+            assert isinstance(bucket, cdk.CfnResource)
+            # Its Delete removes the copy, so the bucket is empty when CloudFormation deletes it.
+            self._copy = handler.resource(
                 self,
                 "Copy",
-                service_token=function.function_arn,
                 resource_type="Custom::CdkNeuronEfaInstaller",
                 properties={
                     "Url": installer.url,
@@ -155,10 +113,8 @@ class EfaInstallerMirror(Construct):
                     "Bucket": self.bucket.bucket_name,
                     "Key": self.object_key,
                 },
+                empties=[bucket],
             )
-            # The function needs its permissions (and its log group) before CloudFormation invokes it.
-            copy.node.add_dependency(policy)
-            self._copy = copy
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` download the installer: ``s3:GetObject`` on it and ``kms:Decrypt`` on its key."""

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from cdk_neuron import iam_statements
+from cdk_neuron._nag import acknowledge
 
 SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
 ECS_INSTANCE_POLICY = "service-role/AmazonEC2ContainerServiceforEC2Role"
@@ -124,11 +124,7 @@ def node_role(scope: Construct, id: str, *, ecs_agent: bool) -> iam.Role:
             "newer agents. Job code runs with the separate job role."
         )
     for name, reason in reasons.items():
-        cdk.Validations.of(role).acknowledge(
-            cdk.Acknowledgment(
-                id=f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]", reason=reason
-            )
-        )
+        acknowledge(role, f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]", reason)
     return role
 
 

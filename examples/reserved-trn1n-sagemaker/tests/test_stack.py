@@ -21,6 +21,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 import cdk_neuron
 from app import build
 from cdk_neuron.deploy_rules import lint_template
+from cdk_neuron.lifecycle import lifecycle_findings
 
 
 @pytest.fixture(scope="module")
@@ -101,3 +102,13 @@ def test_no_unacknowledged_nag_findings(stack: cdk.Stack, pack: Any) -> None:
 def test_deploy_rules_find_no_defect(template: Template) -> None:
     """cdk-neuron's deploy rules: the constraints AWS services enforce at create time."""
     assert [f"{m.rule.id} {m.message}" for m in lint_template(template.to_json())] == []
+
+
+def test_survives_a_failed_first_deploy_and_keeps_no_key_it_deletes(
+    stack: cdk.Stack, template: Template
+) -> None:
+    """The lifecycle checks cdk-neuron runs on its own app: nothing a rolled-back first create keeps
+    has a fixed name (the retry would fail), and no deleted key encrypts kept data. For a stack
+    you destroy every evening, pass teardown=True as well."""
+    found = lifecycle_findings({stack.stack_name: template.to_json()}, teardown=False)
+    assert [str(f) for f in found] == []

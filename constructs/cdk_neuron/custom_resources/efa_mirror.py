@@ -4,26 +4,24 @@ Runs in AWS Lambda (Python 3.12 runtime, boto3 included), outside any VPC so it 
 ``efa-installer.amazonaws.com``; nodes then fetch the copy from S3 through the VPC's S3 gateway
 endpoint, so training works with or without a NAT. Properties: ``Url``, ``Sha256``, ``Bucket``,
 ``Key``. Create and Update download the tarball, refuse it unless its SHA-256 is the pinned one, and
-upload it with that checksum. Delete removes the object so the bucket can be deleted with its stack.
-The result is reported to CloudFormation's pre-signed ``ResponseURL`` (the custom resource
-protocol, CloudFormation User Guide "Custom resources", read 2026-12-01).
+upload it with that checksum. Delete removes the object so the bucket can be deleted with its stack
+(after a version bump, the old object with the old properties). The result goes to CloudFormation
+through :mod:`cfn_response`.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import logging
 import os
 import tempfile
 import urllib.request
 from typing import Any
 
 import boto3
+import cfn_response  # type: ignore[import-not-found]  # beside this file in the function's code
 
-LOG = logging.getLogger()
-LOG.setLevel(logging.INFO)
+LOG = cfn_response.LOG
 CHUNK = 1024 * 1024
 DOWNLOAD_TIMEOUT_SECONDS = 120
 
@@ -68,42 +66,18 @@ def remove(physical_id: str, properties: dict[str, Any], s3: Any) -> None:
         s3.delete_object(Bucket=bucket, Key=key)
 
 
-def respond(event: dict[str, Any], status: str, physical_id: str, reason: str = "") -> None:
-    body = json.dumps(
-        {
-            "Status": status,
-            "Reason": reason[:1000] or "see the function's CloudWatch Logs",
-            "PhysicalResourceId": physical_id,
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-        }
-    ).encode("utf-8")
-    request = urllib.request.Request(
-        event["ResponseURL"],
-        data=body,
-        method="PUT",
-        headers={"Content-Type": "", "Content-Length": str(len(body))},
-    )
-    with urllib.request.urlopen(request, timeout=30):
-        pass
-
-
 def handler(event: dict[str, Any], context: Any, s3: Any = None) -> None:
-    s3 = s3 or boto3.client("s3")
-    kind = event["RequestType"]
+    client = s3 or boto3.client("s3")
     properties = event["ResourceProperties"]
-    physical_id = event.get("PhysicalResourceId") or f"failed-{event['RequestId']}"
-    try:
-        if kind == "Delete":
-            remove(physical_id, properties, s3)
-        else:
-            new_id = mirror(properties, s3)
-            # An update that moved the object (a new version or key) removes the old copy afterwards:
-            # CloudFormation sends a Delete for the old physical id.
-            physical_id = new_id
-    except Exception as error:
-        LOG.exception("%s failed", kind)
-        respond(event, "FAILED", physical_id, f"{type(error).__name__}: {error}")
-        return
-    respond(event, "SUCCESS", physical_id)
+
+    def copy(_: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        # An update that moves the object (a new version or key) removes the old copy afterwards:
+        # CloudFormation sends a Delete for the old physical id, with the old properties.
+        return mirror(properties, client), {}
+
+    def delete(event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        physical_id = event.get("PhysicalResourceId") or ""
+        remove(physical_id, properties, client)
+        return physical_id, {}
+
+    cfn_response.serve(event, create_or_update=copy, delete=delete)

@@ -1,0 +1,289 @@
+"""What the services do with an update, where the resource schemas cannot say it.
+
+A schema knows which properties replace a resource. It does not know that a changed launch
+template makes an Auto Scaling group with ``AutoScalingReplacingUpdate`` build a whole new group,
+that a changed AMI makes AWS Batch replace every instance under running jobs, or that SageMaker
+refuses to change the instance type of a variant Application Auto Scaling manages. Each rule here
+encodes one such behaviour, with the page it comes from. Adding a service rule: write a function
+with the :data:`ServiceRule` signature and list it in :data:`SERVICE_RULES` under its type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+READ_ON = "2026-12-01"
+
+
+@dataclass(frozen=True)
+class Source:
+    title: str
+    url: str
+    read_on: str = READ_ON
+
+    def cite(self) -> str:
+        return f"{self.title}, {self.url} (read {self.read_on})"
+
+
+UPDATE_POLICY = Source(
+    "UpdatePolicy attribute, CloudFormation template reference",
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-updatepolicy.html",
+)
+CREATION_POLICY = Source(
+    "CreationPolicy attribute, CloudFormation template reference",
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-creationpolicy.html",
+)
+BATCH_UPDATES = Source(
+    "Updating compute environments, AWS Batch User Guide",
+    "https://docs.aws.amazon.com/batch/latest/userguide/updating-compute-environments.html",
+)
+BATCH_UPDATE_POLICY = Source(
+    "UpdatePolicy, AWS Batch API Reference (jobExecutionTimeoutMinutes: 1 to 7200, default 30)",
+    "https://docs.aws.amazon.com/batch/latest/APIReference/API_UpdatePolicy.html",
+)
+BATCH_REPLACE = Source(
+    "AWS::Batch::ComputeEnvironment ReplaceComputeEnvironment, CloudFormation template reference",
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-batch-computeenvironment.html",
+)
+SAGEMAKER_SCALING_UPDATE = Source(
+    "Update endpoints that use auto scaling, Amazon SageMaker AI Developer Guide",
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html",
+)
+SAGEMAKER_UPDATE = Source(
+    "UpdateEndpoint, Amazon SageMaker API Reference",
+    "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateEndpoint.html",
+)
+DELETION_POLICY = Source(
+    "DeletionPolicy attribute, CloudFormation template reference",
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html",
+)
+
+# What each stateful type holds: what a replacement or deletion loses. A type listed here is what
+# "no common change replaces or deletes a stateful resource" protects.
+STATEFUL: Mapping[str, str] = {
+    "AWS::EFS::FileSystem": "its files",
+    "AWS::FSx::FileSystem": "its files",
+    "AWS::S3::Bucket": "its objects",
+    "AWS::KMS::Key": "its key material: whatever it encrypted becomes unreadable once it is deleted",
+    "AWS::Backup::BackupVault": "its recovery points",
+    "AWS::Logs::LogGroup": "its log events",
+    "AWS::DynamoDB::Table": "its items",
+    "AWS::RDS::DBInstance": "its databases",
+    "AWS::RDS::DBCluster": "its databases",
+    "AWS::ECR::Repository": "its images",
+    "AWS::EC2::Volume": "its blocks",
+}
+
+# Attributes whose value changes when the resource is updated in place (not only when it is
+# replaced): a launch template's update is a new version.
+VERSIONED_ATTRIBUTES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("AWS::EC2::LaunchTemplate", "LatestVersionNumber"),
+        ("AWS::EC2::LaunchTemplate", "DefaultVersionNumber"),
+    }
+)
+
+# Compute that stops serving or running while it is replaced: named in "what restarts".
+COMPUTE: Mapping[str, str] = {
+    "AWS::EC2::Instance": "the instance",
+    "AWS::AutoScaling::AutoScalingGroup": "every instance of the group",
+    "AWS::Batch::ComputeEnvironment": "every instance of the compute environment",
+    "AWS::SageMaker::Endpoint": "the endpoint: a new one (new name) serves once it is in service",
+    "AWS::EC2::NatGateway": "the NAT gateway: private subnets lose internet egress until the new one is up",
+}
+
+
+@dataclass(frozen=True)
+class ServiceEffect:
+    """What a service does with an update that the schema calls in-place."""
+
+    source: Source
+    replaces: bool = False
+    restarts: str | None = None
+    fails: str | None = None
+
+
+Properties = Mapping[str, Any]
+Path = tuple[str | int, ...]
+ServiceRule = Callable[[Mapping[str, Any], Mapping[str, Any], frozenset[Path]], "ServiceEffect | None"]
+"""(resource before, resource after, changed property paths) -> the service's behaviour, or None."""
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _props(resource: Mapping[str, Any]) -> Properties:
+    return _mapping(resource.get("Properties"))
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+# EC2 Auto Scaling: "AutoScalingReplacingUpdate and AutoScalingRollingUpdate apply only when you
+# do one or more of the following: change the group's AWS::EC2::LaunchTemplate, ... change the
+# group's VPCZoneIdentifier property, ... change the group's MixedInstancesPolicy, ... PlacementGroup"
+# (UPDATE_POLICY).
+ASG_UPDATE_TRIGGERS = frozenset(
+    {
+        "LaunchConfigurationName",
+        "LaunchTemplate",
+        "MixedInstancesPolicy",
+        "PlacementGroup",
+        "VPCZoneIdentifier",
+    }
+)
+
+
+def auto_scaling_group(
+    before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
+) -> ServiceEffect | None:
+    """A replacing update builds a new group; a rolling update replaces instances in batches."""
+    if not {path[0] for path in changed} & ASG_UPDATE_TRIGGERS:
+        return None
+    policy = _mapping(after.get("UpdatePolicy"))
+    props = _props(after)
+    replacing = _mapping(policy.get("AutoScalingReplacingUpdate"))
+    if _truthy(replacing.get("WillReplace")):
+        desired = props.get("DesiredCapacity")
+        if desired is None:
+            start = (
+                f"the new group starts at MinSize {props.get('MinSize')}: any capacity above it is gone at "
+                "the swap"
+            )
+        elif isinstance(desired, str | int):
+            start = f"the new group starts at DesiredCapacity {desired}"
+        else:
+            start = (
+                "the new group starts at the capacity the running group has (DesiredCapacity read at deploy)"
+            )
+        creation = _mapping(after.get("CreationPolicy"))
+        percent = _mapping(creation.get("AutoScalingCreationPolicy")).get("MinSuccessfulInstancesPercent")
+        count = _mapping(creation.get("ResourceSignal")).get("Count")
+        if percent is not None:
+            ready = f"{percent}% of its instances have signalled ready"
+        elif count is not None:
+            ready = f"{count} instance(s) have signalled ready"
+        else:
+            ready = "it is created (no readiness signal is awaited)"
+        return ServiceEffect(
+            UPDATE_POLICY,
+            replaces=True,
+            restarts=f"a new Auto Scaling group replaces the old one; {start}; the old group is deleted once {ready}",
+        )
+    rolling = policy.get("AutoScalingRollingUpdate")
+    if isinstance(rolling, dict):
+        return ServiceEffect(
+            UPDATE_POLICY,
+            restarts=f"every instance, {rolling.get('MaxBatchSize', 1)} at a time, keeping "
+            f"{rolling.get('MinInstancesInService', 0)} in service (rolling update)",
+        )
+    return ServiceEffect(
+        UPDATE_POLICY,
+        restarts="nothing at once: running instances keep the old configuration until they are replaced",
+    )
+
+
+# AWS Batch: "infrastructure updates" replace the instances; scaling updates (vCPUs, state, service
+# role) do not (BATCH_UPDATES).
+BATCH_INFRASTRUCTURE = frozenset(
+    {
+        "AllocationStrategy",
+        "BidPercentage",
+        "Ec2Configuration",
+        "Ec2KeyPair",
+        "ImageId",
+        "InstanceRole",
+        "InstanceTypes",
+        "LaunchTemplate",
+        "PlacementGroup",
+        "SecurityGroupIds",
+        "Subnets",
+        "Tags",
+        "Type",
+        "UpdateToLatestImageVersion",
+    }
+)
+BATCH_DEFAULT_JOB_MINUTES = 30
+
+
+def batch_compute_environment(
+    before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
+) -> ServiceEffect | None:
+    """An infrastructure update: Batch replaces every instance, and running jobs get a deadline."""
+    infrastructure = sorted(
+        {
+            str(p[1])
+            for p in changed
+            if len(p) > 1 and p[0] == "ComputeResources" and p[1] in BATCH_INFRASTRUCTURE
+        }
+    )
+    if not infrastructure:
+        return None
+    props = _props(after)
+    # ReplaceComputeEnvironment defaults to true: then CloudFormation replaces the whole compute
+    # environment instead (BATCH_REPLACE).
+    replace = props.get("ReplaceComputeEnvironment", True)
+    if not (replace is False or str(replace).lower() == "false"):
+        return ServiceEffect(
+            BATCH_REPLACE,
+            replaces=True,
+            restarts=f"the compute environment is replaced ({', '.join(infrastructure)} changed, "
+            "ReplaceComputeEnvironment is true): its jobs and instances go with it",
+        )
+    policy = _mapping(props.get("UpdatePolicy"))
+    minutes = _number(policy.get("JobExecutionTimeoutMinutes")) or BATCH_DEFAULT_JOB_MINUTES
+    if _truthy(policy.get("TerminateJobsOnUpdate")):
+        deadline = "running jobs are terminated at once"
+    else:
+        deadline = f"running jobs may run {minutes} more minutes ({minutes / 60:g} h), then are terminated"
+    return ServiceEffect(
+        BATCH_UPDATES,
+        restarts=f"a Batch infrastructure update ({', '.join(infrastructure)}): every instance is replaced; "
+        f"{deadline}; queued jobs wait for the new instances",
+    )
+
+
+def sagemaker_endpoint(
+    before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
+) -> ServiceEffect | None:
+    """A new endpoint configuration: a blue/green update of the endpoint's instances."""
+    if not any(path[:1] == ("EndpointConfigName",) for path in changed):
+        return None
+    return ServiceEffect(
+        SAGEMAKER_UPDATE,
+        restarts="every endpoint instance: SageMaker starts the new configuration's instances, shifts traffic, "
+        "then stops the old ones (auto scaling is paused meanwhile)",
+    )
+
+
+SERVICE_RULES: Mapping[str, ServiceRule] = {
+    "AWS::AutoScaling::AutoScalingGroup": auto_scaling_group,
+    "AWS::Batch::ComputeEnvironment": batch_compute_environment,
+    "AWS::SageMaker::Endpoint": sagemaker_endpoint,
+}
+
+__all__ = [
+    "ASG_UPDATE_TRIGGERS",
+    "BATCH_INFRASTRUCTURE",
+    "COMPUTE",
+    "SERVICE_RULES",
+    "STATEFUL",
+    "VERSIONED_ATTRIBUTES",
+    "ServiceEffect",
+    "ServiceRule",
+    "Source",
+]

@@ -174,3 +174,23 @@ def test_bad_arguments_are_refused(arguments: list[str]) -> None:
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert result.returncode == 2
+
+
+def test_an_exit_report_that_came_with_the_hello_is_not_taken_for_a_lost_peer() -> None:
+    """A child whose command ends at once sends hello, exit and close before the main node accepts it;
+    the exit line then sits in the buffer the hello left (it did, under load: node 7 of 8 'lost')."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("peer_watch", WATCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["peer_watch"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    ours, theirs = socket.socketpair()
+    theirs.close()  # the child is gone
+    watch = module.Watch(nnodes=2, silence=5.0)
+    watch.add(module.Peer(index=1, sock=ours, last_heard=time.monotonic(), buffer=b'{"exit": 0}\n'))
+    watch.pump(0.1)
+    assert watch.lost() == [] and watch.settled()
+    assert watch.peers[1].exit_code == 0
+    watch.close()

@@ -11,6 +11,7 @@ import pytest
 from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
+from cdk_neuron import timeouts
 from cdk_support import (
     TEST_ACCOUNT,
     make_app,
@@ -250,12 +251,15 @@ def test_group_spans_only_the_zones_that_offer_the_type(built: Built) -> None:
     assert built.fleet.availability_zones == ("us-east-1a", "us-east-1c")
 
 
-def test_elb_health_checks_with_a_grace_derived_from_the_model(built: Built) -> None:
+def test_elb_health_checks_start_counting_once_the_hook_released_the_instance(built: Built) -> None:
     props = _props(built.template, "AWS::AutoScaling::AutoScalingGroup")
     assert props["HealthCheckType"] == "ELB"
+    # The hook holds an instance until its replicas answer, so the grace covers only the load
+    # balancer confirming it (2 checks 15 s apart), not the model's start-up (cdk_neuron.timeouts).
+    assert props["HealthCheckGracePeriod"] == 45 == timeouts.HEALTH_CHECK_GRACE
     # 300 s boot + 184 s S3 sync + 955 s container (8B on inf2.8xlarge, whose 128 GiB host holds the
     # weights twice over, so no small-host doubling; timing.py).
-    assert props["HealthCheckGracePeriod"] == 1439 == built.fleet.startup_timeout_seconds
+    assert built.fleet.startup_timeout_seconds == 1439
     assert props["LifecycleHookSpecificationList"] == [
         {
             "DefaultResult": "ABANDON",
@@ -265,20 +269,41 @@ def test_elb_health_checks_with_a_grace_derived_from_the_model(built: Built) -> 
         }
     ]
     assert (props["MinSize"], props["MaxSize"]) == ("2", "4")
+    fleet_env = _user_data(built.template)
+    # ready.sh gives up (and says why) READY_MARGIN before the heartbeat, counted from boot.
+    assert f"\nSTARTUP_DEADLINE_SECONDS={1439 - timeouts.READY_MARGIN}\n" in fleet_env
 
 
-def test_rolling_refresh_keeps_the_minimum_healthy_percentage(built: Built) -> None:
+def _refresh(group: dict[str, Any]) -> dict[str, Any]:
+    assert "AutoScalingRollingUpdate" not in group["UpdatePolicy"]
+    return group["UpdatePolicy"]["AutoScalingInstanceRefresh"]  # type: ignore[no-any-return]
+
+
+def test_updates_keep_the_desired_capacity_in_service_and_creation_tolerates_a_replacement(
+    built: Built,
+) -> None:
     _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
     assert group["Properties"]["InstanceMaintenancePolicy"] == {
         "MinHealthyPercentage": 100,
         "MaxHealthyPercentage": 110,
     }
-    rolling = group["UpdatePolicy"]["AutoScalingRollingUpdate"]
-    assert rolling["MaxBatchSize"] == 1
-    assert rolling["MinInstancesInService"] == 2
-    assert rolling["WaitOnResourceSignals"] is True
-    assert rolling["PauseTime"] == "PT23M59S"
-    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT23M59S"}}
+    # An instance refresh: percentages of the desired capacity, replacements launched first and
+    # counted once the launch hook released them (not a MinInstancesInService fixed at synthesis).
+    assert _refresh(group) == {
+        "Strategy": "Rolling",
+        "Preferences": {"MinHealthyPercentage": 100, "MaxHealthyPercentage": 110, "InstanceWarmup": 60},
+    }
+    # Two start-up budgets: a first instance that is abandoned is replaced within the stack's wait.
+    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT47M58S"}}
+
+
+def test_a_fleet_that_scales_to_zero_still_launches_before_it_terminates(built: Built) -> None:
+    # min_capacity 0 (dev): the old rolling update had MinInstancesInService 0 and terminated the one
+    # running instance before its replacement started.
+    _, group = _one(built.variants_template, "AWS::AutoScaling::AutoScalingGroup", "Idle")
+    assert group["Properties"]["MinSize"] == "0"
+    assert _refresh(group)["Preferences"]["MinHealthyPercentage"] == 100
+    assert _refresh(group)["Preferences"]["MaxHealthyPercentage"] == 110
 
 
 def test_scales_on_concurrency_per_instance(built: Built) -> None:
@@ -311,12 +336,24 @@ def test_instance_permissions_are_least_privilege(built: Built) -> None:
         assert not any(a.endswith("*") for a in actions), statement
 
 
-def test_key_lets_auto_scaling_use_it_and_is_retained(built: Built) -> None:
+def test_key_lets_auto_scaling_use_it_in_a_new_account_and_is_retained(built: Built) -> None:
     _, key = _one(built.template, "AWS::KMS::Key")
     assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Properties"]["EnableKeyRotation"] is True
-    sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
-    assert {"AutoScalingUsesKeyForVolumes", "AutoScalingGrantsForVolumes"} <= sids
+    statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    role = (
+        f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    )
+    # The training key's pattern (one helper writes both): the role is matched by aws:PrincipalArn,
+    # never named as a principal, which KMS refuses in an account where it does not exist yet.
+    for sid in (
+        "AllowInstanceLaunchesToUseTheKeyForEncryptedVolumes",
+        "AllowInstanceLaunchesToGrantEbsUseOfTheKey",
+    ):
+        assert statements[sid]["Principal"] == {"AWS": "*"}
+        assert statements[sid]["Condition"]["ArnEquals"] == {"aws:PrincipalArn": [role]}
+        assert statements[sid]["Condition"]["StringEquals"] == {"kms:CallerAccount": ACCOUNT}
+    assert not any("aws-service-role" in json.dumps(s.get("Principal")) for s in statements.values())
 
 
 def test_replica_logs_go_to_a_retained_log_group_encrypted_with_the_fleet_key(built: Built) -> None:

@@ -1,8 +1,8 @@
-"""One rule pins every container image, and the README's security table states that rule.
+"""One rule pins every container image, and the security table (docs/security.md) states that rule.
 
 The rule lives in ``cdk_neuron.validation.pinned_image``/``pinned_tag``. Each place a user gives an
 image (cdk.json ``training.job_image``, ``BatchTrainingCluster(job_image=)``, a serving engine's
-``ContainerImage``) must refuse and accept the same references, and the README must say so.
+``ContainerImage``) must refuse and accept the same references, and docs/security.md must say so.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_every_entry_point_accepts_a_pinned_image(
 def test_the_readme_security_table_states_the_rule_for_every_entry_point() -> None:
     row = next(
         line
-        for line in (REPO_ROOT / "README.md").read_text().splitlines()
+        for line in (REPO_ROOT / "docs" / "security.md").read_text().splitlines()
         if line.startswith("| Images pinned")
     )
     for name in (

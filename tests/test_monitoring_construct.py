@@ -237,7 +237,7 @@ def test_neuron_alarm_watches_the_workload_series(prod: Env, name: str) -> None:
 
 def test_training_idle_outlasts_a_first_compile(prod: Env) -> None:
     """Rough edge 9: NeuronCores read idle while a job compiles; a first compile takes about 25
-    minutes (README), so TrainingCoresIdle waits an hour, not 30 minutes."""
+    minutes (docs/troubleshooting.md), so TrainingCoresIdle waits an hour, not 30 minutes."""
     props = prod.props(prod.monitoring.alarms["TrainingCoresIdle"])
     assert props["EvaluationPeriods"] * 5 == 60 > 25
 

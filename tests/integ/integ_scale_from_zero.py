@@ -4,7 +4,7 @@ Proves, in the account: with ``min_capacity=0`` nothing runs until a request arr
 balancer's 503 to that request trips the construct's scale-from-zero alarm, which starts one
 instance; the instance becomes healthy and the first streamed token arrives within the documented
 time. The documented time is the fleet's start-up budget (``startup_timeout_seconds``, derived from
-the model size: README "scale to zero") plus :data:`ALARM_ALLOWANCE_SECONDS` for the one-minute 503
+the model size: serving README "Start-up timeouts") plus :data:`ALARM_ALLOWANCE_SECONDS` for the one-minute 503
 metric to be published and the alarm to act (an allowance of this suite, not an AWS figure).
 Asserted: the group starts with no instance; the first request is refused; polling, the probe gets a
 200 whose first token came within the budget (``verdict`` ``ok``; ``slow`` fails the suite).

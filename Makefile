@@ -92,7 +92,8 @@ test: lint typecheck unit example
 # --- the published package, used from another app -----------------------------------------------
 # The wheel is rebuilt only when library sources change; the example venv is created only when its
 # requirement files change, and then only the wheel is reinstalled.
-WHEEL := dist/cdk_neuron-0.1.0-py3-none-any.whl
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+WHEEL := dist/cdk_neuron-$(VERSION)-py3-none-any.whl
 LIB_SOURCES := $(shell find constructs/cdk_neuron -type f -not -path '*/__pycache__/*') pyproject.toml README.md LICENSE
 EXAMPLE := examples/reserved-trn1n-sagemaker
 EXAMPLE_VENV := build/example-venv

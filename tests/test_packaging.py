@@ -8,6 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import cdk_neuron
 from cdk_support import REPO_ROOT
 
 
@@ -57,7 +58,7 @@ def test_wheel_contains_exactly_the_library(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         text = zf.read(metadata).decode()
     assert "Name: cdk-neuron" in text
-    assert "Version: 0.1.0" in text
+    assert f"Version: {cdk_neuron.__version__}" in text  # pyproject.toml agrees (test_release.py)
     # The deploy rules ship in the wheel, but cfn-lint is only the `lint` extra, never a runtime dependency.
     assert "cdk_neuron/deploy_rules/batch.py" in payload
     assert "Provides-Extra: lint" in text

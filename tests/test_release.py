@@ -96,3 +96,37 @@ def test_main_prints_one_line_per_problem_and_fails(
     assert release_check.main(["--tag", "v0.2", str(dist), "--root", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "release: pyproject.toml version '0.2': not a release number; set major.minor.patch"
+
+
+# -- Rough edge 12: between releases main carries a development version ---------------------------
+
+
+def _project_version() -> str:
+    import tomllib
+
+    version: str = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    return version
+
+
+def test_main_carries_a_development_version_that_every_pin_agrees_with() -> None:
+    """0.1.0 shipped the 0.1 API; main, with the Unreleased changes, must not claim to be it."""
+    import re
+
+    import cdk_neuron
+
+    version = _project_version()
+    assert release_check.DEV_VERSION.match(version), version
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - ", (REPO_ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert version.rsplit(".dev", 1)[0] not in released
+    assert cdk_neuron.__version__ == version
+    example = (REPO_ROOT / "examples" / "reserved-trn1n-sagemaker" / "requirements.txt").read_text()
+    assert f"\ncdk-neuron=={version}\n" in example
+
+
+def test_a_development_version_is_never_tagged(tmp_path: Path) -> None:
+    dist = fake_release(tmp_path, version="0.2.0.dev0")
+    found = release_check.problems("v0.2.0.dev0", dist, tmp_path)
+    assert found[0] == (
+        "pyproject.toml version '0.2.0.dev0': a development version; set the release number (0.2.0) in "
+        "pyproject.toml and cdk_neuron.__version__ before tagging"
+    )

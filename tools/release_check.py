@@ -5,7 +5,8 @@ Run by .github/workflows/release.yml before anything is uploaded::
     python -m tools.release_check --tag v0.2.0 dist/
 
 Checks, each printed as one line ``release: <what>: <why>; <fix>``:
-- the tag is ``v`` + the version in pyproject.toml (PEP 440 release number);
+- the version in pyproject.toml is a release number, not the development version main carries
+  between releases (``0.2.0.dev0``), and the tag is ``v`` + that version;
 - CHANGELOG.md has a ``## [<version>] - YYYY-MM-DD`` section (Keep a Changelog), not only Unreleased;
 - dist/ holds exactly one wheel and one sdist of that version;
 - the wheel ships what the constructs read at synthesis: ``py.typed``, the node programs, and each
@@ -24,6 +25,8 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+# What main carries between releases (PEP 440 developmental release of the next version).
+DEV_VERSION = re.compile(r"^\d+\.\d+\.\d+\.dev\d+$")
 REQUIRED_IN_WHEEL = (
     "cdk_neuron/py.typed",
     "cdk_neuron/node_programs/files/",
@@ -37,7 +40,13 @@ REQUIRED_IN_WHEEL = (
 def problems(tag: str, dist: Path, root: Path = ROOT) -> list[str]:
     version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
     found: list[str] = []
-    if not VERSION.match(version):
+    if DEV_VERSION.match(version):
+        release = version.rsplit(".dev", 1)[0]
+        found.append(
+            f"pyproject.toml version {version!r}: a development version; set the release number "
+            f"({release}) in pyproject.toml and cdk_neuron.__version__ before tagging"
+        )
+    elif not VERSION.match(version):
         found.append(f"pyproject.toml version {version!r}: not a release number; set major.minor.patch")
     if tag != f"v{version}":
         found.append(f"tag {tag!r}: pyproject.toml says {version}; tag v{version}, or bump the version first")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from cdk_neuron._lazy import lazy_exports
 from cdk_neuron.errors import NeuronConfigError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 # public name -> module that defines it. Construct modules import aws_cdk, so they are
 # only imported when one of their names is first used.

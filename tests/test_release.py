@@ -101,20 +101,13 @@ def test_main_prints_one_line_per_problem_and_fails(
 # -- Rough edge 12: between releases main carries a development version ---------------------------
 
 
-def _project_version() -> str:
-    import tomllib
-
-    version: str = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
-    return version
-
-
 def test_main_carries_a_development_version_that_every_pin_agrees_with() -> None:
     """0.1.0 shipped the 0.1 API; main, with the Unreleased changes, must not claim to be it."""
     import re
 
     import cdk_neuron
 
-    version = _project_version()
+    version = release_check.project_version(REPO_ROOT)
     assert release_check.DEV_VERSION.match(version), version
     released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - ", (REPO_ROOT / "CHANGELOG.md").read_text(), re.M)
     assert version.rsplit(".dev", 1)[0] not in released

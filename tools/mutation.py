@@ -38,9 +38,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from tools.forked_pytest import run_forked, test_batches
+from tools.tomlcompat import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"

@@ -45,9 +45,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from tools.markers import replace_between
+from tools.tomlcompat import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"

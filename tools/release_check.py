@@ -21,7 +21,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-import tomllib
+from tools.tomlcompat import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
@@ -37,8 +37,14 @@ REQUIRED_IN_WHEEL = (
 )
 
 
+def project_version(root: Path = ROOT) -> str:
+    """The version in ``root``'s pyproject.toml."""
+    version: str = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    return version
+
+
 def problems(tag: str, dist: Path, root: Path = ROOT) -> list[str]:
-    version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    version = project_version(root)
     found: list[str] = []
     if DEV_VERSION.match(version):
         release = version.rsplit(".dev", 1)[0]

@@ -118,6 +118,22 @@ def built() -> Iterator[Built]:
         "idle": Ec2InferenceFleet(
             variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", min_capacity=0
         ),
+        # Over an hour to start: updated by replacement (CloudFormation's rolling pause stops at PT1H).
+        "replaced": Ec2InferenceFleet(
+            variants_stack,
+            "Replaced",
+            vpc=vpc2,
+            model=ModelSpec(
+                model_id="meta-llama/Llama-3.1-8B-Instruct",
+                artifact_uri="s3://my-models/llama-3.1-8b/neuron-v2",
+                parameters=8_000_000_000,
+                batch_size=4,
+            ),
+            instance_type="inf2.8xlarge",
+            min_capacity=2,
+            max_capacity=8,
+            startup_timeout_seconds=5400,
+        ),
     }
     yield Built(
         app=app,
@@ -134,6 +150,10 @@ def _one(template: dict[str, Any], type_: str, path_contains: str = "") -> tuple
     found = [(k, v) for k, v in template["Resources"].items() if v["Type"] == type_ and path_contains in k]
     assert len(found) == 1, [k for k, _ in found]
     return found[0]
+
+
+def _all(template: dict[str, Any], type_: str, path_contains: str = "") -> list[tuple[str, dict[str, Any]]]:
+    return [(k, v) for k, v in template["Resources"].items() if v["Type"] == type_ and path_contains in k]
 
 
 def _props(template: dict[str, Any], type_: str, path_contains: str = "") -> dict[str, Any]:
@@ -209,7 +229,9 @@ def test_user_data_runs_the_pinned_engine_on_the_chip(built: Built) -> None:
 
 
 def test_instances_read_only_the_node_program_bundle_object(built: Built) -> None:
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy", "InstancePolicy")["PolicyDocument"][
+        "Statement"
+    ]
     (read,) = [s for s in statements if s["Sid"] == "ReadNodePrograms"]
     assert read["Action"] == "s3:GetObject"
     resource = json.dumps(read["Resource"])
@@ -294,7 +316,11 @@ def test_scales_on_concurrency_per_instance(built: Built) -> None:
 
 
 def test_instance_permissions_are_least_privilege(built: Built) -> None:
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    statements = [
+        statement
+        for _, policy in _all(built.template, "AWS::IAM::ManagedPolicy")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
     by_sid = {s["Sid"]: s for s in statements}
     assert by_sid["ReadModelArtifacts"]["Resource"] == "arn:aws:s3:::my-models/llama-3.1-8b/neuron/*"
     assert by_sid["ListModelArtifacts"]["Condition"] == {
@@ -335,7 +361,9 @@ def test_replica_logs_go_to_a_retained_log_group_encrypted_with_the_fleet_key(bu
         "ArnLike": {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:*"}
     }
     # The instances may create their streams and write to them, in this group only.
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy", "InstancePolicy")["PolicyDocument"][
+        "Statement"
+    ]
     (write,) = [s for s in statements if s["Sid"] == "WriteReplicaLogs"]
     assert write["Action"] == ["logs:CreateLogStream", "logs:PutLogEvents"]
     assert write["Resource"] == {"Fn::GetAtt": [group_id, "Arn"]}
@@ -472,9 +500,9 @@ def test_hub_token_comes_from_secrets_manager(built: Built) -> None:
     script = _user_data(built.variants_template, "Https")
     assert f"HF_TOKEN_SECRET_ARN={SECRET_ARN}" in script
     assert "HF_TOKEN=$" not in script and "HF_TOKEN=hf_" not in script
-    statements = _props(built.variants_template, "AWS::IAM::ManagedPolicy", "Https")["PolicyDocument"][
-        "Statement"
-    ]
+    statements = _props(built.variants_template, "AWS::IAM::ManagedPolicy", "HttpsInstancePolicy")[
+        "PolicyDocument"
+    ]["Statement"]
     read = next(s for s in statements if s["Sid"] == "ReadHubToken")
     assert read["Resource"] == f"{SECRET_ARN}-??????"
 
@@ -572,3 +600,63 @@ def test_fleets_above_zero_have_no_wake_up_policy(built: Built) -> None:
 @pytest.mark.parametrize(("name", "rule"), gate_params("serving_ec2:stack", "serving_ec2:variants"))
 def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
     check_gate(name, built.template if name.endswith(":stack") else built.variants_template, rule)
+
+
+# --------------------------------------------------------------------------------------------
+# Updates: what a replacement keeps
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_replacement_group_starts_at_the_running_capacity_and_waits_for_all_of_it(built: Built) -> None:
+    group_id, group = _one(built.variants_template, "AWS::AutoScaling::AutoScalingGroup", "Replaced")
+    assert group["UpdatePolicy"]["AutoScalingReplacingUpdate"] == {"WillReplace": True}
+    reader_id, reader = _one(built.variants_template, "Custom::CdkNeuronFleetCapacity", "Replaced")
+    assert group["Properties"]["DesiredCapacity"] == {"Fn::GetAtt": [reader_id, "DesiredCapacity"]}
+    # The old group goes only once every instance of the new one has signalled ready.
+    assert group["CreationPolicy"]["AutoScalingCreationPolicy"] == {"MinSuccessfulInstancesPercent": 100}
+    assert group["CreationPolicy"]["ResourceSignal"]["Count"] == 2
+    props = reader["Properties"]
+    assert (props["TagKey"], props["MinSize"], props["MaxSize"]) == ("cdk-neuron:fleet", "2", "8")
+    assert props["TagValue"] == built.variants["replaced"].node.addr
+    assert {"Key": "cdk-neuron:fleet", "PropagateAtLaunch": True, "Value": props["TagValue"]} in group[
+        "Properties"
+    ]["Tags"]
+    # It reads the running group again exactly when a replacement happens: a new template version
+    # or new subnets.
+    (template_id, _) = _one(built.variants_template, "AWS::EC2::LaunchTemplate", "Replaced")
+    assert props["LaunchTemplateVersion"] == {"Fn::GetAtt": [template_id, "LatestVersionNumber"]}
+    assert props["Subnets"] == group["Properties"]["VPCZoneIdentifier"]
+    # It may only describe groups (no resource-level permissions exist for that action).
+    (_, policy) = _one(built.variants_template, "AWS::IAM::ManagedPolicy", "ReplacedCapacityReader")
+    actions = sorted(s["Action"] if isinstance(s["Action"], str) else s["Action"][0]
+                     for s in policy["Properties"]["PolicyDocument"]["Statement"])  # fmt: skip
+    assert actions == ["autoscaling:DescribeAutoScalingGroups", "logs:CreateLogStream"]
+    assert group_id.startswith("ReplacedGroup")
+
+
+def test_a_rolling_group_keeps_its_size_out_of_the_template(built: Built) -> None:
+    _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    assert "AutoScalingRollingUpdate" in group["UpdatePolicy"]
+    assert "DesiredCapacity" not in group["Properties"]
+    assert "AutoScalingCreationPolicy" not in group["CreationPolicy"]
+    assert not _all(built.template, "Custom::CdkNeuronFleetCapacity")
+
+
+def test_the_artifact_grant_is_a_policy_named_after_the_artifact(built: Built) -> None:
+    """A new model is a new policy: the old one (for the old instances) goes only in the cleanup phase."""
+    ((first_id, first),) = _all(built.template, "AWS::IAM::ManagedPolicy", "FleetArtifactPolicy")
+    ((second_id, second),) = _all(
+        built.variants_template, "AWS::IAM::ManagedPolicy", "ReplacedArtifactPolicy"
+    )
+    assert first_id.removeprefix("Fleet")[:22] != second_id.removeprefix("Replaced")[:22]
+    assert [s["Sid"] for s in first["Properties"]["PolicyDocument"]["Statement"]] == [
+        "ReadModelArtifacts",
+        "ListModelArtifacts",
+    ]
+    assert second["Properties"]["PolicyDocument"]["Statement"][0]["Resource"] == (
+        "arn:aws:s3:::my-models/llama-3.1-8b/neuron-v2/*"
+    )
+    _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    assert first_id in group["DependsOn"]
+    # Hub models have no artifact: no grant.
+    assert not _all(built.variants_template, "AWS::IAM::ManagedPolicy", "HttpsArtifactPolicy")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, replace
 
@@ -19,6 +20,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
 
 from cdk_neuron import ami
+from cdk_neuron._custom_resource import handler_function
 from cdk_neuron._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, allow_log_encryption, put_metric_data
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
@@ -36,6 +38,8 @@ from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, b
 
 SERVICE_PORT = 8080
 LIFECYCLE_HOOK_NAME = "cdk-neuron-ready"
+FLEET_TAG = "cdk-neuron:fleet"
+"""The tag that names a fleet's group(s): the launch policy and the capacity reader find them by it."""
 # Amazon Linux 2023 (the ECS-optimized Neuron AMI) boots from /dev/xvda; the data volume is /dev/sdf.
 ROOT_DEVICE = "/dev/xvda"
 DATA_DEVICE = "/dev/sdf"
@@ -190,7 +194,6 @@ def _instance_policy(
     image = settings.engine.image
     if image.is_private_ecr:
         statements += image_pull_statements(stack, image)
-    statements += artifact_read_statements(stack, settings)
     secret = settings.hugging_face_token
     if secret is not None:
         statements.append(
@@ -233,7 +236,7 @@ def _instance_policy(
                         arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
                     )
                 ],
-                conditions={"StringEquals": {"autoscaling:ResourceTag/cdk-neuron:fleet": settings.fleet_id}},
+                conditions={"StringEquals": {f"autoscaling:ResourceTag/{FLEET_TAG}": settings.fleet_id}},
             ),
             "a group's ARN embeds a UUID generated at creation, and this policy must exist before the group; "
             "the resource-tag condition pins the action to this fleet's group",
@@ -262,6 +265,31 @@ def _instance_policy(
         scope,
         "InstancePolicy",
         description="cdk-neuron serving instance: node programs, image, artifacts, readiness, metrics",
+        statements=[statement for statement, _ in statements],
+        roles=[role],
+    )
+    acknowledge_wildcards(policy, statements)
+    return policy
+
+
+def _artifact_policy(scope: Construct, settings: Ec2Settings, role: iam.Role) -> iam.ManagedPolicy | None:
+    """Read access to the model artifact, in a policy of its own named after the artifact.
+
+    When the model changes, the new group's instances need the new artifact while the old group's
+    instances (a replacing update keeps the old group until the new one is ready; a rolling update
+    keeps old instances until their turn) may still start replicas from the old one. A new name is a
+    new policy: CloudFormation creates it before the group changes and deletes the old one only in
+    its cleanup phase, after the update is done.
+    """
+    artifact = settings.model.artifact
+    statements = artifact_read_statements(cdk.Stack.of(scope), settings)
+    if artifact is None or not statements:
+        return None
+    digest = hashlib.sha256(artifact.uri.encode()).hexdigest()[:8].upper()
+    policy = iam.ManagedPolicy(
+        scope,
+        f"ArtifactPolicy{digest}",
+        description=f"cdk-neuron serving instance: read the model artifact {artifact.uri}",
         statements=[statement for statement, _ in statements],
         roles=[role],
     )
@@ -350,6 +378,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     lb_sg, instance_sg = _security_groups(scope, settings)
     log_group = _replica_log_group(scope, settings)
     role, bundle, policy = _instance_role(scope, settings, log_group)
+    artifacts = _artifact_policy(scope, settings, role)
     boot = boot_config(
         spec,
         plan,
@@ -369,6 +398,9 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     launch_template = _launch_template(scope, settings, role, instance_sg, user_data, volume_gib)
     group = _auto_scaling_group(scope, settings, launch_template, startup_seconds)
     group.node.add_dependency(policy)
+    if artifacts is not None:
+        group.node.add_dependency(artifacts)
+    _keep_capacity_through_replacement(scope, settings, group, launch_template)
     metrics_settings = (
         settings.node_metrics.settings_files(workload="serving", instance_type=plan.instance_type)
         if settings.node_metrics is not None
@@ -577,7 +609,7 @@ def _auto_scaling_group(
         if settings.notification_topic is not None
         else None,
     )
-    cdk.Tags.of(group).add("cdk-neuron:fleet", settings.fleet_id)
+    cdk.Tags.of(group).add(FLEET_TAG, settings.fleet_id)
     cfn_group = group.node.default_child
     assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
     # Inline hook specification (not a separate LifecycleHook resource), so even the instances of the
@@ -591,6 +623,74 @@ def _auto_scaling_group(
         )
     ]
     return group
+
+
+def _keep_capacity_through_replacement(
+    scope: Construct,
+    settings: Ec2Settings,
+    group: autoscaling.AutoScalingGroup,
+    launch_template: ec2.LaunchTemplate,
+) -> None:
+    """A replacement group starts at the running group's capacity, and replaces it only once all of it is ready.
+
+    With ``AutoScalingReplacingUpdate`` CloudFormation creates a new group and deletes the old one
+    once the new one is created (UpdatePolicy attribute, CloudFormation template reference). Without
+    ``DesiredCapacity`` the new group starts at ``MinSize``, so a fleet auto scaling had grown to 8
+    would serve with 2 after the swap. A custom resource (``custom_resources/fleet_capacity.py``)
+    reads the running group's desired capacity whenever its inputs change, which they do exactly when
+    the launch template or the subnets change, and the new group starts there. ``MinSuccessfulInstancesPercent``
+    100 makes CloudFormation wait for every one of those instances to signal ready before the old group
+    goes ("If the minimum number of instances (specified by the MinSuccessfulInstancesPercent
+    property) don't signal success within the Timeout period ..., the replacement update fails",
+    AutoScalingReplacingUpdate, same page). A rolling update keeps the group: nothing to do.
+    """
+    cfn_group = group.node.default_child
+    assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
+    update = cfn_group.cfn_options.update_policy
+    replacing = update.auto_scaling_replacing_update if update is not None else None
+    if replacing is None or not replacing.will_replace:
+        return
+    handler = handler_function(
+        Construct(scope, "CapacityReader"),
+        handler="fleet_capacity.handler",
+        description="cdk-neuron: the capacity a replacement serving group starts with",
+        statements=[
+            (
+                iam.PolicyStatement(
+                    sid="ReadGroupCapacity",
+                    actions=["autoscaling:DescribeAutoScalingGroups"],
+                    resources=["*"],
+                ),
+                "autoscaling:DescribeAutoScalingGroups supports no resource-level permissions; the function "
+                "filters by this fleet's tag",
+            )
+        ],
+        timeout=cdk.Duration.minutes(1),
+        removal_policy=settings.removal_policy,
+        outside_vpc_reason="It calls only the EC2 Auto Scaling API and touches nothing in the VPC",
+    )
+    reading = handler.resource(
+        scope,
+        "Capacity",
+        resource_type="Custom::CdkNeuronFleetCapacity",
+        properties={
+            "TagKey": FLEET_TAG,
+            "TagValue": settings.fleet_id,
+            "MinSize": str(settings.min_capacity),
+            "MaxSize": str(settings.max_capacity),
+            # Not read by the function: they make it run again exactly when the group is replaced.
+            "LaunchTemplateVersion": launch_template.latest_version_number,
+            "Subnets": cfn_group.vpc_zone_identifier,
+        },
+    )
+    cfn_group.desired_capacity = reading.get_att_string("DesiredCapacity")
+    creation = cfn_group.cfn_options.creation_policy
+    cfn_group.cfn_options.creation_policy = cdk.CfnCreationPolicy(
+        resource_signal=creation.resource_signal if creation is not None else None,
+        auto_scaling_creation_policy=cdk.CfnResourceAutoScalingCreationPolicy(
+            min_successful_instances_percent=100
+        ),
+    )
 
 
 def _acknowledge_group(group: autoscaling.AutoScalingGroup, settings: Ec2Settings) -> None:

@@ -96,6 +96,13 @@ def test_removed_resources_are_deleted_or_kept_by_their_deletion_policy() -> Non
     assert found["N"].change is Change.ADDED
 
 
+def test_removed_compute_says_what_stops() -> None:
+    group = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "2", "MinSize": "1"}}
+    found = _one(_template(G=group, T={"Type": "AWS::SNS::Topic"}), _template())
+    assert found["G"].restarts == "removed from the stack: every instance of the group stops"
+    assert found["T"].restarts is None
+
+
 def test_a_type_change_replaces() -> None:
     found = _one(_template(X={"Type": "AWS::SNS::Topic"}), _template(X={"Type": "AWS::SQS::Queue"}))
     assert (found["X"].change, found["X"].reasons) == (Change.REPLACED, ("type changes to AWS::SQS::Queue",))

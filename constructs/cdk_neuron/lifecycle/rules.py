@@ -85,14 +85,32 @@ VERSIONED_ATTRIBUTES: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
-# Compute that stops serving or running while it is replaced: named in "what restarts".
-COMPUTE: Mapping[str, str] = {
-    "AWS::EC2::Instance": "the instance",
-    "AWS::AutoScaling::AutoScalingGroup": "every instance of the group",
-    "AWS::Batch::ComputeEnvironment": "every instance of the compute environment",
-    "AWS::SageMaker::Endpoint": "the endpoint: a new one (new name) serves once it is in service",
-    "AWS::EC2::NatGateway": "the NAT gateway: private subnets lose internet egress until the new one is up",
+# Compute: named in "what restarts" when it is replaced or removed.
+COMPUTE: Mapping[str, tuple[str, str]] = {
+    # type: (what runs, what a replacement adds to "restarts")
+    "AWS::EC2::Instance": ("the instance", ""),
+    "AWS::AutoScaling::AutoScalingGroup": ("every instance of the group", ""),
+    "AWS::AutoScaling::WarmPool": (
+        "the warm pool",
+        ": the new group's pool starts empty and fills once the group is in service, so scale-outs meanwhile "
+        "start cold",
+    ),
+    "AWS::Batch::ComputeEnvironment": ("every instance of the compute environment", ""),
+    "AWS::SageMaker::Endpoint": ("the endpoint", ": a new one (new name) serves once it is in service"),
+    "AWS::EC2::NatGateway": ("the NAT gateway", ": private subnets lose internet egress until the new one is up"),
 }
+"""What runs in a resource of each type: what its replacement restarts, its removal stops."""
+
+
+def replaced_restarts(kind: str) -> str | None:
+    """What replacing a resource of ``kind`` restarts, or None: it runs nothing."""
+    what, note = COMPUTE.get(kind, (None, ""))
+    return what + note if what else None
+
+
+def removed_stops(kind: str) -> str | None:
+    """What removing a resource of ``kind`` from the stack stops, or None."""
+    return f"removed from the stack: {COMPUTE[kind][0]} stops" if kind in COMPUTE else None
 
 
 @dataclass(frozen=True)
@@ -286,4 +304,6 @@ __all__ = [
     "ServiceEffect",
     "ServiceRule",
     "Source",
+    "removed_stops",
+    "replaced_restarts",
 ]

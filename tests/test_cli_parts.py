@@ -212,3 +212,38 @@ def test_plan_of_a_serving_only_app_says_what_it_omits(
     )
     assert main(["cost", "--app", str(tmp_path), "-o", "text"]) == 0
     assert "us-east-1: no training cluster: not priced" in capsys.readouterr().out
+
+
+class _Offerings:
+    """An EC2 client that records how each DescribeInstanceTypeOfferings call names its locations."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def describe_instance_type_offerings(self, **kwargs: Any) -> dict[str, Any]:
+        locations = next(f["Values"] for f in kwargs["Filters"] if f["Name"] == "location")
+        self.calls.append((kwargs["LocationType"], locations))
+        return {
+            "InstanceTypeOfferings": [{"InstanceType": "inf2.xlarge", "Location": loc} for loc in locations]
+        }
+
+
+def test_preflight_reads_a_local_zone_id_as_an_az_id_as_validation_does() -> None:
+    """One AZ-ID pattern (cdk_neuron.validation.AZ_ID): usw2-lax1-az1 is an ID, us-west-2a a name."""
+    from dataclasses import replace
+
+    from cdk_neuron.validation import AZ_ID
+
+    assert AZ_ID.match("usw2-lax1-az1") and not AZ_ID.match("us-west-2a")
+    fleet = replace(serving(), availability_zones=("usw2-lax1-az1", "us-west-2a"))
+    ec2 = _Offerings()
+    env = deployment(serving=fleet, region="us-west-2", az_ids=())
+    rows = offerings.CHECK.run(preflight.CheckContext(env, [env], lambda service, region: ec2))
+    assert sorted(ec2.calls) == [
+        ("availability-zone", ["us-west-2a"]),
+        ("availability-zone-id", ["usw2-lax1-az1"]),
+    ]
+    assert [(r.subject, r.status) for r in rows] == [
+        ("inf2.xlarge @ usw2-lax1-az1", "PASS"),
+        ("inf2.xlarge @ us-west-2a", "PASS"),
+    ]

@@ -48,3 +48,30 @@ def test_docstrings_use_one_style() -> None:
                 if re.search(r"^\s*(Args|Attributes|Returns|Raises):\s*$", doc, re.M):
                     offenders.append(f"{path.relative_to(LIBRARY)}:{getattr(node, 'name', '<module>')}")
     assert offenders == []
+
+
+_AZ_ID_REGEX = re.compile(r"-az(\\d|\[0-9\])")  # "-az\d" or "-az[0-9]" inside a regular expression
+
+
+def test_one_az_id_pattern() -> None:
+    """Validation, preflight and the deploy rules read an AZ ID the same way: cdk_neuron.validation.AZ_ID
+    is the only pattern that spells one (a second one refused Local Zone IDs validation accepts)."""
+    spelled = [
+        path.relative_to(LIBRARY).as_posix()
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _AZ_ID_REGEX.search(node.value)
+    ]
+    assert spelled == ["validation.py"]
+
+
+def test_one_nag_acknowledgment_helper() -> None:
+    """Every construct acknowledges a cdk-nag finding through cdk_neuron._nag.acknowledge, which renders
+    wildcard resources the way cdk-nag names them (two helpers did that differently)."""
+    calling = sorted(
+        path.relative_to(LIBRARY).as_posix()
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "Acknowledgment"
+    )
+    assert calling == ["_nag.py"]

@@ -28,3 +28,28 @@ def test_pure_names_do_not_start_jsii() -> None:
         "assert 'aws_cdk' not in sys.modules, sorted(m for m in sys.modules if m.startswith('aws_cdk'))\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_interface_stands_beside_its_classes_at_the_top() -> None:
+    """``from cdk_neuron import ICheckpointStore``: each package's I* interfaces, as aws-cdk-lib exports
+    ``IFileSystem`` beside ``FileSystem``."""
+    import importlib
+
+    interfaces = {
+        name
+        for package in ("training", "storage", "serving", "monitoring", "metrics")
+        for name in importlib.import_module(f"cdk_neuron.{package}").__all__
+        if name[0] == "I" and name[1].isupper()
+    }
+    assert interfaces == {
+        "IBatchTrainingCluster",
+        "ICheckpointStore",
+        "ICompileCache",
+        "IEc2InferenceFleet",
+        "IInferenceFleet",
+        "ISageMakerInferenceFleet",
+        "ITrainingCluster",
+    }
+    assert interfaces <= set(cdk_neuron.__all__)
+    for name in interfaces:
+        assert getattr(cdk_neuron, name).__name__ == name

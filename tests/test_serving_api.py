@@ -152,6 +152,26 @@ def test_each_backend_has_only_its_own_attributes(built: Built) -> None:
         assert not hasattr(built.ec2, removed) and not hasattr(built.sagemaker, removed)
 
 
+def test_the_fleets_hold_their_resources_as_attributes_not_forwarding_properties(built: Built) -> None:
+    """As the training clusters do: what a fleet built is an attribute of it, set once; the only
+    properties left are the interface's connections and grant_principal (on the metrics bases)."""
+    from cdk_neuron.serving.ec2_fleet import Ec2FleetMetrics, Ec2InferenceFleet
+    from cdk_neuron.serving.sagemaker_fleet import SageMakerFleetMetrics, SageMakerInferenceFleet
+
+    for fleet_class in (Ec2InferenceFleet, SageMakerInferenceFleet):
+        assert [n for n, v in vars(fleet_class).items() if isinstance(v, property)] == [], fleet_class
+    for base in (Ec2FleetMetrics, SageMakerFleetMetrics):
+        assert sorted(n for n, v in vars(base).items() if isinstance(v, property)) == [
+            "connections",
+            "grant_principal",
+        ]
+    for fleet in (built.ec2, built.sagemaker):
+        assert not any(hasattr(fleet, name) for name in ("_ec2", "_sagemaker")), "no private backend object"
+    assert vars(built.ec2)["load_balancer"] is built.ec2.load_balancer
+    assert built.ec2.load_balancer_full_name == built.ec2.load_balancer.load_balancer_full_name
+    assert built.sagemaker.endpoint_arn == built.sagemaker.endpoint.ref
+
+
 def test_both_extend_the_abstract_base(built: Built) -> None:
     assert isinstance(built.ec2, InferenceFleetBase) and isinstance(built.sagemaker, InferenceFleetBase)
     with pytest.raises(TypeError, match="abstract"):

@@ -27,6 +27,7 @@ from cdk_neuron.training import (
     BatchTrainingCluster,
     IBatchTrainingCluster,
     ITrainingCluster,
+    NodeOptions,
     TrainingClusterBase,
 )
 from cdk_support import flatten_user_data, make_app, nag_violations
@@ -193,6 +194,37 @@ def test_errors_name_the_construct_path() -> None:
     # Refused before any resource: only the empty cluster nodes exist.
     assert not stack.node.find_child("Cluster").node.children
     assert not stack.node.find_child("Group").node.children
+
+
+@pytest.mark.parametrize("cluster", [BatchTrainingCluster, AutoScalingTrainingCluster])
+def test_both_clusters_take_the_node_props_as_one_typed_options_bag(
+    cluster: type[TrainingClusterBase],
+) -> None:
+    """The node props are NodeOptions, spelled once: ``**options: Unpack[NodeOptions]`` on both."""
+    (bag,) = [p for p in inspect.signature(cluster.__init__).parameters.values() if p.kind is p.VAR_KEYWORD]
+    assert bag.annotation == "Unpack[NodeOptions]"
+    assert NodeOptions.__optional_keys__ == set(NodeOptions.__annotations__) == {
+        "plan", "vpc_subnets", "availability_zone_id", "checkpoints", "compile_cache", "capacity",
+        "placement_group", "machine_image", "efa_layout", "root_volume_size", "kms_key", "removal_policy",
+        "environment", "efa_installer", "node_metrics",
+    }  # fmt: skip
+    own = set(inspect.signature(cluster.__init__).parameters)
+    assert not own & NodeOptions.__optional_keys__, "a node prop is spelled out again"
+
+
+def test_an_unknown_node_prop_is_a_type_error_with_the_closest_name() -> None:
+    stack = PinnedStack(make_app(), "Unknown", region="us-east-1")
+    vpc = network(stack)
+    with pytest.raises(
+        TypeError,
+        match=r"^AutoScalingTrainingCluster\(\) got an unexpected keyword argument 'checkpoint' "
+        r"\(did you mean 'checkpoints'\?\)$",
+    ):
+        AutoScalingTrainingCluster(stack, "Group", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
+                                   checkpoint=None)  # type: ignore[call-arg]  # fmt: skip
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'colour'$"):
+        AutoScalingTrainingCluster(stack, "Other", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
+                                   colour="blue")  # type: ignore[call-arg]  # fmt: skip
 
 
 @pytest.mark.parametrize("package", ["cdk_neuron", "cdk_neuron.training"])

@@ -446,8 +446,35 @@ class Method:
     function: Callable[..., Any]
 
 
+_UNPACK = re.compile(r"Unpack\[(?:[\w.]+\.)?(?P<name>\w+)\]")
+
+
+def _options_bag(function: Callable[..., Any], parameter: inspect.Parameter) -> type | None:
+    """The TypedDict of ``**options: Unpack[Bag]``, looked up where ``function`` is defined."""
+    match = _UNPACK.fullmatch(str(parameter.annotation))
+    bag = function.__globals__.get(match["name"]) if match else None
+    return bag if isinstance(bag, type) and hasattr(bag, "__optional_keys__") else None
+
+
+def _bag_rows(bag: type, documented: dict[str, str]) -> Iterator[Prop]:
+    """A row per key of an options bag: its own docs unless the constructor documents the key."""
+    own = _field_docs(bag)
+    for name, type_ in bag.__annotations__.items():
+        stated, description = split_default(documented.get(name) or own.get(name, ""))
+        default = _default_cell(stated) if stated else "optional"
+        yield Prop(
+            name,
+            annotation(getattr(type_, "__forward_arg__", type_)),
+            default,
+            _cell(_described(description)),
+        )
+
+
 def _parameter_rows(function: Callable[..., Any], documented: dict[str, str]) -> Iterator[Prop]:
     for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind is parameter.VAR_KEYWORD and (bag := _options_bag(function, parameter)):
+            yield from _bag_rows(bag, documented)
+            continue
         if parameter.name in ("self", "cls", "scope", "id") or parameter.kind in (
             parameter.VAR_KEYWORD,
             parameter.VAR_POSITIONAL,

@@ -1,7 +1,7 @@
 """Generated sections inside hand-written documents: the text between a begin and an end marker.
 
-``make acknowledgments``, ``make deploy-rules-doc``, ``make construct-docs``, ``make mutate`` and the
-NeuronLink diagram each rewrite one such section and leave the prose around it alone.
+``make acknowledgments``, ``make deploy-rules-doc``, ``make construct-docs``, ``make cli-docs``,
+``make mutate`` and the NeuronLink diagram each rewrite one such section and leave the prose around it alone.
 """
 
 from __future__ import annotations

@@ -31,14 +31,23 @@ _LAZY: dict[str, str] = {
     "estimate_checkpoint": "cdk_neuron.checkpoint_advisor",
     "NeuronInstance": "cdk_neuron.catalog",
     "get_instance": "cdk_neuron.catalog",
-    # constructs (import aws_cdk)
+    "NodeMetrics": "cdk_neuron.metrics",
+    # constructs (import aws_cdk), each beside the interface built and imported ones provide
     "BatchTrainingCluster": "cdk_neuron.training",
     "AutoScalingTrainingCluster": "cdk_neuron.training",
+    "ITrainingCluster": "cdk_neuron.training",
+    "IBatchTrainingCluster": "cdk_neuron.training",
+    "NodeOptions": "cdk_neuron.training",
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
+    "ICheckpointStore": "cdk_neuron.storage",
     "CompileCache": "cdk_neuron.storage",
+    "ICompileCache": "cdk_neuron.storage",
     "Ec2InferenceFleet": "cdk_neuron.serving",
+    "IEc2InferenceFleet": "cdk_neuron.serving",
     "SageMakerInferenceFleet": "cdk_neuron.serving",
+    "ISageMakerInferenceFleet": "cdk_neuron.serving",
+    "IInferenceFleet": "cdk_neuron.serving",
     "ModelSpec": "cdk_neuron.serving",
     "ServingEngine": "cdk_neuron.serving",
     "NeuronMonitoring": "cdk_neuron.monitoring",
@@ -54,11 +63,20 @@ __all__ = [
     "CompileCache",
     "Deployment",
     "Ec2InferenceFleet",
+    "IBatchTrainingCluster",
+    "ICheckpointStore",
+    "ICompileCache",
+    "IEc2InferenceFleet",
+    "IInferenceFleet",
+    "ISageMakerInferenceFleet",
+    "ITrainingCluster",
     "ModelSpec",
     "MonitoringThresholds",
     "NeuronConfigError",
     "NeuronInstance",
     "NeuronMonitoring",
+    "NodeMetrics",
+    "NodeOptions",
     "SageMakerInferenceFleet",
     "ServingEngine",
     "ServingPlan",
@@ -83,8 +101,24 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
     from cdk_neuron.catalog import NeuronInstance, get_instance
     from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
     from cdk_neuron.deployment import Deployment
+    from cdk_neuron.metrics import NodeMetrics
     from cdk_neuron.monitoring import MonitoringThresholds, NeuronMonitoring
     from cdk_neuron.planner import ServingPlan, TrainingPlan, plan_training, size_model
-    from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec, SageMakerInferenceFleet, ServingEngine
-    from cdk_neuron.storage import CheckpointStore, CompileCache
-    from cdk_neuron.training import AutoScalingTrainingCluster, BatchTrainingCluster, Capacity
+    from cdk_neuron.serving import (
+        Ec2InferenceFleet,
+        IEc2InferenceFleet,
+        IInferenceFleet,
+        ISageMakerInferenceFleet,
+        ModelSpec,
+        SageMakerInferenceFleet,
+        ServingEngine,
+    )
+    from cdk_neuron.storage import CheckpointStore, CompileCache, ICheckpointStore, ICompileCache
+    from cdk_neuron.training import (
+        AutoScalingTrainingCluster,
+        BatchTrainingCluster,
+        Capacity,
+        IBatchTrainingCluster,
+        ITrainingCluster,
+        NodeOptions,
+    )

@@ -148,7 +148,7 @@ def handler_function(
             "it at rest with its own keys",
         )
     for rule, reason in {**_ACKNOWLEDGMENTS, "NIST.800.53.R5-LambdaInsideVPC": outside_vpc_reason}.items():
-        cdk.Validations.of(function).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
+        acknowledge(function, rule, reason)
     return HandlerFunction(function=function, policy=policy, log_group=log_group)
 
 

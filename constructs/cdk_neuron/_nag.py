@@ -1,6 +1,7 @@
-"""Precise cdk-nag acknowledgments (internal).
+"""cdk-nag acknowledgments, one way for every construct (internal).
 
-cdk-nag names wildcard findings after the flattened resource string
+:func:`acknowledge` answers one finding on the narrowest construct that causes it, with its reason
+(the generated trail, docs/acknowledgments.md, lists them all). cdk-nag names wildcard findings after the flattened resource string
 (``AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::bucket/prefix/*]``). The flattening below
 follows cdk-nag 3.0.2 ``utils/flatten-cfn-reference`` so an acknowledgment names exactly the finding
 it answers, whatever the stack's environment resolves to.

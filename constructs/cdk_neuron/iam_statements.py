@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from cdk_neuron._nag import acknowledge
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 
 PUT_METRIC_DATA_REASON = (
@@ -39,11 +40,7 @@ def node_metrics_policy(scope: Construct, id: str, *, role: iam.IRole, namespace
         roles=[role],
         statements=[put_metric_data(namespace, sid="PublishNeuronMetrics")],
     )
-    cdk.Validations.of(policy).acknowledge(
-        cdk.Acknowledgment(
-            id="AwsSolutions-IAM5[Resource::*]", reason=f"{PUT_METRIC_DATA_REASON} ({namespace})"
-        )
-    )
+    acknowledge(policy, "AwsSolutions-IAM5[Resource::*]", f"{PUT_METRIC_DATA_REASON} ({namespace})")
     return policy
 
 

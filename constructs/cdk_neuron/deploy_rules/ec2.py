@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from cdk_neuron.deploy_rules import _base
 from cdk_neuron.deploy_rules._base import Finding
+from cdk_neuron.validation import AZ_ID
 
 USER_DATA_LIMIT = 16 * 1024
 # A token (Ref, GetAtt, ImportValue, ...) inside user data: resource ids, ARNs and names are rarely longer.
@@ -182,8 +182,6 @@ class UserDataSizeEstimate(_base.DeployRule):
             )
 
 
-# An AZ ID (use1-az6, apne1-az4, usw2-lax1-az1): region code, optional Local Zone part, -az<n>.
-_AZ_ID = re.compile(r"^[a-z]{2,5}\d(-[a-z]{3}\d)?-az\d+$")
 # Properties that take an AZ *name* (us-east-1a); each resource that also accepts an ID names it.
 _AZ_NAME_PROPERTIES: dict[str, tuple[str, str | None]] = {
     "AWS::EC2::Instance": ("AvailabilityZone", None),
@@ -209,7 +207,7 @@ class AvailabilityZoneNameNotId(_base.DeployRule):
     def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
         key, id_key = _AZ_NAME_PROPERTIES[resource["Type"]]
         value = _base.props(resource).get(key)
-        if isinstance(value, str) and _AZ_ID.match(value):
+        if isinstance(value, str) and AZ_ID.match(value):
             fix = (
                 f"put the AZ ID in {id_key} and remove {key}"
                 if id_key

@@ -30,6 +30,8 @@ from constructs import IConstruct, IValidation
 from cdk_neuron.lifecycle import schema
 from cdk_neuron.lifecycle.template import references
 
+from cdk_neuron._nag import acknowledge
+
 PROVIDER_LOG_RETENTION_DAYS = 90
 
 
@@ -65,12 +67,11 @@ def own_provider_logs(stack: cdk.Stack, removal_policy: cdk.RemovalPolicy) -> li
             retention_in_days=PROVIDER_LOG_RETENTION_DAYS,
         )
         group.apply_removal_policy(removal_policy)
-        cdk.Validations.of(group).acknowledge(
-            cdk.Acknowledgment(
-                id="NIST.800.53.R5-CloudWatchLogGroupEncrypted",
-                reason="The log of an aws-cdk-lib custom-resource provider that only CloudFormation invokes: request "
-                "ids and errors, no data; CloudWatch Logs encrypts it at rest with its own keys",
-            )
+        acknowledge(
+            group,
+            "NIST.800.53.R5-CloudWatchLogGroupEncrypted",
+            "The log of an aws-cdk-lib custom-resource provider that only CloudFormation invokes: request "
+            "ids and errors, no data; CloudWatch Logs encrypts it at rest with its own keys",
         )
         created.append(group)
     for resource in _custom_resources(stack) if created else ():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
@@ -130,33 +129,30 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
     methods.
     """
 
-    @property
-    @abc.abstractmethod
-    def fleet_id(self) -> str: ...
+    fleet_id: str
+    """The fleet's ``Fleet`` dimension (and ``cdk-neuron:fleet`` tag): its construct address."""
+    load_balancer_full_name: str
+    """The load balancer's ``LoadBalancer`` dimension (``app/<name>/<id>``)."""
+    target_group_full_name: str
+    """The target group's ``TargetGroup`` dimension (``targetgroup/<name>/<id>``)."""
+    node_metrics: NodeMetrics | None
+    """Where the instances publish Neuron metrics, or None when they publish none."""
+    log_group: logs.ILogGroup | None
+    """The replicas' CloudWatch Logs group: every model server's output, one stream per instance and
+    replica (``<instance-id>/replica-<n>``), kept after Auto Scaling replaces the instance. None on an
+    import that was not given its name."""
+    _connections: ec2.Connections
+    _grant_principal: iam.IPrincipal
 
     @property
-    @abc.abstractmethod
-    def load_balancer_full_name(self) -> str: ...
+    def connections(self) -> ec2.Connections:
+        """The load balancer's security group with the listener port as default port."""
+        return self._connections
 
     @property
-    @abc.abstractmethod
-    def target_group_full_name(self) -> str: ...
-
-    @property
-    @abc.abstractmethod
-    def node_metrics(self) -> NodeMetrics | None: ...
-
-    @property
-    @abc.abstractmethod
-    def log_group(self) -> logs.ILogGroup | None: ...
-
-    @property
-    @abc.abstractmethod
-    def connections(self) -> ec2.Connections: ...
-
-    @property
-    @abc.abstractmethod
-    def grant_principal(self) -> iam.IPrincipal: ...
+    def grant_principal(self) -> iam.IPrincipal:
+        """The instances' role (an import without ``instance_role_arn``: an ``iam.UnknownPrincipal``)."""
+        return self._grant_principal
 
     # -- load balancer and target group --------------------------------------------------------
 
@@ -360,20 +356,36 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         (stream ``<instance-id>/replica-<n>``). Default: three months, as the training job logs.
 
     :ivar load_balancer: the internal Application Load Balancer.
-    :ivar listener: its listener (443 with ``certificate``, else 80).
-    :ivar target_group: the instances' target group.
+    :ivar listener: the load balancer's listener (HTTPS on 443 with a certificate, else HTTP on 80).
+    :ivar target_group: the instances' target group (least outstanding requests).
     :ivar auto_scaling_group: the Auto Scaling group.
     :ivar launch_template: the instances' launch template.
-    :ivar instance_role: the instances' role (also ``grant_principal``).
+    :ivar instance_role: the instances' role, e.g. to grant access to more artifacts (also
+        ``grant_principal``).
     :ivar access_log_bucket: the load balancer's access-log bucket.
-    :ivar log_group: the replicas' log group, one stream per instance and replica.
+    :ivar log_group: the replicas' CloudWatch Logs group: every model server's output, one stream per
+        instance and replica (``<instance-id>/replica-<n>``), kept after Auto Scaling replaces the
+        instance.
     :ivar url: ``http(s)://<internal ALB DNS name>``.
-    :ivar startup_timeout_seconds: launch until every replica of an instance is healthy.
-    :ivar fleet_id: the ``Fleet`` dimension of ``metric_concurrent_requests()``.
-    :ivar node_metrics: the ``node_metrics`` prop.
+    :ivar startup_timeout_seconds: how long an instance may take from launch until every replica is
+        healthy.
+    :ivar fleet_id: the fleet's ``Fleet`` dimension (and ``cdk-neuron:fleet`` tag): its construct
+        address.
+    :ivar node_metrics: where the instances publish Neuron metrics, or None when they publish none.
     """
 
     _MIN_CAPACITY: ClassVar[int] = 0
+
+    load_balancer: elbv2.ApplicationLoadBalancer
+    listener: elbv2.ApplicationListener
+    target_group: elbv2.ApplicationTargetGroup
+    auto_scaling_group: autoscaling.AutoScalingGroup
+    launch_template: ec2.LaunchTemplate
+    instance_role: iam.IRole
+    access_log_bucket: s3.IBucket
+    log_group: logs.ILogGroup
+    url: str
+    startup_timeout_seconds: int
 
     def __init__(
         self,
@@ -464,9 +476,9 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             )
 
             self._init_shared(shared, kms_key=kms_key, removal_policy=removal_policy)
-            self._node_metrics = node_metrics
-            self._fleet_id: str = self.node.addr
-            self._ec2: Ec2Fleet = build_ec2_fleet(
+            self.node_metrics = node_metrics
+            self.fleet_id = self.node.addr
+            built: Ec2Fleet = build_ec2_fleet(
                 self,
                 Ec2Settings(
                     vpc=shared.vpc,
@@ -492,13 +504,28 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                     warm_pool=warm_pool,
                     spot=spot,
                     target_requests_per_minute=target_requests_per_minute,
-                    fleet_id=self._fleet_id,
+                    fleet_id=self.fleet_id,
                     node_metrics=node_metrics,
                     startup_timeout_seconds=startup_timeout_seconds,
                     data_volume_gib=data_volume_gib,
                     log_retention=log_retention,
                 ),
             )
+            self.load_balancer = built.load_balancer
+            self.listener = built.listener
+            self.target_group = built.target_group
+            self.auto_scaling_group = built.auto_scaling_group
+            self.launch_template = built.launch_template
+            self.instance_role = built.instance_role
+            self.access_log_bucket = built.access_log_bucket
+            self.log_group = built.log_group
+            self.url = built.url
+            self.startup_timeout_seconds = built.startup.seconds
+            self.load_balancer_full_name = built.load_balancer.load_balancer_full_name
+            self.target_group_full_name = built.target_group.target_group_full_name
+            self._connections = built.connections
+            self._grant_principal = built.instance_role
+            self._user_data = built.user_data
             self._annotate(shared, model_location=MODEL_MOUNT)
             self._record(shared, backend="ec2", warm_pool=warm_pool)
 
@@ -581,85 +608,6 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             log_group_name=log_group_name,
         )
 
-    # -- attributes --------------------------------------------------------------------------------
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """The load balancer's security group with the listener port as default port."""
-        return self._ec2.connections
-
-    @property
-    def grant_principal(self) -> iam.IPrincipal:
-        """The instances' role."""
-        return self._ec2.instance_role
-
-    @property
-    def fleet_id(self) -> str:
-        return self._fleet_id
-
-    @property
-    def load_balancer_full_name(self) -> str:
-        return self._ec2.load_balancer.load_balancer_full_name
-
-    @property
-    def target_group_full_name(self) -> str:
-        return self._ec2.target_group.target_group_full_name
-
-    @property
-    def node_metrics(self) -> NodeMetrics | None:
-        return self._node_metrics
-
-    @property
-    def load_balancer(self) -> elbv2.ApplicationLoadBalancer:
-        """The internal Application Load Balancer."""
-        return self._ec2.load_balancer
-
-    @property
-    def listener(self) -> elbv2.ApplicationListener:
-        """The load balancer's listener (HTTPS on 443 with a certificate, else HTTP on 80)."""
-        return self._ec2.listener
-
-    @property
-    def target_group(self) -> elbv2.ApplicationTargetGroup:
-        """The instances' target group (least outstanding requests)."""
-        return self._ec2.target_group
-
-    @property
-    def auto_scaling_group(self) -> autoscaling.AutoScalingGroup:
-        """The Auto Scaling group."""
-        return self._ec2.auto_scaling_group
-
-    @property
-    def launch_template(self) -> ec2.LaunchTemplate:
-        """The instances' launch template."""
-        return self._ec2.launch_template
-
-    @property
-    def instance_role(self) -> iam.IRole:
-        """The instances' role, e.g. to grant access to more artifacts."""
-        return self._ec2.instance_role
-
-    @property
-    def access_log_bucket(self) -> s3.IBucket:
-        """The load balancer's access-log bucket."""
-        return self._ec2.access_log_bucket
-
-    @property
-    def log_group(self) -> logs.ILogGroup:
-        """The replicas' CloudWatch Logs group: every model server's output, one stream per instance
-        and replica (``<instance-id>/replica-<n>``), kept after Auto Scaling replaces the instance."""
-        return self._ec2.log_group
-
-    @property
-    def url(self) -> str:
-        """``http(s)://<internal ALB DNS name>``."""
-        return self._ec2.url
-
-    @property
-    def startup_timeout_seconds(self) -> int:
-        """How long an instance may take from launch until every replica is healthy."""
-        return self._ec2.startup.seconds
-
     def add_user_data(self, *commands: str) -> None:
         """Run ``commands`` (bash, as root) at an instance's first boot, after the cdk-neuron boot
         program (data volume mounted, image pulled, replicas' units installed and starting).
@@ -668,7 +616,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         replicas, and the instance still enters service once they are healthy. The 16 KB user-data
         limit is checked at synthesis, these commands included.
         """
-        self._ec2.user_data.add_commands(*commands)
+        self._user_data.add_commands(*commands)
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
@@ -691,19 +639,19 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
-            self._load_balancer_full_name = attribute(
+            self.load_balancer_full_name = attribute(
                 "load_balancer_full_name",
                 load_balancer_full_name,
                 ALB_FULL_NAME,
                 "a load balancer's full name, app/<name>/<16 hex digits>",
             )
-            self._target_group_full_name = attribute(
+            self.target_group_full_name = attribute(
                 "target_group_full_name",
                 target_group_full_name,
                 TARGET_GROUP_FULL_NAME,
                 "a target group's full name, targetgroup/<name>/<16 hex digits>",
             )
-            self._fleet_id = attribute(
+            self.fleet_id = attribute(
                 "fleet_id", fleet_id, CONSTRUCT_ADDRESS, "a fleet's fleet_id, c8 and 40 hex digits"
             )
             attribute(
@@ -723,7 +671,7 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
                 raise NeuronConfigError(
                     "node_metrics", node_metrics, "pass cdk_neuron.monitoring.NodeMetrics(environment=...)"
                 )
-        self._node_metrics = node_metrics
+        self.node_metrics = node_metrics
         group = ec2.SecurityGroup.from_security_group_id(
             self, "SecurityGroup", security_group_id, allow_all_outbound=False
         )
@@ -734,39 +682,11 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
             if instance_role_arn is not None
             else iam.UnknownPrincipal(resource=self),
         )
-        self._log_group = (
+        self.log_group = (
             logs.LogGroup.from_log_group_name(self, "LogGroup", log_group_name)
             if log_group_name is not None
             else None
         )
-
-    @property
-    def fleet_id(self) -> str:
-        return self._fleet_id
-
-    @property
-    def load_balancer_full_name(self) -> str:
-        return self._load_balancer_full_name
-
-    @property
-    def target_group_full_name(self) -> str:
-        return self._target_group_full_name
-
-    @property
-    def node_metrics(self) -> NodeMetrics | None:
-        return self._node_metrics
-
-    @property
-    def connections(self) -> ec2.Connections:
-        return self._connections
-
-    @property
-    def grant_principal(self) -> iam.IPrincipal:
-        return self._grant_principal
-
-    @property
-    def log_group(self) -> logs.ILogGroup | None:
-        return self._log_group
 
 
 __all__ = ["Ec2FleetMetrics", "Ec2InferenceFleet", "IEc2InferenceFleet"]

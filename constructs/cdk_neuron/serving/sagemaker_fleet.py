@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Protocol, cast
 
@@ -104,25 +103,25 @@ class SageMakerFleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
     methods.
     """
 
-    @property
-    @abc.abstractmethod
-    def endpoint_name(self) -> str: ...
+    endpoint_name: str
+    """The endpoint's name (CloudFormation generates it for a fleet built here)."""
+    endpoint_arn: str
+    """The endpoint's ARN."""
+    variant_name: str
+    """The production variant: the metrics' ``VariantName`` dimension."""
+    _connections: ec2.Connections
+    _grant_principal: iam.IPrincipal
 
     @property
-    @abc.abstractmethod
-    def endpoint_arn(self) -> str: ...
+    def connections(self) -> ec2.Connections:
+        """The model's security group (no inbound; SageMaker is invoked through its API)."""
+        return self._connections
 
     @property
-    @abc.abstractmethod
-    def variant_name(self) -> str: ...
-
-    @property
-    @abc.abstractmethod
-    def connections(self) -> ec2.Connections: ...
-
-    @property
-    @abc.abstractmethod
-    def grant_principal(self) -> iam.IPrincipal: ...
+    def grant_principal(self) -> iam.IPrincipal:
+        """The model's execution role (an import without ``execution_role_arn``: an
+        ``iam.UnknownPrincipal``)."""
+        return self._grant_principal
 
     def grant_invoke(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to invoke the endpoint, including streaming responses."""
@@ -263,16 +262,25 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         above win over them. Default: None - estimated from published load times.
 
     :ivar endpoint: the SageMaker endpoint.
-    :ivar endpoint_config: its endpoint config.
-    :ivar sagemaker_model: the SageMaker model.
+    :ivar endpoint_config: the endpoint config (instance type and count, volume, timeouts).
+    :ivar sagemaker_model: the SageMaker model (container, VPC config, network isolation).
     :ivar execution_role: the model's execution role (also ``grant_principal``).
-    :ivar endpoint_name: the endpoint's name.
-    :ivar variant_name: the production variant.
-    :ivar container_startup_timeout_seconds: the container's start-up health-check timeout.
-    :ivar model_data_download_timeout_seconds: the S3 download timeout.
+    :ivar endpoint_name: the endpoint's name (CloudFormation generates it).
+    :ivar variant_name: the production variant (the ``VariantName`` dimension).
+    :ivar container_startup_timeout_seconds: ``ContainerStartupHealthCheckTimeoutInSeconds``: how long
+        the container may take to answer.
+    :ivar model_data_download_timeout_seconds: ``ModelDataDownloadTimeoutInSeconds``: how long the S3
+        download may take.
     """
 
     _MIN_CAPACITY: ClassVar[int] = 1
+
+    endpoint: sagemaker.CfnEndpoint
+    endpoint_config: sagemaker.CfnEndpointConfig
+    sagemaker_model: sagemaker.CfnModel
+    execution_role: iam.IRole
+    container_startup_timeout_seconds: int
+    model_data_download_timeout_seconds: int
 
     def __init__(
         self,
@@ -300,7 +308,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
-            self._variant_name = matching("variant_name", variant_name, SAGEMAKER_NAME, _NAME)
+            self.variant_name = matching("variant_name", variant_name, SAGEMAKER_NAME, _NAME)
             self._timeouts_given = (
                 model_data_download_timeout_seconds,
                 container_startup_health_check_timeout_seconds,
@@ -322,7 +330,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
             )
 
             self._init_shared(shared, kms_key=kms_key, removal_policy=removal_policy)
-            self._sagemaker: SageMakerFleet = build_sagemaker_fleet(
+            built: SageMakerFleet = build_sagemaker_fleet(
                 self,
                 SageMakerSettings(
                     vpc=shared.vpc,
@@ -339,12 +347,22 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
                     artifact_key=shared.artifact_key,
                     target_concurrency=shared.target_concurrency,
                     measured_startup=shared.measured_startup,
-                    variant_name=self._variant_name,
+                    variant_name=self.variant_name,
                     model_data_download_timeout_seconds=model_data_download_timeout_seconds,
                     container_startup_health_check_timeout_seconds=container_startup_health_check_timeout_seconds,
                     volume_size_gb=volume_size_gb,
                 ),
             )
+            self.endpoint = built.endpoint
+            self.endpoint_config = built.endpoint_config
+            self.sagemaker_model = built.model
+            self.execution_role = built.execution_role
+            self.endpoint_name = built.endpoint.attr_endpoint_name
+            self.endpoint_arn = built.endpoint.ref
+            self.container_startup_timeout_seconds = built.timeouts.container_startup_health_check_seconds
+            self.model_data_download_timeout_seconds = built.timeouts.model_data_download_seconds
+            self._connections = built.connections
+            self._grant_principal = built.execution_role
             self._annotate(
                 shared,
                 model_location=SAGEMAKER_MODEL_DIR,
@@ -427,61 +445,6 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
             execution_role_arn=execution_role_arn,
         )
 
-    # -- attributes --------------------------------------------------------------------------------
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """The model's security group (no inbound; SageMaker is invoked through its API)."""
-        return self._sagemaker.connections
-
-    @property
-    def grant_principal(self) -> iam.IPrincipal:
-        """The model's execution role."""
-        return self._sagemaker.execution_role
-
-    @property
-    def endpoint_name(self) -> str:
-        """The endpoint's name (CloudFormation generates it)."""
-        return self._sagemaker.endpoint.attr_endpoint_name
-
-    @property
-    def endpoint_arn(self) -> str:
-        return self._sagemaker.endpoint.ref
-
-    @property
-    def variant_name(self) -> str:
-        return self._variant_name
-
-    @property
-    def endpoint(self) -> sagemaker.CfnEndpoint:
-        """The SageMaker endpoint."""
-        return self._sagemaker.endpoint
-
-    @property
-    def endpoint_config(self) -> sagemaker.CfnEndpointConfig:
-        """The endpoint config (instance type and count, volume, timeouts)."""
-        return self._sagemaker.endpoint_config
-
-    @property
-    def sagemaker_model(self) -> sagemaker.CfnModel:
-        """The SageMaker model (container, VPC config, network isolation)."""
-        return self._sagemaker.model
-
-    @property
-    def execution_role(self) -> iam.IRole:
-        """The model's execution role."""
-        return self._sagemaker.execution_role
-
-    @property
-    def container_startup_timeout_seconds(self) -> int:
-        """``ContainerStartupHealthCheckTimeoutInSeconds``: how long the container may take to answer."""
-        return self._sagemaker.timeouts.container_startup_health_check_seconds
-
-    @property
-    def model_data_download_timeout_seconds(self) -> int:
-        """``ModelDataDownloadTimeoutInSeconds``: how long the S3 download may take."""
-        return self._sagemaker.timeouts.model_data_download_seconds
-
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
 class _ImportedSageMakerInferenceFleet(SageMakerFleetMetrics):
@@ -500,8 +463,8 @@ class _ImportedSageMakerInferenceFleet(SageMakerFleetMetrics):
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
-            self._endpoint_name = attribute("endpoint_name", endpoint_name, SAGEMAKER_NAME, _NAME)
-            self._variant_name = attribute("variant_name", variant_name, SAGEMAKER_NAME, _NAME)
+            self.endpoint_name = attribute("endpoint_name", endpoint_name, SAGEMAKER_NAME, _NAME)
+            self.variant_name = attribute("variant_name", variant_name, SAGEMAKER_NAME, _NAME)
             if security_group_id is not None:
                 attribute(
                     "security_group_id", security_group_id, SECURITY_GROUP_ID, "a security group id, sg-..."
@@ -509,7 +472,7 @@ class _ImportedSageMakerInferenceFleet(SageMakerFleetMetrics):
             if execution_role_arn is not None:
                 attribute("execution_role_arn", execution_role_arn, IAM_ROLE_ARN, "an IAM role ARN")
         name = endpoint_name if cdk.Token.is_unresolved(endpoint_name) else endpoint_name.lower()
-        self._endpoint_arn = cdk.Stack.of(self).format_arn(
+        self.endpoint_arn = cdk.Stack.of(self).format_arn(
             service="sagemaker", resource="endpoint", resource_name=name
         )
         self._connections = ec2.Connections(
@@ -525,26 +488,6 @@ class _ImportedSageMakerInferenceFleet(SageMakerFleetMetrics):
             if execution_role_arn is not None
             else iam.UnknownPrincipal(resource=self),
         )
-
-    @property
-    def endpoint_name(self) -> str:
-        return self._endpoint_name
-
-    @property
-    def endpoint_arn(self) -> str:
-        return self._endpoint_arn
-
-    @property
-    def variant_name(self) -> str:
-        return self._variant_name
-
-    @property
-    def connections(self) -> ec2.Connections:
-        return self._connections
-
-    @property
-    def grant_principal(self) -> iam.IPrincipal:
-        return self._grant_principal
 
 
 __all__ = [

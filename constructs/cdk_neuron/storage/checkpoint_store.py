@@ -25,6 +25,7 @@ from constructs import Construct, IConstruct
 
 from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._custom_resource import handler_function
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
 from cdk_neuron.checkpoint_advisor import CheckpointEstimate, estimate_checkpoint
 from cdk_neuron.errors import NeuronConfigError
@@ -636,13 +637,12 @@ class CheckpointStore(_CheckpointStoreBase):
             )
             role = selection.node.try_find_child("Role")
             if role is not None:
-                cdk.Validations.of(role).acknowledge(
-                    cdk.Acknowledgment(
-                        id="AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-                        "AWSBackupServiceRolePolicyForBackup]",
-                        reason="AWS Backup's own service-role policy, maintained by AWS as the service's "
-                        "calls change; a hand-written copy would silently break backups.",
-                    )
+                acknowledge(
+                    role,
+                    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                    "AWSBackupServiceRolePolicyForBackup]",
+                    "AWS Backup's own service-role policy, maintained by AWS as the service's "
+                    "calls change; a hand-written copy would silently break backups.",
                 )
 
             if self.checkpoint_estimate is not None and self.checkpoint_estimate.exceeds(budget_seconds):

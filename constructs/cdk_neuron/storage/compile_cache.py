@@ -27,6 +27,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
 from cdk_neuron import _cdk_values, validation
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
 
 COMPILE_CACHE_ENV = "NEURON_COMPILE_CACHE_URL"
@@ -276,7 +277,7 @@ class CompileCache(_CompileCacheBase):
             ids += ["AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"]
             reason += " Server access logs are off unless server_access_logs_bucket is given."
         for rule in ids:
-            cdk.Validations.of(self._bucket).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
+            acknowledge(self._bucket, rule, reason)
 
 
 class _ImportedCompileCache(_CompileCacheBase):

@@ -4,7 +4,8 @@
   scales from zero, a job queue, job definitions); ``from_batch_training_cluster_attributes``
   imports one built elsewhere as an :class:`IBatchTrainingCluster`.
 - :class:`AutoScalingTrainingCluster`: a node group for Ray, Slurm or your own launcher.
-- :class:`TrainingClusterBase`: what both share (nodes, EFA, launch template, metrics);
+- :class:`TrainingClusterBase`: what both share (nodes, EFA, launch template, metrics), with
+  :class:`NodeOptions`, the node props both take;
   :class:`ITrainingCluster` / :class:`IBatchTrainingCluster`: the interfaces.
 - :class:`Capacity`: on-demand, a capacity reservation (by id or resource group) or a Capacity Block.
 - :class:`EfaInstaller`: the pinned EFA software release the nodes install.
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         OFFERING_WARNING_ID,
         IBatchTrainingCluster,
         ITrainingCluster,
+        NodeOptions,
         TrainingClusterBase,
     )
     from cdk_neuron.training.efa_installer import EfaInstaller
@@ -48,6 +50,7 @@ _LAZY: dict[str, str] = {
     "ITrainingCluster": "cdk_neuron.training.cluster",
     "IBatchTrainingCluster": "cdk_neuron.training.cluster",
     "TrainingClusterBase": "cdk_neuron.training.cluster",
+    "NodeOptions": "cdk_neuron.training.cluster",
     "BatchTrainingCluster": "cdk_neuron.training.batch_cluster",
     "AutoScalingTrainingCluster": "cdk_neuron.training.auto_scaling_cluster",
     "Capacity": "cdk_neuron.training.capacity",
@@ -67,6 +70,7 @@ __all__ = [
     "EfaLayout",
     "IBatchTrainingCluster",
     "ITrainingCluster",
+    "NodeOptions",
     "TrainingClusterBase",
     "encode_training_command",
 ]

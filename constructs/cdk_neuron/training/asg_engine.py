@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_sns as sns
 from constructs import Construct
+
+from cdk_neuron._nag import acknowledge
 
 
 def build_auto_scaling_group(
@@ -42,13 +43,12 @@ def build_auto_scaling_group(
     if placement_group is not None:
         cfn.placement_group = placement_group.placement_group_name
     if notification_topic is None:
-        cdk.Validations.of(group).acknowledge(
-            cdk.Acknowledgment(
-                id="AwsSolutions-AS3",
-                reason="No notification_topic was given: the group is sized by the team's own scheduler "
-                "(Ray, Slurm, torchrun), and its scaling activity history records every launch and "
-                "termination; AutoScalingTrainingCluster(notification_topic=...) sends them to SNS.",
-            )
+        acknowledge(
+            group,
+            "AwsSolutions-AS3",
+            "No notification_topic was given: the group is sized by the team's own scheduler "
+            "(Ray, Slurm, torchrun), and its scaling activity history records every launch and "
+            "termination; AutoScalingTrainingCluster(notification_topic=...) sends them to SNS.",
         )
     return group
 

@@ -4,28 +4,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-import aws_cdk as cdk
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from cdk_neuron import _cdk_values, _manifest, validation
+from cdk_neuron import _manifest, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import EfaLayout, NeuronInstance
-from cdk_neuron.metrics.node_metrics import NodeMetrics
+from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.node_programs import render_settings
-from cdk_neuron.planner import TrainingPlan
-from cdk_neuron.storage.checkpoint_store import ICheckpointStore
-from cdk_neuron.storage.compile_cache import ICompileCache
 from cdk_neuron.training import acknowledgments, node_setup
 from cdk_neuron.training.asg_engine import build_auto_scaling_group
-from cdk_neuron.training.capacity import Capacity
-from cdk_neuron.training.cluster import DEFAULT_ROOT_VOLUME_SIZE, ITrainingCluster, TrainingClusterBase
-from cdk_neuron.training.efa_installer import EfaInstaller
+from cdk_neuron.training.cluster import ITrainingCluster, NodeOptions, TrainingClusterBase
 from cdk_neuron.training.launcher import node_environment
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class AutoScalingTrainingCluster(TrainingClusterBase):
@@ -42,33 +37,10 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
     :param instance_type: a Trainium type from the catalog, e.g. ``"trn1.32xlarge"``, or a catalog
         instance completed with ``NeuronInstance.with_facts(...)`` (the Trn3 servers).
     :param max_nodes: the group's maximum size. Must be at least the plan's nodes.
-    :param plan: the distributed layout the node profile exports (a :func:`~cdk_neuron.plan_training`
-        result). Default: TP across one node's NeuronCores, data parallel across ``max_nodes`` nodes.
-    :param vpc_subnets: where the nodes run; must be private and in ONE AZ. Default: the VPC's
-        private-with-egress subnets (else its isolated ones), refused if they span several AZs.
-    :param availability_zone_id: the AZ ID of the subnets, checked against the catalog's offerings.
-        Default: None (not checked).
-    :param checkpoints: a :class:`~cdk_neuron.storage.ICheckpointStore` (built or imported), mounted
-        read-write at its ``mount_path`` on every node with TLS and IAM; the instance role is granted.
-        Default: None.
-    :param compile_cache: a :class:`~cdk_neuron.storage.ICompileCache`; the instance role may read and
-        write it. Default: None.
-    :param capacity: on-demand, a capacity reservation or a Capacity Block. Default:
-        ``Capacity.on_demand()``.
-    :param placement_group: create a cluster placement group. Default: None, meaning yes, except with
-        a Capacity Block and with a reservation's existing placement group (used instead).
-    :param machine_image: the nodes' AMI. Default: the ECS-optimized AL2023 Neuron AMI of the pinned
-        release :data:`cdk_neuron.ami.RELEASE` (``cdk_neuron.ami.machine_image(<release>)`` for another).
-    :param efa_layout: how EFA interfaces are laid out on the cards. Default: ``EfaLayout.ALL_EFA``.
-    :param root_volume_size: the gp3 root volume, 64 to 16,384 GiB. Default: 512 GiB.
-    :param kms_key: customer-managed key for the root volumes; it must allow EC2 Auto Scaling's
-        service-linked role to use it. Default: a new key with rotation, kept per ``removal_policy``.
-    :param removal_policy: for the key the cluster creates (``DESTROY`` for throw-away dev stacks).
-        Default: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``.
-    :param environment: extra variables for the node profile; overrides the cluster's values.
-        Default: none.
-    :param efa_installer: the EFA software the nodes install at boot. Default: ``EfaInstaller.pinned()``.
-    :param node_metrics: run the Neuron metrics publisher on every node. Default: None.
+    :param options: the node props both clusters take (:class:`~cdk_neuron.training.NodeOptions`):
+        ``plan``, ``vpc_subnets``, ``availability_zone_id``, ``checkpoints``, ``compile_cache``,
+        ``capacity``, ``placement_group``, ``machine_image``, ``efa_layout``, ``root_volume_size``,
+        ``kms_key``, ``removal_policy``, ``environment``, ``efa_installer``, ``node_metrics``.
     :param desired_capacity: nodes to run. Default: None: the group starts at 0 (its minimum) and
         ``DesiredCapacity`` stays out of the template, so a size set later by your scheduler or
         operators is not reset by the next deployment. Give a number to pin the size on every
@@ -91,23 +63,9 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
         vpc: ec2.IVpc,
         instance_type: str | NeuronInstance,
         max_nodes: int,
-        plan: TrainingPlan | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        availability_zone_id: str | None = None,
-        checkpoints: ICheckpointStore | None = None,
-        compile_cache: ICompileCache | None = None,
-        capacity: Capacity | None = None,
-        placement_group: bool | None = None,
-        machine_image: ec2.IMachineImage | None = None,
-        efa_layout: EfaLayout = EfaLayout.ALL_EFA,
-        root_volume_size: cdk.Size = DEFAULT_ROOT_VOLUME_SIZE,
-        kms_key: kms.IKey | None = None,
-        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
-        environment: dict[str, str] | None = None,
-        efa_installer: EfaInstaller | None = None,
-        node_metrics: NodeMetrics | None = None,
         desired_capacity: int | None = None,
         notification_topic: sns.ITopic | None = None,
+        **options: Unpack[NodeOptions],
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -115,21 +73,7 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
                 vpc=vpc,
                 instance_type=instance_type,
                 max_nodes=max_nodes,
-                plan=plan,
-                vpc_subnets=vpc_subnets,
-                availability_zone_id=availability_zone_id,
-                checkpoints=checkpoints,
-                compile_cache=compile_cache,
-                capacity=capacity,
-                placement_group=placement_group,
-                machine_image=machine_image,
-                efa_layout=efa_layout,
-                root_volume_size=root_volume_size,
-                kms_key=kms_key,
-                environment=environment,
-                efa_installer=efa_installer,
-                node_metrics=node_metrics,
-                removal_policy=removal_policy,
+                options=options,
             )
             if desired_capacity is not None:
                 validation.whole_number(

@@ -9,29 +9,27 @@ from aws_cdk import aws_batch as batch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cdk_neuron import _cdk_values, _manifest, timeouts, validation
 from cdk_neuron._scope import reported_by
-from cdk_neuron.catalog import EfaLayout, NeuronInstance
+from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.planner import TrainingPlan, plan_training
-from cdk_neuron.storage.checkpoint_store import ICheckpointStore
-from cdk_neuron.storage.compile_cache import ICompileCache
 from cdk_neuron.training import acknowledgments, batch_engine, security
 from cdk_neuron.training import validation as checks
-from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.cluster import (
-    DEFAULT_ROOT_VOLUME_SIZE,
     IBatchTrainingCluster,
+    NodeOptions,
     TrainingClusterBase,
     _TrainingClusterRef,
 )
-from cdk_neuron.training.efa_installer import EfaInstaller
 from cdk_neuron.training.launcher import DEFAULT_TRAINING_COMMAND, job_environment, training_command
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_JOB_TIMEOUT = cdk.Duration.seconds(timeouts.JOB_ATTEMPT_TIMEOUT)
 DEFAULT_LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
@@ -68,51 +66,10 @@ class BatchTrainingCluster(TrainingClusterBase):
         Must be at least the plan's nodes.
     :param job_image: the training container image: an ``ecs.ContainerImage`` or an image URI pinned
         by tag or digest (never ``latest``); an ECR URI is granted pull access.
-    :param plan: the distributed layout (a :func:`~cdk_neuron.plan_training` result); the job
-        definition runs ``plan.nodes`` nodes and exports its degrees. Default: TP across one node's
-        NeuronCores, data parallel across ``max_nodes`` nodes.
-    :param vpc_subnets: where the nodes run; must be private and in ONE AZ (EFA and the placement
-        group need it). Default: the VPC's private-with-egress subnets (else its isolated ones),
-        refused if they span several AZs: then select the AZ explicitly.
-    :param availability_zone_id: the AZ ID the subnets are in, e.g. ``"use1-az6"``, checked against the
-        catalog's offerings snapshot (an AZ that does not offer ``instance_type`` is refused, an
-        unknown one warns). Default: None (not checked; AZ names differ per account).
-    :param checkpoints: a :class:`~cdk_neuron.storage.ICheckpointStore` (built or imported), mounted
-        read-write at its ``mount_path`` (``/checkpoints``) in every job container, with TLS and IAM,
-        through its access point; ``CHECKPOINT_DIR`` points there. Default: None (no shared file system).
-    :param compile_cache: a :class:`~cdk_neuron.storage.ICompileCache`; ``NEURON_COMPILE_CACHE_URL``
-        points at it and the job role may read and write it. Default: None (each node compiles into
-        its own local cache).
-    :param capacity: on-demand, a capacity reservation or a Capacity Block. Default:
-        ``Capacity.on_demand()``.
-    :param placement_group: create a cluster placement group. Default: None, meaning yes, except with
-        a Capacity Block (AWS places its instances itself) and with a reservation made in an existing
-        placement group (``Capacity.reservation(id, placement_group_name=...)``), which the nodes
-        launch into instead. True with a Capacity Block, and True or False with a reservation's
-        placement group, are refused.
-    :param machine_image: the nodes' AMI; it must be an ECS-optimized AL2023 image (Batch is told
-        ``ECS_AL2023``). Default: the ECS-optimized AL2023 Neuron AMI of the pinned release
-        :data:`cdk_neuron.ami.RELEASE`, through that release's own SSM parameter: a new AMI (an AWS
-        Batch infrastructure update, which gives running jobs ``update_timeout`` to finish) happens
-        only when you pass ``cdk_neuron.ami.machine_image(<release>)``.
-    :param efa_layout: how EFA interfaces are laid out on the cards; a layout that fills network
-        card 0 is refused (Batch attaches each container's interface there). Default:
-        ``EfaLayout.ALL_EFA`` (the layout of the Neuron docs and samples).
-    :param root_volume_size: the gp3 root volume (Docker images live there), 64 to 16,384 GiB.
-        Default: 512 GiB.
-    :param kms_key: customer-managed key for the root volumes and the job logs. A key you bring must
-        allow EC2 Auto Scaling's service-linked role to use it (see
-        ``security.allow_instance_launches``). Default: a new key with rotation, kept per
-        ``removal_policy``.
-    :param removal_policy: for the key and the job log group the cluster creates (``DESTROY`` for
-        throw-away dev stacks). Default: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``: kept on update
-        and delete, deleted only when the create that made them rolls back.
-    :param environment: extra container environment for the jobs; overrides the cluster's values.
-        Default: none.
-    :param efa_installer: the EFA software the nodes install at boot. Default:
-        ``EfaInstaller.pinned()``.
-    :param node_metrics: run the Neuron metrics publisher on every node, publishing into its
-        namespace only (read them with ``metric_*()``). Default: None (no node metrics).
+    :param options: the node props both clusters take (:class:`~cdk_neuron.training.NodeOptions`):
+        ``plan``, ``vpc_subnets``, ``availability_zone_id``, ``checkpoints``, ``compile_cache``,
+        ``capacity``, ``placement_group``, ``machine_image``, ``efa_layout``, ``root_volume_size``,
+        ``kms_key``, ``removal_policy``, ``environment``, ``efa_installer``, ``node_metrics``.
     :param training_command: the default of the job definition's ``training_command`` parameter
         (override per job at submission). Default: ``"torchrun $TORCHRUN_ARGS train.py"``.
     :param job_timeout: per-attempt limit after which Batch stops a job, so a hung collective cannot
@@ -159,21 +116,6 @@ class BatchTrainingCluster(TrainingClusterBase):
         instance_type: str | NeuronInstance,
         max_nodes: int,
         job_image: ecs.ContainerImage | str,
-        plan: TrainingPlan | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        availability_zone_id: str | None = None,
-        checkpoints: ICheckpointStore | None = None,
-        compile_cache: ICompileCache | None = None,
-        capacity: Capacity | None = None,
-        placement_group: bool | None = None,
-        machine_image: ec2.IMachineImage | None = None,
-        efa_layout: EfaLayout = EfaLayout.ALL_EFA,
-        root_volume_size: cdk.Size = DEFAULT_ROOT_VOLUME_SIZE,
-        kms_key: kms.IKey | None = None,
-        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
-        environment: dict[str, str] | None = None,
-        efa_installer: EfaInstaller | None = None,
-        node_metrics: NodeMetrics | None = None,
         training_command: str = DEFAULT_TRAINING_COMMAND,
         job_timeout: cdk.Duration = DEFAULT_JOB_TIMEOUT,
         log_retention: logs.RetentionDays = DEFAULT_LOG_RETENTION,
@@ -182,6 +124,7 @@ class BatchTrainingCluster(TrainingClusterBase):
         vpc_default_security_group_id: str | None = None,
         update_timeout: cdk.Duration = DEFAULT_UPDATE_TIMEOUT,
         terminate_on_update: bool = False,
+        **options: Unpack[NodeOptions],
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -190,21 +133,7 @@ class BatchTrainingCluster(TrainingClusterBase):
                 vpc=vpc,
                 instance_type=instance_type,
                 max_nodes=max_nodes,
-                plan=plan,
-                vpc_subnets=vpc_subnets,
-                availability_zone_id=availability_zone_id,
-                checkpoints=checkpoints,
-                compile_cache=compile_cache,
-                capacity=capacity,
-                placement_group=placement_group,
-                machine_image=machine_image,
-                efa_layout=efa_layout,
-                root_volume_size=root_volume_size,
-                kms_key=kms_key,
-                environment=environment,
-                efa_installer=efa_installer,
-                node_metrics=node_metrics,
-                removal_policy=removal_policy,
+                options=options,
             )
             _job_timeout("job_timeout", job_timeout)
             _retry_attempts("retry_attempts", retry_attempts)

@@ -13,8 +13,9 @@
 from __future__ import annotations
 
 import abc
+import difflib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Protocol, TypeGuard, cast
+from typing import TYPE_CHECKING, ClassVar, Protocol, TypedDict, TypeGuard, cast
 
 import aws_cdk as cdk
 import jsii
@@ -192,6 +193,73 @@ def is_training_cluster(value: object) -> TypeGuard[ITrainingCluster]:
     return isinstance(value, _TrainingClusterRef)
 
 
+class NodeOptions(TypedDict, total=False):
+    """The props of the nodes, which both training clusters take (``**options``); each is optional.
+
+    ``BatchTrainingCluster(self, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=4,
+    job_image=image, checkpoints=store)``: ``checkpoints`` is one of these. A type checker reads them
+    from the constructors' ``**options: Unpack[NodeOptions]``; an unknown name is a ``TypeError``.
+    """
+
+    plan: TrainingPlan | None
+    """The distributed layout (a :func:`~cdk_neuron.plan_training` result): a Batch cluster's job
+    definition runs ``plan.nodes`` nodes and exports its degrees, an Auto Scaling cluster's node profile
+    exports them. Default: TP across one node's NeuronCores, data parallel across ``max_nodes`` nodes."""
+    vpc_subnets: ec2.SubnetSelection | None
+    """Where the nodes run; must be private and in ONE AZ (EFA and the placement group need it).
+    Default: the VPC's private-with-egress subnets (else its isolated ones), refused if they span
+    several AZs: then select the AZ explicitly."""
+    availability_zone_id: str | None
+    """The AZ ID the subnets are in, e.g. ``"use1-az6"``, checked against the catalog's offerings
+    snapshot (an AZ that does not offer ``instance_type`` is refused, an unknown one warns). Default:
+    None (not checked; AZ names differ per account)."""
+    checkpoints: ICheckpointStore | None
+    """A :class:`~cdk_neuron.storage.ICheckpointStore` (built or imported), mounted read-write at its
+    ``mount_path`` (``/checkpoints``) with TLS and IAM through its access point: in every job container
+    of a Batch cluster (``CHECKPOINT_DIR`` points there), on every node of an Auto Scaling cluster.
+    Default: None (no shared file system)."""
+    compile_cache: ICompileCache | None
+    """A :class:`~cdk_neuron.storage.ICompileCache`; ``NEURON_COMPILE_CACHE_URL`` points at it and the
+    training code's role may read and write it. Default: None (each node compiles into its own local
+    cache)."""
+    capacity: Capacity | None
+    """On-demand, a capacity reservation or a Capacity Block. Default: ``Capacity.on_demand()``."""
+    placement_group: bool | None
+    """Create a cluster placement group. Default: None, meaning yes, except with a Capacity Block (AWS
+    places its instances itself) and with a reservation made in an existing placement group
+    (``Capacity.reservation(id, placement_group_name=...)``), which the nodes launch into instead.
+    True with a Capacity Block, and True or False with a reservation's placement group, are refused."""
+    machine_image: ec2.IMachineImage | None
+    """The nodes' AMI; it must be an ECS-optimized AL2023 image (Batch is told ``ECS_AL2023``).
+    Default: the ECS-optimized AL2023 Neuron AMI of the pinned release :data:`cdk_neuron.ami.RELEASE`,
+    through that release's own SSM parameter: a new AMI (for a Batch cluster an infrastructure update,
+    which gives running jobs ``update_timeout`` to finish) happens only when you pass
+    ``cdk_neuron.ami.machine_image(<release>)``."""
+    efa_layout: EfaLayout
+    """How EFA interfaces are laid out on the cards; a Batch cluster refuses a layout that fills
+    network card 0 (Batch attaches each container's interface there). Default: ``EfaLayout.ALL_EFA``
+    (the layout of the Neuron docs and samples)."""
+    root_volume_size: cdk.Size
+    """The gp3 root volume (Docker images live there), 64 to 16,384 GiB. Default: 512 GiB."""
+    kms_key: kms.IKey | None
+    """Customer-managed key for the root volumes (and a Batch cluster's job logs). A key you bring
+    must allow EC2 Auto Scaling's service-linked role to use it (see
+    ``security.allow_instance_launches``). Default: a new key with rotation, kept per
+    ``removal_policy``."""
+    removal_policy: cdk.RemovalPolicy
+    """For the key (and a Batch cluster's job log group) the cluster creates (``DESTROY`` for throw-away
+    dev stacks). Default: ``RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE``: kept on update and delete,
+    deleted only when the create that made them rolls back."""
+    environment: dict[str, str] | None
+    """Extra variables for the training code, overriding the cluster's values: a Batch job's
+    container environment, an Auto Scaling node's profile. Default: none."""
+    efa_installer: EfaInstaller | None
+    """The EFA software the nodes install at boot. Default: ``EfaInstaller.pinned()``."""
+    node_metrics: NodeMetrics | None
+    """Run the Neuron metrics publisher on every node, publishing into its namespace only (read them
+    with ``metric_*()``). Default: None (no node metrics)."""
+
+
 @dataclass(frozen=True)
 class _NodeProps:
     """The shared props, validated (see :meth:`TrainingClusterBase._check_node_props`)."""
@@ -305,29 +373,32 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
     # -- construction, in the order the subclasses call it -----------------------------------------
 
     def _check_node_props(
-        self,
-        *,
-        vpc: ec2.IVpc,
-        instance_type: object,
-        max_nodes: object,
-        plan: object,
-        vpc_subnets: ec2.SubnetSelection | None,
-        availability_zone_id: str | None,
-        checkpoints: object,
-        compile_cache: object,
-        capacity: object,
-        placement_group: object,
-        machine_image: ec2.IMachineImage | None,
-        efa_layout: object,
-        root_volume_size: object,
-        kms_key: kms.IKey | None,
-        environment: dict[str, str] | None,
-        efa_installer: object,
-        node_metrics: object,
-        removal_policy: object = _cdk_values.DEFAULT_REMOVAL_POLICY,
+        self, *, vpc: ec2.IVpc, instance_type: object, max_nodes: object, options: NodeOptions
     ) -> _NodeProps:
         """Validate the shared props; creates nothing (call it before the first resource)."""
+        unknown = sorted(set(options) - NodeOptions.__optional_keys__)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(NodeOptions.__optional_keys__), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(
+                f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}{hint}"
+            )
+        plan = options.get("plan")
+        vpc_subnets = options.get("vpc_subnets")
+        availability_zone_id = options.get("availability_zone_id")
+        checkpoints: object = options.get("checkpoints")
+        compile_cache: object = options.get("compile_cache")
+        placement_group = options.get("placement_group")
+        machine_image = options.get("machine_image")
+        efa_layout = options.get("efa_layout", EfaLayout.ALL_EFA)
+        root_volume_size = options.get("root_volume_size", DEFAULT_ROOT_VOLUME_SIZE)
+        kms_key = options.get("kms_key")
+        environment = options.get("environment")
+        efa_installer: object = options.get("efa_installer")
+        node_metrics: object = options.get("node_metrics")
+        removal_policy: object = options.get("removal_policy", _cdk_values.DEFAULT_REMOVAL_POLICY)
         stack = cdk.Stack.of(self)
+        capacity: object = options.get("capacity")
         capacity = Capacity.on_demand() if capacity is None else capacity
         nodes = validation.whole_number("max_nodes", max_nodes)
         instance = checks.training_instance(instance_type, nodes)
@@ -543,6 +614,7 @@ __all__ = [
     "OFFERING_WARNING_ID",
     "IBatchTrainingCluster",
     "ITrainingCluster",
+    "NodeOptions",
     "TrainingClusterBase",
     "is_training_cluster",
 ]

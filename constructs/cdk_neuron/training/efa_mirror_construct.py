@@ -9,16 +9,13 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from cdk_neuron._custom_resource import handler_function
+from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
 from cdk_neuron.training.efa_installer import OBJECT_PREFIX, EfaInstaller
 
 # Downloading and checking a few hundred MB takes well under a minute in Lambda; 10 minutes leaves
 # room for a slow download without approaching Lambda's 15-minute limit.
 COPY_TIMEOUT = cdk.Duration.minutes(10)
-
-
-def _acknowledge(scope: Construct, rule: str, reason: str) -> None:
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=rule, reason=reason))
 
 
 class EfaInstallerMirror(Construct):
@@ -58,14 +55,14 @@ class EfaInstallerMirror(Construct):
             )
             copy_only = "The bucket holds only a copy of the public EFA installer, recreated from its pinned URL and checksum at any deployment"
             for rule in ("AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"):
-                _acknowledge(
+                acknowledge(
                     self.bucket, rule, f"{copy_only}; access logs would record nodes reading public software"
                 )
             for rule in (
                 "NIST.800.53.R5-S3BucketVersioningEnabled",
                 "NIST.800.53.R5-S3BucketReplicationEnabled",
             ):
-                _acknowledge(
+                acknowledge(
                     self.bucket, rule, f"{copy_only}; versions or replicas of it would protect nothing"
                 )
 

@@ -9,6 +9,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from cdk_neuron import iam_statements
+from cdk_neuron._nag import acknowledge
 from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 
 SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
@@ -159,11 +160,7 @@ def node_role(scope: Construct, id: str, *, ecs_agent: bool) -> iam.Role:
             "newer agents. Job code runs with the separate job role."
         )
     for name, reason in reasons.items():
-        cdk.Validations.of(role).acknowledge(
-            cdk.Acknowledgment(
-                id=f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]", reason=reason
-            )
-        )
+        acknowledge(role, f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]", reason)
     return role
 
 

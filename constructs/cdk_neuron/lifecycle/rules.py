@@ -97,7 +97,10 @@ COMPUTE: Mapping[str, tuple[str, str]] = {
     ),
     "AWS::Batch::ComputeEnvironment": ("every instance of the compute environment", ""),
     "AWS::SageMaker::Endpoint": ("the endpoint", ": a new one (new name) serves once it is in service"),
-    "AWS::EC2::NatGateway": ("the NAT gateway", ": private subnets lose internet egress until the new one is up"),
+    "AWS::EC2::NatGateway": (
+        "the NAT gateway",
+        ": private subnets lose internet egress until the new one is up",
+    ),
 }
 """What runs in a resource of each type: what its replacement restarts, its removal stops."""
 

@@ -27,10 +27,9 @@ import jsii
 from aws_cdk import aws_logs as logs
 from constructs import IConstruct, IValidation
 
+from cdk_neuron._nag import acknowledge
 from cdk_neuron.lifecycle import schema
 from cdk_neuron.lifecycle.template import references
-
-from cdk_neuron._nag import acknowledge
 
 PROVIDER_LOG_RETENTION_DAYS = 90
 

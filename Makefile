@@ -23,7 +23,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
 	@echo "make diff ENV=dev    what a deploy of one environment would change (cdk diff of its stacks)"
-	@echo "make deploy ENV=dev  deploy one environment's stacks (its account's credentials)"
+	@echo "make deploy ENV=dev  show what the deploy will do (cdk-neuron impact), then deploy one environment's stacks"
 	@echo "make test    set up, then ruff, mypy and pytest"
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
 	@echo "make mutate  mutation testing of the pure core (about 12 min on 2 cores); summary in docs/mutation-testing.md"
@@ -69,9 +69,17 @@ diff: setup
 	$(ENV_REQUIRED)
 	cdk diff -c env=$(ENV) '$(ENV)/*' --no-notices
 
+# Synthesize once, show what the deploy will do against the deployed templates (replaced, what
+# restarts, data at risk, updates a service refuses; docs/lifecycle.md), then deploy exactly the
+# assembly shown. Data at risk, a refused update or a blocked retry stops here: read the impact, then
+# ACCEPT_RISK=1 to go on. A stack whose first create rolled back is unblocked (--unblock) on the way.
+DEPLOY_ASSEMBLY = build/deploy-$(ENV)
 deploy: setup
 	$(ENV_REQUIRED)
-	cdk deploy -c env=$(ENV) '$(ENV)/*' --no-notices
+	rm -rf $(DEPLOY_ASSEMBLY)
+	cdk synth -c env=$(ENV) '$(ENV)/*' --quiet --no-notices --output $(DEPLOY_ASSEMBLY)
+	cdk-neuron impact --deployed --app $(DEPLOY_ASSEMBLY) --env $(ENV) --unblock $(if $(ACCEPT_RISK),,--fail-on-risk)
+	cdk deploy --app $(DEPLOY_ASSEMBLY) '$(ENV)/*' --no-notices
 
 lint: setup
 	ruff check .

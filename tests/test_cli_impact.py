@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +69,24 @@ def test_two_assemblies_show_what_is_replaced_and_what_data_is_at_risk(one_zone:
     )
     assert any(r["logical_id"].startswith("CheckpointsFileSystemEfsMountTarget") for r in env["replaced"])
     assert env["refused"] == [] and env["blocked"] == []
-    assert env["cost"].startswith("idle ")
+    assert env["cost"] == "no change"  # One Zone is priced per GB stored: nothing is stored yet
     assert doc["summary"].startswith("Impact: ") and "1 with data at risk" in doc["summary"]
+
+
+def test_the_cost_line_is_cost_diffs(one_zone: Assemblies, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cdk_neuron.cli import cost
+
+    real = cost.diff
+
+    def dearer(old: Any, new: Any) -> Any:
+        found = real(old, new)
+        (env,) = found.environments
+        scale = replace(env.idle, change_usd_per_hour=0.05)
+        return replace(found, environments=[replace(env, idle=scale, full_scale=scale)])
+
+    monkeypatch.setattr(cost, "diff", dearer)
+    doc = json.loads(_run(["impact", one_zone.old, one_zone.new, "--json"])[1])
+    assert doc["environments"][0]["cost"] == "idle +$0.05/hour, full scale +$0.05/hour"
 
 
 def test_fail_on_risk_makes_it_a_gate(one_zone: Assemblies) -> None:
@@ -80,6 +96,7 @@ def test_fail_on_risk_makes_it_a_gate(one_zone: Assemblies) -> None:
     status, out, _ = _run(["impact", one_zone.old, one_zone.old, "--fail-on-risk", "-o", "text"])
     assert status == ExitStatus.OK
     assert "Impact: 0 resource(s) replaced, 0 with data at risk" in out
+    assert "no change" in out  # the cost line
 
 
 def test_the_report_fits_one_screen_in_text(one_zone: Assemblies) -> None:

@@ -231,6 +231,29 @@ def test_a_rolling_update_updates_the_group_in_batches() -> None:
     assert _one(before, resized)["G"].restarts is None
 
 
+@pytest.mark.parametrize(
+    ("preferences", "expected"),
+    [
+        ({}, "keeping 90% to 100% of the desired capacity healthy, terminating before launching"),
+        ({"MinHealthyPercentage": 100, "MaxHealthyPercentage": 150}, "keeping 100% to 150% of the desired "
+         "capacity healthy, launching each replacement before terminating the instance it replaces"),
+    ],
+)  # fmt: skip
+def test_an_instance_refresh_keeps_the_group_and_its_capacity(
+    preferences: dict[str, int], expected: str
+) -> None:
+    policy = {"AutoScalingInstanceRefresh": {"Strategy": "Rolling", "Preferences": preferences}}
+    found = _one(
+        _template(Lt=_launch_template("ami-1"), G=_group(policy)),
+        _template(Lt=_launch_template("ami-2"), G=_group(policy)),
+    )
+    assert found["G"].change is Change.UPDATED
+    assert (
+        found["G"].restarts
+        == f"every instance, by an instance refresh {expected}; the group and its capacity stay"
+    )
+
+
 def _endpoint_stack(instance_type: str, config: str) -> dict[str, Any]:
     return _template(
         **{

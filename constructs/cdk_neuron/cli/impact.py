@@ -176,6 +176,8 @@ def _cost_lines(old: str, new: str) -> dict[str, str]:
     return {
         env.name: f"idle {cost.signed(env.idle.change_usd_per_hour)}/hour, full scale "
         f"{cost.signed(env.full_scale.change_usd_per_hour)}/hour"
+        if env.idle.change_usd_per_hour or env.full_scale.change_usd_per_hour
+        else "no change"
         for env in result.environments
     }
 
@@ -263,6 +265,10 @@ def _against_deployed(args: argparse.Namespace, ctx: Context, directory: str) ->
 # -- output ----------------------------------------------------------------------------------------
 
 
+def _columns(text: str) -> tuple[Column, ...]:
+    return (Column("stack", "id"), Column("resource", "id"), Column(text))
+
+
 def _rows(changes: Sequence[ResourceChange], text: str) -> list[tuple[str, str, str]]:
     return [(c.stack, c.logical_id, str(getattr(c, text))) for c in changes]
 
@@ -278,18 +284,17 @@ def render(result: ImpactResult) -> Report:
                 for s in env.stacks
             ),
         )
-        columns = (Column("stack", "id"), Column("resource", "id"), Column("why"))
         if env.replaced:
             out.table(
                 f"{env.name}: replaced",
-                columns,
+                _columns("why"),
                 [(c.stack, c.logical_id, "; ".join(c.reasons)) for c in env.replaced],
             )
         if env.restarts:
-            out.table(f"{env.name}: what restarts", columns, _rows(env.restarts, "restarts"))
+            out.table(f"{env.name}: what restarts", _columns("what"), _rows(env.restarts, "restarts"))
         out.notes(f"{env.name}: data at risk", [str(c.data_at_risk) for c in env.data_at_risk] or ["none"])
         if env.refused:
-            out.table(f"{env.name}: the service will refuse", columns, _rows(env.refused, "fails"))
+            out.table(f"{env.name}: the service will refuse", _columns("why"), _rows(env.refused, "fails"))
         floating = sorted({f for s in env.stacks for f in s.floating})
         out.notes(
             f"{env.name}: resolved anew at every deploy",

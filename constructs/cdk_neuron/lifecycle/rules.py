@@ -35,6 +35,11 @@ CREATION_POLICY = Source(
     "CreationPolicy attribute, CloudFormation template reference",
     "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-creationpolicy.html",
 )
+INSTANCE_REFRESH = Source(
+    "RefreshPreferences, Amazon EC2 Auto Scaling API Reference (MinHealthyPercentage default 90; "
+    "MaxHealthyPercentage 100 to 200, over 100 launches before it terminates)",
+    "https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_RefreshPreferences.html",
+)
 BATCH_UPDATES = Source(
     "Updating compute environments, AWS Batch User Guide",
     "https://docs.aws.amazon.com/batch/latest/userguide/updating-compute-environments.html",
@@ -172,7 +177,8 @@ ASG_UPDATE_TRIGGERS = frozenset(
 def auto_scaling_group(
     before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
 ) -> ServiceEffect | None:
-    """A replacing update builds a new group; a rolling update replaces instances in batches."""
+    """A replacing update builds a new group; an instance refresh or a rolling update replaces the
+    instances of the group in place."""
     if not {path[0] for path in changed} & ASG_UPDATE_TRIGGERS:
         return None
     policy = _mapping(after.get("UpdatePolicy"))
@@ -204,6 +210,21 @@ def auto_scaling_group(
             UPDATE_POLICY,
             replaces=True,
             restarts=f"a new Auto Scaling group replaces the old one; {start}; the old group is deleted once {ready}",
+        )
+    refresh = policy.get("AutoScalingInstanceRefresh")
+    if isinstance(refresh, dict):
+        preferences = _mapping(refresh.get("Preferences"))
+        low = preferences.get("MinHealthyPercentage", 90)
+        high = preferences.get("MaxHealthyPercentage", 100)
+        order = (
+            "launching each replacement before terminating the instance it replaces"
+            if (_number(high) or 100) > 100
+            else "terminating before launching"
+        )
+        return ServiceEffect(
+            INSTANCE_REFRESH,
+            restarts=f"every instance, by an instance refresh keeping {low}% to {high}% of the desired capacity "
+            f"healthy, {order}; the group and its capacity stay",
         )
     rolling = policy.get("AutoScalingRollingUpdate")
     if isinstance(rolling, dict):

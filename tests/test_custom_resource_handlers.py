@@ -5,10 +5,6 @@ CloudFormation's response URL is captured; nothing leaves the machine.
 
 from __future__ import annotations
 
-import importlib.util
-import io
-import json
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -16,52 +12,23 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from handler_support import event as _event
+from handler_support import load_handler
 
-from cdk_neuron._custom_resource import HANDLERS_DIR
 from cdk_support import use_fake_aws_credentials
 
 VAULT = "devTrainingCheckpointsBackupVault6190D61E"
 
 
-def _load(name: str, monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]) -> ModuleType:
-    monkeypatch.syspath_prepend(str(HANDLERS_DIR))
-    spec = importlib.util.spec_from_file_location(f"cr_{name}", HANDLERS_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = saved
-
-    class _Response(io.BytesIO):
-        def __enter__(self) -> _Response:
-            return self
-
-        def __exit__(self, *_: object) -> None:
-            self.close()
-
-    def urlopen(request: Any, timeout: float) -> _Response:
-        assert request.get_method() == "PUT" and request.full_url == "https://cloudformation.example/response"
-        responses.append(json.loads(request.data))
-        return _Response(b"")
-
-    monkeypatch.setattr(module.cfn_response.urllib.request, "urlopen", urlopen)
-    return module
-
-
-def _event(kind: str, properties: dict[str, Any], physical_id: str | None = None) -> dict[str, Any]:
-    event = {
-        "RequestType": kind,
-        "ResponseURL": "https://cloudformation.example/response",
-        "StackId": "arn:aws:cloudformation:us-east-1:111111111111:stack/dev-Training/x",
-        "RequestId": "req-1",
-        "LogicalResourceId": "Resource",
-        "ResourceProperties": properties,
-    }
-    if physical_id is not None:
-        event["PhysicalResourceId"] = physical_id
-    return event
+def _stubbed(
+    handler: str, service: str, monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
+) -> Iterator[tuple[ModuleType, Any, Stubber]]:
+    """The handler, and a Stubber on the client of ``service`` it is given."""
+    module = load_handler(handler, monkeypatch, responses)
+    client = boto3.client(service, region_name="us-east-1")
+    with Stubber(client) as stub:
+        yield module, client, stub
+        stub.assert_no_pending_responses()
 
 
 @pytest.fixture
@@ -87,11 +54,7 @@ def _list(stub: Stubber, points: list[dict[str, Any]]) -> None:
 def emptier(
     monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
 ) -> Iterator[tuple[ModuleType, Any, Stubber]]:
-    module = _load("vault_emptier", monkeypatch, responses)
-    client = boto3.client("backup", region_name="us-east-1")
-    with Stubber(client) as stub:
-        yield module, client, stub
-        stub.assert_no_pending_responses()
+    yield from _stubbed("vault_emptier", "backup", monkeypatch, responses)
 
 
 def test_delete_empties_the_vault_and_waits_until_none_is_left(
@@ -174,11 +137,7 @@ CAPACITY = {"TagKey": "cdk-neuron:fleet", "TagValue": "c8fae96d", "MinSize": "2"
 def capacity(
     monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
 ) -> Iterator[tuple[ModuleType, Any, Stubber]]:
-    module = _load("fleet_capacity", monkeypatch, responses)
-    client = boto3.client("autoscaling", region_name="us-east-1")
-    with Stubber(client) as stub:
-        yield module, client, stub
-        stub.assert_no_pending_responses()
+    yield from _stubbed("fleet_capacity", "autoscaling", monkeypatch, responses)
 
 
 def _groups(stub: Stubber, groups: list[dict[str, Any]]) -> None:

@@ -5,10 +5,9 @@ Usage: python -m tools.change_matrix [--write]   (``make change-matrix-doc``)
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from tools.markers import replace_between
+from tools.markers import section_main
 
 REPO = Path(__file__).resolve().parent.parent
 DOC = REPO / "docs" / "lifecycle.md"
@@ -30,18 +29,15 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"update {DOC.relative_to(REPO)} in place")
-    args = parser.parse_args(argv)
-    section = render()
-    if args.write:
-        DOC.write_text(
-            replace_between(DOC.read_text(), BEGIN, END, section, where=str(DOC.relative_to(REPO)))
-        )
-        print(f"wrote {DOC.relative_to(REPO)}")
-    else:
-        print(section, end="")
-    return 0
+    return section_main(
+        argv,
+        description=(__doc__ or "").splitlines()[0],
+        repo=REPO,
+        doc=DOC,
+        begin=BEGIN,
+        end=END,
+        render=render,
+    )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,15 @@ Schema (every key not marked *required* is optional; its default is given)::
         instance_type: required                a Trainium type offered in az_ids[0]
         max_nodes: required                    >= plan.nodes
         plan: {nodes: required, tensor_parallel: required, pipeline_parallel: 1, logical_nc_config: null,
-               allow_unlisted_tp: false}        TP from catalog.TRAINING_TP_DEGREES unless opted in
+               allow_unlisted_tp: false,        TP from catalog.TRAINING_TP_DEGREES unless opted in
+               model: null,                     {parameters: required, layers, hidden_size,
+                                                  attention_heads, kv_heads, intermediate_size,
+                                                  vocab_size: null (nearest reference model),
+                                                  sequence_length: 4096, micro_batch_size: 1}
+               zero1: true, activation_checkpointing: "none"}
+                                               with a model, HBM per NeuronCore is estimated and a
+                                               plan that cannot fit is refused (planner.TrainingMemory);
+                                               without one it is not checked
         capacity: {type: "on-demand"}          | {type: "reservation", reservation_id: "cr-...",
                                                   placement_group_name: null}
                                                | {type: "reservation-group", resource_group_arn: "arn:...",
@@ -52,7 +60,8 @@ Schema (every key not marked *required* is optional; its default is given)::
         min_capacity: 1, max_capacity: 2, warm_pool: false
         certificate_arn: null, hugging_face_token_secret: null
         model: {model_id: required, parameters: required, artifact_uri: null, dtype: "bf16",
-                sequence_length: 4096, batch_size: 1, tensor_parallel: null}
+                sequence_length: 4096, batch_size: 1, tensor_parallel: null,
+                host_memory_override: null}    a reason to skip the host-memory check
       monitoring: {alarm_email: null}
       ami_release: cdk_neuron.ami.RELEASE        the ECS-optimized AL2023 Neuron AMI release every node boots
                                                (pinned: a new AMI is a reviewed change; cdk-neuron ami)
@@ -150,11 +159,11 @@ PROTECTED_ENVIRONMENTS = frozenset({"prod"})
 # EFS lifecycle transitions the service accepts (EFS LifecyclePolicy TransitionToIA values).
 EFS_IA_DAYS = (1, 7, 14, 30, 60, 90, 180, 270, 365)
 
-_ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}$")
+_ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}\Z")
 # NAT instances: burstable or general-purpose sizes up to xlarge (a NAT needs no more, and a
 # typo such as "trn1.32xlarge" must not become a NAT).
 _NAT_INSTANCE_TYPE = re.compile(
-    r"^(t3|t3a|t4g|m6g|m7g|c6gn|c7gn|m6i|m7i|c6i|c7i)\.(nano|micro|small|medium|large|xlarge)$"
+    r"^(t3|t3a|t4g|m6g|m7g|c6gn|c7gn|m6i|m7i|c6i|c7i)\.(nano|micro|small|medium|large|xlarge)\Z"
 )
 
 
@@ -581,6 +590,9 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     pipeline_parallel = plan_section.positive_int("pipeline_parallel", 1)
     logical_nc_config = plan_section.get("logical_nc_config", int, None)
     allow_unlisted_tp = plan_section.get("allow_unlisted_tp", bool, False)
+    zero1 = plan_section.get("zero1", bool, True)
+    checkpointing = plan_section.choice("activation_checkpointing", planner.ACTIVATION_CHECKPOINTING, "none")
+    model = _training_model(plan_section)
     with _planner_fields(section.path, _PLAN_FIELDS):
         plan = planner.plan_training(
             instance.name,
@@ -589,6 +601,9 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
             pipeline_parallel,
             logical_nc_config,
             allow_unlisted_tp=allow_unlisted_tp,
+            model=model,
+            zero1=zero1,
+            activation_checkpointing=checkpointing,
         )
 
     checkpoint = None
@@ -623,9 +638,43 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     )
 
 
-_PLAN_KEYS = ("nodes", "tensor_parallel", "pipeline_parallel", "logical_nc_config", "allow_unlisted_tp")
-# A planner error names its own argument (tensor_parallel); cdk.json calls it plan.tensor_parallel.
-_PLAN_FIELDS = {k: f"plan.{k}" for k in _PLAN_KEYS}
+_PLAN_KEYS = (
+    "nodes",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "logical_nc_config",
+    "allow_unlisted_tp",
+    "model",
+    "zero1",
+    "activation_checkpointing",
+)
+_TRAINING_MODEL_KEYS = (
+    "parameters",
+    "layers",
+    "hidden_size",
+    "attention_heads",
+    "kv_heads",
+    "intermediate_size",
+    "vocab_size",
+    "sequence_length",
+    "micro_batch_size",
+)
+# A planner error names its own argument (tensor_parallel, or the model's sequence_length); cdk.json
+# calls it plan.tensor_parallel, plan.model.sequence_length.
+_PLAN_FIELDS = {k: f"plan.{k}" for k in _PLAN_KEYS} | {k: f"plan.model.{k}" for k in _TRAINING_MODEL_KEYS}
+
+
+def _training_model(plan: _Section) -> planner.TrainingModel | None:
+    """plan.model: what is trained, read into the planner's TrainingModel (which checks the values)."""
+    if not plan.has("model"):
+        return None
+    section = plan.section("model", _TRAINING_MODEL_KEYS)
+    values: dict[str, Any] = {"parameters": section.get("parameters", int)}
+    for key in _TRAINING_MODEL_KEYS[1:]:
+        if section.has(key):
+            values[key] = section.get(key, int)
+    with _planner_fields(section.path, {}):
+        return planner.TrainingModel(**values)
 
 
 def _storage(env: _Section) -> StorageConfig:
@@ -662,6 +711,7 @@ _MODEL_KEYS = (
     "sequence_length",
     "batch_size",
     "tensor_parallel",
+    "host_memory_override",
 )
 _SERVING_KEYS = (
     "backend",
@@ -686,6 +736,7 @@ def _model(serving: _Section) -> ModelSpec:
     sequence_length = section.get("sequence_length", int, 4096)
     batch_size = section.get("batch_size", int, 1)
     tensor_parallel = section.get("tensor_parallel", int, None)
+    host_memory_override = section.get("host_memory_override", str, None)
     with _planner_fields(section.path, {}):
         return ModelSpec(
             model_id=model_id,
@@ -695,6 +746,7 @@ def _model(serving: _Section) -> ModelSpec:
             sequence_length=sequence_length,
             batch_size=batch_size,
             tensor_parallel=tensor_parallel,
+            host_memory_override=host_memory_override,
         )
 
 

@@ -21,13 +21,26 @@ from cdk_neuron.node_programs import FILES_DIR, render_settings
 REAL_TOOLS = (
     "bash", "cat", "sed", "grep", "awk", "mkdir", "install", "cp", "mv", "rm", "sha256sum", "cut", "tar",
     "gzip", "python3", "mktemp", "basename", "dirname", "tr", "sort", "head", "tail", "wc", "date", "env",
-    "chmod", "find", "ls", "touch", "ln", "printf", "sh", "seq", "xargs",
+    "chmod", "find", "ls", "touch", "ln", "printf", "sh", "seq", "xargs", "readlink",
 )  # fmt: skip
 # Commands that reach AWS, the network, devices or the host's services: always stubs.
 STUBBED = (
     "aws", "docker", "curl", "systemctl", "dnf", "mount", "mountpoint", "mkfs.xfs", "mkfs.ext4", "mdadm",
     "modprobe", "poweroff", "blkid", "lsblk", "findmnt", "nginx", "sleep", "wget", "apt-get", "snap", "pip",
 )  # fmt: skip
+
+
+# mkfs.xfs as the real one treats its label: "XFS filesystem labels can be at most 12 characters long;
+# if label is longer than 12 characters, mkfs.xfs will not proceed with creating the filesystem"
+# (xfsprogs man/man8/mkfs.xfs.8.in, -L; kernel.org xfsprogs-dev @93fed768).
+MKFS_XFS = """label=""
+while [ $# -gt 0 ]; do
+  case "$1" in -L) label=$2; shift 2 ;; *) shift ;; esac
+done
+if [ "${#label}" -gt 12 ]; then
+  echo "mkfs.xfs: label ${label} is too long (at most 12 characters)" >&2
+  exit 1
+fi"""
 
 
 class Sandbox:
@@ -46,6 +59,7 @@ class Sandbox:
             (self.bin / tool).symlink_to(real)
         for name in STUBBED:
             self.stub(name)
+        self.stub("mkfs.xfs", MKFS_XFS)
         self.log.touch()
 
     def stub(self, name: str, body: str = "exit 0") -> None:

@@ -303,9 +303,11 @@ def test_all_efa_layout_matches_neuron_docs(name: str, cards: int) -> None:
 
 
 def test_ena_primary_layout_matches_ec2_recommendation() -> None:
-    # §3.2: ENA primary at card 0 device 0; EFA-only at card 0 device 1; EFA-only at device 0 elsewhere.
+    # EFA-MULTI: ENA primary at card 0 device 0; EFA-only at card 0 device 1; every additional
+    # interface on the next card at device index 1 ("device index 1, and either an EFA ... or
+    # EFA-only network interface").
     got = efa_network_interfaces("trn2.48xlarge", SG, layout=EfaLayout.ENA_PRIMARY_EFA_ONLY)
-    want = [_nic(0, 0, None), _nic(0, 1, "efa-only")] + [_nic(c, 0, "efa-only") for c in range(1, 16)]
+    want = [_nic(0, 0, None), _nic(0, 1, "efa-only")] + [_nic(c, 1, "efa-only") for c in range(1, 16)]
     assert got == want
     # trn2 allows 2 interfaces per card: card 0 holds exactly ENA + EFA-only.
     assert sum(1 for nic in got if nic["NetworkCardIndex"] == 0) == 2
@@ -645,7 +647,9 @@ def test_with_facts_completes_what_the_catalog_lacks() -> None:
     assert done.unknown == ("default_logical_nc_config",)
     assert "given: test" in done.sources
     assert len(done.efa_devices) == 16
-    with pytest.raises(NeuronConfigError, match=r"^chips=4: only facts the catalog lacks"):
+    with pytest.raises(
+        NeuronConfigError, match=r"^chips=4: only facts the catalog lacks or holds from a weak"
+    ):
         gen1.with_facts(source="test", chips=4)
     with pytest.raises(NeuronConfigError, match=r"^name='trn3x': give an EC2 instance type name"):
         get_instance("trn3-gen2-server").with_facts(source="test", name="trn3x")
@@ -668,21 +672,29 @@ def test_with_facts_refusals_carry_the_value_and_the_whole_message() -> None:
         ) as raised:
             gen1.with_facts(source=source, nvme_gb=0)  # type: ignore[arg-type]
         assert (raised.value.field, raised.value.value) == ("source", source)
+    # EC2 names trn2.48xlarge (EC2-MODEL): its name is no weak fact.
     with pytest.raises(
         NeuronConfigError,
-        match=r"^name='trn3x\.48xlarge': trn3\.48xlarge is already EC2's name for this type$",
+        match=r"^name='trn2x\.48xlarge': trn2\.48xlarge is already EC2's name for this type$",
     ) as raised:
-        gen1.with_facts(source="test", name="trn3x.48xlarge")
-    assert raised.value.value == "trn3x.48xlarge"
+        get_instance("trn2.48xlarge").with_facts(source="test", name="trn2x.48xlarge")
+    assert raised.value.value == "trn2x.48xlarge"
     # "name" is given by its own argument, never among the facts.
     with pytest.raises(
         NeuronConfigError,
-        match=r"^chips=4: only facts the catalog lacks may be given: default_logical_nc_config, efa_interfaces, "
-        r"max_interfaces_per_card, network_cards, nvme_gb$",
+        match=r"^chips=4: only facts the catalog lacks or holds from a weak source may be given: "
+        r"default_logical_nc_config, efa_interfaces, max_interfaces_per_card, network_cards, "
+        r"neuronlink_domain_instances, nvme_gb$",
     ):
         gen2.with_facts(source="test", chips=4)
     with pytest.raises(NeuronConfigError, match=r"^nvme_gb=-1: must be a whole number >= 0$"):
         gen1.with_facts(source="test", nvme_gb=-1)
+    with pytest.raises(
+        NeuronConfigError, match=r"^neuronlink_domain_instances=0: must be a whole number >= 1$"
+    ):
+        gen1.with_facts(source="test", neuronlink_domain_instances=0)
+    with pytest.raises(NeuronConfigError, match=r"^default_logical_nc_config=0: must be one of 1, 2$"):
+        gen1.with_facts(source="test", default_logical_nc_config=0)
 
 
 def test_with_facts_leaves_unknown_what_it_was_not_given() -> None:
@@ -933,14 +945,15 @@ def test_trn2_3xlarge_offerings() -> None:
 
 
 def test_ultraserver_types_in_full() -> None:
-    # TRN2-ARCH: 4 x trn2u.48xlarge over NeuronLink-v3, 12,800 Gbps EFA. TRN3-ARCH: Gen1 4 x 16 chips,
+    # TRN2-ARCH: 4 x trn2u.48xlarge over NeuronLink-v3; its table's "Trn2 UltraServer" column says
+    # "EFAv3 bandwidth (Gbps) 3,200", the figure of one instance. TRN3-ARCH: Gen1 4 x 16 chips,
     # 12,800 Gbps; Gen2 36 x 4 chips, 28,800 Gbps; both NeuronLink-v4 + NeuronSwitch-v1.
     got = {
         k: (u.name, u.instance_type, u.servers, u.chips_per_server, u.interconnect, u.efa_gbps, u.sources)
         for k, u in catalog.ULTRASERVERS.items()
     }
     assert got == {
-        "trn2": ("Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 12800, ("TRN2-ARCH",)),
+        "trn2": ("Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 3200, ("TRN2-ARCH",)),
         "trn3-gen1": ("Trn3 Gen1 UltraServer", "trn3.48xlarge", 4, 16, "NeuronLink-v4 + NeuronSwitch-v1", 12800,
                       ("TRN3-ARCH",)),
         "trn3-gen2": ("Trn3 Gen2 UltraServer", "trn3-gen2-server", 36, 4, "NeuronLink-v4 + NeuronSwitch-v1", 28800,
@@ -1055,3 +1068,211 @@ def test_ami_parameters_are_the_documented_public_ssm_names() -> None:
         == "/aws/service/neuron/dlami/base/amazon-linux-2023/latest/image_id"
     )
     assert catalog.SAGEMAKER_NEURON_AMI_VERSION == "al2-ami-sagemaker-inference-neuron-2"
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 24: the planner tells the truth (Trn3 names, inference TP, offerings, prices)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["trn3.48xlarge", "trn3-gen2-server"])
+def test_every_trn3_entry_takes_its_type_name_and_domain_size_from_the_user(name: str) -> None:
+    # NEURON-DRIVER names trn3p.48xlarge (UltraServer platform) and trn3e.24xlarge (4-device MAX
+    # platform); NEURON-DRIVER-SHARED has 1-, 2- and 4-node UltraServer modes.
+    given = get_instance(name).with_facts(
+        source="describe-instance-types 2026-12-01", name="trn3p.48xlarge", neuronlink_domain_instances=2
+    )
+    assert (given.name, given.key, given.neuronlink_domain_instances) == ("trn3p.48xlarge", name, 2)
+    ultra = given.ultraserver_type
+    assert ultra is not None and ultra.servers == 2 and ultra.key == catalog.INSTANCES[name].ultraserver
+    assert given.is_ultraserver
+    assert "given: describe-instance-types 2026-12-01" in given.sources
+    # One server per domain: no UltraServer any more.
+    alone = get_instance(name).with_facts(source="test", neuronlink_domain_instances=1)
+    assert not alone.is_ultraserver
+
+
+def test_the_catalog_ultraserver_is_returned_unchanged_when_the_domain_is() -> None:
+    gen1 = get_instance("trn3.48xlarge")
+    assert gen1.ultraserver_type is catalog.ULTRASERVERS["trn3-gen1"]
+    assert get_instance("trn1.32xlarge").ultraserver_type is None
+
+
+def test_trn3_evidence_records_each_name_and_its_source() -> None:
+    by_subject = {e.subject: e for e in catalog.TRN3_EVIDENCE}
+    assert by_subject["trn3.48xlarge"].source == "NEURON-DRIVER"
+    assert by_subject["trn3p.48xlarge"].says.startswith("ULTRASERVER platform")
+    assert by_subject["trn3e.24xlarge"].says.startswith("MAX platform, whose device table has 4 entries")
+    assert "TRN3 / TRN3PDS98 (trn3pds)" in by_subject
+    assert {e.source for e in catalog.TRN3_EVIDENCE} <= set(SOURCES)
+    for weak in ("name", "neuronlink_domain_instances"):
+        assert weak in get_instance("trn3.48xlarge").weak
+    assert get_instance("trn3-gen2-server").weak == ("neuronlink_domain_instances",)
+    assert get_instance("trn2u.48xlarge").weak == ()
+
+
+# NXDI-TP, transcribed: Trn1 1, 2, 8, 16, 32; Inf2 1, 2, 4, 8, 24 (+ 12 from TP-APPNOTE and OPTN-NB);
+# Trn2 at LNC 2 1, 2, 4, 8, 16, 32, 64; each up to the instance's cores at its default LNC.
+@pytest.mark.parametrize(
+    ("name", "degrees"),
+    [
+        ("inf2.xlarge", (1, 2)),
+        ("inf2.8xlarge", (1, 2)),
+        ("inf2.24xlarge", (1, 2, 4, 8, 12)),
+        ("inf2.48xlarge", (1, 2, 4, 8, 12, 24)),
+        ("trn1.2xlarge", (1, 2)),
+        ("trn1.32xlarge", (1, 2, 8, 16, 32)),
+        ("trn1n.32xlarge", (1, 2, 8, 16, 32)),
+        ("trn2.3xlarge", (1, 2, 4)),
+        ("trn2.48xlarge", (1, 2, 4, 8, 16, 32, 64)),
+        ("trn2u.48xlarge", (1, 2, 4, 8, 16, 32, 64)),
+        ("trn3.48xlarge", (1, 8)),
+    ],
+)
+def test_inference_tp_degrees_come_from_the_runtime_documentation(
+    name: str, degrees: tuple[int, ...]
+) -> None:
+    assert catalog.inference_tp_degrees(name) == degrees
+    assert 16 not in catalog.inference_tp_degrees("inf2.48xlarge")
+
+
+def test_tp_disagreements_between_training_and_inference_sources() -> None:
+    assert catalog.tp_disagreement("trn2.48xlarge", None, 8) == (
+        "NxD Inference lists TP 8 for Trn2 at LNC 2 (NXDI-TP), but neuronx-distributed cannot form TP 8 "
+        "training groups at LNC 2 (NXD-PS)"
+    )
+    assert catalog.tp_disagreement("trn2.48xlarge", 1, 8) is None
+    assert catalog.tp_disagreement("trn1.32xlarge", None, 4) == (
+        "the training runtime forms TP 4 on adjacent trn1 cores (RT-2.21), but NxD Inference does not list TP 4 "
+        "for Trn1 (NXDI-TP)"
+    )
+    assert catalog.tp_disagreement("trn1n.32xlarge", None, 16) is not None
+    assert catalog.tp_disagreement("inf2.48xlarge", None, 12) is not None
+    assert catalog.tp_disagreement("inf2.48xlarge", None, 24) is None
+    # Every disagreement is real: the degree is listed on one side and not on the other.
+    for (chip, lnc, tp), _why in catalog.TP_DISAGREEMENTS.items():
+        name = max(
+            (n for n, i in INSTANCES.items() if i.chip == chip),
+            key=lambda n: INSTANCES[n].physical_neuron_cores,
+        )
+        inference = tp in catalog.INFERENCE_TP_DEGREES[name][lnc]
+        training = tp in catalog.TRAINING_TP_DEGREES[name][lnc] if get_instance(name).is_training else False
+        assert inference != training or chip == "inferentia2", (chip, lnc, tp)
+
+
+# CFN-LINT 1.58.0: trn2.48xlarge in ap-south-2 and us-east-2; moto has trn2.48xlarge in us-east-2
+# only and trn2.3xlarge in ap-south-2, ap-southeast-4 and sa-east-1 (not us-east-2).
+@pytest.mark.parametrize(
+    ("name", "region", "status"),
+    [
+        ("trn2.48xlarge", "ap-south-2", "offered"),  # the second source lists it
+        ("trn2.3xlarge", "us-east-2", "unknown"),  # the snapshot is partial, no second source knows it
+        ("trn2.48xlarge", "us-east-1", "not-offered"),  # both sources cover us-east-1, neither lists it
+        ("trn1.32xlarge", "eu-west-1", "not-offered"),
+        ("trn1.32xlarge", "ap-southeast-4", "offered"),  # moto lists it, cfn-lint does not
+        ("inf2.8xlarge", "ap-northeast-2", "not-offered"),
+        ("inf2.xlarge", "ap-northeast-2", "offered"),
+        ("trn1.32xlarge", "me-central-1", "unknown"),  # moto does not cover the region
+        ("trn1.32xlarge", "eu-south-1", "unknown"),
+    ],
+)
+def test_region_offerings_use_both_sources(name: str, region: str, status: str) -> None:
+    assert region_offering_status(name, region) == status
+
+
+@pytest.mark.parametrize(
+    ("name", "az_id", "status"),
+    [
+        ("trn2.48xlarge", "aps2-az1", "unknown"),  # offered in the region, no AZ data
+        ("trn2.3xlarge", "use2-az1", "unknown"),
+        ("trn2.3xlarge", "use2-az3", "unknown"),
+        ("trn1.32xlarge", "use1-az1", "not-offered"),  # moto lists trn1.32xlarge's us-east-1 AZs
+        ("trn1.32xlarge", "euw1-az1", "not-offered"),
+        ("trn2.48xlarge", "use1-az4", "not-offered"),
+        ("trn1.32xlarge", "use1-az4", "offered"),
+        ("inf2.xlarge", "xyz1-az1", "unknown"),
+    ],
+)
+def test_az_offerings_say_unknown_where_the_snapshot_is_partial(name: str, az_id: str, status: str) -> None:
+    assert offering_status(name, az_id) == status
+
+
+def test_region_offerings_table_matches_cfn_lint() -> None:
+    # cfn-lint 1.58.0 instancetype_enum.json, read 2026-12-01.
+    trn1 = ("us-east-1", "us-east-2", "us-west-2")
+    inf2 = (
+        "ap-northeast-1", "ap-south-1", "ap-southeast-1", "ap-southeast-2", "eu-central-1", "eu-north-1",
+        "eu-west-1", "eu-west-2", "eu-west-3", "sa-east-1", "us-east-1", "us-east-2", "us-west-2",
+    )  # fmt: skip
+    assert {k: set(v) for k, v in catalog.REGION_OFFERINGS.items()} == {
+        "trn1.2xlarge": set(trn1),
+        "trn1.32xlarge": set(trn1),
+        "trn1n.32xlarge": set(trn1),
+        "trn2.48xlarge": {"ap-south-2", "us-east-2"},
+        "inf2.xlarge": {*inf2, "ap-northeast-2"},
+        "inf2.8xlarge": set(inf2),
+        "inf2.24xlarge": set(inf2),
+        "inf2.48xlarge": set(inf2),
+    }
+    assert len(catalog.REGION_OFFERINGS_REGIONS) == 38
+    assert {"cn-north-1", "us-gov-west-1", "mx-central-1"} <= catalog.REGION_OFFERINGS_REGIONS
+
+
+@pytest.mark.parametrize(
+    ("name", "region", "usd"),
+    [
+        ("inf2.xlarge", "us-east-1", 0.7582),
+        ("inf2.xlarge", "us-west-2", 0.7582),  # SKY: same as us-east-1
+        ("inf2.xlarge", "eu-west-1", 0.94775),
+        ("inf2.xlarge", "ap-northeast-2", 0.90984),
+        ("inf2.24xlarge", "eu-central-1", 9.73595),
+        ("inf2.48xlarge", "ap-northeast-1", 19.4719),
+        ("trn1.32xlarge", "us-east-2", 21.50),
+    ],
+)
+def test_regional_prices(name: str, region: str, usd: float) -> None:
+    price = catalog.regional_price(name, region)
+    assert price is not None and price.usd_per_hour == usd
+
+
+@pytest.mark.parametrize(
+    ("name", "region"),
+    [("trn1.32xlarge", "ap-south-1"), ("inf2.8xlarge", "sa-east-1"), ("trn2.48xlarge", "us-east-1")],
+)
+def test_no_price_is_carried_to_a_region_no_source_prices(name: str, region: str) -> None:
+    assert catalog.regional_price(name, region) is None
+
+
+def test_gpu_comparators_have_regional_prices_only_where_sourced() -> None:
+    # KARP is a us-east-1 file: a p5.48xlarge in eu-west-1 has no price, never the us-east-1 one.
+    assert catalog.regional_price("p5.48xlarge", "eu-west-1") is None
+    price = catalog.regional_price("p5.48xlarge", "us-east-2")
+    assert price is not None and price.usd_per_hour == 55.04
+
+
+def test_trn2_price_applies_only_where_its_source_priced_it() -> None:
+    price = catalog.regional_price("trn2.48xlarge", "us-east-2")
+    assert price is not None and (price.source, price.usd_per_hour) == ("SKY", 85.964)
+    assert catalog.regional_price("trn2.3xlarge", "us-east-2") is None  # UNPRICED
+
+
+def test_spot_samples_are_dated_ranges_below_on_demand() -> None:
+    assert set(catalog.SPOT_SAMPLES) == {
+        "trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge",
+        "inf2.48xlarge",
+    }  # fmt: skip
+    trn1 = catalog.SPOT_SAMPLES["trn1.32xlarge"]
+    assert (trn1.low, trn1.high, trn1.on_demand, trn1.source) == (2.1553, 6.6028, 21.50, "SKY")
+    low, high = trn1.discount_range
+    assert (round(low, 3), round(high, 3)) == (0.693, 0.9)
+    for sample in catalog.SPOT_SAMPLES.values():
+        assert 0 < sample.low <= sample.high < sample.on_demand
+    assert "MNP-SPOT" in SOURCES
+
+
+def test_sagemaker_types_without_a_published_price_are_recorded_unknown() -> None:
+    from cdk_neuron.serving.sagemaker_fleet import SAGEMAKER_TYPES
+
+    accepted = {f"ml.{t}" for t in SAGEMAKER_TYPES}
+    assert accepted == set(catalog.SAGEMAKER_PRICES) | set(catalog.SAGEMAKER_UNPRICED)
+    assert not set(catalog.SAGEMAKER_PRICES) & set(catalog.SAGEMAKER_UNPRICED)

@@ -17,6 +17,7 @@ from botocore.stub import Stubber
 from cdk_neuron import catalog
 from cdk_neuron.cli import cost
 from cdk_neuron.cli.main import main
+from cdk_support import REPO_ROOT
 from stacks.config import deployment, load_cdk_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -112,12 +113,24 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
     assert doc["command"] == "plan" and doc["schema_version"] == 1
     assert [e["name"] for e in doc["environments"]] == ["dev", "prod"]
     dev = env_doc(doc, "dev")
-    assert set(dev) == {"name", "region", "az_ids", "training", "checkpoint", "serving", "omitted"}
+    assert set(dev) == {
+        "name",
+        "region",
+        "az_ids",
+        "training",
+        "checkpoint",
+        "serving",
+        "result_costs",
+        "omitted",
+    }
     assert set(dev["training"]) == {
         "instance_type", "az_id", "engine", "capacity", "nodes", "max_nodes", "ranks_per_node", "world_size",
         "tensor_parallel", "pipeline_parallel", "data_parallel", "logical_nc_config", "tp_within_neuronlink",
-        "efa_dimensions", "efa_traffic", "notes",
+        "efa_dimensions", "efa_traffic", "notes", "memory",
     }  # fmt: skip
+    # This configuration names no training model: memory is not estimated, and no published figure matches.
+    assert dev["training"]["memory"] is None
+    assert dev["result_costs"]["training"]["label"] == "unknown"
     training = dev["training"]
     assert (training["nodes"], training["ranks_per_node"], training["world_size"]) == (2, 32, 64)
     assert (training["tensor_parallel"], training["pipeline_parallel"], training["data_parallel"]) == (
@@ -247,8 +260,8 @@ def test_cost_json_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "refresh" in doc["refresh"]
     for env in doc["environments"]:
         assert set(env) == {
-            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "omitted", "assumptions",
-            "claims",
+            "name", "region", "prices_date", "idle", "full_scale", "gpu_comparison", "result_costs", "omitted",
+            "assumptions", "claims",
         }  # fmt: skip
         for section in (env["idle"], env["full_scale"]):
             assert set(section) == {
@@ -613,3 +626,59 @@ def test_us_east_1_lines_are_not_flagged(config: Path, capsys: pytest.CaptureFix
     for env in doc["environments"]:
         assert not [x["item"] for x in env["full_scale"]["lines"] if x["other_region"]]
         assert all(x["price_region"] in (None, "us-east-1") for x in env["idle"]["lines"])
+
+
+def test_plan_and_cost_print_the_cost_of_a_result_with_its_label_and_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The shipped cdk.json: prod trains Llama 3.1 70B on 16 trn1.32xlarge (TP 32, PP 8). The published
+    # figure is for 32 nodes (65,044.48 tokens/s): scaled to 16 it is 32,522.24, labelled estimated;
+    # 1e12 tokens take 8,541.19 h at 16 x $21.50/h = $2,938,160.33. The GPU beside it: 64 H100 at
+    # 1,602 tokens/s each on 8 p5.48xlarge, $1,192,953.25 (published).
+    shipped = str(REPO_ROOT / "cdk.json")
+    code, doc = run_json(capsys, "plan", "--config", shipped, "--env", "prod")
+    assert code == 0
+    costs = env_doc(doc, "prod")["result_costs"]
+    assert costs["training_tokens"] == 1e12
+    training = costs["training"]
+    assert (training["label"], training["usd"], training["tokens_per_second"]) == (
+        "estimated", 2_938_160.33, 32_522.24,
+    )  # fmt: skip
+    assert training["throughput_source"] == "NEURON-TRAIN-PERF"
+    assert training["throughput_basis"].startswith("scaled linearly from 32 to 16 nodes")
+    assert (costs["training_gpu"]["label"], costs["training_gpu"]["usd"]) == ("published", 1_192_953.25)
+    # Serving at batch 4: nothing is published, so the cost is unknown, never guessed from batch 1.
+    assert costs["serving"]["usd"] is None and costs["serving"]["label"] == "unknown"
+    assert costs["serving_gpu"] is None
+    memory = env_doc(doc, "prod")["training"]["memory"]
+    # 0.513351 + 1.026702 + 1.540053 + 2.075439 = 5.155545 GiB.
+    assert (memory["total_gib"], memory["usable_gib"], memory["label"]) == (5.156, 12.0, "estimated")
+
+    # A measurement replaces the figures and is labelled measured; --tokens sets the run.
+    code, doc = run_json(
+        capsys, "cost", "--config", shipped, "--env", "prod", "--tokens", "2e11", "--tokens-per-second", "40000",
+        "--serving-tokens-per-second", "100",
+    )  # fmt: skip
+    assert code == 0
+    costs = env_doc(doc, "prod")["result_costs"]
+    # 2e11 / 40,000 / 3,600 = 1,388.89 h x $344/h = $477,777.78; 1e6 / 100 / 3,600 = 2.78 h x $12.98127.
+    assert (costs["training"]["label"], costs["training"]["usd"]) == ("measured", 477_777.78)
+    assert costs["training"]["throughput_basis"] == "given with --tokens-per-second"
+    assert (costs["serving"]["label"], costs["serving"]["usd"]) == ("measured", 36.06)
+    assert main(["plan", "--config", shipped, "--tokens-per-second", "0"]) == 2
+    assert "--tokens-per-second=0.0: must be greater than 0" in capsys.readouterr().err
+    assert main(["cost", "--config", shipped, "--tokens", "-1"]) == 2
+    assert "--tokens=-1.0: must be greater than 0" in capsys.readouterr().err
+
+
+def test_the_cost_of_a_result_is_printed_beside_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    shipped = str(REPO_ROOT / "cdk.json")
+    assert main(["cost", "--config", shipped]) == 0
+    out = capsys.readouterr().out
+    assert "cost of a result (on-demand; training run = 1e+12 tokens; label in brackets)" in out
+    assert "$2,938,160 (estimated)" in out and "$1,192,953 (published)" in out
+    assert main(["plan", "--config", shipped, "--env", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "prod: cost of a result (on-demand prices)" in out
+    assert "GPU, same model size" in out
+    assert "HBM per NeuronCore" in out and "5.16 of 12.00 GiB usable (16 GiB HBM; estimated)" in out

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron import ami
+from cdk_neuron import ami, planner
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
@@ -40,7 +40,7 @@ def minimal_env() -> dict[str, Any]:
         "training": {
             "instance_type": "trn1.32xlarge",
             "max_nodes": 2,
-            "plan": {"nodes": 2, "tensor_parallel": 32},
+            "plan": {"nodes": 2, "tensor_parallel": 32, "model": {"parameters": 8_030_261_248}},
             "job_image": DLC,
         },
         "serving": {
@@ -104,8 +104,8 @@ def test_staging_uses_the_sagemaker_backend(shipped: dict[str, EnvironmentConfig
 def test_dev_and_staging_serve_a_model_whose_weights_inf2_xlarge_can_load(
     shipped: dict[str, EnvironmentConfig], name: str
 ) -> None:
-    # Llama-3 8B (14.9 GiB bf16) exceeds the 12 GiB usable of inf2.xlarge's 16 GiB host RAM;
-    # Llama-3.2 3B (3.21B parameters, 28 layers, 8 KV heads; 5.98 GiB) fits.
+    # Llama-3.2 3B (3.21B parameters, 28 layers, 8 KV heads; 5.98 GiB) loads within the 15 GiB usable
+    # of inf2.xlarge's 16 GiB host RAM (15/16, calibrated on the published 7-8B deployments).
     model = shipped[name].serving.model
     assert (model.model_id, model.parameters) == ("meta-llama/Llama-3.2-3B-Instruct", 3_210_000_000)
     assert model.artifact_uri == (
@@ -114,7 +114,7 @@ def test_dev_and_staging_serve_a_model_whose_weights_inf2_xlarge_can_load(
     plan = shipped[name].serving.serving_plan()
     assert plan.instance_type == "inf2.xlarge"
     assert plan.weights_gib == pytest.approx(5.979, abs=1e-3)
-    assert plan.host_memory_limit_gib == 12.0
+    assert plan.host_memory_limit_gib == 15.0
 
 
 def test_several_replicas_without_nat_are_accepted() -> None:
@@ -126,13 +126,27 @@ def test_several_replicas_without_nat_are_accepted() -> None:
     assert load_one(env).serving.serving_plan().replicas_per_instance == 2
 
 
-def test_llama3_8b_on_inf2_xlarge_is_refused_for_host_memory() -> None:
+def test_llama3_8b_on_inf2_xlarge_is_accepted_and_a_bigger_model_needs_an_override() -> None:
+    # HF-SM-LLAMA3: Meta-Llama-3-8B on ml.inf2.xlarge at TP 2.
     env = minimal_env()
-    env["serving"]["model"].update(model_id="meta-llama/Meta-Llama-3-8B-Instruct", parameters=8_000_000_000)
+    env["serving"]["model"].update(model_id="meta-llama/Meta-Llama-3-8B-Instruct", parameters=8_030_261_248)
+    assert load_one(env).serving.plan.host_memory_limit_gib == 15.0
+    env["serving"]["model"]["parameters"] = 9_241_705_984  # Gemma-2 9B-sized: 17.2 GiB of bf16 weights
     with pytest.raises(
         NeuronConfigError,
-        match=r"^environments\.qa\.serving\.instance_type='inf2\.xlarge': 14\.9 GiB of weights .*host memory.*"
-        r"inf2\.8xlarge with TP 2 would fit",
+        match=r"^environments\.qa\.serving\.instance_type='inf2\.xlarge': 17\.2 GiB of weights .*host memory.*"
+        r"inf2\.8xlarge with TP 2 would fit, or give host_memory_override a reason$",
+    ):
+        load_one(env)
+    env["serving"]["model"]["host_memory_override"] = "measured 15.4 GiB peak RSS in staging, 2026-11-30"
+    plan = load_one(env).serving.plan
+    assert (plan.instance_type, plan.host_memory_override) == (
+        "inf2.xlarge", "measured 15.4 GiB peak RSS in staging, 2026-11-30",
+    )  # fmt: skip
+    env["serving"]["model"]["host_memory_override"] = "  "
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments\.qa\.serving\.model\.host_memory_override='  ': give the reason the host-memory check",
     ):
         load_one(env)
 
@@ -225,7 +239,12 @@ def every_key_set() -> dict[str, Any]:
     )
     env["training"].update(
         max_nodes=4,
-        plan={"nodes": 4, "tensor_parallel": 8, "pipeline_parallel": 4},
+        plan={
+            "nodes": 4,
+            "tensor_parallel": 8,
+            "pipeline_parallel": 4,
+            "model": {"parameters": 8_030_261_248},
+        },
         capacity={
             "type": "reservation",
             "reservation_id": "cr-0123456789abcdef0",
@@ -358,7 +377,11 @@ def test_limits_exactly_at_their_edge_are_accepted() -> None:
     assert (loaded.serving.min_capacity, loaded.serving.max_capacity) == (2, 2)
     # One node needs no EFA: trn1.2xlarge, which has none, runs a one-node plan.
     env = minimal_env()
-    env["training"].update(instance_type="trn1.2xlarge", max_nodes=1, plan={"nodes": 1, "tensor_parallel": 2})
+    env["training"].update(
+        instance_type="trn1.2xlarge",
+        max_nodes=1,
+        plan={"nodes": 1, "tensor_parallel": 2, "model": {"parameters": 125_000_000}},
+    )
     assert load_one(env).training.max_nodes == 1
 
 
@@ -481,11 +504,15 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
     env["training"]["job_image"] = DLC.replace("us-east-1", "us-east-2")
     env["serving"]["instance_type"] = "inf2.xlarge"
     # trn2u.48xlarge is sold as UltraServer Capacity Blocks.
-    env["training"].update(instance_type="trn2u.48xlarge", plan={"nodes": 2, "tensor_parallel": 64})
+    env["training"].update(
+        instance_type="trn2u.48xlarge", plan={"nodes": 2, "tensor_parallel": 64, "model": {"parameters": 8e9}}
+    )
     env["training"]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
     assert load_one(env).training.capacity.kind == "capacity-block"
     # trn1n.32xlarge is sold as no Capacity Block: the construct's message, under the cdk.json key.
-    env["training"].update(instance_type="trn1n.32xlarge", plan={"nodes": 2, "tensor_parallel": 32})
+    env["training"].update(
+        instance_type="trn1n.32xlarge", plan={"nodes": 2, "tensor_parallel": 32, "model": {"parameters": 8e9}}
+    )
     with pytest.raises(
         NeuronConfigError,
         match=r"^environments\.qa\.training\.capacity\.type='capacity-block': EC2 sells no Capacity "
@@ -524,7 +551,7 @@ def test_capacity_blocks_per_instance_type(
     env["training"].update(
         instance_type=name,
         max_nodes=nodes,
-        plan={"nodes": nodes, "tensor_parallel": tp},
+        plan={"nodes": nodes, "tensor_parallel": tp, "model": {"parameters": 125_000_000}},
         job_image=DLC.replace("us-east-1", region),
         capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
     )
@@ -578,7 +605,7 @@ def test_placement_group_names_are_refused_as_the_construct_refuses_them(
 
 def test_unlisted_tp_degrees_need_the_same_opt_in_as_the_planner() -> None:
     env = minimal_env()
-    env["training"]["plan"] = {"nodes": 2, "tensor_parallel": 16}
+    env["training"]["plan"] = {"nodes": 2, "tensor_parallel": 16, "model": {"parameters": 8_030_261_248}}
     with pytest.raises(
         NeuronConfigError,
         match=r"^environments\.qa\.training\.plan\.tensor_parallel=16: TP 16 is not a documented TP degree",
@@ -642,7 +669,8 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint"),
     ("unknown model key", setting("serving.model.quantize", "int8"),
      "serving.model.quantize", "int8",
-     "unknown key; valid keys here: model_id, artifact_uri, parameters, dtype, sequence_length, batch_size, tensor_parallel"),
+     "unknown key; valid keys here: model_id, artifact_uri, parameters, dtype, sequence_length, batch_size, tensor_parallel, "
+     "host_memory_override"),
     ("id for on-demand", setting("training.capacity", {"type": "on-demand", "reservation_id": "cr-0123456789abcdef0"}),
      "training.capacity.reservation_id", "cr-0123456789abcdef0",
      "unknown key; valid keys here: type"),
@@ -824,13 +852,13 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "warm pools exist only for the ec2 backend"),
     ("model too big for instance", setting("serving.model.parameters", 70_000_000_000),
      "serving.instance_type", "inf2.xlarge",
-     "130.4 GiB of weights at bf16 exceed the 12.0 GiB of host memory usable on inf2.xlarge (16 GiB less 25%): loading reads the weights into host memory (HOST-MEM); inf2.48xlarge with TP 24 would fit"),
+     "130.4 GiB of weights at bf16 exceed the 15.0 GiB of host memory usable on inf2.xlarge (16 GiB less 6.25%): loading reads the weights into host memory (HOST-MEM); inf2.48xlarge with TP 24 would fit, or give host_memory_override a reason"),
     ("unknown dtype", setting("serving.model.dtype", "fp4"),
      "serving.model.dtype", "fp4",
      "use one of bf16, bfloat16, float16, float32, fp16, fp32, fp8, int8"),
     ("bad TP for instance", setting("serving.model.tensor_parallel", 3),
      "serving.model.tensor_parallel", 3,
-     "Neuron serving stacks use TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64"),
+     "the Neuron runtime supports TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64 for inference (NXDI-TP, per instance family)"),
     # The library's ModelSpec decides: "gpt2"-style root ids are valid Hub ids, three segments are not.
     ("bad model id", setting("serving.model.model_id", "org/name/x"),
      "serving.model.model_id", "org/name/x",
@@ -867,8 +895,8 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "max_capacity, min_capacity, model, warm_pool"),
     ("missing model", deleting("serving.model"),
      "serving.model", None,
-     "required: an object with keys artifact_uri, batch_size, dtype, model_id, parameters, sequence_length, "
-     "tensor_parallel"),
+     "required: an object with keys artifact_uri, batch_size, dtype, host_memory_override, model_id, parameters, "
+     "sequence_length, tensor_parallel"),
     ("missing plan nodes", setting("training.plan", {"tensor_parallel": 32}),
      "training.plan.nodes", None,
      "required: give a whole number"),
@@ -917,7 +945,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "must be registry/repository:tag or registry/repository@sha256:<digest>"),
     ("TP beyond the serving instance", setting("serving.model.tensor_parallel", 8),
      "serving.model.tensor_parallel", 8,
-     "inf2.xlarge has 2 NeuronCores; valid TP degrees there are 1, 2"),
+     "inf2.xlarge has 2 NeuronCores; the Neuron runtime supports TP 1, 2 for inference there (NXDI-TP)"),
     ("certificate not an ARN", setting("serving.certificate_arn", "my-cert"),
      "serving.certificate_arn", "my-cert",
      "must be an ACM certificate ARN"),
@@ -942,8 +970,8 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, "
      "trn3-gen2-server, trn3.48xlarge"),
     ("training type offered in no AZ of the region",
-     setting("training", {"instance_type": "trn2.48xlarge", "max_nodes": 2, "plan": {"nodes": 2, "tensor_parallel": 64},
-                          "job_image": DLC}),
+     setting("training", {"instance_type": "trn2.48xlarge", "max_nodes": 2, "plan": {"nodes": 2, "tensor_parallel": 64,
+                          "model": {"parameters": 8e9}}, "job_image": DLC}),
      "training.instance_type", "trn2.48xlarge",
      "not offered in the training AZ az_ids[0]=use1-az6; in us-east-1 it is offered in no AZ (catalog offerings; "
      "preflight checks the account)"),
@@ -1165,3 +1193,129 @@ def test_interface_endpoint_logical_ids_never_change() -> None:
         "ec2": "Ec2",
         "sts": "Sts",
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 24: training.plan names the model, and the plan checks HBM per NeuronCore
+# --------------------------------------------------------------------------------------------
+
+
+def test_shipped_plans_estimate_memory_per_neuroncore(shipped: dict[str, EnvironmentConfig]) -> None:
+    # prod: NXDT hf_llama3_70B_config.yaml's layout (16 x trn1.32xlarge, TP 32 PP 8, selective
+    # recomputation, sequence 8,192): 0.5133 + 1.0267 + 1.5400 + 2.0754 = 5.16 GiB of 12 usable.
+    prod = shipped["prod"].training.plan
+    assert prod.model is not None and prod.model.parameters == 70_553_706_496
+    assert (prod.model.sequence_length, prod.activation_checkpointing, prod.zero1) == (
+        8192,
+        "selective",
+        True,
+    )
+    assert prod.memory is not None and round(prod.memory.total_gib, 2) == 5.16
+    # dev and staging train Llama 3.1 8B at TP 32 on 2 and 4 nodes.
+    for name, sequence in (("dev", 4096), ("staging", 8192)):
+        plan = shipped[name].training.plan
+        assert plan.model is not None and (plan.model.parameters, plan.model.sequence_length) == (
+            8_030_261_248, sequence,
+        )  # fmt: skip
+        assert plan.memory is not None and plan.memory.fits
+
+
+def test_a_plan_without_a_model_is_not_checked_for_memory() -> None:
+    env = minimal_env()
+    del env["training"]["plan"]["model"]
+    plan = load_one(env).training.plan
+    assert (plan.model, plan.memory) == (None, None)
+
+
+def test_plan_model_keys_are_read_into_the_training_model() -> None:
+    env = minimal_env()
+    env["training"]["plan"].update(
+        model={
+            "parameters": 8e9, "layers": 32, "hidden_size": 4096, "attention_heads": 32, "kv_heads": 8,
+            "intermediate_size": 14336, "vocab_size": 128256, "sequence_length": 8192, "micro_batch_size": 1,
+        },
+        zero1=False,
+        activation_checkpointing="full",
+    )  # fmt: skip
+    plan = load_one(env).training.plan
+    assert plan.model == planner.TrainingModel(
+        parameters=8_000_000_000, layers=32, hidden_size=4096, attention_heads=32, kv_heads=8,
+        intermediate_size=14336, vocab_size=128256, sequence_length=8192,
+    )  # fmt: skip
+    assert (plan.zero1, plan.activation_checkpointing) == (False, "full")
+    assert plan.memory is not None and plan.memory.assumed == ()
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "value", "fix"),
+    [
+        (
+            lambda plan: plan.update(model=8e9),
+            "training.plan.model",
+            8e9,
+            "must be an object with keys attention_heads, hidden_size, intermediate_size, kv_heads, layers, "
+            "micro_batch_size, parameters, sequence_length, vocab_size",
+        ),
+        (
+            lambda plan: plan["model"].pop("parameters"),
+            "training.plan.model.parameters",
+            None,
+            "required: give a whole number",
+        ),
+        (
+            lambda plan: plan["model"].update(layers=0),
+            "training.plan.model.layers",
+            0,
+            "must be a whole number >= 1",
+        ),
+        (
+            lambda plan: plan["model"].update(sequence_length="8k"),
+            "training.plan.model.sequence_length",
+            "8k",
+            "wrong type: must be a whole number",
+        ),
+        (
+            lambda plan: plan.update(zero1="yes"),
+            "training.plan.zero1",
+            "yes",
+            "wrong type: must be true/false",
+        ),
+        (
+            lambda plan: plan.update(activation_checkpointing="partial"),
+            "training.plan.activation_checkpointing",
+            "partial",
+            "use one of none, selective, full",
+        ),
+        (
+            lambda plan: plan["model"].update(bogus=1),
+            "training.plan.model.bogus",
+            1,
+            "unknown key; valid keys here: parameters, layers, hidden_size, attention_heads, kv_heads, "
+            "intermediate_size, vocab_size, sequence_length, micro_batch_size",
+        ),
+    ],
+)
+def test_plan_model_refusals_name_their_key(change: Any, field: str, value: object, fix: str) -> None:
+    env = minimal_env()
+    change(env["training"]["plan"])
+    with pytest.raises(NeuronConfigError) as raised:
+        load_one(env)
+    error = raised.value
+    errors = getattr(error, "errors", (error,))
+    assert [(e.field, e.value, e.fix) for e in errors] == [(f"environments.qa.{field}", value, fix)]
+
+
+def test_a_plan_that_cannot_fit_is_refused_under_the_cdk_json_key_of_its_knob() -> None:
+    env = minimal_env()
+    env["training"]["plan"]["model"] = {"parameters": 70e9, "sequence_length": 8192}
+    with pytest.raises(NeuronConfigError) as raised:
+        load_one(env)
+    # 70B on 2 trn1 nodes at TP 32: PP 2 is the largest that divides 64 ranks.
+    assert (raised.value.field, raised.value.value) == ("environments.qa.training.plan.pipeline_parallel", 1)
+    assert "; pipeline_parallel=2 frees the most: " in raised.value.fix
+    env["training"]["plan"]["model"] = {"parameters": 1_235_814_400, "sequence_length": 65536}
+    env["training"].update(instance_type="trn1.2xlarge", max_nodes=1)
+    env["training"]["plan"].update(nodes=1, tensor_parallel=2)
+    with pytest.raises(NeuronConfigError) as raised:
+        load_one(env)
+    assert raised.value.field == "environments.qa.training.plan.model.sequence_length"

@@ -1,4 +1,4 @@
-"""The backup-vault emptier and the fleet capacity reader, against botocore's Stubber.
+"""The backup-vault emptier, against botocore's Stubber.
 
 CloudFormation's response URL is captured; nothing leaves the machine.
 """
@@ -109,75 +109,3 @@ def test_an_api_error_fails_the_delete_with_its_message(
     (response,) = responses
     assert response["Status"] == "FAILED"
     assert response["Reason"].startswith("ClientError: An error occurred (AccessDeniedException)")
-
-
-# -- the fleet capacity reader ------------------------------------------------------------------------
-
-
-def _group(desired: int, status: str | None = None) -> dict[str, Any]:
-    group: dict[str, Any] = {
-        "AutoScalingGroupName": f"g{desired}",
-        "MinSize": 2,
-        "MaxSize": 8,
-        "DesiredCapacity": desired,
-        "DefaultCooldown": 300,
-        "AvailabilityZones": ["us-east-1a"],
-        "HealthCheckType": "ELB",
-        "CreatedTime": "2026-12-01T00:00:00Z",
-    }
-    if status is not None:
-        group["Status"] = status
-    return group
-
-
-CAPACITY = {"TagKey": "cdk-neuron:fleet", "TagValue": "c8fae96d", "MinSize": "2", "MaxSize": "8"}
-
-
-@pytest.fixture
-def capacity(
-    monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
-) -> Iterator[tuple[ModuleType, Any, Stubber]]:
-    yield from _stubbed("fleet_capacity", "autoscaling", monkeypatch, responses)
-
-
-def _groups(stub: Stubber, groups: list[dict[str, Any]]) -> None:
-    stub.add_response(
-        "describe_auto_scaling_groups",
-        {"AutoScalingGroups": groups},
-        {"Filters": [{"Name": "tag:cdk-neuron:fleet", "Values": ["c8fae96d"]}]},
-    )
-
-
-@pytest.mark.parametrize(
-    ("groups", "expected"),
-    [
-        ([], "2"),  # the first deployment: no group yet, the minimum
-        ([_group(8)], "8"),  # a fleet auto scaling grew to 8 keeps 8 through the swap
-        ([_group(5), _group(7)], "7"),  # a replacement in progress: the larger
-        ([_group(8, "Delete in progress"), _group(3)], "3"),  # a group being deleted does not count
-        ([_group(0)], "2"),  # clamped to MinSize
-    ],
-)
-def test_a_new_group_starts_at_the_running_capacity(
-    capacity: tuple[ModuleType, Any, Stubber],
-    responses: list[dict[str, Any]],
-    groups: list[dict[str, Any]],
-    expected: str,
-) -> None:
-    module, client, stub = capacity
-    _groups(stub, groups)
-    module.handler(_event("Update", CAPACITY, "capacity:c8fae96d"), None, autoscaling=client)
-    (response,) = responses
-    assert (response["Status"], response["PhysicalResourceId"], response["Data"]) == (
-        "SUCCESS",
-        "capacity:c8fae96d",
-        {"DesiredCapacity": expected},
-    )
-
-
-def test_the_capacity_reader_deletes_nothing(
-    capacity: tuple[ModuleType, Any, Stubber], responses: list[dict[str, Any]]
-) -> None:
-    module, client, _ = capacity
-    module.handler(_event("Delete", CAPACITY, "capacity:c8fae96d"), None, autoscaling=client)
-    assert [r["Status"] for r in responses] == ["SUCCESS"]

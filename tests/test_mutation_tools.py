@@ -105,6 +105,13 @@ def test_recheck_batches_run_the_module_s_own_tests_first() -> None:
         ["tests/test_catalog.py", "tests/test_planner.py"],
     ]
     assert batches_for("cdk_neuron.validation", tests) == [tests]
+    # A module's other test files (test_<module>_*.py) are its own too; test_config_x.py is not test_config.
+    more = ["tests/test_validation.py", "tests/test_config.py", "tests/test_validation_patterns.py"]
+    assert batches_for("cdk_neuron.validation", more) == [
+        ["tests/test_validation_patterns.py", "tests/test_validation.py"],
+        ["tests/test_config.py"],
+    ]
+    assert batches_for("cdk_neuron.valid", more) == [more]
 
 
 # --------------------------------------------------------------------------------------------
@@ -442,6 +449,7 @@ def test_every_pure_module_has_table_mutants() -> None:
         "cdk_neuron.planner",
         "cdk_neuron.checkpoint_advisor",
         "cdk_neuron.validation",
+        "cdk_neuron.economics",
         "stacks.config",
     }
 

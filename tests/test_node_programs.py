@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from node_sandbox import Sandbox, index_of
 
+from cdk_neuron import timeouts
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import (
     FILES_DIR,
@@ -295,11 +296,12 @@ def test_node_setup_stripes_instance_store_into_scratch_and_leaves_ebs_alone(san
         "mdadm --create /dev/md/scratch --run --force --level=0 --raid-devices=4 "
         "/dev/nvme1n1 /dev/nvme2n1 /dev/nvme3n1 /dev/nvme4n1"
     ]
-    assert sandbox.calls("mkfs.xfs") == ["mkfs.xfs -f -L neuron-scratch /dev/md/scratch"]
+    # The label fits XFS's 12 characters (the stub refuses a longer one, as mkfs.xfs does).
+    assert sandbox.calls("mkfs.xfs") == ["mkfs.xfs -f -L cdkn-scratch /dev/md/scratch"]
     assert sandbox.calls("mount ") == [f"mount -o noatime /dev/md/scratch {root}/scratch"]
     assert (
         sandbox.file("/etc/fstab").read_text()
-        == "LABEL=neuron-scratch /scratch xfs defaults,noatime,nofail 0 2\n"
+        == "LABEL=cdkn-scratch /scratch xfs defaults,noatime,nofail 0 2\n"
     )
     # The Batch engine leaves the ECS agent, limits and profile alone.
     assert sandbox.calls("systemctl") == []
@@ -388,7 +390,8 @@ FLEET = {
     "ARTIFACT_URI": "s3://models/llama/",
     "HF_TOKEN_SECRET_ARN": "",
     "DATA_DIR": "/var/lib/cdk-neuron",
-    "DATA_LABEL": "cdkneuron-data",
+    "DATA_DEVICE": "/dev/sdf",
+    "DATA_LABEL": "cdkn-data",
     "REPLICAS": 1,
     "FIRST_REPLICA_PORT": 8081,
     "SERVICE_PORT": 8080,
@@ -398,10 +401,12 @@ FLEET = {
     "CONCURRENCY_METRICS": "vllm:num_requests_running vllm:num_requests_waiting",
     "METRIC_NAMESPACE": "CdkNeuron/Serving",
     "METRIC_NAME": "ConcurrentRequests",
+    "LAUNCH_FAILURE_METRIC": "LaunchFailures",
     "METRICS_INTERVAL_SECONDS": 20,
     "FLEET_ID": "c8abc",
-    "STARTUP_TIMEOUT_SECONDS": 600,
     "LOG_GROUP": "dev-Serving-FleetReplicaLogs-AbCdEf",
+    # The timings the fleet writes (cdk_neuron.timeouts), for a 1,439 s start-up budget.
+    **timeouts.serving_node_settings(1439),
 }
 AWS_OK = """case "$1 $2" in
   "autoscaling complete-lifecycle-action") exit "${LIFECYCLE_EXIT:-0}" ;;
@@ -411,18 +416,20 @@ AWS_OK = """case "$1 $2" in
 esac"""
 
 
-def _serving_box(sandbox: Sandbox, **overrides: str | int) -> None:
+def _serving_box(sandbox: Sandbox, *, uptime: int = 100, **overrides: str | int) -> None:
     sandbox.settings("fleet.env", {**FLEET, **overrides})
     sandbox.stub("aws", AWS_OK)
-    sandbox.stub("blkid", "exit 2")  # no labelled data volume yet
+    sandbox.stub("blkid", "exit 2")  # no labelled data volume, no file system yet
     sandbox.stub("findmnt", "echo /dev/nvme0n1p1")
-    sandbox.stub(
-        "lsblk",
-        'case "$*" in "-no PKNAME /dev/nvme0n1p1") echo nvme0n1 ;; "-dpno NAME,TYPE") '
-        'printf "/dev/nvme0n1 disk\\n/dev/nvme1n1 disk\\n" ;; *) echo "" ;; esac',
-    )
+    sandbox.stub("lsblk", 'case "$*" in "-no PKNAME /dev/nvme0n1p1") echo nvme0n1 ;; *) echo "" ;; esac')
+    # An inf2 with instance store would list it first: the root EBS volume, an instance-store NVMe
+    # (no file system either), then the data volume.
+    _nvme(sandbox, "nvme0n1", "Amazon Elastic Block Store")
+    _nvme(sandbox, "nvme1n1", "Amazon EC2 NVMe Instance Storage")
+    _nvme(sandbox, "nvme2n1", "Amazon Elastic Block Store")
     sandbox.stub("mountpoint", "exit 1")
     sandbox.write("/etc/fstab", "")
+    sandbox.write("/proc/uptime", f"{uptime}.52 431.07\n")
     sandbox.stub("systemctl", 'case "$1" in cat) exit 0 ;; *) exit 0 ;; esac')
 
 
@@ -432,7 +439,9 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
     assert result.returncode == 0, result.stderr
     calls = sandbox.calls()
     steps = [
-        "mkfs.ext4 -q -L cdkneuron-data /dev/nvme1n1",
+        # The EBS data volume, by identity: not the instance-store disk that also has no file system
+        # (a warm-pool stop empties it), and XFS with a label mkfs.xfs accepts.
+        "mkfs.xfs -q -L cdkn-data /dev/nvme2n1",
         f"mount {sandbox.root}/var/lib/cdk-neuron",
         "systemctl disable --now --no-block ecs.service",
         "systemctl restart docker.service",
@@ -452,16 +461,44 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
         < token
         < index_of(calls, f"docker pull --quiet {FLEET['IMAGE']}")
     )
+    assert sandbox.file("/etc/fstab").read_text() == (
+        "LABEL=cdkn-data /var/lib/cdk-neuron xfs defaults,nofail,noatime 0 2\n"
+    )
     daemon = json.loads(sandbox.file("/etc/docker/daemon.json").read_text())
     assert daemon == {"data-root": "/var/lib/cdk-neuron/docker"}
-    assert (sandbox.file("/etc/systemd/system/cdk-neuron-replica@.service")).exists()
-    assert not (sandbox.file("/etc/systemd/system/cdk-neuron-proxy.service")).exists()
-    assert sandbox.calls("dnf") == []  # one replica: no proxy to install
     assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
 
 
-def test_serving_boot_with_replicas_installs_the_proxy(sandbox: Sandbox) -> None:
-    _serving_box(sandbox, REPLICAS=3)
+def test_serving_boot_takes_the_volume_the_block_device_mapping_names(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    # Amazon Linux's udev rule links the mapping's name to the NVMe device (here the third disk).
+    sandbox.file("/dev").mkdir()
+    sandbox.file("/dev/sdf").symlink_to("/dev/nvme5n1")
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("mkfs.xfs") == ["mkfs.xfs -q -L cdkn-data /dev/nvme5n1"]
+
+
+def test_serving_boot_never_formats_a_volume_that_holds_a_file_system(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("blkid", 'case "$*" in -L*) exit 2 ;; *) echo ext4 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 1
+    assert "already holds a ext4 file system without our label" in result.stderr
+    assert sandbox.calls("mkfs") == []
+
+
+def test_every_filesystem_label_fits_xfs() -> None:
+    from cdk_neuron.serving.user_data import DATA_LABEL
+
+    setup = (FILES_DIR / "training" / "node-setup.sh").read_text()
+    scratch = next(line.split("=", 1)[1] for line in setup.splitlines() if line.startswith("SCRATCH_LABEL="))
+    for label in (DATA_LABEL, scratch):
+        assert len(label) <= 12, label
+
+
+def test_serving_boot_puts_the_host_proxy_in_front_of_even_one_replica(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, REPLICAS=1)
     (sandbox.bin / "nginx").unlink()  # the AMI has no nginx: dnf installs it
     result = sandbox.run("serving/boot.sh")
     assert result.returncode == 0, result.stderr
@@ -469,28 +506,69 @@ def test_serving_boot_with_replicas_installs_the_proxy(sandbox: Sandbox) -> None
     conf = sandbox.file("/etc/cdk-neuron/nginx.conf").read_text()
     assert "listen 8080;" in conf
     assert [line.strip() for line in conf.splitlines() if line.strip().startswith("server 127")] == [
+        "server 127.0.0.1:8081 max_fails=1 fail_timeout=10s;"
+    ]
+    # Every timing is cdk_neuron.timeouts': the proxy outlasts the load balancer's idle connections
+    # and drops a replica's before the model server does.
+    for directive, value in (
+        ("keepalive_timeout", timeouts.NGINX_KEEPALIVE_TIMEOUT),
+        ("proxy_read_timeout", timeouts.NGINX_PROXY_TIMEOUT),
+        ("proxy_send_timeout", timeouts.NGINX_PROXY_TIMEOUT),
+        ("proxy_connect_timeout", timeouts.NGINX_CONNECT_TIMEOUT),
+    ):
+        assert f"    {directive} {value}s;" in conf, directive
+    assert f"        keepalive_timeout {timeouts.NGINX_UPSTREAM_KEEPALIVE}s;" in conf
+    assert "@" not in conf
+    units = sandbox.file("/etc/systemd/system")
+    replica = (units / "cdk-neuron-replica@.service").read_text()
+    assert f"TimeoutStopSec={timeouts.REPLICA_UNIT_STOP_TIMEOUT}\n" in replica
+    assert f"--time={timeouts.REPLICA_STOP_TIMEOUT} " in replica
+    assert f"RestartSec={timeouts.REPLICA_RESTART_DELAY}\n" in replica
+    for unit in ("ready", "proxy", "metrics", "lifecycle"):
+        assert "@" not in (units / f"cdk-neuron-{unit}.service").read_text()
+
+
+def test_serving_boot_with_replicas_spreads_over_each(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, REPLICAS=3)
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("dnf") == []  # nginx already there
+    conf = sandbox.file("/etc/cdk-neuron/nginx.conf").read_text()
+    assert [line.strip() for line in conf.splitlines() if line.strip().startswith("server 127")] == [
         f"server 127.0.0.1:{port} max_fails=1 fail_timeout=10s;" for port in (8081, 8082, 8083)
     ]
-    assert "@" not in conf
-    assert sandbox.file("/etc/systemd/system/cdk-neuron-proxy.service").exists()
 
 
-def test_serving_boot_failure_abandons_the_launch_and_fails_the_stack_wait(sandbox: Sandbox) -> None:
+def _failure_recorded(sandbox: Sandbox, why: str) -> None:
+    """The launch is abandoned, the reason is in the fleet's log group, a LaunchFailures point is
+    published, and no FAILURE signal fails the stack at the first abandoned instance."""
+    calls = sandbox.calls("aws")
+    events = next(c for c in calls if c.startswith("aws logs put-log-events"))
+    assert "--log-group-name dev-Serving-FleetReplicaLogs-AbCdEf --log-stream-name i-0abc/lifecycle" in events
+    assert f"cdk-neuron: FAILED: {why}" in events
+    metric = index_of(
+        calls,
+        "aws cloudwatch put-metric-data --region us-east-1 --namespace CdkNeuron/Serving --metric-name "
+        "LaunchFailures --dimensions Fleet=c8abc --unit Count --value 1",
+    )
+    abandon = index_of(
+        calls,
+        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready "
+        "--auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result ABANDON",
+    )
+    assert metric < abandon
+    assert sandbox.calls("aws cloudformation") == []
+
+
+def test_serving_boot_failure_abandons_the_launch_and_says_why_where_it_outlives_the_instance(
+    sandbox: Sandbox,
+) -> None:
     _serving_box(sandbox)
     sandbox.stub("docker", 'case "$1" in pull) echo "manifest unknown" >&2; exit 1 ;; *) exit 0 ;; esac')
     result = sandbox.run("serving/boot.sh")
     assert result.returncode == 1
     assert len(sandbox.calls("docker pull")) == 5  # retried, then given up
-    calls = sandbox.calls()
-    abandon = index_of(
-        calls,
-        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready --auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result ABANDON",
-    )
-    signal = index_of(
-        calls,
-        "aws cloudformation signal-resource --region us-east-1 --stack-name dev-Serving --logical-resource-id FleetGroup1234 --unique-id i-0abc --status FAILURE",
-    )
-    assert abandon < signal
+    _failure_recorded(sandbox, f"cannot pull {FLEET['IMAGE']}")
     assert sandbox.calls("aws s3 sync") == []  # nothing after the failed step
     assert f"FAILED: cannot pull {FLEET['IMAGE']}" in result.stderr
 
@@ -519,6 +597,8 @@ def test_ready_starts_every_replica_then_reports(sandbox: Sandbox) -> None:
         "curl -sf -o /dev/null --max-time 10 http://127.0.0.1:8082/health",
         "curl -sf -o /dev/null --max-time 10 http://127.0.0.1:8080/health",
         "systemctl start --no-block cdk-neuron-metrics.service",
+        # Before the instance enters service: a scale-in may return it to the warm pool at any time.
+        "systemctl start --no-block cdk-neuron-lifecycle.service",
         "aws autoscaling complete-lifecycle-action",
         "aws cloudformation signal-resource",
     ]
@@ -562,16 +642,60 @@ def test_ready_tolerates_only_the_answer_that_means_nothing_is_pending(
         assert "FAILED: cannot complete the launch lifecycle action" in result.stderr
 
 
-def test_ready_fails_the_launch_when_a_replica_never_becomes_healthy(sandbox: Sandbox) -> None:
-    _serving_box(sandbox, STARTUP_TIMEOUT_SECONDS=0)
+def test_ready_in_service_only_logs_a_signal_it_cannot_send(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub(
+        "aws",
+        'case "$1 $2" in "cloudformation signal-resource") echo "AccessDenied" >&2; exit 254 ;; *) exit 0 ;; esac',
+    )
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert "could not signal CloudFormation" in result.stderr
+    assert not any(c.endswith("ABANDON") for c in sandbox.calls("aws"))
+
+
+def test_ready_gives_up_before_the_hook_counted_from_boot_not_from_its_own_start(sandbox: Sandbox) -> None:
+    # The heartbeat runs from the launch; boot.sh's pull and sync came first. 1,330 s after boot,
+    # past the 1,319 s deadline, an unhealthy replica fails the launch at once, loudly.
+    _serving_box(sandbox, uptime=1330)
     result = sandbox.run("serving/ready.sh", env={"HEALTH_EXIT": "7"})
     assert result.returncode == 1
-    assert "no healthy answer on port 8080 after 0 s" in result.stderr
-    assert any(c.endswith("--lifecycle-action-result ABANDON") for c in sandbox.calls("aws"))
-    assert sandbox.calls("aws cloudformation") == [
-        "aws cloudformation signal-resource --region us-east-1 --stack-name dev-Serving "
-        "--logical-resource-id FleetGroup1234 --unique-id i-0abc --status FAILURE"
+    assert "no healthy answer on port 8081 1330 s after boot (deadline 1319 s)" in result.stderr
+    assert sandbox.calls("sleep") == []
+    _failure_recorded(sandbox, "no healthy answer on port 8081 1330 s after boot (deadline 1319 s)")
+
+
+def test_ready_waits_while_the_deadline_is_ahead(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, uptime=200)
+    sandbox.stub("sleep", 'echo "1400.0 1.0" > "$CDK_NEURON_ROOT/proc/uptime"')  # time passes
+    result = sandbox.run("serving/ready.sh", env={"HEALTH_EXIT": "7"})
+    assert result.returncode == 1
+    assert sandbox.calls("sleep") == ["sleep 10"]
+    assert "1400 s after boot" in result.stderr
+
+
+def test_lifecycle_watch_returns_an_instance_to_the_warm_pool(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    result = sandbox.run("serving/lifecycle-watch.sh", env={"TARGET_STATE": "Warmed:Stopped"})
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    order = [
+        "systemctl stop cdk-neuron-replica@*.service",
+        "systemctl stop cdk-neuron-proxy.service cdk-neuron-metrics.service",
+        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready "
+        "--auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result CONTINUE",
     ]
+    positions = [index_of(calls, step) for step in order]
+    assert positions == sorted(positions)
+
+
+def test_lifecycle_watch_leaves_an_instance_in_service_alone(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("sleep", "kill -TERM $PPID")  # end the loop after one round
+    sandbox.run("serving/lifecycle-watch.sh")
+    assert sandbox.calls("sleep") == [f"sleep {timeouts.LIFECYCLE_POLL_INTERVAL}"]
+    assert sandbox.calls("systemctl") == []
+    assert sandbox.calls("aws") == []
 
 
 def test_replica_runs_the_engine_on_its_own_devices_and_cores(sandbox: Sandbox) -> None:

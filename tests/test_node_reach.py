@@ -76,8 +76,11 @@ def test_ecr_in_another_region_goes_over_the_internet() -> None:
 
 
 def test_the_scan_reads_the_awslogs_driver_of_the_replica_containers() -> None:
-    (replica,) = [d for d in reach.program_calls("serving") if d.service == "logs"]
+    logs = [d for d in reach.program_calls("serving") if d.service == "logs"]
+    (replica,) = [d for d in logs if d.caller.startswith("serving/replica.sh:")]
     assert replica.route == "interface-endpoint"
+    # lifecycle.sh writes why a launch failed to the same group.
+    assert any(d.caller.startswith("serving/lifecycle.sh:") for d in logs)
     assert replica.caller.startswith("serving/replica.sh:")
     assert "--log-driver=awslogs" in replica.caller
     # The training node programs start no container with it (Batch's own driver is the ECS agent's).

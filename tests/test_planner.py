@@ -543,64 +543,100 @@ def test_70b_bf16_lands_on_inf2_48xlarge_tp24() -> None:
     assert "inf2.48xlarge" in plan.explanation and "\n" not in plan.explanation
 
 
-def test_8b_bf16_lands_on_inf2_8xlarge_tp2_because_of_host_memory() -> None:
-    # HBM alone would take inf2.xlarge, but its 16 GiB of host RAM (12 usable) cannot load 14.9 GiB.
+def test_8b_bf16_lands_on_inf2_xlarge_tp2_as_published_deployments_do() -> None:
+    # HF-SM-LLAMA3 deploys Meta-Llama-3-8B on ml.inf2.xlarge with HF_NUM_CORES=2: the cheapest Inf2 fits.
     plan = size_model(8e9)
-    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.8xlarge", 2, 1)
+    assert (plan.instance_type, plan.tensor_parallel, plan.replicas_per_instance) == ("inf2.xlarge", 2, 1)
     # 14.901 GiB weights / 2 + 4 of 8 KV heads (0.0625 GiB each) = 7.70 GiB per core of 16: 52 % free.
     assert plan.weights_gib == pytest.approx(14.901, abs=1e-3)
     assert plan.hbm_per_core_gib == pytest.approx(7.701, abs=1e-3)
     assert plan.hbm_limit_per_core_gib == 16.0
     assert plan.headroom == pytest.approx(1 - 7.7006 / 16, abs=1e-3)
-    assert plan.host_memory_limit_gib == 96.0  # 128 GiB less 25 %
+    assert plan.host_memory_limit_gib == 15.0  # 16 GiB less 1/16
+    assert plan.host_memory_override is None
     assert plan.visible_cores(0) == "0-1"
     assert plan.devices(0) == ("/dev/neuron0",)
 
 
-# Host RAM (GiB) transcribed from the Inf2 architecture page: 16, 128, 384, 768; 75 % usable.
-def test_llama3_8b_is_refused_on_inf2_xlarge_for_host_memory() -> None:
+# Host RAM (GiB) transcribed from the Inf2 architecture page: 16, 128, 384, 768; 15/16 usable.
+def test_a_model_bigger_than_inf2_xlarge_host_memory_is_refused_there() -> None:
+    # Gemma-2 9B-sized, 9.24B parameters at bf16: 17.2 GiB, more than the 16 GiB host holds at all.
     with pytest.raises(
         NeuronConfigError,
-        match=r"^instance_type='inf2\.xlarge': 14\.9 GiB of weights at bf16 exceed the 12\.0 GiB of host "
-        r"memory usable on inf2\.xlarge \(16 GiB less 25%\).*inf2\.8xlarge with TP 2 would fit",
+        match=r"^instance_type='inf2\.xlarge': 17\.2 GiB of weights at bf16 exceed the 15\.0 GiB of host "
+        r"memory usable on inf2\.xlarge \(16 GiB less 6\.25%\): loading reads the weights into host memory "
+        r"\(HOST-MEM\); inf2\.8xlarge with TP 2 would fit, or give host_memory_override a reason$",
     ):
-        size_model(8e9, instance_type="inf2.xlarge")
+        size_model(9.24e9, instance_type="inf2.xlarge")
     # SageMaker's name for it too.
     with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': .*host memory"):
-        size_model(8e9, instance_type="ml.inf2.xlarge")
+        size_model(9.24e9, instance_type="ml.inf2.xlarge")
 
 
 def test_host_memory_limit_is_inclusive() -> None:
-    # Exactly 12 GiB of bf16 weights is exactly 75 % of inf2.xlarge's 16 GiB: accepted at TP 2 (one
+    # Exactly 15 GiB of bf16 weights is exactly 15/16 of inf2.xlarge's 16 GiB: accepted at TP 2 (one
     # replica); one parameter more is refused.
-    at_limit = 12 * GIB // 2
+    at_limit = 15 * GIB // 2
     plan = size_model(at_limit, instance_type="inf2.xlarge", layers=32, kv_heads=8)
-    assert (plan.weights_gib, plan.tensor_parallel, plan.host_memory_limit_gib) == (12.0, 2, 12.0)
-    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 12\.0 GiB of weights"):
+    assert (plan.weights_gib, plan.tensor_parallel, plan.host_memory_limit_gib) == (15.0, 2, 15.0)
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 15\.0 GiB of weights"):
         size_model(at_limit + 1, instance_type="inf2.xlarge", layers=32, kv_heads=8)
 
 
 def test_replicas_each_load_their_own_weights_into_host_memory() -> None:
-    # Llama-3.2 3B (3.21B, bf16: 5.98 GiB): TP 1 packs 2 replicas on inf2.xlarge, 11.96 of 12 GiB.
+    # Llama-3.2 3B (3.21B, bf16: 5.98 GiB): TP 1 packs 2 replicas on inf2.xlarge, 11.96 of 15 GiB.
     small = size_model(3.21e9, instance_type="inf2.xlarge")
     assert (small.tensor_parallel, small.replicas_per_instance) == (1, 2)
-    # 3.3B (6.15 GiB): two replicas would load 12.3 GiB, so TP 2 (one replica) is chosen instead ...
-    bigger = size_model(3.3e9, instance_type="inf2.xlarge")
+    # 4.1B (7.64 GiB): two replicas would load 15.3 GiB, so TP 2 (one replica) is chosen instead ...
+    bigger = size_model(4.1e9, instance_type="inf2.xlarge")
     assert (bigger.tensor_parallel, bigger.replicas_per_instance) == (2, 1)
     # ... and an explicit TP 1 is refused for host memory, naming the TP that fits.
     with pytest.raises(
         NeuronConfigError,
-        match=r"^tensor_parallel=1: 2 replicas of 6\.1 GiB load 12\.3 GiB into host memory.*TP 2 fits",
+        match=r"^tensor_parallel=1: 2 replicas of 7\.6 GiB load 15\.3 GiB into host memory.*TP 2 fits",
     ):
-        size_model(3.3e9, instance_type="inf2.xlarge", tensor_parallel=1)
+        size_model(4.1e9, instance_type="inf2.xlarge", tensor_parallel=1)
+    # With an override both replicas load, and the plan says why the check was skipped.
+    packed = size_model(
+        4.1e9,
+        instance_type="inf2.xlarge",
+        tensor_parallel=1,
+        host_memory_override="measured 7.1 GiB peak RSS each",
+    )
+    assert (packed.replicas_per_instance, packed.host_memory_override) == (
+        2,
+        "measured 7.1 GiB peak RSS each",
+    )
+    assert packed.explanation.endswith("(host-memory check overridden: measured 7.1 GiB peak RSS each)")
 
 
 def test_host_memory_headroom_is_a_fraction() -> None:
     for bad in (1.0, -0.1, True, "25%"):
         with pytest.raises(NeuronConfigError, match=r"^host_memory_headroom="):
             size_model(8e9, host_memory_headroom=bad)  # type: ignore[arg-type]
-    # With no reserve at all, 14.9 GiB fits 16 GiB: the reserve is what refuses it.
-    assert size_model(8e9, instance_type="inf2.xlarge", host_memory_headroom=0.0).tensor_parallel == 2
+    # With no reserve at all, 16 GiB of weights fit 16 GiB: the reserve is what refuses them.
+    assert (
+        size_model(16 * GIB // 2, instance_type="inf2.xlarge", host_memory_headroom=0.0).tensor_parallel == 2
+    )
+
+
+def test_the_host_memory_override_takes_a_reason_and_skips_only_the_host_check() -> None:
+    reason = "measured: 15.6 GiB peak RSS while loading on inf2.xlarge, 2026-11-30"
+    plan = size_model(9.24e9, instance_type="inf2.xlarge", host_memory_override=f"  {reason} ")
+    assert (plan.instance_type, plan.tensor_parallel, plan.host_memory_override) == ("inf2.xlarge", 2, reason)
+    assert plan.explanation.endswith(f"17.2 of 15 GiB usable (host-memory check overridden: {reason})")
+    # Without an instance, the cheapest instance whose HBM fits is chosen, host memory aside.
+    assert size_model(9.24e9, host_memory_override=reason).instance_type == "inf2.xlarge"
+    # HBM is still checked.
+    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': model needs"):
+        size_model(30e9, instance_type="inf2.xlarge", host_memory_override=reason)
+    for bad in ("", "   ", 7, True):
+        with pytest.raises(
+            NeuronConfigError,
+            match=rf"^host_memory_override={re.escape(repr(bad))}: give the reason the host-memory check does "
+            r"not apply, e\.g\. 'measured: 14\.2 GiB peak RSS while loading on inf2\.xlarge, 2026-11-30'$",
+        ):
+            size_model(8e9, host_memory_override=bad)  # type: ignore[arg-type]
 
 
 # NxD Inference GQA sharding (gqa.py get_shardable_head_counts), hand-worked:
@@ -695,21 +731,22 @@ def test_reference_deployments_fit() -> None:
         "sequence_length": 2048,
         "batch_size": 4,
     }
-    # Its HBM fits inf2.xlarge at TP 2, but its 12.6 GiB of weights take 78 % of the 16 GiB host
-    # ("pretty much maxes out the RAM", HOST-MEM): refused by the 25 % host reserve, accepted without it.
-    with pytest.raises(NeuronConfigError, match=r"^instance_type='inf2\.xlarge': 12\.6 GiB of weights"):
-        size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b)
-    edge = size_model(6.74e9, instance_type="inf2.xlarge", host_memory_headroom=0.2, **llama2_7b)
-    assert edge.tensor_parallel == 2
+    # LMI-TNX runs it on inf2.xlarge at TP 2: its HBM fits, and its 12.6 GiB of weights load on the
+    # 16 GiB host (15 usable).
+    edge = size_model(6.74e9, instance_type="inf2.xlarge", **llama2_7b)
+    assert (edge.tensor_parallel, edge.weights_gib) == (2, 12.554)
     on_24 = size_model(6.74e9, instance_type="inf2.24xlarge", tensor_parallel=8, **llama2_7b)
     assert (on_24.tensor_parallel, on_24.replicas_per_instance, on_24.devices_per_replica) == (8, 1, 4)
     assert on_24.devices(0) == tuple(f"/dev/neuron{i}" for i in range(4))
-    # SNIPPET: Llama-3 8B at batch 8 x 4,096 on ml.inf2.xlarge, HF_NUM_CORES=2: its HBM fits at TP 2
-    # (only with no host reserve: 14.9 GiB of weights on a 16 GiB host).
-    snippet = size_model(
-        8e9, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge", host_memory_headroom=0.0
+    # HF-SM-LLAMA3: Meta-Llama-3-8B (8,030,261,248 parameters) at batch 8 x 4,096 on ml.inf2.xlarge,
+    # HF_NUM_CORES=2: its HBM fits at TP 2 and its 14.96 GiB of weights load on the 16 GiB host.
+    snippet = size_model(8_030_261_248, batch_size=8, sequence_length=4096, instance_type="ml.inf2.xlarge")
+    assert (snippet.instance_type, snippet.tensor_parallel, snippet.weights_gib) == ("inf2.xlarge", 2, 14.958)
+    # OPTN-NB: CodeLlama-7B fp16 (6.74B, MHA) precompiled for 2 cores, batch 1 x 2,048, on inf2.xlarge.
+    codellama = size_model(
+        6.74e9, dtype="fp16", layers=32, kv_heads=32, sequence_length=2048, instance_type="inf2.xlarge"
     )
-    assert (snippet.instance_type, snippet.tensor_parallel) == ("inf2.xlarge", 2)
+    assert (codellama.tensor_parallel, codellama.replicas_per_instance) == (2, 1)
 
 
 def test_explicit_tp_is_honoured() -> None:
@@ -784,7 +821,8 @@ def test_trainium_can_be_validated_for_serving() -> None:
         ({"parameters": 8e9, "instance_type": "g5.xlarge"}, r"^instance_type='g5.xlarge': not a Neuron"),
         (
             {"parameters": 8e9, "tensor_parallel": 3},
-            r"^tensor_parallel=3: Neuron serving stacks use TP degrees",
+            r"^tensor_parallel=3: the Neuron runtime supports TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64 for "
+            r"inference \(NXDI-TP, per instance family\)$",
         ),
         ({"parameters": 8e9, "tensor_parallel": 0}, r"^tensor_parallel=0:"),
         # An explicit TP that cannot fit anywhere, or is too large / too small for the instance.
@@ -794,7 +832,8 @@ def test_trainium_can_be_validated_for_serving() -> None:
         ),
         (
             {"parameters": 8e9, "instance_type": "inf2.24xlarge", "tensor_parallel": 24},
-            r"^tensor_parallel=24: inf2.24xlarge has 12 NeuronCores; valid TP degrees there are 1, 2, 4, 8, 12$",
+            r"^tensor_parallel=24: inf2.24xlarge has 12 NeuronCores; the Neuron runtime supports TP 1, 2, 4, 8, 12 "
+            r"for inference there \(NXDI-TP\)$",
         ),
         (
             {"parameters": 70e9, "instance_type": "inf2.48xlarge", "tensor_parallel": 12},
@@ -900,10 +939,10 @@ def test_serving_plans_fit_or_are_refused(kwargs: dict[str, Any]) -> None:
     )
     assert plan.kv_cache_per_core_gib >= plan.kv_cache_gib / tp - 1e-3
     assert plan.kv_heads_per_core >= 1
-    # Every replica's weights fit 75 % of the host RAM (Inf2/Trn1 architecture pages).
+    # Every replica's weights fit 15/16 of the host RAM (Inf2/Trn1 architecture pages).
     host_gib = {"inf2.xlarge": 16, "inf2.8xlarge": 128, "inf2.24xlarge": 384, "inf2.48xlarge": 768}
     host = host_gib.get(plan.instance_type, 512)
-    assert plan.replicas_per_instance * plan.weights_gib <= host * 0.75 + 1e-3
+    assert plan.replicas_per_instance * plan.weights_gib <= host * 15 / 16 + 1e-3
     assert plan.hbm_per_core_gib <= 16.0 * 0.65 + 1e-3
     assert plan.headroom >= 0.35 - 1e-4
     assert plan.weights_gib == pytest.approx(float(parameters) * _bytes(dtype) / GIB, abs=1e-3)
@@ -997,12 +1036,12 @@ def test_serving_plan_fields_exactly_and_its_explanation() -> None:
     # 128 x 4096 tokens x 2 B = 0.4375 GiB, 4 of the 8 heads per core = 0.21875 GiB.
     plan = size_model(3.21e9, instance_type="inf2.xlarge", tensor_parallel=2)
     assert (plan.weights_gib, plan.kv_cache_gib, plan.kv_cache_per_core_gib) == (5.979, 0.438, 0.2188)
-    assert (plan.hbm_per_core_gib, plan.headroom, plan.host_memory_limit_gib) == (3.208, 0.7995, 12.0)
+    assert (plan.hbm_per_core_gib, plan.headroom, plan.host_memory_limit_gib) == (3.208, 0.7995, 15.0)
     assert plan.explanation == (
         "3.2B params at bf16 = 6.0 GiB weights + 0.4 GiB KV cache (batch 1 x 4096; assumed layers=28, "
         "kv_heads=8); per NeuronCore at TP 2: 3.0 GiB weights + 0.22 GiB KV (4 of 8 KV head(s) per core) = "
         "3.2 GiB of 16 (80% free) on inf2.xlarge, 1 replica(s) per instance; host RAM for loading: 6.0 of "
-        "12 GiB usable"
+        "15 GiB usable"
     )
 
 
@@ -1012,13 +1051,13 @@ def test_explanation_names_a_separate_kv_dtype_and_no_assumption_when_the_shape_
         "8.0B params at fp8 = 7.5 GiB weights + 0.5 GiB KV cache at bf16 (batch 1 x 4096; assumed layers=32, "
         "kv_heads=8); per NeuronCore at TP 1: 7.5 GiB weights + 0.50 GiB KV (8 of 8 KV head(s) per core) = "
         "8.0 GiB of 16 (50% free) on inf2.8xlarge, 2 replica(s) per instance; host RAM for loading: 14.9 of "
-        "96 GiB usable"
+        "120 GiB usable"
     )
     given = size_model(8e9, layers=32, kv_heads=8, hidden_size=4096, instance_type="inf2.8xlarge")
     assert given.explanation == (
         "8.0B params at bf16 = 14.9 GiB weights + 0.5 GiB KV cache (batch 1 x 4096); per NeuronCore at TP 2: "
         "7.5 GiB weights + 0.25 GiB KV (4 of 8 KV head(s) per core) = 7.7 GiB of 16 (52% free) on "
-        "inf2.8xlarge, 1 replica(s) per instance; host RAM for loading: 14.9 of 96 GiB usable"
+        "inf2.8xlarge, 1 replica(s) per instance; host RAM for loading: 14.9 of 120 GiB usable"
     )
 
 
@@ -1103,11 +1142,48 @@ def test_host_memory_refusal_when_the_core_fits_exactly() -> None:
 
 
 def test_a_tp_that_leaves_cores_idle_loads_one_copy_per_replica() -> None:
-    # TP 16 on inf2.48xlarge's 24 cores: one replica (8 cores idle), one copy of the 14.9 GiB in host RAM.
-    plan = size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=16)
+    # TP 8 on inf2.24xlarge's 12 cores: one replica (4 cores idle), one copy of the 14.9 GiB in host RAM.
+    plan = size_model(8e9, instance_type="inf2.24xlarge", tensor_parallel=8)
     assert plan.replicas_per_instance == 1
     assert plan.explanation.endswith(
-        "1 replica(s) per instance; host RAM for loading: 14.9 of 576 GiB usable"
+        "1 replica(s) per instance; host RAM for loading: 14.9 of 360 GiB usable"
+    )
+
+
+def test_tp_16_on_inf2_is_refused_because_no_source_lists_it() -> None:
+    # NXDI-TP lists Inf2 1, 2, 4, 8, 24 (TP-APPNOTE and OPTN-NB add 12); nobody lists 16.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=16: inf2\.48xlarge has 24 NeuronCores; the Neuron runtime supports TP 1, 2, 4, "
+        r"8, 12, 24 for inference there \(NXDI-TP\)$",
+    ):
+        size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=16)
+
+
+def test_serving_refusals_and_plans_quote_where_training_and_inference_sources_disagree() -> None:
+    # Trn1 TP 4: training forms it (RT-2.21), NxD Inference does not list it.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^tensor_parallel=4: trn1\.32xlarge has 32 NeuronCores; the Neuron runtime supports TP 1, 2, 8, 16, "
+        r"32 for inference there \(NXDI-TP\); sources disagree: the training runtime forms TP 4 on adjacent trn1 "
+        r"cores \(RT-2\.21\), but NxD Inference does not list TP 4 for Trn1 \(NXDI-TP\)$",
+    ):
+        size_model(8e9, instance_type="trn1.32xlarge", tensor_parallel=4)
+    # Trn2 TP 8 at LNC 2: NxD Inference lists it, neuronx-distributed training cannot form it; serving says so.
+    plan = size_model(8e9, instance_type="trn2.48xlarge", tensor_parallel=8)
+    assert plan.explanation.endswith(
+        "; TP 8: sources disagree: NxD Inference lists TP 8 for Trn2 at LNC 2 (NXDI-TP), but neuronx-distributed "
+        "cannot form TP 8 training groups at LNC 2 (NXD-PS)"
+    )
+    # Inf2 TP 12: accepted (TP-APPNOTE, OPTN-NB), with the disagreement stated.
+    twelve = size_model(8e9, instance_type="inf2.24xlarge", tensor_parallel=12)
+    assert (
+        "; TP 12: sources disagree: TP-APPNOTE and optimum-neuron (OPTN-NB) use TP 12 on Inf2"
+        in twelve.explanation
+    )
+    assert (
+        "sources disagree"
+        not in size_model(8e9, instance_type="inf2.48xlarge", tensor_parallel=24).explanation
     )
 
 
@@ -1123,12 +1199,19 @@ def test_attention_heads_are_reported_as_assumed_only_when_they_were() -> None:
     assert "(batch 1 x 4096; assumed layers=32, kv_heads=8);" in reference.explanation
 
 
-def test_hidden_size_alone_means_one_kv_head_per_128_dimensions() -> None:
-    # MHA: hidden 1,000 -> 7 whole heads (never 7.8); KV = 16 layers x 2 x 7 x 128 x 4,096 x 2 B = 0.219 GiB.
-    plan = size_model(1e9, hidden_size=1000, layers=16, instance_type="inf2.xlarge", tensor_parallel=1)
-    assert (plan.kv_heads_per_core, plan.kv_cache_gib) == (7, 0.219)
-    # A hidden size under 128 still has one head.
-    tiny = size_model(1e8, hidden_size=128, layers=2, instance_type="inf2.xlarge", tensor_parallel=1)
+def test_hidden_size_alone_means_one_kv_head_per_head_dim() -> None:
+    # MHA with the nearest reference model's head dimension. An 8B-sized model: 128 (MODEL-SHAPES, Llama
+    # 3.1 8B) -> hidden 1,000 is 7 whole heads (never 7.8); KV = 16 layers x 2 x 7 x 128 x 4,096 x 2 B =
+    # 0.219 GiB.
+    plan = size_model(8e9, hidden_size=1000, layers=16, instance_type="inf2.8xlarge", tensor_parallel=2)
+    assert (plan.kv_heads_per_core, plan.kv_cache_gib) == (4, 0.219)
+    # A 1B-sized model: Llama 3.2 1B's 64 (2,048 hidden / 32 heads) -> 15 heads of 64; KV = 16 x 2 x 15
+    # x 64 x 4,096 x 2 B = 0.234 GiB, and the explanation says the head dimension was assumed.
+    small = size_model(1e9, hidden_size=1000, layers=16, instance_type="inf2.xlarge", tensor_parallel=1)
+    assert (small.kv_heads_per_core, small.kv_cache_gib) == (15, 0.234)
+    assert "assumed head_dim=64)" in small.explanation
+    # A hidden size under one head still has one head.
+    tiny = size_model(1e8, hidden_size=64, layers=2, instance_type="inf2.xlarge", tensor_parallel=1)
     assert tiny.kv_heads_per_core == 1
 
 
@@ -1273,9 +1356,10 @@ def test_explanation_rounds_the_parameter_count_in_billions() -> None:
 
 
 def test_attention_heads_from_a_hidden_size_are_whole_heads() -> None:
-    # hidden 1,600 / 128 = 12 whole heads (12.5 is not a head count). 5 KV heads at TP 12: NxD converts to
+    # A 3B-sized model (head dim 128): hidden 1,600 / 128 = 12 whole heads (12.5 is not a head count). 5 KV
+    # heads at TP 12: NxD converts to
     # MHA, the 12 query heads pad to 12 (one per core), so each core holds one KV head.
-    plan = size_model(1.5e9, instance_type="inf2.24xlarge", tensor_parallel=12, kv_heads=5, hidden_size=1600)
+    plan = size_model(3e9, instance_type="inf2.24xlarge", tensor_parallel=12, kv_heads=5, hidden_size=1600)
     assert plan.kv_heads_per_core == 1
 
 
@@ -1299,11 +1383,21 @@ def test_plans_built_by_hand_get_the_documented_defaults() -> None:
         "expert_parallel": 1,
         "ultraserver_capacity": False,
         "group_fabrics": (),
+        "model": None,
+        "zero1": True,
+        "activation_checkpointing": "none",
+        "memory": None,
+        "hbm_headroom": 0.25,
     }
     serving = {
         f.name: f.default for f in dataclasses.fields(ServingPlan) if f.default is not dataclasses.MISSING
     }
-    assert serving == {"kv_cache_per_core_gib": 0.0, "kv_heads_per_core": 0, "host_memory_limit_gib": 0.0}
+    assert serving == {
+        "kv_cache_per_core_gib": 0.0,
+        "kv_heads_per_core": 0,
+        "host_memory_limit_gib": 0.0,
+        "host_memory_override": None,
+    }
 
 
 def test_reference_shapes_are_the_published_model_configs() -> None:

@@ -34,7 +34,7 @@ def _loaded(imports: str, banned: str) -> list[str]:
 @pytest.mark.parametrize(
     "imports",
     [
-        "import cdk_neuron.catalog, cdk_neuron.planner",
+        "import cdk_neuron.catalog, cdk_neuron.planner, cdk_neuron.economics",
         "import cdk_neuron.validation, cdk_neuron.node_programs.reach",
         "from cdk_neuron import catalog, planner, NeuronConfigError, plan_training, size_model, get_instance",
         # Using them must not import aws_cdk lazily either.

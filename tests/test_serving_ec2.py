@@ -11,6 +11,7 @@ import pytest
 from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 
+from cdk_neuron import timeouts
 from cdk_support import (
     TEST_ACCOUNT,
     make_app,
@@ -118,10 +119,10 @@ def built() -> Iterator[Built]:
         "idle": Ec2InferenceFleet(
             variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", min_capacity=0
         ),
-        # Over an hour to start: updated by replacement (CloudFormation's rolling pause stops at PT1H).
-        "replaced": Ec2InferenceFleet(
+        # Another model: its artifact grant is a policy of its own.
+        "second model": Ec2InferenceFleet(
             variants_stack,
-            "Replaced",
+            "SecondModel",
             vpc=vpc2,
             model=ModelSpec(
                 model_id="meta-llama/Llama-3.1-8B-Instruct",
@@ -132,7 +133,6 @@ def built() -> Iterator[Built]:
             instance_type="inf2.8xlarge",
             min_capacity=2,
             max_capacity=8,
-            startup_timeout_seconds=5400,
         ),
     }
     yield Built(
@@ -272,12 +272,15 @@ def test_group_spans_only_the_zones_that_offer_the_type(built: Built) -> None:
     assert built.fleet.availability_zones == ("us-east-1a", "us-east-1c")
 
 
-def test_elb_health_checks_with_a_grace_derived_from_the_model(built: Built) -> None:
+def test_elb_health_checks_start_counting_once_the_hook_released_the_instance(built: Built) -> None:
     props = _props(built.template, "AWS::AutoScaling::AutoScalingGroup")
     assert props["HealthCheckType"] == "ELB"
+    # The hook holds an instance until its replicas answer, so the grace covers only the load
+    # balancer confirming it (2 checks 15 s apart), not the model's start-up (cdk_neuron.timeouts).
+    assert props["HealthCheckGracePeriod"] == 45 == timeouts.HEALTH_CHECK_GRACE
     # 300 s boot + 184 s S3 sync + 955 s container (8B on inf2.8xlarge, whose 128 GiB host holds the
     # weights twice over, so no small-host doubling; timing.py).
-    assert props["HealthCheckGracePeriod"] == 1439 == built.fleet.startup_timeout_seconds
+    assert built.fleet.startup_timeout_seconds == 1439
     assert props["LifecycleHookSpecificationList"] == [
         {
             "DefaultResult": "ABANDON",
@@ -287,20 +290,41 @@ def test_elb_health_checks_with_a_grace_derived_from_the_model(built: Built) -> 
         }
     ]
     assert (props["MinSize"], props["MaxSize"]) == ("2", "4")
+    fleet_env = _user_data(built.template)
+    # ready.sh gives up (and says why) READY_MARGIN before the heartbeat, counted from boot.
+    assert f"\nSTARTUP_DEADLINE_SECONDS={1439 - timeouts.READY_MARGIN}\n" in fleet_env
 
 
-def test_rolling_refresh_keeps_the_minimum_healthy_percentage(built: Built) -> None:
+def _refresh(group: dict[str, Any]) -> dict[str, Any]:
+    assert "AutoScalingRollingUpdate" not in group["UpdatePolicy"]
+    return group["UpdatePolicy"]["AutoScalingInstanceRefresh"]  # type: ignore[no-any-return]
+
+
+def test_updates_keep_the_desired_capacity_in_service_and_creation_tolerates_a_replacement(
+    built: Built,
+) -> None:
     _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
     assert group["Properties"]["InstanceMaintenancePolicy"] == {
         "MinHealthyPercentage": 100,
         "MaxHealthyPercentage": 110,
     }
-    rolling = group["UpdatePolicy"]["AutoScalingRollingUpdate"]
-    assert rolling["MaxBatchSize"] == 1
-    assert rolling["MinInstancesInService"] == 2
-    assert rolling["WaitOnResourceSignals"] is True
-    assert rolling["PauseTime"] == "PT23M59S"
-    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT23M59S"}}
+    # An instance refresh: percentages of the desired capacity, replacements launched first and
+    # counted once the launch hook released them (not a MinInstancesInService fixed at synthesis).
+    assert _refresh(group) == {
+        "Strategy": "Rolling",
+        "Preferences": {"MinHealthyPercentage": 100, "MaxHealthyPercentage": 110, "InstanceWarmup": 60},
+    }
+    # Two start-up budgets: a first instance that is abandoned is replaced within the stack's wait.
+    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT47M58S"}}
+
+
+def test_a_fleet_that_scales_to_zero_still_launches_before_it_terminates(built: Built) -> None:
+    # min_capacity 0 (dev): the old rolling update had MinInstancesInService 0 and terminated the one
+    # running instance before its replacement started.
+    _, group = _one(built.variants_template, "AWS::AutoScaling::AutoScalingGroup", "Idle")
+    assert group["Properties"]["MinSize"] == "0"
+    assert _refresh(group)["Preferences"]["MinHealthyPercentage"] == 100
+    assert _refresh(group)["Preferences"]["MaxHealthyPercentage"] == 110
 
 
 def test_scales_on_concurrency_per_instance(built: Built) -> None:
@@ -337,12 +361,24 @@ def test_instance_permissions_are_least_privilege(built: Built) -> None:
         assert not any(a.endswith("*") for a in actions), statement
 
 
-def test_key_lets_auto_scaling_use_it_and_is_retained(built: Built) -> None:
+def test_key_lets_auto_scaling_use_it_in_a_new_account_and_is_retained(built: Built) -> None:
     _, key = _one(built.template, "AWS::KMS::Key")
     assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Properties"]["EnableKeyRotation"] is True
-    sids = {s.get("Sid") for s in key["Properties"]["KeyPolicy"]["Statement"]}
-    assert {"AutoScalingUsesKeyForVolumes", "AutoScalingGrantsForVolumes"} <= sids
+    statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    role = (
+        f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    )
+    # The training key's pattern (one helper writes both): the role is matched by aws:PrincipalArn,
+    # never named as a principal, which KMS refuses in an account where it does not exist yet.
+    for sid in (
+        "AllowInstanceLaunchesToUseTheKeyForEncryptedVolumes",
+        "AllowInstanceLaunchesToGrantEbsUseOfTheKey",
+    ):
+        assert statements[sid]["Principal"] == {"AWS": "*"}
+        assert statements[sid]["Condition"]["ArnEquals"] == {"aws:PrincipalArn": [role]}
+        assert statements[sid]["Condition"]["StringEquals"] == {"kms:CallerAccount": ACCOUNT}
+    assert not any("aws-service-role" in json.dumps(s.get("Principal")) for s in statements.values())
 
 
 def test_replica_logs_go_to_a_retained_log_group_encrypted_with_the_fleet_key(built: Built) -> None:
@@ -607,48 +643,27 @@ def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_a_replacement_group_starts_at_the_running_capacity_and_waits_for_all_of_it(built: Built) -> None:
-    group_id, group = _one(built.variants_template, "AWS::AutoScaling::AutoScalingGroup", "Replaced")
-    assert group["UpdatePolicy"]["AutoScalingReplacingUpdate"] == {"WillReplace": True}
-    reader_id, reader = _one(built.variants_template, "Custom::CdkNeuronFleetCapacity", "Replaced")
-    assert group["Properties"]["DesiredCapacity"] == {"Fn::GetAtt": [reader_id, "DesiredCapacity"]}
-    # The old group goes only once every instance of the new one has signalled ready.
-    assert group["CreationPolicy"]["AutoScalingCreationPolicy"] == {"MinSuccessfulInstancesPercent": 100}
-    assert group["CreationPolicy"]["ResourceSignal"]["Count"] == 2
-    props = reader["Properties"]
-    assert (props["TagKey"], props["MinSize"], props["MaxSize"]) == ("cdk-neuron:fleet", "2", "8")
-    assert props["TagValue"] == built.variants["replaced"].node.addr
-    assert {"Key": "cdk-neuron:fleet", "PropagateAtLaunch": True, "Value": props["TagValue"]} in group[
-        "Properties"
-    ]["Tags"]
-    # It reads the running group again exactly when a replacement happens: a new template version
-    # or new subnets.
-    (template_id, _) = _one(built.variants_template, "AWS::EC2::LaunchTemplate", "Replaced")
-    assert props["LaunchTemplateVersion"] == {"Fn::GetAtt": [template_id, "LatestVersionNumber"]}
-    assert props["Subnets"] == group["Properties"]["VPCZoneIdentifier"]
-    # It may only describe groups (no resource-level permissions exist for that action).
-    (_, policy) = _one(built.variants_template, "AWS::IAM::ManagedPolicy", "ReplacedCapacityReader")
-    actions = sorted(s["Action"] if isinstance(s["Action"], str) else s["Action"][0]
-                     for s in policy["Properties"]["PolicyDocument"]["Statement"])  # fmt: skip
-    assert actions == ["autoscaling:DescribeAutoScalingGroups", "logs:CreateLogStream"]
-    assert group_id.startswith("ReplacedGroup")
-
-
-def test_a_rolling_group_keeps_its_size_out_of_the_template(built: Built) -> None:
-    _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
-    assert "AutoScalingRollingUpdate" in group["UpdatePolicy"]
-    assert "DesiredCapacity" not in group["Properties"]
-    assert "AutoScalingCreationPolicy" not in group["CreationPolicy"]
-    assert not _all(built.template, "Custom::CdkNeuronFleetCapacity")
+def test_a_new_launch_template_keeps_the_group_and_the_size_auto_scaling_gave_it(built: Built) -> None:
+    """No replacing update and no DesiredCapacity in the template: a new model or AMI refreshes the
+    instances of the running group, which keeps its capacity (a replacement group used to start at
+    MinSize, so a fleet scaled to 8 served with 2 after the swap)."""
+    groups = [g for t in (built.template, built.variants_template)
+              for _, g in _all(t, "AWS::AutoScaling::AutoScalingGroup")]  # fmt: skip
+    assert len(groups) == 1 + len(built.variants)
+    for group in groups:
+        assert "AutoScalingReplacingUpdate" not in group["UpdatePolicy"]
+        assert "DesiredCapacity" not in group["Properties"]
+        assert _refresh(group)["Preferences"]["MinHealthyPercentage"] == 100
 
 
 def test_the_artifact_grant_is_a_policy_named_after_the_artifact(built: Built) -> None:
-    """A new model is a new policy: the old one (for the old instances) goes only in the cleanup phase."""
+    """A new model is a new policy: the old one (for the instances not yet refreshed) goes only in the
+    cleanup phase."""
     ((first_id, first),) = _all(built.template, "AWS::IAM::ManagedPolicy", "FleetArtifactPolicy")
     ((second_id, second),) = _all(
-        built.variants_template, "AWS::IAM::ManagedPolicy", "ReplacedArtifactPolicy"
+        built.variants_template, "AWS::IAM::ManagedPolicy", "SecondModelArtifactPolicy"
     )
-    assert first_id.removeprefix("Fleet")[:22] != second_id.removeprefix("Replaced")[:22]
+    assert first_id.removeprefix("Fleet")[:22] != second_id.removeprefix("SecondModel")[:22]
     assert [s["Sid"] for s in first["Properties"]["PolicyDocument"]["Statement"]] == [
         "ReadModelArtifacts",
         "ListModelArtifacts",

@@ -122,9 +122,21 @@ def test_hbm_is_sized_at_the_compiled_shape() -> None:
 
 def test_plan_without_an_instance_picks_the_cheapest_that_fits() -> None:
     assert (
-        # inf2.xlarge's HBM would hold it, but its 16 GiB of host RAM cannot load 14.9 GiB of weights.
-        ModelSpec(model_id="org/m", parameters=LLAMA_8B, batch_size=4).plan().instance_type == "inf2.8xlarge"
+        # inf2.xlarge's HBM holds it and its 16 GiB of host RAM loads 14.9 GiB of weights (15 usable), as
+        # the published Llama-3 8B deployment on ml.inf2.xlarge does.
+        ModelSpec(model_id="org/m", parameters=LLAMA_8B, batch_size=4).plan().instance_type == "inf2.xlarge"
     )
+    # 9.24B parameters (17.2 GiB) do not load there: the next instance, unless a reason overrides the check.
+    assert ModelSpec(model_id="org/m", parameters=9_241_705_984).plan().instance_type == "inf2.8xlarge"
+    spec = ModelSpec(
+        model_id="org/m", parameters=9_241_705_984, host_memory_override=" measured 15.1 GiB peak "
+    )
+    assert spec.host_memory_override == "measured 15.1 GiB peak"
+    assert spec.plan().instance_type == "inf2.xlarge"
+    with pytest.raises(
+        NeuronConfigError, match=r"^host_memory_override='': give the reason the host-memory check"
+    ):
+        ModelSpec(model_id="org/m", parameters=LLAMA_8B, host_memory_override="")
     assert (
         ModelSpec(model_id="org/m", parameters=LLAMA_70B, batch_size=4).plan().instance_type
         == "inf2.48xlarge"

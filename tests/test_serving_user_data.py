@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from node_sandbox import Sandbox
 
+from cdk_neuron import timeouts
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import FILES_DIR, BundleLocation
 from cdk_neuron.serving.engines import ServingEngine
@@ -145,7 +146,11 @@ def test_readiness_settings() -> None:
         "Serving",
         "cdk-neuron-ready",
     )
-    assert fleet["STARTUP_TIMEOUT_SECONDS"] == "900"
+    # The node programs' timings come from cdk_neuron.timeouts: ready.sh's deadline is the 900 s
+    # start-up budget less READY_MARGIN, counted from boot.
+    assert fleet["STARTUP_DEADLINE_SECONDS"] == str(900 - timeouts.READY_MARGIN)
+    assert fleet["NGINX_KEEPALIVE_TIMEOUT"] == str(timeouts.NGINX_KEEPALIVE_TIMEOUT)
+    assert (fleet["DATA_DEVICE"], fleet["DATA_LABEL"]) == ("/dev/sdf", "cdkn-data")
     assert fleet["LOG_GROUP"] == "Serving-FleetReplicaLogs-AbCdEf"
     assert fleet["CONCURRENCY_METRICS"] == "vllm:num_requests_running vllm:num_requests_waiting"
 
@@ -185,11 +190,9 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
     )
     box.stub("blkid", "exit 2")
     box.stub("findmnt", "echo /dev/nvme0n1p1")
-    box.stub(
-        "lsblk",
-        'case "$*" in "-no PKNAME /dev/nvme0n1p1") echo nvme0n1 ;; "-dpno NAME,TYPE") '
-        'printf "/dev/nvme0n1 disk\\n/dev/nvme1n1 disk\\n" ;; *) echo "" ;; esac',
-    )
+    box.stub("lsblk", 'case "$*" in "-no PKNAME /dev/nvme0n1p1") echo nvme0n1 ;; *) echo "" ;; esac')
+    for disk in ("nvme0n1", "nvme1n1"):
+        box.write(f"/sys/block/{disk}/device/model", "Amazon Elastic Block Store\n")
     box.stub("mountpoint", "exit 1")
     box.stub("curl", 'case "$*" in *api/token*) echo TOKEN ;; *meta-data/instance-id*) echo i-0abc ;; esac')
     (box.bin / "nginx").unlink()
@@ -201,7 +204,8 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
     result = box.run_script(str(script))
     assert result.returncode == 0, result.stderr
     assert box.calls("poweroff") == []
-    assert box.calls("dnf") == ["dnf install -y -q nginx"]  # three replicas: the local proxy
+    assert box.calls("dnf") == ["dnf install -y -q nginx"]  # the host proxy
+    assert box.calls("mkfs.xfs") == ["mkfs.xfs -q -L cdkn-data /dev/nvme1n1"]
     assert box.calls("systemctl start") == ["systemctl start --no-block cdk-neuron-ready.service"]
     for index in range(3):
         assert box.run("serving/replica.sh", str(index)).returncode == 0

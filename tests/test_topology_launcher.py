@@ -204,7 +204,7 @@ def _launch_job(
             "CDK_NEURON_PEER_PORT": str(peer_port),
             "CDK_NEURON_PEER_JOIN_TIMEOUT": "30",
             "CDK_NEURON_PEER_INTERVAL": "0.2",
-            "CDK_NEURON_PEER_SILENCE": "3",
+            "CDK_NEURON_PEER_SILENCE": "20",
             "CDK_NEURON_STOP_GRACE": "1",
         }
         if index > 0:  # Batch sets the main node's address on child nodes only

@@ -25,13 +25,17 @@ _T = TypeVar("_T", bound=Hashable)
 
 
 def test_batches(module: str, tests: Sequence[str]) -> list[list[str]]:
-    """The module's own test file (``cdk_neuron.catalog`` -> ``tests/test_catalog.py``), then the rest.
+    """The module's own test files (``cdk_neuron.validation`` -> ``tests/test_validation_*.py`` and
+    ``tests/test_validation.py``), then the rest.
 
-    Most mutants die in their module's own tests, and collecting one file is quick.
+    Most mutants die in their module's own tests, and collecting a file or two is quick.
     """
-    own = f"tests/test_{module.rpartition('.')[2]}.py"
-    rest = [t for t in tests if t != own]
-    return [[own], rest] if own in tests else [list(tests)]
+    name = f"tests/test_{module.rpartition('.')[2]}"
+    # The narrower files first (test_validation_patterns.py before test_validation.py): they are quick
+    # and pin one concern, so a mutant of it dies before the broad file is even collected.
+    own = [t for t in tests if t.startswith(f"{name}_")] + [t for t in tests if t == f"{name}.py"]
+    rest = [t for t in tests if t not in own]
+    return [own, rest] if own else [list(tests)]
 
 
 def _child(

@@ -5,6 +5,7 @@ interpreter, then the summary (tools/mutation_summary.py).
     python -m tools.mutation run        # mutmut run (cached: only changed functions are re-tested)
     python -m tools.mutation recheck    # every mutant not killed, again, in a fresh interpreter
     python -m tools.table_mutation      # the data tables (mutmut mutates only inside functions)
+    python -m tools.source_mutation     # decorated functions (mutmut skips them) and regex edges
     python -m tools.mutation_summary --write   # the summary into docs/mutation-testing.md
 
 What is mutated and which tests run is ``[tool.mutmut]`` in pyproject.toml. Two things mutmut 3
@@ -191,6 +192,7 @@ def measure_all(jobs: int) -> int:
         "mutmut_seconds": [sys.executable, "-m", "tools.mutation", "run", f"--jobs={jobs}"],
         "recheck_seconds": [sys.executable, "-m", "tools.mutation", "recheck", f"--jobs={jobs}"],
         "tables_seconds": [sys.executable, "-m", "tools.table_mutation", f"--jobs={jobs}"],
+        "sources_seconds": [sys.executable, "-m", "tools.source_mutation", f"--jobs={jobs}"],
     }
     started = time.monotonic()
     for key, command in stages.items():

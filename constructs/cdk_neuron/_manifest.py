@@ -12,6 +12,7 @@ ARNs with ``cloudformation:DescribeStackResource``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aws_cdk as cdk
@@ -73,12 +74,17 @@ def _record(scope: Construct, kind: str, data: dict[str, Any]) -> None:
 
 
 def _plan(plan: TrainingPlan) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "nodes": plan.nodes,
         "tensor_parallel": plan.tensor_parallel,
         "pipeline_parallel": plan.pipeline_parallel,
         "logical_nc_config": plan.logical_nc_config,
     }
+    if plan.model is not None:  # what the plan's memory estimate was made for (a plan without one has none)
+        record["model"] = {k: v for k, v in dataclasses.asdict(plan.model).items() if v is not None}
+        record["zero1"] = plan.zero1
+        record["activation_checkpointing"] = plan.activation_checkpointing
+    return record
 
 
 def _capacity(capacity: Capacity) -> dict[str, Any]:

@@ -205,9 +205,10 @@ SOURCES: dict[str, Source] = {
         ),
         Source(
             "NEURON-DRIVER",
-            "aws-neuron/aws-neuron-driver v4/neuron_dhal_v4.c @9cc489e (the Trainium3 driver maps the "
-            "instance type name trn3.48xlarge to its 16-device server platform; it names no other "
-            "customer instance type for the 4-device server of a Gen2 UltraServer)",
+            "aws-neuron/aws-neuron-driver v4/neuron_dhal_v4.c @9cc489e (v4_platform_map: trn3.48xlarge, "
+            "trn3sn.48xlarge and trn3s-es.48xlarge -> the 16-device PDS platform; trn3p.48xlarge -> ULTRASERVER "
+            "(pod election, as on trn2u); trn3e.24xlarge -> MAX, whose device table has 4 entries; four "
+            '"3xl" one-device names: trn3pd98.3xlarge, trn3s-es.3xlarge, trn3sn.3xlarge, trn3sn-es.3xlarge)',
             "2026-12-01",
         ),
         Source(
@@ -299,6 +300,131 @@ SOURCES: dict[str, Source] = {
             "https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ($0.10 per standard alarm-month)",
             "2026-06-13",
         ),
+        Source(
+            "NXDI-TP",
+            "aws-neuron/aws-neuron-sdk libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286, "
+            '"NxD Inference Features Configuration Guide", section "Tensor-parallelism support", '
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/developer_guides/"
+            'feature-guide.html ("The Neuron runtime supports the following tensor-parallelism degrees: Trn2: '
+            '1, 2, 4, 8, 16, 32, and 64 (with LNC2); Inf2: 1, 2, 4, 8, and 24; Trn1: 1, 2, 8, 16, and 32"; '
+            "unchanged since @2086a70, 2024-12-03)",
+            "2026-02-26",
+        ),
+        Source(
+            "OPTN-NB",
+            "huggingface/optimum-neuron notebooks/ec2/text-generation/CodeLlama-7B-Compilation.ipynb @8eafa20 "
+            "(CodeLlama-7B fp16, precompiled for 2 cores, runs on inf2.xlarge; compile with num_cores=12 for "
+            "inf2.24xlarge and 24 for inf2.48xlarge)",
+            "2026-02-19",
+        ),
+        Source(
+            "LMI-TNX",
+            "deepjavalibrary/djl-serving serving/docs/lmi/tuning_guides/tnx_tuning_guide.md @0827345 (Llama-2 7B "
+            "fp16, 14 GB, TP 2 on inf2.xlarge at batch 4 x 2,048; tested on Neuron 2.15)",
+            "2024",
+        ),
+        Source(
+            "HF-SM-LLAMA3",
+            "dacorvo/deploy-inference-image-sagemaker deploy_snippet.py @0e336628 (Meta-Llama-3-8B on "
+            "ml.inf2.xlarge, HF_NUM_CORES=2, batch 8, 4,096 tokens, the Hugging Face neuronx LLM image)",
+            "2024-06-18",
+        ),
+        Source(
+            "CFN-LINT",
+            "aws-cloudformation/cfn-lint 1.58.0 (PyPI; the version requirements-dev.txt pins) "
+            "src/cfnlint/data/schemas/extensions/aws_ec2_instance/instancetype_enum.json: the InstanceType values "
+            "valid per Region, read 2026-12-01. Its earlier release v1.55.1 (@249ff3d, schemas of 2026-08-10) "
+            "lists trn2.48xlarge in us-east-2 only",
+            "2026-12-01",
+        ),
+        Source(
+            "NXDT-CONF",
+            "aws-neuron/neuronx-distributed-training examples/conf: hf_llama3_8B_config.yaml and "
+            "hf_llama3_70B_config.yaml @9a145a8 (2025-05-20, trn1.32xlarge), hf_llama3_8B_trn2_config.yaml and "
+            "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2); all mixed precision, "
+            "ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192",
+            "2025-08-01",
+        ),
+        Source(
+            "NXD-SMP",
+            "aws-neuron/aws-neuron-sdk libraries/neuronx-distributed/standard_mixed_precision.rst @81ce03a "
+            '("Use FP32 master weights and optimizer states for ZeRO-1 optimizer", "Use FP32 in local gradients '
+            'accumulation") and archive/nxd-training/config_overview.rst (precision type mixed_precision "uses the '
+            'zero1 optimizer ... and keeps the master copy of the weights in fp32")',
+            "2026-08-21",
+        ),
+        Source(
+            "ZERO",
+            "Rajbhandari et al., 'ZeRO: Memory Optimizations Toward Training Trillion Parameter Models', SC20, "
+            "https://arxiv.org/abs/1910.02054 (mixed-precision Adam holds 2 + 2 + 12 = 16 bytes per parameter; "
+            "ZeRO stage 1 partitions the 12 bytes of optimizer state across the data-parallel ranks)",
+            "2020-05-13",
+        ),
+        Source(
+            "ACT-MEM",
+            "Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer Models', "
+            "https://arxiv.org/abs/2205.05198 (activations per layer s*b*h*(34 + 5*a*s/h) bytes in 16-bit; tensor "
+            "with sequence parallelism divides them by t; selective recomputation drops the 5*a*s/h attention "
+            "term; with 1F1B the first pipeline stage holds the activations of L layers)",
+            "2022-05-10",
+        ),
+        Source(
+            "MODEL-SHAPES",
+            "config.json of each reference model: aws-neuron/neuronx-distributed examples/training/llama/ "
+            "tp_zero1_llama_hf_pretrain/8B_config_llama3.1, tp_pp_llama_hf_pretrain/70B_config_llama3.1 @c9ee222 "
+            "and 13B_config_llama2 @a070deb; huggingface.co/meta-llama/Llama-3.2-1B, Llama-3.2-3B and "
+            "Llama-3.1-405B config.json (hidden size, intermediate size, heads, KV heads, layers, vocabulary)",
+            "2026-04-09",
+        ),
+        Source(
+            "NEURON-TRAIN-PERF",
+            "aws-neuron/aws-neuron-sdk about-neuron/benchmarks/trn1/training_data_decoder.csv @81ce03a, shown on "
+            '"Trn1/Trn1n Training Performance" ("Last update: February 19th, 2026"), '
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
+            "trn1-training-performance.html (rows measured with Neuron 2.24.0)",
+            "2026-02-19",
+        ),
+        Source(
+            "NEURON-INF-PERF",
+            "aws-neuron/aws-neuron-sdk about-neuron/benchmarks/inf2/throughput_data_decoder.csv and "
+            'trn1/throughput_data_decoder.csv @81ce03a, shown on "Inf2 Inference Performance" ("Last update: '
+            'Feb 26th, 2026"), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/'
+            "inf2/inf2-performance.html (Transformers NeuronX rows measured with Neuron 2.18)",
+            "2026-02-26",
+        ),
+        Source(
+            "NEMO-PERF",
+            'NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md @00b7660, section "25.11 NeMo Container", '
+            "System: DGX-H100 (8 x H100 80GB per node), https://docs.nvidia.com/nemo/megatron-bridge/latest/"
+            "performance-summary.html",
+            "2025-11",
+        ),
+        Source(
+            "NIM-PERF",
+            'NVIDIA NIM LLMs Benchmarking, "Performance", https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/'
+            "performance.md (Llama-3.3-70b-instruct, NIM 1.8.0, 2 x H100 80G, fp8 TP2, 500 input / 2,000 output "
+            "tokens; site last updated 2026-07-20)",
+            "2026-07-20",
+        ),
+        Source(
+            "NRT-H",
+            "aws-neuron/aws-neuron-sdk src/libnrt/include/nrt/nrt.h @86a9286 (instance families NRT_INSTANCE_TRN3 = "
+            "14 and NRT_INSTANCE_TRN3PDS98 = 15); deploy/eks/ultraserver-operator.rst @ee7d6e00, 2026-07-07 "
+            '("Trn3pds instance type for the UltraServer nodes", topologySize "1, 2, or 4")',
+            "2026-07-07",
+        ),
+        Source(
+            "MNP-SPOT",
+            "https://docs.aws.amazon.com/batch/latest/userguide/mnp-ce.html (AWS Batch multi-node parallel jobs "
+            "are not supported on Spot compute environments)",
+            "2026-12-01",
+        ),
+        Source(
+            "NEURON-DRIVER-SHARED",
+            "aws-neuron/aws-neuron-driver share/neuron_driver_shared.h @6bbfbe2 (UltraServer modes X4, X2H, X2V "
+            "and X1: 4-, 2- and 1-node configurations)",
+            "2026-12-01",
+        ),
     )
 }
 
@@ -317,8 +443,11 @@ class NeuronInstance:
     """Facts about one Neuron instance type. Derived values are properties.
 
     ``unknown`` names the facts no source publishes (their fields hold placeholders the constructs
-    refuse to use; :meth:`with_facts` supplies them); ``in_ec2_model`` is False where the EC2 API
-    model lists no such type (Trn3, source EC2-MODEL), so tools built on it (cfn-lint) do not know it.
+    refuse to use; :meth:`with_facts` supplies them); ``weak`` names the facts the catalog holds from
+    a source that does not settle them (Trn3: the instance type name and how many servers share a
+    NeuronLink domain, :data:`TRN3_EVIDENCE`), which :meth:`with_facts` may replace; ``in_ec2_model``
+    is False where the EC2 API model lists no such type (Trn3, source EC2-MODEL), so tools built on
+    it (cfn-lint) do not know it.
 
     ``neuron_cores`` is the number of *logical* NeuronCores the runtime exposes at the default
     logical-NeuronCore configuration (LNC). On trn2 the default LNC is 2, so two physical
@@ -347,6 +476,7 @@ class NeuronInstance:
     unknown: tuple[str, ...] = ()
     catalog_key: str = ""
     in_ec2_model: bool = True
+    weak: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -379,21 +509,30 @@ class NeuronInstance:
         ``with_facts(source="describe-instance-types us-east-2 2026-12-01", network_cards=16,
         max_interfaces_per_card=2, efa_interfaces=16, nvme_gb=7600)``.
 
-        ``name``: the EC2 instance type name when the catalog has none (a Trn3 Gen2 server). Only the
-        facts listed in :attr:`unknown` may be given; ``source`` says where they come from and is kept
-        in :attr:`sources`.
+        ``name``: the EC2 instance type name where the catalog has none or only a weak one (every Trn3
+        entry: ``with_facts(name="trn3p.48xlarge", neuronlink_domain_instances=2, source=...)``). Only
+        the facts listed in :attr:`unknown` or :attr:`weak` may be given; ``source`` says where they
+        come from and is kept in :attr:`sources`.
         """
         if not isinstance(source, str) or not source.strip():
             raise NeuronConfigError("source", source, "say where the facts come from")
-        allowed = {f for f in self.unknown if f != "name"}
+        allowed = {f for f in (*self.unknown, *self.weak) if f != "name"}
         for fact, value in facts.items():
             if fact not in allowed:
                 raise NeuronConfigError(
-                    fact, value, f"only facts the catalog lacks may be given: {one_of(sorted(allowed))}"
+                    fact,
+                    value,
+                    "only facts the catalog lacks or holds from a weak source may be given: "
+                    f"{one_of(sorted(allowed))}",
                 )
-            validation.whole_number(fact, value, minimum=0)
+            if fact == "default_logical_nc_config":
+                validation.choice(fact, value, (1, 2))
+            else:
+                validation.whole_number(
+                    fact, value, minimum=1 if fact == "neuronlink_domain_instances" else 0
+                )
         if name is not None:
-            if "name" not in self.unknown:
+            if "name" not in self.unknown and "name" not in self.weak:
                 raise NeuronConfigError("name", name, f"{self.name} is already EC2's name for this type")
             if not isinstance(name, str) or not _INSTANCE_TYPE_NAME.fullmatch(name):
                 raise NeuronConfigError("name", name, "give an EC2 instance type name, e.g. trn3.48xlarge")
@@ -483,8 +622,14 @@ class NeuronInstance:
 
     @property
     def ultraserver_type(self) -> UltraServerType | None:
-        """The UltraServer this type is a server of (:data:`ULTRASERVERS`), else None."""
-        return ULTRASERVERS[self.ultraserver] if self.ultraserver else None
+        """The UltraServer this type is a server of (:data:`ULTRASERVERS`), else None; with the server
+        count :meth:`with_facts` gave, where it replaced the catalog's."""
+        if not self.ultraserver:
+            return None
+        ultra = ULTRASERVERS[self.ultraserver]
+        if ultra.servers == self.neuronlink_domain_instances:
+            return ultra
+        return replace(ultra, servers=self.neuronlink_domain_instances)
 
     @property
     def capacity_block(self) -> bool:
@@ -612,11 +757,13 @@ _TRN2U_48XLARGE = replace(_TRN2U_48XLARGE, interconnect="NeuronLink-v3")
 # Trn3 (TRN3-ARCH): sold in UltraServers only. Per server, the UltraServer totals of TRN3-ARCH's
 # table divided by its servers (Gen1: 768 vCPUs, 8,192 GiB, 12,800 Gbps EFA over 4 servers; Gen2:
 # 2,304 vCPUs, 27,648 GiB, 28,800 Gbps over 36); chips x 8 NeuronCore-v4 and 144 GiB each
-# (TRAINIUM3). The EC2 API model has no Trn3 type (EC2-MODEL, looked 2026-12-01): the Gen1 server's
-# name is the Neuron driver's (NEURON-DRIVER), the Gen2 server's is unpublished. No source we could
-# read gives network cards, interfaces per card, EFA interfaces or instance store, nor the default
-# LNC (LNC says only that LNC applies to Trn3): those are "unknown" (UNKNOWN_LOOKED) and the
-# constructs refuse what needs them until `with_facts(...)` supplies them from your account.
+# (TRAINIUM3). The EC2 API model has no Trn3 type (EC2-MODEL, looked 2026-12-01). The Gen1 server's
+# name is one of several the Neuron driver knows (NEURON-DRIVER; TRN3_EVIDENCE records what each
+# source says), and the Gen2 server's is unpublished: both names, and how many servers share one
+# NeuronLink domain, are `weak` facts `with_facts(...)` replaces. No source we could read gives
+# network cards, interfaces per card, EFA interfaces or instance store, nor the default LNC (LNC says
+# only that LNC applies to Trn3): those are "unknown" (UNKNOWN_LOOKED) and the constructs refuse what
+# needs them until `with_facts(...)` supplies them from your account.
 UNKNOWN_LOOKED = "2026-12-01"
 _TRN3_UNKNOWN = (
     "network_cards",
@@ -645,6 +792,7 @@ _TRN3_48XLARGE = _trn(
     interconnect="NeuronLink-v4 + NeuronSwitch-v1",
     unknown=_TRN3_UNKNOWN,
     in_ec2_model=False,
+    weak=("name", "neuronlink_domain_instances"),
 )
 _TRN3_GEN2_SERVER = replace(
     _TRN3_48XLARGE,
@@ -659,6 +807,85 @@ _TRN3_GEN2_SERVER = replace(
     sources=("TRN3-ARCH", "TRAINIUM3", "NEURON-DRIVER", "EC2-MODEL"),
     ultraserver="trn3-gen2",
     unknown=("name", *_TRN3_UNKNOWN),
+    weak=("neuronlink_domain_instances",),
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one source says about a name or configuration, and what the catalog does with it."""
+
+    subject: str
+    source: str
+    says: str
+    catalog_use: str
+
+
+# Every Trainium3 instance-type name and UltraServer configuration we found, by source (looked
+# 2026-12-01). None is in the EC2 API model, so every Trn3 name is a `weak` fact users may replace.
+TRN3_EVIDENCE: tuple[Evidence, ...] = (
+    Evidence("trn3.48xlarge", "NEURON-DRIVER", "16-device PDS platform", "the Gen1 server's default name"),
+    Evidence(
+        "trn3p.48xlarge",
+        "NEURON-DRIVER",
+        "ULTRASERVER platform: the driver runs UltraServer pod election, as on trn2u.48xlarge",
+        "not used: no source says which UltraServer it belongs to; give it with with_facts(name=...)",
+    ),
+    Evidence(
+        "trn3e.24xlarge",
+        "NEURON-DRIVER",
+        "MAX platform, whose device table has 4 entries (4 Trainium3 per server, as a Gen2 server)",
+        "not used: no source names it the Gen2 server; give it with with_facts(name=...)",
+    ),
+    Evidence(
+        "trn3sn.48xlarge, trn3s-es.48xlarge, trn3-dev0/dev1.48xlarge",
+        "NEURON-DRIVER",
+        "PDS platform (16 devices), like trn3.48xlarge",
+        "not catalogued (engineering-sample and development names)",
+    ),
+    Evidence(
+        "trn3pd98.3xlarge, trn3s-es.3xlarge, trn3sn.3xlarge, trn3sn-es.3xlarge",
+        "NEURON-DRIVER",
+        'one-device "3xl" instance types',
+        "not catalogued: no size, price or offering is published",
+    ),
+    Evidence(
+        "TRN3 / TRN3PDS98 (trn3pds)",
+        "NRT-H",
+        'runtime instance families 14 and 15; the EKS UltraServer operator runs on "Trn3pds" types',
+        "no EC2 type name: recorded only",
+    ),
+    Evidence(
+        "trn3u",
+        "NRT-H",
+        "a framework alias of runtime family TRN3PDS98 that we could not trace to a citable file; neither "
+        "nrt.h nor the driver names it",
+        "not catalogued",
+    ),
+    Evidence(
+        "Gen1 UltraServer: 4 servers x 16 chips",
+        "TRN3-ARCH",
+        "one NeuronLink-v4 / NeuronSwitch-v1 domain of 64 chips",
+        "trn3.48xlarge.neuronlink_domain_instances = 4",
+    ),
+    Evidence(
+        "Gen2 UltraServer: 36 servers x 4 chips",
+        "TRN3-ARCH",
+        "one domain of 144 chips",
+        "trn3-gen2-server.neuronlink_domain_instances = 36",
+    ),
+    Evidence(
+        "UltraServer node configurations 1, 2, 4",
+        "NEURON-DRIVER-SHARED",
+        "driver modes X1, X2H, X2V, X4; the EKS operator's topologySize is 1, 2 or 4 (NRT-H)",
+        "a smaller domain is given with with_facts(neuronlink_domain_instances=...)",
+    ),
+    Evidence(
+        "Gen2 configurations of 16 and 18 nodes",
+        "NEURON-DRIVER-SHARED",
+        "not named by any source we read (the driver modes stop at 4 nodes)",
+        "not catalogued; give the domain size with with_facts(neuronlink_domain_instances=...)",
+    ),
 )
 
 
@@ -685,11 +912,14 @@ class UltraServerType:
 
 # TRN2-ARCH: a Trn2 UltraServer is four trn2u.48xlarge over NeuronLink-v3 (64 chips). TRN3-ARCH: Gen1
 # is 4 servers x 16 Trainium3 (64 chips), Gen2 36 x 4 (144 chips), both all-to-all over NeuronLink-v4
-# and NeuronSwitch-v1; EFA 12,800 and 28,800 Gbps per UltraServer.
+# and NeuronSwitch-v1; EFA 12,800 and 28,800 Gbps per UltraServer. Sources disagree on the Trn2
+# UltraServer's EFA: TRN2-ARCH's table gives 3,200 Gbps in its "Trn2 UltraServer" column, the same
+# figure as one trn2u.48xlarge, although the column's other rows are four times an instance's (vCPUs,
+# memory, PFLOPS). The catalog carries the table's 3,200 (each trn2u.48xlarge still has 3,200).
 ULTRASERVERS: dict[str, UltraServerType] = {
     u.key: u
     for u in (
-        UltraServerType("trn2", "Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 12800, ("TRN2-ARCH",)),
+        UltraServerType("trn2", "Trn2 UltraServer", "trn2u.48xlarge", 4, 16, "NeuronLink-v3", 3200, ("TRN2-ARCH",)),
         UltraServerType(
             "trn3-gen1", "Trn3 Gen1 UltraServer", "trn3.48xlarge", 4, 16, "NeuronLink-v4 + NeuronSwitch-v1", 12800,
             ("TRN3-ARCH",),
@@ -822,6 +1052,73 @@ def training_tp_unsupported(
 
 
 # --------------------------------------------------------------------------------------------
+# Tensor-parallel degrees for inference, per family, from the runtime's own documentation
+# --------------------------------------------------------------------------------------------
+
+# NXDI-TP lists the degrees the Neuron runtime supports for inference: Trn1 1, 2, 8, 16, 32; Inf2 1,
+# 2, 4, 8, 24; Trn2 at LNC 2 1, 2, 4, 8, 16, 32, 64. A degree larger than an instance's cores is
+# left out where the list is applied (size_model). Sources disagree on Inf2 TP 12: TP-APPNOTE lists
+# it ("2, 4, 8, 12 and 24 on Inf2") and OPTN-NB compiles with num_cores=12 for inf2.24xlarge, while
+# NXDI-TP does not list it; published deployments use it, so it stays, and a plan at TP 12 says so.
+# No source lists an inference degree for Trn2 at LNC 1; Trn3: TP 8 at LNC 2 (TRN3-TUTORIAL) only.
+_INF2_SERVING_TP: dict[int | None, tuple[int, ...]] = {None: (1, 2, 4, 8, 12, 24)}
+_TRN1_SERVING_TP: dict[int | None, tuple[int, ...]] = {None: (1, 2, 8, 16, 32)}
+_TRN2_SERVING_TP: dict[int | None, tuple[int, ...]] = {1: (), 2: (1, 2, 4, 8, 16, 32, 64)}
+INFERENCE_TP_DEGREES: dict[str, dict[int | None, tuple[int, ...]]] = {
+    "trn1.2xlarge": _TRN1_SERVING_TP,
+    "trn1.32xlarge": _TRN1_SERVING_TP,
+    "trn1n.32xlarge": _TRN1_SERVING_TP,
+    "trn2.3xlarge": _TRN2_SERVING_TP,
+    "trn2.48xlarge": _TRN2_SERVING_TP,
+    "trn2u.48xlarge": _TRN2_SERVING_TP,
+    "trn3.48xlarge": {1: (), 2: (1, 8)},
+    "trn3-gen2-server": {1: (), 2: (1, 8)},
+    "inf2.xlarge": _INF2_SERVING_TP,
+    "inf2.8xlarge": _INF2_SERVING_TP,
+    "inf2.24xlarge": _INF2_SERVING_TP,
+    "inf2.48xlarge": _INF2_SERVING_TP,
+}
+INFERENCE_TP_SOURCES = ("NXDI-TP", "TP-APPNOTE", "OPTN-NB", "TRN3-TUTORIAL")
+
+# Where the training sources (TRAINING_TP_SOURCES) and the inference sources disagree about one
+# degree, keyed by chip, LNC (None where LNC does not apply) and TP. Both planners quote the entry
+# when they refuse that degree, so a user refused on one side learns the other side allows it.
+TP_DISAGREEMENTS: dict[tuple[str, int | None, int], str] = {
+    ("trainium", None, 4): (
+        "the training runtime forms TP 4 on adjacent trn1 cores (RT-2.21), but NxD Inference does not list TP 4 "
+        "for Trn1 (NXDI-TP)"
+    ),
+    ("trainium", None, 16): (
+        "NxD Inference lists TP 16 for Trn1 (NXDI-TP), but no training source does (TP-APPNOTE, RT-2.21)"
+    ),
+    ("trainium2", 2, 2): "NxD Inference lists TP 2 for Trn2 at LNC 2 (NXDI-TP), but no training source does",
+    ("trainium2", 2, 8): (
+        "NxD Inference lists TP 8 for Trn2 at LNC 2 (NXDI-TP), but neuronx-distributed cannot form TP 8 "
+        "training groups at LNC 2 (NXD-PS)"
+    ),
+    ("inferentia2", None, 12): (
+        "TP-APPNOTE and optimum-neuron (OPTN-NB) use TP 12 on Inf2, but NxD Inference does not list it (NXDI-TP)"
+    ),
+}
+
+
+def inference_tp_degrees(instance_name: str | NeuronInstance) -> tuple[int, ...]:
+    """Inference TP degrees the runtime supports on ``instance_name`` at its default LNC, up to its cores."""
+    inst = get_instance(instance_name)
+    listed = INFERENCE_TP_DEGREES[inst.key][inst.default_logical_nc_config]
+    return tuple(tp for tp in listed if tp <= inst.neuron_cores)
+
+
+def tp_disagreement(
+    instance_name: str | NeuronInstance, logical_nc_config: int | None, tp: int
+) -> str | None:
+    """What the training and inference sources say differently about ``tp`` on this chip, or None."""
+    inst = get_instance(instance_name)
+    lnc = inst.default_logical_nc_config if logical_nc_config is None else logical_nc_config
+    return TP_DISAGREEMENTS.get((inst.chip, lnc, tp))
+
+
+# --------------------------------------------------------------------------------------------
 # Purchase options: how EC2 sells each type
 # --------------------------------------------------------------------------------------------
 
@@ -918,10 +1215,14 @@ class EfaLayout(enum.Enum):
     on every other card, so outbound IP traffic always leaves through card 0 (EFA-SETUP). This is the
     layout in the Neuron documentation and samples.
 
-    ``ENA_PRIMARY_EFA_ONLY``: AWS's current recommendation (EFA-MULTI): an ENA primary interface
-    (card 0, device 0), an ``efa-only`` interface at card 0 device 1, and an ``efa-only`` interface at
-    device 0 on every other card. EFA-only interfaces carry no IP traffic, so they use no IP addresses.
-    Sources disagree on the secondary device index (dstack uses 1); we follow EFA-MULTI.
+    ``ENA_PRIMARY_EFA_ONLY``: an ENA primary interface (card 0, device 0), an ``efa-only`` interface at
+    card 0 device 1, and an ``efa-only`` interface at device 1 on every other card. EFA-only
+    interfaces carry no IP traffic, so they use no IP addresses. Revisions of EFA-MULTI disagree on the
+    additional cards: the revisions served in the zh/ja/de editions and on docs.amazonaws.cn (en_us)
+    say "for each additional network interface, use the next unused network card index, device index
+    1, and either an EFA (EFA with ENA) or EFA-only network interface", while one English revision
+    says device index 0 for EFA-only and 1 for ENA. We use device index 1, which every revision
+    accepts for an EFA-only interface and which dstack's launch code uses too (dstackai/dstack #2271).
     """
 
     ALL_EFA = "efa"
@@ -990,7 +1291,7 @@ def efa_network_interfaces(
         raise NeuronConfigError(
             "layout", layout.name, f"{inst.name} allows one interface per card; use EfaLayout.ALL_EFA"
         )
-    return [nic(0, 0, None), nic(0, 1, "efa-only"), *(nic(card, 0, "efa-only") for card in cards if card > 0)]
+    return [nic(0, 0, None), nic(0, 1, "efa-only"), *(nic(card, 1, "efa-only") for card in cards if card > 0)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -999,8 +1300,9 @@ def efa_network_interfaces(
 
 OFFERINGS_SOURCE = SOURCES["MOTO"]
 OFFERINGS_NOTE = (
-    "Offerings are a dated snapshot (moto @0af643a, 2026-08-22, generated from "
-    "DescribeInstanceTypeOfferings); `cdk-neuron preflight` verifies them against the live account."
+    "Offerings are dated snapshots (AZ IDs: moto @0af643a, 2026-08-22, generated from "
+    "DescribeInstanceTypeOfferings; Regions: cfn-lint 1.58.0); where they are partial or silent the "
+    "answer is unknown, and `cdk-neuron preflight` verifies against the live account."
 )
 
 _INF2_AZS: dict[str, tuple[str, ...]] = {
@@ -1061,6 +1363,38 @@ OFFERINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "inf2.48xlarge": dict(_INF2_AZS),
 }
 
+# Second source, by Region (CFN-LINT: the InstanceType values cfn-lint 1.58.0 accepts per Region).
+# Types it does not know (trn2.3xlarge, trn2u.48xlarge, Trn3) have no entry: no second source. It is
+# partial too: it lists trn1.32xlarge in three Regions where moto also has ap-south-1, ap-southeast-2
+# and ap-southeast-4, and trn2.48xlarge in ap-south-2, which moto and SKY lack (and its release
+# v1.55.1 lacked). A type either source lists in a Region is offered there.
+_TRN1_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
+_INF2_REGIONS = (
+    "ap-northeast-1", "ap-south-1", "ap-southeast-1", "ap-southeast-2", "eu-central-1", "eu-north-1",
+    "eu-west-1", "eu-west-2", "eu-west-3", "sa-east-1", "us-east-1", "us-east-2", "us-west-2",
+)  # fmt: skip
+REGION_OFFERINGS: dict[str, tuple[str, ...]] = {
+    "trn1.2xlarge": _TRN1_REGIONS,
+    "trn1.32xlarge": _TRN1_REGIONS,
+    "trn1n.32xlarge": _TRN1_REGIONS,
+    "trn2.48xlarge": ("ap-south-2", "us-east-2"),
+    "inf2.xlarge": tuple(sorted((*_INF2_REGIONS, "ap-northeast-2"))),
+    "inf2.8xlarge": _INF2_REGIONS,
+    "inf2.24xlarge": _INF2_REGIONS,
+    "inf2.48xlarge": _INF2_REGIONS,
+}
+# The Regions CFN-LINT's table covers: for a type it knows, absence from one of them means "not listed".
+REGION_OFFERINGS_REGIONS: frozenset[str] = frozenset(
+    {
+        "af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3",
+        "ap-south-1", "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4",
+        "ap-southeast-5", "ap-southeast-6", "ap-southeast-7", "ca-central-1", "ca-west-1", "cn-north-1",
+        "cn-northwest-1", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2",
+        "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1", "me-central-1", "me-south-1", "mx-central-1",
+        "sa-east-1", "us-east-1", "us-east-2", "us-gov-east-1", "us-gov-west-1", "us-west-1", "us-west-2",
+    }
+)  # fmt: skip
+
 OfferingStatus = Literal["offered", "not-offered", "unknown"]
 
 
@@ -1088,9 +1422,10 @@ def region_of_az_id(az_id: str) -> str | None:
 def offered_az_ids(instance_name: str | NeuronInstance, region: str) -> tuple[str, ...]:
     """AZ IDs in ``region`` that offer ``instance_name``, from the dated offerings table.
 
-    Empty when the table says the type is not offered there, *or* when it has no data (trn2u.48xlarge,
-    regions no row mentions): use :func:`region_offering_status` to tell the two apart before
-    refusing a region. ``cdk-neuron preflight`` verifies against the live account.
+    Empty when the sources say the type is not offered there, *or* when they have no AZ data
+    (trn2u.48xlarge, trn2.48xlarge in ap-south-2, regions no row mentions): use
+    :func:`region_offering_status` to tell them apart before refusing a region. ``cdk-neuron
+    preflight`` verifies against the live account.
     """
     inst = get_instance(instance_name)
     region = _check_region(region)
@@ -1098,36 +1433,51 @@ def offered_az_ids(instance_name: str | NeuronInstance, region: str) -> tuple[st
 
 
 def region_offering_status(instance_name: str | NeuronInstance, region: str) -> OfferingStatus:
-    """Whether the offerings table says ``region`` offers ``instance_name`` in at least one AZ.
+    """Whether ``region`` offers ``instance_name`` in at least one AZ, by both offerings sources.
 
-    ``"unknown"`` when the table has no data for the type (trn2u.48xlarge) or the region appears in
-    no row; then only preflight against the live account can answer.
+    ``"offered"`` when either source lists the type there (the AZ snapshot :data:`OFFERINGS`, or
+    :data:`REGION_OFFERINGS`). ``"not-offered"`` only when both have data for the type, both cover
+    the region, and neither lists it. Otherwise ``"unknown"``: a snapshot that covers a region for
+    other types but not this one (trn2.3xlarge in us-east-2) is partial, not a refusal, and only
+    preflight against the live account can answer.
     """
     inst = get_instance(instance_name)
     region = _check_region(region)
     table = OFFERINGS.get(inst.key, {})
-    if table.get(region):
+    if table.get(region) or region in REGION_OFFERINGS.get(inst.key, ()):
         return "offered"
-    if not table or region not in _covered_regions():
-        return "unknown"
-    return "not-offered"
+    both_know_the_type = bool(table) and inst.key in REGION_OFFERINGS
+    both_cover_the_region = region in _covered_regions() and region in REGION_OFFERINGS_REGIONS
+    return "not-offered" if both_know_the_type and both_cover_the_region else "unknown"
+
+
+def _region_of_prefix(prefix: str) -> str | None:
+    """The region of an AZ ID prefix (``use1``), from the AZ IDs the offerings table names."""
+    for regions in OFFERINGS.values():
+        for region, az_ids in regions.items():
+            if any(a.split("-az")[0] == prefix for a in az_ids):
+                return region
+    return None
 
 
 def offering_status(instance_name: str | NeuronInstance, az_id: str) -> OfferingStatus:
-    """Whether the offerings table says ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``."""
+    """Whether ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``.
+
+    ``"offered"`` when the AZ snapshot lists it; ``"not-offered"`` when the snapshot lists the type
+    in other AZs of the same region (its data for that region is there) or when
+    :func:`region_offering_status` says the region does not offer it; otherwise ``"unknown"``.
+    """
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)
-    table = OFFERINGS.get(inst.key)
-    if not table:
-        return "unknown"
+    table = OFFERINGS.get(inst.key, {})
     if any(az_id in ids for ids in table.values()):
         return "offered"
-    prefix = az_id.split("-az")[0]
-    # An AZ of a region the table covers for *any* type is known; otherwise we cannot tell.
-    known_prefixes = {
-        a.split("-az")[0] for regions in OFFERINGS.values() for ids in regions.values() for a in ids
-    }
-    return "not-offered" if prefix in known_prefixes else "unknown"
+    region = _region_of_prefix(az_id.split("-az")[0])
+    if region is None:
+        return "unknown"
+    if table.get(region):
+        return "not-offered"
+    return "not-offered" if region_offering_status(inst, region) == "not-offered" else "unknown"
 
 
 # --------------------------------------------------------------------------------------------
@@ -1201,16 +1551,102 @@ def known_price(instance_name: str) -> Price | None:
 
 # Regions whose on-demand Neuron prices equal the us-east-1 figures above: SKY's on-demand column
 # lists the same trn1.32xlarge, trn1n.32xlarge and inf2 prices in us-east-1, us-east-2 and us-west-2.
-# Elsewhere prices differ (inf2 in eu-west-1 is about 25 % higher, also SKY).
+# Elsewhere prices differ (inf2 in eu-west-1 is about 25 % higher, also SKY): REGIONAL_PRICES holds
+# the ones SKY lists, and regional_price() answers None (unknown) for the rest, never the us-east-1
+# figure.
 SAME_PRICE_REGIONS: frozenset[str] = frozenset({"us-east-1", "us-east-2", "us-west-2"})
 
-# SageMaker hosting prices (FMB, 2024-06-11): about 20-31 % above EC2 for ml.inf2.
+# On-demand Linux prices outside SAME_PRICE_REGIONS, USD/hour, from SKY's on-demand column.
+REGIONAL_PRICES: dict[str, dict[str, Price]] = {
+    "inf2.xlarge": {
+        r: Price(v, r, "SKY")
+        for r, v in (
+            ("ap-northeast-1", 1.1373), ("ap-northeast-2", 0.90984), ("ap-south-1", 0.98566),
+            ("ap-southeast-1", 1.06148), ("ap-southeast-2", 0.98566), ("eu-central-1", 1.1373),
+            ("eu-north-1", 0.83402), ("eu-west-1", 0.94775), ("eu-west-2", 1.1373), ("eu-west-3", 1.06148),
+        )
+    },
+    "inf2.8xlarge": {r: Price(v, r, "SKY") for r, v in (("eu-west-1", 2.45982), ("eu-north-1", 2.16465))},
+    "inf2.24xlarge": {
+        r: Price(v, r, "SKY")
+        for r, v in (
+            ("eu-west-1", 8.11329), ("eu-north-1", 7.1397), ("ap-northeast-1", 9.73595),
+            ("eu-central-1", 9.73595), ("eu-west-2", 9.73595),
+        )
+    },
+    "inf2.48xlarge": {
+        r: Price(v, r, "SKY")
+        for r, v in (("eu-west-1", 16.22658), ("eu-north-1", 14.27939), ("ap-northeast-1", 19.4719))
+    },
+}  # fmt: skip
+
+
+def regional_price(instance_name: str, region: str) -> Price | None:
+    """The on-demand price of ``instance_name`` in ``region``, or None where no source gives one.
+
+    The us-east-1 table price in SAME_PRICE_REGIONS, a REGIONAL_PRICES entry elsewhere; prices are never
+    carried to a region no source prices.
+    """
+    region = _check_region(region)
+    price = known_price(instance_name)
+    if price is None:
+        return None
+    if region == price.region or (price.source == "KARP" and {price.region, region} <= SAME_PRICE_REGIONS):
+        return price
+    key = instance_name if instance_name in ON_DEMAND_PRICES else get_instance(instance_name).key
+    return REGIONAL_PRICES.get(key, {}).get(region)
+
+
+@dataclass(frozen=True)
+class SpotSample:
+    """Spot prices sampled once per AZ, USD/hour: the lowest and highest, with the date of the sample.
+
+    Spot prices move with supply and demand; these say what the discount looked like, not what it is.
+    AWS Batch multi-node parallel jobs cannot run on Spot compute environments (MNP-SPOT).
+    """
+
+    low: float
+    high: float
+    on_demand: float
+    source: str
+    date: str
+
+    @property
+    def discount_range(self) -> tuple[float, float]:
+        """The smallest and largest discount below on-demand, as fractions."""
+        return (1 - self.high / self.on_demand, 1 - self.low / self.on_demand)
+
+
+# SKY's spot column, one sample per AZ of us-east-1, us-east-2 and us-west-2 (content of about
+# April-May 2025). No Spot sample for trn2.48xlarge (MOTO lists the spot usage class), trn2.3xlarge,
+# trn2u.48xlarge or Trn3. inf2.8xlarge's samples are 0.50 to 0.63, rounded in SKY's rows.
+SPOT_SAMPLES: dict[str, SpotSample] = {
+    name: SpotSample(low, high, ON_DEMAND_PRICES[name].usd_per_hour, "SKY", "2025-05")
+    for name, low, high in (
+        ("trn1.2xlarge", 0.19, 0.4032),
+        ("trn1.32xlarge", 2.1553, 6.6028),
+        ("trn1n.32xlarge", 2.4904, 7.9214),
+        ("inf2.xlarge", 0.0913, 0.2462),
+        ("inf2.8xlarge", 0.50, 0.63),
+        ("inf2.24xlarge", 0.9324, 2.13),
+        ("inf2.48xlarge", 1.42, 4.08),
+    )
+}
+
+# SageMaker hosting prices (FMB, 2024-06-11): about 20-31 % above EC2 for ml.inf2. Of the ml.* types
+# the SageMaker fleet accepts, SAGEMAKER_UNPRICED lists those no source we could read prices for
+# hosting (looked 2026-12-01); the cost tool prints them as unknown instead of guessing a premium.
 SAGEMAKER_PRICES: dict[str, Price] = {
     "ml.inf2.xlarge": Price(0.99, "us-east-1", "FMB"),
     "ml.inf2.8xlarge": Price(2.36, "us-east-1", "FMB"),
     "ml.inf2.24xlarge": Price(7.79, "us-east-1", "FMB"),
     "ml.inf2.48xlarge": Price(15.58, "us-east-1", "FMB"),
     "ml.trn1.32xlarge": Price(28.497, "us-east-1", "FMB"),
+}
+SAGEMAKER_UNPRICED: dict[str, str] = {
+    "ml.trn1.2xlarge": "no SageMaker hosting price in FMB @00ef155d or any other source we could read",
+    "ml.trn1n.32xlarge": "no SageMaker hosting price in FMB @00ef155d or any other source we could read",
+    "ml.trn2.48xlarge": "no SageMaker hosting price in FMB @00ef155d or any other source we could read",
 }
 
 # Supporting services, us-east-1 (SERVICES).
@@ -1275,6 +1711,8 @@ SAGEMAKER_NEURON_AMI_VERSION = "al2-ami-sagemaker-inference-neuron-2"
 __all__ = [
     "ECS_NEURON_AMI_PARAMETER",
     "HBM_GIB_PER_NEURONCORE_V2",
+    "INFERENCE_TP_DEGREES",
+    "INFERENCE_TP_SOURCES",
     "INSTANCES",
     "NAT_INSTANCE_PRICES",
     "NEURON_BASE_DLAMI_PARAMETER",
@@ -1285,13 +1723,20 @@ __all__ = [
     "PRICES_DATE",
     "PRICES_NOTE",
     "PURCHASE_OPTIONS",
+    "REGIONAL_PRICES",
+    "REGION_OFFERINGS",
+    "REGION_OFFERINGS_REGIONS",
     "SAGEMAKER_NEURON_AMI_VERSION",
     "SAGEMAKER_PRICES",
+    "SAGEMAKER_UNPRICED",
     "SERVICE_PRICES",
     "SOURCES",
+    "SPOT_SAMPLES",
+    "TP_DISAGREEMENTS",
     "TRAINING_TP_DEGREES",
     "TRAINING_TP_SOURCES",
     "TRAINING_TP_UNSUPPORTED",
+    "TRN3_EVIDENCE",
     "ULTRASERVERS",
     "ULTRASERVER_API_TYPES",
     "ULTRASERVER_CAPACITY_BLOCK_PRICES",
@@ -1299,17 +1744,20 @@ __all__ = [
     "UNPRICED",
     "CapacityBlockKind",
     "EfaLayout",
+    "Evidence",
     "NeuronInstance",
     "Price",
     "PurchaseOptions",
     "Sold",
     "Source",
+    "SpotSample",
     "UltraServerType",
     "capacity_block_types",
     "efa_network_interfaces",
     "get_inference_instance",
     "get_instance",
     "get_training_instance",
+    "inference_tp_degrees",
     "known_instances",
     "known_price",
     "offered_az_ids",
@@ -1317,6 +1765,8 @@ __all__ = [
     "on_demand_price",
     "region_of_az_id",
     "region_offering_status",
+    "regional_price",
+    "tp_disagreement",
     "training_tp_degrees",
     "training_tp_unsupported",
 ]
@@ -1374,3 +1824,102 @@ GPU_INSTANCES: dict[str, GpuInstance] = {
 }
 
 __all__ += ["GPU_INSTANCES", "GpuInstance"]
+
+
+# --------------------------------------------------------------------------------------------
+# Throughput of exact configurations: what the cost of a result is computed from
+# --------------------------------------------------------------------------------------------
+
+ThroughputLabel = Literal["published", "measured", "estimated"]
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Tokens per second of one exact configuration, and who says so.
+
+    ``tokens_per_second`` is for the whole configuration (every instance of a training run; every
+    replica of one serving instance). Training figures count trained tokens (sequences/s x sequence
+    length); serving figures count generated (output) tokens. ``instances`` may be a fraction where a
+    published GPU figure used part of an instance (2 of a p5.48xlarge's 8 GPUs: 0.25).
+    """
+
+    kind: Literal["training", "serving"]
+    model: str
+    parameters: int
+    instance_type: str
+    instances: float
+    tensor_parallel: int
+    pipeline_parallel: int
+    batch_size: int
+    """Training: the micro-batch per data-parallel replica. Serving: concurrent sequences per replica."""
+    sequence_length: int
+    """Training: tokens per sequence. Serving: input plus output tokens."""
+    tokens_per_second: float
+    precision: str
+    configuration: str
+    source: str
+    label: ThroughputLabel = "published"
+
+    @property
+    def date(self) -> str:
+        return SOURCES[self.source].date if self.source in SOURCES else ""
+
+    def describe(self) -> str:
+        count = f"{self.instances:g} x " if self.instances != 1 else ""
+        return (
+            f"{self.model} on {count}{self.instance_type}, TP {self.tensor_parallel}"
+            f"{f' PP {self.pipeline_parallel}' if self.pipeline_parallel > 1 else ''}, "
+            f"{'micro-batch' if self.kind == 'training' else 'batch'} {self.batch_size}, "
+            f"{self.sequence_length:,} tokens, {self.precision}: {self.tokens_per_second:,.2f} tokens/s "
+            f"({self.configuration}; {self.label}, {self.source} {self.date})"
+        )
+
+
+_LLAMA3_8B = 8_030_261_248  # MODEL-SHAPES: Llama 3 / 3.1 8B
+_LLAMA3_70B = 70_553_706_496  # MODEL-SHAPES: Llama 3 / 3.1 / 3.3 70B
+
+# Neuron: NEURON-TRAIN-PERF (sequences/s x 8,192) and NEURON-INF-PERF. GPU comparators: NEMO-PERF
+# (DGX-H100, 8 x H100 80GB SXM per node, the GPUs of a p5.48xlarge; its network is not the same) and
+# NIM-PERF. Figures are transcribed, never scaled: a configuration no row matches gets no published
+# figure (economics.py says so and takes a measurement).
+PUBLISHED_THROUGHPUT: tuple[Throughput, ...] = (
+    Throughput(
+        "training", "Llama-3.1-8B", _LLAMA3_8B, "trn1.32xlarge", 32, 32, 1, 1, 8192, 47.95 * 8192,
+        "BF16 autocast, FP32 optimizer", "TP=32 DP=32 PP=1 ZeRO-1, global batch 1,024, AdamW, Neuron 2.24.0, "
+        "47.95 sequences/s", "NEURON-TRAIN-PERF",
+    ),
+    Throughput(
+        "training", "Llama-3.1-70B", _LLAMA3_70B, "trn1.32xlarge", 32, 32, 8, 1, 8192, 7.94 * 8192,
+        "BF16 autocast, FP32 optimizer", "TP=32 DP=4 PP=8, global batch 1,024, AdamW, Neuron 2.24.0, "
+        "7.94 sequences/s", "NEURON-TRAIN-PERF",
+    ),
+    Throughput(
+        "training", "Llama-3-8B", _LLAMA3_8B, "p5.48xlarge", 1, 1, 1, 1, 8192, 14451 * 8, "FP8 (current scaling)",
+        "DGX-H100, 8 GPUs, FSDP, global batch 128, NeMo 25.11 container, 14,451 tokens/s per GPU", "NEMO-PERF",
+    ),
+    Throughput(
+        "training", "Llama-3-70B", _LLAMA3_70B, "p5.48xlarge", 8, 4, 8, 1, 8192, 1602 * 64, "FP8 (current scaling)",
+        "DGX-H100, 64 GPUs, VP 5, global batch 128, NeMo 25.11 container, 1,602 tokens/s per GPU", "NEMO-PERF",
+    ),
+    Throughput(
+        "serving", "Llama-3-70B", _LLAMA3_70B, "inf2.48xlarge", 1, 24, 1, 1, 4096, 28.84, "FP16, bf16 weights",
+        "Transformers NeuronX, Neuron 2.18.1, 2,048 input / 2,048 output tokens", "NEURON-INF-PERF",
+    ),
+    Throughput(
+        "serving", "Llama-3-8B", _LLAMA3_8B, "inf2.48xlarge", 1, 24, 1, 8, 4096, 859.09, "FP16, int8 weights",
+        "Transformers NeuronX, Neuron 2.18.1, 128 input / 3,968 output tokens", "NEURON-INF-PERF",
+    ),
+    Throughput(
+        "serving", "Llama-3-70B", _LLAMA3_70B, "trn1.32xlarge", 1, 32, 1, 4, 4096, 120.3614, "FP16, bf16 weights",
+        "Transformers NeuronX, Neuron 2.18.1, 2,048 input / 2,048 output tokens", "NEURON-INF-PERF",
+    ),
+    Throughput(
+        "serving", "Llama-3.3-70B", _LLAMA3_70B, "p5.48xlarge", 0.25, 2, 1, 1, 2500, 52.85, "FP8",
+        "NIM 1.8.0 on 2 x H100 80G (a quarter of a p5.48xlarge), concurrency 1, 500 input / 2,000 output tokens",
+        "NIM-PERF",
+    ),
+)  # fmt: skip
+# Parameter counts within this fraction count as the same model size when matching a figure.
+SAME_SIZE = 0.05
+
+__all__ += ["PUBLISHED_THROUGHPUT", "SAME_SIZE", "Throughput", "ThroughputLabel"]

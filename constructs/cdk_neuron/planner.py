@@ -14,17 +14,20 @@ the network (EFA).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import NoReturn
+from dataclasses import dataclass, replace
+from typing import Any, NoReturn
 
 from cdk_neuron import validation
 from cdk_neuron.catalog import (
+    INFERENCE_TP_DEGREES,
     INSTANCES,
     NeuronInstance,
     get_instance,
     get_training_instance,
+    inference_tp_degrees,
     known_instances,
     on_demand_price,
+    tp_disagreement,
     training_tp_degrees,
     training_tp_unsupported,
 )
@@ -60,6 +63,9 @@ class TrainingPlan:
     ``group_fabrics`` says, per parallel dimension (``tensor``, ``expert``, ``data``, ``pipeline``),
     which fabric its widest group crosses: :data:`FABRIC_INSTANCE`, :data:`FABRIC_ULTRASERVER` or
     :data:`FABRIC_EFA`; dimensions of degree 1 are left out.
+
+    ``memory`` is the per-NeuronCore HBM estimate for ``model`` (weights, gradients, optimizer state
+    and activations, :class:`TrainingMemory`); plans that cannot fit are refused.
     """
 
     instance_type: str
@@ -78,6 +84,13 @@ class TrainingPlan:
     expert_parallel: int = 1
     ultraserver_capacity: bool = False
     group_fabrics: tuple[tuple[str, Fabric], ...] = ()
+    model: TrainingModel | None = None
+    """What is trained (:class:`TrainingModel`); None when the plan was made without it."""
+    zero1: bool = True
+    activation_checkpointing: str = "none"
+    memory: TrainingMemory | None = None
+    """The estimated HBM per NeuronCore (:class:`TrainingMemory`); None without a ``model``."""
+    hbm_headroom: float = 0.25
 
     @property
     def efa_traffic(self) -> str:
@@ -109,15 +122,207 @@ class TrainingPlan:
     def summary(self) -> str:
         lnc = f", LNC={self.logical_nc_config}" if self.logical_nc_config else ""
         ep = f" (EP {self.expert_parallel})" if self.expert_parallel > 1 else ""
+        memory = (
+            f"; {self.memory.total_gib:.1f} of {self.memory.usable_gib:.1f} GiB usable per NeuronCore (estimated)"
+            if self.memory is not None
+            else ""
+        )
         return (
             f"{self.nodes} x {self.instance_type}{lnc}: {self.ranks_per_node} ranks/node, world {self.world_size} "
             f"= TP {self.tensor_parallel} x PP {self.pipeline_parallel} x DP {self.data_parallel}{ep}; "
-            f"TP {'inside' if self.tp_within_neuronlink else 'CROSSES'} NeuronLink; {self.efa_traffic}"
+            f"TP {'inside' if self.tp_within_neuronlink else 'CROSSES'} NeuronLink; {self.efa_traffic}{memory}"
         )
 
 
 def _positive_int(field: str, value: object) -> int:
     return validation.whole_number(field, value)
+
+
+# --------------------------------------------------------------------------------------------
+# Training memory per NeuronCore
+# --------------------------------------------------------------------------------------------
+
+ACTIVATION_CHECKPOINTING = ("none", "selective", "full")
+# Bytes per parameter in mixed precision with AdamW, as neuronx-distributed trains (NXD-SMP): bf16
+# weights, FP32 gradient accumulation, and FP32 master weights plus two FP32 Adam moments (ZERO's
+# K = 12). ZERO counts 2 + 2 + 12 = 16 bytes with 16-bit gradients; NxD's standard mixed precision
+# accumulates gradients in FP32, so 2 + 4 + 12 = 18. ZeRO-1 shards the 12 across data-parallel ranks.
+WEIGHT_BYTES = 2
+GRADIENT_BYTES = 4
+OPTIMIZER_BYTES = 12
+# The loss is computed on FP32 logits, vocabulary-parallel over TP (s x b x vocab x 4 / TP).
+LOGIT_BYTES = 4
+# The share of each NeuronCore's HBM left for what the estimate does not count: compiled graphs
+# (NEFFs), runtime and collective buffers, XLA temporaries. The published NxD Training configurations
+# (NXDT-CONF) use at most 32 % of their cores' HBM by this estimate, the 32-node benchmark runs
+# (NEURON-TRAIN-PERF) at most 48 %: well inside the 75 % it allows.
+DEFAULT_TRAINING_HEADROOM = 0.25
+TRAINING_MEMORY_SOURCES = ("NXD-SMP", "ZERO", "ACT-MEM", "MODEL-SHAPES", "NXDT-CONF")
+
+
+@dataclass(frozen=True)
+class TrainingModel:
+    """The model a training plan is for, and the sequences it is trained on.
+
+    :param parameters: parameter count, e.g. ``70e9``. Required.
+    :param layers: transformer layers. Default: None - the nearest reference model's (MODEL-SHAPES).
+    :param hidden_size: hidden size. Default: None - the nearest reference model's.
+    :param attention_heads: query heads. Default: None - the nearest reference model's.
+    :param kv_heads: key/value heads. Default: None - the nearest reference model's.
+    :param intermediate_size: MLP intermediate size. Default: None - the nearest reference model's.
+    :param vocab_size: vocabulary size. Default: None - the nearest reference model's.
+    :param sequence_length: tokens per training sequence. Default: 4096.
+    :param micro_batch_size: sequences per data-parallel replica per step. Default: 1.
+    """
+
+    parameters: int | float
+    layers: int | None = None
+    hidden_size: int | None = None
+    attention_heads: int | None = None
+    kv_heads: int | None = None
+    intermediate_size: int | None = None
+    vocab_size: int | None = None
+    sequence_length: int = 4096
+    micro_batch_size: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parameters", validation.parameter_count("parameters", self.parameters))
+        for field in (
+            "layers",
+            "hidden_size",
+            "attention_heads",
+            "kv_heads",
+            "intermediate_size",
+            "vocab_size",
+        ):
+            if getattr(self, field) is not None:
+                validation.whole_number(field, getattr(self, field))
+        validation.whole_number("sequence_length", self.sequence_length)
+        validation.whole_number("micro_batch_size", self.micro_batch_size)
+
+
+@dataclass(frozen=True)
+class _TrainingShape:
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    intermediate_size: int
+    vocab_size: int
+    assumed: tuple[str, ...]
+
+
+def _training_shape(model: TrainingModel) -> _TrainingShape:
+    """``model``'s shape, each missing value from the nearest reference model (named in ``assumed``)."""
+    reference = _reference_shape(float(model.parameters))
+    values: dict[str, int] = {}
+    assumed: list[str] = []
+    for field in ("layers", "hidden_size", "attention_heads", "kv_heads", "intermediate_size", "vocab_size"):
+        given = getattr(model, field)
+        values[field] = given if given is not None else getattr(reference, field)
+        if given is None:
+            assumed.append(f"{field}={values[field]}")
+    return _TrainingShape(**values, assumed=tuple(assumed))
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """Estimated HBM per NeuronCore of one training plan, in GiB (label: estimated).
+
+    Per core, for a dense decoder trained in mixed precision with AdamW (NXD-SMP, ZERO), with
+    sequence parallelism and flash attention as the published NxD Training configurations use
+    (NXDT-CONF); ``P`` parameters, layers ``L``, hidden ``h``, sequence ``s``, micro-batch ``b``:
+
+    - weights ``2 P / (TP x PP)``, gradients ``4 P / (TP x PP)`` (FP32 accumulation);
+    - optimizer ``12 P / (TP x PP)``, divided by DP with ZeRO-1;
+    - activations ``L x s x b x h x c / TP`` plus FP32 logits ``s x b x vocab x 4 / TP``. With 1F1B
+      the first pipeline stage holds ``PP`` micro-batches of ``L / PP`` layers, i.e. ``L`` layers'
+      worth, whatever PP (ACT-MEM). ``c`` counts the 16-bit values stored per layer and per ``s b h``:
+      with flash attention nothing of size ``s x s`` is stored; 6 + 4 kv/a for attention (its input,
+      Q, K and V, its output), 2 + 6 f/h for a SwiGLU MLP (input, gate, up, product), 4 for the two
+      norms: 34 for Llama 3 8B, the constant ACT-MEM derives. ``selective`` recomputes the MLP
+      (NxDT's 70B configurations), leaving 12 + 4 kv/a; ``full`` keeps each layer's input (2) and
+      recomputes one layer at a time.
+
+    The limit is the core's HBM at the plan's LNC less ``headroom``.
+    """
+
+    weights_gib: float
+    gradients_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    hbm_gib: float
+    headroom: float
+    parameters_per_core: int
+    assumed: tuple[str, ...] = ()
+    sources: tuple[str, ...] = TRAINING_MEMORY_SOURCES
+
+    @property
+    def total_gib(self) -> float:
+        return self.weights_gib + self.gradients_gib + self.optimizer_gib + self.activations_gib
+
+    @property
+    def usable_gib(self) -> float:
+        return self.hbm_gib * (1 - self.headroom)
+
+    @property
+    def fits(self) -> bool:
+        return self.total_gib <= self.usable_gib
+
+    def breakdown(self) -> str:
+        return (
+            f"weights {self.weights_gib:.2f} + gradients {self.gradients_gib:.2f} + optimizer "
+            f"{self.optimizer_gib:.2f} + activations {self.activations_gib:.2f} GiB"
+        )
+
+    def explanation(self) -> str:
+        assumed = f"; assumed {', '.join(self.assumed)}" if self.assumed else ""
+        return (
+            f"{self.total_gib:.2f} GiB per NeuronCore ({self.breakdown()}; {self.parameters_per_core:,} "
+            f"parameters per core{assumed}) of {self.usable_gib:.2f} usable ({self.hbm_gib:g} GiB less "
+            f"{self.headroom:.0%}): estimated from {', '.join(self.sources)}"
+        )
+
+
+def _activation_factor(shape: _TrainingShape, checkpointing: str) -> float:
+    """16-bit values stored per layer and per s x b x h (see :class:`TrainingMemory`)."""
+    attention = 6 + 4 * shape.kv_heads / shape.attention_heads
+    mlp = 2 + 6 * shape.intermediate_size / shape.hidden_size
+    if checkpointing == "full":
+        return 2
+    if checkpointing == "selective":
+        return attention + 2 + 4
+    return attention + mlp + 4
+
+
+def _training_memory(
+    model: TrainingModel,
+    shape: _TrainingShape,
+    *,
+    tp: int,
+    pp: int,
+    dp: int,
+    zero1: bool,
+    checkpointing: str,
+    hbm_gib: float,
+    headroom: float,
+) -> TrainingMemory:
+    per_core = model.parameters / (tp * pp)
+    tokens = model.sequence_length * model.micro_batch_size
+    activations = shape.layers * tokens * shape.hidden_size * _activation_factor(shape, checkpointing) / tp
+    if checkpointing == "full":  # one layer is recomputed at a time, with all its activations
+        activations += tokens * shape.hidden_size * _activation_factor(shape, "none") / tp
+    logits = tokens * shape.vocab_size * LOGIT_BYTES / tp
+    return TrainingMemory(
+        weights_gib=WEIGHT_BYTES * per_core / _GIB,
+        gradients_gib=GRADIENT_BYTES * per_core / _GIB,
+        optimizer_gib=OPTIMIZER_BYTES * per_core / (dp if zero1 else 1) / _GIB,
+        activations_gib=(activations + logits) / _GIB,
+        hbm_gib=hbm_gib,
+        headroom=headroom,
+        parameters_per_core=math.ceil(per_core),
+        assumed=shape.assumed,
+    )
 
 
 def _crosses_domain(group_span: int, domain_ranks: int) -> bool:
@@ -145,6 +350,10 @@ def plan_training(
     expert_parallel: int = 1,
     ultraserver_capacity: bool = False,
     allow_unlisted_tp: bool = False,
+    model: TrainingModel | None = None,
+    zero1: bool = True,
+    activation_checkpointing: str = "none",
+    hbm_headroom: float = DEFAULT_TRAINING_HEADROOM,
 ) -> TrainingPlan:
     """Plan a distributed training job and refuse layouts that cannot work.
 
@@ -177,6 +386,15 @@ def plan_training(
 
     ``efa_dimensions`` lists each parallel dimension with at least one group whose ranks sit in
     different NeuronLink domains; ``group_fabrics`` names the fabric of every dimension.
+
+    ``model`` (a :class:`TrainingModel`): what is trained. With it the plan estimates the HBM each
+    NeuronCore needs (:class:`TrainingMemory`: weights, gradients, optimizer state and activations)
+    and refuses a plan whose estimate exceeds the core's HBM less ``hbm_headroom`` (default 0.25),
+    naming the change that frees the most memory: a larger TP or PP, ZeRO-1, activation
+    checkpointing, a shorter sequence or a smaller micro-batch. Without it memory is not checked and
+    the plan's notes say so. ``zero1`` (default True): the optimizer state is sharded across the
+    data-parallel ranks, as neuronx-distributed's ZeRO-1 optimizer does. ``activation_checkpointing``:
+    ``"none"`` (default: flash attention only), ``"selective"`` (the MLP is recomputed) or ``"full"``.
     """
     instance = get_training_instance(instance_type)
     nodes = _positive_int("nodes", nodes)
@@ -186,9 +404,14 @@ def plan_training(
     for flag, setting in (
         ("allow_unlisted_tp", allow_unlisted_tp),
         ("ultraserver_capacity", ultraserver_capacity),
+        ("zero1", zero1),
     ):
         if not isinstance(setting, bool):
             raise NeuronConfigError(flag, setting, "use True or False")
+    validation.choice("activation_checkpointing", activation_checkpointing, ACTIVATION_CHECKPOINTING)
+    if model is not None and not isinstance(model, TrainingModel):
+        raise NeuronConfigError("model", model, "give a TrainingModel, e.g. TrainingModel(parameters=8e9)")
+    validation.number("hbm_headroom", hbm_headroom, at_least=0, below=1)
     if logical_nc_config is not None and not instance.supports_logical_nc_config:
         raise NeuronConfigError(
             "logical_nc_config",
@@ -365,6 +588,19 @@ def plan_training(
     efa = [d for d in ("pipeline", "data") if dict(fabrics).get(d) == FABRIC_EFA]
     if not tp_inside:
         efa.append("tensor")
+    memory = None
+    if model is not None:
+        knobs = _MemoryKnobs(
+            instance, model, _training_shape(model), tp=tp, pp=pp, world=world, domain_ranks=domain_ranks,
+            lnc=lnc, zero1=zero1, checkpointing=activation_checkpointing, headroom=hbm_headroom,
+        )  # fmt: skip
+        memory = knobs.estimate()
+        if not memory.fits:
+            knobs.refuse(memory)
+        if ep > 1:
+            notes.append(
+                "HBM per NeuronCore is estimated as for a dense model; experts sharded by EP need less"
+            )
     # No "expert" here: an EP group that leaves its NeuronLink domain was refused above.
     return TrainingPlan(
         instance_type=instance.name,
@@ -383,7 +619,140 @@ def plan_training(
         expert_parallel=ep,
         ultraserver_capacity=ultraserver_capacity,
         group_fabrics=tuple(fabrics),
+        model=model,
+        zero1=zero1,
+        activation_checkpointing=activation_checkpointing,
+        memory=memory,
+        hbm_headroom=hbm_headroom,
     )
+
+
+def replan_training(plan: TrainingPlan, **changes: object) -> TrainingPlan:
+    """``plan`` planned again with the same inputs (model and memory settings included) except ``changes``,
+    e.g. ``replan_training(plan, nodes=4)``."""
+    inputs: dict[str, object] = {
+        "instance_type": plan.instance_type,
+        "nodes": plan.nodes,
+        "tensor_parallel": plan.tensor_parallel,
+        "pipeline_parallel": plan.pipeline_parallel,
+        "logical_nc_config": plan.logical_nc_config,
+        "expert_parallel": plan.expert_parallel,
+        "ultraserver_capacity": plan.ultraserver_capacity,
+        "allow_unlisted_tp": plan.allow_unlisted_tp,
+        "model": plan.model,
+        "zero1": plan.zero1,
+        "activation_checkpointing": plan.activation_checkpointing,
+        "hbm_headroom": plan.hbm_headroom,
+    }
+    unknown = sorted(set(changes) - set(inputs))
+    if unknown:
+        raise TypeError(f"replan_training() got unknown inputs {', '.join(unknown)}")
+    return plan_training(**{**inputs, **changes})  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _MemoryKnobs:
+    """One plan's memory estimate, and the estimates after each single change that could free memory."""
+
+    instance: NeuronInstance
+    model: TrainingModel
+    shape: _TrainingShape
+    tp: int
+    pp: int
+    world: int
+    domain_ranks: int
+    lnc: int | None
+    zero1: bool
+    checkpointing: str
+    headroom: float
+
+    def estimate(self, **changes: Any) -> TrainingMemory:
+        settings: dict[str, Any] = {
+            "tp": self.tp, "pp": self.pp, "zero1": self.zero1, "checkpointing": self.checkpointing,
+            "model": self.model,
+        }  # fmt: skip
+        settings.update(changes)
+        tp, pp = settings["tp"], settings["pp"]
+        return _training_memory(
+            settings["model"], self.shape, tp=tp, pp=pp, dp=self.world // (tp * pp), zero1=settings["zero1"],
+            checkpointing=settings["checkpointing"], hbm_gib=self.instance.hbm_gib_per_core_at(self.lnc),
+            headroom=self.headroom,
+        )  # fmt: skip
+
+    def _candidates(self) -> dict[str, list[tuple[object, TrainingMemory]]]:
+        """Per knob, each stronger setting that is a valid plan, weakest first, with its estimate."""
+        broken = set(training_tp_unsupported(self.instance, self.lnc))
+        tps = [
+            t for t in training_tp_degrees(self.instance, self.lnc)
+            if self.tp < t <= self.domain_ranks and self.world % (t * self.pp) == 0 and t not in broken
+        ]  # fmt: skip
+        pps: list[int] = []
+        pp = self.pp * 2
+        while self.world % (self.tp * pp) == 0 and pp <= self.shape.layers:
+            pps.append(pp)
+            pp *= 2
+        levels = ACTIVATION_CHECKPOINTING[ACTIVATION_CHECKPOINTING.index(self.checkpointing) + 1 :]
+        sequences = [
+            self.model.sequence_length >> k for k in range(1, 6) if self.model.sequence_length >> k >= 128
+        ]
+        batches = [
+            self.model.micro_batch_size >> k for k in range(1, 8) if self.model.micro_batch_size >> k >= 1
+        ]
+        return {
+            "tensor_parallel": [(t, self.estimate(tp=t)) for t in tps],
+            "pipeline_parallel": [(p, self.estimate(pp=p)) for p in pps],
+            "zero1": [(True, self.estimate(zero1=True))]
+            if not self.zero1 and self.world > self.tp * self.pp
+            else [],
+            "activation_checkpointing": [(c, self.estimate(checkpointing=c)) for c in levels],
+            "sequence_length": [
+                (n, self.estimate(model=replace(self.model, sequence_length=n))) for n in sequences
+            ],
+            "micro_batch_size": [
+                (n, self.estimate(model=replace(self.model, micro_batch_size=n))) for n in batches
+            ],
+        }
+
+    def alternatives(self) -> list[tuple[str, object, TrainingMemory]]:
+        """(field, value, estimate) per knob: its weakest setting that fits, else its strongest; those
+        that fit first, then by the memory left."""
+        found = []
+        for field, settings in self._candidates().items():
+            if settings:
+                value, memory = next(((v, m) for v, m in settings if m.fits), settings[-1])
+                found.append((field, value, memory))
+        return sorted(found, key=lambda change: (not change[2].fits, change[2].total_gib))
+
+    def refuse(self, memory: TrainingMemory) -> NoReturn:
+        at_lnc = f" at LNC={self.lnc}" if self.lnc else ""
+        what = (
+            f"training {self.model.parameters / 1e9:.1f}B parameters (sequence {self.model.sequence_length:,}, "
+            f"micro-batch {self.model.micro_batch_size}) needs {memory.total_gib:.2f} GiB per NeuronCore "
+            f"({memory.breakdown()}), more than the {memory.usable_gib:.2f} GiB usable on {self.instance.name}"
+            f"{at_lnc} ({memory.hbm_gib:g} GiB less {memory.headroom:.0%}; estimated from "
+            f"{', '.join(memory.sources)})"
+        )
+        options = self.alternatives()
+        if not options:
+            raise NeuronConfigError(
+                "model",
+                self.model.parameters,
+                f"{what}; no single change frees enough: add nodes and raise PP",
+            )
+        field, value, best = options[0]
+        current = {
+            "tensor_parallel": self.tp, "pipeline_parallel": self.pp, "zero1": self.zero1,
+            "activation_checkpointing": self.checkpointing, "sequence_length": self.model.sequence_length,
+            "micro_batch_size": self.model.micro_batch_size,
+        }[field]  # fmt: skip
+        verdict = "fits" if best.fits else "still too much: combine changes or add nodes"
+        others = "; ".join(f"{f}={v!r}: {m.total_gib:.2f} GiB" for f, v, m in options[1:])
+        raise NeuronConfigError(
+            field,
+            current,
+            f"{what}; {field}={value!r} frees the most: {best.total_gib:.2f} GiB per NeuronCore ({verdict})"
+            + (f"; also {others}" if others else ""),
+        )
 
 
 def _check_spanning_group(
@@ -452,16 +821,24 @@ DEFAULT_HEADROOM = 0.35
 # Loading a model reads its weights into host memory before they reach the NeuronCores (HOST-MEM:
 # NxD Inference shards the checkpoint on the host); the instance's RAM must hold them with room for
 # the OS, the runtime and the serving process. AWS's rule is only "the model must not exceed the
-# instance's available RAM"; the 25 % reserve is calibrated on the one public data point near the
-# edge: a 7B fp16 model (12.6 GiB, 78 % of inf2.xlarge's 16 GiB) "pretty much maxes out the RAM".
-# So weights may use at most 75 % of host RAM: 12 GiB on inf2.xlarge, 96 GiB on inf2.8xlarge.
-DEFAULT_HOST_MEMORY_HEADROOM = 0.25
-# Every mainstream LLM family (Llama 2/3, Mistral, Qwen) uses 128-dimensional attention heads.
+# instance's available RAM". The reserve is calibrated on the deployments published as working on
+# inf2.xlarge's 16 GiB: Meta-Llama-3-8B bf16 (14.96 GiB, HF-SM-LLAMA3), Llama-2-7B fp16 (12.55 GiB,
+# LMI-TNX) and CodeLlama-7B fp16 (12.6 GiB, OPTN-NB, whose model card says it "pretty much maxes out
+# the RAM"). The largest leaves 1.04 GiB, so weights may use 15/16 of host RAM: 15 GiB on
+# inf2.xlarge, 120 GiB on inf2.8xlarge. Near that edge loading is slow (serving/timing.py doubles the
+# load time on small hosts); past it, size_model's host_memory_override takes a reason.
+DEFAULT_HOST_MEMORY_HEADROOM = 0.0625
+# The head dimension of most mainstream LLMs (Llama 2/3 from 3B up, Mistral, Qwen), not of all:
+# Llama 3.2 1B uses 64 (MODEL-SHAPES). Where the caller gives no head_dim, the nearest reference
+# shape's is used, so a 1B-class model is sized with 64.
 DEFAULT_HEAD_DIM = 128
-# TP degrees Neuron serving stacks compile for. When choosing, size_model only uses degrees that
-# divide the instance's cores (no idle cores); an explicit degree only has to fit in the instance:
+# TP degrees come from the Neuron runtime's inference documentation, per instance family
+# (catalog.INFERENCE_TP_DEGREES, NXDI-TP). When choosing, size_model only uses degrees that divide
+# the instance's cores (no idle cores); an explicit listed degree only has to fit in the instance:
 # LMI-TNX runs Llama-2 7B/13B at TP 8 on inf2.24xlarge (12 cores) and TGI-DOC Llama-3 8B on 8 cores.
-_SERVING_TP = (1, 2, 4, 8, 12, 16, 24, 32, 64)
+_SERVING_TP = tuple(
+    sorted({tp for lists in INFERENCE_TP_DEGREES.values() for tps in lists.values() for tp in tps})
+)
 # 8-bit weight formats on Neuron are weight-only quantization (transformers-neuronx / NxD Inference
 # dequantize to the 16-bit compute type; LMI-TNX's `load_in_8bit`): the KV cache stays 16-bit unless
 # KV-cache quantization is asked for explicitly, so by default it is counted at 2 bytes.
@@ -474,19 +851,23 @@ class _Shape:
     layers: int
     kv_heads: int
     attention_heads: int
+    hidden_size: int
+    intermediate_size: int
+    vocab_size: int
     head_dim: int = DEFAULT_HEAD_DIM
 
 
-# Reference transformer shapes for estimating the KV cache when the caller gives none (public model
-# cards / config.json: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B).
-# Llama 3.2 1B has 64-dimensional heads (2,048 hidden / 32 heads); the others 128.
+# Reference transformer shapes for the KV cache and the training estimate when the caller gives none
+# (MODEL-SHAPES, config.json: Llama 3.2 1B/3B, Llama 3.1 8B, Llama 2 13B, Llama 3.1 70B, Llama 3.1 405B):
+# layers, KV heads, attention heads, hidden size, intermediate (MLP) size, vocabulary. Llama 3.2 1B
+# has 64-dimensional heads (2,048 hidden / 32 heads); the others 128.
 _REFERENCE_SHAPES = (
-    _Shape(1.2, 16, 8, 32, head_dim=64),
-    _Shape(3.2, 28, 8, 24),
-    _Shape(8.0, 32, 8, 32),
-    _Shape(13.0, 40, 40, 40),
-    _Shape(70.6, 80, 8, 64),
-    _Shape(405.0, 126, 8, 128),
+    _Shape(1.2, 16, 8, 32, 2048, 8192, 128256, head_dim=64),
+    _Shape(3.2, 28, 8, 24, 3072, 8192, 128256),
+    _Shape(8.0, 32, 8, 32, 4096, 14336, 128256),
+    _Shape(13.0, 40, 40, 40, 5120, 13824, 32016),
+    _Shape(70.6, 80, 8, 64, 8192, 28672, 128256),
+    _Shape(405.0, 126, 8, 128, 16384, 53248, 128256),
 )
 
 
@@ -530,6 +911,8 @@ class ServingPlan:
     kv_heads_per_core: int = 0
     host_memory_limit_gib: float = 0.0
     """Host RAM the weights may use while loading: the instance's memory less the host headroom."""
+    host_memory_override: str | None = None
+    """The reason the host-memory check was skipped (``size_model(host_memory_override=...)``), else None."""
 
     @property
     def neuron_cores_used(self) -> int:
@@ -582,12 +965,12 @@ def kv_cache_bytes(
 
 def _serving_tp_options(instance: NeuronInstance) -> list[int]:
     """TP degrees size_model chooses from: they divide the cores, so replicas use every core."""
-    return [tp for tp in _SERVING_TP if tp <= instance.neuron_cores and instance.neuron_cores % tp == 0]
+    return [tp for tp in _serving_tp_allowed(instance) if instance.neuron_cores % tp == 0]
 
 
 def _serving_tp_allowed(instance: NeuronInstance) -> list[int]:
-    """TP degrees a caller may ask for on ``instance`` (leftover cores stay idle)."""
-    return [tp for tp in _SERVING_TP if tp <= instance.neuron_cores]
+    """TP degrees a caller may ask for on ``instance`` (leftover cores stay idle): the runtime's list."""
+    return list(inference_tp_degrees(instance))
 
 
 def size_model(
@@ -603,6 +986,7 @@ def size_model(
     headroom: float = DEFAULT_HEADROOM,
     kv_cache_dtype: str | None = None,
     host_memory_headroom: float = DEFAULT_HOST_MEMORY_HEADROOM,
+    host_memory_override: str | None = None,
 ) -> ServingPlan:
     """Size a model for Inferentia2 serving under the 16 GiB-per-NeuronCore limit.
 
@@ -612,17 +996,20 @@ def size_model(
 
     Host memory: loading reads the weights into the instance's RAM (HOST-MEM), once per replica (the
     EC2 fleet starts one serving process per replica), so replicas x weights may use at most
-    ``1 - host_memory_headroom`` (default 75 %) of it; an instance whose RAM one replica does not fit
-    is refused (Llama-3 8B bf16, 14.9 GiB, on inf2.xlarge's 16 GiB) and never chosen, and a TP that
-    packs more replicas than the RAM loads is not chosen either.
+    ``1 - host_memory_headroom`` of it (default 15/16, calibrated on the 7-8B deployments published
+    on inf2.xlarge: Llama-3 8B bf16's 14.96 GiB loads on its 16 GiB); an instance whose RAM one
+    replica does not fit is refused and never chosen, and a TP that packs more replicas than the RAM
+    loads is not chosen either. ``host_memory_override``: a reason (e.g. a measured peak RSS) to
+    skip the host-memory check; the plan records it and its explanation repeats it.
 
     Without ``instance_type`` it picks the cheapest Inf2 that fits HBM and host RAM, and on it the smallest TP that
     divides the instance's cores and fits, so several replicas share an instance when TP < NeuronCores
-    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.8xlarge TP 2; 3B bf16 -> inf2.xlarge TP 1). With ``instance_type`` it
+    (70B bf16 -> inf2.48xlarge TP 24; 8B bf16 -> inf2.xlarge TP 2; 3B bf16 -> inf2.xlarge TP 1). With ``instance_type`` it
     validates instead and refuses what does not fit, naming the instance that would. An explicit
     ``tensor_parallel`` (default: chosen) may leave cores idle, e.g. TP 8 on inf2.24xlarge.
 
-    The KV cache is 2 x layers x KV heads x 128 x positions x batch x bytes; ``hidden_size`` alone
+    The KV cache is 2 x layers x KV heads x head dim x positions x batch x bytes, with the nearest
+    reference model's head dimension (64 for a Llama 3.2 1B-sized model, else 128); ``hidden_size`` alone
     means multi-head attention (one KV head per attention head); missing shape values come from the
     nearest reference model, as the explanation says. Per NeuronCore it is not KV / TP: each core
     holds whole KV heads, at least one, replicated when TP exceeds the KV heads (NxD Inference's
@@ -634,6 +1021,7 @@ def size_model(
         parameters, dtype, kv_cache_dtype, sequence_length, batch_size, kv_heads, layers, hidden_size,
         headroom, host_memory_headroom, tensor_parallel,
     )  # fmt: skip
+    host_memory_override = host_memory_override_reason(host_memory_override)
     shape = _model_shape(params, kv_heads=kv_heads, layers=layers, hidden_size=hidden_size)
     sizing = _Sizing(
         weights=params * BYTES_PER_DTYPE[dtype.lower()] / _GIB,  # dtype checked above
@@ -649,6 +1037,7 @@ def size_model(
         shape=shape,
         headroom=headroom,
         host_memory_headroom=host_memory_headroom,
+        host_memory_override=host_memory_override,
     )
     # What would fit with TP left free: the suggestion in every refusal.
     free_fit = sizing.cheapest(None)
@@ -682,6 +1071,20 @@ def size_model(
 
 
 _GIB = 2**30
+
+
+def host_memory_override_reason(reason: object) -> str | None:
+    """``host_memory_override``: None, or the reason the host-memory check does not apply."""
+    if reason is None:
+        return None
+    if not isinstance(reason, str) or not reason.strip():
+        raise NeuronConfigError(
+            "host_memory_override",
+            reason,
+            "give the reason the host-memory check does not apply, e.g. 'measured: 14.2 GiB peak RSS while "
+            "loading on inf2.xlarge, 2026-11-30'",
+        )
+    return reason.strip()
 
 
 def _fraction(field: str, value: object, example: str) -> float:
@@ -724,7 +1127,8 @@ def _check_serving_inputs(
             raise NeuronConfigError(
                 "tensor_parallel",
                 tensor_parallel,
-                f"Neuron serving stacks use TP degrees {', '.join(map(str, _SERVING_TP))}",
+                f"the Neuron runtime supports TP degrees {', '.join(map(str, _SERVING_TP))} for inference "
+                "(NXDI-TP, per instance family)",
             )
     return params, kv_dtype, sequence, batch
 
@@ -749,17 +1153,20 @@ def _model_shape(
     n_layers = layers or reference.layers
     if layers is None:
         assumed.append(f"layers={n_layers}")
-    head_dim = DEFAULT_HEAD_DIM
+    # The nearest reference model's head dimension (64 for Llama 3.2 1B, 128 for the others).
+    head_dim = reference.head_dim
+    if head_dim != DEFAULT_HEAD_DIM:
+        assumed.append(f"head_dim={head_dim}")
     if kv_heads is not None:
         n_kv_heads = kv_heads
     elif hidden_size is not None:
-        n_kv_heads = max(1, hidden_size // DEFAULT_HEAD_DIM)  # MHA: one KV head per attention head
+        n_kv_heads = max(1, hidden_size // head_dim)  # MHA: one KV head per attention head
     else:
-        n_kv_heads, head_dim = reference.kv_heads, reference.head_dim
+        n_kv_heads = reference.kv_heads
         assumed.append(f"kv_heads={n_kv_heads}")
     # Query heads only matter when NxD Inference converts GQA to MHA (TP not a multiple of the KV heads).
     if hidden_size is not None:
-        n_attention_heads, attention_assumed = max(n_kv_heads, hidden_size // DEFAULT_HEAD_DIM), False
+        n_attention_heads, attention_assumed = max(n_kv_heads, hidden_size // head_dim), False
     elif kv_heads is None:
         n_attention_heads, attention_assumed = reference.attention_heads, False  # with the reference KV heads
     else:
@@ -776,6 +1183,7 @@ class _Sizing:
     shape: _ModelShape
     headroom: float
     host_memory_headroom: float
+    host_memory_override: str | None = None
 
     @property
     def kv(self) -> float:
@@ -799,8 +1207,14 @@ class _Sizing:
         return instance.neuron_cores // tp * self.weights
 
     def host_fits(self, instance: NeuronInstance) -> bool:
-        """Whether one replica's weights fit the instance's usable host RAM."""
-        return self.weights <= self.host_usable(instance)
+        """Whether one replica's weights fit the instance's usable host RAM (or the check is overridden)."""
+        return self.host_memory_override is not None or self.weights <= self.host_usable(instance)
+
+    def host_loads(self, instance: NeuronInstance, tp: int) -> bool:
+        """Whether every replica at ``tp`` loads within the usable host RAM (or the check is overridden)."""
+        return self.host_memory_override is not None or self.host_need(instance, tp) <= self.host_usable(
+            instance
+        )
 
     def fit(self, instance: NeuronInstance, fixed_tp: int | None) -> int | None:
         """The smallest TP that fits on ``instance`` (only ``fixed_tp`` when given), host RAM included."""
@@ -812,8 +1226,7 @@ class _Sizing:
             (
                 tp
                 for tp in options
-                if self.per_core(tp) <= self.usable(instance)
-                and self.host_need(instance, tp) <= self.host_usable(instance)
+                if self.per_core(tp) <= self.usable(instance) and self.host_loads(instance, tp)
             ),
             None,
         )
@@ -838,11 +1251,13 @@ def _tp_on_instance(
 ) -> int:
     """The TP on a given instance, or the refusal that names what does not fit and what would."""
     if tensor_parallel is not None and tensor_parallel not in _serving_tp_allowed(instance):
+        disagreement = tp_disagreement(instance, None, tensor_parallel)
         raise NeuronConfigError(
             "tensor_parallel",
             tensor_parallel,
-            f"{instance.name} has {instance.neuron_cores} NeuronCores; valid TP degrees there are "
-            f"{', '.join(map(str, _serving_tp_allowed(instance)))}",
+            f"{instance.name} has {instance.neuron_cores} NeuronCores; the Neuron runtime supports TP "
+            f"{', '.join(map(str, _serving_tp_allowed(instance)))} for inference there (NXDI-TP)"
+            + (f"; sources disagree: {disagreement}" if disagreement else ""),
         )
     weights, usable = sizing.weights, sizing.usable(instance)
     if not sizing.host_fits(instance):
@@ -851,8 +1266,8 @@ def _tp_on_instance(
             instance.name,
             f"{weights:.1f} GiB of weights at {dtype} exceed the {sizing.host_usable(instance):.1f} GiB of host "
             f"memory usable on {instance.name} ({instance.memory_gib} GiB less "
-            f"{sizing.host_memory_headroom:.0%}): loading reads the weights into host memory (HOST-MEM); "
-            f"{suggestion}",
+            f"{sizing.host_memory_headroom:.2%}): loading reads the weights into host memory (HOST-MEM); "
+            f"{suggestion}, or give host_memory_override a reason",
         )
     chosen_tp = sizing.fit(instance, tensor_parallel)
     if chosen_tp is not None:
@@ -950,6 +1365,11 @@ def _serving_plan(
         f"{replicas} replica(s) per instance; host RAM for loading: {sizing.host_need(instance, tp):.1f} of "
         f"{sizing.host_usable(instance):.0f} GiB usable"
     )
+    if sizing.host_memory_override is not None:
+        explanation += f" (host-memory check overridden: {sizing.host_memory_override})"
+    disagreement = tp_disagreement(instance, None, tp)
+    if disagreement is not None:
+        explanation += f"; TP {tp}: sources disagree: {disagreement}"
     return ServingPlan(
         instance_type=instance.name,
         tensor_parallel=tp,
@@ -964,21 +1384,28 @@ def _serving_plan(
         kv_cache_per_core_gib=round(kv_core, 4),
         kv_heads_per_core=core_heads,
         host_memory_limit_gib=round(sizing.host_usable(instance), 3),
+        host_memory_override=sizing.host_memory_override,
     )
 
 
 __all__ = [
+    "ACTIVATION_CHECKPOINTING",
     "BYTES_PER_DTYPE",
     "DEFAULT_HEADROOM",
     "DEFAULT_HOST_MEMORY_HEADROOM",
+    "DEFAULT_TRAINING_HEADROOM",
     "DIMENSIONS",
     "FABRIC_EFA",
     "FABRIC_INSTANCE",
     "FABRIC_ULTRASERVER",
     "ServingPlan",
+    "TrainingMemory",
+    "TrainingModel",
     "TrainingPlan",
+    "host_memory_override_reason",
     "kv_cache_bytes",
     "kv_heads_per_core",
     "plan_training",
+    "replan_training",
     "size_model",
 ]

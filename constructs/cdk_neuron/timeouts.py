@@ -339,9 +339,16 @@ CREATION_POLICY_MAX = 12 * 3600
 LAUNCH_ATTEMPTS = 2
 """Launches the first deployment tolerates per instance: an abandoned first instance is replaced and
 the stack waits for the replacement instead of failing (defect: one abandoned launch failed creation)."""
-READY_MARGIN = 60
+READY_MARGIN = 120
 """``ready.sh`` gives up this long before the hook's heartbeat ends, so its ABANDON, its log line and
-its churn metric happen before Auto Scaling's default result does."""
+its launch-failure metric happen before Auto Scaling's default result does. Its deadline counts
+from the kernel's boot (``/proc/uptime``) while the heartbeat counts from the hook's start a little
+earlier (an instance is in ``Pending:Wait`` while EC2 starts it), so the margin also covers the time
+from ``Pending:Wait`` to the kernel's first tick."""
+LIFECYCLE_POLL_INTERVAL = 5
+"""How often ``serving/lifecycle-watch.sh`` reads the instance's target lifecycle state from instance
+metadata (``autoscaling/target-lifecycle-state``), to see an instance that scale-in returns to the
+warm pool (``Warmed:Pending:Wait``, which only the instance can complete)."""
 
 
 def serving_startup_chain(startup_seconds: int) -> Chain:
@@ -375,8 +382,15 @@ def serving_startup_chain(startup_seconds: int) -> Chain:
                 "instance_refresh_warmup",
                 INSTANCE_WARMUP,
                 "interval",
-                "instance refresh InstanceWarmup (updates)",
+                "DefaultInstanceWarmup (instance refresh and target tracking)",
                 "readiness is gated by the hook; the refresh waits for it, then this",
+            ),
+            Timeout(
+                "pool_return",
+                LIFECYCLE_POLL_INTERVAL + REPLICA_UNIT_STOP_TIMEOUT,
+                "budget",
+                "lifecycle-watch.sh: LIFECYCLE_POLL_SECONDS, then the replicas' stop",
+                "an instance scale-in returns to the warm pool stops serving and completes its hook",
             ),
         ),
         nesting=(
@@ -394,6 +408,12 @@ def serving_startup_chain(startup_seconds: int) -> Chain:
                 margin=READY_MARGIN,
                 why="ready.sh fails loudly first",
             ),
+            Nesting(
+                "hook_heartbeat",
+                "pool_return",
+                "within",
+                why="a returning instance completes Warmed:Pending:Wait before the hook gives up",
+            ),
         ),
     )
 
@@ -406,6 +426,22 @@ def creation_policy_seconds(startup_seconds: int) -> int:
 def ready_deadline_seconds(startup_seconds: int) -> int:
     """Seconds after boot by which ``ready.sh`` must have every replica healthy."""
     return max(startup_seconds - READY_MARGIN, 1)
+
+
+def serving_node_settings(startup_seconds: int) -> dict[str, int]:
+    """The serving node programs' timing settings (``fleet.env``): ``ready.sh``'s deadline, the host
+    nginx's timeouts and keep-alives, the replica units' stop and restart, the lifecycle watch."""
+    return {
+        "STARTUP_DEADLINE_SECONDS": ready_deadline_seconds(startup_seconds),
+        "NGINX_KEEPALIVE_TIMEOUT": NGINX_KEEPALIVE_TIMEOUT,
+        "NGINX_PROXY_TIMEOUT": NGINX_PROXY_TIMEOUT,
+        "NGINX_CONNECT_TIMEOUT": NGINX_CONNECT_TIMEOUT,
+        "NGINX_UPSTREAM_KEEPALIVE": NGINX_UPSTREAM_KEEPALIVE,
+        "REPLICA_STOP_TIMEOUT": REPLICA_STOP_TIMEOUT,
+        "REPLICA_UNIT_STOP_TIMEOUT": REPLICA_UNIT_STOP_TIMEOUT,
+        "REPLICA_RESTART_DELAY": REPLICA_RESTART_DELAY,
+        "LIFECYCLE_POLL_SECONDS": LIFECYCLE_POLL_INTERVAL,
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -707,6 +743,7 @@ __all__ = [
     "ready_deadline_seconds",
     "sagemaker_chain",
     "serving_health_chain",
+    "serving_node_settings",
     "serving_request_chain",
     "serving_startup_chain",
     "training_job_chain",

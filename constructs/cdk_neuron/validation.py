@@ -17,73 +17,76 @@ from typing import TypeVar
 from cdk_neuron.errors import NeuronConfigError, one_of
 
 # -- identifier formats --------------------------------------------------------------------------
+# Each pattern ends in \Z, never $: Python's $ also matches before a trailing newline, so
+# "123456789012\n" passed the account check and "us-east-1\n" the region check. Callers use match().
 
-ACCOUNT = re.compile(r"^\d{12}$")
+ACCOUNT = re.compile(r"^\d{12}\Z")
 # "us-east-1", "ap-southeast-4", "us-gov-west-1", "cn-north-1".
-REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+\Z")
 # AZ IDs such as "use1-az4" and, for Local Zones, "usw2-lax1-az1"; never AZ *names* ("us-east-1a"),
 # which map to different zones in different accounts.
-AZ_ID = re.compile(r"^[a-z]+\d*(-[a-z]+\d+)?-az\d+$")
+AZ_ID = re.compile(r"^[a-z]+\d*(-[a-z]+\d+)?-az\d+\Z")
 # EC2 capacity reservation ids: "cr-" and 17 hex digits (older ids have 8).
-RESERVATION_ID = re.compile(r"^cr-(?:[0-9a-f]{8}|[0-9a-f]{17})$")
+RESERVATION_ID = re.compile(r"^cr-(?:[0-9a-f]{8}|[0-9a-f]{17})\Z")
 # arn:<partition>:resource-groups:<region>:<account>:group/<name>
 RESOURCE_GROUP_ARN = re.compile(
-    r"^arn:aws(?:-cn|-us-gov)?:resource-groups:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:group/[A-Za-z0-9_.-]{1,300}$"
+    r"^arn:aws(?:-cn|-us-gov)?:resource-groups:[a-z]{2}(?:-[a-z]+)+-\d:\d{12}:group/[A-Za-z0-9_.-]{1,300}\Z"
 )
-CERTIFICATE_ARN = re.compile(r"^arn:aws[a-z-]*:acm:(?P<region>[a-z0-9-]+):\d{12}:certificate/[0-9a-f-]+$")
+CERTIFICATE_ARN = re.compile(r"^arn:aws[a-z-]*:acm:(?P<region>[a-z0-9-]+):\d{12}:certificate/[0-9a-f-]+\Z")
 # A Secrets Manager secret name or ARN.
-SECRET = re.compile(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}$")
-SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
+SECRET = re.compile(r"^(arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:)?[A-Za-z0-9/_+=.@-]{1,512}\Z")
+SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}\Z")
 # Deliberately loose: SNS confirms the address; this only catches obvious typos.
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 # Hugging Face Hub repository ids: "org/name", or a bare "name" for the few legacy root models ("gpt2").
-HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+HF_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?\Z")
 # s3://bucket/prefix[/]: a bucket name (3-63 of a-z 0-9 . -) and a non-empty key prefix.
-S3_PREFIX_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>[^\s]+?)/?$")
+S3_PREFIX_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9])/(?P<prefix>[^\s]+?)/?\Z")
 # <account>.dkr.ecr.<region>.amazonaws.com[.cn]
-ECR_REGISTRY = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$")
-# registry/repository:tag or registry/repository@sha256:<digest>; the registry needs a dot (a host).
+ECR_REGISTRY = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?\Z")
+# registry/repository:tag or registry/repository@sha256:<digest>; the registry is a host name of
+# dot-separated labels (at least two) with an optional port.
 IMAGE_URI = re.compile(
-    r"^(?P<registry>[a-z0-9.-]+\.[a-z0-9.-]+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
-    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})|@(?P<digest>sha256:[0-9a-f]{64}))$"
+    r"^(?P<registry>[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?)/(?P<repository>[a-z0-9._/-]+)"
+    r"(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})|@(?P<digest>sha256:[0-9a-f]{64}))\Z"
 )
-IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}$")
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
+IMAGE_TAG = re.compile(r"^[\w][\w.\-]{0,127}\Z")
+SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 # A numbered release, major.minor.patch: "1.41.0".
-RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+\Z")
 # A shell/environment variable name.
-ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENVIRONMENT_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # SageMaker endpoint and production-variant names: 1-63 letters, digits and hyphens, starting with a
 # letter or digit (AWS::SageMaker::Endpoint EndpointName, ProductionVariant VariantName).
-SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 # The CloudWatch dimension values of an Application Load Balancer and its target group, i.e. their
 # ARNs' resource parts after "loadbalancer/" and ":" (the LoadBalancerFullName and TargetGroupFullName
 # attributes): "app/<name>/<16 hex>" and "targetgroup/<name>/<16 hex>".
-ALB_FULL_NAME = re.compile(r"^app/[A-Za-z0-9-]{1,32}/[0-9a-f]{16}$")
-TARGET_GROUP_FULL_NAME = re.compile(r"^targetgroup/[A-Za-z0-9-]{1,32}/[0-9a-f]{16}$")
+ALB_FULL_NAME = re.compile(r"^app/[A-Za-z0-9-]{1,32}/[0-9a-f]{16}\Z")
+TARGET_GROUP_FULL_NAME = re.compile(r"^targetgroup/[A-Za-z0-9-]{1,32}/[0-9a-f]{16}\Z")
 # An IAM role ARN (paths allowed).
-IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}\Z")
 # A construct's address (constructs' Node.addr): "c8" and 40 hex digits, stable for its path.
-CONSTRUCT_ADDRESS = re.compile(r"^c8[0-9a-f]{40}$")
+CONSTRUCT_ADDRESS = re.compile(r"^c8[0-9a-f]{40}\Z")
 # A CloudWatch Logs log group name: 1 to 512 characters of the API's pattern [\.\-_/#A-Za-z0-9]
 # (CloudWatch Logs API Reference, CreateLogGroup logGroupName, read 2026-12-01).
-LOG_GROUP_NAME = re.compile(r"^[A-Za-z0-9_\-/.#]{1,512}$")
+LOG_GROUP_NAME = re.compile(r"^[A-Za-z0-9_\-/.#]{1,512}\Z")
 # An absolute directory of plain segments: "/checkpoints", "/mnt/ckpt/" (never "/" or "a//b").
-ABSOLUTE_DIRECTORY = re.compile(r"^(/[A-Za-z0-9._-]+)+/?$")
+ABSOLUTE_DIRECTORY = re.compile(r"^(/[A-Za-z0-9._-]+)+/?\Z")
 # S3 key prefix of safe path segments ending in "/": "neuron-compile-cache/".
-S3_KEY_PREFIX = re.compile(r"^[A-Za-z0-9!_.()'-]+(/[A-Za-z0-9!_.()'-]+)*/$")
+S3_KEY_PREFIX = re.compile(r"^[A-Za-z0-9!_.()'-]+(/[A-Za-z0-9!_.()'-]+)*/\Z")
 # S3 bucket names: 3-63 of a-z 0-9 . -, starting and ending with a letter or digit.
-S3_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-EFS_FILE_SYSTEM_ID = re.compile(r"^fs-[0-9a-f]{8,40}$")
-EFS_ACCESS_POINT_ID = re.compile(r"^fsap-[0-9a-f]{8,40}$")
-KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
-BATCH_JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
+S3_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+EFS_FILE_SYSTEM_ID = re.compile(r"^fs-[0-9a-f]{8,40}\Z")
+EFS_ACCESS_POINT_ID = re.compile(r"^fsap-[0-9a-f]{8,40}\Z")
+KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+\Z")
+BATCH_JOB_QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-queue/[A-Za-z0-9_-]{1,128}\Z")
 # With its revision (what CloudFormation's Ref returns): IAM matches SubmitJob on name:revision.
 BATCH_JOB_DEFINITION_ARN = re.compile(
-    r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-definition/[A-Za-z0-9_-]{1,128}:(\d+|\*)$"
+    r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-definition/[A-Za-z0-9_-]{1,128}:(\d+|\*)\Z"
 )
 # AWS Batch volume names.
-BATCH_VOLUME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+BATCH_VOLUME_NAME = re.compile(r"^[A-Za-z0-9_-]{1,255}\Z")
 
 # -- numbers -------------------------------------------------------------------------------------
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
-from cdk_neuron.cli import assembly
+from cdk_neuron.cli import assembly, result_costs
 from cdk_neuron.cli.command import Command, environment_options, in_region, selected
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, ColumnKind, Report, usd
@@ -190,6 +190,8 @@ class EnvironmentCost:
     idle: CostSection
     full_scale: CostSection
     gpu_comparison: GpuComparison
+    result_costs: result_costs.ResultCosts
+    """What a training run and a million generated tokens cost (docs/cost-of-a-result.md)."""
     omitted: list[str]
     assumptions: list[str]
     claims: list[Claim]
@@ -788,7 +790,13 @@ def _summary(
     )
 
 
-def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None = None) -> CostResult:
+def build(
+    envs: Sequence[Deployment],
+    prices_by_env: dict[str, PriceBook] | None = None,
+    costs: Callable[[Deployment], result_costs.ResultCosts] = result_costs.result_costs,
+) -> CostResult:
+    """Every environment's cost; ``costs`` gives its costs of a result (default: published figures, a
+    trillion training tokens)."""
     books = prices_by_env or {}
     environments = []
     summary = []
@@ -807,6 +815,7 @@ def build(envs: Sequence[Deployment], prices_by_env: dict[str, PriceBook] | None
                 gpu_comparison=GpuComparison(
                     training=training_comparison(env, prices), serving=serving_comparison(env, prices)
                 ),
+                result_costs=costs(env),
                 omitted=omitted(env),
                 assumptions=assumptions(env, prices),
                 claims=_claims_for(env),
@@ -866,6 +875,31 @@ def render_summary(result: CostResult, out: Report) -> None:
             f"Price table dated {result.prices_date}; SageMaker ml.* from {_sagemaker_prices_date()}."
         )
     out.notes("Notes", notes)
+    _result_cost_table(result, out)
+
+
+def _result_cost_table(result: CostResult, out: Report) -> None:
+    """The cost of a result per environment, each beside the GPU configuration of the same model size."""
+    envs = [e for e in result.environments if e.result_costs.training or e.result_costs.serving]
+    if not envs:
+        return
+    tokens = envs[0].result_costs.training_tokens
+    out.table(
+        f"cost of a result (on-demand; training run = {tokens:,.4g} tokens; label in brackets)",
+        (
+            Column("environment", "id"),
+            Column("training run", _MONEY),
+            Column("GPU", _MONEY),
+            Column("1M tokens served", _MONEY),
+            Column("GPU", _MONEY),
+        ),
+        (
+            (e.name, result_costs.short(c.training), result_costs.short(c.training_gpu),
+             result_costs.short(c.serving), result_costs.short(c.serving_gpu))
+            for e in envs
+            for c in (e.result_costs,)
+        ),
+    )  # fmt: skip
 
 
 def _lines_table(out: Report, title: str, section: CostSection) -> None:
@@ -921,6 +955,7 @@ def render_details(env: EnvironmentCost, out: Report) -> None:
                 for r in comparison.serving
             ),
         )  # fmt: skip
+    result_costs.render(name, env.result_costs, out)
     out.notes("Assumptions", env.assumptions)
     out.notes(
         "Claims (not used in the arithmetic above)",
@@ -1164,6 +1199,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="what changes per environment and line between two cloud assemblies, per hour and month "
         "(offline, table prices): e.g. the main branch's cdk.out and a pull request's",
     )
+    result_costs.arguments(parser)
 
 
 def _diff(args: argparse.Namespace) -> CostDiffResult:
@@ -1210,7 +1246,10 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
                 sagemaker_types=sagemaker_types(env),
                 services=service_keys(env),
             )
-    ctx.show(build(envs, books), lambda result: render(result, details=args.details))
+    ctx.show(
+        build(envs, books, lambda env: result_costs.from_arguments(env, args)),
+        lambda result: render(result, details=args.details),
+    )
     return ExitStatus.OK
 
 

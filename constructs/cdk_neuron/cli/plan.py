@@ -1,25 +1,50 @@
 """``cdk-neuron plan``: what each environment will run, computed offline from cdk.json.
 
 Per environment: the training placement (nodes, ranks per node, TP/PP/DP, what crosses EFA,
-whether TP stays inside NeuronLink), the checkpoint estimate (size, save time) and the serving
-sizing (instance, TP, HBM per core, headroom). Everything comes from the planner and the
-checkpoint advisor, the same functions the constructs validate with.
+whether TP stays inside NeuronLink), its estimated HBM per NeuronCore, the checkpoint estimate
+(size, save time), the serving sizing (instance, TP, HBM per core, headroom) and the cost of a
+result (a training run, a million generated tokens) beside the published GPU configuration.
+Everything comes from the planner, the checkpoint advisor and :mod:`cdk_neuron.economics`, the
+same functions the constructs validate with.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
+from cdk_neuron.cli import result_costs
 from cdk_neuron.cli.command import Command, environment_options, selected
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
+from cdk_neuron.planner import TrainingPlan
+
+
+@dataclass(frozen=True)
+class TrainingMemoryEstimate:
+    """HBM per NeuronCore of the training plan, in GiB (label: estimated)."""
+
+    model_parameters: int
+    sequence_length: int
+    micro_batch_size: int
+    zero1: bool
+    activation_checkpointing: str
+    weights_gib: float
+    gradients_gib: float
+    optimizer_gib: float
+    activations_gib: float
+    total_gib: float
+    usable_gib: float
+    hbm_gib: float
+    assumed: list[str]
+    sources: list[str]
+    label: str = "estimated"
 
 
 @dataclass(frozen=True)
@@ -40,6 +65,8 @@ class TrainingPlacement:
     efa_dimensions: list[str]
     efa_traffic: str
     notes: list[str]
+    memory: TrainingMemoryEstimate | None
+    """None when the plan has no model (cdk.json: training.plan.model)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +113,7 @@ class EnvironmentPlan:
     training: TrainingPlacement | None
     checkpoint: CheckpointPlan | None
     serving: ServingSizing | None
+    result_costs: result_costs.ResultCosts
     omitted: list[str]
 
 
@@ -95,6 +123,28 @@ class PlanResult(Result):
 
     command = "plan"
     environments: list[EnvironmentPlan]
+
+
+def _memory(plan: TrainingPlan) -> TrainingMemoryEstimate | None:
+    memory, model = plan.memory, plan.model
+    if memory is None or model is None:
+        return None
+    return TrainingMemoryEstimate(
+        model_parameters=int(model.parameters),
+        sequence_length=model.sequence_length,
+        micro_batch_size=model.micro_batch_size,
+        zero1=plan.zero1,
+        activation_checkpointing=plan.activation_checkpointing,
+        weights_gib=round(memory.weights_gib, 3),
+        gradients_gib=round(memory.gradients_gib, 3),
+        optimizer_gib=round(memory.optimizer_gib, 3),
+        activations_gib=round(memory.activations_gib, 3),
+        total_gib=round(memory.total_gib, 3),
+        usable_gib=round(memory.usable_gib, 3),
+        hbm_gib=memory.hbm_gib,
+        assumed=list(memory.assumed),
+        sources=list(memory.sources),
+    )
 
 
 def training_section(env: Deployment) -> TrainingPlacement | None:
@@ -119,6 +169,7 @@ def training_section(env: Deployment) -> TrainingPlacement | None:
         efa_dimensions=list(plan.efa_dimensions),
         efa_traffic=plan.efa_traffic,
         notes=list(plan.notes),
+        memory=_memory(plan),
     )
 
 
@@ -181,7 +232,12 @@ def omitted(env: Deployment) -> list[str]:
     return parts
 
 
-def build(envs: Sequence[Deployment]) -> PlanResult:
+def build(
+    envs: Sequence[Deployment],
+    costs: Callable[[Deployment], result_costs.ResultCosts] = result_costs.result_costs,
+) -> PlanResult:
+    """The plan of every environment; ``costs`` gives each one's costs of a result (default: published
+    figures, a trillion training tokens)."""
     return PlanResult(
         environments=[
             EnvironmentPlan(
@@ -191,6 +247,7 @@ def build(envs: Sequence[Deployment]) -> PlanResult:
                 training=training_section(env),
                 checkpoint=checkpoint_section(env),
                 serving=serving_section(env),
+                result_costs=costs(env),
                 omitted=omitted(env),
             )
             for env in envs
@@ -219,6 +276,7 @@ def render(result: PlanResult) -> Report:
                     ("TP inside NeuronLink", t.tp_within_neuronlink),
                     ("crosses EFA", t.efa_dimensions or "nothing"),
                     ("EFA traffic", t.efa_traffic),
+                    ("HBM per NeuronCore", _memory_line(t.memory)),
                 ],
             )  # fmt: skip
             if c is not None:
@@ -252,22 +310,44 @@ def render(result: PlanResult) -> Report:
                     ("capacity", f"{s.min_capacity}-{s.max_capacity} instances ({s.backend}, {s.engine})"),
                 ],
             )  # fmt: skip
+        result_costs.render(env.name, env.result_costs, out)
         if t is not None:
             out.notes("Notes", t.notes)
         out.blank()
     return out
 
 
+def _memory_line(memory: TrainingMemoryEstimate | None) -> str:
+    if memory is None:
+        return "not checked: the plan has no model (cdk.json: training.plan.model)"
+    assumed = f"; assumed {', '.join(memory.assumed)}" if memory.assumed else ""
+    return (
+        f"{memory.total_gib:.2f} of {memory.usable_gib:.2f} GiB usable ({memory.hbm_gib:g} GiB HBM; estimated): "
+        f"weights {memory.weights_gib:.2f} + gradients {memory.gradients_gib:.2f} + optimizer "
+        f"{memory.optimizer_gib:.2f} + activations {memory.activations_gib:.2f}, for "
+        f"{memory.model_parameters / 1e9:.1f}B parameters at sequence {memory.sequence_length:,} x micro-batch "
+        f"{memory.micro_batch_size}, ZeRO-1 {'on' if memory.zero1 else 'off'}, activation checkpointing "
+        f"{memory.activation_checkpointing}{assumed}"
+    )
+
+
 def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    ctx.show(build(selected(ctx.deployments, args)), render)
+    ctx.show(
+        build(selected(ctx.deployments, args), lambda env: result_costs.from_arguments(env, args)), render
+    )
     return ExitStatus.OK
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    environment_options(parser, one=False)
+    result_costs.arguments(parser)
 
 
 COMMAND = Command(
     "plan",
-    "Training placement, checkpoint estimate and serving sizing (offline).",
+    "Training placement, HBM per core, checkpoint estimate, serving sizing and the cost of a result (offline).",
     _run,
-    arguments=lambda parser: environment_options(parser, one=False),
+    arguments=_arguments,
 )
 
 __all__ = ["COMMAND", "PlanResult", "build", "omitted", "render"]

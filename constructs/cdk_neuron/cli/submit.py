@@ -129,14 +129,7 @@ def validate_nodes(env: Deployment, nodes: int) -> None:
             "--nodes", nodes, f"use 1..{training.max_nodes} (environments.{env.name}.training.max_nodes)"
         )
     try:
-        planner.plan_training(
-            training.instance_type,
-            nodes,
-            training.plan.tensor_parallel,
-            training.plan.pipeline_parallel,
-            training.plan.logical_nc_config,
-            allow_unlisted_tp=training.plan.allow_unlisted_tp,
-        )
+        planner.replan_training(training.plan, nodes=nodes)
     except NeuronConfigError as error:
         raise NeuronConfigError("--nodes", nodes, f"breaks the configured plan: {error}") from None
 

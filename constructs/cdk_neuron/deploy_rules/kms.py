@@ -248,3 +248,34 @@ class TopicKeyPolicyForPublishers(_base.DeployRule):
                     f"{' and others' if len(sources) > 3 else ''} publish to this topic; their notifications would "
                     f"be dropped. Fix: allow {service} kms:Decrypt and kms:GenerateDataKey* in the key policy.",
                 )
+
+
+_SERVICE_LINKED_ROLE = re.compile(r":role/aws-service-role/")
+
+
+class KeyPolicyNamesServiceLinkedRole(_base.DeployRule):
+    id = "W9904"
+    shortdesc = "A key policy must not name a service-linked role as a principal"
+    description = (
+        "The principals of a key policy must exist when the key is created or its policy is put; a service-linked "
+        "role (role/aws-service-role/...) exists only once its service was first used in the account, so naming "
+        "one as a principal fails the first deployment in a fresh account with MalformedPolicyDocumentException "
+        "(a warning: in an account that has the role, the template deploys). Match it with Principal * and an "
+        "aws:PrincipalArn condition instead."
+    )
+    source_url = "https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html"
+    source_title = "AWS KMS API Reference: CreateKey (Policy: the principals in the key policy must exist)"
+    resource_types = (KEY,)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        for index, statement in enumerate(_base.statements(_base.props(resource).get("KeyPolicy")) or []):
+            principal = _base.as_dict(statement.get("Principal")) or {}
+            named = [arn for arn in _values(principal.get("AWS")) if arn and _SERVICE_LINKED_ROLE.search(arn)]
+            if named:
+                yield Finding(
+                    ("Properties", "KeyPolicy", "Statement", index, "Principal", "AWS"),
+                    f"{name}: the key policy names the service-linked role {named[0]} as a principal; in an "
+                    "account where that service was never used the role does not exist yet and KMS refuses the "
+                    "policy. Fix: Principal * with an ArnEquals aws:PrincipalArn condition on the role (and "
+                    "kms:CallerAccount).",
+                )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, replace
 
 import aws_cdk as cdk
@@ -13,17 +12,19 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct, IConstruct
 
-from cdk_neuron import ami
-from cdk_neuron._custom_resource import handler_function
+from cdk_neuron import ami, timeouts
 from cdk_neuron._nag import acknowledge, acknowledge_wildcards
-from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, allow_log_encryption, put_metric_data
-from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
+from cdk_neuron.iam_statements import (
+    PUT_METRIC_DATA_REASON,
+    allow_instance_launches,
+    allow_log_encryption,
+    put_metric_data,
+)
 from cdk_neuron.metrics.options import MetricOptions, resource_metric
 from cdk_neuron.node_programs.bundle import (
     bundle_location,
@@ -34,27 +35,23 @@ from cdk_neuron.node_programs.bundle import (
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
-from cdk_neuron.serving.user_data import CONCURRENCY_METRIC, METRIC_NAMESPACE, boot_config, render_user_data
+from cdk_neuron.serving.user_data import (
+    CONCURRENCY_METRIC,
+    DATA_DEVICE,
+    METRIC_NAMESPACE,
+    boot_config,
+    render_user_data,
+)
 
 SERVICE_PORT = 8080
 LIFECYCLE_HOOK_NAME = "cdk-neuron-ready"
 FLEET_TAG = "cdk-neuron:fleet"
-"""The tag that names a fleet's group(s): the launch policy and the capacity reader find them by it."""
-# Amazon Linux 2023 (the ECS-optimized Neuron AMI) boots from /dev/xvda; the data volume is /dev/sdf.
+"""The tag that names a fleet's group: the instances' lifecycle permissions are pinned to it."""
+# Amazon Linux 2023 (the ECS-optimized Neuron AMI) boots from /dev/xvda; the data volume is DATA_DEVICE.
 ROOT_DEVICE = "/dev/xvda"
-DATA_DEVICE = "/dev/sdf"
-# CloudFormation's AutoScalingRollingUpdate waits at most one hour for signals ("PauseTime ... The
-# maximum amount of time that you can specify for the pause time is one hour (PT1H)", UpdatePolicy
-# attribute, CloudFormation User Guide, read 2026-12-01). Fleets that start slower are updated by
-# replacement: a new group whose CreationPolicy may wait up to 12 hours.
-ROLLING_UPDATE_MAX_PAUSE_SECONDS = 3600
 # gp3 baseline is 125 MiB/s; 500 MiB/s (needs >= 2,000 IOPS, the baseline is 3,000) quarters the time
 # to write and read weights on instances whose EBS bandwidth allows it.
 DATA_VOLUME_THROUGHPUT_MIBPS = 500
-# Streaming generations can run for minutes: keep connections to a deregistering instance that long.
-DEREGISTRATION_DELAY = cdk.Duration.seconds(300)
-# The time to first token of a long prompt can exceed the ALB's default 60 s idle timeout.
-IDLE_TIMEOUT = cdk.Duration.seconds(300)
 
 
 @dataclass(frozen=True)
@@ -275,11 +272,10 @@ def _instance_policy(
 def _artifact_policy(scope: Construct, settings: Ec2Settings, role: iam.Role) -> iam.ManagedPolicy | None:
     """Read access to the model artifact, in a policy of its own named after the artifact.
 
-    When the model changes, the new group's instances need the new artifact while the old group's
-    instances (a replacing update keeps the old group until the new one is ready; a rolling update
-    keeps old instances until their turn) may still start replicas from the old one. A new name is a
-    new policy: CloudFormation creates it before the group changes and deletes the old one only in
-    its cleanup phase, after the update is done.
+    When the model changes, the new instances need the new artifact while the old ones (an instance
+    refresh keeps them in service until their replacements are) may still start replicas from the old
+    one. A new name is a new policy: CloudFormation creates it before the group changes and deletes
+    the old one only in its cleanup phase, after the update is done.
     """
     artifact = settings.model.artifact
     statements = artifact_read_statements(cdk.Stack.of(scope), settings)
@@ -374,7 +370,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     volume_gib = settings.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
 
     if settings.key_created:
-        _let_auto_scaling_use_key(settings.key, stack)
+        allow_instance_launches(settings.key)
     lb_sg, instance_sg = _security_groups(scope, settings)
     log_group = _replica_log_group(scope, settings)
     role, bundle, policy = _instance_role(scope, settings, log_group)
@@ -400,7 +396,6 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     group.node.add_dependency(policy)
     if artifacts is not None:
         group.node.add_dependency(artifacts)
-    _keep_capacity_through_replacement(scope, settings, group, launch_template)
     metrics_settings = (
         settings.node_metrics.settings_files(workload="serving", instance_type=plan.instance_type)
         if settings.node_metrics is not None
@@ -438,32 +433,6 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
         user_data=user_data,
         log_group=log_group,
-    )
-
-
-def _let_auto_scaling_use_key(key: kms.IKey, stack: cdk.Stack) -> None:
-    """EC2 Auto Scaling launches instances with its service-linked role, which must be allowed to use
-    the key for encrypted EBS volumes (EC2 Auto Scaling user guide, key-policy-requirements)."""
-    service_role = iam.ArnPrincipal(
-        f"arn:{stack.partition}:iam::{stack.account}:role/aws-service-role/"
-        "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
-    )
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AutoScalingUsesKeyForVolumes",
-            principals=[service_role],
-            actions=list(DATA_KEY_ACTIONS),
-            resources=["*"],
-        )
-    )
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AutoScalingGrantsForVolumes",
-            principals=[service_role],
-            actions=["kms:CreateGrant"],
-            resources=["*"],
-            conditions={"Bool": {"kms:GrantIsForAWSResource": True}},
-        )
     )
 
 
@@ -561,14 +530,55 @@ def _launch_template(
     return launch_template
 
 
+def _update_policy(settings: Ec2Settings) -> cdk.CfnUpdatePolicy:
+    """Instance refresh: replace instances while keeping ``min_healthy_percentage`` of the *desired*
+    capacity in service, launching replacements first at 100 %.
+
+    Not ``AutoScalingRollingUpdate``: its ``MinInstancesInService`` is a number fixed in the template
+    (it came from ``min_capacity``: 0 in dev, so the one instance was terminated before its
+    replacement started), and CloudFormation's UpdatePolicy reference says rolling updates honour
+    neither the group's instance maintenance policy nor launch-before-terminate, and wait at most one
+    hour (PauseTime). ``AutoScalingInstanceRefresh`` runs an EC2 Auto Scaling instance refresh, whose
+    ``MinHealthyPercentage``/``MaxHealthyPercentage`` are percentages of the desired capacity and
+    whose replacements count only once they are ``InService``, i.e. once the launch lifecycle hook
+    (ready.sh) completed ("UpdatePolicy attribute", AWS CloudFormation Template Reference,
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-updatepolicy.html;
+    "Use an instance refresh to update instances in an Auto Scaling group", Amazon EC2 Auto Scaling
+    User Guide, https://docs.aws.amazon.com/autoscaling/ec2/userguide/asg-instance-refresh.html; both
+    read 2026-12-01). Set through ``cfn_options`` so any aws-cdk-lib the package accepts renders it.
+    """
+    return cdk.CfnUpdatePolicy(
+        # What aws-cdk-lib sets by default: a stack update leaves the group's current size alone.
+        auto_scaling_scheduled_action=cdk.CfnAutoScalingScheduledAction(
+            ignore_unmodified_group_size_properties=True
+        ),
+        auto_scaling_instance_refresh=cdk.CfnAutoScalingInstanceRefresh(
+            strategy="Rolling",
+            preferences=cdk.CfnAutoScalingInstanceRefreshPreferences(
+                min_healthy_percentage=settings.min_healthy_percentage,
+                max_healthy_percentage=max_healthy_percentage(settings.min_healthy_percentage),
+                instance_warmup=timeouts.INSTANCE_WARMUP,
+            ),
+        ),
+    )
+
+
+def max_healthy_percentage(min_healthy_percentage: int) -> int:
+    """110 when nothing may leave service first (so a replacement launches before the old instance
+    terminates), else 100."""
+    return 110 if min_healthy_percentage == 100 else 100
+
+
 def _auto_scaling_group(
     scope: Construct, settings: Ec2Settings, launch_template: ec2.LaunchTemplate, startup_seconds: int
 ) -> autoscaling.AutoScalingGroup:
-    """The group: ELB health checks, readiness signals, a launch lifecycle hook and the update policy."""
-    timeout = cdk.Duration.seconds(startup_seconds)
-    in_service = min(
-        math.ceil(settings.min_capacity * settings.min_healthy_percentage / 100), settings.max_capacity - 1
-    )
+    """The group: ELB health checks, readiness signals, a launch lifecycle hook and the update policy.
+
+    Every wait comes from :mod:`cdk_neuron.timeouts` (``serving_startup_chain``): the hook's heartbeat
+    is the start-up budget; CloudFormation's creation wait covers a replacement launch; the health
+    check grace only covers the load balancer confirming an instance the hook already held until
+    its replicas answered.
+    """
     group = autoscaling.AutoScalingGroup(
         scope,
         "Group",
@@ -589,21 +599,16 @@ def _auto_scaling_group(
         else None,
         capacity_rebalance=True if settings.spot else None,
         health_checks=autoscaling.HealthChecks.with_additional_checks(
-            additional_types=[autoscaling.AdditionalHealthCheckType.ELB], grace_period=timeout
+            additional_types=[autoscaling.AdditionalHealthCheckType.ELB],
+            grace_period=cdk.Duration.seconds(timeouts.HEALTH_CHECK_GRACE),
         ),
-        signals=autoscaling.Signals.wait_for_min_capacity(timeout=timeout),
-        update_policy=autoscaling.UpdatePolicy.rolling_update(
-            max_batch_size=1,
-            min_instances_in_service=max(in_service, 0),
-            pause_time=timeout,
-            wait_on_resource_signals=True,
-        )
-        if startup_seconds <= ROLLING_UPDATE_MAX_PAUSE_SECONDS
-        else autoscaling.UpdatePolicy.replacing_update(),
+        signals=autoscaling.Signals.wait_for_min_capacity(
+            timeout=cdk.Duration.seconds(timeouts.creation_policy_seconds(startup_seconds))
+        ),
         min_healthy_percentage=settings.min_healthy_percentage,
-        max_healthy_percentage=110 if settings.min_healthy_percentage == 100 else 100,
+        max_healthy_percentage=max_healthy_percentage(settings.min_healthy_percentage),
         # Readiness is gated by the lifecycle hook, so a new instance counts towards metrics at once.
-        default_instance_warmup=cdk.Duration.seconds(60),
+        default_instance_warmup=cdk.Duration.seconds(timeouts.INSTANCE_WARMUP),
         group_metrics=[autoscaling.GroupMetrics.all()],
         notifications=[autoscaling.NotificationConfiguration(topic=settings.notification_topic)]
         if settings.notification_topic is not None
@@ -612,6 +617,7 @@ def _auto_scaling_group(
     cdk.Tags.of(group).add(FLEET_TAG, settings.fleet_id)
     cfn_group = group.node.default_child
     assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
+    cfn_group.cfn_options.update_policy = _update_policy(settings)
     # Inline hook specification (not a separate LifecycleHook resource), so even the instances of the
     # group's first launch wait for their replicas before they are put in service.
     cfn_group.lifecycle_hook_specification_list = [
@@ -623,74 +629,6 @@ def _auto_scaling_group(
         )
     ]
     return group
-
-
-def _keep_capacity_through_replacement(
-    scope: Construct,
-    settings: Ec2Settings,
-    group: autoscaling.AutoScalingGroup,
-    launch_template: ec2.LaunchTemplate,
-) -> None:
-    """A replacement group starts at the running group's capacity, and replaces it only once all of it is ready.
-
-    With ``AutoScalingReplacingUpdate`` CloudFormation creates a new group and deletes the old one
-    once the new one is created (UpdatePolicy attribute, CloudFormation template reference). Without
-    ``DesiredCapacity`` the new group starts at ``MinSize``, so a fleet auto scaling had grown to 8
-    would serve with 2 after the swap. A custom resource (``custom_resources/fleet_capacity.py``)
-    reads the running group's desired capacity whenever its inputs change, which they do exactly when
-    the launch template or the subnets change, and the new group starts there. ``MinSuccessfulInstancesPercent``
-    100 makes CloudFormation wait for every one of those instances to signal ready before the old group
-    goes ("If the minimum number of instances (specified by the MinSuccessfulInstancesPercent
-    property) don't signal success within the Timeout period ..., the replacement update fails",
-    AutoScalingReplacingUpdate, same page). A rolling update keeps the group: nothing to do.
-    """
-    cfn_group = group.node.default_child
-    assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
-    update = cfn_group.cfn_options.update_policy
-    replacing = update.auto_scaling_replacing_update if update is not None else None
-    if replacing is None or not replacing.will_replace:
-        return
-    handler = handler_function(
-        Construct(scope, "CapacityReader"),
-        handler="fleet_capacity.handler",
-        description="cdk-neuron: the capacity a replacement serving group starts with",
-        statements=[
-            (
-                iam.PolicyStatement(
-                    sid="ReadGroupCapacity",
-                    actions=["autoscaling:DescribeAutoScalingGroups"],
-                    resources=["*"],
-                ),
-                "autoscaling:DescribeAutoScalingGroups supports no resource-level permissions; the function "
-                "filters by this fleet's tag",
-            )
-        ],
-        timeout=cdk.Duration.minutes(1),
-        removal_policy=settings.removal_policy,
-        outside_vpc_reason="It calls only the EC2 Auto Scaling API and touches nothing in the VPC",
-    )
-    reading = handler.resource(
-        scope,
-        "Capacity",
-        resource_type="Custom::CdkNeuronFleetCapacity",
-        properties={
-            "TagKey": FLEET_TAG,
-            "TagValue": settings.fleet_id,
-            "MinSize": str(settings.min_capacity),
-            "MaxSize": str(settings.max_capacity),
-            # Not read by the function: they make it run again exactly when the group is replaced.
-            "LaunchTemplateVersion": launch_template.latest_version_number,
-            "Subnets": cfn_group.vpc_zone_identifier,
-        },
-    )
-    cfn_group.desired_capacity = reading.get_att_string("DesiredCapacity")
-    creation = cfn_group.cfn_options.creation_policy
-    cfn_group.cfn_options.creation_policy = cdk.CfnCreationPolicy(
-        resource_signal=creation.resource_signal if creation is not None else None,
-        auto_scaling_creation_policy=cdk.CfnResourceAutoScalingCreationPolicy(
-            min_successful_instances_percent=100
-        ),
-    )
 
 
 def _acknowledge_group(group: autoscaling.AutoScalingGroup, settings: Ec2Settings) -> None:
@@ -735,7 +673,8 @@ def _load_balancer(
         internet_facing=False,
         security_group=lb_sg,
         drop_invalid_header_fields=True,
-        idle_timeout=IDLE_TIMEOUT,
+        # The time to first token of a long prompt can exceed the default 60 s.
+        idle_timeout=cdk.Duration.seconds(timeouts.ALB_IDLE_TIMEOUT),
     )
     bucket = _access_log_bucket(scope, settings)
     load_balancer.log_access_logs(bucket, prefix=f"cdk-neuron/{settings.fleet_id}")
@@ -762,15 +701,16 @@ def _load_balancer(
         targets=[group],
         # Generation requests vary from milliseconds to minutes: route to the least busy instance.
         load_balancing_algorithm_type=elbv2.TargetGroupLoadBalancingAlgorithmType.LEAST_OUTSTANDING_REQUESTS,
-        deregistration_delay=DEREGISTRATION_DELAY,
+        # Streaming generations can run for minutes: keep a deregistering instance's connections that long.
+        deregistration_delay=cdk.Duration.seconds(timeouts.DEREGISTRATION_DELAY),
         health_check=elbv2.HealthCheck(
             path=engine.health_path,
             port=str(SERVICE_PORT),
             healthy_http_codes="200",
-            interval=cdk.Duration.seconds(15),
-            timeout=cdk.Duration.seconds(10),
-            healthy_threshold_count=2,
-            unhealthy_threshold_count=3,
+            interval=cdk.Duration.seconds(timeouts.HEALTH_CHECK_INTERVAL),
+            timeout=cdk.Duration.seconds(timeouts.HEALTH_CHECK_TIMEOUT),
+            healthy_threshold_count=timeouts.HEALTHY_THRESHOLD,
+            unhealthy_threshold_count=timeouts.UNHEALTHY_THRESHOLD,
         ),
     )
     if settings.certificate is not None:
@@ -830,13 +770,13 @@ def _scaling(
         group.scale_on_request_count(
             "RequestsPerInstance",
             target_requests_per_minute=settings.target_requests_per_minute,
-            estimated_instance_warmup=cdk.Duration.seconds(60),
+            estimated_instance_warmup=cdk.Duration.seconds(timeouts.INSTANCE_WARMUP),
         )
     group.scale_to_track_metric(
         "ConcurrencyPerInstance",
         metric=concurrency_metric(scope, settings.fleet_id, {"period": cdk.Duration.minutes(1)}),
         target_value=settings.target_concurrency,
-        estimated_instance_warmup=cdk.Duration.seconds(60),
+        estimated_instance_warmup=cdk.Duration.seconds(timeouts.INSTANCE_WARMUP),
     )
 
     if settings.min_capacity == 0:

@@ -288,8 +288,9 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     programs (``cdk_neuron/node_programs/files/serving``) that run one container per replica with
     explicit ``--device`` flags and ``NEURON_RT_VISIBLE_CORES``, logging to a KMS-encrypted CloudWatch
     Logs group (one stream per instance and replica) that outlives the instances. A launch lifecycle hook keeps each
-    instance out of service until every replica is healthy; rolling updates wait for the same
-    readiness signal. Behind it: an internal ALB (HTTPS with ``certificate``, else HTTP from the VPC
+    instance out of service until every replica is healthy; updates are instance refreshes that keep
+    ``min_healthy_percentage`` of the desired capacity in service and count a replacement only once
+    the same hook released it. Behind it: an internal ALB (HTTPS with ``certificate``, else HTTP from the VPC
     only), access logs, invalid headers dropped, least-outstanding-requests routing. Target tracking
     on in-flight requests per instance (and optionally on request count).
 
@@ -313,19 +314,24 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         (catalog offerings) and a fleet with none is refused. Default: None - only the region is checked.
     :param min_availability_zones: fewest zones the instances must span; production stacks pass 2.
         Also the floor for ``min_capacity``. Default: 1.
-    :param min_healthy_percentage: capacity kept in service while instances are replaced (rolling
-        updates and instance refreshes); 100 launches replacements before terminating. Default: 100.
+    :param min_healthy_percentage: capacity kept in service while instances are replaced (the instance
+        refresh of a stack update, and the group's instance maintenance policy), as a percentage of the
+        desired capacity; 100 launches each replacement before terminating the instance it replaces,
+        even for a fleet of one. Default: 100.
     :param certificate: ACM certificate for an HTTPS listener. Default: None - HTTP on port 80,
         reachable from the VPC CIDR only.
     :param hugging_face_token: secret whose string is a Hugging Face token, read at boot. Default: None.
     :param artifact_key: KMS key of the artifact bucket, granted decrypt. Default: None (SSE-S3).
     :param warm_pool: keep stopped, pre-initialized instances (image pulled, artifacts synced) so
-        scale-out skips boot and download (not with ``spot``). Default: False.
+        scale-out skips boot and download (not with ``spot``); instances scale-in returns to the pool
+        stop serving and complete their hook themselves (``serving/lifecycle-watch.sh``). Default: False.
     :param spot: run on Spot capacity (price-capacity-optimized, capacity rebalancing). Default: False.
     :param kms_key: key for the EBS volumes and the replica log group. Its policy must let the
-        ``AWSServiceRoleForAutoScaling`` role use it, and CloudWatch Logs (``logs.<region>.amazonaws.com``)
-        for this account's log groups; a ``kms.Key`` of this app gets the CloudWatch Logs statement
-        added, an imported key must have it. Default: a new key with rotation, kept on stack deletion
+        ``AWSServiceRoleForAutoScaling`` role use it (matched by ``aws:PrincipalArn`` under ``Principal:
+        *``, as ``cdk_neuron.iam_statements.allow_instance_launches`` writes it: a policy naming the role
+        fails in an account that never used Auto Scaling), and CloudWatch Logs
+        (``logs.<region>.amazonaws.com``) for this account's log groups; a ``kms.Key`` of this app gets
+        both statements added, an imported key must have them. Default: a new key with rotation, kept on stack deletion
         per ``removal_policy``.
     :param removal_policy: for the key, the access-log bucket and the replica log group this construct
         creates; with ``DESTROY`` the access-log bucket is emptied before it is deleted. Default:
@@ -346,8 +352,9 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     :param node_metrics: run the Neuron metrics publisher on every instance and let the instance role
         publish into its namespace only. Default: None (no node metrics).
     :param startup_timeout_seconds: how long an instance may take from launch until every replica is
-        healthy (lifecycle-hook heartbeat, CloudFormation signal timeout and ELB health-check grace),
-        at most 7,200. Default: derived from the model size (:func:`cdk_neuron.serving.timing.ec2_startup`).
+        healthy: the launch lifecycle hook's heartbeat, at most 7,200; ``ready.sh`` gives up (and
+        says why) shortly before it, and CloudFormation's creation wait allows a replacement launch
+        (``cdk_neuron.timeouts``, docs/timeouts-and-keep-alives.md). Default: derived from the model size (:func:`cdk_neuron.serving.timing.ec2_startup`).
     :param data_volume_gib: size of the encrypted gp3 data volume holding images, weights and compiled
         artifacts, 1 to 16,384. Default: 40 GiB + 3 x weights + 20 GiB, rounded up to 10 GiB.
     :param measured_startup: start-up phases timed on a real deployment; they replace the estimates

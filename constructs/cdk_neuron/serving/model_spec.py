@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.planner import BYTES_PER_DTYPE, ServingPlan, size_model
+from cdk_neuron.planner import BYTES_PER_DTYPE, ServingPlan, host_memory_override_reason, size_model
 from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI, parameter_count
 
 # Bucket naming rules (3-63 chars, lowercase letters, digits, dots, hyphens; starts and ends with a
@@ -102,6 +102,11 @@ class ModelSpec:
     :param kv_heads: key/value heads, for the KV-cache estimate. Default: None - reference shape.
     :param hidden_size: hidden size, for the KV-cache estimate of multi-head attention models.
         Default: None.
+    :param host_memory_override: the reason the host-memory check does not apply to this model, e.g.
+        ``"measured: 15.4 GiB peak RSS while loading on inf2.xlarge, 2026-11-30"``. The check refuses an
+        instance whose RAM cannot hold the weights of its replicas (15/16 of it, calibrated on the 7-8B
+        deployments published on inf2.xlarge); with a reason it is skipped, and the plan records why.
+        Default: None - checked.
     """
 
     model_id: str | None = None
@@ -118,6 +123,7 @@ class ModelSpec:
     layers: int | None = None
     kv_heads: int | None = None
     hidden_size: int | None = None
+    host_memory_override: str | None = None
 
     def __post_init__(self) -> None:
         if self.model_id is None and self.artifact_uri is None:
@@ -155,6 +161,9 @@ class ModelSpec:
             "hidden_size",
         ):
             _optional_positive(field, getattr(self, field))
+        object.__setattr__(
+            self, "host_memory_override", host_memory_override_reason(self.host_memory_override)
+        )
         self._check_static_shape()
 
     def _check_static_shape(self) -> None:
@@ -250,6 +259,7 @@ class ModelSpec:
             hidden_size=self.hidden_size,
             instance_type=instance_type,
             tensor_parallel=self.fixed_tensor_parallel,
+            host_memory_override=self.host_memory_override,
         )
 
 

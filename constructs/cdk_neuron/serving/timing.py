@@ -81,6 +81,7 @@ from pathlib import Path
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.measurements import TimingReport, load_report
+from cdk_neuron.timeouts import LIFECYCLE_HEARTBEAT_MAX
 from cdk_neuron.validation import whole_number
 
 LOAD_FLOOR_SECONDS = 480.0
@@ -96,8 +97,8 @@ SAGEMAKER_DOWNLOAD_START_SECONDS = 60
 SAGEMAKER_TIMEOUT_MIN_SECONDS = 60
 SAGEMAKER_TIMEOUT_MAX_SECONDS = 3600
 SAGEMAKER_VOLUME_MAX_GB = 512
-# An Auto Scaling lifecycle hook waits at most 7,200 s (heartbeat timeout limit).
-LIFECYCLE_HEARTBEAT_MAX_SECONDS = 7200
+# An Auto Scaling lifecycle hook waits at most 7,200 s (heartbeat timeout limit; cdk_neuron.timeouts).
+LIFECYCLE_HEARTBEAT_MAX_SECONDS = LIFECYCLE_HEARTBEAT_MAX
 
 # Disk for the EC2 data volume: container images (the DLCs unpack to well over their compressed
 # size; 40 GiB holds two image versions during a rolling update), three copies' worth of weights

@@ -7,18 +7,22 @@ resolves them inside the final user-data string.
 
 What an instance does
 ---------------------
-``serving/boot.sh`` (first boot): formats and mounts the encrypted data volume at
-``/var/lib/cdk-neuron`` and moves Docker's data root onto it, stops the AMI's ECS agent, logs in to
-ECR, pulls the engine image, syncs precompiled artifacts from S3, installs one systemd unit per
-replica (``cdk-neuron-replica@<n>``: the container with one ``--device`` per Neuron chip of the
-replica and ``NEURON_RT_VISIBLE_CORES``, logging to the fleet's CloudWatch Logs group, one stream
-per instance and replica), a host nginx spreading requests over the replicas when there are several
-(an ALB target group reaches one port per instance), and starts ``cdk-neuron-ready``.
+``serving/boot.sh`` (first boot): formats (XFS) and mounts the encrypted data volume, found by its
+EBS identity, at ``/var/lib/cdk-neuron`` and moves Docker's data root onto it, stops the AMI's ECS
+agent, logs in to ECR, pulls the engine image, syncs precompiled artifacts from S3, installs one
+systemd unit per replica (``cdk-neuron-replica@<n>``: the container with one ``--device`` per
+Neuron chip of the replica and ``NEURON_RT_VISIBLE_CORES``, logging to the fleet's CloudWatch Logs
+group, one stream per instance and replica), the host nginx in front of the replicas (even of one:
+it holds the load balancer's idle connections longer than the model servers would), and starts
+``cdk-neuron-ready``.
 
 ``serving/ready.sh`` (every boot): in the warm pool it only completes the launch action; otherwise it
-starts the replicas, waits until each answers its health path, completes the launch lifecycle
-action (the instance enters service only now) and signals CloudFormation. Any failure abandons the
-launch, so Auto Scaling replaces the instance instead of serving errors.
+starts the replicas, waits until each answers its health path, starts the lifecycle watch,
+completes the launch lifecycle action (the instance enters service only now) and signals
+CloudFormation. Any failure abandons the launch, so Auto Scaling replaces the instance instead of
+serving errors, and is recorded in the fleet's log group and its ``LaunchFailures`` metric.
+``serving/lifecycle-watch.sh`` completes the warm-pool return of an instance that scale-in puts back
+in the pool. Every timing comes from :mod:`cdk_neuron.timeouts` through ``fleet.env``.
 
 The Hugging Face token is read from Secrets Manager when a replica starts and kept on tmpfs
 (``/run``), never in the launch template. Containers cannot reach instance credentials: IMDSv2 is
@@ -30,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from cdk_neuron import timeouts
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import (
     BundleLocation,
@@ -44,13 +49,18 @@ from cdk_neuron.serving.model_spec import ModelSpec
 
 DATA_DIR = "/var/lib/cdk-neuron"
 CONFIG_DIR = "/etc/cdk-neuron"
-DATA_LABEL = "cdkneuron-data"
+# XFS labels have at most 12 characters ("mkfs.xfs will not proceed" with a longer one: xfsprogs
+# man/man8/mkfs.xfs.8.in, -L); tests hold every label the node programs format with to it.
+DATA_LABEL = "cdkn-data"
+# Where the launch template maps the data volume; boot.sh finds its NVMe device by this name.
+DATA_DEVICE = "/dev/sdf"
 MODEL_MOUNT = "/model"
 CACHE_MOUNT = "/data"
 FIRST_REPLICA_PORT = 8081
 METRIC_NAMESPACE = "CdkNeuron/Serving"
 CONCURRENCY_METRIC = "ConcurrentRequests"
-METRICS_INTERVAL_SECONDS = 20
+LAUNCH_FAILURE_METRIC = "LaunchFailures"
+"""One data point per launch an instance abandoned (``serving/lifecycle.sh``, fail)."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +97,6 @@ class BootConfig:
     startup_timeout_seconds: int
     fleet_id: str
     log_group: str
-
-    @property
-    def uses_proxy(self) -> bool:
-        return len(self.replicas) > 1
 
 
 def replica_configs(plan: ServingPlan) -> tuple[ReplicaConfig, ...]:
@@ -168,6 +174,7 @@ def settings_files(cfg: BootConfig) -> dict[str, str]:
             "ARTIFACT_URI": cfg.artifact_uri,
             "HF_TOKEN_SECRET_ARN": cfg.hf_token_secret_arn,
             "DATA_DIR": DATA_DIR,
+            "DATA_DEVICE": DATA_DEVICE,
             "DATA_LABEL": DATA_LABEL,
             "REPLICAS": len(cfg.replicas),
             "FIRST_REPLICA_PORT": FIRST_REPLICA_PORT,
@@ -178,10 +185,11 @@ def settings_files(cfg: BootConfig) -> dict[str, str]:
             "CONCURRENCY_METRICS": " ".join(cfg.concurrency_metrics),
             "METRIC_NAMESPACE": METRIC_NAMESPACE,
             "METRIC_NAME": CONCURRENCY_METRIC,
-            "METRICS_INTERVAL_SECONDS": METRICS_INTERVAL_SECONDS,
+            "LAUNCH_FAILURE_METRIC": LAUNCH_FAILURE_METRIC,
+            "METRICS_INTERVAL_SECONDS": timeouts.METRICS_INTERVAL,
             "FLEET_ID": cfg.fleet_id,
-            "STARTUP_TIMEOUT_SECONDS": cfg.startup_timeout_seconds,
             "LOG_GROUP": cfg.log_group,
+            **timeouts.serving_node_settings(cfg.startup_timeout_seconds),
         }
     )
     container_env = [
@@ -225,6 +233,7 @@ def render_user_data(
 __all__ = [
     "BOOT_PROGRAM",
     "CONCURRENCY_METRIC",
+    "LAUNCH_FAILURE_METRIC",
     "METRIC_NAMESPACE",
     "BootConfig",
     "ReplicaConfig",

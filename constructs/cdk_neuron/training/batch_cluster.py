@@ -17,7 +17,7 @@ from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metrics.node_metrics import NodeMetrics
-from cdk_neuron.planner import TrainingPlan, plan_training
+from cdk_neuron.planner import TrainingPlan, replan_training
 from cdk_neuron.training import acknowledgments, batch_engine, security
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.cluster import (
@@ -298,16 +298,7 @@ class BatchTrainingCluster(TrainingClusterBase):
                 raise NeuronConfigError("nodes", nodes, "give nodes or plan, not both")
             if nodes is not None:
                 nodes = validation.whole_number("nodes", nodes)
-                plan = plan_training(
-                    self.instance,
-                    nodes,
-                    self.plan.tensor_parallel,
-                    self.plan.pipeline_parallel,
-                    self.plan.logical_nc_config,
-                    expert_parallel=self.plan.expert_parallel,
-                    ultraserver_capacity=self.plan.ultraserver_capacity,
-                    allow_unlisted_tp=self.plan.allow_unlisted_tp,
-                )
+                plan = replan_training(self.plan, instance_type=self.instance, nodes=nodes)
             job_plan = checks.checked_plan(self.instance, self.max_nodes, plan or self.plan)
             checks.plan_fits_capacity(job_plan, self.instance, self.capacity)
             if timeout is not None:

@@ -10,17 +10,9 @@ from constructs import Construct
 
 from cdk_neuron import iam_statements
 from cdk_neuron._nag import acknowledge
-from cdk_neuron.kms_actions import DATA_KEY_ACTIONS
 
 SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
 ECS_INSTANCE_POLICY = "service-role/AmazonEC2ContainerServiceforEC2Role"
-
-# The roles that launch instances (and so create their encrypted root volumes) on the cluster's
-# behalf: EC2 Auto Scaling for the self-managed group and for the groups Batch manages, and Batch.
-_LAUNCHING_SERVICE_ROLES = (
-    "aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling",
-    "aws-service-role/batch.amazonaws.com/AWSServiceRoleForBatch",
-)
 
 
 def node_security_group(scope: Construct, id: str, vpc: ec2.IVpc) -> ec2.SecurityGroup:
@@ -105,45 +97,18 @@ def open_task_security_group(scope: Construct, id: str, security_group_id: str) 
 
 
 def allow_instance_launches(key: kms.IKey) -> bool:
-    """Let EC2 Auto Scaling (and Batch) create root volumes encrypted with ``key``.
-
-    Instances launched by an Auto Scaling group (ours, or one Batch manages) get their encrypted
-    volumes through the Auto Scaling service-linked role; without these statements every launch
-    fails with ``Client.InternalError`` (EC2 Auto Scaling user guide, "Required AWS KMS key policy
-    for use with encrypted volumes"). The roles are matched by ``aws:PrincipalArn`` rather than named
-    as principals: a key policy naming a role that does not exist yet (a new account has no Batch
-    service-linked role before its first compute environment) is rejected at deployment.
+    """Let the roles that launch instances (and so create their encrypted root volumes) on the
+    cluster's behalf use ``key``: EC2 Auto Scaling for the self-managed group and for the groups Batch
+    manages, and Batch (:func:`cdk_neuron.iam_statements.allow_instance_launches`: matched by
+    ``aws:PrincipalArn``, since a new account has no Batch service-linked role before its first
+    compute environment).
 
     Returns False when ``key`` is imported: its policy must then grant the same (documented on the
     ``kms_key`` prop).
     """
-    stack = cdk.Stack.of(key)
-    role_arns = [
-        f"arn:{stack.partition}:iam::{stack.account}:role/{path}" for path in _LAUNCHING_SERVICE_ROLES
-    ]
-    conditions = {
-        "ArnEquals": {"aws:PrincipalArn": role_arns},
-        "StringEquals": {"kms:CallerAccount": stack.account},
-    }
-    use = key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AllowInstanceLaunchesToUseTheKeyForEncryptedVolumes",
-            principals=[iam.AnyPrincipal()],
-            actions=list(DATA_KEY_ACTIONS),
-            resources=["*"],
-            conditions=conditions,
-        )
+    return iam_statements.allow_instance_launches(
+        key, (iam_statements.AUTO_SCALING_SERVICE_ROLE, iam_statements.BATCH_SERVICE_ROLE)
     )
-    grant = key.add_to_resource_policy(
-        iam.PolicyStatement(
-            sid="AllowInstanceLaunchesToGrantEbsUseOfTheKey",
-            principals=[iam.AnyPrincipal()],
-            actions=["kms:CreateGrant"],
-            resources=["*"],
-            conditions={**conditions, "Bool": {"kms:GrantIsForAWSResource": "true"}},
-        )
-    )
-    return bool(use.statement_added and grant.statement_added)
 
 
 def allow_log_encryption(key: kms.IKey) -> bool:

@@ -26,7 +26,7 @@ from cdk_neuron.catalog import (
     region_of_az_id,
 )
 from cdk_neuron.errors import NeuronConfigError, one_of
-from cdk_neuron.planner import TrainingPlan, plan_training
+from cdk_neuron.planner import TrainingPlan, plan_training, replan_training
 from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.validation import SECURITY_GROUP_ID
 
@@ -135,16 +135,7 @@ def checked_plan(instance: NeuronInstance, max_nodes: int, plan: object) -> Trai
             f"the plan is for {plan.instance_type} but the cluster runs {instance.name}; "
             f"plan with plan_training({instance.name!r}, ...)",
         )
-    replanned = plan_training(
-        instance,
-        plan.nodes,
-        plan.tensor_parallel,
-        plan.pipeline_parallel,
-        plan.logical_nc_config,
-        expert_parallel=plan.expert_parallel,
-        ultraserver_capacity=plan.ultraserver_capacity,
-        allow_unlisted_tp=plan.allow_unlisted_tp,
-    )
+    replanned = replan_training(plan, instance_type=instance)
     if replanned != plan:
         raise NeuronConfigError(
             "plan",

@@ -23,26 +23,17 @@ class ServiceLinkedRole:
 def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
     roles: list[ServiceLinkedRole] = []
     serving_backend = env.serving.backend if env.serving is not None else None
-    if serving_backend == "ec2":
+    if serving_backend == "ec2" or env.training is not None:
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForAutoScaling",
                 "autoscaling.amazonaws.com",
-                "the serving fleet's Auto Scaling group and its KMS key",
-                "FAIL",
-                "the serving fleet's KMS key policy names it as a principal, and KMS refuses a policy whose "
-                "principal does not exist, so the stack fails before any Auto Scaling group could create it",
-            )
-        )
-    elif env.training is not None:
-        roles.append(
-            ServiceLinkedRole(
-                "AWSServiceRoleForAutoScaling",
-                "autoscaling.amazonaws.com",
-                "the Auto Scaling groups that launch training nodes",
+                "the serving fleet's Auto Scaling group"
+                if serving_backend == "ec2"
+                else "the Auto Scaling groups that launch training nodes",
                 "INFO",
-                "EC2 Auto Scaling creates it with the first group (the training key policy names it only "
-                "in a condition, which KMS does not resolve)",
+                "EC2 Auto Scaling creates it with the first group (the key policies name it only in an "
+                "aws:PrincipalArn condition, which KMS does not resolve)",
             )
         )
     if serving_backend == "sagemaker":

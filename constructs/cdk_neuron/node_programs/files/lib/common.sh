@@ -67,3 +67,31 @@ verify_sha256() {
         return 1
     fi
 }
+
+# ensure_command <command> <package>: install <package> from the Amazon Linux repositories (in S3,
+# reached like the bundle) when <command> is not on this AMI. Every command a node program runs is
+# either on the AMI or installed this way (cdk_neuron.contracts.ami records which, and why).
+ensure_command() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    retry 3 dnf install -y -q "$2" || {
+        log "cannot install $2 (for $1)"
+        return 1
+    }
+}
+
+# fill_template <template> <output>: copy <template>, every @NAME@ replaced by the value of the
+# setting NAME (which must be set), so the timings in cdk_neuron.timeouts reach unit files and nginx.
+fill_template() {
+    local text names name
+    text=$(<"$1") || return 1
+    # grep exits 1 when the template has no placeholder: that is not an error.
+    names=$({ grep -o '@[A-Z_][A-Z0-9_]*@' "$1" || [ $? -eq 1 ]; } | tr -d '@' | sort -u) || return 1
+    for name in ${names}; do
+        [ -n "${!name:-}" ] || {
+            log "$1 needs the setting ${name}"
+            return 1
+        }
+        text=${text//@${name}@/${!name}}
+    done
+    printf '%s\n' "${text}" >"$2"
+}

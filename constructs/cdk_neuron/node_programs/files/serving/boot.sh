@@ -6,13 +6,16 @@
 # and install-docker.sh); anything else comes from the Amazon Linux repositories, which are in S3.
 # So a fleet reaches only AWS services and its image registry, with or without a NAT.
 #
-# 1. Format and mount the encrypted data volume at DATA_DIR; Docker keeps images there.
+# 1. Format (XFS) and mount the encrypted data volume, found by its identity, at DATA_DIR; Docker
+#    keeps images there.
 # 2. Stop the ECS agent (this fleet is not an ECS cluster).
 # 3. Log in to the image's ECR registry, pull the image, sync the model artifacts from S3.
-# 4. Install the systemd units from the bundle (one per replica, the local proxy, the metrics
-#    publisher) and start cdk-neuron-ready, which also runs at every later boot.
+# 4. Install the systemd units from the bundle (one per replica, the host nginx in front of them,
+#    the metrics publisher, the lifecycle watch) with the timings of cdk_neuron.timeouts filled in,
+#    and start cdk-neuron-ready, which also runs at every later boot.
 # 5. Start the Neuron metrics publisher when the fleet enables node metrics (publisher.json).
-# Any failure abandons the launch (Auto Scaling replaces the instance) and fails the stack's wait.
+# Any failure abandons the launch (Auto Scaling replaces the instance) and is recorded where it
+# outlives the instance (serving/lifecycle.sh, fail).
 set -Eeuo pipefail
 CDK_NEURON_PROGRAM=serving-boot
 # Paths are under ${ROOT}: empty on a node, a scratch directory when the tests run this script.
@@ -23,34 +26,58 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_LABEL REPLICAS \
+require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_DEVICE DATA_LABEL REPLICAS \
     FIRST_REPLICA_PORT SERVICE_PORT
+EBS_MODEL='Amazon Elastic Block Store'
 trap 'fail "the boot script stopped at line ${LINENO}"' ERR
 
+# data_volume: the block device of the EBS volume the launch template maps at DATA_DEVICE.
+#
+# Chosen by its identity, never as "a disk without a file system": an instance-store NVMe has none
+# either after a stop (which empties it), so that rule could format and fill a disk that a warm-pool
+# stop then wipes. Amazon Linux's udev rule links the mapping's name (/dev/sdf) to its NVMe device
+# ("Map Amazon EBS volumes to NVMe device names", Amazon EBS User Guide,
+# https://docs.aws.amazon.com/ebs/latest/userguide/identify-nvme-ebs-device.html, read 2026-12-01);
+# without that link, the one EBS device (NVMe model "Amazon Elastic Block Store", serial = volume
+# ID) that is not the root disk is the data volume, since the launch template maps only those two.
+data_volume() {
+    local model disk root_disk candidates=()
+    if [ -L "${ROOT}${DATA_DEVICE}" ] || [ -b "${ROOT}${DATA_DEVICE}" ]; then
+        readlink -f "${ROOT}${DATA_DEVICE}"
+        return 0
+    fi
+    root_disk=$(lsblk -no PKNAME "$(findmnt -no SOURCE /)") || return 1
+    for model in "${ROOT}"/sys/block/nvme*n1/device/model; do
+        [ -e "${model}" ] || continue
+        disk=${model#"${ROOT}"/sys/block/}
+        disk=${disk%%/*}
+        [ "${disk}" = "${root_disk}" ] && continue
+        grep -q "^${EBS_MODEL}" "${model}" && candidates+=("/dev/${disk}")
+    done
+    if [ "${#candidates[@]}" -gt 1 ]; then
+        log "several EBS volumes besides the root (${candidates[*]}) and no ${DATA_DEVICE} link"
+        return 1
+    fi
+    [ "${#candidates[@]}" -eq 1 ] && echo "${candidates[0]}"
+}
+
 mount_data_volume() {
-    local device="" root_disk disk waited=0
+    local device="" waited=0 existing
     if ! blkid -L "${DATA_LABEL}" >/dev/null 2>&1; then
-        root_disk=$(lsblk -no PKNAME "$(findmnt -no SOURCE /)")
-        # The data volume is the only disk besides the root disk without a file system; it may
-        # appear a few seconds after boot.
-        while [ -z "${device}" ] && [ "${waited}" -lt 120 ]; do
-            for disk in $(lsblk -dpno NAME,TYPE | awk '$2 == "disk" { print $1 }'); do
-                [ "$(basename "${disk}")" = "${root_disk}" ] && continue
-                if [ -z "$(lsblk -no FSTYPE "${disk}" | tr -d '[:space:]')" ]; then
-                    device=${disk}
-                    break
-                fi
-            done
-            if [ -z "${device}" ]; then
-                sleep 5
-                waited=$((waited + 5))
-            fi
+        # The volume may appear a few seconds after boot.
+        until device=$(data_volume) && [ -n "${device}" ]; do
+            [ "${waited}" -lt 120 ] || fail "the data volume (${DATA_DEVICE}) did not appear within 120 s"
+            sleep 5
+            waited=$((waited + 5))
         done
-        [ -n "${device}" ] || fail "the data volume did not appear within 120 s"
-        mkfs.ext4 -q -L "${DATA_LABEL}" "${device}"
+        existing=$(blkid -p -o value -s TYPE "${device}" 2>/dev/null || true)
+        [ -z "${existing}" ] || fail "${device} (${DATA_DEVICE}) already holds a ${existing} file system without our label"
+        ensure_command mkfs.xfs xfsprogs || fail "cannot install xfsprogs"
+        mkfs.xfs -q -L "${DATA_LABEL}" "${device}"
+        log "data volume ${DATA_DEVICE}: ${device}, XFS"
     fi
     grep -q "LABEL=${DATA_LABEL}" "${ROOT}/etc/fstab" ||
-        echo "LABEL=${DATA_LABEL} ${DATA_DIR} ext4 defaults,nofail,noatime 0 2" >>"${ROOT}/etc/fstab"
+        echo "LABEL=${DATA_LABEL} ${DATA_DIR} xfs defaults,nofail,noatime 0 2" >>"${ROOT}/etc/fstab"
     install -d -m 0755 "${ROOT}${DATA_DIR}"
     mountpoint -q "${ROOT}${DATA_DIR}" || mount "${ROOT}${DATA_DIR}"
     install -d -m 0755 "${ROOT}${DATA_DIR}/docker" "${ROOT}${DATA_DIR}/cache" "${ROOT}${DATA_DIR}/model"
@@ -97,24 +124,22 @@ sync_artifacts() {
 }
 
 install_units() {
-    local units="${HOME_DIR}/serving/units" index upstreams=""
-    install -m 0644 "${units}/cdk-neuron-replica@.service" "${units}/cdk-neuron-ready.service" \
-        "${units}/cdk-neuron-metrics.service" "${ROOT}/etc/systemd/system/"
-    if [ "${REPLICAS}" -gt 1 ]; then
-        # Several replicas: a host nginx (Amazon Linux package) spreads requests over their loopback
-        # ports on the port the load balancer targets.
-        command -v nginx >/dev/null 2>&1 || retry 3 dnf install -y -q nginx || fail "cannot install nginx"
-        for ((index = 0; index < REPLICAS; index++)); do
-            upstreams+="        server 127.0.0.1:$((FIRST_REPLICA_PORT + index)) max_fails=1 fail_timeout=10s;"$'\n'
-        done
-        UPSTREAMS=${upstreams} SERVICE_PORT=${SERVICE_PORT} python3 - "${HOME_DIR}/serving/nginx.conf.in" "${CDK_NEURON_ETC}/nginx.conf" <<'PY'
-import os, sys
-text = open(sys.argv[1]).read()
-text = text.replace("@SERVICE_PORT@", os.environ["SERVICE_PORT"]).replace("@UPSTREAMS@", os.environ["UPSTREAMS"].rstrip("\n"))
-open(sys.argv[2], "w").write(text)
-PY
-        install -m 0644 "${units}/cdk-neuron-proxy.service" "${ROOT}/etc/systemd/system/"
-    fi
+    local units="${HOME_DIR}/serving/units" unit index
+    # The host nginx (an Amazon Linux package) is always in front of the replicas, even of one: the
+    # load balancer reuses idle connections for 300 s and the model servers drop them after 5, so
+    # the proxy holds the connections from the load balancer (cdk_neuron.timeouts).
+    ensure_command nginx nginx || fail "cannot install nginx"
+    UPSTREAMS=""
+    for ((index = 0; index < REPLICAS; index++)); do
+        UPSTREAMS+="        server 127.0.0.1:$((FIRST_REPLICA_PORT + index)) max_fails=1 fail_timeout=10s;"$'\n'
+    done
+    UPSTREAMS=${UPSTREAMS%$'\n'}
+    fill_template "${HOME_DIR}/serving/nginx.conf.in" "${CDK_NEURON_ETC}/nginx.conf" ||
+        fail "cannot write nginx.conf"
+    for unit in cdk-neuron-replica@.service cdk-neuron-ready.service cdk-neuron-proxy.service \
+        cdk-neuron-metrics.service cdk-neuron-lifecycle.service; do
+        fill_template "${units}/${unit}" "${ROOT}/etc/systemd/system/${unit}" || fail "cannot write ${unit}"
+    done
     systemctl daemon-reload
     systemctl enable cdk-neuron-ready.service
 }

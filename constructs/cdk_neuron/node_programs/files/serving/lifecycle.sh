@@ -11,6 +11,9 @@
 # - SignalResource: "<stack> is in <STATE> state and cannot be signaled" (an instance launched by
 #   scaling, outside a creation or update; CloudFormation answers ValidationError).
 # Every other failure (no route to the API, no permission) is an error.
+#
+# Callers load fleet.env first (REGION, LIFECYCLE_HOOK, STACK_NAME, ASG_LOGICAL_ID, LOG_GROUP,
+# METRIC_NAMESPACE, FLEET_ID).
 
 instance_id() { imds meta-data/instance-id; }
 
@@ -53,11 +56,37 @@ signal_stack() {
     return 1
 }
 
-# fail <why>: take this instance out of the launch (ABANDON makes Auto Scaling replace it) and fail
-# the stack operation waiting for it, then stop.
+# record_failure <why>: write why this instance failed where it outlives the instance, which Auto
+# Scaling terminates once the launch is abandoned: a line in the fleet's log group (stream
+# <instance-id>/lifecycle, next to its replicas' streams) and a LaunchFailures data point (the
+# fleet alarms on them).
+record_failure() {
+    local instance stream events output
+    instance=$(instance_id) || instance=unknown-instance
+    stream="${instance}/lifecycle"
+    if ! output=$(aws logs create-log-stream --region "${REGION}" --log-group-name "${LOG_GROUP}" \
+        --log-stream-name "${stream}" 2>&1) && ! grep -q 'ResourceAlreadyExistsException' <<<"${output}"; then
+        log "create-log-stream failed: ${output}"
+        return 1
+    fi
+    events=$(python3 -c 'import json, sys, time
+print(json.dumps([{"timestamp": int(time.time() * 1000), "message": sys.argv[1]}]))' "cdk-neuron: FAILED: $1") ||
+        return 1
+    aws logs put-log-events --region "${REGION}" --log-group-name "${LOG_GROUP}" --log-stream-name "${stream}" \
+        --log-events "${events}" >/dev/null || return 1
+    aws cloudwatch put-metric-data --region "${REGION}" --namespace "${METRIC_NAMESPACE}" \
+        --metric-name "${LAUNCH_FAILURE_METRIC}" --dimensions "Fleet=${FLEET_ID}" --unit Count --value 1
+}
+
+# fail <why>: take this instance out of the launch, say why where it outlives the instance, stop.
+#
+# ABANDON makes Auto Scaling terminate and replace the instance. No FAILURE signal goes to
+# CloudFormation: one would fail a stack creation at the first abandoned instance, while the
+# stack's wait (CreationPolicy) is sized for a replacement launch (cdk_neuron.timeouts,
+# LAUNCH_ATTEMPTS); an instance that never succeeds still fails the creation when that wait ends.
 fail() {
     log "FAILED: $*"
+    record_failure "$*" || log "could not record the failure in CloudWatch"
     complete_lifecycle ABANDON || log "could not abandon the launch; the hook's heartbeat will"
-    signal_stack FAILURE || log "could not signal FAILURE; CloudFormation's signal timeout will"
     exit 1
 }

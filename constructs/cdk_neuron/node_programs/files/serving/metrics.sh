@@ -12,7 +12,7 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 # shellcheck source=../lib/common.sh
 . "${HOME_DIR}/lib/common.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT METRICS_PATH CONCURRENCY_METRICS \
+require REGION REPLICAS FIRST_REPLICA_PORT METRICS_PATH CONCURRENCY_METRICS \
     METRIC_NAMESPACE METRIC_NAME FLEET_ID METRICS_INTERVAL_SECONDS
 
 # replica_load <port>: the sum of the concurrency metrics in one replica's Prometheus text.
@@ -28,7 +28,7 @@ replica_load() {
 while true; do
     total=0
     for ((index = 0; index < REPLICAS; index++)); do
-        if [ "${REPLICAS}" -gt 1 ]; then port=$((FIRST_REPLICA_PORT + index)); else port=${SERVICE_PORT}; fi
+        port=$((FIRST_REPLICA_PORT + index))
         if value=$(replica_load "${port}"); then
             total=$((total + ${value:-0}))
         else

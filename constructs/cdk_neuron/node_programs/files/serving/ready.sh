@@ -4,9 +4,16 @@
 #
 # While the instance is launched into the warm pool (target lifecycle state Warmed:*), it only
 # completes the launch action: Auto Scaling then stops it with the image pulled and the artifacts
-# synced. Otherwise it starts every replica (and the local proxy), waits until each answers its
-# health path, completes the launch action (only now does the instance enter service) and signals
-# CloudFormation. A replica that is not healthy within STARTUP_TIMEOUT_SECONDS fails the launch.
+# synced. Otherwise it starts every replica and the host nginx in front of them, waits until each
+# answers its health path, starts the lifecycle watch (lifecycle-watch.sh: an instance that scale-in
+# returns to the warm pool), completes the launch action (only now does the instance enter service)
+# and signals CloudFormation.
+#
+# Its deadline counts from the kernel's boot, not from this script's start: the launch hook's
+# heartbeat runs from the launch, and boot.sh's pull and sync come first. STARTUP_DEADLINE_SECONDS
+# ends READY_MARGIN before that heartbeat (cdk_neuron.timeouts), so a replica that is not healthy in
+# time fails here, with a log line that outlives the instance (lifecycle.sh, fail), instead of the
+# hook's default result terminating the instance without a word.
 set -Eeuo pipefail
 CDK_NEURON_PROGRAM=serving-ready
 # Paths are under ${ROOT}: empty on a node, a scratch directory when the tests run this script.
@@ -17,8 +24,11 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_TIMEOUT_SECONDS
+require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS
 trap 'fail "cdk-neuron-ready stopped at line ${LINENO}"' ERR
+
+# Whole seconds since the kernel booted.
+uptime_seconds() { cut -d . -f 1 "${ROOT}/proc/uptime"; }
 
 state=$(imds meta-data/autoscaling/target-lifecycle-state) || fail "cannot read the target lifecycle state"
 case "${state}" in
@@ -32,24 +42,23 @@ esac
 ports=()
 for ((index = 0; index < REPLICAS; index++)); do
     systemctl start --no-block "cdk-neuron-replica@${index}.service" || fail "cannot start replica ${index}"
-    if [ "${REPLICAS}" -gt 1 ]; then
-        ports+=("$((FIRST_REPLICA_PORT + index))")
-    fi
+    ports+=("$((FIRST_REPLICA_PORT + index))")
 done
-if [ "${REPLICAS}" -gt 1 ]; then
-    systemctl start --no-block cdk-neuron-proxy.service || fail "cannot start the local proxy"
-fi
+systemctl start --no-block cdk-neuron-proxy.service || fail "cannot start the host proxy"
 ports+=("${SERVICE_PORT}")
 
-deadline=$((SECONDS + STARTUP_TIMEOUT_SECONDS))
 for port in "${ports[@]}"; do
     until curl -sf -o /dev/null --max-time 10 "http://127.0.0.1:${port}${HEALTH_PATH}"; do
-        [ "${SECONDS}" -lt "${deadline}" ] ||
-            fail "no healthy answer on port ${port} after ${STARTUP_TIMEOUT_SECONDS} s"
+        now=$(uptime_seconds)
+        [ "${now}" -lt "${STARTUP_DEADLINE_SECONDS}" ] ||
+            fail "no healthy answer on port ${port} ${now} s after boot (deadline ${STARTUP_DEADLINE_SECONDS} s)"
         sleep 10
     done
 done
-log "every replica is healthy"
+log "every replica is healthy, $(uptime_seconds) s after boot"
 systemctl start --no-block cdk-neuron-metrics.service || fail "cannot start the metrics publisher"
+systemctl start --no-block cdk-neuron-lifecycle.service || fail "cannot start the lifecycle watch"
 complete_lifecycle CONTINUE || fail "cannot complete the launch lifecycle action"
-signal_stack SUCCESS || fail "cannot signal CloudFormation"
+# In service now: a failure here cannot take the instance back. A stack creation that waits for this
+# signal and never gets it fails when its wait ends.
+signal_stack SUCCESS || log "could not signal CloudFormation"

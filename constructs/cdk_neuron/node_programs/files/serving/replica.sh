@@ -4,8 +4,8 @@
 #
 # The container gets one --device per Neuron chip that holds its cores and NEURON_RT_VISIBLE_CORES
 # set to those cores (replica-<index>.env), the engine's environment (container.env, docker
-# --env-file syntax) and arguments (container.args, one per line). With one replica it publishes the
-# service port directly; with several, a loopback port behind the local nginx.
+# --env-file syntax) and arguments (container.args, one per line). It publishes a loopback port
+# (FIRST_REPLICA_PORT + index) behind the host nginx, which alone listens on the service port.
 #
 # Logs go to the fleet's CloudWatch Logs group (LOG_GROUP), one stream per instance and replica
 # (<instance-id>/replica-<index>), so they outlive an instance that Auto Scaling replaces. Docker's
@@ -28,18 +28,13 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/lib/common.sh"
 index=${1:?usage: replica.sh <index>}
 load_settings "${CDK_NEURON_ETC}/fleet.env" "${CDK_NEURON_ETC}/replica-${index}.env"
-require REGION LOG_GROUP IMAGE DATA_DIR REPLICAS FIRST_REPLICA_PORT SERVICE_PORT CONTAINER_PORT \
-    REPLICA_DEVICES VISIBLE_CORES
+require REGION LOG_GROUP IMAGE DATA_DIR FIRST_REPLICA_PORT CONTAINER_PORT REPLICA_DEVICES VISIBLE_CORES
 # Per container; "25m" is 25 MiB (Docker parses it with go-units RAMInBytes), as the training jobs'.
 LOG_BUFFER_SIZE=25m
 instance=$(imds meta-data/instance-id) || instance=""
 [ -n "${instance}" ] || die "cannot read this instance's id (IMDSv2), which names its log streams"
 
-if [ "${REPLICAS}" -gt 1 ]; then
-    publish="127.0.0.1:$((FIRST_REPLICA_PORT + index)):${CONTAINER_PORT}"
-else
-    publish="${SERVICE_PORT}:${CONTAINER_PORT}"
-fi
+publish="127.0.0.1:$((FIRST_REPLICA_PORT + index)):${CONTAINER_PORT}"
 run=(docker run --rm "--name=cdk-neuron-replica-${index}")
 for device in ${REPLICA_DEVICES}; do
     run+=("--device=${device}")

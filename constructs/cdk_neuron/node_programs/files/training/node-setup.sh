@@ -26,7 +26,8 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 load_settings "${CDK_NEURON_ETC}/training.env"
 require ENGINE
 INSTANCE_STORE_MODEL='Amazon EC2 NVMe Instance Storage'
-SCRATCH_LABEL=neuron-scratch
+# At most 12 characters: mkfs.xfs refuses a longer label (xfsprogs man/man8/mkfs.xfs.8.in, "-L label").
+SCRATCH_LABEL=cdkn-scratch
 
 setup_scratch() {
     local disks=() model device
@@ -40,12 +41,13 @@ setup_scratch() {
     done
     [ "${#disks[@]}" -gt 0 ] || die "no instance-store NVMe disk found for ${SCRATCH_DIR}"
     if [ "${#disks[@]}" -gt 1 ]; then
-        command -v mdadm >/dev/null 2>&1 || retry 3 dnf install -y -q mdadm || die "cannot install mdadm"
+        ensure_command mdadm mdadm || die "no mdadm"
         mdadm --create /dev/md/scratch --run --force --level=0 --raid-devices="${#disks[@]}" "${disks[@]}"
         device=/dev/md/scratch
     else
         device=${disks[0]}
     fi
+    ensure_command mkfs.xfs xfsprogs || die "no mkfs.xfs"
     mkfs.xfs -f -L "${SCRATCH_LABEL}" "${device}"
     mkdir -p "${ROOT}${SCRATCH_DIR}"
     mount -o noatime "${device}" "${ROOT}${SCRATCH_DIR}"
@@ -77,8 +79,7 @@ LIMITS
 mount_checkpoints() {
     local options="tls,iam,accesspoint=${CHECKPOINT_ACCESS_POINT_ID}"
     local source="${CHECKPOINT_FILE_SYSTEM_ID}:/"
-    command -v mount.efs >/dev/null 2>&1 || retry 3 dnf install -y -q amazon-efs-utils ||
-        die "cannot install amazon-efs-utils"
+    ensure_command mount.efs amazon-efs-utils || die "no mount.efs"
     mkdir -p "${ROOT}${CHECKPOINT_DIR}"
     mountpoint -q "${ROOT}${CHECKPOINT_DIR}" ||
         retry 5 mount -t efs -o "${options}" "${source}" "${ROOT}${CHECKPOINT_DIR}" ||

@@ -132,6 +132,8 @@ class Watch:
     def add(self, peer: Peer) -> None:
         self.peers[peer.index] = peer
         self.selector.register(peer.sock, selectors.EVENT_READ, peer)
+        # A quick child's exit report may have arrived with its hello, before it was accepted.
+        self._consume(peer)
 
     def _drop(self, peer: Peer, why: str | None) -> None:
         with contextlib.suppress(KeyError, ValueError):
@@ -141,21 +143,9 @@ class Watch:
             peer.lost = why
             log(f"node {peer.index} is lost: {why}")
 
-    def _read(self, peer: Peer) -> None:
-        try:
-            chunk = peer.sock.recv(4096)
-        except OSError as error:
-            self._drop(peer, f"its connection failed ({error})")
-            return
-        if not chunk:
-            self._drop(peer, "its connection closed before it reported an exit code")
-            return
-        peer.buffer += chunk
-        if len(peer.buffer) > MAX_LINE:
-            self._drop(peer, "it sent a message that is too long")
-            return
-        peer.last_heard = time.monotonic()
-        while b"\n" in peer.buffer:
+    def _consume(self, peer: Peer) -> None:
+        """Act on every whole line received: beats only refresh ``last_heard``; an exit report settles the peer."""
+        while b"\n" in peer.buffer and peer.exit_code is None:
             line, peer.buffer = peer.buffer.split(b"\n", 1)
             with contextlib.suppress(ValueError):
                 message = json.loads(line)
@@ -163,7 +153,23 @@ class Watch:
                     peer.exit_code = message["exit"]
                     log(f"node {peer.index} finished its training command with exit code {peer.exit_code}")
                     self._drop(peer, None)
-                    return
+
+    def _read(self, peer: Peer) -> None:
+        try:
+            chunk = peer.sock.recv(4096)
+        except OSError as error:
+            self._drop(peer, f"its connection failed ({error})")
+            return
+        if chunk:
+            peer.buffer += chunk
+            peer.last_heard = time.monotonic()
+            if len(peer.buffer) > MAX_LINE:
+                self._drop(peer, "it sent a message that is too long")
+                return
+        # Lines first: the exit report and the close can arrive in one read.
+        self._consume(peer)
+        if not chunk and peer.exit_code is None:
+            self._drop(peer, "its connection closed before it reported an exit code")
 
     def pump(self, timeout: float) -> None:
         """Read what arrived within ``timeout`` seconds and mark silent peers lost."""

@@ -1,0 +1,211 @@
+"""The cost of a result: published, measured and estimated throughputs, and their GPU comparison.
+
+Expected costs are worked by hand from the transcribed sources, never read from the catalog:
+
+- NEURON-TRAIN-PERF (Trn1/Trn1n Training Performance, Neuron 2.24.0): Llama-3.1-8B on 32 x
+  trn1.32xlarge, TP 32 DP 32, sequence 8,192: 47.95 sequences/s = 392,806.4 tokens/s; Llama-3.1-70B
+  TP 32 DP 4 PP 8: 7.94 sequences/s = 65,044.48 tokens/s.
+- NEMO-PERF (Megatron-Bridge 25.11, DGX-H100): LLAMA3_8B 8 GPUs 14,451 tokens/s/GPU; LLAMA3_70B
+  64 GPUs 1,602.
+- NEURON-INF-PERF (Inf2 Inference Performance, Neuron 2.18.1): Llama-3-70B on inf2.48xlarge TP 24,
+  batch 1, 4,096 tokens: 28.84 tokens/s.
+- NIM-PERF: Llama-3.3-70B on 2 x H100, concurrency 1: 52.85 tokens/s.
+- KARP (2026-01-19, us-east-1): trn1.32xlarge $21.50/h, inf2.48xlarge $12.98127/h, p5.48xlarge
+  $55.04/h.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from cdk_neuron import economics
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.planner import TrainingModel, plan_training, size_model
+
+LLAMA3_8B = TrainingModel(parameters=8_030_261_248, sequence_length=8192)
+LLAMA3_70B = TrainingModel(parameters=70_553_706_496, sequence_length=8192)
+TRILLION = 1e12
+
+
+def test_a_published_training_configuration_is_priced_per_run() -> None:
+    plan = plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B)
+    cost = economics.training_run_cost(plan, TRILLION)
+    # 1e12 / 392,806.4 / 3,600 = 707.162 h x 32 x $21.50 = $486,527.49.
+    assert cost.hours == pytest.approx(707.1620, abs=1e-3)
+    assert cost.usd == pytest.approx(486_527.49, abs=0.01)
+    assert (cost.label, cost.usd_per_hour, cost.instances) == ("published", 688.0, 32)
+    assert cost.throughput is not None and (cost.throughput.source, cost.throughput.date) == (
+        "NEURON-TRAIN-PERF", "2026-02-19",
+    )  # fmt: skip
+    assert cost.line().startswith(
+        "training run of 1e+12 tokens on 32 x trn1.32xlarge (TP 32, PP 1, DP 32): $486,527.49 (published; "
+        "707.2 h at 392,806.40 tokens/s and $688.0000/h; throughput: Llama-3.1-8B on 32 x trn1.32xlarge, TP 32, "
+        "micro-batch 1, 8,192 tokens, BF16 autocast, FP32 optimizer: 392,806.40 tokens/s (TP=32 DP=32 PP=1 "
+        "ZeRO-1, global batch 1,024, AdamW, Neuron 2.24.0, 47.95 sequences/s; published, NEURON-TRAIN-PERF "
+        "2026-02-19); price: 32 x $21.5000/h (KARP 2026-01-19, us-east-1))"
+    )
+
+
+def test_the_gpu_comparison_is_published_and_says_where_it_differs() -> None:
+    plan = plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B)
+    gpu = economics.gpu_training_comparison(plan, TRILLION)
+    assert gpu is not None
+    # 14,451 x 8 = 115,608 tokens/s; 1e12 / 115,608 / 3,600 = 2,402.75 h x $55.04 = $132,247.67.
+    assert (gpu.instance_type, gpu.instances, gpu.label) == ("p5.48xlarge", 1, "published")
+    assert gpu.usd == pytest.approx(132_247.67, abs=0.01)
+    assert gpu.note == "not like-for-like: FP8 (current scaling) there, BF16 with an FP32 optimizer on Neuron"
+    # 70B: 1,602 x 64 = 102,528 tokens/s on 8 p5.48xlarge: 2,709.25 h x $440.32 = $1,192,953.25.
+    big = plan_training("trn1.32xlarge", 32, 32, 8, model=LLAMA3_70B)
+    gpu70 = economics.gpu_training_comparison(big, TRILLION)
+    assert gpu70 is not None and gpu70.usd == pytest.approx(1_192_953.25, abs=0.01)
+    assert economics.gpu_training_comparison(plan_training("trn1.32xlarge", 2, 32), TRILLION) is None
+    small = plan_training("trn1.32xlarge", 2, 32, model=TrainingModel(parameters=1.2e9))
+    assert economics.gpu_training_comparison(small, TRILLION) is None
+
+
+def test_fewer_nodes_than_published_is_an_estimate_that_says_how_it_was_scaled() -> None:
+    plan = plan_training("trn1.32xlarge", 16, 32, 8, model=LLAMA3_70B, activation_checkpointing="selective")
+    cost = economics.training_run_cost(plan, TRILLION)
+    assert cost.throughput is not None
+    # 65,044.48 x 16 / 32 = 32,522.24 tokens/s: 8,541.19 h x 16 x $21.50 = $2,938,160.33.
+    assert cost.throughput.tokens_per_second == pytest.approx(32_522.24)
+    assert (cost.label, cost.throughput.label) == ("estimated", "estimated")
+    assert cost.usd == pytest.approx(2_938_160.33, abs=0.01)
+    assert cost.throughput.basis.startswith(
+        "scaled linearly from 32 to 16 nodes (strong scaling is rarely linear: measure) from Llama-3.1-70B on 32 x "
+        "trn1.32xlarge"
+    )
+
+
+def test_no_published_figure_means_unknown_never_an_extrapolation() -> None:
+    # More nodes than published: never scaled up.
+    more = plan_training("trn1.32xlarge", 64, 32, model=LLAMA3_8B)
+    cost = economics.training_run_cost(more, TRILLION)
+    assert (cost.usd, cost.throughput, cost.label) == (None, None, "unknown")
+    assert cost.note.startswith(
+        "no published figure matches this configuration (published for this model size: Llama-3.1-8B on 32 x "
+        "trn1.32xlarge"
+    )
+    assert cost.line().startswith(
+        "training run of 1e+12 tokens on 64 x trn1.32xlarge (TP 32, PP 1, DP 64): unknown ("
+    )
+    # Another sequence length is another configuration.
+    other = plan_training("trn1.32xlarge", 32, 32, model=TrainingModel(parameters=8_030_261_248))
+    assert economics.training_run_cost(other, TRILLION).usd is None
+    # Without a model nothing can match.
+    bare = economics.training_run_cost(plan_training("trn1.32xlarge", 32, 32), TRILLION)
+    assert (
+        bare.note == "the plan has no model: plan with model=TrainingModel(...) to match a published figure"
+    )
+    # A model size nothing is published for names no nearest figure.
+    tiny = plan_training("trn1.32xlarge", 2, 32, model=TrainingModel(parameters=1.2e9))
+    assert (
+        economics.training_run_cost(tiny, TRILLION).note == "no published figure matches this configuration"
+    )
+
+
+def test_a_measurement_replaces_the_published_figure_and_is_labelled_measured() -> None:
+    plan = plan_training("trn1.32xlarge", 64, 32, model=LLAMA3_8B)
+    figure = economics.measured(800_000, "  our run 2026-11-30, 64 nodes  ")
+    assert (figure.label, figure.basis, figure.source) == ("measured", "our run 2026-11-30, 64 nodes", None)
+    cost = economics.training_run_cost(plan, TRILLION, throughput=figure)
+    # 1e12 / 800,000 / 3,600 = 347.22 h x 64 x $21.50 = $477,777.78.
+    assert cost.label == "measured" and cost.usd == pytest.approx(477_777.78, abs=0.01)
+    for bad, fix in (
+        (0, "must be greater than 0"),
+        ("fast", "must be a number"),
+        (float("inf"), "must be a finite number"),
+    ):
+        with pytest.raises(NeuronConfigError, match=rf"^tokens_per_second={re.escape(repr(bad))}: {fix}$"):
+            economics.measured(bad, "x")
+    with pytest.raises(NeuronConfigError, match=r"^description='': say what was measured, where and when$"):
+        economics.measured(1.0, "")
+    with pytest.raises(NeuronConfigError, match=r"^tokens=0: must be greater than 0$"):
+        economics.training_run_cost(plan, 0)
+
+
+def test_serving_cost_per_million_tokens_is_published_for_the_exact_configuration() -> None:
+    plan = size_model(70_553_706_496, instance_type="inf2.48xlarge", batch_size=1, sequence_length=4096)
+    cost = economics.serving_token_cost(plan, parameters=70_553_706_496, batch_size=1, sequence_length=4096)
+    # 1e6 / 28.84 / 3,600 = 9.6316 h x $12.98127 = $125.03.
+    assert cost.usd == pytest.approx(125.03, abs=0.005) and cost.label == "published"
+    assert cost.hours == pytest.approx(9.6316, abs=1e-4)
+    assert cost.configuration == "inf2.48xlarge (TP 24, 1 replica(s), batch 1)"
+    # Batch 4 was never published for this configuration: unknown, naming what was.
+    batch4 = size_model(70_553_706_496, instance_type="inf2.48xlarge", batch_size=4, sequence_length=4096)
+    unknown = economics.serving_token_cost(
+        batch4, parameters=70_553_706_496, batch_size=4, sequence_length=4096
+    )
+    assert unknown.usd is None
+    assert unknown.note.startswith(
+        "no published figure for 70.6B parameters on inf2.48xlarge at TP 24, batch 4, 4,096 tokens (published: "
+        "Llama-3-70B on inf2.48xlarge, TP 24, batch 1"
+    )
+
+
+def test_the_gpu_serving_comparison_prices_part_of_an_instance_as_an_estimate() -> None:
+    gpu = economics.gpu_serving_comparison(parameters=70_553_706_496, batch_size=1)
+    assert gpu is not None
+    # 1e6 / 52.85 / 3,600 = 5.256 h x 0.25 x $55.04 = $72.32.
+    assert gpu.usd == pytest.approx(72.32, abs=0.005)
+    assert (gpu.instances, gpu.label, gpu.throughput.label if gpu.throughput else None) == (
+        0.25, "estimated", "published",
+    )  # fmt: skip
+    assert gpu.price_basis.endswith("(estimated: no instance type has that part of its accelerators)")
+    assert gpu.note == "not like-for-like: FP8 weights there"
+    assert economics.gpu_serving_comparison(parameters=70e9, batch_size=4) is None
+    assert economics.gpu_serving_comparison(parameters=8e9, batch_size=1) is None
+
+
+def test_a_region_no_source_prices_leaves_the_cost_unknown() -> None:
+    plan = plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B)
+    cost = economics.training_run_cost(plan, TRILLION, region="ap-south-1")
+    assert (cost.usd, cost.usd_per_hour, cost.label) == (None, None, "unknown")
+    assert cost.hours == pytest.approx(707.1620, abs=1e-3)
+    assert cost.note == "price unknown: no source prices trn1.32xlarge in ap-south-1"
+    # us-west-2 has the us-east-1 price (SAME_PRICE_REGIONS).
+    assert economics.training_run_cost(plan, TRILLION, region="us-west-2").usd == pytest.approx(
+        486_527.49, abs=0.01
+    )
+    measured_elsewhere = economics.training_run_cost(
+        plan_training("trn1.32xlarge", 64, 32, model=LLAMA3_8B),
+        TRILLION,
+        throughput=economics.measured(1e6, "x"),
+        region="ap-south-1",
+    )
+    assert measured_elsewhere.note == "price unknown: no source prices trn1.32xlarge in ap-south-1"
+
+
+def test_unpriced_types_say_why() -> None:
+    plan = plan_training("trn2u.48xlarge", 1, 64, model=LLAMA3_8B)
+    cost = economics.training_run_cost(plan, TRILLION, throughput=economics.measured(1e5, "x"))
+    assert cost.note == ("price unknown: sold as Trn2 UltraServer Capacity Blocks; no published hourly price")
+
+
+def test_a_sagemaker_fleet_is_priced_at_its_hosting_price_or_unknown() -> None:
+    plan = size_model(70_553_706_496, instance_type="inf2.48xlarge", batch_size=1, sequence_length=4096)
+    cost = economics.serving_token_cost(
+        plan, parameters=70_553_706_496, batch_size=1, sequence_length=4096, sagemaker=True
+    )
+    # FMB: ml.inf2.48xlarge $15.58/h: 9.6316 h x $15.58 = $150.06.
+    assert cost.usd == pytest.approx(150.06, abs=0.005)
+    assert cost.configuration.startswith("ml.inf2.48xlarge (TP 24")
+    elsewhere = economics.serving_token_cost(
+        plan,
+        parameters=70_553_706_496,
+        batch_size=1,
+        sequence_length=4096,
+        sagemaker=True,
+        region="eu-west-1",
+    )
+    assert elsewhere.note == "price unknown: no source prices ml.inf2.48xlarge hosting in eu-west-1"
+    trn2 = size_model(70_553_706_496, instance_type="trn2.48xlarge", batch_size=1, sequence_length=4096)
+    unpriced = economics.serving_token_cost(
+        trn2, parameters=70_553_706_496, batch_size=1, sequence_length=4096, sagemaker=True,
+        throughput=economics.measured(100.0, "x"),
+    )  # fmt: skip
+    assert unpriced.note == (
+        "price unknown: no SageMaker hosting price in FMB @00ef155d or any other source we could read"
+    )

@@ -73,10 +73,16 @@ def test_what_restarts_is_said_for_batch_sagemaker_and_the_serving_group(matrix:
     compute = next(r for k, r in ami.items() if k.startswith("ClusterComputeEnvironment"))
     assert compute.change is Kind.UPDATED
     assert "running jobs may run 360 more minutes (6 h), then are terminated" in str(compute.restarts)
-    group = next(r for k, r in ami.items() if k.startswith("FleetGroupASG"))
-    assert group.change is Kind.REPLACED
-    assert "starts at the capacity the running group has" in str(group.restarts)
-    assert "100% of its instances" in str(group.restarts)
+    # The serving group stays, and so does its capacity: its instances are refreshed, new ones first.
+    model = {r.logical_id: r for s in matrix[_by_name("serving model")] for r in s.resources}
+    for found in (ami, model):
+        group = next(r for k, r in found.items() if k.startswith("FleetGroupASG"))
+        assert group.change is Kind.UPDATED
+        assert group.restarts == (
+            "every instance, by an instance refresh keeping 100% to 110% of the desired capacity healthy, "
+            "launching each replacement before terminating the instance it replaces; the group and its "
+            "capacity stay"
+        )
     endpoint = {r.type: r for s in matrix[_by_name("serving instance type (SageMaker)")] for r in s.resources}
     assert endpoint["AWS::SageMaker::Endpoint"].change is Kind.REPLACED
 

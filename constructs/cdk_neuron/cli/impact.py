@@ -9,8 +9,9 @@ Two ways to say "before":
   create failed and that termination protection keeps ``cdk deploy`` from retrying; ``--unblock``
   turns protection off on such a stack (it holds no resource).
 
-For every environment: what is replaced, what restarts (a fleet replacement and the capacity it
-starts with, a Batch infrastructure update and how long running jobs get, a SageMaker endpoint),
+For every environment: what is replaced, what restarts (an Auto Scaling group's instances and how
+much of it stays in service, a Batch infrastructure update and how long running jobs get, a
+SageMaker endpoint),
 which data is at risk, what a service would refuse, and values resolved anew at every deploy. The
 classification is :func:`cdk_neuron.lifecycle.impact`'s: the resource schemas' create-only
 properties plus the services' own update rules. ``--fail-on-risk`` exits 1 when data is at risk or

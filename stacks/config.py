@@ -75,7 +75,7 @@ import ipaddress
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +94,7 @@ from cdk_neuron.deployment import (
     StorageDeployment,
     TrainingDeployment,
 )
-from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors, one_of
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError, NeuronConfigErrors, one_of
 from cdk_neuron.node_programs import reach
 from cdk_neuron.planner import ServingPlan, TrainingPlan
 from cdk_neuron.serving.engines import ServingEngine
@@ -311,38 +311,36 @@ def _unknown_key_fix(key: str, allowed: tuple[str, ...]) -> str:
     return f"unknown key; {hint}valid keys here: {', '.join(allowed)}"
 
 
-class _Collector:
+class _Collector(ErrorCollector):
     """Runs independent parsing steps and keeps every error, so one run reports them all."""
 
-    def __init__(self) -> None:
-        self.errors: list[NeuronConfigError] = []
-
-    def run(self, step: Callable[[], _T]) -> _T | None:
-        try:
-            return step()
-        except NeuronConfigError as error:
-            self.errors.append(error)
-            return None
-
-    def raise_if_any(self) -> None:
-        if self.errors:
-            raise NeuronConfigErrors(self.errors) if len(self.errors) > 1 else self.errors[0]
+    def section(
+        self, parent: _Section, key: str, allowed: tuple[str, ...], *, required: bool = False
+    ) -> _Section | None:
+        """``parent``'s sub-section ``key``, its unknown keys kept as errors beside the others."""
+        return self.run(lambda: parent.section(key, allowed, required=required, found=self))
 
 
 class _Section:
     """A JSON object at ``path``: refuses unknown keys, hands out typed values."""
 
-    def __init__(self, path: str, raw: object, allowed: tuple[str, ...]) -> None:
+    def __init__(
+        self, path: str, raw: object, allowed: tuple[str, ...], *, found: _Collector | None = None
+    ) -> None:
+        """With ``found``, unknown keys are kept there and the known ones still read (every mistake of
+        the section in one run); without it they are refused at once."""
         if not isinstance(raw, dict):
             raise NeuronConfigError(path, raw, f"must be an object with keys {one_of(allowed)}")
-        unknown = sorted(set(raw) - set(allowed))
-        if unknown:
-            raise NeuronConfigErrors(
-                NeuronConfigError(f"{path}.{key}", raw[key], _unknown_key_fix(key, allowed))
-                for key in unknown
-            )
+        unknown = [
+            NeuronConfigError(f"{path}.{key}", raw[key], _unknown_key_fix(key, allowed))
+            for key in sorted(set(raw) - set(allowed))
+        ]
+        if unknown and found is None:
+            raise NeuronConfigErrors(unknown)
+        if found is not None:
+            found.errors.extend(unknown)
         self.path = path
-        self.raw: dict[str, Any] = raw
+        self.raw: dict[str, Any] = {k: v for k, v in raw.items() if k in allowed}
 
     def field(self, key: str) -> str:
         return f"{self.path}.{key}"
@@ -382,7 +380,9 @@ class _Section:
             raise NeuronConfigError(self.field(key), value, f"must be {what}")
         return value
 
-    def section(self, key: str, allowed: tuple[str, ...], *, required: bool = False) -> _Section:
+    def section(
+        self, key: str, allowed: tuple[str, ...], *, required: bool = False, found: _Collector | None = None
+    ) -> _Section:
         value = self.raw.get(key)
         if value is None:
             if required:
@@ -390,7 +390,7 @@ class _Section:
                     self.field(key), None, f"required: an object with keys {one_of(allowed)}"
                 )
             value = {}
-        return _Section(self.field(key), value, allowed)
+        return _Section(self.field(key), value, allowed, found=found)
 
 
 @contextmanager
@@ -399,8 +399,11 @@ def _planner_fields(prefix: str, mapping: Mapping[str, str]) -> Iterator[None]:
     try:
         yield
     except NeuronConfigError as error:
-        key = mapping.get(error.field, error.field)
-        raise NeuronConfigError(f"{prefix}.{key}", error.value, error.fix) from error
+        errors = error.errors if isinstance(error, NeuronConfigErrors) else (error,)
+        prefixed = [
+            NeuronConfigError(f"{prefix}.{mapping.get(e.field, e.field)}", e.value, e.fix) for e in errors
+        ]
+        raise (NeuronConfigErrors(prefixed) if len(prefixed) > 1 else prefixed[0]) from error
 
 
 # --------------------------------------------------------------------------------------------
@@ -417,17 +420,26 @@ def _az_ids(env: _Section, region: str) -> tuple[str, ...]:
     known_prefixes = {
         az.split("-az")[0] for regions in catalog.OFFERINGS.values() for az in regions.get(region, ())
     }
+    found = ErrorCollector()
     for index, az_id in enumerate(raw):
         item = f"{path}[{index}]"
         if not isinstance(az_id, str) or not AZ_ID.match(az_id):
-            raise NeuronConfigError(
-                item, az_id, "must be an AZ ID such as use1-az6 (AZ names like us-east-1a differ per account)"
+            found.add(
+                NeuronConfigError(
+                    item,
+                    az_id,
+                    "must be an AZ ID such as use1-az6 (AZ names like us-east-1a differ per account)",
+                )
             )
+            continue
         home = catalog.region_of_az_id(az_id)
         if home is not None and home != region:
-            raise NeuronConfigError(item, az_id, f"is an AZ ID of {home}, not of region {region}")
-        if known_prefixes and az_id.split("-az")[0] not in known_prefixes:
-            raise NeuronConfigError(item, az_id, f"AZ IDs of {region} start with {one_of(known_prefixes)}-az")
+            found.add(NeuronConfigError(item, az_id, f"is an AZ ID of {home}, not of region {region}"))
+        elif known_prefixes and az_id.split("-az")[0] not in known_prefixes:
+            found.add(
+                NeuronConfigError(item, az_id, f"AZ IDs of {region} start with {one_of(known_prefixes)}-az")
+            )
+    found.raise_if_any()
     if len(set(raw)) != len(raw):
         raise NeuronConfigError(path, raw, "lists an AZ ID twice; each subnet needs its own AZ")
     return tuple(raw)
@@ -435,21 +447,22 @@ def _az_ids(env: _Section, region: str) -> tuple[str, ...]:
 
 def _tags(env: _Section) -> Mapping[str, str]:
     raw = env.get("tags", dict, {})
+    found = ErrorCollector()
     for key, value in raw.items():
         item = env.field(f"tags.{key}")
         if not isinstance(value, str):
-            raise NeuronConfigError(item, value, "wrong type: tag values must be strings")
+            found.add(NeuronConfigError(item, value, "wrong type: tag values must be strings"))
+        elif len(value) > 256:
+            found.add(NeuronConfigError(item, value, "tag values are at most 256 characters"))
         if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
-            raise NeuronConfigError(item, key, "tag keys are 1-128 characters and may not start with 'aws:'")
-        if len(value) > 256:
-            raise NeuronConfigError(item, value, "tag values are at most 256 characters")
+            found.add(
+                NeuronConfigError(item, key, "tag keys are 1-128 characters and may not start with 'aws:'")
+            )
+    found.raise_if_any()
     return MappingProxyType(dict(raw))
 
 
-def _network(env: _Section, az_count: int) -> NetworkConfig:
-    section = env.section(
-        "network", ("cidr", "nat_gateways", "nat_instance_type", "endpoint_azs", "flow_log_retention_days")
-    )
+def _cidr(section: _Section) -> ipaddress.IPv4Network:
     cidr = section.get("cidr", str, NetworkConfig.cidr)
     try:
         network = ipaddress.IPv4Network(cidr)
@@ -460,33 +473,21 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
         raise NeuronConfigError(
             section.field("cidr"), cidr, "use a private (RFC 1918) block from /16 to /22, e.g. 10.40.0.0/16"
         )
-    nat = section.positive_int("nat_gateways", NetworkConfig.nat_gateways, minimum=0)
-    if nat > az_count:
-        raise NeuronConfigError(
-            section.field("nat_gateways"), nat, f"at most one per AZ: 0..{az_count} for {az_count} AZ ID(s)"
-        )
+    return network
+
+
+def _nat_instance_type(section: _Section) -> str | None:
     nat_instance_type = section.get("nat_instance_type", str, None)
-    if nat_instance_type is not None:
-        if _NAT_INSTANCE_TYPE.match(nat_instance_type) is None:
-            raise NeuronConfigError(
-                section.field("nat_instance_type"),
-                nat_instance_type,
-                "a small general-purpose EC2 type such as t4g.nano or t3.micro, or null for NAT gateways",
-            )
-        if nat == 0:
-            raise NeuronConfigError(
-                section.field("nat_instance_type"),
-                nat_instance_type,
-                "there is no NAT to run on it: set network.nat_gateways to 1 (or more), or remove the key",
-            )
-    endpoint_azs = section.choice("endpoint_azs", ENDPOINT_AZS, "all")
-    if endpoint_azs == "none" and nat == 0:
+    if nat_instance_type is not None and _NAT_INSTANCE_TYPE.match(nat_instance_type) is None:
         raise NeuronConfigError(
-            section.field("endpoint_azs"),
-            endpoint_azs,
-            "with network.nat_gateways 0 the nodes reach AWS only through interface endpoints: "
-            "use 'training' or 'all', or add a NAT",
+            section.field("nat_instance_type"),
+            nat_instance_type,
+            "a small general-purpose EC2 type such as t4g.nano or t3.micro, or null for NAT gateways",
         )
+    return nat_instance_type
+
+
+def _flow_log_retention(section: _Section) -> int:
     retention = section.positive_int("flow_log_retention_days", NetworkConfig.flow_log_retention_days)
     if retention not in LOG_RETENTION_DAYS:
         raise NeuronConfigError(
@@ -494,6 +495,50 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
             retention,
             f"CloudWatch Logs accepts {', '.join(map(str, LOG_RETENTION_DAYS))}",
         )
+    return retention
+
+
+def _network(env: _Section, az_count: int) -> NetworkConfig:
+    found = _Collector()
+    section = found.section(
+        env,
+        "network",
+        ("cidr", "nat_gateways", "nat_instance_type", "endpoint_azs", "flow_log_retention_days"),
+    )
+    found.raise_if_any()
+    assert section is not None
+    network = found.run(lambda: _cidr(section))
+    nat = found.run(lambda: section.positive_int("nat_gateways", NetworkConfig.nat_gateways, minimum=0))
+    if nat is not None and nat > az_count:
+        found.add(
+            NeuronConfigError(
+                section.field("nat_gateways"),
+                nat,
+                f"at most one per AZ: 0..{az_count} for {az_count} AZ ID(s)",
+            )
+        )
+    nat_instance_type = found.run(lambda: _nat_instance_type(section))
+    if nat_instance_type is not None and nat == 0:
+        found.add(
+            NeuronConfigError(
+                section.field("nat_instance_type"),
+                nat_instance_type,
+                "there is no NAT to run on it: set network.nat_gateways to 1 (or more), or remove the key",
+            )
+        )
+    endpoint_azs = found.run(lambda: section.choice("endpoint_azs", ENDPOINT_AZS, "all"))
+    if endpoint_azs == "none" and nat == 0:
+        found.add(
+            NeuronConfigError(
+                section.field("endpoint_azs"),
+                endpoint_azs,
+                "with network.nat_gateways 0 the nodes reach AWS only through interface endpoints: "
+                "use 'training' or 'all', or add a NAT",
+            )
+        )
+    retention = found.run(lambda: _flow_log_retention(section))
+    found.raise_if_any()
+    assert network is not None and nat is not None and endpoint_azs is not None and retention is not None
     return NetworkConfig(
         cidr=str(network),
         nat_gateways=nat,
@@ -560,9 +605,7 @@ def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
     return image
 
 
-def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> TrainingConfig:
-    keys = ("instance_type", "max_nodes", "plan", "capacity", "engine", "job_image", "checkpoint")
-    section = env.section("training", keys, required=True)
+def _training_instance(section: _Section, region: str, az_ids: tuple[str, ...]) -> catalog.NeuronInstance:
     instance_type = section.get("instance_type", str)
     with _planner_fields(section.path, {}):
         instance = catalog.get_training_instance(instance_type)
@@ -574,65 +617,111 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
             f"not offered in the training AZ az_ids[0]={az_ids[0]}; in {region} it is offered in "
             f"{one_of(offered) if offered else 'no AZ'} (catalog offerings; preflight checks the account)",
         )
-    max_nodes = section.positive_int("max_nodes")
-    if max_nodes > 1 and not instance.supports_efa:
-        raise NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
+    return instance
 
-    plan_section = section.section("plan", _PLAN_KEYS)
-    nodes = plan_section.positive_int("nodes")
-    if nodes > max_nodes:
-        raise NeuronConfigError(
-            plan_section.field("nodes"), nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
+
+def _training_plan(
+    found: _Collector, section: _Section, instance: catalog.NeuronInstance | None, max_nodes: int | None
+) -> TrainingPlan | None:
+    """The ``plan`` section: each key read on its own, then planned when all of them are usable."""
+    plan_section = found.section(section, "plan", _PLAN_KEYS)
+    if plan_section is None:
+        return None
+    before = len(found.errors)
+    nodes = found.run(lambda: plan_section.positive_int("nodes"))
+    if nodes is not None and max_nodes is not None and nodes > max_nodes:
+        found.add(
+            NeuronConfigError(
+                plan_section.field("nodes"), nodes, f"the plan needs more nodes than max_nodes={max_nodes}"
+            )
         )
     # Read (and type-check) every key before planning: these errors already name their cdk.json path,
     # which _planner_fields would prefix a second time.
-    tensor_parallel = plan_section.positive_int("tensor_parallel")
-    pipeline_parallel = plan_section.positive_int("pipeline_parallel", 1)
-    logical_nc_config = plan_section.get("logical_nc_config", int, None)
-    allow_unlisted_tp = plan_section.get("allow_unlisted_tp", bool, False)
-    zero1 = plan_section.get("zero1", bool, True)
-    checkpointing = plan_section.choice("activation_checkpointing", planner.ACTIVATION_CHECKPOINTING, "none")
-    model = _training_model(plan_section)
-    with _planner_fields(section.path, _PLAN_FIELDS):
-        plan = planner.plan_training(
-            instance.name,
-            nodes,
-            tensor_parallel,
-            pipeline_parallel,
-            logical_nc_config,
-            allow_unlisted_tp=allow_unlisted_tp,
-            model=model,
-            zero1=zero1,
-            activation_checkpointing=checkpointing,
-        )
+    tensor_parallel = found.run(lambda: plan_section.positive_int("tensor_parallel"))
+    pipeline_parallel = found.run(lambda: plan_section.positive_int("pipeline_parallel", 1))
+    logical_nc_config = found.run(lambda: plan_section.get("logical_nc_config", int, None))
+    allow_unlisted_tp = found.run(lambda: plan_section.get("allow_unlisted_tp", bool, False))
+    zero1 = found.run(lambda: plan_section.get("zero1", bool, True))
+    checkpointing = found.run(
+        lambda: plan_section.choice("activation_checkpointing", planner.ACTIVATION_CHECKPOINTING, "none")
+    )
+    model = _training_model(found, plan_section)
+    if len(found.errors) > before or instance is None:
+        return None
+    assert nodes is not None and tensor_parallel is not None and pipeline_parallel is not None
+    assert zero1 is not None and checkpointing is not None
 
-    checkpoint = None
-    if section.has("checkpoint"):
-        ckpt = section.section("checkpoint", ("model_parameters", "writers"))
-        checkpoint = CheckpointSizing(
-            model_parameters=ckpt.positive_int("model_parameters"),
-            writers=ckpt.positive_int("writers", 1),
-        )
-        if checkpoint.writers > max_nodes:
-            raise NeuronConfigError(
-                ckpt.field("writers"),
-                checkpoint.writers,
-                f"at most one writer per node: <= max_nodes={max_nodes}",
+    def planned() -> TrainingPlan:
+        with _planner_fields(section.path, _PLAN_FIELDS):
+            return planner.plan_training(
+                instance.name,
+                nodes,
+                tensor_parallel,
+                pipeline_parallel,
+                logical_nc_config,
+                allow_unlisted_tp=bool(allow_unlisted_tp),
+                model=model,
+                zero1=zero1,
+                activation_checkpointing=checkpointing,
             )
 
-    engine: TrainingEngine = section.choice("engine", TRAINING_ENGINES, "batch")
-    if engine != "batch" and section.has("job_image"):
-        raise NeuronConfigError(
-            section.field("job_image"),
-            section.raw["job_image"],
-            "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch",
+    return found.run(planned)
+
+
+def _checkpoint(found: _Collector, section: _Section, max_nodes: int | None) -> CheckpointSizing | None:
+    ckpt = found.section(section, "checkpoint", ("model_parameters", "writers"))
+    if ckpt is None:
+        return None
+    model_parameters = found.run(lambda: ckpt.positive_int("model_parameters"))
+    writers = found.run(lambda: ckpt.positive_int("writers", 1))
+    if writers is not None and max_nodes is not None and writers > max_nodes:
+        found.add(
+            NeuronConfigError(
+                ckpt.field("writers"), writers, f"at most one writer per node: <= max_nodes={max_nodes}"
+            )
         )
+    if model_parameters is None or writers is None:
+        return None
+    return CheckpointSizing(model_parameters=model_parameters, writers=writers)
+
+
+def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> TrainingConfig:
+    keys = ("instance_type", "max_nodes", "plan", "capacity", "engine", "job_image", "checkpoint")
+    found = _Collector()
+    section = found.section(env, "training", keys, required=True)
+    if section is None:
+        found.raise_if_any()
+    assert section is not None
+    instance = found.run(lambda: _training_instance(section, region, az_ids))
+    max_nodes = found.run(lambda: section.positive_int("max_nodes"))
+    if instance is not None and max_nodes is not None and max_nodes > 1 and not instance.supports_efa:
+        found.add(
+            NeuronConfigError(section.field("max_nodes"), max_nodes, f"{instance.name} has no EFA: use 1")
+        )
+        plan = None  # planning multi-node without EFA would report the same cause a second time
+    else:
+        plan = _training_plan(found, section, instance, max_nodes)
+    checkpoint = _checkpoint(found, section, max_nodes) if section.has("checkpoint") else None
+    engine: TrainingEngine | None = found.run(lambda: section.choice("engine", TRAINING_ENGINES, "batch"))
+    if engine is not None and engine != "batch" and section.has("job_image"):
+        found.add(
+            NeuronConfigError(
+                section.field("job_image"),
+                section.raw["job_image"],
+                "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch",
+            )
+        )
+    job_image = found.run(lambda: _job_image(section, region, network)) if engine == "batch" else None
+    capacity = found.run(lambda: _capacity(section, instance)) if instance is not None else None
+    found.raise_if_any()
+    assert instance is not None and max_nodes is not None and plan is not None and engine is not None
+    assert capacity is not None
     return TrainingConfig(
         instance_type=instance.name,
         max_nodes=max_nodes,
         plan=plan,
-        job_image=_job_image(section, region, network) if engine == "batch" else None,
-        capacity=_capacity(section, instance),
+        job_image=job_image,
+        capacity=capacity,
         engine=engine,
         checkpoint=checkpoint,
     )
@@ -664,42 +753,66 @@ _TRAINING_MODEL_KEYS = (
 _PLAN_FIELDS = {k: f"plan.{k}" for k in _PLAN_KEYS} | {k: f"plan.model.{k}" for k in _TRAINING_MODEL_KEYS}
 
 
-def _training_model(plan: _Section) -> planner.TrainingModel | None:
+def _training_model(found: _Collector, plan: _Section) -> planner.TrainingModel | None:
     """plan.model: what is trained, read into the planner's TrainingModel (which checks the values)."""
     if not plan.has("model"):
         return None
-    section = plan.section("model", _TRAINING_MODEL_KEYS)
-    values: dict[str, Any] = {"parameters": section.get("parameters", int)}
+    section = found.section(plan, "model", _TRAINING_MODEL_KEYS)
+    if section is None:
+        return None
+    before = len(found.errors)
+    values: dict[str, Any] = {"parameters": found.run(lambda: section.get("parameters", int))}
     for key in _TRAINING_MODEL_KEYS[1:]:
         if section.has(key):
-            values[key] = section.get(key, int)
-    with _planner_fields(section.path, {}):
-        return planner.TrainingModel(**values)
+            values[key] = found.run(functools.partial(section.get, key, int))
+    if len(found.errors) > before:
+        return None
+
+    def checked() -> planner.TrainingModel:
+        with _planner_fields(section.path, {}):
+            return planner.TrainingModel(**values)
+
+    return found.run(checked)
 
 
-def _storage(env: _Section) -> StorageConfig:
-    section = env.section("storage", ("one_zone", "backup_retention_days", "infrequent_access_after_days"))
+def _backup_retention(section: _Section) -> int:
     retention = section.positive_int("backup_retention_days", StorageConfig.backup_retention_days)
     if retention > 36500:
         raise NeuronConfigError(
             section.field("backup_retention_days"), retention, "AWS Backup keeps at most 36500 days"
         )
+    return retention
+
+
+def _ia_days(section: _Section) -> int | None:
     # Absent means the documented default (30 days); an explicit null keeps everything in Standard,
     # the one key where null is not "use the default" (docs/configuration.md).
     if "infrequent_access_after_days" in section.raw and section.raw["infrequent_access_after_days"] is None:
-        ia_days = None
-    else:
-        ia_days = section.get("infrequent_access_after_days", int, StorageConfig.infrequent_access_after_days)
-    if ia_days is not None and ia_days not in EFS_IA_DAYS:
+        return None
+    ia_days = section.get("infrequent_access_after_days", int, StorageConfig.infrequent_access_after_days)
+    if ia_days not in EFS_IA_DAYS:
         raise NeuronConfigError(
             section.field("infrequent_access_after_days"),
             ia_days,
             f"EFS accepts {', '.join(map(str, EFS_IA_DAYS))}",
         )
+    return ia_days
+
+
+def _storage(env: _Section) -> StorageConfig:
+    found = _Collector()
+    section = found.section(
+        env, "storage", ("one_zone", "backup_retention_days", "infrequent_access_after_days")
+    )
+    found.raise_if_any()
+    assert section is not None
+    retention = found.run(lambda: _backup_retention(section))
+    ia_days = found.run(lambda: _ia_days(section))
+    one_zone = found.run(lambda: section.get("one_zone", bool, False))
+    found.raise_if_any()
+    assert retention is not None and one_zone is not None
     return StorageConfig(
-        one_zone=section.get("one_zone", bool, False),
-        backup_retention_days=retention,
-        infrequent_access_after_days=ia_days,
+        one_zone=one_zone, backup_retention_days=retention, infrequent_access_after_days=ia_days
     )
 
 
@@ -728,15 +841,25 @@ _SERVING_KEYS = (
 
 def _model(serving: _Section) -> ModelSpec:
     """The library's ModelSpec, which alone decides what a model id and an artifact URI may be."""
-    section = serving.section("model", _MODEL_KEYS, required=True)
-    model_id = section.get("model_id", str)
-    artifact_uri = section.get("artifact_uri", str, None)
-    parameters = section.get("parameters", int)
-    dtype = section.get("dtype", str, "bf16")
-    sequence_length = section.get("sequence_length", int, 4096)
-    batch_size = section.get("batch_size", int, 1)
-    tensor_parallel = section.get("tensor_parallel", int, None)
-    host_memory_override = section.get("host_memory_override", str, None)
+    found = _Collector()
+    section = found.section(serving, "model", _MODEL_KEYS, required=True)
+    found.raise_if_any()
+    assert section is not None
+    model_id = found.run(lambda: section.get("model_id", str))
+    artifact_uri = found.run(lambda: section.get("artifact_uri", str, None))
+    parameters = found.run(lambda: section.get("parameters", int))
+    dtype = found.run(lambda: section.get("dtype", str, "bf16"))
+    sequence_length = found.run(lambda: section.get("sequence_length", int, 4096))
+    batch_size = found.run(lambda: section.get("batch_size", int, 1))
+    tensor_parallel = found.run(lambda: section.get("tensor_parallel", int, None))
+    host_memory_override = found.run(lambda: section.get("host_memory_override", str, None))
+    found.raise_if_any()
+    assert (
+        parameters is not None
+        and dtype is not None
+        and sequence_length is not None
+        and batch_size is not None
+    )
     with _planner_fields(section.path, {}):
         return ModelSpec(
             model_id=model_id,
@@ -757,25 +880,15 @@ _ENGINES: Mapping[str, Any] = {
 }
 
 
-def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> ServingConfig:
-    section = env.section("serving", _SERVING_KEYS, required=True)
-    backend: ServingBackend = section.choice("backend", SERVING_BACKENDS, "ec2")
+def _serving_instance_type(section: _Section) -> str | None:
     instance_type = section.get("instance_type", str, None)
-    if instance_type is not None:
-        with _planner_fields(section.path, {}):
-            instance_type = catalog.get_inference_instance(instance_type).name
-    min_capacity = section.positive_int("min_capacity", 1, minimum=0)
-    max_capacity = section.positive_int("max_capacity", 2)
-    if min_capacity > max_capacity:
-        raise NeuronConfigError(
-            section.field("min_capacity"), min_capacity, f"must not exceed max_capacity={max_capacity}"
-        )
-    if backend == "sagemaker" and min_capacity < 1:
-        raise NeuronConfigError(
-            section.field("min_capacity"),
-            min_capacity,
-            "a SageMaker real-time endpoint keeps >= 1 instance: use 1",
-        )
+    if instance_type is None:
+        return None
+    with _planner_fields(section.path, {}):
+        return catalog.get_inference_instance(instance_type).name
+
+
+def _certificate(section: _Section, region: str) -> str | None:
     certificate = section.matching("certificate_arn", CERTIFICATE_ARN, "an ACM certificate ARN", None)
     if certificate is not None:
         cert_region = CERTIFICATE_ARN.match(certificate)[1]  # type: ignore[index]
@@ -785,61 +898,125 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
                 certificate,
                 f"a load balancer needs an ACM certificate in {region}",
             )
-    engine_name: ServingEngineName = section.choice("engine", SERVING_ENGINES, "optimum-neuron")
-    model = _model(section)
-    # ModelSpec has refused bad parameters, dtype, sequence length and batch size under their own
-    # keys (_model); the plan can only refuse the instance type (which keeps its key) or the TP.
-    model_fields = {"tensor_parallel": "model.tensor_parallel"}
-    with _planner_fields(section.path, model_fields):
-        plan = model.plan(instance_type)
-    config = ServingConfig(
+    return certificate
+
+
+def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> ServingConfig:
+    found = _Collector()
+    section = found.section(env, "serving", _SERVING_KEYS, required=True)
+    if section is None:
+        found.raise_if_any()
+    assert section is not None
+    backend: ServingBackend | None = found.run(lambda: section.choice("backend", SERVING_BACKENDS, "ec2"))
+    before = len(found.errors)
+    instance_type = found.run(lambda: _serving_instance_type(section))
+    instance_type_usable = len(found.errors) == before  # None is usable: the planner picks the type
+    min_capacity = found.run(lambda: section.positive_int("min_capacity", 1, minimum=0))
+    max_capacity = found.run(lambda: section.positive_int("max_capacity", 2))
+    if min_capacity is not None and max_capacity is not None and min_capacity > max_capacity:
+        found.add(
+            NeuronConfigError(
+                section.field("min_capacity"), min_capacity, f"must not exceed max_capacity={max_capacity}"
+            )
+        )
+    if backend == "sagemaker" and min_capacity is not None and min_capacity < 1:
+        found.add(
+            NeuronConfigError(
+                section.field("min_capacity"),
+                min_capacity,
+                "a SageMaker real-time endpoint keeps >= 1 instance: use 1",
+            )
+        )
+    certificate = found.run(lambda: _certificate(section, region))
+    engine_name: ServingEngineName | None = found.run(
+        lambda: section.choice("engine", SERVING_ENGINES, "optimum-neuron")
+    )
+    warm_pool = found.run(lambda: section.get("warm_pool", bool, False))
+    if warm_pool and backend is not None and backend != "ec2":
+        found.add(
+            NeuronConfigError(section.field("warm_pool"), True, "warm pools exist only for the ec2 backend")
+        )
+    token_secret = found.run(
+        lambda: section.matching(
+            "hugging_face_token_secret", SECRET, "a Secrets Manager secret name or ARN", None
+        )
+    )
+    if backend == "sagemaker" and token_secret is not None:
+        found.add(
+            NeuronConfigError(
+                section.field("hugging_face_token_secret"),
+                token_secret,
+                "SageMaker would keep the token in plain text in the model's environment: serve precompiled "
+                "artifacts from model.artifact_uri instead, or use the ec2 backend",
+            )
+        )
+    model = found.run(lambda: _model(section))
+    plan = None
+    if model is not None and instance_type_usable:
+        # ModelSpec has refused bad parameters, dtype, sequence length and batch size under their own
+        # keys (_model); the plan can only refuse the instance type (which keeps its key) or the TP.
+        model_fields = {"tensor_parallel": "model.tensor_parallel"}
+
+        def planned() -> ServingPlan:
+            assert model is not None
+            with _planner_fields(section.path, model_fields):
+                return model.plan(instance_type)
+
+        plan = found.run(planned)
+    if plan is not None:
+        not_offered = [
+            az for az in az_ids if catalog.offering_status(plan.instance_type, az) == "not-offered"
+        ]
+        if not_offered:
+            found.add(
+                NeuronConfigError(
+                    section.field("instance_type"),
+                    plan.instance_type,
+                    f"not offered in {', '.join(not_offered)}; in {region} it is offered in "
+                    f"{one_of(catalog.offered_az_ids(plan.instance_type, region)) or 'no AZ'}: change az_ids or the type",
+                )
+            )
+    engine = _ENGINES[engine_name]() if engine_name is not None else None
+    if backend == "ec2" and engine is not None and not network.has_internet_egress:
+        image = engine.image
+        if not image.is_private_ecr or image.ecr_region(region) != region:
+            found.add(
+                NeuronConfigError(
+                    section.field("engine"),
+                    engine_name,
+                    f"its image {image.uri(region)} is outside ECR in {region}, which network.nat_gateways 0 "
+                    "cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway",
+                )
+            )
+    if (
+        backend == "ec2"
+        and model is not None
+        and model.artifact_uri is None
+        and not network.has_internet_egress
+    ):
+        found.add(
+            NeuronConfigError(
+                section.field("model.artifact_uri"),
+                None,
+                "with network.nat_gateways 0 the fleet cannot download from the Hugging Face Hub: give the "
+                "s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway",
+            )
+        )
+    found.raise_if_any()
+    assert model is not None and engine is not None and plan is not None and backend is not None
+    assert min_capacity is not None and max_capacity is not None and warm_pool is not None
+    return ServingConfig(
         model=model,
-        engine=_ENGINES[engine_name](),
+        engine=engine,
         plan=plan,
         backend=backend,
         instance_type=instance_type,
         min_capacity=min_capacity,
         max_capacity=max_capacity,
-        warm_pool=section.get("warm_pool", bool, False),
+        warm_pool=warm_pool,
         certificate_arn=certificate,
-        hugging_face_token_secret=section.matching(
-            "hugging_face_token_secret", SECRET, "a Secrets Manager secret name or ARN", None
-        ),
+        hugging_face_token_secret=token_secret,
     )
-    if config.warm_pool and backend != "ec2":
-        raise NeuronConfigError(section.field("warm_pool"), True, "warm pools exist only for the ec2 backend")
-    not_offered = [az for az in az_ids if catalog.offering_status(plan.instance_type, az) == "not-offered"]
-    if not_offered:
-        raise NeuronConfigError(
-            section.field("instance_type"),
-            plan.instance_type,
-            f"not offered in {', '.join(not_offered)}; in {region} it is offered in "
-            f"{one_of(catalog.offered_az_ids(plan.instance_type, region)) or 'no AZ'}: change az_ids or the type",
-        )
-    if backend == "sagemaker" and config.hugging_face_token_secret is not None:
-        raise NeuronConfigError(
-            section.field("hugging_face_token_secret"),
-            config.hugging_face_token_secret,
-            "SageMaker would keep the token in plain text in the model's environment: serve precompiled "
-            "artifacts from model.artifact_uri instead, or use the ec2 backend",
-        )
-    if backend == "ec2" and not network.has_internet_egress:
-        image = config.engine.image
-        if not image.is_private_ecr or image.ecr_region(region) != region:
-            raise NeuronConfigError(
-                section.field("engine"),
-                engine_name,
-                f"its image {image.uri(region)} is outside ECR in {region}, which network.nat_gateways 0 "
-                "cannot reach: use optimum-neuron (an AWS DLC in ECR) or give the VPC a NAT gateway",
-            )
-    if backend == "ec2" and config.model.artifact_uri is None and not network.has_internet_egress:
-        raise NeuronConfigError(
-            section.field("model.artifact_uri"),
-            None,
-            "with network.nat_gateways 0 the fleet cannot download from the Hugging Face Hub: give the "
-            "s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway",
-        )
-    return config
 
 
 def _removal_policy(env: _Section, name: str) -> RemovalPolicy:

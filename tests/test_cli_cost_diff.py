@@ -84,3 +84,52 @@ def test_diff_is_offline_and_needs_two_assemblies(tmp_path: Path, capsys: pytest
     assert "holds no manifest.json" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["cost", "--diff", new])
+
+
+def test_an_assembly_with_fewer_environments_removes_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rough edge 6: main's cdk.out holds two environments; a pull request synthesized only one.
+    The other is in one assembly only: listed, not priced as removed (a false saving)."""
+
+    def stacks(folder: Path, *regions: str, max_nodes: int) -> str:
+        artifacts = {
+            f"Ml{i}": write_stack(
+                folder,
+                f"Ml{i}",
+                environment=f"aws://111111111111/{region}",
+                records={f"/Ml{i}/Cluster": training_record(max_nodes=max_nodes)},
+            )
+            for i, region in enumerate(regions)
+        }
+        write_manifest(folder, artifacts)
+        return str(folder)
+
+    old = stacks(tmp_path / "old", "us-east-1", "us-east-2", max_nodes=2)
+    new = stacks(tmp_path / "new", "us-east-1", max_nodes=4)
+    code, doc = run(capsys, old, new)
+    assert code == 0
+    assert {env["name"]: env["status"] for env in doc["environments"]} == {
+        "us-east-1": "changed",
+        "us-east-2": "only-in-old",
+    }
+    assert doc["total"]["full_scale"]["change_usd_per_hour"] == pytest.approx(2 * TRN)  # us-east-1's change
+    assert main(["cost", "--diff", old, new, "-o", "text"]) == 0
+    assert (
+        "In one assembly only, not compared and not in the total: us-east-2 (old)" in capsys.readouterr().out
+    )
+    # Named, it is compared: removed, and its cost leaves the total.
+    _, doc = run(capsys, old, new, "--env", "us-east-2")
+    (gone,) = doc["environments"]
+    assert gone["status"] == "removed" and doc["total"]["full_scale"]["change_usd_per_hour"] < 0
+
+
+def test_a_bad_diff_folder_is_named_as_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rough edge 6: the error names --diff, the option the user gave, not --app."""
+    new = app(tmp_path / "new", max_nodes=2, nat_gateways=1)
+    assert main(["cost", "--diff", new, str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"cdk-neuron: --diff='{tmp_path / 'missing'}': holds no manifest.json")
+        and "--app" not in err
+    )

@@ -430,6 +430,11 @@ def test_missing_stack_or_output_exit_1(
         (["--nodes", "2", "--name", "bad name", "--", "python", "t.py"], "--name='bad name'"),
         (["--nodes", "2", "--env-var", "AWS_BATCH_X=1", "--", "python", "t.py"], "--env-var='AWS_BATCH_X=1'"),
         (["--nodes", "2", "--env-var", "NOVALUE", "--", "python", "t.py"], "--env-var='NOVALUE'"),
+        # Rough edge 3: the image-pinning rule of job_image and cdk.json applies on the CLI path too.
+        (["--image", "foo:latest", "--", "python", "t.py"], "--image='foo:latest': pin the image"),
+        (["--image", "foo", "--", "python", "t.py"], "--image='foo': pin the image"),
+        (["--image", "repo:LATEST", "--", "python", "t.py"], "--image='repo:LATEST'"),
+        (["--image", "a b:1", "--", "python", "t.py"], "--image='a b:1': give an image URI"),
     ],
 )
 def test_submit_refuses_bad_input_exit_2(

@@ -1196,6 +1196,49 @@ def test_interface_endpoint_logical_ids_never_change() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Every mistake of a section in one run (rough edge 5)
+# --------------------------------------------------------------------------------------------
+
+TWO_MISTAKES = [
+    ("training", {"training.max_nodes": 0, "training.retry_attempts": 3},
+     ["training.retry_attempts=3: unknown key", "training.max_nodes=0"]),
+    ("training plan", {"training.plan.nodes": 0, "training.plan.pipeline_parallel": "2"},
+     ["training.plan.nodes=0", "training.plan.pipeline_parallel='2'"]),
+    ("serving", {"serving.min_capacity": -1, "serving.max_capacity": "x"},
+     ["serving.min_capacity=-1", "serving.max_capacity='x'"]),
+    ("serving model", {"serving.model.parameters": -1, "serving.model.dtype": "bogus"},
+     ["serving.model.parameters=-1", "serving.model.dtype='bogus'"]),
+    ("training plan model", {"training.plan.model": {"parameters": "7B", "layers": "32", "heads": 8}},
+     ["training.plan.model.heads=8: unknown key", "training.plan.model.parameters='7B'",
+      "training.plan.model.layers='32'"]),
+    ("serving model override", {"serving.model.host_memory_override": 1, "serving.model.batch_size": "x"},
+     ["serving.model.batch_size='x'", "serving.model.host_memory_override=1"]),
+    ("network", {"network.cidr": "8.8.8.0/24", "network.flow_log_retention_days": 2},
+     ["network.cidr='8.8.8.0/24'", "network.flow_log_retention_days=2"]),
+    ("storage", {"storage.backup_retention_days": 0, "storage.one_zone": "yes"},
+     ["storage.backup_retention_days=0", "storage.one_zone='yes'"]),
+    ("az_ids", {"az_ids": ["us-east-1a", "nope"]},
+     ["az_ids[0]='us-east-1a'", "az_ids[1]='nope'"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("changes", "starts"), [pytest.param(c, s, id=i) for i, c, s in TWO_MISTAKES])
+def test_two_mistakes_in_one_section_are_reported_together(
+    changes: dict[str, Any], starts: list[str]
+) -> None:
+    """docs/configuration.md: every mistake in one run, also two in the same section."""
+    env = copy.deepcopy(minimal_env())
+    for path, value in changes.items():
+        setting(path, value)(env)
+    with pytest.raises(NeuronConfigErrors) as raised:
+        load_environments({"qa": env})
+    lines = str(raised.value).splitlines()
+    assert len(lines) == len(starts), lines
+    for line, start in zip(lines, starts, strict=True):
+        assert line.startswith(f"environments.qa.{start}"), (line, start)
+
+
+# --------------------------------------------------------------------------------------------
 # Issue 24: training.plan names the model, and the plan checks HBM per NeuronCore
 # --------------------------------------------------------------------------------------------
 

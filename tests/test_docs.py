@@ -206,7 +206,11 @@ def test_every_warning_id_and_key_the_docs_name_exists_in_the_library() -> None:
     docs name are spelled as the code spells them, so renaming one fails here until the docs follow."""
     import re
 
-    code = "\n".join(p.read_text() for p in (REPO_ROOT / "constructs" / "cdk_neuron").rglob("*.py"))
+    sources = [
+        *(REPO_ROOT / "constructs" / "cdk_neuron").rglob("*.py"),
+        *(REPO_ROOT / "stacks").rglob("*.py"),
+    ]
+    code = "\n".join(p.read_text() for p in sources)  # the library's ids, and this app's own
     # The changelog and the migration guide may name ids that no longer exist.
     current = [d for d in _documents() if d.name not in ("CHANGELOG.md", "migration.md")]
     named = {

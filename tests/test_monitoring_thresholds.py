@@ -17,7 +17,7 @@ from cdk_neuron.monitoring import MonitoringThresholds
 def test_defaults_are_the_documented_ones() -> None:
     t = MonitoringThresholds()
     assert (t.saturated_percent, t.saturated_minutes) == (90.0, 15)
-    assert (t.idle_percent, t.training_idle_minutes, t.serving_idle_minutes) == (5.0, 30, 240)
+    assert (t.idle_percent, t.training_idle_minutes, t.serving_idle_minutes) == (5.0, 60, 240)
     assert (t.device_memory_percent, t.device_memory_minutes) == (90.0, 15)
     assert (t.serving_5xx_percent, t.serving_p99_latency_seconds, t.serving_minutes) == (1.0, 10.0, 5)
     assert (t.efs_throughput_percent, t.efs_throughput_minutes) == (90.0, 15)

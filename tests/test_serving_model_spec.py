@@ -170,3 +170,11 @@ def test_served_name_falls_back_to_the_artifact_folder() -> None:
     spec = ModelSpec(model_id="org/m", artifact_uri="s3://models/x", parameters=LLAMA_8B)
     assert spec.served_model_name == "org/m"
     assert spec.precompiled
+
+
+def test_every_bad_field_is_reported_at_once() -> None:
+    from cdk_neuron.errors import NeuronConfigErrors
+
+    with pytest.raises(NeuronConfigErrors) as raised:
+        ModelSpec(model_id="not a hub id", parameters=-1, dtype="fp4", batch_size=0)
+    assert [e.field for e in raised.value.errors] == ["model_id", "parameters", "dtype", "batch_size"]

@@ -96,6 +96,20 @@ def test_bad_props_are_refused(env: Env, overrides: dict[str, Any], field: str, 
     assert _child_count(env) - before <= 1
 
 
+def test_an_az_without_the_type_names_where_the_stacks_region_offers_it(env: Env) -> None:
+    """Rough edge 8: use1-az3 is in no offerings row, so the AZ table gives no region for it; the
+    message takes the stack's (it said "not offered in None")."""
+    from cdk_neuron.catalog import offered_az_ids
+
+    with pytest.raises(NeuronConfigError) as raised:
+        env.cluster(availability_zone_id="use1-az3")
+    offered = ", ".join(sorted(offered_az_ids("trn1.32xlarge", "us-east-1")))
+    assert offered and raised.value.fix == (
+        f"trn1.32xlarge is not offered in use1-az3; in us-east-1 it is offered in {offered} (offerings snapshot)"
+    )
+    assert "None" not in str(raised.value)
+
+
 def test_plan_for_another_instance_is_refused(env: Env) -> None:
     with pytest.raises(NeuronConfigError, match=r"plan is for trn1n\.32xlarge") as raised:
         env.cluster(plan=plan_training("trn1n.32xlarge", 2, 32))

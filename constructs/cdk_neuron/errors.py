@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 
 class NeuronConfigError(ValueError):
@@ -54,6 +56,32 @@ class NeuronConfigErrors(NeuronConfigError):
 
     def __str__(self) -> str:
         return "\n".join(str(e) for e in self.errors)
+
+
+class ErrorCollector:
+    """Runs independent checks and keeps every :class:`NeuronConfigError`, so one run reports them all.
+
+    ``run(check)`` returns the check's value, or None when it raised (the error is kept); ``add`` keeps
+    an error found without raising; ``raise_if_any`` raises the one error, or all of them as
+    :class:`NeuronConfigErrors`.
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[NeuronConfigError] = []
+
+    def run(self, check: Callable[[], _T]) -> _T | None:
+        try:
+            return check()
+        except NeuronConfigError as error:
+            self.errors.append(error)
+            return None
+
+    def add(self, error: NeuronConfigError) -> None:
+        self.errors.append(error)
+
+    def raise_if_any(self) -> None:
+        if self.errors:
+            raise NeuronConfigErrors(self.errors) if len(self.errors) > 1 else self.errors[0]
 
 
 def one_of(values: Iterable[object]) -> str:

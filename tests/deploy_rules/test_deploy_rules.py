@@ -108,6 +108,30 @@ def test_command_line_rules_dir_and_only(tmp_path: Path) -> None:
     assert ":E9101:" in full.stdout, full.stdout + full.stderr
 
 
+def test_only_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rough edge 7: a missing file is one line and exit 1 (no traceback); an empty file or one
+    without Resources is not "clean" (exit 2); a real template without findings is (exit 0)."""
+    from cdk_neuron.deploy_rules.__main__ import main as deploy_rules
+
+    missing = tmp_path / "missing.template.json"
+    assert deploy_rules(["--only", str(missing)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"python -m cdk_neuron.deploy_rules: {missing}: cannot read it (")
+    assert "Traceback" not in captured.err and captured.out == ""
+    for text in ("", "{}", "[1, 2]", "Parameters: {}\n"):
+        empty = tmp_path / "empty.template.json"
+        empty.write_text(text)
+        assert deploy_rules(["--only", str(empty)]) == 2, text
+        assert (
+            "not a CloudFormation template (no Resources object): nothing was checked"
+            in capsys.readouterr().out
+        )
+    clean = tmp_path / "clean.template.json"
+    clean.write_text('{"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}}')
+    assert deploy_rules(["--only", str(clean)]) == 0
+    assert capsys.readouterr().out == ""
+
+
 def test_cfn_lint_append_rules_reports_our_rule() -> None:
     """The documented `cfn-lint --append-rules` command finds the headline defect."""
     result = subprocess.run(

@@ -1029,7 +1029,10 @@ class EnvironmentChange:
     name: str
     region: str
     status: str
-    """``added``, ``removed``, ``changed`` or ``unchanged``."""
+    """``changed`` or ``unchanged``; ``added`` or ``removed`` for the environment ``--env`` names when
+    only one assembly has it; ``only-in-old`` or ``only-in-new`` for another environment only one
+    assembly has (an assembly synthesized with fewer environments, e.g. ``-c env=dev``): not compared,
+    and not in the total."""
     idle: ScaleChange
     full_scale: ScaleChange
 
@@ -1094,8 +1097,13 @@ def _line_changes(old: Sequence[Line], new: Sequence[Line]) -> tuple[list[LineCh
     return rows, total, complete
 
 
-def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> CostDiffResult:
-    """Per environment and line, the hourly and monthly change from ``old`` to ``new`` (table prices)."""
+def diff(old: Sequence[Deployment], new: Sequence[Deployment], *, named: str | None = None) -> CostDiffResult:
+    """Per environment and line, the hourly and monthly change from ``old`` to ``new`` (table prices).
+
+    An environment only one side has is compared (added or removed) only when it is the one ``named``
+    (``--env``); any other is listed as in one assembly only, and left out of the total: an assembly
+    synthesized with fewer environments does not remove the others.
+    """
     prices = PriceBook()
     before = {env.name: env for env in old}
     after = {env.name: env for env in new}
@@ -1106,6 +1114,11 @@ def diff(old: Sequence[Deployment], new: Sequence[Deployment]) -> CostDiffResult
     for name in names:
         was, now = before.get(name), after.get(name)
         either = now if now is not None else before[name]
+        if (was is None or now is None) and name != named:
+            nothing = ScaleChange([], 0.0, 0.0)
+            status = "only-in-new" if was is None else "only-in-old"
+            environments.append(EnvironmentChange(name, either.region, status, nothing, nothing))
+            continue
         scales: dict[str, ScaleChange] = {}
         for key, _ in _SCALES:
             lines = idle if key == "idle" else full_scale
@@ -1164,6 +1177,16 @@ def render_diff(result: CostDiffResult) -> Report:
     unchanged = [env.name for env in result.environments if env.status == "unchanged"]
     if unchanged:
         out.line(f"Unchanged: {', '.join(unchanged)}")
+    alone = [
+        f"{env.name} ({env.status.removeprefix('only-in-')})"
+        for env in result.environments
+        if env.status.startswith("only-in-")
+    ]
+    if alone:
+        out.line(
+            f"In one assembly only, not compared and not in the total: {', '.join(alone)}; synthesize both "
+            "with the same environments, or name one with --env to price it as added or removed"
+        )
     notes = [
         f"On-demand table prices dated {result.prices_date}; month = {result.hours_per_month} h; idle: minimum "
         "fleet, training scaled to zero; full scale: max nodes and max fleet."
@@ -1212,14 +1235,28 @@ def _diff(args: argparse.Namespace) -> CostDiffResult:
             )
     sides: list[list[Deployment]] = []
     for directory in args.diff:
-        envs = assembly.load(directory)
+        envs = _diff_side(directory)
         if args.env is not None and args.env not in envs:
             sides.append([])  # added or removed by the change
         else:
             sides.append(selected(envs, args) if args.path is None or _holds(envs, args.path) else [])
     if args.env is not None and not any(sides):
         raise NeuronConfigError("--env", args.env, "in neither assembly")
-    return diff(sides[0], sides[1])
+    if args.path is not None and not any(sides):
+        raise NeuronConfigError("--path", args.path, "in neither assembly")
+    # --env or --path names the one environment to compare, also when only one assembly has it.
+    named = args.env if args.path is None else (sides[0] or sides[1])[0].name
+    return diff(sides[0], sides[1], named=named)
+
+
+def _diff_side(directory: str) -> dict[str, Deployment]:
+    """One assembly of ``--diff``; its errors name ``--diff``, the option the folder came from."""
+    try:
+        return assembly.load(directory)
+    except NeuronConfigError as error:
+        if error.field != "--app":
+            raise
+        raise NeuronConfigError("--diff", error.value, error.fix) from None
 
 
 def _holds(envs: dict[str, Deployment], path: str) -> bool:

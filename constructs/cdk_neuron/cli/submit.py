@@ -42,6 +42,7 @@ from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER, encode_training_command
+from cdk_neuron.validation import pinned_image
 
 # The fields of a job definition that RegisterJobDefinition accepts back for a multi-node job.
 _REGISTER_FIELDS = (
@@ -335,8 +336,9 @@ def submit(
         raise NeuronConfigError(
             "--name", name, "1-128 letters, digits, '-' and '_', starting with a letter or digit"
         )
-    if image is not None and (not image or any(c.isspace() for c in image)):
-        raise NeuronConfigError("--image", image, "give an image URI such as <registry>/<repository>:<tag>")
+    if image is not None:
+        # The same rule as the cluster's job_image and cdk.json (cdk_neuron.validation.pinned_image).
+        pinned_image("--image", image)
 
     stack, queue, definition_arn = job_arns(ctx, env, stack_name)
     assert definition_arn is not None

@@ -64,11 +64,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _only(templates: list[Path], region: str) -> int:
+    """The deploy rules on each template. A file that cannot be read is a usage error (1, like
+    cfn-lint's); one that is not a template (empty, no ``Resources`` object) is an error (2), never
+    "clean": nothing was checked."""
+    from cfnlint.decode import decode_str
+
     from cdk_neuron.deploy_rules import lint_template
 
     status = 0
     for path in templates:
-        for match in lint_template(path.read_text(), region=region):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as error:
+            print(f"python -m cdk_neuron.deploy_rules: {path}: cannot read it ({error})", file=sys.stderr)
+            status |= 1
+            continue
+        template, problems = decode_str(text)
+        if not problems and not (isinstance(template, dict) and isinstance(template.get("Resources"), dict)):
+            print(f"{path}: not a CloudFormation template (no Resources object): nothing was checked\n")
+            status |= 2
+            continue
+        for match in lint_template(text, region=region):
             print(f"{match.rule.id} {match.message}\n{path}:{match.linenumber}:{match.columnnumber}\n")
             status |= 2 if match.rule.id.startswith("E") else 4
     return status

@@ -19,6 +19,7 @@ from cdk_neuron.metrics.names import (
     CORE_UTILIZATION,
     DEVICE_MEMORY_UTILIZATION,
     ECC_UNCORRECTED,
+    PERIOD_SECONDS,
     NeuronMetric,
     Workload,
 )
@@ -38,12 +39,23 @@ NEURON_PERIOD = cdk.Duration.minutes(ALARM_PERIOD_MINUTES)
 SERVING_PERIOD = cdk.Duration.minutes(SERVING_PERIOD_MINUTES)
 
 
-class AlarmSet:
-    """Creates alarms under ``scope``, wires them to ``topic`` and remembers them by name."""
+def alarm_name(environment: str, name: str) -> str:
+    """The CloudWatch alarm name, the subject of every page: ``cdk-neuron-<environment>-<name>``."""
+    return f"cdk-neuron-{environment}-{name}"
 
-    def __init__(self, scope: Construct, topic: sns.ITopic) -> None:
+
+class AlarmSet:
+    """Creates alarms under ``scope``, wires them to ``topic`` and remembers them by name.
+
+    Each alarm is named :func:`alarm_name` (unique per account and Region, as the environment's
+    dashboard name is): the notification a page sends names it, so a generated id never stands
+    where a reader needs the alarm's meaning.
+    """
+
+    def __init__(self, scope: Construct, topic: sns.ITopic, *, environment: str) -> None:
         self._scope = scope
         self._action = cw_actions.SnsAction(topic)
+        self._environment = environment
         self.alarms: dict[str, cw.Alarm] = {}
 
     def add(
@@ -60,6 +72,7 @@ class AlarmSet:
         alarm = cw.Alarm(
             self._scope,
             name,
+            alarm_name=alarm_name(self._environment, name),
             metric=metric,
             threshold=threshold,
             comparison_operator=comparison,
@@ -78,6 +91,29 @@ def _periods(minutes: int, period_minutes: int) -> int:
     return minutes // period_minutes
 
 
+# Every node writes one datapoint per publish period into the workload series, so the series'
+# SampleCount over an alarm period counts nodes (metrics.names: PERIOD_SECONDS).
+SAMPLES_PER_NODE = ALARM_PERIOD_MINUTES * 60 // PERIOD_SECONDS
+
+
+def serving_idle_above_floor(
+    neuron_series: series.NeuronSeries, *, idle_percent: float, min_capacity: int
+) -> cw.MathExpression:
+    """Instances above ``min_capacity`` while the fleet's NeuronCores are idle: 0 when busy or at the
+    minimum (CloudWatch metric math IF, "Using math expressions with CloudWatch metrics", Amazon
+    CloudWatch User Guide, https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+    using-metric-math.html, read 2026-12-01)."""
+    return cw.MathExpression(
+        expression=f"IF(util < {idle_percent:g}, samples / {SAMPLES_PER_NODE} - {min_capacity}, 0)",
+        using_metrics={
+            "util": neuron_series(CORE_UTILIZATION, NEURON_PERIOD, None),
+            "samples": neuron_series(CORE_UTILIZATION, NEURON_PERIOD, "SampleCount"),
+        },
+        label=f"idle instances above min_capacity {min_capacity}",
+        period=NEURON_PERIOD,
+    )
+
+
 def add_neuron_alarms(
     alarms: AlarmSet,
     *,
@@ -85,29 +121,46 @@ def add_neuron_alarms(
     workload: Workload,
     neuron_series: series.NeuronSeries,
     thresholds: MonitoringThresholds,
+    min_capacity: int = 0,
 ) -> None:
     """Idle, device memory and uncorrected ECC for a workload; saturation for serving only
-    (a training job is supposed to keep its cores busy)."""
+    (a training job is supposed to keep its cores busy). ``min_capacity``: the serving fleet's, whose
+    idle instances never page (a fleet keeps them on purpose)."""
     title = workload.capitalize()
 
     def metric(m: NeuronMetric) -> cw.IMetric:
         return neuron_series(m, NEURON_PERIOD, None)
 
-    idle_minutes = (
-        thresholds.training_idle_minutes if workload == "training" else thresholds.serving_idle_minutes
-    )
-    alarms.add(
-        f"{title}CoresIdle",
-        metric=metric(CORE_UTILIZATION),
-        threshold=thresholds.idle_percent,
-        comparison=LT,
-        periods=_periods(idle_minutes, ALARM_PERIOD_MINUTES),
-        description=(
-            f"{environment} {workload}: NeuronCores below {thresholds.idle_percent:g} % on average for "
-            f"{idle_minutes} min while instances run: paying for idle accelerators. Check for a hung or "
-            "finished job, or capacity left running."
-        ),
-    )
+    if workload == "training":
+        alarms.add(
+            "TrainingCoresIdle",
+            metric=metric(CORE_UTILIZATION),
+            threshold=thresholds.idle_percent,
+            comparison=LT,
+            periods=_periods(thresholds.training_idle_minutes, ALARM_PERIOD_MINUTES),
+            description=(
+                f"{environment} training: NeuronCores below {thresholds.idle_percent:g} % on average for "
+                f"{thresholds.training_idle_minutes} min while instances run: paying for idle accelerators. "
+                "Check for a hung or finished job, or capacity left running."
+            ),
+        )
+    else:
+        alarms.add(
+            "ServingCoresIdle",
+            metric=serving_idle_above_floor(
+                neuron_series, idle_percent=thresholds.idle_percent, min_capacity=min_capacity
+            ),
+            # Half an instance: a publisher's datapoint landing in the next period is not an instance.
+            threshold=0.5,
+            comparison=GT,
+            periods=_periods(thresholds.serving_idle_minutes, ALARM_PERIOD_MINUTES),
+            description=(
+                f"{environment} serving: NeuronCores below {thresholds.idle_percent:g} % on average for "
+                f"{thresholds.serving_idle_minutes} min with more instances than min_capacity {min_capacity}: "
+                "paying for idle accelerators scale-in should have stopped. Check the scaling policy and "
+                "max/min capacity."
+            ),
+        )
     if workload == "serving":
         alarms.add(
             f"{title}CoresSaturated",

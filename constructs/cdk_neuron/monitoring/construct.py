@@ -110,7 +110,7 @@ class NeuronMonitoring(Construct):
         self.topic: sns.Topic = alarm_topic(
             self, "Topic", environment=environment, key=self.key, alarm_email=alarm_email
         )
-        self._alarms = alarm_rules.AlarmSet(self, self.topic)
+        self._alarms = alarm_rules.AlarmSet(self, self.topic, environment=environment)
         self.rules: dict[str, events.Rule] = {}
         self.job_state_log: event_rules.BatchJobStateLog | None = None
 
@@ -163,6 +163,7 @@ class NeuronMonitoring(Construct):
                 workload=workload,
                 neuron_series=neuron_series,
                 thresholds=thresholds,
+                min_capacity=fleet.min_capacity if isinstance(fleet, Ec2FleetMetrics) else 0,
             )
 
         self.dashboard: cw.Dashboard = build_dashboard(

@@ -32,11 +32,13 @@ class MonitoringThresholds:
     """How long saturation must last before paging. 15 minutes."""
     idle_percent: float = 5.0
     """NeuronCore utilization (workload average) below this while instances run burns money. 5 %."""
-    training_idle_minutes: int = 30
-    """Training nodes idle this long (a hung job, a finished job whose nodes linger). 30 minutes."""
+    training_idle_minutes: int = 60
+    """Training nodes idle this long (a hung job, a finished job whose nodes linger). 60 minutes:
+    NeuronCores read idle while a job compiles on the CPUs, and a first compile takes about 25
+    minutes (a 16-node Llama-3 70B job, README "Compilation takes forever"), longer for larger graphs."""
     serving_idle_minutes: int = 240
-    """Serving nodes idle this long. 4 hours, so a quiet night at minimum capacity is not a page but
-    a fleet left at high capacity is."""
+    """Serving instances above the fleet's ``min_capacity`` idle this long: scale-in is not happening.
+    The instances a fleet keeps at its minimum never page, however quiet the night. 4 hours."""
     device_memory_percent: float = 90.0
     """Device memory (HBM) of the fullest node above this. 90 %."""
     device_memory_minutes: int = 15

@@ -97,6 +97,11 @@ class IEc2InferenceFleet(IInferenceFleet, Protocol):
         ...
 
     @property
+    def min_capacity(self) -> int:
+        """The fewest instances the fleet scales to: monitoring pages for idle instances above it."""
+        ...
+
+    @property
     def log_group(self) -> logs.ILogGroup | None:
         """The replicas' CloudWatch Logs group (a stream per instance and replica), or None when an
         import was not given its name."""
@@ -137,6 +142,8 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
     """The target group's ``TargetGroup`` dimension (``targetgroup/<name>/<id>``)."""
     node_metrics: NodeMetrics | None
     """Where the instances publish Neuron metrics, or None when they publish none."""
+    min_capacity: int
+    """The fewest instances the fleet scales to: monitoring pages for idle instances above it."""
     log_group: logs.ILogGroup | None
     """The replicas' CloudWatch Logs group: every model server's output, one stream per instance and
     replica (``<instance-id>/replica-<n>``), kept after Auto Scaling replaces the instance. None on an
@@ -576,6 +583,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         instance_role_arn: str | None = None,
         node_metrics: NodeMetrics | None = None,
         log_group_name: str | None = None,
+        min_capacity: int = 0,
     ) -> IEc2InferenceFleet:
         """An EC2 fleet defined elsewhere (another stack or app), for its metrics and connections.
 
@@ -601,6 +609,8 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             Default: None (those methods refuse).
         :param log_group_name: the fleet's replica log group (``log_group.log_group_name``), e.g. to
             add metric filters or grant reading it. Default: None - ``log_group`` is None.
+        :param min_capacity: the fleet's ``min_capacity``: ``NeuronMonitoring`` pages for idle
+            instances above it only. Default: 0 (every instance left idle pages).
         """
         return _ImportedEc2InferenceFleet(
             scope,
@@ -613,6 +623,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             instance_role_arn=instance_role_arn,
             node_metrics=node_metrics,
             log_group_name=log_group_name,
+            min_capacity=min_capacity,
         )
 
     def add_user_data(self, *commands: str) -> None:
@@ -643,6 +654,7 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
         instance_role_arn: str | None,
         node_metrics: NodeMetrics | None,
         log_group_name: str | None,
+        min_capacity: int,
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -665,6 +677,7 @@ class _ImportedEc2InferenceFleet(Ec2FleetMetrics):
                 "security_group_id", security_group_id, SECURITY_GROUP_ID, "a security group id, sg-..."
             )
             whole_number("port", port, maximum=65535)
+            self.min_capacity = whole_number("min_capacity", min_capacity, minimum=0)
             if instance_role_arn is not None:
                 attribute("instance_role_arn", instance_role_arn, IAM_ROLE_ARN, "an IAM role ARN")
             if log_group_name is not None:

@@ -108,6 +108,8 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
     :ivar availability_zones: the AZ names the fleet runs in (those of the subnets that offer the type).
     :ivar kms_key: the key of the instance or model volumes.
     :ivar target_concurrency: the concurrency target scaling tracks.
+    :ivar min_capacity: the fewest instances the fleet scales to.
+    :ivar max_capacity: the most instances the fleet scales to.
     """
 
     _MIN_CAPACITY: ClassVar[int]
@@ -122,6 +124,8 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
         self.availability_zones: tuple[str, ...]
         self.kms_key: kms.IKey
         self.target_concurrency: float
+        self.min_capacity: int
+        self.max_capacity: int
 
     # -- the interface -----------------------------------------------------------------------------
 
@@ -260,6 +264,8 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
             removal_policy=removal_policy,
         )
         self.target_concurrency = shared.target_concurrency
+        self.min_capacity = shared.min_capacity
+        self.max_capacity = shared.max_capacity
 
     def _annotate(self, shared: SharedProps, *, model_location: str, hub_model_note: str = "") -> None:
         """The synth warnings both backends give: engine status, Hub downloads, served names, AZs."""

@@ -12,9 +12,10 @@ refused here, before anything is synthesized.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import BYTES_PER_DTYPE, ServingPlan, host_memory_override_reason, size_model
 from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI, parameter_count
 
@@ -126,30 +127,40 @@ class ModelSpec:
     host_memory_override: str | None = None
 
     def __post_init__(self) -> None:
+        """Every field is checked, and every bad one reported at once (``NeuronConfigErrors``)."""
+        found = ErrorCollector()
         if self.model_id is None and self.artifact_uri is None:
-            raise NeuronConfigError(
-                "model_id",
-                None,
-                "give model_id (a Hugging Face Hub id), artifact_uri (s3://bucket/prefix of precompiled "
-                "Neuron artifacts), or both",
+            found.add(
+                NeuronConfigError(
+                    "model_id",
+                    None,
+                    "give model_id (a Hugging Face Hub id), artifact_uri (s3://bucket/prefix of precompiled "
+                    "Neuron artifacts), or both",
+                )
             )
         if self.model_id is not None and (
             not isinstance(self.model_id, str) or not HF_MODEL_ID.match(self.model_id)
         ):
-            raise NeuronConfigError(
-                "model_id", self.model_id, 'use a Hugging Face Hub id such as "org/model-name"'
+            found.add(
+                NeuronConfigError(
+                    "model_id", self.model_id, 'use a Hugging Face Hub id such as "org/model-name"'
+                )
             )
         if self.artifact_uri is not None:
-            parse_s3_uri(self.artifact_uri)
+            found.run(lambda: parse_s3_uri(self.artifact_uri or ""))
         # One rule for parameter counts everywhere (size_model, the checkpoint advisor, cdk.json): a
         # whole number, also when written 8e9.
-        object.__setattr__(self, "parameters", parameter_count("parameters", self.parameters))
+        parameters = found.run(lambda: parameter_count("parameters", self.parameters))
+        if parameters is not None:
+            object.__setattr__(self, "parameters", parameters)
         if not isinstance(self.dtype, str) or self.dtype.lower() not in BYTES_PER_DTYPE:
-            raise NeuronConfigError("dtype", self.dtype, f"use one of {', '.join(sorted(BYTES_PER_DTYPE))}")
+            found.add(
+                NeuronConfigError("dtype", self.dtype, f"use one of {', '.join(sorted(BYTES_PER_DTYPE))}")
+            )
         for field in ("sequence_length", "batch_size"):
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise NeuronConfigError(field, value, "must be a whole number >= 1")
+                found.add(NeuronConfigError(field, value, "must be a whole number >= 1"))
         for field in (
             "tensor_parallel",
             "compiled_batch_size",
@@ -160,10 +171,10 @@ class ModelSpec:
             "kv_heads",
             "hidden_size",
         ):
-            _optional_positive(field, getattr(self, field))
-        object.__setattr__(
-            self, "host_memory_override", host_memory_override_reason(self.host_memory_override)
-        )
+            found.run(functools.partial(_optional_positive, field, getattr(self, field)))
+        reason = found.run(functools.partial(host_memory_override_reason, self.host_memory_override))
+        found.raise_if_any()
+        object.__setattr__(self, "host_memory_override", reason)
         self._check_static_shape()
 
     def _check_static_shape(self) -> None:

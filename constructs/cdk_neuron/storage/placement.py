@@ -18,6 +18,13 @@ _PIN_AZS = (
 )
 
 
+# aws-cdk-lib's Stack.availabilityZones answers "dummy1a", "dummy1b", ... while the availability-zones
+# context of an env-specific stack is missing, and reports the context missing; the CDK CLI then looks
+# it up and runs the app again, and refuses to deploy while it cannot ("Context", AWS CDK v2 Developer
+# Guide, https://docs.aws.amazon.com/cdk/v2/guide/context.html, read 2026-12-01).
+PLACEHOLDER_AZ_PREFIX = "dummy"
+
+
 @dataclass(frozen=True)
 class MountPlacement:
     """Mount-target subnets and, for One Zone, the file system's AZ name."""
@@ -48,6 +55,12 @@ def resolve_placement(
     token or CDK's placeholder "dummy1a"), or CloudFormation creates the file system in the wrong
     AZ or fails. With ``explicit_zone`` the caller supplies the name itself (an AZ-ID-pinned VPC),
     so the subnets' zone label only has to be a single, consistent one.
+
+    CDK's placeholder (``dummy1a``) is not refused: the stack has reported its AZ context missing, and
+    the CDK CLI looks it up and runs the app again with the real names, but only if this run completes
+    (a refusal here, or an error annotation, which apps with the recommended
+    ``@aws-cdk/core:annotationsInValidationReport`` flag turn into a failed synthesis, would stop the
+    lookup). A token (an env-agnostic stack) never becomes a name, and is refused.
     """
     selected = select_subnets(vpc, selection)
     subnets = tuple(selected.subnets)
@@ -76,10 +89,16 @@ def resolve_placement(
             "one_zone=True needs subnets in exactly one AZ: the training cluster's AZ",
         )
     zone = distinct[0]
-    if cdk.Token.is_unresolved(zone) or zone.startswith("dummy"):
+    if cdk.Token.is_unresolved(zone):
         raise NeuronConfigError("vpc_subnets.availability_zone", zone, _PIN_AZS)
+    awaiting_lookup = zone.startswith(PLACEHOLDER_AZ_PREFIX)  # see PLACEHOLDER_AZ_PREFIX
     region = scope.region
-    if not explicit_zone and not cdk.Token.is_unresolved(region) and not zone.startswith(region):
+    if (
+        not explicit_zone
+        and not awaiting_lookup
+        and not cdk.Token.is_unresolved(region)
+        and not zone.startswith(region)
+    ):
         raise NeuronConfigError(
             "vpc_subnets.availability_zone", zone, f"is not an AZ of the stack's Region {region}"
         )

@@ -197,14 +197,21 @@ def availability_zone_id(instance: NeuronInstance, az_id: object, stack: cdk.Sta
         )
     status = offering_status(instance, az_id)
     if status == "not-offered":
-        offered = offered_az_ids(instance, region) if region else ()
-        where = (
-            f"in {region} it is offered in {one_of(offered)}" if offered else f"it is not offered in {region}"
+        # The AZ table names only the AZ IDs that offer some type; the stack says where it deploys.
+        region = (
+            region if region is not None else None if cdk.Token.is_unresolved(stack.region) else stack.region
         )
+        offered = offered_az_ids(instance, region) if region else ()
+        if offered:
+            where = f"; in {region} it is offered in {one_of(offered)}"
+        elif region:
+            where = f"; it is not offered anywhere in {region}"
+        else:
+            where = ""
         raise NeuronConfigError(
             "availability_zone_id",
             az_id,
-            f"{instance.name} is not offered in {az_id}; {where} (offerings snapshot)",
+            f"{instance.name} is not offered in {az_id}{where} (offerings snapshot)",
         )
     if status == "unknown":
         return (

@@ -18,12 +18,12 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc deploy-rules lint-templates construct-docs cli-docs timeouts-doc contracts-doc bench mutate scan clean
+.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc change-matrix-doc deploy-rules lint-templates construct-docs cli-docs timeouts-doc contracts-doc bench mutate scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
 	@echo "make diff ENV=dev    what a deploy of one environment would change (cdk diff of its stacks)"
-	@echo "make deploy ENV=dev  deploy one environment's stacks (its account's credentials)"
+	@echo "make deploy ENV=dev  show what the deploy will do (cdk-neuron impact), then deploy one environment's stacks"
 	@echo "make test    set up, then ruff, mypy and pytest"
 	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
 	@echo "make mutate  mutation testing of the pure core (about 12 min on 2 cores); summary in docs/mutation-testing.md"
@@ -33,6 +33,7 @@ help:
 	@echo "make acknowledgments  regenerate the cdk-nag audit trail in docs/acknowledgments.md"
 	@echo "make deploy-rules  synthesize, then run cfn-lint plus the project's deploy rules on every template"
 	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
+	@echo "make change-matrix-doc  regenerate the change-matrix table in docs/lifecycle.md"
 	@echo "make construct-docs  regenerate the API tables in each construct package's README"
 	@echo "make cli-docs  regenerate the preflight checks table in docs/cli.md"
 	@echo "make timeouts-doc  regenerate the timeout and keep-alive tables in docs/timeouts-and-keep-alives.md"
@@ -68,9 +69,17 @@ diff: setup
 	$(ENV_REQUIRED)
 	cdk diff -c env=$(ENV) '$(ENV)/*' --no-notices
 
+# Synthesize once, show what the deploy will do against the deployed templates (replaced, what
+# restarts, data at risk, updates a service refuses; docs/lifecycle.md), then deploy exactly the
+# assembly shown. Data at risk, a refused update or a blocked retry stops here: read the impact, then
+# ACCEPT_RISK=1 to go on. A stack whose first create rolled back is unblocked (--unblock) on the way.
+DEPLOY_ASSEMBLY = build/deploy-$(ENV)
 deploy: setup
 	$(ENV_REQUIRED)
-	cdk deploy -c env=$(ENV) '$(ENV)/*' --no-notices
+	rm -rf $(DEPLOY_ASSEMBLY)
+	cdk synth -c env=$(ENV) '$(ENV)/*' --quiet --no-notices --output $(DEPLOY_ASSEMBLY)
+	cdk-neuron impact --deployed --app $(DEPLOY_ASSEMBLY) --env $(ENV) --unblock $(if $(ACCEPT_RISK),,--fail-on-risk)
+	cdk deploy --app $(DEPLOY_ASSEMBLY) '$(ENV)/*' --no-notices
 
 lint: setup
 	ruff check .
@@ -136,6 +145,10 @@ deploy-rules: synth
 # Regenerate the deploy-rules reference in docs/deploy-rules.md from the rules' metadata.
 deploy-rules-doc: setup
 	python -m tools.deploy_rules_doc --write
+
+# Regenerate the change-matrix table in docs/lifecycle.md (what each common cdk.json change does).
+change-matrix-doc: setup
+	python -m tools.change_matrix --write
 
 # Regenerate the API tables of each construct package's README (constructs/cdk_neuron/*/README.md)
 # from the constructs' docstrings.

@@ -1332,6 +1332,7 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             token_secret=serving.hugging_face_token_secret,
         ),
         storage=StorageDeployment(one_zone=env.storage.one_zone),
+        ami_release=env.ami_release,
         network=NetworkDeployment(
             nat_gateways=env.network.nat_gateways,
             nat_instance_type=env.network.nat_instance_type,

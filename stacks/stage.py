@@ -5,6 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
+from cdk_neuron.lifecycle.stacks import follow_replacements
 from stacks.config import EnvironmentConfig
 from stacks.monitoring_stack import MonitoringStack
 from stacks.network_stack import NetworkStack
@@ -68,6 +69,9 @@ class EnvironmentStage(cdk.Stage):
             cdk.Tags.of(self).add(key, value)
         for stack in self.stacks:
             stack.annotate_cdk_providers()
+        # Monitoring reads the checkpoint file system, the fleet and the job queue across stacks:
+        # when one of them is replaced, the output it reads is renamed, so its deploy follows.
+        follow_replacements(self)
 
     @property
     def stacks(self) -> list[PinnedAzStack]:

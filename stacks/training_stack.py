@@ -11,6 +11,7 @@ from cdk_neuron import ami
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import (
+    DEFAULT_SECURITY_GROUP_WARNING_ID,
     AutoScalingTrainingCluster,
     BatchTrainingCluster,
     TrainingClusterBase,
@@ -19,6 +20,15 @@ from stacks.config import EnvironmentConfig
 from stacks.network_stack import NetworkStack
 from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.scan_skips import skip_checkov
+
+# docs/lifecycle.md, "The VPC default security group".
+DEFAULT_SECURITY_GROUP_REASON = (
+    "AWS Batch gives EFA multi-node containers the VPC's default group (the compute environment may name none "
+    "when its launch template carries the EFA interfaces); the rules are TCP within the group, HTTPS out and NFS "
+    "to the checkpoint file system, never all protocols and never ingress from outside the group. Nothing in "
+    "these stacks launches without its own group (tests/test_lifecycle_gate.py); Security Hub EC2.2 for this "
+    "VPC is suppressed with this reason."
+)
 
 
 class TrainingStack(PinnedAzStack):
@@ -73,6 +83,13 @@ class TrainingStack(PinnedAzStack):
         if training.engine == "batch":
             assert training.job_image is not None  # the configuration requires it with the batch engine
             self.cluster = BatchTrainingCluster(self, "Cluster", job_image=training.job_image, **nodes)
+            if self.cluster.task_security_group is not self.cluster.security_group:
+                cdk.Validations.of(self.cluster).acknowledge(
+                    cdk.Acknowledgment(
+                        id=f"Annotation::{DEFAULT_SECURITY_GROUP_WARNING_ID}",
+                        reason=DEFAULT_SECURITY_GROUP_REASON,
+                    )
+                )
         else:
             self.cluster = AutoScalingTrainingCluster(self, "Cluster", **nodes)
 

@@ -176,7 +176,7 @@ def test_a_broken_cdk_json_prints_one_line_per_error_and_no_traceback(
     ]
 
 
-def test_make_diff_and_deploy_select_one_environment_and_every_stack_in_it() -> None:
+def test_make_diff_and_deploy_select_one_environment_and_deploy_shows_its_impact_first() -> None:
     import subprocess
 
     from cdk_support import REPO_ROOT
@@ -187,7 +187,16 @@ def test_make_diff_and_deploy_select_one_environment_and_every_stack_in_it() -> 
         )
 
     assert "cdk diff -c env=dev 'dev/*'" in dry_run("diff", "ENV=dev").stdout
-    assert "cdk deploy -c env=prod 'prod/*'" in dry_run("deploy", "ENV=prod").stdout
+    deploy = dry_run("deploy", "ENV=prod").stdout.splitlines()
+    synth = deploy.index("cdk synth -c env=prod 'prod/*' --quiet --no-notices --output build/deploy-prod")
+    # What the deploy will do comes first, from the very assembly that is then deployed, and risk stops it.
+    shown = deploy.index(
+        "cdk-neuron impact --deployed --app build/deploy-prod --env prod --unblock --fail-on-risk"
+    )
+    deployed = deploy.index("cdk deploy --app build/deploy-prod 'prod/*' --no-notices")
+    assert synth < shown < deployed
+    accepted = dry_run("deploy", "ENV=prod", "ACCEPT_RISK=1").stdout
+    assert "--fail-on-risk" not in accepted and "cdk deploy --app build/deploy-prod" in accepted
     missing = dry_run("diff")
     assert missing.returncode != 0
     assert "give the environment: make diff ENV=<name>" in missing.stderr

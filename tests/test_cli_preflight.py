@@ -4,6 +4,7 @@ not implemented for these codes) and `describe_capacity_reservations` (not imple
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -17,7 +18,7 @@ from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ssm.models import ssm_backends
 
-from cdk_neuron import catalog
+from cdk_neuron import ami, catalog
 from cdk_neuron.cli import preflight
 from cdk_neuron.cli.aws import REJECTED_CREDENTIALS
 from cdk_neuron.cli.main import main
@@ -132,9 +133,18 @@ SERVICE_LINKED_ROLES = {
 }
 
 
+# The pinned Neuron AMI release the nodes boot (moto knows only the "recommended" one).
+PINNED_AMI = ami.release_parameter()
+
+
 def seed_deploy_prerequisites(clients: dict[str, Any]) -> None:
-    """A bootstrapped account (version 21), the images, and every service-linked role."""
+    """A bootstrapped account (version 21), the pinned AMI release, the images, and every service-linked role."""
     clients["ssm"].put_parameter(Name=BOOTSTRAP_PARAMETER, Value="21", Type="String")
+    # AWS's own parameters are reserved names, which PutParameter refuses: copy moto's "recommended".
+    parameters = ssm_backends[DEFAULT_ACCOUNT_ID][clients["ssm"].meta.region_name]._parameters
+    pinned = copy.copy(parameters[catalog.ECS_NEURON_AMI_PARAMETER][-1])
+    pinned.name = PINNED_AMI
+    parameters[PINNED_AMI] = [pinned]
     toolkit = {
         "Resources": {
             "Marker": {
@@ -191,9 +201,9 @@ def moto_clients() -> Iterator[dict[str, Any]]:
 @pytest.fixture
 def without_ami_parameter(moto_clients: dict[str, Any]) -> Iterator[None]:
     parameters = ssm_backends[DEFAULT_ACCOUNT_ID][REGION]._parameters
-    saved = parameters.pop(catalog.ECS_NEURON_AMI_PARAMETER)
+    saved = parameters.pop(PINNED_AMI)
     yield
-    parameters[catalog.ECS_NEURON_AMI_PARAMETER] = saved
+    parameters[PINNED_AMI] = saved
 
 
 class Routed:
@@ -338,8 +348,8 @@ def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "512 vCPUs >= 512 needed" in trn_row["detail"]
     amis = {c["subject"]: c for c in rows(doc, "AMI parameter")}
     # Training and EC2 serving boot the same ECS-optimized Neuron AMI: one row names both.
-    assert list(amis) == [catalog.ECS_NEURON_AMI_PARAMETER]
-    assert amis[catalog.ECS_NEURON_AMI_PARAMETER]["detail"].startswith("training and serving: ami-")
+    assert list(amis) == [PINNED_AMI]
+    assert amis[PINNED_AMI]["detail"].startswith("training and serving: ami-")
     assert rows(doc, "capacity")[0]["status"] == "INFO"  # on-demand: nothing to verify, said so
     artifacts = {
         c["check"]: c["detail"] for c in doc["checks"] if c["subject"] == "s3://models-bucket/llama3-8b/"
@@ -722,7 +732,7 @@ def test_missing_ami_parameter_fails(
             capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
         )
     assert code == 1
-    assert only_failures(doc) == [("AMI parameter", catalog.ECS_NEURON_AMI_PARAMETER)]
+    assert only_failures(doc) == [("AMI parameter", PINNED_AMI)]
     assert (
         "training and serving: parameter not found in us-east-1"
         in next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
@@ -774,7 +784,7 @@ def test_sagemaker_endpoint_quota_is_found_by_name(
     assert sagemaker["status"] == status
     assert code == (1 if status == "FAIL" else 0)
     # The SageMaker backend boots no EC2 serving instance: no serving AMI and no EC2 offering to check.
-    assert [c["subject"] for c in rows(doc, "AMI parameter")] == [catalog.ECS_NEURON_AMI_PARAMETER]
+    assert [c["subject"] for c in rows(doc, "AMI parameter")] == [PINNED_AMI]
     assert any(c["subject"] == "ml.inf2.xlarge" and c["status"] == "INFO" for c in rows(doc, "offering"))
 
 

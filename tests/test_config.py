@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron import planner
+from cdk_neuron import ami, planner
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
@@ -212,6 +212,7 @@ def test_minimal_environment_gets_documented_defaults() -> None:
     assert (model.dtype, model.sequence_length, model.batch_size) == ("bf16", 4096, 1)
     assert env.monitoring.alarm_email is None
     assert env.training_az_id == "use1-az6"
+    assert env.ami_release == ami.RELEASE
 
 
 CERTIFICATE = "arn:aws:acm:us-east-1:111111111111:certificate/0a1b2c3d-1111-2222-3333-444455556666"

@@ -1,14 +1,10 @@
-"""The backup-vault emptier and the fleet capacity reader, against botocore's Stubber.
+"""The backup-vault emptier, against botocore's Stubber.
 
 CloudFormation's response URL is captured; nothing leaves the machine.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import io
-import json
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
@@ -16,52 +12,23 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from handler_support import event as _event
+from handler_support import load_handler
 
-from cdk_neuron._custom_resource import HANDLERS_DIR
 from cdk_support import use_fake_aws_credentials
 
 VAULT = "devTrainingCheckpointsBackupVault6190D61E"
 
 
-def _load(name: str, monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]) -> ModuleType:
-    monkeypatch.syspath_prepend(str(HANDLERS_DIR))
-    spec = importlib.util.spec_from_file_location(f"cr_{name}", HANDLERS_DIR / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = saved
-
-    class _Response(io.BytesIO):
-        def __enter__(self) -> _Response:
-            return self
-
-        def __exit__(self, *_: object) -> None:
-            self.close()
-
-    def urlopen(request: Any, timeout: float) -> _Response:
-        assert request.get_method() == "PUT" and request.full_url == "https://cloudformation.example/response"
-        responses.append(json.loads(request.data))
-        return _Response(b"")
-
-    monkeypatch.setattr(module.cfn_response.urllib.request, "urlopen", urlopen)
-    return module
-
-
-def _event(kind: str, properties: dict[str, Any], physical_id: str | None = None) -> dict[str, Any]:
-    event = {
-        "RequestType": kind,
-        "ResponseURL": "https://cloudformation.example/response",
-        "StackId": "arn:aws:cloudformation:us-east-1:111111111111:stack/dev-Training/x",
-        "RequestId": "req-1",
-        "LogicalResourceId": "Resource",
-        "ResourceProperties": properties,
-    }
-    if physical_id is not None:
-        event["PhysicalResourceId"] = physical_id
-    return event
+def _stubbed(
+    handler: str, service: str, monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
+) -> Iterator[tuple[ModuleType, Any, Stubber]]:
+    """The handler, and a Stubber on the client of ``service`` it is given."""
+    module = load_handler(handler, monkeypatch, responses)
+    client = boto3.client(service, region_name="us-east-1")
+    with Stubber(client) as stub:
+        yield module, client, stub
+        stub.assert_no_pending_responses()
 
 
 @pytest.fixture
@@ -87,11 +54,7 @@ def _list(stub: Stubber, points: list[dict[str, Any]]) -> None:
 def emptier(
     monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
 ) -> Iterator[tuple[ModuleType, Any, Stubber]]:
-    module = _load("vault_emptier", monkeypatch, responses)
-    client = boto3.client("backup", region_name="us-east-1")
-    with Stubber(client) as stub:
-        yield module, client, stub
-        stub.assert_no_pending_responses()
+    yield from _stubbed("vault_emptier", "backup", monkeypatch, responses)
 
 
 def test_delete_empties_the_vault_and_waits_until_none_is_left(
@@ -146,79 +109,3 @@ def test_an_api_error_fails_the_delete_with_its_message(
     (response,) = responses
     assert response["Status"] == "FAILED"
     assert response["Reason"].startswith("ClientError: An error occurred (AccessDeniedException)")
-
-
-# -- the fleet capacity reader ------------------------------------------------------------------------
-
-
-def _group(desired: int, status: str | None = None) -> dict[str, Any]:
-    group: dict[str, Any] = {
-        "AutoScalingGroupName": f"g{desired}",
-        "MinSize": 2,
-        "MaxSize": 8,
-        "DesiredCapacity": desired,
-        "DefaultCooldown": 300,
-        "AvailabilityZones": ["us-east-1a"],
-        "HealthCheckType": "ELB",
-        "CreatedTime": "2026-12-01T00:00:00Z",
-    }
-    if status is not None:
-        group["Status"] = status
-    return group
-
-
-CAPACITY = {"TagKey": "cdk-neuron:fleet", "TagValue": "c8fae96d", "MinSize": "2", "MaxSize": "8"}
-
-
-@pytest.fixture
-def capacity(
-    monkeypatch: pytest.MonkeyPatch, responses: list[dict[str, Any]]
-) -> Iterator[tuple[ModuleType, Any, Stubber]]:
-    module = _load("fleet_capacity", monkeypatch, responses)
-    client = boto3.client("autoscaling", region_name="us-east-1")
-    with Stubber(client) as stub:
-        yield module, client, stub
-        stub.assert_no_pending_responses()
-
-
-def _groups(stub: Stubber, groups: list[dict[str, Any]]) -> None:
-    stub.add_response(
-        "describe_auto_scaling_groups",
-        {"AutoScalingGroups": groups},
-        {"Filters": [{"Name": "tag:cdk-neuron:fleet", "Values": ["c8fae96d"]}]},
-    )
-
-
-@pytest.mark.parametrize(
-    ("groups", "expected"),
-    [
-        ([], "2"),  # the first deployment: no group yet, the minimum
-        ([_group(8)], "8"),  # a fleet auto scaling grew to 8 keeps 8 through the swap
-        ([_group(5), _group(7)], "7"),  # a replacement in progress: the larger
-        ([_group(8, "Delete in progress"), _group(3)], "3"),  # a group being deleted does not count
-        ([_group(0)], "2"),  # clamped to MinSize
-    ],
-)
-def test_a_new_group_starts_at_the_running_capacity(
-    capacity: tuple[ModuleType, Any, Stubber],
-    responses: list[dict[str, Any]],
-    groups: list[dict[str, Any]],
-    expected: str,
-) -> None:
-    module, client, stub = capacity
-    _groups(stub, groups)
-    module.handler(_event("Update", CAPACITY, "capacity:c8fae96d"), None, autoscaling=client)
-    (response,) = responses
-    assert (response["Status"], response["PhysicalResourceId"], response["Data"]) == (
-        "SUCCESS",
-        "capacity:c8fae96d",
-        {"DesiredCapacity": expected},
-    )
-
-
-def test_the_capacity_reader_deletes_nothing(
-    capacity: tuple[ModuleType, Any, Stubber], responses: list[dict[str, Any]]
-) -> None:
-    module, client, _ = capacity
-    module.handler(_event("Delete", CAPACITY, "capacity:c8fae96d"), None, autoscaling=client)
-    assert [r["Status"] for r in responses] == ["SUCCESS"]

@@ -7,17 +7,14 @@ nothing leaves the machine.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import io
-import json
 import re
-import sys
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import boto3
 import pytest
+from handler_support import event, load_handler
 from moto import mock_aws
 
 from cdk_neuron._custom_resource import HANDLERS_DIR
@@ -60,55 +57,26 @@ def test_unpinned_or_unverifiable_releases_are_refused(version: str, sha256: Any
 def handler(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, list[dict[str, Any]]]]:
     """The handler module, with the download and the CloudFormation response captured."""
     use_fake_aws_credentials(monkeypatch, "us-east-1")
-    monkeypatch.syspath_prepend(str(HANDLERS_DIR))  # the handler imports cfn_response beside it
-    spec = importlib.util.spec_from_file_location("efa_mirror_handler", HANDLERS_DIR / "efa_mirror.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = saved
     responses: list[dict[str, Any]] = []
 
-    class _Response(io.BytesIO):
-        def __enter__(self) -> _Response:
-            return self
+    def download(url: str) -> bytes:
+        assert url == "https://efa-installer.amazonaws.com/aws-efa-installer-1.41.0.tar.gz"
+        return PAYLOAD
 
-        def __exit__(self, *_: object) -> None:
-            self.close()
-
-    def urlopen(request: Any, timeout: float) -> _Response:
-        if isinstance(request, str):  # the download
-            assert request == "https://efa-installer.amazonaws.com/aws-efa-installer-1.41.0.tar.gz"
-            return _Response(PAYLOAD)
-        assert request.get_method() == "PUT" and request.full_url == "https://cloudformation.example/response"
-        responses.append(json.loads(request.data))
-        return _Response(b"")
-
-    monkeypatch.setattr(module.urllib.request, "urlopen", urlopen)
+    module = load_handler("efa_mirror", monkeypatch, responses, download)
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="mirror")
         yield module, responses
 
 
 def _event(kind: str, sha256: str = DIGEST, physical_id: str | None = None) -> dict[str, Any]:
-    event = {
-        "RequestType": kind,
-        "ResponseURL": "https://cloudformation.example/response",
-        "StackId": "arn:aws:cloudformation:us-east-1:111111111111:stack/dev-Training/x",
-        "RequestId": "req-1",
-        "LogicalResourceId": "ClusterEfaInstallerCopy",
-        "ResourceProperties": {
-            "Url": "https://efa-installer.amazonaws.com/aws-efa-installer-1.41.0.tar.gz",
-            "Sha256": sha256,
-            "Bucket": "mirror",
-            "Key": "efa-installer/aws-efa-installer-1.41.0.tar.gz",
-        },
+    properties = {
+        "Url": "https://efa-installer.amazonaws.com/aws-efa-installer-1.41.0.tar.gz",
+        "Sha256": sha256,
+        "Bucket": "mirror",
+        "Key": "efa-installer/aws-efa-installer-1.41.0.tar.gz",
     }
-    if physical_id is not None:
-        event["PhysicalResourceId"] = physical_id
-    return event
+    return event(kind, properties, physical_id, logical_id="ClusterEfaInstallerCopy")
 
 
 def _object(key: str = "efa-installer/aws-efa-installer-1.41.0.tar.gz") -> bytes | None:
@@ -170,14 +138,11 @@ def test_the_function_code_is_a_real_file_of_the_package() -> None:
     assert sorted(p.name for p in HANDLERS_DIR.iterdir() if p.name != "__pycache__") == [
         "cfn_response.py",
         "efa_mirror.py",
-        "fleet_capacity.py",
         "vault_emptier.py",
     ]
 
 
-@pytest.mark.parametrize(
-    "name", ["cfn_response.py", "efa_mirror.py", "fleet_capacity.py", "vault_emptier.py"]
-)
+@pytest.mark.parametrize("name", ["cfn_response.py", "efa_mirror.py", "vault_emptier.py"])
 def test_handlers_need_only_the_lambda_runtime(name: str) -> None:
     import ast
 

@@ -96,6 +96,13 @@ def test_removed_resources_are_deleted_or_kept_by_their_deletion_policy() -> Non
     assert found["N"].change is Change.ADDED
 
 
+def test_removed_compute_says_what_stops() -> None:
+    group = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "2", "MinSize": "1"}}
+    found = _one(_template(G=group, T={"Type": "AWS::SNS::Topic"}), _template())
+    assert found["G"].restarts == "removed from the stack: every instance of the group stops"
+    assert found["T"].restarts is None
+
+
 def test_a_type_change_replaces() -> None:
     found = _one(_template(X={"Type": "AWS::SNS::Topic"}), _template(X={"Type": "AWS::SQS::Queue"}))
     assert (found["X"].change, found["X"].reasons) == (Change.REPLACED, ("type changes to AWS::SQS::Queue",))
@@ -222,6 +229,29 @@ def test_a_rolling_update_updates_the_group_in_batches() -> None:
     resized = json.loads(json.dumps(before))
     resized["Resources"]["G"]["Properties"]["MaxSize"] = "9"
     assert _one(before, resized)["G"].restarts is None
+
+
+@pytest.mark.parametrize(
+    ("preferences", "expected"),
+    [
+        ({}, "keeping 90% to 100% of the desired capacity healthy, terminating before launching"),
+        ({"MinHealthyPercentage": 100, "MaxHealthyPercentage": 150}, "keeping 100% to 150% of the desired "
+         "capacity healthy, launching each replacement before terminating the instance it replaces"),
+    ],
+)  # fmt: skip
+def test_an_instance_refresh_keeps_the_group_and_its_capacity(
+    preferences: dict[str, int], expected: str
+) -> None:
+    policy = {"AutoScalingInstanceRefresh": {"Strategy": "Rolling", "Preferences": preferences}}
+    found = _one(
+        _template(Lt=_launch_template("ami-1"), G=_group(policy)),
+        _template(Lt=_launch_template("ami-2"), G=_group(policy)),
+    )
+    assert found["G"].change is Change.UPDATED
+    assert (
+        found["G"].restarts
+        == f"every instance, by an instance refresh {expected}; the group and its capacity stay"
+    )
 
 
 def _endpoint_stack(instance_type: str, config: str) -> dict[str, Any]:

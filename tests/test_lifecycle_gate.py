@@ -94,3 +94,129 @@ def test_nodes_boot_the_pinned_ami_release_and_only_the_nat_follows_new_releases
         else []
     )
     assert floating == {"Network": nat, "Training": [], "Serving": [], "Monitoring": []}
+
+
+# -- the VPC default security group (docs/lifecycle.md) ----------------------------------------------
+
+# Every resource type in the templates that puts a network interface into a subnet, and where it names
+# its security groups. A type with subnets that is missing here fails the test below: add it.
+_GROUPS: dict[str, tuple[str, ...]] = {
+    "AWS::EC2::Instance": ("SecurityGroupIds", "NetworkInterfaces"),
+    "AWS::EC2::LaunchTemplate": (
+        "LaunchTemplateData.SecurityGroupIds",
+        "LaunchTemplateData.NetworkInterfaces",
+    ),
+    "AWS::AutoScaling::AutoScalingGroup": ("LaunchTemplate",),
+    "AWS::Batch::ComputeEnvironment": (
+        "ComputeResources.SecurityGroupIds",
+        "ComputeResources.LaunchTemplate",
+    ),
+    "AWS::EFS::MountTarget": ("SecurityGroups",),
+    "AWS::ElasticLoadBalancingV2::LoadBalancer": ("SecurityGroups",),
+    "AWS::EC2::VPCEndpoint": ("SecurityGroupIds",),
+    "AWS::Lambda::Function": ("VpcConfig.SecurityGroupIds",),
+    "AWS::SageMaker::Model": ("VpcConfig.SecurityGroupIds",),
+}
+# Subnet-taking types that place no interface of their own (custom resources only pass values on).
+_NO_INTERFACE = {"AWS::EC2::SubnetRouteTableAssociation", "AWS::EC2::NatGateway", "AWS::EC2::Route",
+                 "AWS::EC2::RouteTable", "AWS::EC2::Subnet", "AWS::EC2::FlowLog"}  # fmt: skip
+_SUBNET_KEYS = ("SubnetId", "SubnetIds", "Subnets", "VPCZoneIdentifier", "SubnetMappings")
+
+
+def _at(properties: dict[str, object], dotted: str) -> object:
+    node: object = properties
+    for key in dotted.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
+def _launch_template_groups(template: dict[str, object], reference: object) -> bool:
+    from cdk_neuron.lifecycle.template import references, resources
+
+    for logical, _ in references(reference):
+        data = resources(template)[logical].get("Properties", {}).get("LaunchTemplateData", {})
+        interfaces = data.get("NetworkInterfaces") or []
+        return bool(data.get("SecurityGroupIds")) or (
+            bool(interfaces) and all(i.get("Groups") for i in interfaces)
+        )
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", sorted(ENVIRONMENTS))
+def test_only_the_batch_node_containers_use_the_vpc_default_security_group(
+    built: SynthesizedApp, env: str
+) -> None:
+    """Anything launched without a security group joins the VPC's default group, which the EFA Batch
+    cluster opens for its node containers: nothing in the stacks may get there by omission, and the
+    rules on it are exactly the documented ones."""
+    from cdk_neuron.lifecycle.template import outputs, references, resources, stack_outputs
+
+    templates = built.environment(env)
+    network = built.stack(env, "Network").stack_name
+    vpcs = {k for k, r in resources(templates[network]).items() if r["Type"] == "AWS::EC2::VPC"}
+    default_outputs = {
+        name for name, value in outputs(templates[network]).items()
+        if any(logical in vpcs and attribute == "DefaultSecurityGroup" for logical, attribute in references(value))
+    }  # fmt: skip
+
+    def is_default(value: object) -> bool:
+        return any(stack == network and name in default_outputs for stack, name in stack_outputs(value))
+
+    rules = set()
+    checked = set()
+    for stack, template in templates.items():
+        for logical, resource in resources(template).items():
+            kind, props = resource["Type"], resource.get("Properties", {})
+            if kind in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+                if is_default(props.get("GroupId")):
+                    peer = (
+                        "itself" if is_default(props.get("SourceSecurityGroupId") or props.get("DestinationSecurityGroupId"))
+                        else props.get("CidrIp") or "another group"
+                    )  # fmt: skip
+                    rules.add(
+                        (
+                            kind.removeprefix("AWS::EC2::SecurityGroup"),
+                            props["IpProtocol"],
+                            props["FromPort"],
+                            props["ToPort"],
+                            peer,
+                        )
+                    )
+                continue
+            if (
+                kind in _NO_INTERFACE
+                or kind.startswith("Custom::")
+                or (not any(k in props for k in _SUBNET_KEYS) and kind not in _GROUPS)
+            ):
+                continue
+            assert kind in _GROUPS, f"{stack}/{logical}: {kind} takes subnets; say where it names its groups"
+            if kind == "AWS::Lambda::Function" and "VpcConfig" not in props:
+                continue
+            if kind == "AWS::EC2::VPCEndpoint" and props.get("VpcEndpointType") != "Interface":
+                continue
+            named = [_at(props, path) for path in _GROUPS[kind]]
+            if kind == "AWS::AutoScaling::AutoScalingGroup":
+                assert _launch_template_groups(template, named[0]), f"{stack}/{logical}"
+            elif kind == "AWS::Batch::ComputeEnvironment":
+                assert named[0] or _launch_template_groups(template, named[1]), f"{stack}/{logical}"
+            elif kind == "AWS::EC2::Instance" and not named[0]:
+                assert named[1] and all(i.get("GroupSet") for i in named[1]), f"{stack}/{logical}"
+            elif kind != "AWS::EC2::LaunchTemplate":
+                assert named[0], f"{stack}/{logical} names no security group"
+            assert not is_default(named), f"{stack}/{logical} names the default group"
+            checked.add(kind)
+
+    assert {"AWS::Batch::ComputeEnvironment", "AWS::EFS::MountTarget", "AWS::EC2::LaunchTemplate"} <= checked
+    config = ENVIRONMENTS[env].training
+    efa_batch = config.engine == "batch" and config.max_nodes > 1
+    assert rules == (
+        {
+            ("Ingress", "tcp", 0, 65535, "itself"),
+            ("Egress", "tcp", 0, 65535, "itself"),
+            ("Egress", "tcp", 443, 443, "0.0.0.0/0"),
+            ("Egress", "tcp", 2049, 2049, "another group"),
+        }
+        if efa_batch
+        else set()
+    )

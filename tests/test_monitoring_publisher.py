@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import ast
 import copy
-import importlib.util
 import io
 import json
 import re
-import sys
 from datetime import datetime, timezone
-from types import ModuleType
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from handler_support import load_file
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metrics import NodeMetrics, names
@@ -29,20 +27,7 @@ from cdk_neuron.node_programs import FILES_DIR
 AGENT = FILES_DIR / "monitoring" / "neuron_publisher.py"
 
 
-def _load_agent() -> ModuleType:
-    """The publisher file as a module, without writing __pycache__ into the node-program bundle."""
-    spec = importlib.util.spec_from_file_location("neuron_publisher", AGENT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = saved
-    return module
-
-
-node_agent = _load_agent()
+node_agent = load_file(AGENT, "neuron_publisher")  # no __pycache__ in the node-program bundle
 
 GIB = 2**30
 INF2_48_HBM = 384 * GIB

@@ -36,6 +36,7 @@ EXECUTED = {
     "README.md": "test_the_readme_example_synthesizes_without_credentials",
     "docs/security.md": "test_the_acknowledgment_example_runs_on_the_readme_vpc",
     "docs/testing.md": "test_the_snapshot_test_recipe_passes_when_pasted",
+    "docs/lifecycle.md": "test_the_lifecycle_example_runs_on_the_readme_stack",
     "docs/catalog-and-planner.md": "test_catalog_and_planner_example_runs",
     "docs/cost-of-a-result.md": "test_cost_of_a_result_examples_run",
     "docs/cli.md": "test_cli_framework.py::test_the_guides_recipe_for_a_command_runs",
@@ -144,6 +145,16 @@ def test_the_acknowledgment_example_runs_on_the_readme_vpc(readme_app: dict[str,
     assert [f for f in nag_violations(vpc) if f.startswith("AwsSolutions-VPC7:")]
     exec(compile(ACKNOWLEDGMENT, "docs/security.md (cdk-nag acknowledgments)", "exec"), {"vpc": vpc})
     assert not [f for f in nag_violations(vpc) if f.startswith("AwsSolutions-VPC7:")]
+
+
+def test_the_lifecycle_example_runs_on_the_readme_stack(readme_app: dict[str, Any]) -> None:
+    """docs/lifecycle.md's check of one stack: the README's stack retries cleanly and an unchanged
+    template loses nothing."""
+    (block,) = runnable_blocks("docs/lifecycle.md")
+    stack = readme_app["app"].node.find_child("Neuron")
+    template = template_of(stack)
+    namespace = {"stack": stack, "template": template, "before": template, "after": template}
+    exec(compile(block, "docs/lifecycle.md (in your own tests)", "exec"), namespace)
 
 
 def test_the_snapshot_test_recipe_passes_when_pasted(

@@ -119,6 +119,21 @@ def built() -> Iterator[Built]:
         "idle": Ec2InferenceFleet(
             variants_stack, "Idle", vpc=vpc2, model=hub_8b, instance_type="inf2.8xlarge", min_capacity=0
         ),
+        # Another model: its artifact grant is a policy of its own.
+        "second model": Ec2InferenceFleet(
+            variants_stack,
+            "SecondModel",
+            vpc=vpc2,
+            model=ModelSpec(
+                model_id="meta-llama/Llama-3.1-8B-Instruct",
+                artifact_uri="s3://my-models/llama-3.1-8b/neuron-v2",
+                parameters=8_000_000_000,
+                batch_size=4,
+            ),
+            instance_type="inf2.8xlarge",
+            min_capacity=2,
+            max_capacity=8,
+        ),
     }
     yield Built(
         app=app,
@@ -135,6 +150,10 @@ def _one(template: dict[str, Any], type_: str, path_contains: str = "") -> tuple
     found = [(k, v) for k, v in template["Resources"].items() if v["Type"] == type_ and path_contains in k]
     assert len(found) == 1, [k for k, _ in found]
     return found[0]
+
+
+def _all(template: dict[str, Any], type_: str, path_contains: str = "") -> list[tuple[str, dict[str, Any]]]:
+    return [(k, v) for k, v in template["Resources"].items() if v["Type"] == type_ and path_contains in k]
 
 
 def _props(template: dict[str, Any], type_: str, path_contains: str = "") -> dict[str, Any]:
@@ -210,7 +229,9 @@ def test_user_data_runs_the_pinned_engine_on_the_chip(built: Built) -> None:
 
 
 def test_instances_read_only_the_node_program_bundle_object(built: Built) -> None:
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy", "InstancePolicy")["PolicyDocument"][
+        "Statement"
+    ]
     (read,) = [s for s in statements if s["Sid"] == "ReadNodePrograms"]
     assert read["Action"] == "s3:GetObject"
     resource = json.dumps(read["Resource"])
@@ -319,7 +340,11 @@ def test_scales_on_concurrency_per_instance(built: Built) -> None:
 
 
 def test_instance_permissions_are_least_privilege(built: Built) -> None:
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    statements = [
+        statement
+        for _, policy in _all(built.template, "AWS::IAM::ManagedPolicy")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
     by_sid = {s["Sid"]: s for s in statements}
     assert by_sid["ReadModelArtifacts"]["Resource"] == "arn:aws:s3:::my-models/llama-3.1-8b/neuron/*"
     assert by_sid["ListModelArtifacts"]["Condition"] == {
@@ -372,7 +397,9 @@ def test_replica_logs_go_to_a_retained_log_group_encrypted_with_the_fleet_key(bu
         "ArnLike": {"kms:EncryptionContext:aws:logs:arn": f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:*"}
     }
     # The instances may create their streams and write to them, in this group only.
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    statements = _props(built.template, "AWS::IAM::ManagedPolicy", "InstancePolicy")["PolicyDocument"][
+        "Statement"
+    ]
     (write,) = [s for s in statements if s["Sid"] == "WriteReplicaLogs"]
     assert write["Action"] == ["logs:CreateLogStream", "logs:PutLogEvents"]
     assert write["Resource"] == {"Fn::GetAtt": [group_id, "Arn"]}
@@ -509,9 +536,9 @@ def test_hub_token_comes_from_secrets_manager(built: Built) -> None:
     script = _user_data(built.variants_template, "Https")
     assert f"HF_TOKEN_SECRET_ARN={SECRET_ARN}" in script
     assert "HF_TOKEN=$" not in script and "HF_TOKEN=hf_" not in script
-    statements = _props(built.variants_template, "AWS::IAM::ManagedPolicy", "Https")["PolicyDocument"][
-        "Statement"
-    ]
+    statements = _props(built.variants_template, "AWS::IAM::ManagedPolicy", "HttpsInstancePolicy")[
+        "PolicyDocument"
+    ]["Statement"]
     read = next(s for s in statements if s["Sid"] == "ReadHubToken")
     assert read["Resource"] == f"{SECRET_ARN}-??????"
 
@@ -609,3 +636,42 @@ def test_fleets_above_zero_have_no_wake_up_policy(built: Built) -> None:
 @pytest.mark.parametrize(("name", "rule"), gate_params("serving_ec2:stack", "serving_ec2:variants"))
 def test_deploy_rules(built: Built, name: str, rule: str | None) -> None:
     check_gate(name, built.template if name.endswith(":stack") else built.variants_template, rule)
+
+
+# --------------------------------------------------------------------------------------------
+# Updates: what a replacement keeps
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_new_launch_template_keeps_the_group_and_the_size_auto_scaling_gave_it(built: Built) -> None:
+    """No replacing update and no DesiredCapacity in the template: a new model or AMI refreshes the
+    instances of the running group, which keeps its capacity (a replacement group used to start at
+    MinSize, so a fleet scaled to 8 served with 2 after the swap)."""
+    groups = [g for t in (built.template, built.variants_template)
+              for _, g in _all(t, "AWS::AutoScaling::AutoScalingGroup")]  # fmt: skip
+    assert len(groups) == 1 + len(built.variants)
+    for group in groups:
+        assert "AutoScalingReplacingUpdate" not in group["UpdatePolicy"]
+        assert "DesiredCapacity" not in group["Properties"]
+        assert _refresh(group)["Preferences"]["MinHealthyPercentage"] == 100
+
+
+def test_the_artifact_grant_is_a_policy_named_after_the_artifact(built: Built) -> None:
+    """A new model is a new policy: the old one (for the instances not yet refreshed) goes only in the
+    cleanup phase."""
+    ((first_id, first),) = _all(built.template, "AWS::IAM::ManagedPolicy", "FleetArtifactPolicy")
+    ((second_id, second),) = _all(
+        built.variants_template, "AWS::IAM::ManagedPolicy", "SecondModelArtifactPolicy"
+    )
+    assert first_id.removeprefix("Fleet")[:22] != second_id.removeprefix("SecondModel")[:22]
+    assert [s["Sid"] for s in first["Properties"]["PolicyDocument"]["Statement"]] == [
+        "ReadModelArtifacts",
+        "ListModelArtifacts",
+    ]
+    assert second["Properties"]["PolicyDocument"]["Statement"][0]["Resource"] == (
+        "arn:aws:s3:::my-models/llama-3.1-8b/neuron-v2/*"
+    )
+    _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    assert first_id in group["DependsOn"]
+    # Hub models have no artifact: no grant.
+    assert not _all(built.variants_template, "AWS::IAM::ManagedPolicy", "HttpsArtifactPolicy")

@@ -287,3 +287,47 @@ def test_a_volume_size_on_a_local_nvme_type_is_refused() -> None:
         NeuronConfigError, match=r"volume_size_gb=100: ml\.trn1\.32xlarge serves from its local NVMe"
     ):
         _trn1_fleet(volume_size_gb=100)
+
+
+def test_a_new_instance_type_is_a_new_endpoint_that_deploys(built: Built) -> None:
+    """SageMaker refuses an UpdateEndpoint that changes the instance type of a variant auto scaling
+    manages; the endpoint's name carries the type, so a new type replaces the endpoint instead."""
+    import re
+
+    from cdk_neuron.lifecycle import Change, impact
+    from cdk_neuron.serving.sagemaker_backend import ENDPOINT_NAME_MAX, endpoint_name
+
+    name = _props(built.template, "AWS::SageMaker::Endpoint")["EndpointName"]
+    assert name.endswith("-inf2-48xlarge") and len(name) <= ENDPOINT_NAME_MAX
+    assert re.fullmatch(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", name)
+    assert _props(built.template, "AWS::ApplicationAutoScaling::ScalableTarget")["ResourceId"] == {
+        "Fn::Join": [
+            "",
+            [
+                "endpoint/",
+                {"Fn::GetAtt": [_one(built.template, "AWS::SageMaker::Endpoint")[0], "EndpointName"]},
+                "/variant/AllTraffic",
+            ],
+        ]
+    }
+    endpoint = built.fleet.node.find_child("Endpoint")
+    assert endpoint_name(endpoint, "trn1.32xlarge").removesuffix("-trn1-32xlarge") == name.removesuffix(
+        "-inf2-48xlarge"
+    )
+
+    # What the change does, as `cdk-neuron impact` sees it: the endpoint is replaced (no refusal).
+    after = json.loads(json.dumps(built.template))
+    (config_id, config) = _one(after, "AWS::SageMaker::EndpointConfig")
+    config["Properties"]["ProductionVariants"][0]["InstanceType"] = "ml.inf2.24xlarge"
+    _, endpoint_resource = _one(after, "AWS::SageMaker::Endpoint")
+    endpoint_resource["Properties"]["EndpointName"] = name.replace("-inf2-48xlarge", "-inf2-24xlarge")
+    (result,) = impact({"S": built.template}, {"S": after})
+    changes = {r.type: r for r in result.resources if r.change is not Change.UNCHANGED}
+    assert changes["AWS::SageMaker::Endpoint"].change is Change.REPLACED
+    assert changes["AWS::SageMaker::Endpoint"].fails is None
+    assert changes["AWS::ApplicationAutoScaling::ScalableTarget"].change is Change.REPLACED
+    # The same change with the name kept (the previous design): SageMaker refuses it.
+    endpoint_resource["Properties"]["EndpointName"] = name
+    (refused,) = impact({"S": built.template}, {"S": after})
+    assert refused.find(_one(after, "AWS::SageMaker::Endpoint")[0]).fails is not None
+    assert config_id

@@ -19,6 +19,7 @@ from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import BatchTrainingCluster, Capacity
 from cdk_neuron.training.launcher import LAUNCHER_PATH, decode_training_command
+from cdk_neuron.training.security import DEFAULT_SECURITY_GROUP_WARNING, DEFAULT_SECURITY_GROUP_WARNING_ID
 from cdk_support import flatten_user_data, normalize_template, parse_settings, settings_in
 
 RESERVATION = "cr-0123456789abcdef0"
@@ -564,6 +565,15 @@ def test_node_containers_may_reach_each_other_through_the_vpc_default_group(trn1
     assert trn1.cluster.task_security_group is not None
     ids = [trn1.stack.resolve(g.security_group_id) for g in trn1.cluster.connections.security_groups]
     assert default_group in ids
+    # cdk-nag's VPCDefaultSecurityGroupClosed sees only the VPC's restricting custom resource, and
+    # Security Hub EC2.2 would report these rules after the deploy: the app hears of them at synth.
+    assert [w for w in _warnings(trn1.cluster) if DEFAULT_SECURITY_GROUP_WARNING_ID in w] == [
+        f"{DEFAULT_SECURITY_GROUP_WARNING} [ack: {DEFAULT_SECURITY_GROUP_WARNING_ID}]"
+    ]
+
+
+def _warnings(construct: Any) -> list[str]:
+    return [str(e.data) for e in construct.node.metadata if e.type == "aws:cdk:warning"]
 
 
 def _statements(s: Scenario, role: Any) -> list[dict[str, Any]]:
@@ -674,6 +684,7 @@ def test_a_cluster_without_efa_keeps_its_group_on_the_compute_environment() -> N
     assert single.cluster.efa_installer_mirror is None
     # Without EFA the containers get the compute environment's group: the node group.
     assert single.cluster.task_security_group is single.cluster.security_group
+    assert not [w for w in _warnings(single.cluster) if DEFAULT_SECURITY_GROUP_WARNING_ID in w]
     assert not single.resources("Custom::CdkNeuronEfaInstaller")
     text = flatten_user_data(data["UserData"])
     assert "text/cloud-boothook" not in text and "cdk_neuron_bootstrap training/node-setup.sh" in text

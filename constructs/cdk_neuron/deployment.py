@@ -155,6 +155,9 @@ class Deployment:
     construct_paths: tuple[str, ...] = ()
     """Construct paths of the stacks and workloads it was read from (a cloud assembly); empty for
     deployments an app's loader builds. ``--path`` selects by them."""
+    ami_release: str | None = None
+    """The Neuron AMI release the nodes boot (:mod:`cdk_neuron.ami`); None when unknown, or when they
+    boot an AMI of their own."""
 
     def __post_init__(self) -> None:
         if self.training is None and self.serving is None:

@@ -22,6 +22,7 @@ from cdk_neuron import (
     plan_training,
 )
 from cdk_neuron.serving import SageMakerInferenceFleet
+from cdk_neuron.training import DEFAULT_SECURITY_GROUP_WARNING_ID
 
 # AZ names differ per account; AZ IDs do not. trn1n.32xlarge is offered in us-east-2 only in the AZ
 # with ID use2-az3 (see `cdk-neuron preflight`). Put the AZ *name* your account maps to use2-az3 first
@@ -95,6 +96,14 @@ class ReservedTrainingAndEndpointStack(cdk.Stack):
             job_image=JOB_IMAGE,
             checkpoints=checkpoints,
             compile_cache=cache,
+        )
+        # With EFA, Batch gives the node containers the VPC's default security group, which the cluster
+        # opens for them (Security Hub EC2.2 reports it): say why that is acceptable here.
+        cdk.Validations.of(cluster).acknowledge(
+            cdk.Acknowledgment(
+                id=f"Annotation::{DEFAULT_SECURITY_GROUP_WARNING_ID}",
+                reason="This VPC holds only this stack, and everything else in it names its own security group",
+            )
         )
         endpoint = SageMakerInferenceFleet(
             self,

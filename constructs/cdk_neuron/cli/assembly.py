@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cdk_neuron import planner
+from cdk_neuron import ami, planner
 from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
     CheckpointSizing,
@@ -60,6 +60,7 @@ NESTED_ASSEMBLY = "cdk:cloud-assembly"
 AGNOSTIC = "default"
 """The name of the group of environment-agnostic top-level stacks."""
 
+_AMI_RELEASE_PARAMETER = re.compile(rf"^{re.escape(ami.PARAMETER_PREFIX)}/(?P<release>[^/]+)/image_id$")
 _BOOTSTRAP_PARAMETER = re.compile(r"^/cdk-bootstrap/(?P<qualifier>[^/]+)/version$")
 _ENVIRONMENT = re.compile(r"^aws://(?P<account>[^/]+)/(?P<region>[^/]+)$")
 _SERVICE_NAME = re.compile(
@@ -265,6 +266,18 @@ def network(stacks: Iterable[Stack]) -> NetworkDeployment:
 def _key_name(properties: Mapping[str, Any], index: int) -> str:
     description = properties.get("Description")
     return description if isinstance(description, str) and description else f"key {index + 1}"
+
+
+def ami_release(stacks: Iterable[Stack]) -> str | None:
+    """The Neuron AMI release the templates resolve (one ``.../neuron/<release>/image_id`` parameter)."""
+    found = {
+        match["release"]
+        for stack in stacks
+        for parameter in (stack.template.get("Parameters") or {}).values()
+        if isinstance(parameter, dict)
+        and (match := _AMI_RELEASE_PARAMETER.match(str(parameter.get("Default"))))
+    }
+    return found.pop() if len(found) == 1 else None
 
 
 def standing(stacks: Iterable[Stack]) -> StandingResources:
@@ -591,6 +604,7 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
             network=network(group.stacks) if with_standing else NetworkDeployment(),
             standing=standing(group.stacks) if with_standing else StandingResources(),
             construct_paths=tuple(paths),
+            ami_release=ami_release(group.stacks),
         )
 
     if len(trainings) <= 1 and len(servings) <= 1:

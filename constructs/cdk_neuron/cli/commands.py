@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from cdk_neuron.cli import completion, cost, jobs, parser, plan, preflight, submit, timings
+from cdk_neuron.cli import ami, completion, cost, impact, jobs, parser, plan, preflight, submit, timings
 from cdk_neuron.cli.command import Command
 
 
@@ -20,7 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
 TABLE: tuple[Command, ...] = (
     plan.COMMAND,
     cost.COMMAND,
+    impact.COMMAND,
     preflight.COMMAND,
+    ami.COMMAND,
     submit.COMMAND,
     *jobs.COMMANDS,
     timings.COMMAND,

@@ -1056,7 +1056,8 @@ class CostDiffResult(Result):
     summary: str
 
 
-def _signed(value: float | None) -> str:
+def signed(value: float | None) -> str:
+    """A change in dollars with its sign: +$1.20, -$0.40, $0.00."""
     if value is None:
         return "n/a"
     return ("+" if value > 0 else "-" if value < 0 else "") + usd(abs(value))
@@ -1150,7 +1151,7 @@ def diff(old: Sequence[Deployment], new: Sequence[Deployment], *, named: str | N
 
 def diff_summary(totals: dict[str, float]) -> str:
     parts = [
-        f"{label} {_signed(totals[key])}/hour ({_signed(totals[key] * HOURS_PER_MONTH)}/month)"
+        f"{label} {signed(totals[key])}/hour ({signed(totals[key] * HOURS_PER_MONTH)}/month)"
         for key, label in _SCALES
     ]
     return "Cost change: " + "; ".join(parts)
@@ -1169,7 +1170,7 @@ def render_diff(result: CostDiffResult) -> Report:
                 (Column("item"), Column("was"), Column("now"), Column("$/hour", _MONEY), Column("$/month", _MONEY)),
                 (
                     (line.item, line.old_quantity or "-", line.new_quantity or "-",
-                     _signed(line.change_usd_per_hour), _signed(line.change_usd_per_month))
+                     signed(line.change_usd_per_hour), signed(line.change_usd_per_month))
                     for line in lines
                 ),
             )  # fmt: skip

@@ -191,6 +191,7 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
                 kind,
                 Change.KEPT if kept else Change.DELETED,
                 reasons=("removed from the template",),
+                restarts=rules.removed_stops(kind),
                 data_at_risk=_loss(kind, logical, kept, "removed from the stack"),
                 sources=(rules.DELETION_POLICY,),
             )
@@ -220,7 +221,7 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
                 reasons=reasons,
                 restarts=effect.restarts
                 if effect is not None and effect.replaces
-                else rules.COMPUTE.get(kind),
+                else rules.replaced_restarts(kind),
                 data_at_risk=_loss(kind, logical, retained, "replaced"),
                 sources=(effect.source,) if effect is not None else (),
             )

@@ -35,6 +35,11 @@ CREATION_POLICY = Source(
     "CreationPolicy attribute, CloudFormation template reference",
     "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-creationpolicy.html",
 )
+INSTANCE_REFRESH = Source(
+    "RefreshPreferences, Amazon EC2 Auto Scaling API Reference (MinHealthyPercentage default 90; "
+    "MaxHealthyPercentage 100 to 200, over 100 launches before it terminates)",
+    "https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_RefreshPreferences.html",
+)
 BATCH_UPDATES = Source(
     "Updating compute environments, AWS Batch User Guide",
     "https://docs.aws.amazon.com/batch/latest/userguide/updating-compute-environments.html",
@@ -85,14 +90,35 @@ VERSIONED_ATTRIBUTES: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
-# Compute that stops serving or running while it is replaced: named in "what restarts".
-COMPUTE: Mapping[str, str] = {
-    "AWS::EC2::Instance": "the instance",
-    "AWS::AutoScaling::AutoScalingGroup": "every instance of the group",
-    "AWS::Batch::ComputeEnvironment": "every instance of the compute environment",
-    "AWS::SageMaker::Endpoint": "the endpoint: a new one (new name) serves once it is in service",
-    "AWS::EC2::NatGateway": "the NAT gateway: private subnets lose internet egress until the new one is up",
+# Compute: named in "what restarts" when it is replaced or removed.
+COMPUTE: Mapping[str, tuple[str, str]] = {
+    # type: (what runs, what a replacement adds to "restarts")
+    "AWS::EC2::Instance": ("the instance", ""),
+    "AWS::AutoScaling::AutoScalingGroup": ("every instance of the group", ""),
+    "AWS::AutoScaling::WarmPool": (
+        "the warm pool",
+        ": the new group's pool starts empty and fills once the group is in service, so scale-outs meanwhile "
+        "start cold",
+    ),
+    "AWS::Batch::ComputeEnvironment": ("every instance of the compute environment", ""),
+    "AWS::SageMaker::Endpoint": ("the endpoint", ": a new one (new name) serves once it is in service"),
+    "AWS::EC2::NatGateway": (
+        "the NAT gateway",
+        ": private subnets lose internet egress until the new one is up",
+    ),
 }
+"""What runs in a resource of each type: what its replacement restarts, its removal stops."""
+
+
+def replaced_restarts(kind: str) -> str | None:
+    """What replacing a resource of ``kind`` restarts, or None: it runs nothing."""
+    what, note = COMPUTE.get(kind, (None, ""))
+    return what + note if what else None
+
+
+def removed_stops(kind: str) -> str | None:
+    """What removing a resource of ``kind`` from the stack stops, or None."""
+    return f"removed from the stack: {COMPUTE[kind][0]} stops" if kind in COMPUTE else None
 
 
 @dataclass(frozen=True)
@@ -151,7 +177,8 @@ ASG_UPDATE_TRIGGERS = frozenset(
 def auto_scaling_group(
     before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
 ) -> ServiceEffect | None:
-    """A replacing update builds a new group; a rolling update replaces instances in batches."""
+    """A replacing update builds a new group; an instance refresh or a rolling update replaces the
+    instances of the group in place."""
     if not {path[0] for path in changed} & ASG_UPDATE_TRIGGERS:
         return None
     policy = _mapping(after.get("UpdatePolicy"))
@@ -183,6 +210,21 @@ def auto_scaling_group(
             UPDATE_POLICY,
             replaces=True,
             restarts=f"a new Auto Scaling group replaces the old one; {start}; the old group is deleted once {ready}",
+        )
+    refresh = policy.get("AutoScalingInstanceRefresh")
+    if isinstance(refresh, dict):
+        preferences = _mapping(refresh.get("Preferences"))
+        low = preferences.get("MinHealthyPercentage", 90)
+        high = preferences.get("MaxHealthyPercentage", 100)
+        order = (
+            "launching each replacement before terminating the instance it replaces"
+            if (_number(high) or 100) > 100
+            else "terminating before launching"
+        )
+        return ServiceEffect(
+            INSTANCE_REFRESH,
+            restarts=f"every instance, by an instance refresh keeping {low}% to {high}% of the desired capacity "
+            f"healthy, {order}; the group and its capacity stay",
         )
     rolling = policy.get("AutoScalingRollingUpdate")
     if isinstance(rolling, dict):
@@ -286,4 +328,6 @@ __all__ = [
     "ServiceEffect",
     "ServiceRule",
     "Source",
+    "removed_stops",
+    "replaced_restarts",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 
 import aws_cdk as cdk
@@ -44,6 +45,8 @@ from cdk_neuron.serving.user_data import (
 
 SERVICE_PORT = 8080
 LIFECYCLE_HOOK_NAME = "cdk-neuron-ready"
+FLEET_TAG = "cdk-neuron:fleet"
+"""The tag that names a fleet's group: the instances' lifecycle permissions are pinned to it."""
 # Amazon Linux 2023 (the ECS-optimized Neuron AMI) boots from /dev/xvda; the data volume is DATA_DEVICE.
 ROOT_DEVICE = "/dev/xvda"
 # gp3 baseline is 125 MiB/s; 500 MiB/s (needs >= 2,000 IOPS, the baseline is 3,000) quarters the time
@@ -188,7 +191,6 @@ def _instance_policy(
     image = settings.engine.image
     if image.is_private_ecr:
         statements += image_pull_statements(stack, image)
-    statements += artifact_read_statements(stack, settings)
     secret = settings.hugging_face_token
     if secret is not None:
         statements.append(
@@ -231,7 +233,7 @@ def _instance_policy(
                         arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
                     )
                 ],
-                conditions={"StringEquals": {"autoscaling:ResourceTag/cdk-neuron:fleet": settings.fleet_id}},
+                conditions={"StringEquals": {f"autoscaling:ResourceTag/{FLEET_TAG}": settings.fleet_id}},
             ),
             "a group's ARN embeds a UUID generated at creation, and this policy must exist before the group; "
             "the resource-tag condition pins the action to this fleet's group",
@@ -260,6 +262,30 @@ def _instance_policy(
         scope,
         "InstancePolicy",
         description="cdk-neuron serving instance: node programs, image, artifacts, readiness, metrics",
+        statements=[statement for statement, _ in statements],
+        roles=[role],
+    )
+    acknowledge_wildcards(policy, statements)
+    return policy
+
+
+def _artifact_policy(scope: Construct, settings: Ec2Settings, role: iam.Role) -> iam.ManagedPolicy | None:
+    """Read access to the model artifact, in a policy of its own named after the artifact.
+
+    When the model changes, the new instances need the new artifact while the old ones (an instance
+    refresh keeps them in service until their replacements are) may still start replicas from the old
+    one. A new name is a new policy: CloudFormation creates it before the group changes and deletes
+    the old one only in its cleanup phase, after the update is done.
+    """
+    artifact = settings.model.artifact
+    statements = artifact_read_statements(cdk.Stack.of(scope), settings)
+    if artifact is None or not statements:
+        return None
+    digest = hashlib.sha256(artifact.uri.encode()).hexdigest()[:8].upper()
+    policy = iam.ManagedPolicy(
+        scope,
+        f"ArtifactPolicy{digest}",
+        description=f"cdk-neuron serving instance: read the model artifact {artifact.uri}",
         statements=[statement for statement, _ in statements],
         roles=[role],
     )
@@ -348,6 +374,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     lb_sg, instance_sg = _security_groups(scope, settings)
     log_group = _replica_log_group(scope, settings)
     role, bundle, policy = _instance_role(scope, settings, log_group)
+    artifacts = _artifact_policy(scope, settings, role)
     boot = boot_config(
         spec,
         plan,
@@ -367,6 +394,8 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     launch_template = _launch_template(scope, settings, role, instance_sg, user_data, volume_gib)
     group = _auto_scaling_group(scope, settings, launch_template, startup_seconds)
     group.node.add_dependency(policy)
+    if artifacts is not None:
+        group.node.add_dependency(artifacts)
     metrics_settings = (
         settings.node_metrics.settings_files(workload="serving", instance_type=plan.instance_type)
         if settings.node_metrics is not None
@@ -585,7 +614,7 @@ def _auto_scaling_group(
         if settings.notification_topic is not None
         else None,
     )
-    cdk.Tags.of(group).add("cdk-neuron:fleet", settings.fleet_id)
+    cdk.Tags.of(group).add(FLEET_TAG, settings.fleet_id)
     cfn_group = group.node.default_child
     assert isinstance(cfn_group, autoscaling.CfnAutoScalingGroup)
     cfn_group.cfn_options.update_policy = _update_policy(settings)

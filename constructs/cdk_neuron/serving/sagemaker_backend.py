@@ -27,6 +27,9 @@ from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_storage_gb, s
 # Where SageMaker puts ModelDataSource contents inside the container.
 SAGEMAKER_MODEL_DIR = "/opt/ml/model"
 LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints"
+# CreateEndpoint: EndpointName "Length Constraints: Maximum length of 63", pattern
+# ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62} (SageMaker API Reference).
+ENDPOINT_NAME_MAX = 63
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,25 @@ def _execution_policy(
     return policy
 
 
+def endpoint_name(endpoint: sagemaker.CfnEndpoint, instance_type: str) -> str:
+    """The endpoint's name: unique in the stack, and different for every instance type.
+
+    SageMaker refuses an UpdateEndpoint that changes the instance type of a variant Application Auto
+    Scaling manages ("If the update would change the instance type for any model that is a target
+    for auto scaling, the update fails", Update endpoints that use auto scaling, SageMaker AI
+    developer guide, read 2026-12-01), and removing the variant fails the same way. A name that
+    carries the instance type makes a new type a new endpoint instead (``EndpointName`` is
+    create-only): CloudFormation creates it, registers its variant for auto scaling, points the
+    stack's outputs at it, and deletes the old endpoint (with its scaling) only in its cleanup
+    phase, so requests keep being served throughout. Callers read the name from the stack output.
+    """
+    suffix = instance_type.replace(".", "-")
+    base = cdk.Names.unique_resource_name(
+        endpoint, max_length=ENDPOINT_NAME_MAX - len(suffix) - 1, separator="-"
+    )
+    return f"{base}-{suffix}"
+
+
 def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> SageMakerFleet:
     spec, plan, engine = settings.model, settings.plan, settings.engine
     image = engine.validate_sagemaker()
@@ -236,6 +258,7 @@ def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> Sage
         # A new config (new model, new image) keeps the instance count auto scaling reached.
         retain_all_variant_properties=True,
     )
+    endpoint.endpoint_name = endpoint_name(endpoint, plan.instance_type)
     # The ML storage volumes are encrypted with the key through grants SageMaker creates as the
     # principal that creates the endpoint (the deployment role), which the key policy's account
     # statement covers; the execution role needs no key permissions.

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         TRAINING_COMMAND_PARAMETER,
         encode_training_command,
     )
+    from cdk_neuron.training.security import DEFAULT_SECURITY_GROUP_WARNING_ID
 
 _LAZY: dict[str, str] = {
     "DEFAULT_TRAINING_COMMAND": "cdk_neuron.training.launcher",
@@ -47,6 +48,7 @@ _LAZY: dict[str, str] = {
     "TRAINING_COMMAND_PARAMETER": "cdk_neuron.training.launcher",
     "encode_training_command": "cdk_neuron.training.launcher",
     "OFFERING_WARNING_ID": "cdk_neuron.training.cluster",
+    "DEFAULT_SECURITY_GROUP_WARNING_ID": "cdk_neuron.training.security",
     "ITrainingCluster": "cdk_neuron.training.cluster",
     "IBatchTrainingCluster": "cdk_neuron.training.cluster",
     "TrainingClusterBase": "cdk_neuron.training.cluster",
@@ -59,6 +61,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "DEFAULT_SECURITY_GROUP_WARNING_ID",
     "DEFAULT_TRAINING_COMMAND",
     "LAUNCHER_SCRIPT",
     "OFFERING_WARNING_ID",

@@ -1,20 +1,20 @@
-"""The AMI SSM parameters the nodes resolve at deploy time exist."""
+"""The AMI the nodes boot is published in the environment's Region.
+
+Training nodes and EC2 serving instances boot the pinned ECS-optimized AL2023 Neuron AMI release
+(:mod:`cdk_neuron.ami`), resolved at deploy time from the release's own SSM parameter; a Region
+where that release is not published fails the deploy.
+"""
 
 from __future__ import annotations
 
-from cdk_neuron import catalog
+from cdk_neuron import ami
 from cdk_neuron.cli.aws import error_code
 from cdk_neuron.cli.preflight.base import Check, CheckContext, Row
 
-# Which AMI parameter each part of the deployment resolves at deploy time.
-TRAINING_AMI_PARAMETERS: dict[str, str] = {
-    "batch": catalog.ECS_NEURON_AMI_PARAMETER,
-    "auto-scaling-group": catalog.ECS_NEURON_AMI_PARAMETER,
-}
 
-
-# EC2 serving instances boot the same ECS-optimized AL2023 Neuron AMI (cdk_neuron.serving.ec2_backend).
-SERVING_AMI_PARAMETER = catalog.ECS_NEURON_AMI_PARAMETER
+def ami_parameter(release: str | None) -> str:
+    """The parameter the nodes resolve: the deployment's release, else the constructs' default."""
+    return ami.release_parameter(release or ami.RELEASE)
 
 
 def _parameter_row(ctx: CheckContext, name: str, role: str) -> Row:
@@ -23,23 +23,30 @@ def _parameter_row(ctx: CheckContext, name: str, role: str) -> Row:
     except Exception as error:
         if error_code(error) != "ParameterNotFound":
             raise
-        return ctx.row("AMI parameter", name, "FAIL", f"{role}: parameter not found in {ctx.env.region}")
+        return ctx.row(
+            "AMI parameter",
+            name,
+            "FAIL",
+            f"{role}: parameter not found in {ctx.env.region} (is the release published there? cdk-neuron ami)",
+        )
     return ctx.row("AMI parameter", name, "PASS", f"{role}: {value}")
 
 
 def check_amis(ctx: CheckContext) -> list[Row]:
-    """One row per AMI parameter the nodes resolve at deploy time, naming the roles that use it."""
-    roles: dict[str, list[str]] = {}
+    """One row for the AMI release parameter the nodes resolve at deploy time, naming who boots it."""
+    roles = []
     if ctx.env.training is not None:
-        roles[TRAINING_AMI_PARAMETERS[ctx.env.training.engine]] = ["training"]
+        roles.append("training")
     if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
-        roles.setdefault(SERVING_AMI_PARAMETER, []).append("serving")
-    return [_parameter_row(ctx, name, " and ".join(users)) for name, users in roles.items()]
+        roles.append("serving")
+    if not roles:
+        return []
+    return [_parameter_row(ctx, ami_parameter(ctx.env.ami_release), " and ".join(roles))]
 
 
 CHECK = Check(
     "AMI parameter",
     check_amis,
-    passes_when="the ECS Neuron AMI parameter resolves",
+    passes_when="the pinned ECS Neuron AMI release's parameter resolves",
     calls=("ssm:GetParameter",),
 )

@@ -1,0 +1,113 @@
+"""The change matrix: every common change users make, synthesized and classified resource by resource.
+
+The baseline is the session's whole-app synthesis (app_assembly); each change synthesizes only the
+environment it touches (stacks.change_matrix). A common change may replace or delete nothing
+stateful; a change that must (``replaces``) pins what and why, and that is what ``cdk-neuron impact``
+warns about. The table in docs/lifecycle.md is generated from these results and held to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from app_assembly import shipped_environments, synthesized_app
+
+from cdk_neuron.lifecycle import Change as Kind
+from cdk_neuron.lifecycle import StackImpact, stateful_losses
+from cdk_support import cdk_json_context
+from stacks.change_matrix import CHANGES, Change, compute, table
+from tools.change_matrix import BEGIN, DOC, END
+
+Results = dict[Change, list[StackImpact]]
+
+
+@pytest.fixture(scope="session")
+def matrix() -> Results:
+    built = synthesized_app()
+    return compute(shipped_environments(), built.environment, cdk_json_context())
+
+
+def _by_name(name: str) -> Change:
+    return next(c for c in CHANGES if c.name == name)
+
+
+def _changed(impacts: Sequence[StackImpact]) -> dict[str, Kind]:
+    return {r.logical_id: r.change for s in impacts for r in s.resources if r.change is not Kind.UNCHANGED}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", [c for c in CHANGES if c.common], ids=lambda c: f"{c.name}-{c.env}")
+def test_a_common_change_replaces_and_deletes_nothing_stateful(matrix: Results, change: Change) -> None:
+    assert [str(r.data_at_risk) for _, r in stateful_losses(matrix[change])] == []
+    assert _changed(matrix[change]), "the change must change something, or it tests nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", [c for c in CHANGES if not c.common], ids=lambda c: f"{c.name}-{c.env}")
+def test_a_change_that_must_replace_state_replaces_exactly_what_it_pins(
+    matrix: Results, change: Change
+) -> None:
+    lost = {r.logical_id for _, r in stateful_losses(matrix[change])}
+    assert {p for p in change.replaces if any(logical.startswith(p) for logical in lost)} == set(
+        change.replaces
+    )
+    assert all(any(logical.startswith(p) for p in change.replaces) for logical in lost), lost
+
+
+@pytest.mark.slow
+def test_no_change_is_one_a_service_refuses(matrix: Results) -> None:
+    refused = [
+        (c.name, r.logical_id, r.fails)
+        for c, impacts in matrix.items()
+        for s in impacts
+        for r in s.resources
+        if r.fails
+    ]
+    assert refused == []
+
+
+@pytest.mark.slow
+def test_what_restarts_is_said_for_batch_sagemaker_and_the_serving_group(matrix: Results) -> None:
+    ami = {r.logical_id: r for s in matrix[_by_name("AMI release")] for r in s.resources}
+    compute = next(r for k, r in ami.items() if k.startswith("ClusterComputeEnvironment"))
+    assert compute.change is Kind.UPDATED
+    assert "running jobs may run 360 more minutes (6 h), then are terminated" in str(compute.restarts)
+    # The serving group stays, and so does its capacity: its instances are refreshed, new ones first.
+    model = {r.logical_id: r for s in matrix[_by_name("serving model")] for r in s.resources}
+    for found in (ami, model):
+        group = next(r for k, r in found.items() if k.startswith("FleetGroupASG"))
+        assert group.change is Kind.UPDATED
+        assert group.restarts == (
+            "every instance, by an instance refresh keeping 100% to 110% of the desired capacity healthy, "
+            "launching each replacement before terminating the instance it replaces; the group and its "
+            "capacity stay"
+        )
+    endpoint = {r.type: r for s in matrix[_by_name("serving instance type (SageMaker)")] for r in s.resources}
+    assert endpoint["AWS::SageMaker::Endpoint"].change is Kind.REPLACED
+
+
+@pytest.mark.slow
+def test_monitoring_follows_a_replaced_file_system(matrix: Results) -> None:
+    impacts = {s.stack: s for s in matrix[_by_name("storage.one_zone")]}
+    alarms = [r for r in impacts["staging-Monitoring"].resources if r.type == "AWS::CloudWatch::Alarm"]
+    assert any(r.change is Kind.UPDATED for r in alarms)
+
+
+@pytest.mark.slow
+def test_only_the_dev_nat_follows_new_releases(matrix: Results) -> None:
+    assert {k: v for k, v in _changed(matrix[_by_name("new AWS releases, no edit")]).items()
+            if v is Kind.REPLACED} == {"VpcPublicSubnet1NatInstance57B636B8": Kind.REPLACED}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_the_documented_table_is_the_matrix(matrix: Results) -> None:
+    text = DOC.read_text()
+    section = text.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
+    assert section == table(matrix), "run: make change-matrix-doc"
+
+
+def test_changes_are_named_once_and_each_environment_is_covered() -> None:
+    names = [c.name for c in CHANGES]
+    assert len(names) == len(set(names))
+    assert {c.env for c in CHANGES} == set(shipped_environments())

@@ -46,7 +46,8 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                (placement_group_name: the existing cluster placement
                                                group the reservations were created in)
                                                | {type: "capacity-block", reservation_id: "cr-..."}
-                                               (capacity-block: instance blocks of trn1.32xlarge and
+                                               (capacity-block: engine auto-scaling-group only, AWS
+                                               Batch ignores the market type; instance blocks of trn1.32xlarge and
                                                trn2.48xlarge, UltraServer blocks of trn2u.48xlarge)
         engine: "batch"                        | "auto-scaling-group"
         job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
@@ -99,7 +100,7 @@ from cdk_neuron.node_programs import reach
 from cdk_neuron.planner import ServingPlan, TrainingPlan
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
-from cdk_neuron.training.capacity import Capacity
+from cdk_neuron.training.capacity import BATCH_CAPACITY_BLOCK_FIX, Capacity
 from cdk_neuron.validation import (
     ACCOUNT,
     AZ_ID,
@@ -713,6 +714,10 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
         )
     job_image = found.run(lambda: _job_image(section, region, network)) if engine == "batch" else None
     capacity = found.run(lambda: _capacity(section, instance)) if instance is not None else None
+    if engine == "batch" and capacity is not None and capacity.is_capacity_block:
+        found.add(
+            NeuronConfigError(f"{section.field('capacity')}.type", capacity.kind, BATCH_CAPACITY_BLOCK_FIX)
+        )
     found.raise_if_any()
     assert instance is not None and max_nodes is not None and plan is not None and engine is not None
     assert capacity is not None

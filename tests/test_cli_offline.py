@@ -357,6 +357,9 @@ def test_cost_capacity_block_is_prepaid_and_endpoints_in_training_az(
         network={"nat_gateways": 0, "endpoint_azs": "training"},
         training={"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}},
     )
+    # A Capacity Block needs the Auto Scaling group engine (AWS Batch ignores the market type).
+    env["training"]["engine"] = "auto-scaling-group"
+    del env["training"]["job_image"]
     _, doc = run_json(capsys, "cost", "--config", str(write_config(tmp_path, dev=env)))
     idle = doc["environments"][0]["idle"]
     block = line(idle, "training Capacity Block")

@@ -39,18 +39,23 @@ def environment(
     account: str | None = None,
     artifact_uri: str | None = "s3://models-bucket/llama3-8b/",
 ) -> dict[str, Any]:
+    training: dict[str, Any] = {
+        "instance_type": "trn1.32xlarge",
+        "max_nodes": 4,
+        "plan": {"nodes": 2, "tensor_parallel": 32},
+        "capacity": capacity or {"type": "on-demand"},
+        "job_image": IMAGE,
+    }
+    if training["capacity"]["type"] == "capacity-block":
+        # AWS Batch cannot use a Capacity Block (it ignores the market type): the Auto Scaling group can.
+        training["engine"] = "auto-scaling-group"
+        del training["job_image"]
     return {
         "account": account,
         "region": REGION,
         "az_ids": ["use1-az6", "use1-az4"],
         "removal_policy": "destroy",
-        "training": {
-            "instance_type": "trn1.32xlarge",
-            "max_nodes": 4,
-            "plan": {"nodes": 2, "tensor_parallel": 32},
-            "capacity": capacity or {"type": "on-demand"},
-            "job_image": IMAGE,
-        },
+        "training": training,
         "serving": {
             "backend": backend,
             "instance_type": "inf2.xlarge",

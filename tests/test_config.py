@@ -508,6 +508,9 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
         instance_type="trn2u.48xlarge", plan={"nodes": 2, "tensor_parallel": 64, "model": {"parameters": 8e9}}
     )
     env["training"]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    # A Capacity Block needs the Auto Scaling group engine (AWS Batch ignores the market type).
+    env["training"]["engine"] = "auto-scaling-group"
+    del env["training"]["job_image"]
     assert load_one(env).training.capacity.kind == "capacity-block"
     # trn1n.32xlarge is sold as no Capacity Block: the construct's message, under the cdk.json key.
     env["training"].update(
@@ -519,6 +522,30 @@ def test_capacity_block_purchase_options_match_the_construct() -> None:
         r"Blocks for trn1n\.32xlarge.*UltraServer Capacity Blocks for trn2u\.48xlarge",
     ):
         load_one(env)
+
+
+def test_a_capacity_block_on_the_batch_engine_is_refused_naming_the_engine_that_works() -> None:
+    # Issue 22, defect 4: Batch drops the launch template's InstanceMarketOptions (BATCH-LT), so the
+    # block was never used. The refusal comes with the config's other mistakes, under the cdk.json key.
+    env = minimal_env()
+    env["training"]["capacity"] = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+    env["training"]["max_nodes"] = 0
+    with pytest.raises(NeuronConfigErrors) as err:
+        load_one(env)
+    messages = str(err.value).splitlines()
+    assert any(m.startswith("environments.qa.training.max_nodes=0") for m in messages)
+    assert any(
+        m.startswith(
+            "environments.qa.training.capacity.type='capacity-block': AWS Batch ignores a launch "
+            "template's instance market options"
+        )
+        and "Use AutoScalingTrainingCluster (engine auto-scaling-group)" in m
+        for m in messages
+    ), messages
+    env["training"]["max_nodes"] = 2
+    env["training"]["engine"] = "auto-scaling-group"
+    del env["training"]["job_image"]
+    assert load_one(env).training.capacity.kind == "capacity-block"
 
 
 # Which types EC2 sells as Capacity Blocks: instance blocks of trn1.32xlarge and trn2.48xlarge
@@ -552,9 +579,10 @@ def test_capacity_blocks_per_instance_type(
         instance_type=name,
         max_nodes=nodes,
         plan={"nodes": nodes, "tensor_parallel": tp, "model": {"parameters": 125_000_000}},
-        job_image=DLC.replace("us-east-1", region),
+        engine="auto-scaling-group",  # AWS Batch cannot use a Capacity Block (BATCH-LT)
         capacity={"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
     )
+    del env["training"]["job_image"]
     if sold:
         capacity = load_one(env).training.capacity
         assert (capacity.kind, capacity.reservation_id) == ("capacity-block", "cr-0123456789abcdef0")

@@ -15,14 +15,16 @@ from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario
 
 from cdk_neuron import ami
 from cdk_neuron.catalog import get_instance
+from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import plan_training
 from cdk_neuron.storage import CheckpointStore, CompileCache
-from cdk_neuron.training import BatchTrainingCluster, Capacity
+from cdk_neuron.training import AutoScalingTrainingCluster, BatchTrainingCluster, Capacity
 from cdk_neuron.training.launcher import LAUNCHER_PATH, decode_training_command
 from cdk_neuron.training.security import DEFAULT_SECURITY_GROUP_WARNING, DEFAULT_SECURITY_GROUP_WARNING_ID
 from cdk_support import flatten_user_data, normalize_template, parse_settings, settings_in
 
 RESERVATION = "cr-0123456789abcdef0"
+RESERVATION_GROUP = "arn:aws:resource-groups:us-east-2:111111111111:group/trn2-odcrs"
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,7 @@ def trn1n() -> Scenario:
 
 @pytest.fixture(scope="module")
 def trn2() -> Scenario:
-    """8 x trn2.48xlarge (TP 32 x PP 4 at LNC 2) on a Capacity Block, with a One Zone checkpoint store."""
+    """8 x trn2.48xlarge (TP 32 x PP 4 at LNC 2) on a reservation group, with a One Zone checkpoint store."""
 
     def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> BatchTrainingCluster:
         store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack), one_zone=True)
@@ -104,7 +106,7 @@ def trn2() -> Scenario:
             vpc_subnets=first_zone(stack),
             availability_zone_id="use2-az1",
             checkpoints=store,
-            capacity=Capacity.capacity_block(RESERVATION),
+            capacity=Capacity.reservation_group(RESERVATION_GROUP),
             job_image=PUBLIC_IMAGE,
         )
 
@@ -248,15 +250,53 @@ def test_reservation_targets_the_id_without_market_options(trn1n: Scenario) -> N
     trn1n.template.resource_count_is("AWS::EC2::PlacementGroup", 1)
 
 
-def test_capacity_block_has_market_type_and_no_placement_group(trn2: Scenario) -> None:
+def test_a_reservation_group_is_targeted_from_a_placement_group_on_batch(trn2: Scenario) -> None:
     data = trn2.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationResourceGroupArn": RESERVATION_GROUP}
+    }
+    assert "InstanceMarketOptions" not in data
+
+
+def _capacity_block_cluster(kind: type[BatchTrainingCluster] | type[AutoScalingTrainingCluster]) -> Scenario:
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> Any:
+        more: dict[str, Any] = {"job_image": PUBLIC_IMAGE} if kind is BatchTrainingCluster else {}
+        return kind(
+            stack,
+            "Cluster",
+            vpc=vpc,
+            instance_type="trn2.48xlarge",
+            max_nodes=2,
+            plan=plan_training("trn2.48xlarge", 2, tensor_parallel=64),
+            vpc_subnets=first_zone(stack),
+            capacity=Capacity.capacity_block(RESERVATION),
+            **more,
+        )
+
+    return build("us-east-2", make)
+
+
+def test_a_capacity_block_is_refused_on_batch_naming_the_auto_scaling_cluster() -> None:
+    # Issue 22, defect 4. AWS Batch ignores the launch template's instance market options (BATCH-LT),
+    # without which EC2 does not launch into the block: the 0.1 cluster synthesized a block it never used.
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^Training/Cluster: capacity='capacity-block cr-0123456789abcdef0': AWS Batch ignores a launch "
+        r"template's instance market options .*Use AutoScalingTrainingCluster \(engine auto-scaling-group\)",
+    ):
+        _capacity_block_cluster(BatchTrainingCluster)
+
+
+def test_an_auto_scaling_cluster_launches_into_the_capacity_block_without_a_placement_group() -> None:
+    s = _capacity_block_cluster(AutoScalingTrainingCluster)
+    data = s.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     assert data["CapacityReservationSpecification"] == {
         "CapacityReservationTarget": {"CapacityReservationId": RESERVATION}
     }
-    trn2.template.resource_count_is("AWS::EC2::PlacementGroup", 0)
-    assert "PlacementGroup" not in trn2.one("AWS::Batch::ComputeEnvironment")["ComputeResources"]
-    assert trn2.cluster.placement_group is None
+    s.template.resource_count_is("AWS::EC2::PlacementGroup", 0)
+    assert "PlacementGroupName" not in s.one("AWS::AutoScaling::AutoScalingGroup")
+    assert s.cluster.placement_group is None
 
 
 # -- compute environment and queue ----------------------------------------------------------------

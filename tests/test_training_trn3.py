@@ -1,5 +1,9 @@
 """A Trn3 Gen1 cluster on UltraServer capacity: synthesized, cdk-nag, cfn-lint and the deploy rules.
 
+UltraServer Capacity Blocks reach their instances through the launch template's market type, which
+AWS Batch ignores (BATCH-LT), so the cluster is the Auto Scaling group engine's; a Batch cluster on
+that capacity is refused (issue 22, defect 4).
+
 The catalog records the Trn3 server's network facts as unknown (no source publishes them, looked
 2026-12-01), so the cluster refuses the bare catalog entry; the test completes it with
 ``with_facts`` the way a user would from ``aws ec2 describe-instance-types`` in their account. The
@@ -20,7 +24,7 @@ from test_training_support import PUBLIC_IMAGE, PinnedStack, Scenario, build, fi
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import FABRIC_ULTRASERVER, plan_training
-from cdk_neuron.training import BatchTrainingCluster, Capacity
+from cdk_neuron.training import AutoScalingTrainingCluster, BatchTrainingCluster, Capacity
 
 GROUP = "arn:aws:resource-groups:us-east-2:111111111111:group/trn3-ultraservers"
 TRN3 = get_instance("trn3.48xlarge").with_facts(
@@ -39,8 +43,8 @@ def _plan() -> Any:
 
 @pytest.fixture(scope="module")
 def trn3() -> Scenario:
-    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> BatchTrainingCluster:
-        return BatchTrainingCluster(
+    def make(stack: PinnedStack, vpc: ec2.Vpc, extras: dict[str, Any]) -> AutoScalingTrainingCluster:
+        return AutoScalingTrainingCluster(
             stack,
             "Cluster",
             vpc=vpc,
@@ -49,15 +53,16 @@ def trn3() -> Scenario:
             plan=_plan(),
             vpc_subnets=first_zone(stack),
             capacity=Capacity.ultraserver_capacity_block(resource_group_arn=GROUP),
-            job_image=PUBLIC_IMAGE,
         )
 
     return build("us-east-2", make)
 
 
-def _container(s: Scenario) -> dict[str, Any]:
-    props = s.json["Resources"][s.logical_id(s.cluster.job_definition)]["Properties"]
-    return props["NodeProperties"]["NodeRangeProperties"][0]["Container"]  # type: ignore[no-any-return]
+def _settings(s: Scenario, name: str) -> dict[str, str]:
+    from cdk_support import flatten_user_data, parse_settings, settings_in
+
+    text = flatten_user_data(s.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
+    return parse_settings(settings_in(text)[name])
 
 
 def test_plan_keeps_tp_inside_each_ultraserver() -> None:
@@ -83,23 +88,18 @@ def test_launch_template_targets_the_ultraserver_capacity_block_group(trn3: Scen
     assert trn3.cluster.placement_group is None
 
 
-def test_jobs_order_ranks_by_ultraserver(trn3: Scenario) -> None:
-    container = _container(trn3)
-    env = {e["Name"]: e["Value"] for e in container["Environment"]}
-    assert env["CDK_NEURON_RANK_ORDER"] == "topology"
-    assert env["CDK_NEURON_DOMAIN_GROUP_INSTANCES"] == "4"
-    assert env["CDK_NEURON_ULTRASERVER"] == "1"
-    assert env["NEURON_LOGICAL_NC_CONFIG"] == "2"
-    assert env["NPROC_PER_NODE"] == "64"
-    devices = [d["HostPath"] for d in container["LinuxParameters"]["Devices"]]
-    assert len([d for d in devices if d.startswith("/dev/neuron")]) == 16
+def test_nodes_order_ranks_by_ultraserver(trn3: Scenario) -> None:
+    # The hosts' profile carries what the launcher reads (docs/neuronlink.md, self-managed node group).
+    profile = _settings(trn3, "training-profile.env")
+    assert profile["CDK_NEURON_RANK_ORDER"] == "topology"
+    assert profile["CDK_NEURON_DOMAIN_GROUP_INSTANCES"] == "4"
+    assert profile["CDK_NEURON_ULTRASERVER"] == "1"
+    assert profile["NEURON_LOGICAL_NC_CONFIG"] == "2"
+    assert profile["NPROC_PER_NODE"] == "64"
 
 
 def test_nodes_wait_for_their_capacity_block_id(trn3: Scenario) -> None:
-    from cdk_support import flatten_user_data, parse_settings, settings_in
-
-    text = flatten_user_data(trn3.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
-    settings = parse_settings(settings_in(text)["training.env"])
+    settings = _settings(trn3, "training.env")
     assert settings["ULTRASERVER"] == "1"
     assert settings["TOPOLOGY_FILE"] == "/var/lib/cdk-neuron/topology.json"
 
@@ -147,6 +147,25 @@ def _refused(match: str, **props: Any) -> None:
 
     with pytest.raises(NeuronConfigError, match=match):
         build("us-east-2", make)
+
+
+@pytest.mark.parametrize(
+    "capacity",
+    [
+        Capacity.ultraserver_capacity_block(resource_group_arn=GROUP),
+        Capacity.ultraserver_capacity_block("cr-0123456789abcdef0"),
+    ],
+    ids=["group", "block"],
+)
+def test_a_batch_cluster_on_ultraserver_capacity_blocks_is_refused_naming_the_group_engine(
+    capacity: Capacity,
+) -> None:
+    # AWS Batch ignores the launch template's InstanceMarketOptions (BATCH-LT): the block is unusable.
+    _refused(
+        r"^Training/Cluster: capacity='ultraserver-capacity-block .*': AWS Batch ignores a launch template's "
+        r"instance market options .* Use AutoScalingTrainingCluster",
+        capacity=capacity,
+    )
 
 
 def test_the_bare_catalog_entry_is_refused_for_what_it_does_not_know() -> None:

@@ -143,6 +143,24 @@ SOURCES: dict[str, Source] = {
             "2026-12-01",
         ),
         Source(
+            "BATCH-LT",
+            "https://docs.aws.amazon.com/batch/latest/userguide/launch-templates.html (Use Amazon EC2 launch "
+            'templates with AWS Batch: "The following launch template parameters are ignored by AWS Batch" '
+            'lists instance type, instance role, network interface subnets, "Instance market options (AWS '
+            'Batch must control Spot Instance configuration)" and disable API termination); no AWS Batch page '
+            "documents Capacity Blocks (the EC2 guide's capacity-blocks-launch.html names EC2 Fleet, Auto "
+            "Scaling, EKS managed node groups and ParallelCluster, looked 2026-12-02)",
+            "2026-12-02",
+        ),
+        Source(
+            "ASG-CB",
+            "https://docs.aws.amazon.com/autoscaling/ec2/userguide/launch-template-capacity-blocks.html (Use "
+            "Capacity Blocks for machine learning workloads: a launch template with the Capacity Block's "
+            "reservation id and market type capacity-block, an Auto Scaling group in the block's AZ, scaled "
+            "to zero more than 30 minutes before the block ends)",
+            "2026-12-02",
+        ),
+        Source(
             "ODCR",
             "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-reservations.html (On-Demand "
             "Capacity Reservations reserve an instance type in one AZ; the guide lists no exclusion for the "

@@ -20,6 +20,7 @@ from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.planner import TrainingPlan, replan_training
 from cdk_neuron.training import acknowledgments, batch_engine, security
 from cdk_neuron.training import validation as checks
+from cdk_neuron.training.capacity import check_batch_capacity
 from cdk_neuron.training.cluster import (
     IBatchTrainingCluster,
     NodeOptions,
@@ -135,6 +136,7 @@ class BatchTrainingCluster(TrainingClusterBase):
                 max_nodes=max_nodes,
                 options=options,
             )
+            check_batch_capacity(props.capacity)
             _job_timeout("job_timeout", job_timeout)
             _retry_attempts("retry_attempts", retry_attempts)
             _cdk_values.size("shared_memory_size", shared_memory_size)

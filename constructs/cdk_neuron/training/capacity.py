@@ -44,9 +44,10 @@ class Capacity:
       its UltraCluster itself, so the cluster creates no placement group; the block must match the
       instance type and the subnet's AZ, and instances are terminated when the block ends (scale to
       zero beforehand; see the EC2 Capacity Blocks guide). The EC2 Auto Scaling guide documents this
-      launch-template form for groups (``AutoScalingTrainingCluster``); AWS Batch builds its own
-      launch template from ours and drops some fields, so check a Batch cluster's first launch into
-      a new block (``cdk-neuron preflight`` lists the block and its state).
+      launch-template form for groups (ASG-CB), so ``AutoScalingTrainingCluster`` takes it. AWS Batch
+      ignores a launch template's instance market options (BATCH-LT), which is what makes a launch go
+      into the block, so ``BatchTrainingCluster`` refuses every Capacity Block
+      (:func:`check_batch_capacity`).
     - :meth:`ultraserver_capacity_block`: an UltraServer Capacity Block (every instance of it is a
       server of one UltraServer, CB-HOW), by its ``cr-`` reservation id or by a resource group of
       UltraServer Capacity Blocks (cb-group.html: a launch matches any block of the group with room
@@ -300,3 +301,24 @@ def _reservation_id(field: str, value: object) -> str:
 
 
 __all__ = ["Capacity", "CapacityKind"]
+
+
+BATCH_CAPACITY_BLOCK_FIX = (
+    "AWS Batch ignores a launch template's instance market options (its 'Use Amazon EC2 launch templates "
+    "with AWS Batch' page, BATCH-LT), and EC2 launches into a Capacity Block only with market type "
+    "capacity-block, so a Batch compute environment cannot use the block; no AWS Batch page documents "
+    "Capacity Blocks. Use AutoScalingTrainingCluster (engine auto-scaling-group), whose Auto Scaling group "
+    "launches into the block as the EC2 Auto Scaling guide documents (ASG-CB), or keep AWS Batch with "
+    "Capacity.on_demand() or an On-Demand Capacity Reservation (Capacity.reservation(...))"
+)
+"""Why :class:`BatchTrainingCluster` refuses a Capacity Block, and what works instead."""
+
+
+def check_batch_capacity(capacity: Capacity) -> None:
+    """Refuse a Capacity Block on an AWS Batch cluster (:data:`BATCH_CAPACITY_BLOCK_FIX` says why).
+
+    Capacity reservations stay allowed: Batch's list of ignored launch-template fields does not name
+    ``CapacityReservationSpecification`` (BATCH-LT).
+    """
+    if capacity.is_capacity_block:
+        raise NeuronConfigError("capacity", capacity.describe(), BATCH_CAPACITY_BLOCK_FIX)

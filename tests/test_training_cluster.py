@@ -188,13 +188,16 @@ def test_user_data_installs_efa_in_a_boothook_then_sets_the_node_up(scenario: Sc
     instance = _instance(scenario)
     assert training["ENGINE"] == "batch" and training["SCRATCH_DIR"] == "/scratch"
     assert (training["EFA_INSTALLER_VERSION"], training["EFA_DEVICES"]) == (
-        "1.41.0",
+        "1.47.0",
         str(instance.efa_interfaces),
     )
-    assert (
-        training["EFA_INSTALLER_SHA256"] == "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
-    )
-    assert training["EFA_INSTALLER_KEY"] == "efa-installer/aws-efa-installer-1.41.0.tar.gz"
+    # The nodes check the SHA-256 of what the mirror verified by AWS's signature.
+    mirror = scenario.cluster.efa_installer_mirror
+    copy_id = scenario.stack.resolve(scenario.stack.get_logical_id(mirror.ready.node.default_child))
+    assert training["EFA_INSTALLER_SHA256"].startswith("${")  # a token: the mirror's answer
+    user_data = json.dumps(scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
+    assert json.dumps({"Fn::GetAtt": [copy_id, "Sha256"]}) in user_data
+    assert training["EFA_INSTALLER_KEY"] == "efa-installer/aws-efa-installer-1.47.0.tar.gz"
     # A node that cannot set up powers off; terminating lets Batch replace it.
     data = scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
     assert data["InstanceInitiatedShutdownBehavior"] == "terminate"
@@ -205,9 +208,13 @@ def test_the_pinned_efa_installer_is_mirrored_before_any_node_boots(scenario: Sc
         (k, v) for k, v in scenario.json["Resources"].items() if v["Type"] == "Custom::CdkNeuronEfaInstaller"
     ]
     props = copy["Properties"]
-    assert props["Url"] == "https://efa-installer.amazonaws.com/aws-efa-installer-1.41.0.tar.gz"
-    assert props["Sha256"] == "3506354cdfbe31ff552fe75f5d0d9bb7efd29cf79bd99457347d29c751c38f9f"
-    assert props["Key"] == "efa-installer/aws-efa-installer-1.41.0.tar.gz"
+    assert props["Url"] == "https://efa-installer.amazonaws.com/aws-efa-installer-1.47.0.tar.gz"
+    # Verified as the EC2 User Guide documents: AWS's key, pinned by fingerprint, and the signature.
+    assert props["SignatureUrl"] == "https://efa-installer.amazonaws.com/aws-efa-installer-1.47.0.tar.gz.sig"
+    assert props["KeyUrl"] == "https://efa-installer.amazonaws.com/aws-efa-installer.key"
+    assert props["KeyFingerprint"] == "4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC"
+    assert "Sha256" not in props
+    assert props["Key"] == "efa-installer/aws-efa-installer-1.47.0.tar.gz"
     environment = scenario.json["Resources"][scenario.logical_id(scenario.cluster.compute_environment)]
     assert copy_id in environment["DependsOn"]
     mirror = scenario.cluster.efa_installer_mirror
@@ -575,7 +582,7 @@ def test_node_role_is_ssm_ecs_agent_and_its_own_software_only(trn1: Scenario) ->
     assert len(objects) == 2
     assert any("cdk-hnb659fds-assets" in o and ".zip" in o for o in objects)
     assert any(
-        trn1.logical_id(mirror.bucket) in o and "efa-installer/aws-efa-installer-1.41.0.tar.gz" in o
+        trn1.logical_id(mirror.bucket) in o and "efa-installer/aws-efa-installer-1.47.0.tar.gz" in o
         for o in objects
     )
     (decrypt,) = [s for s in statements if s["Action"] == "kms:Decrypt"]

@@ -32,6 +32,8 @@ from cdk_neuron.serving.engines.vllm_neuron import (
     VLLM_NEURON_REPOSITORY,
     VLLM_NEURON_TAG,
 )
+from cdk_neuron.training.efa_installer import AWS_EFA_KEY_FINGERPRINT
+from cdk_neuron.training.efa_installer import DEFAULT_VERSION as EFA_HOST_VERSION
 
 Platform = Literal["batch", "ec2", "sagemaker"]
 ArgumentHandling = Literal["eval", "argv", "word-split", "ignored"]
@@ -129,7 +131,11 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
             "The script's `train` branch is SageMaker training's; every other first argument is "
             "`eval`ed, so a plain command would be split and its `$VARIABLES` expanded before the "
             f"launcher runs. EFA: `aws-efa-installer-latest` at build time, {TRAINING_DLC_EFA_INSTALLER} "
-            "by the release dates (TRAINING_DLC_EFA_INSTALLER). Batch's stop signal (SIGTERM on job "
+            "by the release dates (TRAINING_DLC_EFA_INSTALLER); the host installs "
+            f"{EFA_HOST_VERSION} (`EfaInstaller.pinned()`, held at least as new by a test), verified "
+            "as the EC2 User Guide documents: AWS's GPG signature under the key with fingerprint "
+            f"{AWS_EFA_KEY_FINGERPRINT} (checked by the mirror at deployment), then the SHA-256 of "
+            "that copy on every node. Batch's stop signal (SIGTERM on job "
             "timeout or termination) reaches only the container's init and its child, this bash: `bash "
             "-m` runs the eval'd command in its own process group and does not forward the signal, so "
             "the training processes are killed when the container stops. Checkpoint periodically "

@@ -441,7 +441,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             raise NeuronConfigError(
                 "efa_installer",
                 efa_installer,
-                "use EfaInstaller.pinned() or EfaInstaller.of(version, sha256)",
+                "use EfaInstaller.pinned(), EfaInstaller.signed(version) or EfaInstaller.of(version, sha256)",
             )
         if node_metrics is not None and not isinstance(node_metrics, NodeMetrics):
             raise NeuronConfigError(
@@ -566,7 +566,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
                 {
                     "REGION": cdk.Stack.of(self).region,
                     "EFA_INSTALLER_VERSION": mirror.installer.version,
-                    "EFA_INSTALLER_SHA256": mirror.installer.sha256,
+                    "EFA_INSTALLER_SHA256": mirror.sha256,
                     "EFA_INSTALLER_BUCKET": mirror.bucket.bucket_name,
                     "EFA_INSTALLER_KEY": mirror.object_key,
                     "EFA_DEVICES": instance.efa_interfaces,

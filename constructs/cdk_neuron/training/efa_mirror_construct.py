@@ -11,7 +11,7 @@ from constructs import Construct
 from cdk_neuron._custom_resource import handler_function
 from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
-from cdk_neuron.training.efa_installer import OBJECT_PREFIX, EfaInstaller
+from cdk_neuron.training.efa_installer import AWS_EFA_KEY_FINGERPRINT, KEY_URL, OBJECT_PREFIX, EfaInstaller
 
 # Downloading and checking a few hundred MB takes well under a minute in Lambda; 10 minutes leaves
 # room for a slow download without approaching Lambda's 15-minute limit.
@@ -22,7 +22,9 @@ class EfaInstallerMirror(Construct):
     """A bucket holding one EFA installer release, filled by a custom resource at deployment.
 
     The function runs outside the VPC (it reaches efa-installer.amazonaws.com, and nothing else),
-    refuses a download whose SHA-256 is not the pinned one, and deletes its object when the stack
+    refuses a download whose SHA-256 is not the pinned one, or, for a release verified by signature,
+    whose GPG signature does not verify under AWS's EFA key (pinned by fingerprint), and returns the
+    copy's SHA-256 (:attr:`sha256`) for the nodes to check. It deletes its object when the stack
     deletes it, so the bucket goes with the stack: it holds only a copy of public software.
 
     :param installer: the release to copy.
@@ -53,7 +55,7 @@ class EfaInstallerMirror(Construct):
                 object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
                 removal_policy=cdk.RemovalPolicy.DESTROY,
             )
-            copy_only = "The bucket holds only a copy of the public EFA installer, recreated from its pinned URL and checksum at any deployment"
+            copy_only = "The bucket holds only a copy of the public EFA installer, recreated from its pinned URL and verified at any deployment"
             for rule in ("AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"):
                 acknowledge(
                     self.bucket, rule, f"{copy_only}; access logs would record nodes reading public software"
@@ -107,12 +109,7 @@ class EfaInstallerMirror(Construct):
                 self,
                 "Copy",
                 resource_type="Custom::CdkNeuronEfaInstaller",
-                properties={
-                    "Url": installer.url,
-                    "Sha256": installer.sha256,
-                    "Bucket": self.bucket.bucket_name,
-                    "Key": self.object_key,
-                },
+                properties=_copy_properties(installer, self.bucket.bucket_name, self.object_key),
                 empties=[bucket],
             )
 
@@ -130,9 +127,33 @@ class EfaInstallerMirror(Construct):
         )
 
     @property
+    def sha256(self) -> str:
+        """The SHA-256 of the verified copy, which every node checks its download against: the pinned
+        one, or (for a signature-verified release) what the mirror computed after verifying it."""
+        if self.installer.sha256 is not None:
+            return self.installer.sha256
+        return self._copy.get_att_string("Sha256")
+
+    @property
     def ready(self) -> cdk.CustomResource:
         """The copy: depend on it so nothing launches nodes before the installer is in place."""
         return self._copy
+
+
+def _copy_properties(installer: EfaInstaller, bucket: str, key: str) -> dict[str, str]:
+    """What the mirror function needs: where to download, how to verify, where to put the copy."""
+    properties = {"Url": installer.url, "Bucket": bucket, "Key": key}
+    if installer.sha256 is not None:
+        properties["Sha256"] = installer.sha256
+    else:
+        properties.update(
+            {
+                "SignatureUrl": installer.signature_url,
+                "KeyUrl": KEY_URL,
+                "KeyFingerprint": AWS_EFA_KEY_FINGERPRINT,
+            }
+        )
+    return properties
 
 
 __all__ = ["EfaInstallerMirror"]

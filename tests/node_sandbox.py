@@ -27,6 +27,7 @@ REAL_TOOLS = (
 STUBBED = (
     "aws", "docker", "curl", "systemctl", "dnf", "mount", "mountpoint", "mkfs.xfs", "mkfs.ext4", "mdadm",
     "modprobe", "poweroff", "blkid", "lsblk", "findmnt", "nginx", "sleep", "wget", "apt-get", "snap", "pip",
+    "neuron-ls",
 )  # fmt: skip
 
 
@@ -41,6 +42,10 @@ if [ "${#label}" -gt 12 ]; then
   echo "mkfs.xfs: label ${label} is too long (at most 12 characters)" >&2
   exit 1
 fi"""
+
+
+NEURON = {"NEURON_DEVICES": 1, "NEURON_DEVICE_WAIT": 0}
+"""The Neuron settings of a one-chip node that does not wait for its devices (write /dev/neuron0)."""
 
 
 class Sandbox:

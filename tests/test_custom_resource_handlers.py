@@ -109,3 +109,44 @@ def test_an_api_error_fails_the_delete_with_its_message(
     (response,) = responses
     assert response["Status"] == "FAILED"
     assert response["Reason"].startswith("ClientError: An error occurred (AccessDeniedException)")
+
+
+# -- the boot-failure breaker (an EventBridge target, not a custom resource) ------------------------
+
+ENVIRONMENT_ARN = "arn:aws:batch:us-east-1:111111111111:compute-environment/ClusterComputeEnvironment-AbC"
+
+
+def _alarm_event(state: str) -> dict[str, Any]:
+    """A "CloudWatch Alarm State Change" event, as EventBridge delivers it (the fields the handler reads)."""
+    return {
+        "source": "aws.cloudwatch",
+        "detail-type": "CloudWatch Alarm State Change",
+        "detail": {
+            "alarmName": "Training-ClusterBootFailureLimit-XYZ",
+            "state": {"value": state, "reason": "Threshold Crossed: 1 datapoint [3.0] >= 3.0"},
+        },
+    }
+
+
+def test_the_breaker_disables_the_compute_environment_on_alarm(monkeypatch: pytest.MonkeyPatch) -> None:
+    from handler_support import load_file
+
+    from cdk_neuron._custom_resource import HANDLERS_DIR
+
+    use_fake_aws_credentials(monkeypatch, "us-east-1")
+    monkeypatch.setenv("COMPUTE_ENVIRONMENT", ENVIRONMENT_ARN)
+    module = load_file(HANDLERS_DIR / "boot_failure_breaker.py", "cr_boot_failure_breaker")
+    client = boto3.client("batch", region_name="us-east-1")
+    with Stubber(client) as stub:
+        stub.add_response(
+            "update_compute_environment",
+            {
+                "computeEnvironmentName": "ClusterComputeEnvironment-AbC",
+                "computeEnvironmentArn": ENVIRONMENT_ARN,
+            },
+            {"computeEnvironment": ENVIRONMENT_ARN, "state": "DISABLED"},
+        )
+        assert module.handler(_alarm_event("ALARM"), None, batch=client) == {"disabled": True}
+        stub.assert_no_pending_responses()
+        # Back to OK (or INSUFFICIENT_DATA): nothing is called, nothing is re-enabled behind the operator.
+        assert module.handler(_alarm_event("OK"), None, batch=client) == {"disabled": False}

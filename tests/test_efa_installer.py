@@ -211,6 +211,7 @@ def test_an_update_to_a_new_release_deletes_the_old_copy(
 
 def test_the_function_code_is_a_real_file_of_the_package() -> None:
     assert sorted(p.name for p in HANDLERS_DIR.iterdir() if p.name != "__pycache__") == [
+        "boot_failure_breaker.py",
         "cfn_response.py",
         "efa_mirror.py",
         "openpgp.py",
@@ -218,7 +219,9 @@ def test_the_function_code_is_a_real_file_of_the_package() -> None:
     ]
 
 
-@pytest.mark.parametrize("name", ["cfn_response.py", "efa_mirror.py", "openpgp.py", "vault_emptier.py"])
+@pytest.mark.parametrize(
+    "name", ["boot_failure_breaker.py", "cfn_response.py", "efa_mirror.py", "openpgp.py", "vault_emptier.py"]
+)
 def test_handlers_need_only_the_lambda_runtime(name: str) -> None:
     import ast
 

@@ -200,8 +200,21 @@ def test_prod_has_exactly_the_expected_alarms(prod: Env) -> None:
         "ServingP99Latency",
         "ServingUnhealthyHosts",
         "CheckpointThroughputSaturated",
+        "TrainingBootFailures",
     }
-    assert len(_resources(prod.mon, "AWS::CloudWatch::Alarm")) == len(prod.monitoring.alarms)
+    # Plus the cluster's own boot-failure limit, which stops its launches.
+    assert len(_resources(prod.mon, "AWS::CloudWatch::Alarm")) == len(prod.monitoring.alarms) + 1
+
+
+def test_a_failed_training_boot_pages(prod: Env) -> None:
+    # Issue 22, defect 5: a node that fails its boot is terminated and relaunched; every such churn pages.
+    props = prod.props(prod.monitoring.alarms["TrainingBootFailures"])
+    (stat,) = _metric_stats(props).values()
+    assert stat["Metric"]["Namespace"] == "CdkNeuron/Training"
+    assert stat["Metric"]["MetricName"] == "BootFailures"
+    assert [d["Name"] for d in stat["Metric"]["Dimensions"]] == ["Cluster"]
+    assert stat["Stat"] == "Sum"
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
 
 
 def test_every_alarm_notifies_the_topic_on_alarm_and_ok(prod: Env, dev: Env) -> None:
@@ -337,6 +350,7 @@ def test_checkpoint_throughput_alarm_is_utilization_of_the_permitted_throughput(
 
 def test_sagemaker_fleet_alarms_on_the_endpoint_in_microseconds(dev: Env) -> None:
     assert set(dev.monitoring.alarms) == {
+        "TrainingBootFailures",
         "TrainingCoresIdle",
         "TrainingDeviceMemoryHigh",
         "TrainingEccUncorrected",

@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from node_sandbox import Sandbox, index_of
+from node_sandbox import NEURON, Sandbox, index_of
 
 from cdk_neuron import timeouts
 from cdk_neuron.errors import NeuronConfigError
@@ -48,6 +48,7 @@ esac"""
 def sandbox(tmp_path: Path) -> Sandbox:
     box = Sandbox(tmp_path)
     box.stub("curl", IMDS)
+    box.write("/dev/neuron0", "")  # the one Neuron device NEURON settings expect
     return box
 
 
@@ -136,7 +137,7 @@ def test_bootstrap_fetches_the_bundle_once_and_runs_the_program(sandbox: Sandbox
     _serve_bundle(sandbox, tmp_path)
     shutil.rmtree(sandbox.home)  # a new node: nothing unpacked yet
     script = tmp_path / "user-data.sh"
-    script.write_text(_user_data({"training.env": render_settings({"ENGINE": "batch"})}))
+    script.write_text(_user_data({"training.env": render_settings({**NEURON, "ENGINE": "batch"})}))
     first = sandbox.run_script(str(script))
     assert first.returncode == 0, first.stderr
     assert sandbox.calls("aws") == [
@@ -161,11 +162,46 @@ def test_bootstrap_gives_up_and_powers_off_when_the_bundle_is_unreachable(
     sandbox.stub("aws", 'echo "Could not connect to the endpoint URL" >&2; exit 255')
     shutil.rmtree(sandbox.home)
     script = tmp_path / "user-data.sh"
-    script.write_text(_user_data({"training.env": render_settings({"ENGINE": "batch"})}))
+    script.write_text(_user_data({"training.env": render_settings({**NEURON, "ENGINE": "batch"})}))
     result = sandbox.run_script(str(script))
     assert len(sandbox.calls("aws s3 cp")) == 2  # one retry
     assert sandbox.calls("poweroff") == ["poweroff "]
     assert "test boot failed - this node cannot work and powers off to be replaced" in result.stderr
+
+
+@pytest.mark.parametrize("counted", [True, False], ids=["training-node", "no-boot-failure-settings"])
+def test_a_node_that_gives_up_counts_its_failed_boot_before_it_powers_off(
+    sandbox: Sandbox, tmp_path: Path, counted: bool
+) -> None:
+    # Issue 22, defect 5: each failed boot is a launch and a termination; the cluster alarms on the count
+    # and stops launching at its limit (cdk_neuron.training.boot_failures).
+    _serve_bundle(sandbox, tmp_path)
+    settings = {
+        "training.env": render_settings({"ENGINE": "batch", "NEURON_DEVICES": 2, "NEURON_DEVICE_WAIT": 0})
+    }
+    if counted:
+        settings["boot-failure.env"] = render_settings(
+            {
+                "BOOT_FAILURE_NAMESPACE": "CdkNeuron/Training",
+                "BOOT_FAILURE_METRIC": "BootFailures",
+                "BOOT_FAILURE_DIMENSIONS": "Cluster=c8abc",
+            }
+        )
+    script = tmp_path / "user-data.sh"
+    script.write_text(_user_data(settings))
+    result = sandbox.run_script(str(script))
+    assert "1 Neuron devices after 0 s, 2 expected" in result.stderr
+    calls = sandbox.calls()
+    recorded = [c for c in calls if c.startswith("aws cloudwatch")]
+    if counted:
+        assert recorded == [
+            "aws cloudwatch put-metric-data --region us-east-1 --namespace CdkNeuron/Training "
+            "--metric-name BootFailures --dimensions Cluster=c8abc --unit Count --value 1"
+        ]
+        assert index_of(calls, "aws cloudwatch") < index_of(calls, "poweroff")
+    else:
+        assert recorded == []
+    assert sandbox.calls("poweroff") == ["poweroff "]
 
 
 def test_bootstrap_gives_up_when_the_program_fails(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -211,6 +247,7 @@ def _efa_box(sandbox: Sandbox, tmp_path: Path, *, devices: int = 8, sha: str | N
     sandbox.settings(
         "training.env",
         {
+            **NEURON,
             "ENGINE": "batch",
             "REGION": "us-east-1",
             "EFA_INSTALLER_VERSION": "1.41.0",
@@ -288,7 +325,7 @@ def test_node_setup_stripes_instance_store_into_scratch_and_leaves_ebs_alone(san
     sandbox.stub("mountpoint", "exit 1")  # nothing mounted yet
     sandbox.stub("mdadm", "exit 0")
     sandbox.write("/etc/fstab", "")
-    sandbox.settings("training.env", {"ENGINE": "batch", "SCRATCH_DIR": "/scratch"})
+    sandbox.settings("training.env", {**NEURON, "ENGINE": "batch", "SCRATCH_DIR": "/scratch"})
     result = sandbox.run("training/node-setup.sh")
     assert result.returncode == 0, result.stderr
     root = sandbox.root
@@ -311,7 +348,7 @@ def test_node_setup_stripes_instance_store_into_scratch_and_leaves_ebs_alone(san
 def test_node_setup_fails_when_the_instance_store_is_missing(sandbox: Sandbox) -> None:
     _nvme(sandbox, "nvme0n1", "Amazon Elastic Block Store")
     sandbox.stub("mountpoint", "exit 1")
-    sandbox.settings("training.env", {"ENGINE": "batch", "SCRATCH_DIR": "/scratch"})
+    sandbox.settings("training.env", {**NEURON, "ENGINE": "batch", "SCRATCH_DIR": "/scratch"})
     result = sandbox.run("training/node-setup.sh")
     assert result.returncode == 1
     assert "no instance-store NVMe disk found for /scratch" in result.stderr
@@ -328,6 +365,7 @@ def test_node_group_setup_stops_ecs_sets_limits_mounts_checkpoints_and_exports_t
     sandbox.settings(
         "training.env",
         {
+            **NEURON,
             "ENGINE": "auto-scaling-group",
             "NOFILE_LIMIT": 1048576,
             "CHECKPOINT_FILE_SYSTEM_ID": "fs-0123",
@@ -361,6 +399,7 @@ def test_node_group_setup_fails_when_the_checkpoint_mount_fails(sandbox: Sandbox
     sandbox.settings(
         "training.env",
         {
+            **NEURON,
             "ENGINE": "auto-scaling-group",
             "NOFILE_LIMIT": 1048576,
             "CHECKPOINT_FILE_SYSTEM_ID": "fs-0123",
@@ -377,6 +416,55 @@ def test_node_group_setup_fails_when_the_checkpoint_mount_fails(sandbox: Sandbox
 
 # ---------------------------------------------------------------------------------------------
 # Serving
+@pytest.mark.parametrize(
+    ("devices", "neuron_ls", "message"),
+    [
+        (15, "exit 0", "15 Neuron devices after 0 s, 16 expected"),
+        (
+            16,
+            "echo 'nrt: failed to open device 3' >&2; exit 1",
+            "neuron-ls failed: nrt: failed to open device 3",
+        ),
+    ],
+    ids=["a-device-missing", "neuron-ls-fails"],
+)
+def test_node_setup_refuses_a_node_whose_neuron_devices_are_not_usable(
+    sandbox: Sandbox, devices: int, neuron_ls: str, message: str
+) -> None:
+    # Issue 22, defect 5: boot checked only the EFA devices, so a node with a missing or broken Neuron
+    # device registered with ECS and took jobs that then failed on it.
+    for index in range(1, devices):
+        sandbox.write(f"/dev/neuron{index}", "")
+    sandbox.stub("neuron-ls", neuron_ls)
+    sandbox.settings("training.env", {"ENGINE": "batch", "NEURON_DEVICES": 16, "NEURON_DEVICE_WAIT": 0})
+    result = sandbox.run("training/node-setup.sh")
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "FAILED: the Neuron devices are not usable" in result.stderr
+    assert "training node ready" not in result.stderr
+
+
+def test_node_setup_waits_for_the_driver_then_asks_neuron_ls(sandbox: Sandbox) -> None:
+    # The devices appear while the node waits (the stubbed sleep creates them, as udev would).
+    sandbox.stub("sleep", f"for i in 1 2 3; do : > {sandbox.root}/dev/neuron$i; done")
+    sandbox.settings("training.env", {"ENGINE": "batch", "NEURON_DEVICES": 4, "NEURON_DEVICE_WAIT": 60})
+    result = sandbox.run("training/node-setup.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("sleep") == ["sleep 5"]
+    assert sandbox.calls("neuron-ls") == ["neuron-ls "]
+    assert "4 Neuron devices; neuron-ls answers" in result.stderr
+
+
+def test_serving_boot_checks_the_neuron_devices_before_anything_else(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, NEURON_DEVICES=2, NEURON_DEVICE_WAIT=0)
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 1
+    assert "1 Neuron devices after 0 s, 2 expected" in result.stderr
+    assert sandbox.calls("mkfs") == [] and sandbox.calls("docker") == []
+    # The failure abandons the launch like any other boot failure.
+    assert any("complete-lifecycle-action" in c and "ABANDON" in c for c in sandbox.calls("aws autoscaling"))
+
+
 # ---------------------------------------------------------------------------------------------
 
 FLEET = {
@@ -393,6 +481,7 @@ FLEET = {
     "DATA_DEVICE": "/dev/sdf",
     "DATA_LABEL": "cdkn-data",
     "REPLICAS": 1,
+    "NEURON_DEVICES": 1,
     "FIRST_REPLICA_PORT": 8081,
     "SERVICE_PORT": 8080,
     "CONTAINER_PORT": 8080,
@@ -472,7 +561,7 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
 def test_serving_boot_takes_the_volume_the_block_device_mapping_names(sandbox: Sandbox) -> None:
     _serving_box(sandbox)
     # Amazon Linux's udev rule links the mapping's name to the NVMe device (here the third disk).
-    sandbox.file("/dev").mkdir()
+    sandbox.file("/dev").mkdir(exist_ok=True)
     sandbox.file("/dev/sdf").symlink_to("/dev/nvme5n1")
     result = sandbox.run("serving/boot.sh")
     assert result.returncode == 0, result.stderr

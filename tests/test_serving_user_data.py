@@ -197,6 +197,8 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
     box.stub("curl", 'case "$*" in *api/token*) echo TOKEN ;; *meta-data/instance-id*) echo i-0abc ;; esac')
     (box.bin / "nginx").unlink()
     box.write("/etc/fstab", "")
+    for index in range(12):  # the Neuron devices (boot.sh checks the instance's chips)
+        box.write(f"/dev/neuron{index}", "")
     box.home.rename(tmp_path / "unused")  # a new instance: the bundle is fetched
     script = tmp_path / "user-data.sh"
     spec = ModelSpec(artifact_uri="s3://my-models/m", parameters=8_000_000_000, tensor_parallel=4)

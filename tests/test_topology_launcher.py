@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from node_sandbox import Sandbox
+from node_sandbox import NEURON, Sandbox
 
 from cdk_neuron import timeouts
 from cdk_neuron.node_programs import FILES_DIR, program
@@ -49,6 +49,7 @@ esac"""
 def host(tmp_path: Path) -> Sandbox:
     box = Sandbox(tmp_path)
     box.stub("curl", IMDS)
+    box.write("/dev/neuron0", "")  # the one Neuron device NEURON settings expect
     return box
 
 
@@ -63,6 +64,7 @@ def test_node_setup_records_its_own_topology(host: Sandbox) -> None:
     host.settings(
         "training.env",
         {
+            **NEURON,
             "ENGINE": "batch",
             "REGION": "us-east-1",
             "TOPOLOGY_FILE": "/var/lib/cdk-neuron/topology.json",
@@ -96,6 +98,7 @@ def test_ultraserver_node_waits_for_its_capacity_block_id(host: Sandbox) -> None
     host.settings(
         "training.env",
         {
+            **NEURON,
             "ENGINE": "batch",
             "REGION": "us-east-2",
             "TOPOLOGY_FILE": "/var/lib/cdk-neuron/topology.json",
@@ -117,6 +120,7 @@ def test_a_failed_topology_call_does_not_stop_the_boot(host: Sandbox) -> None:
     host.settings(
         "training.env",
         {
+            **NEURON,
             "ENGINE": "batch",
             "REGION": "us-east-1",
             "TOPOLOGY_FILE": "/var/lib/cdk-neuron/topology.json",
@@ -135,7 +139,7 @@ def test_a_failed_topology_call_does_not_stop_the_boot(host: Sandbox) -> None:
 
 
 def test_without_efa_no_topology_is_asked(host: Sandbox) -> None:
-    host.settings("training.env", {"ENGINE": "batch"})
+    host.settings("training.env", {**NEURON, "ENGINE": "batch"})
     result = host.run("training/node-setup.sh")
     assert result.returncode == 0, result.stderr
     assert host.calls("aws") == []

@@ -10,6 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from deploy_rules_gate import check_gate, gate_params
 from test_training_support import PinnedStack, Scenario, build, first_zone
 
+from cdk_neuron import timeouts
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import AutoScalingTrainingCluster
 from cdk_support import flatten_user_data, parse_settings, settings_in
@@ -200,3 +201,19 @@ def test_self_managed_nodes_record_their_topology_and_export_the_rank_order_sett
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
     assert {"Action": "ec2:DescribeInstanceTopology", "Effect": "Allow", "Resource": "*"} in statements
+
+
+def test_nodes_that_keep_failing_their_boot_set_the_group_to_zero(group: Scenario) -> None:
+    # Issue 22, defect 5: the group relaunched a node that failed deterministically, forever.
+    alarm_id = group.logical_id(group.cluster.boot_failure_alarm)
+    alarm = group.json["Resources"][alarm_id]["Properties"]
+    assert (alarm["MetricName"], alarm["Threshold"]) == ("BootFailures", timeouts.BOOT_FAILURE_LIMIT)
+    ((policy_id, policy),) = [
+        (k, v["Properties"])
+        for k, v in group.resources("AWS::AutoScaling::ScalingPolicy").items()
+        if v["Properties"].get("AdjustmentType") == "ExactCapacity"
+    ]
+    assert policy["AutoScalingGroupName"] == {"Ref": group.logical_id(group.cluster.auto_scaling_group)}
+    assert policy["PolicyType"] == "StepScaling"
+    assert policy["StepAdjustments"] == [{"MetricIntervalLowerBound": 0, "ScalingAdjustment": 0}]
+    assert alarm["AlarmActions"] == [{"Ref": policy_id}]

@@ -13,7 +13,7 @@ from deploy_rules_gate import check_gate, gate_params
 from syrupy.assertion import SnapshotAssertion
 from test_training_support import ECR_IMAGE, PUBLIC_IMAGE, PinnedStack, Scenario, build, first_zone
 
-from cdk_neuron import ami
+from cdk_neuron import ami, timeouts
 from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import plan_training
@@ -777,3 +777,77 @@ def test_an_imported_vpc_must_name_its_default_group_for_efa() -> None:
 def test_deploy_rules(request: pytest.FixtureRequest, name: str, rule: str | None) -> None:
     scenario: Scenario = request.getfixturevalue(name.split(":")[1])
     check_gate(name, scenario.json, rule)
+
+
+# -- the boot-failure bound (issue 22, defect 5) ----------------------------------------------------
+
+
+def test_a_failed_boot_is_counted_into_the_clusters_own_series(trn1: Scenario) -> None:
+    text = flatten_user_data(trn1.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]["UserData"])
+    counted = parse_settings(settings_in(text)["boot-failure.env"])
+    assert counted == {
+        "BOOT_FAILURE_NAMESPACE": "CdkNeuron/Training",
+        "BOOT_FAILURE_METRIC": "BootFailures",
+        "BOOT_FAILURE_DIMENSIONS": f"Cluster={trn1.cluster.cluster_id}",
+    }
+    # The node may write that namespace only.
+    role = _ref(trn1, trn1.cluster.role)
+    (policy,) = [
+        p["Properties"]
+        for p in trn1.resources("AWS::IAM::ManagedPolicy").values()
+        if role in p["Properties"].get("Roles", [])
+        and any(s.get("Sid") == "RecordBootFailures" for s in p["Properties"]["PolicyDocument"]["Statement"])
+    ]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "cloudwatch:PutMetricData"
+    assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": "CdkNeuron/Training"}}
+
+
+def test_nodes_that_keep_failing_their_boot_disable_the_compute_environment(trn1: Scenario) -> None:
+    # Without a bound, a deterministic boot failure relaunched, failed and billed for as long as the
+    # job waited RUNNABLE.
+    alarm = trn1.json["Resources"][trn1.logical_id(trn1.cluster.boot_failure_alarm)]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == (
+        "CdkNeuron/Training",
+        "BootFailures",
+        "Sum",
+    )
+    assert alarm["Dimensions"] == [{"Name": "Cluster", "Value": trn1.cluster.cluster_id}]
+    assert (alarm["Threshold"], alarm["Period"], alarm["EvaluationPeriods"]) == (
+        timeouts.BOOT_FAILURE_LIMIT,
+        timeouts.BOOT_FAILURE_WINDOW,
+        1,
+    )
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    rule = trn1.json["Resources"][trn1.logical_id(trn1.cluster.boot_failure_rule)]["Properties"]
+    assert rule["EventPattern"] == {
+        "source": ["aws.cloudwatch"],
+        "detail-type": ["CloudWatch Alarm State Change"],
+        "resources": [_ref(trn1, trn1.cluster.boot_failure_alarm, "Arn")],
+        "detail": {"state": {"value": ["ALARM"]}},
+    }
+    ((function_id, function),) = [
+        (k, v)
+        for k, v in trn1.resources("AWS::Lambda::Function").items()
+        if v["Properties"]["Handler"] == "boot_failure_breaker.handler"
+    ]
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]}
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert environment == {
+        "COMPUTE_ENVIRONMENT": _ref(trn1, trn1.cluster.compute_environment, "ComputeEnvironmentArn")
+    }
+    statements = [
+        s
+        for p in trn1.resources("AWS::IAM::ManagedPolicy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "DisableComputeEnvironment"
+    ]
+    assert statements == [
+        {
+            "Sid": "DisableComputeEnvironment",
+            "Effect": "Allow",
+            "Action": "batch:UpdateComputeEnvironment",
+            "Resource": _ref(trn1, trn1.cluster.compute_environment, "ComputeEnvironmentArn"),
+        }
+    ]

@@ -81,6 +81,7 @@ def handler_function(
     kms_key: kms.IKey | None = None,
     memory_size: int = 256,
     ephemeral_storage: cdk.Size | None = None,
+    acknowledgments: Mapping[str, str] | None = None,
 ) -> HandlerFunction:
     """The function, role, policy and log group, as children ``Function``, ``Role``, ``Policy`` and
     ``Logs`` of ``scope``.
@@ -96,6 +97,8 @@ def handler_function(
     :param kms_key: encrypts the log group (the key must let CloudWatch Logs use it). Default: none.
     :param memory_size: MiB. Default: 256.
     :param ephemeral_storage: /tmp size. Default: Lambda's 512 MiB.
+    :param acknowledgments: the reasons for the Lambda rules a function invoked by something other
+        than CloudFormation answers differently. Default: a custom resource's.
     """
     log_group = logs.LogGroup(
         scope,
@@ -147,7 +150,8 @@ def handler_function(
             "The function logs request ids and errors of its own API calls, no data; CloudWatch Logs encrypts "
             "it at rest with its own keys",
         )
-    for rule, reason in {**_ACKNOWLEDGMENTS, "NIST.800.53.R5-LambdaInsideVPC": outside_vpc_reason}.items():
+    reasons = {**(_ACKNOWLEDGMENTS if acknowledgments is None else acknowledgments)}
+    for rule, reason in {**reasons, "NIST.800.53.R5-LambdaInsideVPC": outside_vpc_reason}.items():
         acknowledge(function, rule, reason)
     return HandlerFunction(function=function, policy=policy, log_group=log_group)
 

@@ -432,6 +432,7 @@ def serving_node_settings(startup_seconds: int) -> dict[str, int]:
     """The serving node programs' timing settings (``fleet.env``): ``ready.sh``'s deadline, the host
     nginx's timeouts and keep-alives, the replica units' stop and restart, the lifecycle watch."""
     return {
+        "NEURON_DEVICE_WAIT": NEURON_DEVICE_WAIT,
         "STARTUP_DEADLINE_SECONDS": ready_deadline_seconds(startup_seconds),
         "NGINX_KEEPALIVE_TIMEOUT": NGINX_KEEPALIVE_TIMEOUT,
         "NGINX_PROXY_TIMEOUT": NGINX_PROXY_TIMEOUT,
@@ -506,6 +507,16 @@ JOB_ATTEMPT_TIMEOUT = 7 * 24 * 3600
 """BatchTrainingCluster's default ``job_timeout`` (``attemptDurationSeconds``): a bound on the bill."""
 UNPLACEABLE_JOB_TIMEOUT = 600
 """The job queue cancels a job that can never be placed after this long in RUNNABLE."""
+NEURON_DEVICE_WAIT = 60
+"""How long a booting node waits for the Neuron driver's /dev/neuronN devices before it gives up
+(``check_neuron_devices`` in the node programs' ``lib/common.sh``): the driver is loaded at boot, so
+the devices are there within seconds or not at all."""
+BOOT_FAILURE_LIMIT = 3
+BOOT_FAILURE_WINDOW = 3600
+"""A training cluster whose nodes fail their boot ``BOOT_FAILURE_LIMIT`` times within
+``BOOT_FAILURE_WINDOW`` seconds stops launching them (``cdk_neuron.training.boot_failures``): a
+deterministic failure (an unreachable installer, a broken AMI) otherwise relaunches, fails and bills
+forever while the job waits RUNNABLE. Three leaves room for one unlucky node and one retry."""
 NODE_BOOT_SECONDS = 180
 """Assumed: launch until cloud-init runs the node programs (EC2 boot of a large instance)."""
 EFA_INSTALL_SECONDS = 600

@@ -24,7 +24,7 @@ from cdk_neuron.serving.sagemaker_fleet import ISageMakerInferenceFleet, SageMak
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore, is_checkpoint_store
 from cdk_neuron.training.batch_cluster import is_batch_training_cluster
-from cdk_neuron.training.cluster import ITrainingCluster, is_training_cluster
+from cdk_neuron.training.cluster import ITrainingCluster, TrainingClusterBase, is_training_cluster
 from cdk_neuron.validation import EMAIL
 
 DEFAULT_THRESHOLDS = MonitoringThresholds()  # frozen, so one shared default is safe
@@ -43,7 +43,8 @@ class NeuronMonitoring(Construct):
 
     - an SNS topic, encrypted with a customer-managed rotating key, TLS-only, that every alarm and
       event rule notifies (on ALARM and on OK), with an optional email subscription;
-    - alarms (``alarms``, by name): NeuronCores idle while instances run (training, serving),
+    - alarms (``alarms``, by name): a training node that failed its boot (a built cluster's
+      ``metric_boot_failures``), NeuronCores idle while instances run (training, serving),
       saturated (serving), device memory near full, any uncorrected ECC error; serving 5xx rate,
       p99 latency and unhealthy hosts (EC2 behind an ALB) or 5xx rate and p99 model latency
       (SageMaker); checkpoint EFS throughput at its ceiling;
@@ -119,6 +120,18 @@ class NeuronMonitoring(Construct):
         job_queue_arn: str | None = None
         if cluster is not None:
             self._watch_nodes("training", cluster, workloads, _cluster_series(cluster))
+            if isinstance(cluster, TrainingClusterBase):
+                # Each failed boot is a launch and a termination: page on the first (the cluster stops
+                # launching at its limit, cdk_neuron.training.boot_failures).
+                self._alarms.add(
+                    "TrainingBootFailures",
+                    metric=cluster.metric_boot_failures(period=alarm_rules.NEURON_PERIOD),
+                    threshold=1,
+                    comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    periods=1,
+                    description=f"{environment}: a training node failed its boot and powered off to be replaced "
+                    "(its console output says why); at the cluster's limit it stops launching nodes",
+                )
             if is_batch_training_cluster(cluster):
                 job_queue_arn = cluster.job_queue_arn
                 self.rules["BatchJobFailed"] = event_rules.batch_job_failed_rule(

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cdk_neuron import timeouts
+from cdk_neuron.catalog import get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import (
     BundleLocation,
@@ -97,6 +98,8 @@ class BootConfig:
     startup_timeout_seconds: int
     fleet_id: str
     log_group: str
+    neuron_devices: int = 1
+    """/dev/neuronN devices the instance has (its chips): boot.sh checks them before anything else."""
 
 
 def replica_configs(plan: ServingPlan) -> tuple[ReplicaConfig, ...]:
@@ -152,6 +155,7 @@ def boot_config(
         startup_timeout_seconds=startup_timeout_seconds,
         fleet_id=fleet_id,
         log_group=log_group,
+        neuron_devices=get_instance(plan.instance_type).chips,
     )
 
 
@@ -177,6 +181,7 @@ def settings_files(cfg: BootConfig) -> dict[str, str]:
             "DATA_DEVICE": DATA_DEVICE,
             "DATA_LABEL": DATA_LABEL,
             "REPLICAS": len(cfg.replicas),
+            "NEURON_DEVICES": cfg.neuron_devices,
             "FIRST_REPLICA_PORT": FIRST_REPLICA_PORT,
             "SERVICE_PORT": cfg.service_port,
             "CONTAINER_PORT": cfg.container_port,

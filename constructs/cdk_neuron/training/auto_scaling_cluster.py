@@ -14,7 +14,7 @@ from cdk_neuron import _manifest, validation
 from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.node_programs import render_settings
-from cdk_neuron.training import acknowledgments, node_setup
+from cdk_neuron.training import acknowledgments, boot_failures, node_setup
 from cdk_neuron.training.asg_engine import build_auto_scaling_group
 from cdk_neuron.training.cluster import ITrainingCluster, NodeOptions, TrainingClusterBase
 from cdk_neuron.training.launcher import node_environment
@@ -93,6 +93,8 @@ class AutoScalingTrainingCluster(TrainingClusterBase):
             )
             if self.efa_installer_mirror is not None:
                 self.auto_scaling_group.node.add_dependency(self.efa_installer_mirror.ready)
+            # Nodes that keep failing their boot set the group's capacity to 0 (boot_failures).
+            boot_failures.stop_group(self, self.boot_failure_alarm, self.auto_scaling_group)
             if self.checkpoints is not None:
                 self.checkpoints.grant_read_write(self.role, peer=self)
             if self.compile_cache is not None:

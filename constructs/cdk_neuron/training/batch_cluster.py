@@ -18,7 +18,7 @@ from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.planner import TrainingPlan, replan_training
-from cdk_neuron.training import acknowledgments, batch_engine, security
+from cdk_neuron.training import acknowledgments, batch_engine, boot_failures, security
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import check_batch_capacity
 from cdk_neuron.training.cluster import (
@@ -175,6 +175,14 @@ class BatchTrainingCluster(TrainingClusterBase):
             if self.efa_installer_mirror is not None:
                 # No node may boot before its EFA installer is in the bucket.
                 self.compute_environment.node.add_dependency(self.efa_installer_mirror.ready)
+            # Nodes that keep failing their boot disable the compute environment (boot_failures).
+            self.boot_failure_rule = boot_failures.disable_compute_environment(
+                self,
+                self.boot_failure_alarm,
+                self.compute_environment,
+                kms_key=self.kms_key,
+                removal_policy=self._removal_policy,
+            )
             if task_security_group_id is not None:
                 self.task_security_group = security.open_task_security_group(
                     self, "TaskSecurityGroup", task_security_group_id

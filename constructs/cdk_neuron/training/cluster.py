@@ -50,7 +50,7 @@ from cdk_neuron.node_programs.bundle import (
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore, is_checkpoint_store
 from cdk_neuron.storage.compile_cache import ICompileCache, is_compile_cache
-from cdk_neuron.training import acknowledgments, security
+from cdk_neuron.training import acknowledgments, boot_failures, security
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.efa_installer import EfaInstaller
@@ -318,6 +318,10 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
     :ivar checkpoints: the checkpoint store mounted on every node, else None.
     :ivar compile_cache: the compile cache the nodes use, else None.
     :ivar efa_installer_mirror: the bucket copy of the EFA installer; None on an instance without EFA.
+    :ivar cluster_id: the ``Cluster`` dimension of the nodes' ``BootFailures`` metric.
+    :ivar boot_failure_alarm: in ALARM once the nodes failed their boot ``BOOT_FAILURE_LIMIT`` times within
+        ``BOOT_FAILURE_WINDOW`` (:mod:`cdk_neuron.timeouts`); it stops the launches
+        (:mod:`cdk_neuron.training.boot_failures`).
     """
 
     _ENGINE: ClassVar[str]
@@ -339,6 +343,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
     checkpoints: ICheckpointStore | None
     compile_cache: ICompileCache | None
     efa_installer_mirror: EfaInstallerMirror | None
+    cluster_id: str
+    boot_failure_alarm: cw.Alarm
     _extra_user_data: ec2.UserData | None
 
     @property
@@ -351,6 +357,13 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         :class:`~cdk_neuron.training.AutoScalingTrainingCluster` (your processes on the nodes run
         as it).
         """
+
+    def metric_boot_failures(self, **options: Unpack[metric_options.MetricOptions]) -> cw.Metric:
+        """``BootFailures`` (Count): nodes that failed their boot and powered off to be replaced (each one a
+        launch and a termination). Default: ``Sum`` over 5 minutes. :attr:`boot_failure_alarm` stops the
+        launches at :data:`cdk_neuron.timeouts.BOOT_FAILURE_LIMIT` within the window."""
+        found = boot_failures.metric(self.cluster_id, options.get("period", metric_options.DEFAULT_PERIOD))
+        return metric_options.with_options(found, options)
 
     def add_user_data(self, *commands: str) -> None:
         """Run ``commands`` on every node, once, at its first boot, after the node setup (EFA,
@@ -523,6 +536,10 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             # Each node records its own topology at boot for the launcher's rank order.
             iam.Grant.add_to_principal(grantee=self.role, actions=[TOPOLOGY_ACTION], resource_arns=["*"])
             acknowledgments.instance_topology(self.role)
+        # Every failed boot is counted, and a cluster that keeps failing stops launching (boot_failures).
+        self.cluster_id = self.node.addr
+        boot_failures.record_policy(self, self.role)
+        self.boot_failure_alarm = boot_failures.limit_alarm(self, self.cluster_id)
         if props.node_metrics is not None:
             node_metrics_policy(
                 self, "NodeMetricsPolicy", role=self.role, namespace=props.node_metrics.namespace
@@ -557,7 +574,12 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         in the node-program bundle. A failure in either powers the node off to be replaced.
         """
         instance = self.instance
-        settings: dict[str, str | int | None] = {"ENGINE": self._ENGINE}
+        settings: dict[str, str | int | None] = {
+            "ENGINE": self._ENGINE,
+            # node-setup.sh checks them before any job can land (one /dev/neuronN per chip).
+            "NEURON_DEVICES": instance.chips,
+            "NEURON_DEVICE_WAIT": timeouts.NEURON_DEVICE_WAIT,
+        }
         if instance.nvme_gb > 0:
             settings["SCRATCH_DIR"] = SCRATCH_DIR
         mirror = self.efa_installer_mirror
@@ -579,6 +601,7 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         files: dict[str, str] = {}
         self._engine_settings(settings, files)
         files["training.env"] = render_settings(settings)
+        files[boot_failures.SETTINGS_FILE] = render_settings(boot_failures.settings(self.cluster_id))
         if self._node_metrics is not None:
             files.update(self._node_metrics.settings_files(workload=WORKLOAD, instance_type=instance.name))
 

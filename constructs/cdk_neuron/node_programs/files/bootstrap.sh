@@ -8,10 +8,9 @@
 #
 # cdk_neuron_bootstrap <program>: fetch the bundle unless this exact bundle is already unpacked
 # (cloud-boothooks run at every boot), then run <program>, a path inside the bundle.
-# cdk_neuron_give_up <why>: the node cannot do its job. Say so (cloud-init copies user-data output to
-# the console that `aws ec2 get-console-output` shows) and power off: the launch templates terminate on an
-# instance-initiated shutdown, so Auto Scaling or AWS Batch replaces the node instead of keeping
-# a broken one in service.
+# cdk_neuron_give_up <why>: say so (on the console: `aws ec2 get-console-output`), count the failed
+# boot (boot-failure.env: cdk_neuron.training.boot_failures) and power off: the launch templates
+# terminate on an instance-initiated shutdown, so Auto Scaling or AWS Batch replaces the node.
 
 # It runs on the left of `||` (see the last line of the user data), where bash ignores `set -e`, so
 # every step that matters ends in `|| return 1`.
@@ -48,5 +47,19 @@ cdk_neuron_bootstrap() {
 cdk_neuron_give_up() {
     # cloud-init copies user-data output to the serial console.
     echo "cdk-neuron: $* - this node cannot work and powers off to be replaced" >&2
+    cdk_neuron_count_failed_boot || echo "cdk-neuron: the failed boot could not be counted" >&2
     poweroff
+}
+
+# Serving instances have no boot-failure.env (serving/lifecycle.sh records their failures).
+cdk_neuron_count_failed_boot() {
+    local settings="${CDK_NEURON_ROOT:-}/etc/cdk-neuron/boot-failure.env"
+    [ -r "${settings}" ] || return 0
+    # shellcheck disable=SC1090
+    . "${settings}" || return 1
+    # shellcheck disable=SC1091
+    . "${CDK_NEURON_ROOT:-}/etc/cdk-neuron/bundle.env" || return 1
+    command -v aws >/dev/null 2>&1 || return 1
+    aws cloudwatch put-metric-data --region "${REGION}" --namespace "${BOOT_FAILURE_NAMESPACE}" \
+        --metric-name "${BOOT_FAILURE_METRIC}" --dimensions "${BOOT_FAILURE_DIMENSIONS}" --unit Count --value 1
 }

@@ -79,6 +79,33 @@ ensure_command() {
     }
 }
 
+# check_neuron_devices <count> <wait-seconds>: the Neuron driver shows at least <count> devices
+# (/dev/neuron0 ...; it creates one per chip as it loads, so wait up to <wait-seconds> for them),
+# then neuron-ls, which opens each through the driver, succeeds. Jobs and replicas are given
+# /dev/neuronN by path, so a node that lacks one must not take work. neuron-ls comes with the AMI's
+# aws-neuronx-tools in /opt/aws/neuron/bin (cdk_neuron.contracts.ami).
+check_neuron_devices() {
+    local expected=$1 wait=$2 waited=0 devices found tool output
+    while :; do
+        devices=("${ROOT:-}"/dev/neuron[0-9]*)
+        found=0
+        [ -e "${devices[0]}" ] && found=${#devices[@]}
+        [ "${found}" -ge "${expected}" ] && break
+        if [ "${waited}" -ge "${wait}" ]; then
+            log "${found} Neuron devices after ${wait} s, ${expected} expected (is the Neuron driver loaded?)"
+            return 1
+        fi
+        sleep 5
+        waited=$((waited + 5))
+    done
+    tool=$(command -v neuron-ls || echo /opt/aws/neuron/bin/neuron-ls)
+    if ! output=$("${tool}" 2>&1); then
+        log "neuron-ls failed: ${output}"
+        return 1
+    fi
+    log "${found} Neuron devices; neuron-ls answers"
+}
+
 # fill_template <template> <output>: copy <template>, every @NAME@ replaced by the value of the
 # setting NAME (which must be set), so the timings in cdk_neuron.timeouts reach unit files and nginx.
 fill_template() {

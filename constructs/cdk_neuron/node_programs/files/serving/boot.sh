@@ -6,6 +6,8 @@
 # and install-docker.sh); anything else comes from the Amazon Linux repositories, which are in S3.
 # So a fleet reaches only AWS services and its image registry, with or without a NAT.
 #
+# 0. Check the Neuron devices (NEURON_DEVICES of /dev/neuronN, then neuron-ls): replicas are given
+#    them by path, so an instance without them must not join the fleet.
 # 1. Format (XFS) and mount the encrypted data volume, found by its identity, at DATA_DIR; Docker
 #    keeps images there.
 # 2. Stop the ECS agent (this fleet is not an ECS cluster).
@@ -27,7 +29,7 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/serving/lifecycle.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
 require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_DEVICE DATA_LABEL REPLICAS \
-    FIRST_REPLICA_PORT SERVICE_PORT
+    FIRST_REPLICA_PORT SERVICE_PORT NEURON_DEVICES NEURON_DEVICE_WAIT
 EBS_MODEL='Amazon Elastic Block Store'
 trap 'fail "the boot script stopped at line ${LINENO}"' ERR
 
@@ -145,6 +147,7 @@ install_units() {
 }
 
 install -d -m 0755 "${CDK_NEURON_ETC}" "${ROOT}/etc/systemd/system"
+check_neuron_devices "${NEURON_DEVICES}" "${NEURON_DEVICE_WAIT}" || fail "the Neuron devices are not usable"
 mount_data_volume
 stop_ecs_agent
 configure_docker

@@ -1,6 +1,9 @@
 #!/bin/bash
 # cdk-neuron training node setup: runs from user data after the EFA boothook, before the ECS agent.
 #
+# - First, the Neuron devices: at least NEURON_DEVICES of /dev/neuronN (one per chip, what every job
+#   container is given) and a working neuron-ls; otherwise no job may land here (the bootstrap powers
+#   the node off, and the boot-failure bound and alarm count it).
 # - Instance-store NVMe (when the type has it): striped (RAID 0) into one XFS file system at
 #   SCRATCH_DIR, mounted by label with nofail so a stop/start, which empties instance store, does
 #   not hang the boot. The disks are found by their Nitro model string, so the root EBS volume is
@@ -129,6 +132,8 @@ record_topology() {
     log "topology: recorded in ${TOPOLOGY_FILE}"
 }
 
+require NEURON_DEVICES NEURON_DEVICE_WAIT
+check_neuron_devices "${NEURON_DEVICES}" "${NEURON_DEVICE_WAIT}" || die "the Neuron devices are not usable"
 if [ -n "${SCRATCH_DIR:-}" ]; then
     setup_scratch
 fi

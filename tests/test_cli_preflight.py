@@ -5,6 +5,7 @@ not implemented for these codes) and `describe_capacity_reservations` (not imple
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -970,23 +971,29 @@ def test_artifact_listings_are_followed_across_pages(
     assert rows(doc, "artifacts")[0]["detail"] == "9 object(s)"
 
 
-def _with_manifest(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], manifest: object, **env_changes: Any
-) -> tuple[int, dict[str, Any]]:
-    """Preflight with the seeded llama3-8b export's manifest replaced by ``manifest`` (None: removed)."""
+_MANIFEST_PREFIXES = itertools.count()
 
-    key = f"llama3-8b/{MANIFEST_NAME}"
-    if manifest is None:
-        MOTO["s3"].delete_object(Bucket="models-bucket", Key=key)
-    else:
-        body = manifest if isinstance(manifest, str) else json.dumps(manifest)
-        MOTO["s3"].put_object(Bucket="models-bucket", Key=key, Body=body)
-    env = environment()
-    for key, value in env_changes.items():
-        env["serving"]["model"][key] = value
+
+def _with_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], manifest: object, **model_changes: Any
+) -> tuple[int, dict[str, Any]]:
+    """Preflight against a fresh copy of the llama3-8b export at its own prefix, beside ``manifest``
+    (a dict, raw text, or None for none); the module's seeded objects are only read, never changed."""
+    prefix = f"manifest-{next(_MANIFEST_PREFIXES)}"
+    for key in EXPORT:
+        MOTO["s3"].put_object(Bucket="models-bucket", Key=f"{prefix}/{key}", Body=b"x")
+    if manifest is not None:
+        if isinstance(manifest, dict):
+            manifest = json.dumps({**manifest, "artifact_uri": f"s3://models-bucket/{prefix}/"})
+        MOTO["s3"].put_object(Bucket="models-bucket", Key=f"{prefix}/{MANIFEST_NAME}", Body=manifest)
+    env = environment(artifact_uri=f"s3://models-bucket/{prefix}/")
+    env["serving"]["model"].update(model_changes)
     quotas, stub = ec2_quotas()
     with stub:
-        return run(capsys, write_config(tmp_path, dev=env), factory({"service-quotas": quotas}))
+        code, doc = run(capsys, write_config(tmp_path, dev=env), factory({"service-quotas": quotas}))
+    # The rows name the copy's prefix; the tests read them as the llama3-8b export's.
+    text = json.dumps(doc).replace(f"s3://models-bucket/{prefix}/", "s3://models-bucket/llama3-8b/")
+    return code, json.loads(text)
 
 
 def test_an_artifact_without_a_manifest_is_a_warning(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cdk_neuron.contracts import ami
 from cdk_neuron.contracts.images import IMAGE_CONTRACTS, ImageContract
 from tools.markers import section_main, table_cell
 
@@ -42,11 +43,28 @@ def _image(item: ImageContract) -> list[str]:
     return [*lines, ""]
 
 
+def _ami() -> list[str]:
+    lines = [
+        "## AMI: ECS-optimized Amazon Linux 2023 Neuron",
+        "",
+        f"Read from {ami.ECS_AMI_REPOSITORY} @{ami.ECS_AMI_COMMIT[:8]}. `ami`: the AMI ships it; `route`: a node "
+        "program installs it from the Amazon Linux repositories (in S3) before it runs; `never`: no node "
+        "program may call it.",
+        "",
+        "| Command | Package | Provided | Evidence |",
+        "|---|---|---|---|",
+    ]
+    for tool in ami.AMI_TOOLS:
+        lines.append(f"| `{tool.command}` | {tool.package} | {tool.provided} | {table_cell(tool.evidence)} |")
+    return [*lines, ""]
+
+
 def render() -> str:
     lines = ["## Images", ""]
     for item in IMAGE_CONTRACTS:
         lines += _image(item)
-    return "\n".join(lines)
+    lines += _ami()
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -340,9 +340,20 @@ def test_node_setup_stripes_instance_store_into_scratch_and_leaves_ebs_alone(san
         sandbox.file("/etc/fstab").read_text()
         == "LABEL=cdkn-scratch /scratch xfs defaults,noatime,nofail 0 2\n"
     )
-    # The Batch engine leaves the ECS agent, limits and profile alone.
+    # The Batch engine leaves the ECS agent running, and the limits and profile alone.
     assert sandbox.calls("systemctl") == []
     assert not sandbox.file("/etc/security/limits.d/90-cdk-neuron.conf").exists()
+
+
+def test_batch_node_setup_keeps_job_containers_away_from_the_instance_role(sandbox: Sandbox) -> None:
+    # Review (issue 22): awsvpc-mode job containers reached IMDS, and so the instance role's credentials
+    # (ECS agent, SSM, the bundle); the agent blocks them with ECS_AWSVPC_BLOCK_IMDS.
+    sandbox.write("/etc/ecs/ecs.config", "ECS_CLUSTER=AWSBatch-abc\n")
+    sandbox.settings("training.env", {**NEURON, "ENGINE": "batch"})
+    for _ in range(2):  # idempotent across boots
+        result = sandbox.run("training/node-setup.sh")
+        assert result.returncode == 0, result.stderr
+    assert sandbox.file("/etc/ecs/ecs.config").read_text() == "ECS_CLUSTER=AWSBatch-abc\nECS_AWSVPC_BLOCK_IMDS=true\n"
 
 
 def test_node_setup_fails_when_the_instance_store_is_missing(sandbox: Sandbox) -> None:

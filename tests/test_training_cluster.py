@@ -163,7 +163,8 @@ def test_one_efa_per_network_card(request: pytest.FixtureRequest, name: str, car
 
 def test_launch_template_is_locked_down(scenario: Scenario) -> None:
     data = scenario.one("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
-    assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 2}
+    # Hop limit 1: no container reaches the instance role (job containers also by ECS_AWSVPC_BLOCK_IMDS).
+    assert data["MetadataOptions"] == {"HttpTokens": "required", "HttpPutResponseHopLimit": 1}
     (root,) = data["BlockDeviceMappings"]
     assert root["DeviceName"] == "/dev/xvda"
     assert root["Ebs"]["Encrypted"] is True

@@ -24,8 +24,12 @@ ROOT_DEVICE_NAME = "/dev/xvda"  # Amazon Linux 2023's root device
 # node slow. 500 MiB/s needs at least 2,000 IOPS (gp3 allows 0.25 MiB/s per IOPS).
 ROOT_VOLUME_THROUGHPUT_MIBPS = 500
 ROOT_VOLUME_IOPS = 6000
-# Containers reach IMDS through one extra network hop.
-METADATA_HOP_LIMIT = 2
+# 1: only the host's own processes reach the metadata service. A bridge-mode container is one hop
+# further, and AWS Batch's awsvpc-mode job containers are refused by the ECS agent
+# (ECS_AWSVPC_BLOCK_IMDS, written by node-setup.sh): jobs get their credentials from the job role
+# (the ECS credentials endpoint), never the instance role ("Amazon EC2 container instance security
+# considerations for Amazon ECS", Amazon ECS Developer Guide, read 2026-12-02).
+METADATA_HOP_LIMIT = 1
 
 
 def build_launch_template(

@@ -1,6 +1,7 @@
 #!/bin/bash
 # cdk-neuron training node setup: runs from user data after the EFA boothook, before the ECS agent.
 #
+# - Batch: the ECS agent keeps job containers (awsvpc mode) away from the metadata service.
 # - First, the Neuron devices: at least NEURON_DEVICES of /dev/neuronN (one per chip, what every job
 #   container is given) and a working neuron-ls; otherwise no job may land here (the bootstrap powers
 #   the node off, and the boot-failure bound and alarm count it).
@@ -58,6 +59,17 @@ setup_scratch() {
     grep -qs " ${SCRATCH_DIR} " "${ROOT}/etc/fstab" ||
         echo "LABEL=${SCRATCH_LABEL} ${SCRATCH_DIR} xfs defaults,noatime,nofail 0 2" >>"${ROOT}/etc/fstab"
     log "scratch: ${#disks[@]} NVMe disk(s) at ${SCRATCH_DIR}"
+}
+
+# block_task_metadata: AWS Batch runs multi-node jobs in awsvpc mode, where the hop limit does not keep a
+# container from the metadata service and so from the instance role's credentials; the ECS agent
+# refuses it to awsvpc tasks with ECS_AWSVPC_BLOCK_IMDS ("Amazon EC2 container instance security
+# considerations for Amazon ECS"). Jobs keep their own role through the ECS credentials endpoint.
+# Written before the agent starts (this runs from user data, ahead of it).
+block_task_metadata() {
+    local config="${ROOT}/etc/ecs/ecs.config"
+    install -d "${ROOT}/etc/ecs"
+    grep -qs '^ECS_AWSVPC_BLOCK_IMDS=true$' "${config}" || echo 'ECS_AWSVPC_BLOCK_IMDS=true' >>"${config}"
 }
 
 stop_ecs_agent() {
@@ -140,6 +152,9 @@ fi
 if [ -n "${TOPOLOGY_FILE:-}" ]; then
     require REGION TOPOLOGY_ATTEMPTS TOPOLOGY_STEP
     record_topology
+fi
+if [ "${ENGINE}" = batch ]; then
+    block_task_metadata
 fi
 if [ "${ENGINE}" = auto-scaling-group ]; then
     require NOFILE_LIMIT

@@ -199,11 +199,24 @@ def test_prod_has_exactly_the_expected_alarms(prod: Env) -> None:
         "Serving5xxRate",
         "ServingP99Latency",
         "ServingUnhealthyHosts",
+        "ServingLaunchFailures",
         "CheckpointThroughputSaturated",
         "TrainingBootFailures",
     }
     # Plus the cluster's own boot-failure limit, which stops its launches.
     assert len(_resources(prod.mon, "AWS::CloudWatch::Alarm")) == len(prod.monitoring.alarms) + 1
+
+
+def test_an_abandoned_serving_launch_pages(prod: Env) -> None:
+    # Review (issue 22): instances published LaunchFailures ("the fleet alarms on them") but no alarm read
+    # it, so a fleet whose every launch failed churned silently behind min_capacity.
+    props = prod.props(prod.monitoring.alarms["ServingLaunchFailures"])
+    (stat,) = _metric_stats(props).values()
+    assert stat["Metric"]["Namespace"] == "CdkNeuron/Serving"
+    assert stat["Metric"]["MetricName"] == "LaunchFailures"
+    assert [d["Name"] for d in stat["Metric"]["Dimensions"]] == ["Fleet"]
+    assert stat["Stat"] == "Sum"
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
 
 
 def test_a_failed_training_boot_pages(prod: Env) -> None:

@@ -353,7 +353,10 @@ def test_batch_node_setup_keeps_job_containers_away_from_the_instance_role(sandb
     for _ in range(2):  # idempotent across boots
         result = sandbox.run("training/node-setup.sh")
         assert result.returncode == 0, result.stderr
-    assert sandbox.file("/etc/ecs/ecs.config").read_text() == "ECS_CLUSTER=AWSBatch-abc\nECS_AWSVPC_BLOCK_IMDS=true\n"
+    assert (
+        sandbox.file("/etc/ecs/ecs.config").read_text()
+        == "ECS_CLUSTER=AWSBatch-abc\nECS_AWSVPC_BLOCK_IMDS=true\n"
+    )
 
 
 def test_node_setup_fails_when_the_instance_store_is_missing(sandbox: Sandbox) -> None:

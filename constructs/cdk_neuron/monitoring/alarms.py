@@ -226,6 +226,17 @@ def add_alb_alarms(
         ),
     )
     alarms.add(
+        "ServingLaunchFailures",
+        metric=fleet.metric_launch_failures(period=SERVING_PERIOD),
+        threshold=1,
+        comparison=GE,
+        periods=1,
+        description=(
+            f"{environment} serving: an instance's launch was abandoned (its boot or readiness failed; the "
+            "fleet's log group says why, stream <instance-id>/lifecycle) and Auto Scaling launches another."
+        ),
+    )
+    alarms.add(
         "ServingUnhealthyHosts",
         metric=fleet.metric_unhealthy_host_count(statistic="Maximum", period=SERVING_PERIOD),
         threshold=1,

@@ -46,7 +46,7 @@ class NeuronMonitoring(Construct):
     - alarms (``alarms``, by name): a training node that failed its boot (a built cluster's
       ``metric_boot_failures``), NeuronCores idle while instances run (training, serving),
       saturated (serving), device memory near full, any uncorrected ECC error; serving 5xx rate,
-      p99 latency and unhealthy hosts (EC2 behind an ALB) or 5xx rate and p99 model latency
+      p99 latency, unhealthy hosts and abandoned launches (EC2 behind an ALB) or 5xx rate and p99 model latency
       (SageMaker); checkpoint EFS throughput at its ceiling;
     - event rules (``rules``, by name): a Batch job of the cluster's queue FAILED, a checkpoint
       backup job FAILED, ABORTED or EXPIRED; and a log of every Batch job state change, counted by

@@ -38,6 +38,7 @@ from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_start
 from cdk_neuron.serving.user_data import (
     CONCURRENCY_METRIC,
     DATA_DEVICE,
+    LAUNCH_FAILURE_METRIC,
     METRIC_NAMESPACE,
     boot_config,
     render_user_data,
@@ -76,6 +77,13 @@ def concurrency_metric(scope: Construct, fleet_id: str, options: MetricOptions) 
     """In-flight plus queued requests per instance, as every instance publishes it (``metrics.sh``)."""
     return resource_metric(
         scope, METRIC_NAMESPACE, CONCURRENCY_METRIC, {"Fleet": fleet_id}, statistic="Average", options=options
+    )
+
+
+def launch_failure_metric(scope: Construct, fleet_id: str, options: MetricOptions) -> cloudwatch.Metric:
+    """Abandoned launches, one data point each, as ``serving/lifecycle.sh`` records them."""
+    return resource_metric(
+        scope, METRIC_NAMESPACE, LAUNCH_FAILURE_METRIC, {"Fleet": fleet_id}, statistic="Sum", options=options
     )
 
 

@@ -40,6 +40,7 @@ from cdk_neuron.serving.ec2_backend import (
     Ec2Fleet,
     build_ec2_fleet,
     concurrency_metric,
+    launch_failure_metric,
     load_balancer_metric,
     target_group_metric,
 )
@@ -117,6 +118,7 @@ class IEc2InferenceFleet(IInferenceFleet, Protocol):
     def metric_healthy_host_count(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_unhealthy_host_count(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_concurrent_requests(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
+    def metric_launch_failures(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_neuron(self, metric: NeuronMetric, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_neuron_core_utilization(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
     def metric_neuron_device_memory_used(self, **options: Unpack[MetricOptions]) -> cw.Metric: ...
@@ -242,6 +244,12 @@ class Ec2FleetMetrics(Construct, metaclass=jsii.JSIIAbstractClass):
         (``CdkNeuron/Serving`` ``ConcurrentRequests``, dimension ``Fleet``; Average): what target
         tracking scales on."""
         return concurrency_metric(self, self.fleet_id, options)
+
+    def metric_launch_failures(self, **options: Unpack[MetricOptions]) -> cw.Metric:
+        """Instances whose launch was abandoned (boot or readiness failed; ``serving/lifecycle.sh``
+        writes why to the log group), one data point each (``CdkNeuron/Serving`` ``LaunchFailures``,
+        dimension ``Fleet``; Sum). Each is a launch and a termination Auto Scaling then repeats."""
+        return launch_failure_metric(self, self.fleet_id, options)
 
     def metric_neuron(self, metric: NeuronMetric, **options: Unpack[MetricOptions]) -> cw.Metric:
         """A Neuron node metric of the serving workload (:mod:`cdk_neuron.metrics.names`), in the

@@ -25,7 +25,12 @@ from tools.contracts_doc import BEGIN, DOC, END, render
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where users read how to submit: every `cdk-neuron submit ... -- '<command>'` in these documents.
-SUBMIT_DOCUMENTS = ("docs/troubleshooting.md", "docs/cli.md", "constructs/cdk_neuron/training/README.md")
+SUBMIT_DOCUMENTS = (
+    "README.md",
+    "docs/troubleshooting.md",
+    "docs/cli.md",
+    "constructs/cdk_neuron/training/README.md",
+)
 _SUBMITTED = re.compile(r"cdk-neuron submit [^'`]*?--\s*\\?\s*'([^']+)'", re.DOTALL)
 # Commands that exercise the shell syntax a re-parse would mangle.
 HARD_COMMANDS = (

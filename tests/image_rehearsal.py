@@ -116,6 +116,9 @@ class Container:
             stderr=subprocess.PIPE,
             text=True,
             cwd=str(self.root),
+            # Its own session and process group, as the container's init gives its child: a test may
+            # signal the group the way tini does, and never its own.
+            start_new_session=True,
         )
 
     def run(

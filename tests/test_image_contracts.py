@@ -8,9 +8,13 @@ checks what reaches the program the image finally runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shlex
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +195,47 @@ def _two_node_env(container: Container, index: int, ports: dict[str, str]) -> di
         "CDK_NEURON_PEER_PORT": ports["peer"],
         "CDK_NEURON_TOPOLOGY_FILE": str(container.root / "no-topology.json"),
     }
+
+
+def test_batchs_stop_signal_reaches_the_training_processes_through_the_dlc_entrypoint(
+    dev_job: dict[str, Any], tmp_path: Path
+) -> None:
+    """Review (issue 22, S1): Batch stops a job with SIGTERM to the container's init (initProcessEnabled:
+    tini), which signals only its child, the entrypoint bash, unless TINI_KILL_PROCESS_GROUP is set;
+    that bash forwards nothing, so the training code never saw the signal and was SIGKILLed."""
+    container = Container(tmp_path)
+    marker = tmp_path / "torchrun-got-sigterm"
+    container.record(
+        "torchrun",
+        then=(
+            "import signal, time, pathlib\n"
+            f"signal.signal(signal.SIGTERM, lambda *a: (pathlib.Path({str(marker)!r}).write_text('TERM'), sys.exit(143)))\n"
+            f"pathlib.Path({str(tmp_path / 'torchrun-started')!r}).write_text('up')\n"
+            "time.sleep(60)"
+        ),
+    )
+    container.record("hostname", then="print('10.0.7.21 ')")
+    assert dev_job["container"]["LinuxParameters"]["InitProcessEnabled"] is True
+    process = _start_batch_node(container, dev_job, {}, index=0, nodes=1)
+    started = tmp_path / "torchrun-started"
+    for _ in range(200):
+        if started.exists():
+            break
+        time.sleep(0.05)
+    assert started.exists(), "torchrun never started"
+    env = {e["Name"]: e["Value"] for e in dev_job["container"]["Environment"]}
+    # tini (Docker's --init, which initProcessEnabled is): the child's process group with -g /
+    # TINI_KILL_PROCESS_GROUP, else the child alone (krallin/tini README).
+    if env.get("TINI_KILL_PROCESS_GROUP") == "1":
+        os.killpg(process.pid, signal.SIGTERM)
+    else:
+        os.kill(process.pid, signal.SIGTERM)
+    try:
+        process.communicate(timeout=10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert marker.exists(), "the training process never received Batch's SIGTERM"
 
 
 def test_a_two_node_dev_job_runs_both_nodes_through_the_dlc_entrypoint(

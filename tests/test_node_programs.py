@@ -812,8 +812,11 @@ def test_replica_runs_the_engine_on_its_own_devices_and_cores(sandbox: Sandbox) 
     result = sandbox.run("serving/replica.sh", "1")
     assert result.returncode == 0, result.stderr
     root = sandbox.root
+    # --init with TINI_KILL_PROCESS_GROUP: docker stop's SIGTERM reaches the model server, which the
+    # images' entrypoints run as a child without forwarding signals (review of issue 22, N5).
     assert sandbox.calls("docker") == [
-        "docker run --rm --name=cdk-neuron-replica-1 --device=/dev/neuron2 --device=/dev/neuron3 "
+        "docker run --rm --init --env=TINI_KILL_PROCESS_GROUP=1 --name=cdk-neuron-replica-1 "
+        "--device=/dev/neuron2 --device=/dev/neuron3 "
         f"--env=NEURON_RT_VISIBLE_CORES=4-7 --env-file={root}/etc/cdk-neuron/container.env "
         f"--publish=127.0.0.1:8082:8080 --volume={root}/var/lib/cdk-neuron/cache:/data --shm-size=8g "
         "--ulimit=memlock=-1:-1 --security-opt=no-new-privileges --log-driver=awslogs "

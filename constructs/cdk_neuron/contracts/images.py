@@ -136,10 +136,11 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
             "as the EC2 User Guide documents: AWS's GPG signature under the key with fingerprint "
             f"{AWS_EFA_KEY_FINGERPRINT} (checked by the mirror at deployment), then the SHA-256 of "
             "that copy on every node. Batch's stop signal (SIGTERM on job "
-            "timeout or termination) reaches only the container's init and its child, this bash: `bash "
-            "-m` runs the eval'd command in its own process group and does not forward the signal, so "
-            "the training processes are killed when the container stops. Checkpoint periodically "
-            "rather than on SIGTERM."
+            "timeout or termination) reaches the container's init (initProcessEnabled); the entrypoint "
+            "bash runs the command as a child and forwards nothing, and without a tty `bash -m` has no "
+            "job control, so the whole job is one process group: TINI_KILL_PROCESS_GROUP=1 in the job's "
+            "environment makes the init signal that group, and the launcher, peer watch and training "
+            "processes get the SIGTERM within ECS's 30 s stop timeout."
         ),
     ),
     ImageContract(

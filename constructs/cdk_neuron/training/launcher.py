@@ -191,6 +191,14 @@ def job_environment(
     env = node_environment(instance, plan, compile_cache_url=compile_cache_url, checkpoint_dir=checkpoint_dir)
     env.update(
         {
+            # The job runs with an init (initProcessEnabled, Docker's tini) above the DLC entrypoint,
+            # `bash -m start_with_right_hostname.sh`, which runs the launcher as its child through
+            # `eval` and forwards no signal. tini signals only its direct child unless told to signal
+            # the child's process group ("-g", or this variable: krallin/tini README); without a tty
+            # `bash -m` has no job control, so that group holds the launcher, the peer watch and
+            # torchrun, and Batch's SIGTERM (job timeout, termination, an infrastructure update) reaches
+            # them within ECS's stop timeout instead of the kernel's SIGKILL (tests/test_image_contracts.py).
+            "TINI_KILL_PROCESS_GROUP": "1",
             "CCOM_SOCKET_IFNAME": "eth0",
             "MASTER_PORT": str(DEFAULT_MASTER_PORT),
             "ROOT_COMM_PORT": str(DEFAULT_ROOT_COMM_PORT),

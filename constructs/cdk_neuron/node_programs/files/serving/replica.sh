@@ -35,7 +35,10 @@ instance=$(imds meta-data/instance-id) || instance=""
 [ -n "${instance}" ] || die "cannot read this instance's id (IMDSv2), which names its log streams"
 
 publish="127.0.0.1:$((FIRST_REPLICA_PORT + index)):${CONTAINER_PORT}"
-run=(docker run --rm "--name=cdk-neuron-replica-${index}")
+# --init: the images' entrypoints (a Python wrapper, a shell script) run the server as a child and
+# forward no signal, so docker stop's SIGTERM never reached it and every stop waited for the SIGKILL.
+# Docker's init (tini) with TINI_KILL_PROCESS_GROUP signals the whole group, the server included.
+run=(docker run --rm --init --env=TINI_KILL_PROCESS_GROUP=1 "--name=cdk-neuron-replica-${index}")
 for device in ${REPLICA_DEVICES}; do
     run+=("--device=${device}")
 done

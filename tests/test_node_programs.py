@@ -687,6 +687,32 @@ def test_ready_holds_a_warm_pool_launch(sandbox: Sandbox) -> None:
     assert sandbox.calls("systemctl start") == []
 
 
+def test_a_dropped_metadata_request_is_retried_not_an_abandoned_launch(sandbox: Sandbox) -> None:
+    # Review (issue 22, N2): ready.sh read the lifecycle state once; one dropped IMDS request abandoned
+    # an instance that had loaded its model.
+    _serving_box(sandbox)
+    drops = sandbox.root / "drops"
+    drops.write_text("")
+    sandbox.stub(
+        "curl",
+        f'if [ "$(wc -c < {drops})" -lt 2 ]; then printf x >> {drops}; exit 28; fi\n' + IMDS,
+    )
+    result = sandbox.run("serving/ready.sh", env={"TARGET_STATE": "Warmed:Stopped"})
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("sleep") == ["sleep 1", "sleep 1"]
+    assert all("--max-time 2" in c for c in sandbox.calls("curl"))
+    assert sandbox.calls("aws autoscaling")[-1].endswith("--lifecycle-action-result CONTINUE")
+
+
+def test_metadata_that_never_answers_fails_after_five_tries(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("curl", "exit 28")
+    result = sandbox.run("serving/ready.sh", env={"TARGET_STATE": "Warmed:Stopped"})
+    assert result.returncode == 1
+    assert len(sandbox.calls("curl -sSf --max-time 2 -X PUT")) >= 5
+    assert "cannot read the target lifecycle state" in result.stderr
+
+
 def test_ready_starts_every_replica_then_reports(sandbox: Sandbox) -> None:
     _serving_box(sandbox, REPLICAS=2)
     result = sandbox.run("serving/ready.sh")

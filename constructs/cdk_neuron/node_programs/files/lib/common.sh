@@ -32,12 +32,21 @@ retry() {
     return 1
 }
 
-# Instance metadata through IMDSv2 (every launch template requires tokens).
+# Instance metadata through IMDSv2 (every launch template requires tokens). Each request gives up after
+# 2 s, and the read is tried 5 times, 1 s apart: one dropped or throttled request is not a failure
+# (the service throttles queries per instance: "Query throttling", Instance Metadata Service, Amazon
+# EC2 User Guide).
 imds() {
-    local token
-    token=$(curl -sSf -X PUT 'http://169.254.169.254/latest/api/token' \
-        -H 'X-aws-ec2-metadata-token-ttl-seconds: 300') || return 1
-    curl -sSf -H "X-aws-ec2-metadata-token: ${token}" "http://169.254.169.254/latest/$1"
+    local token attempt
+    for ((attempt = 1; attempt <= 5; attempt++)); do
+        if token=$(curl -sSf --max-time 2 -X PUT 'http://169.254.169.254/latest/api/token' \
+            -H 'X-aws-ec2-metadata-token-ttl-seconds: 300') &&
+            curl -sSf --max-time 2 -H "X-aws-ec2-metadata-token: ${token}" "http://169.254.169.254/latest/$1"; then
+            return 0
+        fi
+        ((attempt < 5)) && sleep 1
+    done
+    return 1
 }
 
 # load_settings <file>...: the KEY='value' files that user data writes (values are shell-quoted).

@@ -108,3 +108,18 @@ def test_the_document_is_generated_from_the_module_and_linked_from_the_readme() 
     assert section == "\n" + render(), "docs/timeouts-and-keep-alives.md is stale: run `make timeouts-doc`"
     assert text.startswith("# Timeouts and keep-alives\n")
     assert "(docs/timeouts-and-keep-alives.md)" in (REPO_ROOT / "README.md").read_text()
+
+
+def test_an_infrastructure_update_is_on_the_training_chain_and_is_the_clusters_default() -> None:
+    # Review (issue 22, S2): every node-program or node-setting change versions the launch template,
+    # and Batch applies that as an infrastructure update that ends running jobs after update_timeout.
+    from cdk_neuron.training.batch_cluster import DEFAULT_UPDATE_TIMEOUT
+
+    chain = timeouts.training_job_chain()
+    (update,) = [t for t in chain.timeouts if t.key == "infrastructure_update"]
+    assert update.seconds == DEFAULT_UPDATE_TIMEOUT.to_seconds() == 6 * 3600
+    assert any(
+        n.outer == "job_attempt" and n.inner == "infrastructure_update" and n.rule == "within"
+        for n in chain.nesting
+    )
+    assert "node programs" in update.why

@@ -505,6 +505,12 @@ def sagemaker_chain(model_data_download_seconds: int, container_startup_seconds:
 
 JOB_ATTEMPT_TIMEOUT = 7 * 24 * 3600
 """BatchTrainingCluster's default ``job_timeout`` (``attemptDurationSeconds``): a bound on the bill."""
+INFRASTRUCTURE_UPDATE_TIMEOUT = 360 * 60
+"""BatchTrainingCluster's default ``update_timeout`` (UpdatePolicy.JobExecutionTimeoutMinutes, whole
+minutes): how long running jobs may run on after a deployment makes an infrastructure update of the
+compute environment. Any new launch-template version is one ("Updating compute environments", AWS
+Batch User Guide): a new AMI, but also any change to the node programs or node settings, whose
+bundle key and values are in the template's user data."""
 UNPLACEABLE_JOB_TIMEOUT = 600
 """The job queue cancels a job that can never be placed after this long in RUNNABLE."""
 NEURON_DEVICE_WAIT = 60
@@ -591,6 +597,14 @@ def training_job_chain(job_timeout_seconds: int = JOB_ATTEMPT_TIMEOUT) -> Chain:
                 "timeout",
                 "job definition Timeout.AttemptDurationSeconds (job_timeout)",
                 "a bound on the bill of one attempt",
+            ),
+            Timeout(
+                "infrastructure_update",
+                INFRASTRUCTURE_UPDATE_TIMEOUT,
+                "timeout",
+                "compute environment UpdatePolicy.JobExecutionTimeoutMinutes (update_timeout)",
+                "a deploy that versions the launch template (new AMI, node programs or node settings) "
+                "leaves running jobs this long, then replaces their nodes; the attempt is retried",
             ),
             Timeout(
                 "unplaceable",
@@ -680,6 +694,13 @@ def training_job_chain(job_timeout_seconds: int = JOB_ATTEMPT_TIMEOUT) -> Chain:
             ),
             Nesting(
                 "peer_join", "topology_wait", "within", why="the join budget covers a child's topology wait"
+            ),
+            Nesting(
+                "job_attempt",
+                "infrastructure_update",
+                "within",
+                why="a deploy that versions the nodes ends a long attempt first: checkpoint more often "
+                "than this, or deploy between jobs",
             ),
             Nesting(
                 "torch_rendezvous",

@@ -43,9 +43,12 @@ DEFAULT_SHARED_MEMORY_SIZE = cdk.Size.gibibytes(64)
 # copies of the same page (e.g. docs.amazonaws.cn, fr_fr) still say 360. We accept what the current
 # reference and the SDK accept.
 MAX_UPDATE_TIMEOUT_MINUTES = 7200
-# Six hours for running jobs to reach a checkpoint and end; the AMI is pinned (cdk_neuron.ami), so an
-# infrastructure update happens only when you change it, and `cdk-neuron impact` says so first.
-DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(360)
+# Six hours for running jobs to reach a checkpoint and end. An infrastructure update comes with every
+# new launch-template version: a new AMI (pinned, cdk_neuron.ami), and also any change to the node
+# programs or node settings (their bundle key and values are in the user data), e.g. a cdk-neuron
+# upgrade. `cdk-neuron impact` shows the template change before a deploy (cdk_neuron.timeouts:
+# infrastructure_update within job_attempt).
+DEFAULT_UPDATE_TIMEOUT = cdk.Duration.minutes(timeouts.INFRASTRUCTURE_UPDATE_TIMEOUT // 60)
 
 
 class BatchTrainingCluster(TrainingClusterBase):
@@ -83,7 +86,8 @@ class BatchTrainingCluster(TrainingClusterBase):
         node containers with EFA (the cluster opens it for them). Default: the VPC's, when ``vpc`` is
         an ``ec2.Vpc``; an imported VPC must name it.
     :param update_timeout: how long running jobs may keep running when a deployment changes the
-        compute environment's infrastructure (a new launch template version, e.g. a new AMI), in
+        compute environment's infrastructure (a new launch template version: a new AMI, and any change to
+        the node programs or node settings, such as a cdk-neuron upgrade), in
         whole minutes from 1 to 7,200 (the current Batch API reference; older copies of it say 360).
         Default: 360 minutes, six hours for a long run to reach a checkpoint (it can resume).
     :param terminate_on_update: terminate running jobs at once on such an update instead. Default:

@@ -621,6 +621,15 @@ def test_serving_boot_puts_the_host_proxy_in_front_of_even_one_replica(sandbox: 
     ):
         assert f"    {directive} {value}s;" in conf, directive
     assert f"        keepalive_timeout {timeouts.NGINX_UPSTREAM_KEEPALIVE}s;" in conf
+    # The health path (review of issue 22, S4): short tries that end inside the ALB's health timeout.
+    health = conf[conf.index("location = /health {") : conf.index("location / {")]
+    for directive, value in (
+        ("proxy_connect_timeout", timeouts.NGINX_HEALTH_TRY),
+        ("proxy_read_timeout", timeouts.NGINX_HEALTH_TRY),
+        ("proxy_next_upstream_timeout", timeouts.NGINX_HEALTH_BUDGET),
+    ):
+        assert f"    {directive} {value}s;" in health, directive
+    assert timeouts.NGINX_HEALTH_BUDGET < timeouts.HEALTH_CHECK_TIMEOUT
     assert "@" not in conf
     units = sandbox.file("/etc/systemd/system")
     replica = (units / "cdk-neuron-replica@.service").read_text()

@@ -134,6 +134,13 @@ HEALTH_CHECK_INTERVAL = 15
 HEALTH_CHECK_TIMEOUT = 10
 HEALTHY_THRESHOLD = 2
 UNHEALTHY_THRESHOLD = 3
+NGINX_HEALTH_TRY = 3
+"""On the health path, nginx gives each replica this long to connect and answer before it tries the
+next (``proxy_connect_timeout``/``proxy_read_timeout`` in ``location = HEALTH_PATH``)."""
+NGINX_HEALTH_BUDGET = HEALTH_CHECK_TIMEOUT - 2
+"""All tries of one health check (``proxy_next_upstream_timeout``): below the load balancer's health-check
+timeout, so a hung replica is skipped and the check still answers in time (nginx's proxy_next_upstream
+fires on ``timeout`` only when the read timeout passes, which on the main path is 290 s)."""
 HEALTH_CHECK_GRACE = HEALTH_CHECK_INTERVAL * (HEALTHY_THRESHOLD + 1)
 """The Auto Scaling group's health-check grace period, counted from InService. The launch lifecycle
 hook already holds an instance until its replicas answer, so the grace only has to cover the load
@@ -271,6 +278,20 @@ def serving_health_chain() -> Chain:
                 "below the interval",
             ),
             Timeout(
+                "nginx_health",
+                NGINX_HEALTH_BUDGET,
+                "timeout",
+                "nginx proxy_next_upstream_timeout on the health path (location = HEALTH_PATH)",
+                "every replica nginx tries for one check, inside the load balancer's timeout",
+            ),
+            Timeout(
+                "nginx_health_try",
+                NGINX_HEALTH_TRY,
+                "timeout",
+                "nginx proxy_connect_timeout and proxy_read_timeout on the health path",
+                "a hung replica is skipped after this, and the next one asked",
+            ),
+            Timeout(
                 "healthy_after",
                 HEALTH_CHECK_INTERVAL * HEALTHY_THRESHOLD,
                 "budget",
@@ -307,6 +328,13 @@ def serving_health_chain() -> Chain:
             ),
         ),
         nesting=(
+            Nesting(
+                "health_timeout",
+                "nginx_health",
+                "within",
+                why="a check that meets a hung replica still answers before the load balancer gives up",
+            ),
+            Nesting("nginx_health", "nginx_health_try", "within", why="a second replica gets its try"),
             Nesting(
                 "health_interval",
                 "health_timeout",
@@ -438,6 +466,8 @@ def serving_node_settings(startup_seconds: int) -> dict[str, int]:
         "NGINX_PROXY_TIMEOUT": NGINX_PROXY_TIMEOUT,
         "NGINX_CONNECT_TIMEOUT": NGINX_CONNECT_TIMEOUT,
         "NGINX_UPSTREAM_KEEPALIVE": NGINX_UPSTREAM_KEEPALIVE,
+        "NGINX_HEALTH_TRY": NGINX_HEALTH_TRY,
+        "NGINX_HEALTH_BUDGET": NGINX_HEALTH_BUDGET,
         "REPLICA_STOP_TIMEOUT": REPLICA_STOP_TIMEOUT,
         "REPLICA_UNIT_STOP_TIMEOUT": REPLICA_UNIT_STOP_TIMEOUT,
         "REPLICA_RESTART_DELAY": REPLICA_RESTART_DELAY,

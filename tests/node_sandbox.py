@@ -21,7 +21,7 @@ from cdk_neuron.node_programs import FILES_DIR, render_settings
 REAL_TOOLS = (
     "bash", "cat", "sed", "grep", "awk", "mkdir", "install", "cp", "mv", "rm", "sha256sum", "cut", "tar",
     "gzip", "python3", "mktemp", "basename", "dirname", "tr", "sort", "head", "tail", "wc", "date", "env",
-    "chmod", "find", "ls", "touch", "ln", "printf", "sh", "seq", "xargs", "readlink",
+    "chmod", "find", "ls", "touch", "ln", "printf", "sh", "seq", "xargs", "readlink", "timeout",
 )  # fmt: skip
 # Commands that reach AWS, the network, devices or the host's services: always stubs.
 STUBBED = (

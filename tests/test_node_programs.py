@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import tarfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -467,6 +468,22 @@ def test_node_setup_waits_for_the_driver_then_asks_neuron_ls(sandbox: Sandbox) -
     assert sandbox.calls("sleep") == ["sleep 5"]
     assert sandbox.calls("neuron-ls") == ["neuron-ls "]
     assert "4 Neuron devices; neuron-ls answers" in result.stderr
+
+
+def test_a_pull_that_stalls_fails_loudly_before_the_launch_hook_gives_up(sandbox: Sandbox) -> None:
+    # Review (issue 22, S5): only ready.sh counted the deadline; a docker pull that hung outlived the
+    # hook, and Auto Scaling abandoned the instance with no log line and no LaunchFailures point.
+    _serving_box(sandbox, uptime=100, STARTUP_DEADLINE_SECONDS=101)
+    sandbox.stub("docker", 'case "$1" in pull) exec python3 -c "import time; time.sleep(30)" ;; esac')
+    started = time.monotonic()
+    result = sandbox.run("serving/boot.sh")
+    assert time.monotonic() - started < 25
+    assert result.returncode == 1
+    assert f"cannot pull {FLEET['IMAGE']}" in result.stderr
+    assert len(sandbox.calls("docker pull")) == 5
+    aws = sandbox.calls("aws")
+    assert any(c.startswith("aws cloudwatch put-metric-data") and "LaunchFailures" in c for c in aws)
+    assert any("complete-lifecycle-action" in c and "ABANDON" in c for c in aws)
 
 
 def test_serving_boot_checks_the_neuron_devices_before_anything_else(sandbox: Sandbox) -> None:

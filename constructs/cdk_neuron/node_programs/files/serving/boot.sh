@@ -29,7 +29,7 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/serving/lifecycle.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
 require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_DEVICE DATA_LABEL REPLICAS \
-    FIRST_REPLICA_PORT SERVICE_PORT NEURON_DEVICES NEURON_DEVICE_WAIT
+    FIRST_REPLICA_PORT SERVICE_PORT NEURON_DEVICES NEURON_DEVICE_WAIT STARTUP_DEADLINE_SECONDS
 EBS_MODEL='Amazon Elastic Block Store'
 trap 'fail "the boot script stopped at line ${LINENO}"' ERR
 
@@ -110,18 +110,32 @@ stop_ecs_agent() {
     fi
 }
 
+# until_deadline <command...>: run it with what is left of the start-up deadline, counted from boot as
+# ready.sh counts it (STARTUP_DEADLINE_SECONDS, READY_MARGIN before the launch hook's heartbeat). A pull
+# or sync that stalls without failing then fails here, logged and recorded (fail), instead of running
+# until the hook abandons the instance with no line anywhere.
+until_deadline() {
+    local left
+    left=$((STARTUP_DEADLINE_SECONDS - $(cut -d . -f 1 "${ROOT}/proc/uptime")))
+    if [ "${left}" -le 0 ]; then
+        log "the start-up deadline (${STARTUP_DEADLINE_SECONDS} s after boot) has passed"
+        return 124
+    fi
+    timeout "${left}" "$@"
+}
+
 pull_image() {
     if [ -n "${ECR_REGISTRY:-}" ]; then
         # shellcheck disable=SC2016  # $1 and $2 are the inner shell's arguments
-        retry 5 bash -c 'aws ecr get-login-password --region "$1" | docker login --username AWS --password-stdin "$2"' \
+        retry 5 until_deadline bash -c 'aws ecr get-login-password --region "$1" | docker login --username AWS --password-stdin "$2"' \
             _ "${ECR_REGION}" "${ECR_REGISTRY}" || fail "docker login to ${ECR_REGISTRY} failed"
     fi
-    retry 5 docker pull --quiet "${IMAGE}" || fail "cannot pull ${IMAGE}"
+    retry 5 until_deadline docker pull --quiet "${IMAGE}" || fail "cannot pull ${IMAGE}"
 }
 
 sync_artifacts() {
     [ -n "${ARTIFACT_URI:-}" ] || return 0
-    retry 5 aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}" "${ROOT}${DATA_DIR}/model" ||
+    retry 5 until_deadline aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}" "${ROOT}${DATA_DIR}/model" ||
         fail "cannot sync ${ARTIFACT_URI}"
 }
 

@@ -10,7 +10,6 @@ node-program bundle where a job definition bind-mounts it. :meth:`Container.run`
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import shutil
 import socket
@@ -201,21 +200,33 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def retry_action(strategy: Mapping[str, Any], *, exit_code: int | None, reason: str = "") -> str:
+def batch_pattern_matches(value: str, pattern: str) -> bool:
+    """How Batch matches an EvaluateOnExit pattern: the whole value exactly, or, when the pattern ends in
+    ``*`` (its only wildcard), the value's start ("EvaluateOnExit", AWS Batch API Reference). A pattern
+    with any other wildcard is refused: Batch would not treat it as one."""
+    body = pattern[:-1] if pattern.endswith("*") else pattern
+    assert not set("*?[") & set(body), f"{pattern!r}: Batch's patterns allow only a trailing '*'"
+    return value.startswith(body) if pattern.endswith("*") else value == body
+
+
+def retry_action(
+    strategy: Mapping[str, Any], *, exit_code: int | None, status_reason: str = "", reason: str = ""
+) -> str:
     """What Batch does with a failed attempt under ``strategy`` (a job definition's RetryStrategy).
 
-    The first ``EvaluateOnExit`` entry whose every given pattern matches decides; patterns match from
-    the start and may end in ``*`` ("EvaluateOnExit", AWS Batch API Reference); with none matching,
-    Batch retries (the attempts permitting).
+    The first ``EvaluateOnExit`` entry whose every given pattern matches decides: ``OnExitCode`` the
+    container's exit code, ``OnStatusReason`` the attempt's status reason (e.g. "Host EC2 ...
+    terminated."), ``OnReason`` the container's own reason; with none matching, Batch retries (the
+    attempts permitting; AWS Batch User Guide, "Automated job retries").
     """
     for rule in strategy.get("EvaluateOnExit", []):
         checks = []
         if "OnExitCode" in rule:
-            checks.append(exit_code is not None and fnmatch.fnmatchcase(str(exit_code), rule["OnExitCode"]))
+            checks.append(exit_code is not None and batch_pattern_matches(str(exit_code), rule["OnExitCode"]))
         if "OnStatusReason" in rule:
-            checks.append(fnmatch.fnmatchcase(reason, rule["OnStatusReason"]))
+            checks.append(batch_pattern_matches(status_reason, rule["OnStatusReason"]))
         if "OnReason" in rule:
-            checks.append(fnmatch.fnmatchcase(reason, rule["OnReason"]))
+            checks.append(batch_pattern_matches(reason, rule["OnReason"]))
         if checks and all(checks):
             return str(rule["Action"]).upper()
     return "RETRY"

@@ -20,7 +20,14 @@ from typing import Any
 
 import pytest
 from app_assembly import synthesized_app
-from image_rehearsal import ENTRYPOINT_COMMANDS, Container, batch_command, free_port, retry_action
+from image_rehearsal import (
+    ENTRYPOINT_COMMANDS,
+    Container,
+    batch_command,
+    batch_pattern_matches,
+    free_port,
+    retry_action,
+)
 
 from cdk_neuron.contracts.images import IMAGE_CONTRACTS, TRAINING_DLC_COMMIT, TRAINING_DLC_IMAGE, contract
 from cdk_neuron.timeouts import PEER_LOST_EXIT_CODE
@@ -279,7 +286,7 @@ def test_a_child_that_never_starts_ends_the_attempt_with_the_retried_exit_code(
 
 
 @pytest.mark.parametrize(
-    ("exit_code", "reason", "action"),
+    ("exit_code", "status_reason", "action"),
     [
         (PEER_LOST_EXIT_CODE, "Essential container in task exited", "RETRY"),  # a child node was lost
         (None, "Host EC2 (instance i-0123456789abcdef0) terminated.", "RETRY"),  # the main node's host
@@ -289,9 +296,30 @@ def test_a_child_that_never_starts_ends_the_attempt_with_the_retried_exit_code(
     ],
 )
 def test_the_retry_rules_retry_lost_nodes_and_never_the_training_codes_failures(
-    dev_job: dict[str, Any], exit_code: int | None, reason: str, action: str
+    dev_job: dict[str, Any], exit_code: int | None, status_reason: str, action: str
 ) -> None:
-    assert retry_action(dev_job["retry"], exit_code=exit_code, reason=reason) == action
+    assert retry_action(dev_job["retry"], exit_code=exit_code, status_reason=status_reason) == action
+
+
+@pytest.mark.parametrize(
+    ("value", "pattern", "matches"),
+    [
+        ("75", "75", True),
+        ("175", "75", False),
+        ("Host EC2 (instance i-0abc) terminated.", "Host EC2*", True),
+        ("A Host EC2 terminated", "Host EC2*", False),
+        ("7", "*", True),
+    ],
+)
+def test_the_rehearsal_matches_retry_patterns_as_batch_does(value: str, pattern: str, matches: bool) -> None:
+    # Review (issue 22, N4): fnmatch accepted '?', '[...]' and inner '*', which Batch does not.
+    assert batch_pattern_matches(value, pattern) is matches
+
+
+@pytest.mark.parametrize("pattern", ["7?", "[0-9]5", "Host*EC2"])
+def test_a_pattern_batch_would_not_read_as_a_wildcard_is_refused(pattern: str) -> None:
+    with pytest.raises(AssertionError, match="only a trailing"):
+        batch_pattern_matches("75", pattern)
 
 
 def test_the_contracts_document_is_generated_and_linked_from_the_readme() -> None:

@@ -1037,6 +1037,16 @@ def _removal_policy(env: _Section, name: str) -> RemovalPolicy:
     return removal
 
 
+def _monitoring(found: _Collector, env: _Section) -> MonitoringConfig | None:
+    """The ``monitoring`` section: an unknown key and a bad value are reported together."""
+    section = found.section(env, "monitoring", ("alarm_email",))
+    if section is None:
+        return None
+    before = len(found.errors)
+    email = found.run(lambda: section.matching("alarm_email", EMAIL, "an email address", None))
+    return MonitoringConfig(alarm_email=email) if len(found.errors) == before else None
+
+
 def _environment(name: object, raw: object) -> EnvironmentConfig:
     if not isinstance(name, str) or not _ENV_NAME.match(name):
         raise NeuronConfigError(
@@ -1057,8 +1067,9 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         "monitoring",
         "ami_release",
     )
-    env = _Section(f"environments.{name}", raw, keys)
     found = _Collector()
+    # The environment's own unknown keys are kept beside every other mistake (rough edge 5).
+    env = _Section(f"environments.{name}", raw, keys, found=found)
     account = found.run(lambda: env.matching("account", ACCOUNT, "a 12-digit AWS account id, or null", None))
     region = found.run(lambda: env.matching("region", REGION, "an AWS Region name such as us-east-1"))
     az_ids = found.run(lambda: _az_ids(env, region)) if region is not None else None
@@ -1067,13 +1078,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         lambda: ami.check_release(env.field("ami_release"), env.get("ami_release", str, ami.RELEASE))
     )
     network = found.run(lambda: _network(env, len(az_ids))) if az_ids is not None else None
-    monitoring = found.run(
-        lambda: MonitoringConfig(
-            alarm_email=env.section("monitoring", ("alarm_email",)).matching(
-                "alarm_email", EMAIL, "an email address", None
-            )
-        )
-    )
+    monitoring = _monitoring(found, env)
     tags = found.run(lambda: _tags(env))
     storage = found.run(lambda: _storage(env))
     training = serving = None

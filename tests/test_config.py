@@ -1219,6 +1219,13 @@ TWO_MISTAKES = [
      ["storage.backup_retention_days=0", "storage.one_zone='yes'"]),
     ("az_ids", {"az_ids": ["us-east-1a", "nope"]},
      ["az_ids[0]='us-east-1a'", "az_ids[1]='nope'"]),
+    # The environment's own keys: an unknown key no longer hides the other mistakes.
+    ("environment", {"trainig": {}, "removal_policy": "keep"},
+     ["trainig={}: unknown key; did you mean 'training'?", "removal_policy='keep'"]),
+    ("environment and sections", {"servng": {}, "training.max_nodes": 0, "serving.max_capacity": "x"},
+     ["servng={}: unknown key; did you mean 'serving'?", "training.max_nodes=0", "serving.max_capacity='x'"]),
+    ("monitoring", {"monitoring.alarm_email": "not-an-email", "monitoring.bogus": 1},
+     ["monitoring.bogus=1: unknown key", "monitoring.alarm_email='not-an-email'"]),
 ]  # fmt: skip
 
 

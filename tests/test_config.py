@@ -1224,6 +1224,15 @@ TWO_MISTAKES = [
      ["trainig={}: unknown key; did you mean 'training'?", "removal_policy='keep'"]),
     ("environment and sections", {"servng": {}, "training.max_nodes": 0, "serving.max_capacity": "x"},
      ["servng={}: unknown key; did you mean 'serving'?", "training.max_nodes=0", "serving.max_capacity='x'"]),
+    # A refused az_ids or region skips only the offering checks: training and serving are still read.
+    ("az_ids and sections", {"az_ids": ["use1-az6", "use1-az6"], "training.max_nodes": 0,
+                             "serving.max_capacity": "x"},
+     ["az_ids=['use1-az6', 'use1-az6']: lists an AZ ID twice", "training.max_nodes=0",
+      "serving.max_capacity='x'"]),
+    ("region, az_ids and sections", {"region": "us-east-9", "az_ids": ["use1-az6", "use1-az6"],
+                                     "training.instance_type": "trn9.2xlarge", "serving.min_capacity": -1},
+     ["region='us-east-9': no such AWS Region; did you mean us-east-1", "az_ids=['use1-az6', 'use1-az6']",
+      "training.instance_type='trn9.2xlarge'", "serving.min_capacity=-1"]),
     ("monitoring", {"monitoring.alarm_email": "not-an-email", "monitoring.bogus": 1},
      ["monitoring.bogus=1: unknown key", "monitoring.alarm_email='not-an-email'"]),
 ]  # fmt: skip

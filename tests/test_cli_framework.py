@@ -199,11 +199,14 @@ def test_a_closed_pipe_ends_quietly_with_141() -> None:
     assert status is ExitStatus.BROKEN_PIPE and err.getvalue() == ""
 
 
-def test_a_closed_pipe_prints_no_traceback_through_the_console_script() -> None:
-    """``cdk-neuron plan -o json | head -1``: the reader is gone before the first write."""
+@pytest.mark.parametrize("output", ["table", "json", "text"])
+def test_a_closed_pipe_prints_no_traceback_through_the_console_script(output: str) -> None:
+    """``cdk-neuron plan | head -1``: the reader is gone before the first write. In every output
+    mode, the table's too: rich's own broken-pipe handler exits 1 (FAILED) unless the CLI's
+    console hands the error to main."""
     script = Path(sys.executable).with_name("cdk-neuron")
     process = subprocess.Popen(
-        [str(script), "plan", "--config", CONFIG, "-o", "json"],
+        [str(script), "plan", "--config", CONFIG, "-o", output],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,

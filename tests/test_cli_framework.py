@@ -24,6 +24,7 @@ from cdk_neuron.cli.context import Context, SourceOptions
 from cdk_neuron.cli.main import _parser, main
 from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result, key
 from cdk_neuron.cli.status import ExitStatus
+from tools.tomlcompat import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = str(REPO / "cdk.json")
@@ -227,7 +228,7 @@ def test_table_output_without_rich_says_how_to_install_it(monkeypatch: pytest.Mo
     assert main(["plan", "--config", CONFIG], context=Context(stdout=io.StringIO(), stderr=err)) == 2
     assert err.getvalue() == (
         "cdk-neuron: the table output needs the Python package rich, which is not installed: "
-        "pip install 'cdk-neuron[cli]' (or use --output json or --output text)\n"
+        "pip install 'rich>=13' 'shtab>=1.7' (or use --output json or --output text)\n"
     )
     out = io.StringIO()
     assert main(["plan", "--config", CONFIG, "-o", "text"], context=Context(stdout=out)) == 0
@@ -239,7 +240,19 @@ def test_completion_without_shtab_says_how_to_install_it(monkeypatch: pytest.Mon
     err = io.StringIO()
     assert main(["completion", "bash"], context=Context(stderr=err)) == 2
     assert "cdk-neuron completion needs the Python package shtab" in err.getvalue()
-    assert "pip install 'cdk-neuron[cli]'" in err.getvalue()
+    assert "pip install 'rich>=13' 'shtab>=1.7'" in err.getvalue()
+
+
+def test_the_install_hint_names_the_extras_packages_never_an_unpublished_name() -> None:
+    """cdk-neuron is not on PyPI: ``pip install 'cdk-neuron[cli]'`` would resolve the name there
+    (dependency confusion). The hint installs the extra's own packages, from pyproject.toml."""
+    from cdk_neuron.cli import extras
+
+    with (REPO / "pyproject.toml").open("rb") as f:
+        declared = tomllib.load(f)["project"]["optional-dependencies"]["cli"]
+    assert extras.extra_requirements() == tuple(declared) == extras._FALLBACK
+    assert extras.install_command() == "pip install 'rich>=13' 'shtab>=1.7'"
+    assert "cdk-neuron[" not in extras.install_command()
 
 
 def test_the_guides_recipe_for_a_command_runs(monkeypatch: pytest.MonkeyPatch) -> None:

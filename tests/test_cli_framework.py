@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -84,6 +84,8 @@ def test_exit_statuses_keep_their_documented_values() -> None:
         "INTERRUPTED": 130,
         "BROKEN_PIPE": 141,
     }
+    # No alias: __members__ would list it, iteration would not (and @unique refuses one at import).
+    assert list(ExitStatus.__members__) == [s.name for s in ExitStatus]
     guide = (REPO / "docs" / "cli.md").read_text()
     for status in ExitStatus:
         assert f"\n| {int(status)} | " in guide, f"docs/cli.md's exit code table lacks {int(status)}"
@@ -151,6 +153,13 @@ class _Probe(Result):
     maybe: int | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
+def test_show_refuses_anything_but_a_result() -> None:
+    ctx = Context(stdout=io.StringIO())
+    for mode in ("json", "text"):
+        with pytest.raises(TypeError, match=r"takes a cdk_neuron.cli.result.Result, not dict"):
+            replace(ctx, output=mode).show({"plan": 1}, None)  # type: ignore[type-var]
+
+
 def test_to_json_is_the_fields_in_order_inside_the_shared_envelope() -> None:
     doc = _Probe(inner=[_Inner(1, "a")]).to_json()
     assert list(doc) == ["command", "schema_version", "inner"]
@@ -158,19 +167,30 @@ def test_to_json_is_the_fields_in_order_inside_the_shared_envelope() -> None:
     assert _Probe(inner=[], maybe=0).to_json()["maybe"] == 0
 
 
+# completion prints a shell script for the shell to source: it has no result document.
+_NO_RESULT = {"completion"}
+
+
 def test_every_command_result_is_a_typed_result() -> None:
-    """No command returns a plain dict: each module's run shows a Result subclass."""
+    """No command returns a plain dict: every command in the table (found from the table, so a new
+    one is checked too) has its run's module define a Result subclass and show it."""
     import inspect
 
-    from cdk_neuron.cli import cost, jobs, plan, preflight, submit, timings
-
-    results = {
-        cls.command
-        for module in (cost, jobs, plan, preflight, submit, timings)
-        for _, cls in inspect.getmembers(module, inspect.isclass)
-        if issubclass(cls, Result) and cls is not Result
-    }
+    modules = {c.name: sys.modules[c.run.__module__] for c in commands.TABLE if c.name not in _NO_RESULT}
+    assert {"ami", "impact", "plan", "submit"} <= set(modules)  # the table, not a hand list
+    results = set()
+    for name, module in modules.items():
+        own = {
+            cls.command
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+            if issubclass(cls, Result) and cls is not Result
+        }
+        assert own, f"{name}: {module.__name__} defines no Result"
+        assert "ctx.show(" in inspect.getsource(module), f"{name}: {module.__name__} never calls ctx.show"
+        results |= own
     assert results == {
+        "ami",
+        "impact",
         "plan",
         "cost",
         "cost-diff",

@@ -177,3 +177,25 @@ def test_rules_stay_silent_and_never_crash_on_values_they_cannot_read(replace: A
         after = lint_template(template)
         assert not [m for m in after if m.rule.id.startswith("E0")], (path, [str(m) for m in after])
         assert {m.rule.id for m in _ours(after)} <= before, (path, [str(m) for m in after])
+
+
+def test_every_rule_module_is_registered() -> None:
+    """A module of cdk_neuron/deploy_rules/ with a rule that MODULES leaves out never runs."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import cdk_neuron.deploy_rules as package
+    from cdk_neuron.deploy_rules import MODULES
+    from cdk_neuron.deploy_rules._base import DeployRule
+
+    with_rules = {
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if any(
+            issubclass(cls, DeployRule) and cls is not DeployRule and cls.__module__ == module.__name__
+            for module in [importlib.import_module(f"{package.__name__}.{info.name}")]
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+        )
+    }
+    assert with_rules == set(MODULES) and len(MODULES) == len(set(MODULES))

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib.util
+import json
 import math
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TypeVar
 
 from cdk_neuron.errors import NeuronConfigError, one_of
@@ -204,9 +207,13 @@ def known_regions() -> frozenset[str]:
     2026-12-02). boto3 is a dependency of cdk-neuron, so the list is always installed, offline; a
     Region newer than the installed botocore is known after ``pip install -U boto3``.
     """
-    from botocore.loaders import create_loader  # botocore's data loader: plain files, no AWS call
-
-    partitions = create_loader().load_data("partitions")["partitions"]
+    # The file is read where botocore is installed, without importing botocore: the offline
+    # commands (plan, cost) start without it (tests/test_cli_offline.py).
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("botocore (a dependency of cdk-neuron, through boto3) is not installed")
+    data = Path(next(iter(spec.submodule_search_locations)), "data", "partitions.json")
+    partitions = json.loads(data.read_text())["partitions"]
     return frozenset(name for partition in partitions for name in partition["regions"])
 
 

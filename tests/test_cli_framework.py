@@ -107,7 +107,7 @@ def test_results_and_errors_go_to_the_contexts_streams(capsys: pytest.CaptureFix
     assert main(["plan", "--config", CONFIG, "--env", "dev", "-o", "json"], context=context) == 0
     assert json.loads(out.getvalue())["command"] == "plan"
     assert main(["plan", "--config", CONFIG, "--env", "nope"], context=context) == ExitStatus.USAGE
-    assert err.getvalue().startswith("cdk-neuron: env='nope': unknown environment")
+    assert err.getvalue().startswith("cdk-neuron: --env='nope': unknown environment")
     assert capsys.readouterr() == ("", "")  # nothing went to the process's own streams
 
 

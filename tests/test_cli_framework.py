@@ -91,6 +91,18 @@ def test_exit_statuses_keep_their_documented_values() -> None:
         assert f"\n| {int(status)} | " in guide, f"docs/cli.md's exit code table lacks {int(status)}"
 
 
+def test_the_readme_names_every_exit_status_and_who_takes_env() -> None:
+    readme = (REPO / "README.md").read_text()
+    for status in ExitStatus:
+        assert f"**{int(status)}**" in readme, f"README's exit codes lack {int(status)}"
+    # Not every command takes --env (timings reads report files, completion takes no options).
+    parser = _parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    without = {n for n, p in subcommands.items() if not any("--env" in a.option_strings for a in p._actions)}
+    assert without == {"timings", "completion"}
+    assert "Every command takes `--env" not in readme
+
+
 def test_main_returns_an_exit_status() -> None:
     out = io.StringIO()
     status = main(["plan", "--config", CONFIG, "--json"], context=Context(stdout=out))

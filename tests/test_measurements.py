@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ from cdk_neuron import measurements
 from cdk_neuron.cli import timings
 from cdk_neuron.cli.main import main
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.serving import MeasuredStartup
-from cdk_neuron.serving.timing import EC2_BOOT_SECONDS, SAFETY, ec2_startup, sagemaker_timeouts
+from cdk_neuron.serving import MeasuredStartup, floors
+from cdk_neuron.serving.timing import SAFETY, ec2_startup, sagemaker_timeouts, startup_model
 
 SAMPLES = Path(__file__).parent / "fixtures" / "integ"
 
@@ -25,11 +26,17 @@ def test_sample_reports_round_trip() -> None:
 
 def test_ec2_report_becomes_a_measured_startup_that_the_budget_uses() -> None:
     measured = MeasuredStartup.from_report(SAMPLES / "serving_ec2.json")
-    # 652.4 s launch -> InService, less the model's assumed boot: the container's share.
-    assert measured.container_ready_seconds == 653 - EC2_BOOT_SECONDS
-    assert "serving_ec2" in measured.source and "assumed" in measured.source
+    # 652.4 s launch -> InService, less the model's estimated boot and image pull on inf2.xlarge.
+    before = math.ceil(floors.boot().estimate_seconds + floors.image_pull("inf2.xlarge").estimate_seconds)
+    assert before == 152  # 80 s boot + 71.3 s pull
+    assert measured.container_ready_seconds == 653 - before
+    assert "serving_ec2" in measured.source and "estimated 152 s" in measured.source
     budget = ec2_startup(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
-    assert budget.seconds == EC2_BOOT_SECONDS + int(SAFETY * measured.container_ready_seconds + 0.999)
+    model = startup_model(
+        0.92, backend="ec2", precompiled=False, instance_type="inf2.xlarge", measured=measured
+    )
+    boot_and_pull = model.phase("instance boot").budget_seconds + model.phase("image pull").budget_seconds
+    assert budget.seconds == boot_and_pull + math.ceil(SAFETY * measured.container_ready_seconds)
     assert measured.source in budget.explanation
 
 

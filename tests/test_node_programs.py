@@ -405,6 +405,9 @@ FLEET = {
     "METRICS_INTERVAL_SECONDS": 20,
     "FLEET_ID": "c8abc",
     "LOG_GROUP": "dev-Serving-FleetReplicaLogs-AbCdEf",
+    "MODEL_TMPFS_GIB": 0,
+    "S3_TARGET_BANDWIDTH": "15Gb/s",
+    "DOCKER_MAX_CONCURRENT_DOWNLOADS": 16,
     # The timings the fleet writes (cdk_neuron.timeouts), for a 1,439 s start-up budget.
     **timeouts.serving_node_settings(1439),
 }
@@ -465,7 +468,13 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
         "LABEL=cdkn-data /var/lib/cdk-neuron xfs defaults,nofail,noatime 0 2\n"
     )
     daemon = json.loads(sandbox.file("/etc/docker/daemon.json").read_text())
-    assert daemon == {"data-root": "/var/lib/cdk-neuron/docker"}
+    assert daemon == {"data-root": "/var/lib/cdk-neuron/docker", "max-concurrent-downloads": 16}
+    # The CRT transfer client, at the instance's network, for the sync only (docs/fast-start.md).
+    assert sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text() == (
+        "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 15Gb/s\n"
+    )
+    assert "phase image-pull:" in result.stderr and "phase artifact-transfer:" in result.stderr
+    assert sandbox.calls("mount -t tmpfs") == []  # MODEL_TMPFS_GIB=0: the data volume
     assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
 
 
@@ -812,3 +821,59 @@ def test_metrics_setup_fails_loudly_without_neuron_monitor(sandbox: Sandbox) -> 
     assert result.returncode == 1
     assert "neuron-monitor (aws-neuronx-tools) is missing" in result.stderr
     assert sandbox.calls("systemctl") == []
+
+
+def test_serving_boot_puts_the_model_in_ram_where_the_fleet_says_so(sandbox: Sandbox) -> None:
+    # MODEL_TMPFS_GIB > 0 (cdk_neuron.serving.floors.model_dir_in_ram): a tmpfs before the sync.
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145, S3_TARGET_BANDWIDTH="100Gb/s")
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    model = f"{sandbox.root}/var/lib/cdk-neuron/model"
+    mount = index_of(calls, f"mount -t tmpfs -o size=145g,mode=0755 cdk-neuron-model {model}")
+    assert mount < index_of(
+        calls, f"aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/ {model}"
+    )
+    assert "target_bandwidth = 100Gb/s" in sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text()
+
+
+def test_serving_boot_refuses_to_guess_the_fast_path_settings(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB="")
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode != 0
+    assert "setting MODEL_TMPFS_GIB is empty" in result.stderr
+    assert sandbox.calls("aws s3 sync") == []
+
+
+def test_ready_fetches_a_ram_backed_model_again_after_a_stop(sandbox: Sandbox) -> None:
+    # A warm-pool instance started again: the tmpfs is gone (mountpoint says no), so ready.sh mounts
+    # and syncs before it starts any replica.
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    sandbox.stub("curl", 'case "$*" in *target-lifecycle-state*) echo InService ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    sync = index_of(calls, "aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/")
+    assert (
+        index_of(calls, "mount -t tmpfs")
+        < sync
+        < index_of(calls, "systemctl start --no-block cdk-neuron-replica@0")
+    )
+
+
+def test_ready_leaves_a_model_on_the_data_volume_alone(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=0)
+    sandbox.stub("curl", 'case "$*" in *target-lifecycle-state*) echo InService ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("aws s3 sync") == [] and sandbox.calls("mount") == []
+
+
+def test_ready_fails_loudly_when_the_ram_backed_fetch_fails(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    sandbox.stub("curl", 'case "$*" in *target-lifecycle-state*) echo InService ;; *) exit 0 ;; esac')
+    sandbox.stub("aws", 'case "$*" in "s3 sync"*) exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode != 0
+    assert "cannot fetch s3://models/llama/ into the RAM-backed model directory" in result.stderr
+    assert sandbox.calls("systemctl start --no-block cdk-neuron-replica") == []

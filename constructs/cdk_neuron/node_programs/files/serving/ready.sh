@@ -23,8 +23,10 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/lib/common.sh"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
+# shellcheck source=model.sh
+. "${HOME_DIR}/serving/model.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS
+require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS MODEL_TMPFS_GIB
 trap 'fail "cdk-neuron-ready stopped at line ${LINENO}"' ERR
 
 # Whole seconds since the kernel booted.
@@ -38,6 +40,11 @@ Warmed:*)
     exit 0
     ;;
 esac
+
+# A RAM-backed model directory does not survive a stop (the warm pool): fetch it again.
+if model_needs_fetch; then
+    fetch_model || fail "cannot fetch ${ARTIFACT_URI} into the RAM-backed model directory"
+fi
 
 ports=()
 for ((index = 0; index < REPLICAS; index++)); do

@@ -473,7 +473,9 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
     assert sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text() == (
         "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 15Gb/s\n"
     )
-    assert "phase image-pull:" in result.stderr and "phase artifact-transfer:" in result.stderr
+    phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
+    assert [line.split("=")[0] for line in phases] == ["node_boot", "image_pull", "artifact_transfer"]
+    assert phases[0] == "node_boot=100"  # the kernel's uptime when the pull starts
     assert sandbox.calls("mount -t tmpfs") == []  # MODEL_TMPFS_GIB=0: the data volume
     assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
 
@@ -877,3 +879,39 @@ def test_ready_fails_loudly_when_the_ram_backed_fetch_fails(sandbox: Sandbox) ->
     assert result.returncode != 0
     assert "cannot fetch s3://models/llama/ into the RAM-backed model directory" in result.stderr
     assert sandbox.calls("systemctl start --no-block cdk-neuron-replica") == []
+
+
+def test_ready_publishes_this_boots_phases_where_the_integ_kit_reads_them(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, uptime=700)
+    sandbox.write("/etc/cdk-neuron/phases.env", "node_boot=41\nimage_pull=70\nartifact_transfer=12\n")
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    [put] = sandbox.calls("aws logs put-log-events")
+    assert '"message": "cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=700"' in put
+    # Published before the instance enters service, and only once: a later start reports its own.
+    calls = sandbox.calls()
+    assert index_of(calls, "aws logs put-log-events") < index_of(
+        calls, "aws autoscaling complete-lifecycle-action"
+    )
+    assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
+
+
+def test_ready_in_service_even_when_the_phases_cannot_be_published(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("aws", 'case "$1 $2" in "logs put-log-events") exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert "could not publish the start-up phases" in result.stderr
+    assert sandbox.calls("aws autoscaling complete-lifecycle-action")
+
+
+def test_a_warm_pool_launch_does_not_carry_its_phases_into_a_later_start(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.write("/etc/cdk-neuron/phases.env", "node_boot=41\nimage_pull=70\n")
+    sandbox.stub(
+        "curl", 'case "$*" in *target-lifecycle-state*) echo Warmed:Pending:Wait ;; *) exit 0 ;; esac'
+    )
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
+    assert sandbox.calls("aws logs put-log-events") == []

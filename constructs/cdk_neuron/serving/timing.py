@@ -150,6 +150,29 @@ def _ceil_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds))
 
 
+def _node_phases(report: TimingReport, total: int) -> MeasuredStartup | None:
+    """Every phase from the node's own phases line, where the report has it (None otherwise).
+
+    Launch -> InService less the node's kernel-start -> ready is EC2's provisioning, which the boot
+    phase holds with the node's set-up; the container's share is what ready leaves after boot, pull
+    and transfer.
+    """
+    timings = report.timings
+    if "boot_to_ready_seconds" not in timings or "node_boot_seconds" not in timings:
+        return None
+    ready, boot = timings["boot_to_ready_seconds"], timings["node_boot_seconds"]
+    pull = timings.get("image_pull_seconds", 0.0)
+    transfer = timings.get("artifact_transfer_seconds")
+    provisioning = max(0.0, total - ready)
+    return MeasuredStartup(
+        source=f"{report.label}: the node's phases, launch -> InService {total} s",
+        boot_seconds=_ceil_seconds(provisioning + boot),
+        image_pull_seconds=_ceil_seconds(pull),
+        artifact_download_seconds=None if transfer is None else _ceil_seconds(transfer),
+        container_ready_seconds=_ceil_seconds(ready - boot - pull - (transfer or 0.0)),
+    )
+
+
 def _ec2_before_container_seconds(instance_type: str) -> int:
     """The estimated boot and image pull of an EC2 instance (unmargined), whole seconds."""
     known = instance_type.removeprefix("ml.") in INSTANCES
@@ -191,7 +214,11 @@ class MeasuredStartup:
         - ``serving_sagemaker``: ``container_ready_seconds`` = endpoint creating -> InService. It also
           holds instance provisioning and the image pull, so the budget derived from it is on the safe
           side.
-        - ``serving_ec2`` and ``scale_from_zero``: the report observes launch -> InService as a whole;
+        - ``serving_ec2`` and ``scale_from_zero`` with the node's phases (``node_boot_seconds``,
+          ``image_pull_seconds``, ``artifact_transfer_seconds``, ``boot_to_ready_seconds``): every phase
+          is measured; EC2's provisioning (launch -> InService less kernel start -> ready) counts
+          as boot.
+        - ``serving_ec2`` and ``scale_from_zero`` without them: the report observes launch -> InService as a whole;
           ``container_ready_seconds`` is that minus the boot and image pull the EC2 model estimates
           for the report's instance type (:mod:`cdk_neuron.serving.floors`, not measured), so that fed
           back, the budget is those budgets plus 1.5 x the rest. The source says so.
@@ -220,6 +247,9 @@ class MeasuredStartup:
             if key not in loaded.timings:
                 raise NeuronConfigError("report", loaded.label, f"has no {key}")
             total = _ceil_seconds(loaded.timings[key])
+            phases = _node_phases(loaded, total)
+            if phases is not None:
+                return phases
             before = _ec2_before_container_seconds(loaded.instance_type or "")
             return MeasuredStartup(
                 source=f"{loaded.label}: launch -> InService {total} s less the estimated {before} s boot "
@@ -441,8 +471,10 @@ def startup_model(
             )
         )
     ready = container_ready(weights_gib, instance_type=instance_type, replicas=replicas, measured=measured)
-    in_ram = backend == "ec2" and floors.model_dir_in_ram(
-        weights_gib, instance_type=instance_type, replicas=replicas
+    in_ram = (
+        backend == "ec2"
+        and precompiled
+        and floors.model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas)
     )
     load_floor, load_floor_why = floors.load_floor(weights_gib, instance_type=instance_type, in_ram=in_ram)
     nearest = nearest_published_load(weights_gib)

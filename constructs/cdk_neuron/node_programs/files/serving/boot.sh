@@ -120,9 +120,11 @@ pull_image() {
             _ "${ECR_REGION}" "${ECR_REGISTRY}" || fail "docker login to ${ECR_REGISTRY} failed"
     fi
     local started
+    # The boot phase ends where the pull starts: seconds since the kernel started.
+    record_phase node_boot "$(cut -d . -f 1 "${ROOT}/proc/uptime")"
     started=$(date +%s)
     retry 5 docker pull --quiet "${IMAGE}" || fail "cannot pull ${IMAGE}"
-    log "phase image-pull: $(($(date +%s) - started)) s"
+    record_phase image_pull "$(($(date +%s) - started))"
 }
 
 sync_artifacts() {
@@ -151,7 +153,7 @@ install_units() {
 }
 
 install -d -m 0755 "${CDK_NEURON_ETC}" "${ROOT}/etc/systemd/system"
-log "phase boot: $(cut -d . -f 1 "${ROOT}/proc/uptime") s after the kernel started"
+rm -f "${CDK_NEURON_ETC}/phases.env"
 mount_data_volume
 stop_ecs_agent
 configure_docker

@@ -11,6 +11,13 @@
 #   the model directory is a tmpfs: the transfer is bound by the network only and the replicas load
 #   from memory. A stopped instance (the warm pool) loses it, so ready.sh fetches it again at start.
 
+# record_phase <name> <seconds>: how long a start-up phase took on this boot, in phases.env, which
+# ready.sh publishes once the instance is ready (publish_phases) and then removes.
+record_phase() {
+    printf '%s=%s\n' "$1" "$2" >>"${CDK_NEURON_ETC}/phases.env"
+    log "phase $1: $2 s"
+}
+
 # model_dir: where the replicas read the model from.
 model_dir() { printf '%s\n' "${ROOT}${DATA_DIR}/model"; }
 
@@ -46,7 +53,7 @@ fetch_model() {
     started=$(date +%s)
     retry 5 env AWS_CONFIG_FILE="${CDK_NEURON_ETC}/s3-transfer.config" \
         aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}" "${dir}" || return 1
-    log "phase artifact-transfer: $(($(date +%s) - started)) s"
+    record_phase artifact_transfer "$(($(date +%s) - started))"
 }
 
 # model_needs_fetch: true when the RAM-backed directory is gone (the instance was stopped and started).

@@ -35,6 +35,8 @@ uptime_seconds() { cut -d . -f 1 "${ROOT}/proc/uptime"; }
 state=$(imds meta-data/autoscaling/target-lifecycle-state) || fail "cannot read the target lifecycle state"
 case "${state}" in
 Warmed:*)
+    # The pull and the sync of this boot prepared the pool; a later start reports its own phases.
+    rm -f "${CDK_NEURON_ETC}/phases.env"
     complete_lifecycle CONTINUE || fail "cannot complete the warm-pool launch"
     log "prepared for the warm pool (${state}); Auto Scaling stops the instance now"
     exit 0
@@ -62,7 +64,9 @@ for port in "${ports[@]}"; do
         sleep 10
     done
 done
-log "every replica is healthy, $(uptime_seconds) s after boot"
+ready=$(uptime_seconds)
+log "every replica is healthy, ${ready} s after boot"
+publish_phases "${ready}" || log "could not publish the start-up phases"
 systemctl start --no-block cdk-neuron-metrics.service || fail "cannot start the metrics publisher"
 systemctl start --no-block cdk-neuron-lifecycle.service || fail "cannot start the lifecycle watch"
 complete_lifecycle CONTINUE || fail "cannot complete the launch lifecycle action"

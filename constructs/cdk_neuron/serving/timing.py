@@ -88,12 +88,11 @@ from cdk_neuron.catalog import INSTANCES, get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.measurements import TimingReport, load_report
 from cdk_neuron.serving import floors
-from cdk_neuron.timeouts import LIFECYCLE_HEARTBEAT_MAX
+from cdk_neuron.timeouts import LIFECYCLE_HEARTBEAT_MAX, SAFETY
 from cdk_neuron.validation import whole_number
 
 LOAD_FLOOR_SECONDS = 480.0
 LOAD_SECONDS_PER_GIB = 10.5
-SAFETY = 1.5
 SMALL_HOST_FACTOR = 2.0
 SMALL_HOST_MEMORY_RATIO = 2.0
 SAGEMAKER_DOWNLOAD_START_SECONDS = 60

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from app_assembly import shipped_environments
 
-from cdk_neuron import catalog
+from cdk_neuron import catalog, timeouts
 from cdk_neuron.cli.main import main
 from cdk_neuron.cli.plan import startup_section
 from cdk_neuron.serving import floors, timing
@@ -165,3 +165,25 @@ def test_plan_has_no_start_up_without_a_fleet() -> None:
     from dataclasses import replace
 
     assert startup_section(replace(env, serving=None)) is None
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_every_timeout_derived_from_the_new_start_up_still_nests(name: str) -> None:
+    serving = ENVIRONMENTS[name].serving
+    assert serving is not None
+    plan = serving.plan
+    ec2 = timing.ec2_startup(
+        plan.weights_gib,
+        precompiled=serving.model.precompiled,
+        instance_type=plan.instance_type,
+        replicas=plan.replicas_per_instance,
+    )
+    sagemaker = timing.sagemaker_timeouts(
+        plan.weights_gib, precompiled=serving.model.precompiled, instance_type=plan.instance_type
+    )
+    chains = timeouts.chains(
+        ec2_startup_seconds=ec2.seconds,
+        sagemaker_download_seconds=sagemaker.model_data_download_seconds,
+        sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
+    )
+    assert [v for chain in chains for v in chain.violations()] == []

@@ -15,7 +15,7 @@ from app_assembly import shipped_environments
 
 from cdk_neuron import catalog, timeouts
 from cdk_neuron.cli.main import main
-from cdk_neuron.cli.plan import startup_section
+from cdk_neuron.cli.plan import STARTUP_MODELS, startup_section
 from cdk_neuron.serving import floors, timing
 from stacks.config import deployment, load_environments
 
@@ -73,9 +73,8 @@ def test_a_single_flow_bounds_the_pull_without_published_bandwidth() -> None:
 def test_every_phase_we_control_is_within_twice_its_floor(name: str) -> None:
     serving = ENVIRONMENTS[name].serving
     assert serving is not None
-    model = timing.startup_model(
+    model = STARTUP_MODELS[serving.backend](
         serving.plan.weights_gib,
-        backend=serving.backend,
         precompiled=serving.model.precompiled,
         instance_type=serving.plan.instance_type,
         replicas=serving.plan.replicas_per_instance,
@@ -95,9 +94,8 @@ def test_boot_pull_and_transfer_drop_at_least_by_half(name: str, before: int) ->
     assert serving is not None and serving.backend == "ec2"
     weights = serving.plan.weights_gib
     assert round(before_issue_25(weights, precompiled=serving.model.precompiled)) == before
-    model = timing.startup_model(
+    model = timing.ec2_startup_model(
         weights,
-        backend="ec2",
         precompiled=serving.model.precompiled,
         instance_type=serving.plan.instance_type,
     )
@@ -114,7 +112,7 @@ def test_prod_start_up_is_now_under_an_hour() -> None:
 
 
 def test_sagemaker_download_uses_its_gp2_volume_and_no_boot_or_pull() -> None:
-    model = timing.startup_model(14.901, backend="sagemaker", precompiled=True, instance_type="inf2.xlarge")
+    model = timing.sagemaker_startup_model(14.901, precompiled=True, instance_type="inf2.xlarge")
     assert [p.name for p in model.phases] == ["artifact transfer", "load and warm-up"]
     transfer = model.phase("artifact transfer")
     assert "SageMaker's gp2 volume (128 MiB/s)" in transfer.estimate_why
@@ -123,8 +121,8 @@ def test_sagemaker_download_uses_its_gp2_volume_and_no_boot_or_pull() -> None:
 
 def test_measured_phases_replace_estimates_and_keep_their_floor() -> None:
     measured = timing.MeasuredStartup(source="integ run 2026-12-02", boot_seconds=60, image_pull_seconds=90)
-    model = timing.startup_model(
-        130.385, backend="ec2", precompiled=True, instance_type="inf2.48xlarge", measured=measured
+    model = timing.ec2_startup_model(
+        130.385, precompiled=True, instance_type="inf2.48xlarge", measured=measured
     )
     boot, pull = model.phase("instance boot"), model.phase("image pull")
     assert (boot.basis, boot.estimate_seconds, boot.budget_seconds, boot.ratio) == ("measured", 60.0, 90, 1.5)

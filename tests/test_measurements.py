@@ -13,7 +13,7 @@ from cdk_neuron.cli import timings
 from cdk_neuron.cli.main import main
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.serving import MeasuredStartup, floors
-from cdk_neuron.serving.timing import SAFETY, ec2_startup, sagemaker_timeouts, startup_model
+from cdk_neuron.serving.timing import SAFETY, ec2_startup, ec2_startup_model, sagemaker_timeouts
 
 SAMPLES = Path(__file__).parent / "fixtures" / "integ"
 
@@ -32,9 +32,7 @@ def test_ec2_report_becomes_a_measured_startup_that_the_budget_uses() -> None:
     assert measured.container_ready_seconds == 653 - before
     assert "serving_ec2" in measured.source and "estimated 152 s" in measured.source
     budget = ec2_startup(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
-    model = startup_model(
-        0.92, backend="ec2", precompiled=False, instance_type="inf2.xlarge", measured=measured
-    )
+    model = ec2_startup_model(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
     boot_and_pull = model.phase("instance boot").budget_seconds + model.phase("image pull").budget_seconds
     assert budget.seconds == boot_and_pull + math.ceil(SAFETY * measured.container_ready_seconds)
     assert measured.source in budget.explanation
@@ -134,9 +132,7 @@ def test_a_report_with_the_nodes_phases_measures_every_phase() -> None:
     assert (measured.boot_seconds, measured.image_pull_seconds) == (99, 70)
     assert (measured.artifact_download_seconds, measured.container_ready_seconds) == (12, 702 - 41 - 70 - 12)
     assert "the node's phases" in measured.source
-    model = startup_model(
-        0.92, backend="ec2", precompiled=True, instance_type="inf2.xlarge", measured=measured
-    )
+    model = ec2_startup_model(0.92, precompiled=True, instance_type="inf2.xlarge", measured=measured)
     assert {p.basis for p in model.phases} == {"measured"}
     assert model.phase("instance boot").ratio == pytest.approx(99 / 40)
 

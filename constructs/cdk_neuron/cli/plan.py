@@ -124,7 +124,7 @@ class StartupPhaseLine:
 
 @dataclass(frozen=True)
 class ServingStartup:
-    """The serving fleet's start-up, phase by phase (:func:`cdk_neuron.serving.timing.startup_model`)."""
+    """The serving fleet's start-up, phase by phase (:func:`cdk_neuron.serving.timing.ec2_startup_model` or ``sagemaker_startup_model``)."""
 
     backend: str
     instance_type: str
@@ -254,14 +254,18 @@ def serving_section(env: Deployment) -> ServingSizing | None:
     )
 
 
+STARTUP_MODELS = {"ec2": timing.ec2_startup_model, "sagemaker": timing.sagemaker_startup_model}
+"""Each serving backend's start-up model (the backends' phases differ: SageMaker boots and pulls
+before its timeouts start)."""
+
+
 def startup_section(env: Deployment) -> ServingStartup | None:
     serving = env.serving
     if serving is None:
         return None
     plan = serving.plan
-    model = timing.startup_model(
+    model = STARTUP_MODELS[serving.backend](
         plan.weights_gib,
-        backend=serving.backend,
         precompiled=serving.model.precompiled,
         instance_type=plan.instance_type,
         replicas=plan.replicas_per_instance,

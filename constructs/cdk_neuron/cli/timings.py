@@ -6,7 +6,7 @@ for the same model and instance type:
 
 - serving start-up against the budget the fleet derives (``timing.ec2_startup`` /
   ``timing.sagemaker_timeouts``): "within budget" or "OVER budget", with the floor the hardware allows
-  (``timing.startup_model``, docs/fast-start.md) and the measurement's ratio to it; where the report
+  (``timing.ec2_startup_model``, docs/fast-start.md) and the measurement's ratio to it; where the report
   holds the node's own phases, each phase likewise;
 - checkpoint write throughput against the per-client EFS throughput the checkpoint advisor assumes
   (``checkpoint_advisor.EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2``): "at least as fast" or "SLOWER".
@@ -57,9 +57,8 @@ def compare(report: TimingReport) -> list[Comparison]:
         ec2_key = "instance_launch_to_in_service_seconds"
         if ec2_key in report.timings:
             precompiled = "artifact_transfer_seconds" in report.timings
-            startup = timing.startup_model(
+            startup = timing.ec2_startup_model(
                 plan.weights_gib,
-                backend="ec2",
                 precompiled=precompiled,
                 instance_type=instance,
                 replicas=plan.replicas_per_instance,

@@ -195,50 +195,58 @@ def image_pull(instance_type: str) -> PhaseFloor:
     )
 
 
-def artifact_transfer(
-    weights_gib: float,
-    *,
-    instance_type: str,
-    backend: str,
-    replicas: int = 1,
-    volume_gib: float | None = None,
-) -> PhaseFloor:
-    """The S3 artifacts onto the instance: the node's CRT sync (EC2) or SageMaker's download."""
+@dataclass(frozen=True)
+class TransferTarget:
+    """Where the S3 artifacts go and who copies them: the node's CRT sync into RAM or onto its gp3
+    data volume (:func:`node_target`), or SageMaker's download onto its gp2 volume
+    (:func:`sagemaker_target`). ``mibps`` None: memory, bounded by the network only."""
+
+    destination: str
+    mibps: int | None
+    client: str
+    in_ram: bool = False
+
+
+def node_target(weights_gib: float, *, instance_type: str, replicas: int = 1) -> TransferTarget:
+    """The EC2 node's sync: into RAM where :func:`model_dir_in_ram`, else onto the sized gp3 volume."""
     host = catalog.host_io(instance_type)
-    if backend == "sagemaker":
-        size = volume_gib if volume_gib is not None else 2 * weights_gib + 20
-        disk_mibps = GP2_LARGE_MIBPS if size > GP2_LARGE_FROM_GIB else GP2_SMALL_MIBPS
-        destination = f"SageMaker's gp2 volume ({disk_mibps} MiB/s)"
-    elif model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas):
-        disk_mibps = None
-        destination = "a RAM-backed model directory"
-    else:
-        disk_mibps = data_volume_performance(instance_type).throughput_mibps
-        destination = f"the gp3 data volume ({disk_mibps} MiB/s)"
-    disk = disk_mibps * MIB / GIB if disk_mibps is not None else None
+    client = f"CRT client at the instance's {host.network_burst_gbps:g} Gbps" if host else "CRT client"
+    if model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas):
+        return TransferTarget("a RAM-backed model directory", None, client, in_ram=True)
+    mibps = data_volume_performance(instance_type).throughput_mibps
+    return TransferTarget(f"the gp3 data volume ({mibps} MiB/s)", mibps, client)
+
+
+def sagemaker_target(weights_gib: float, *, volume_gib: float | None = None) -> TransferTarget:
+    """SageMaker's model download onto its gp2 ML storage volume (two copies of the weights + 20 GiB
+    unless ``volume_gib`` is given, as :func:`cdk_neuron.serving.timing.sagemaker_volume_gb` sizes it)."""
+    size = volume_gib if volume_gib is not None else 2 * weights_gib + 20
+    mibps = GP2_LARGE_MIBPS if size > GP2_LARGE_FROM_GIB else GP2_SMALL_MIBPS
+    return TransferTarget(f"SageMaker's gp2 volume ({mibps} MiB/s)", mibps, "SageMaker's download")
+
+
+def artifact_transfer(weights_gib: float, *, instance_type: str, target: TransferTarget) -> PhaseFloor:
+    """The S3 artifacts onto the instance, at the lesser of the network and the target's write rate."""
+    host = catalog.host_io(instance_type)
+    disk = target.mibps * MIB / GIB if target.mibps is not None else None
     if host is None:
         rate = disk if disk is not None else GP3_BASELINE_MIBPS * MIB / GIB
         return PhaseFloor(
             "artifact transfer",
             weights_gib / rate,
             None,
-            f"{weights_gib:.1f} GiB onto {destination}",
+            f"{weights_gib:.1f} GiB onto {target.destination}",
             f"no published network bandwidth for {instance_type}",
         )
     network = host.startup_network_gib_per_second
     rate = min(network, disk) if disk is not None else network
     seconds = weights_gib / rate
     bound = "the network" if disk is None or network <= disk else "the volume"
-    client = (
-        "SageMaker's download"
-        if backend == "sagemaker"
-        else f"CRT client at the instance's {host.network_burst_gbps:g} Gbps"
-    )
     return PhaseFloor(
         "artifact transfer",
         seconds,
         seconds,
-        f"{weights_gib:.1f} GiB at {rate:.2f} GiB/s onto {destination}, {client}",
+        f"{weights_gib:.1f} GiB at {rate:.2f} GiB/s onto {target.destination}, {target.client}",
         f"{weights_gib:.1f} GiB / {rate:.2f} GiB/s ({bound})",
     )
 
@@ -263,11 +271,14 @@ __all__ = [
     "DOCKER_MAX_CONCURRENT_DOWNLOADS",
     "DataVolumePerformance",
     "PhaseFloor",
+    "TransferTarget",
     "artifact_transfer",
     "boot",
     "data_volume_performance",
     "image_pull",
     "load_floor",
     "model_dir_in_ram",
+    "node_target",
+    "sagemaker_target",
     "tmpfs_size_gib",
 ]

@@ -20,8 +20,8 @@ its replicas hold (inf2.xlarge: 16 GiB for ~15 GiB of an 8B model). Around it:
 - EC2: instance boot + image pull + (S3 artifacts) artifact transfer, each ``SAFETY`` x the estimate
   of :mod:`cdk_neuron.serving.floors` (the node's fast path: CRT transfer client, a RAM-backed model
   directory where memory allows, gp3 throughput sized to the instance), + the container budget.
-  :func:`startup_model` returns every phase with its estimate, budget, floor and ratio
-  (``cdk-neuron plan`` prints it).
+  :func:`ec2_startup_model` returns every phase with its estimate, budget, floor and ratio
+  (``cdk-neuron plan`` prints it); :func:`sagemaker_startup_model` the same for SageMaker.
 - SageMaker: ``ModelDataDownloadTimeoutInSeconds`` = 60 s + ``SAFETY`` x the S3 download onto
   SageMaker's gp2 volume (S3 artifacts only); ``ContainerStartupHealthCheckTimeoutInSeconds`` = the
   container budget.
@@ -336,12 +336,12 @@ def artifact_download(
     weights_gib: float,
     *,
     instance_type: str,
-    backend: str = "ec2",
+    target: floors.TransferTarget | None = None,
     replicas: int = 1,
     measured: MeasuredStartup | None = None,
-    volume_gib: float | None = None,
 ) -> Phase:
-    """Budget to copy the S3 artifacts onto the instance (without SageMaker's fixed start)."""
+    """Budget to copy the S3 artifacts onto the instance (without SageMaker's fixed start); ``target``:
+    the EC2 node's (default) or SageMaker's (:func:`cdk_neuron.serving.floors.sagemaker_target`)."""
     if measured is not None and measured.artifact_download_seconds is not None:
         seconds = _margin(measured.artifact_download_seconds)
         return Phase(
@@ -349,9 +349,8 @@ def artifact_download(
             f"S3 download {seconds} s = {SAFETY} x {measured.artifact_download_seconds} s measured "
             f"({measured.source})",
         )
-    figure = floors.artifact_transfer(
-        weights_gib, instance_type=instance_type, backend=backend, replicas=replicas, volume_gib=volume_gib
-    )
+    chosen = target or floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas)
+    figure = floors.artifact_transfer(weights_gib, instance_type=instance_type, target=chosen)
     seconds = _margin(figure.estimate_seconds)
     return Phase(
         seconds,
@@ -413,7 +412,7 @@ class StartupModel:
 
 def nearest_published_load(weights_gib: float) -> LoadTime:
     """The published load measurement closest in weights (what the load estimate follows there)."""
-    measured = [t for t in PUBLISHED_LOAD_TIMES if t.kind == "measured"]
+    measured = [t for t in PUBLISHED_LOAD_TIMES if t.kind in ("measured",)]
     return min(measured, key=lambda t: abs(t.weights_gib - weights_gib))
 
 
@@ -429,23 +428,19 @@ def _controlled_phase(figure: floors.PhaseFloor, measured_seconds: int | None, s
     )  # fmt: skip
 
 
-def startup_model(
+def _startup_model(
+    label: str,
     weights_gib: float,
     *,
-    backend: str,
-    precompiled: bool,
+    node_phases: bool,
+    target: floors.TransferTarget | None,
     instance_type: str,
-    replicas: int = 1,
-    measured: MeasuredStartup | None = None,
-    volume_gib: float | None = None,
+    replicas: int,
+    measured: MeasuredStartup | None,
 ) -> StartupModel:
-    """Each start-up phase with its estimate, budget (``SAFETY`` x estimate, or the container budget),
-    floor and ratio. EC2: boot, image pull, artifact transfer (S3 artifacts only), load and warm-up.
-    SageMaker: artifact transfer (S3 artifacts only), load and warm-up (SageMaker boots and pulls
-    before either timeout starts)."""
     source = measured.source if measured is not None else ""
     phases: list[StartupPhase] = []
-    if backend == "ec2":
+    if node_phases:
         phases.append(
             _controlled_phase(floors.boot(), None if measured is None else measured.boot_seconds, source)
         )
@@ -456,25 +451,15 @@ def startup_model(
                 source,
             )
         )
-    if precompiled:
-        figure = floors.artifact_transfer(
-            weights_gib,
-            instance_type=instance_type,
-            backend=backend,
-            replicas=replicas,
-            volume_gib=volume_gib,
-        )
+    if target is not None:
+        figure = floors.artifact_transfer(weights_gib, instance_type=instance_type, target=target)
         phases.append(
             _controlled_phase(
                 figure, None if measured is None else measured.artifact_download_seconds, source
             )
         )
     ready = container_ready(weights_gib, instance_type=instance_type, replicas=replicas, measured=measured)
-    in_ram = (
-        backend == "ec2"
-        and precompiled
-        and floors.model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas)
-    )
+    in_ram = target is not None and target.in_ram
     load_floor, load_floor_why = floors.load_floor(weights_gib, instance_type=instance_type, in_ram=in_ram)
     nearest = nearest_published_load(weights_gib)
     if measured is not None and measured.container_ready_seconds is not None:
@@ -496,7 +481,57 @@ def startup_model(
             "load and warm-up", estimate, ready.seconds, load_floor, basis, why, load_floor_why, False
         )
     )
-    return StartupModel(backend, instance_type.removeprefix("ml."), weights_gib, tuple(phases), load_source)
+    return StartupModel(label, instance_type.removeprefix("ml."), weights_gib, tuple(phases), load_source)
+
+
+def ec2_startup_model(
+    weights_gib: float,
+    *,
+    precompiled: bool,
+    instance_type: str,
+    replicas: int = 1,
+    measured: MeasuredStartup | None = None,
+) -> StartupModel:
+    """An EC2 serving instance's start-up, phase by phase: boot, image pull, artifact transfer (S3
+    artifacts only), load and warm-up; each with its estimate, budget (``SAFETY`` x estimate, the load:
+    :func:`container_ready`), floor and ratio."""
+    target = (
+        floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas)
+        if precompiled
+        else None
+    )
+    return _startup_model(
+        "ec2",
+        weights_gib,
+        node_phases=True,
+        target=target,
+        instance_type=instance_type,
+        replicas=replicas,
+        measured=measured,
+    )
+
+
+def sagemaker_startup_model(
+    weights_gib: float,
+    *,
+    precompiled: bool,
+    instance_type: str,
+    replicas: int = 1,
+    measured: MeasuredStartup | None = None,
+    volume_gib: float | None = None,
+) -> StartupModel:
+    """A SageMaker endpoint instance's start-up as its two timeouts see it: the model download (S3
+    artifacts only) and the container's load and warm-up. SageMaker provisions the instance and pulls
+    the image before either starts. ``replicas`` is the plan's (SageMaker runs one container)."""
+    return _startup_model(
+        "sagemaker",
+        weights_gib,
+        node_phases=False,
+        target=floors.sagemaker_target(weights_gib, volume_gib=volume_gib) if precompiled else None,
+        instance_type=instance_type,
+        replicas=replicas,
+        measured=measured,
+    )
 
 
 @dataclass(frozen=True)
@@ -520,11 +555,10 @@ def ec2_startup(
     Used for the lifecycle-hook heartbeat, the CloudFormation signal timeout and the ELB health-check
     grace period. Artifacts from S3 are synced before the containers start; a Hub model is
     downloaded by the container, which the container budget already covers. The phases are those of
-    :func:`startup_model`.
+    :func:`ec2_startup_model`.
     """
-    model = startup_model(
+    model = ec2_startup_model(
         weights_gib,
-        backend="ec2",
         precompiled=precompiled,
         instance_type=instance_type,
         replicas=replicas,
@@ -591,7 +625,10 @@ def sagemaker_timeouts(
         download_why = "given"
     elif precompiled:
         phase = artifact_download(
-            weights_gib, instance_type=instance_type, backend="sagemaker", measured=measured
+            weights_gib,
+            instance_type=instance_type,
+            target=floors.sagemaker_target(weights_gib),
+            measured=measured,
         )
         download = SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds
         download_why = f"{SAGEMAKER_DOWNLOAD_START_SECONDS} s start + {phase.explanation}"
@@ -670,11 +707,12 @@ __all__ = [
     "container_ready",
     "ec2_data_volume_gib",
     "ec2_startup",
+    "ec2_startup_model",
     "is_small_host",
     "load_estimate_seconds",
     "nearest_published_load",
+    "sagemaker_startup_model",
     "sagemaker_storage_gb",
     "sagemaker_timeouts",
     "sagemaker_volume_gb",
-    "startup_model",
 ]

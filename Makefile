@@ -25,7 +25,7 @@ help:
 	@echo "make diff ENV=dev    what a deploy of one environment would change (cdk diff of its stacks)"
 	@echo "make deploy ENV=dev  show what the deploy will do (cdk-neuron impact), then deploy one environment's stacks"
 	@echo "make test    set up, then ruff, mypy and pytest"
-	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
+	@echo "make bench   time whole-app synthesis against an empty-stack floor, the test suite, and the S3 download path"
 	@echo "make mutate  mutation testing of the pure core (about 12 min on 2 cores); summary in docs/mutation-testing.md"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
@@ -103,7 +103,8 @@ test: lint typecheck unit example
 # --- the published package, used from another app -----------------------------------------------
 # The wheel is rebuilt only when library sources change; the example venv is created only when its
 # requirement files change, and then only the wheel is reinstalled.
-VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+# cdk_neuron.__version__, the one version source (pyproject.toml reads it too).
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' constructs/cdk_neuron/__init__.py)
 WHEEL := dist/cdk_neuron-$(VERSION)-py3-none-any.whl
 LIB_SOURCES := $(shell find constructs/cdk_neuron -type f -not -path '*/__pycache__/*') pyproject.toml README.md LICENSE
 EXAMPLE := examples/reserved-trn1n-sagemaker
@@ -180,6 +181,8 @@ diagram: setup
 
 bench: setup
 	python bench/synth_bench.py
+	# The serving node's download path: single stream against parallel ranged GETs (docs/fast-start.md).
+	python bench/download_bench.py
 
 # Mutation testing of the pure core (catalog, planner, checkpoint advisor, validation, app config):
 # mutmut, a fresh-interpreter recheck of every survivor, the data tables, then the summary in

@@ -188,7 +188,7 @@ def test_the_shared_attributes(built: Built) -> None:
     # Concurrency per instance (EC2: every replica's batch) or per model copy (SageMaker).
     assert built.ec2.target_concurrency == 4.0 == built.sagemaker.target_concurrency
     assert built.ec2.url.startswith("http://")
-    assert built.ec2.startup_timeout_seconds == 1439
+    assert built.ec2.startup_timeout_seconds == 1188  # 120 boot + 105 pull + 8 transfer (RAM) + 955 load
     assert built.sagemaker.container_startup_timeout_seconds == 955
 
 
@@ -519,13 +519,24 @@ def test_monitoring_watches_an_imported_fleet() -> None:
     assert {"Serving5xxRate", "ServingP99Latency", "ServingUnhealthyHosts", "ServingCoresIdle"} <= set(
         monitoring.alarms
     )
-    body = json.dumps(template_of(stack))
-    assert TG_FULL_NAME in body and LB_FULL_NAME in body
     endpoint = SageMakerInferenceFleet.from_sagemaker_inference_fleet_attributes(
         stack, "Endpoint", endpoint_name="llama"
     )
-    watched = NeuronMonitoring(stack, "EndpointMonitoring", environment="prod", fleet=endpoint)
+    # A second NeuronMonitoring in the stack names its own alarms (the same names would replace the
+    # first one's alarms in CloudWatch).
+    watched = NeuronMonitoring(
+        stack, "EndpointMonitoring", environment="prod", fleet=endpoint, alarm_name_prefix="Watcher-llama"
+    )
     assert set(watched.alarms) == {"Serving5xxRate", "ServingP99Latency"}
+    template = template_of(stack)
+    body = json.dumps(template)
+    assert TG_FULL_NAME in body and LB_FULL_NAME in body
+    names = [
+        r["Properties"]["AlarmName"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    ]
+    assert len(names) == len(set(names)) and "Watcher-llama-Serving5xxRate" in names
 
 
 # ---------------------------------------------------------------------------------------------

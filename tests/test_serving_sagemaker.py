@@ -139,13 +139,14 @@ def test_endpoint_config_on_inf2_with_derived_timeouts(built: Built) -> None:
     assert variant["InstanceType"] == "ml.inf2.48xlarge"
     assert variant["InitialInstanceCount"] == 1
     assert variant["VolumeSizeInGB"] == 302
-    assert variant["ModelDataDownloadTimeoutInSeconds"] == 1663
+    # 60 s + 1.5 x 130.4 GiB at gp2's 250 MiB/s (a 302 GB volume; floors.sagemaker_target) = 60 + 802
+    assert variant["ModelDataDownloadTimeoutInSeconds"] == 862
     # 1.5 x (480 s + 10.5 s/GiB x 130.4 GiB): inside the 3,600 s Hugging Face gives 70B on this instance.
     assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 2774
     assert variant["InferenceAmiVersion"] == catalog.SAGEMAKER_NEURON_AMI_VERSION
     assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
     assert built.fleet.container_startup_timeout_seconds == 2774
-    assert built.fleet.model_data_download_timeout_seconds == 1663
+    assert built.fleet.model_data_download_timeout_seconds == 862
 
 
 def test_autoscaling_on_high_resolution_concurrency(built: Built) -> None:
@@ -192,6 +193,42 @@ def test_attributes(built: Built) -> None:
     # SageMaker runs no code of ours and has no load balancer: none of the EC2 attributes exist.
     for ec2_only in ("url", "load_balancer", "auto_scaling_group", "node_metrics", "add_user_data"):
         assert not hasattr(fleet, ec2_only), ec2_only
+
+
+def test_the_scalable_target_takes_scheduled_scaling() -> None:
+    """aws-autoscaling's scale_on_schedule, on the variant's own target (not only target tracking)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_applicationautoscaling as appscaling
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.serving import ModelSpec, SageMakerInferenceFleet
+
+    stack = cdk.Stack(make_app(), "Scheduled", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    fleet = SageMakerInferenceFleet(
+        stack,
+        "Fleet",
+        vpc=ec2.Vpc(stack, "Vpc", availability_zones=AZS),
+        model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
+        instance_type="ml.inf2.8xlarge",
+        max_capacity=4,
+    )
+    assert isinstance(fleet.scalable_target, appscaling.ScalableTarget)
+    fleet.scalable_target.scale_on_schedule(
+        "Weekday", schedule=appscaling.Schedule.cron(hour="8", minute="0"), min_capacity=2
+    )
+    (target,) = (
+        r["Properties"]
+        for r in template_of(stack)["Resources"].values()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+    )
+    assert target["MaxCapacity"] == 4
+    assert target["ScheduledActions"] == [
+        {
+            "ScalableTargetAction": {"MinCapacity": 2},
+            "Schedule": "cron(0 8 * * ? *)",
+            "ScheduledActionName": "Weekday",
+        }
+    ]
 
 
 def test_nag_clean(built: Built) -> None:

@@ -98,6 +98,8 @@ class BatchTrainingCluster(TrainingClusterBase):
     :ivar job_role: the role the jobs run as (checkpoints, compile cache); also ``grant_principal``.
     :ivar execution_role: the role ECS pulls images and writes logs with.
     :ivar log_group: the jobs' logs.
+    :ivar boot_failure_rule: the EventBridge rule that disables the compute environment when
+        ``boot_failure_alarm`` goes into ALARM (:mod:`cdk_neuron.training.boot_failures`).
     :ivar task_security_group: the security group of the node containers' own network interfaces:
         with EFA the VPC's default group, opened for the containers; without EFA the node group
         (Batch gives the containers the compute environment's groups).

@@ -115,6 +115,20 @@ check_neuron_devices() {
     log "${found} Neuron devices; neuron-ls answers"
 }
 
+# until_deadline <command...>: (serving) run it with what is left of the start-up deadline, counted from
+# boot as ready.sh counts it (STARTUP_DEADLINE_SECONDS, READY_MARGIN before the launch hook's heartbeat). A pull
+# or sync that stalls without failing then fails here, logged and recorded (fail), instead of running
+# until the hook abandons the instance with no line anywhere.
+until_deadline() {
+    local left
+    left=$((STARTUP_DEADLINE_SECONDS - $(cut -d . -f 1 "${ROOT}/proc/uptime")))
+    if [ "${left}" -le 0 ]; then
+        log "the start-up deadline (${STARTUP_DEADLINE_SECONDS} s after boot) has passed"
+        return 124
+    fi
+    timeout "${left}" "$@"
+}
+
 # fill_template <template> <output>: copy <template>, every @NAME@ replaced by the value of the
 # setting NAME (which must be set), so the timings in cdk_neuron.timeouts reach unit files and nginx.
 fill_template() {

@@ -11,7 +11,8 @@
 # 1. Format (XFS) and mount the encrypted data volume, found by its identity, at DATA_DIR; Docker
 #    keeps images there.
 # 2. Stop the ECS agent (this fleet is not an ECS cluster).
-# 3. Log in to the image's ECR registry, pull the image, sync the model artifacts from S3.
+# 3. Log in to the image's ECR registry, pull the image (16 layers at once), sync the model artifacts
+#    from S3 with the CRT transfer client, into RAM where the host's memory allows (model.sh).
 # 4. Install the systemd units from the bundle (one per replica, the host nginx in front of them,
 #    the metrics publisher, the lifecycle watch) with the timings of cdk_neuron.timeouts filled in,
 #    and start cdk-neuron-ready, which also runs at every later boot.
@@ -27,9 +28,12 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/lib/common.sh"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
+# shellcheck source=model.sh
+. "${HOME_DIR}/serving/model.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
 require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_DEVICE DATA_LABEL REPLICAS \
-    FIRST_REPLICA_PORT SERVICE_PORT NEURON_DEVICES NEURON_DEVICE_WAIT STARTUP_DEADLINE_SECONDS
+    FIRST_REPLICA_PORT SERVICE_PORT MODEL_TMPFS_GIB DOCKER_MAX_CONCURRENT_DOWNLOADS NEURON_DEVICES \
+    NEURON_DEVICE_WAIT STARTUP_DEADLINE_SECONDS
 EBS_MODEL='Amazon Elastic Block Store'
 trap 'fail "the boot script stopped at line ${LINENO}"' ERR
 
@@ -88,11 +92,13 @@ mount_data_volume() {
 configure_docker() {
     command -v docker >/dev/null 2>&1 || fail "docker is missing: use the ECS-optimized AL2023 Neuron AMI"
     install -d "${ROOT}/etc/docker" "${ROOT}/etc/systemd/system/docker.service.d"
-    python3 - "${ROOT}/etc/docker/daemon.json" "${DATA_DIR}/docker" <<'PY'
+    # More layers in flight than Docker's default 3 (cdk_neuron.serving.floors).
+    python3 - "${ROOT}/etc/docker/daemon.json" "${DATA_DIR}/docker" "${DOCKER_MAX_CONCURRENT_DOWNLOADS}" <<'PY'
 import json, os, sys
-path, data_root = sys.argv[1], sys.argv[2]
+path, data_root, downloads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 config = json.load(open(path)) if os.path.exists(path) else {}
 config["data-root"] = data_root
+config["max-concurrent-downloads"] = downloads
 json.dump(config, open(path, "w"), indent=2)
 PY
     # Docker starts only once the data volume is mounted.
@@ -110,33 +116,22 @@ stop_ecs_agent() {
     fi
 }
 
-# until_deadline <command...>: run it with what is left of the start-up deadline, counted from boot as
-# ready.sh counts it (STARTUP_DEADLINE_SECONDS, READY_MARGIN before the launch hook's heartbeat). A pull
-# or sync that stalls without failing then fails here, logged and recorded (fail), instead of running
-# until the hook abandons the instance with no line anywhere.
-until_deadline() {
-    local left
-    left=$((STARTUP_DEADLINE_SECONDS - $(cut -d . -f 1 "${ROOT}/proc/uptime")))
-    if [ "${left}" -le 0 ]; then
-        log "the start-up deadline (${STARTUP_DEADLINE_SECONDS} s after boot) has passed"
-        return 124
-    fi
-    timeout "${left}" "$@"
-}
-
 pull_image() {
     if [ -n "${ECR_REGISTRY:-}" ]; then
         # shellcheck disable=SC2016  # $1 and $2 are the inner shell's arguments
         retry 5 until_deadline bash -c 'aws ecr get-login-password --region "$1" | docker login --username AWS --password-stdin "$2"' \
             _ "${ECR_REGION}" "${ECR_REGISTRY}" || fail "docker login to ${ECR_REGISTRY} failed"
     fi
+    local started
+    # The boot phase ends where the pull starts: seconds since the kernel started.
+    record_phase node_boot "$(cut -d . -f 1 "${ROOT}/proc/uptime")"
+    started=$(date +%s)
     retry 5 until_deadline docker pull --quiet "${IMAGE}" || fail "cannot pull ${IMAGE}"
+    record_phase image_pull "$(($(date +%s) - started))"
 }
 
 sync_artifacts() {
-    [ -n "${ARTIFACT_URI:-}" ] || return 0
-    retry 5 until_deadline aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}" "${ROOT}${DATA_DIR}/model" ||
-        fail "cannot sync ${ARTIFACT_URI}"
+    fetch_model || fail "cannot sync ${ARTIFACT_URI}"
 }
 
 install_units() {
@@ -161,6 +156,7 @@ install_units() {
 }
 
 install -d -m 0755 "${CDK_NEURON_ETC}" "${ROOT}/etc/systemd/system"
+rm -f "${CDK_NEURON_ETC}/phases.env"
 check_neuron_devices "${NEURON_DEVICES}" "${NEURON_DEVICE_WAIT}" || fail "the Neuron devices are not usable"
 mount_data_volume
 stop_ecs_agent

@@ -1320,13 +1320,14 @@ KMS_KEYS = (
 def alarm_count(env: EnvironmentConfig) -> int:
     """CloudWatch alarms an environment creates (tests/test_app_cost.py counts them in the templates).
 
-    Training nodes: cores idle, device memory, ECC. EC2 serving nodes: the same plus saturation,
-    the ALB's 5xx, p99 latency and unhealthy hosts, and the scale-from-zero alarm when the
-    minimum is 0. SageMaker: 5xx and p99 latency. The checkpoint file system: throughput.
+    Training nodes: cores idle, device memory, ECC, and failed boots (the page and the cluster's own
+    limit that stops launches). EC2 serving nodes: the same plus saturation, the ALB's 5xx, p99
+    latency, unhealthy hosts and abandoned launches, and the scale-from-zero alarm when the minimum
+    is 0. SageMaker: 5xx and p99 latency. The checkpoint file system: throughput.
     """
-    count = 3 + 1
+    count = 3 + 2 + 1
     if env.serving.backend == "ec2":
-        count += 4 + 3 + (1 if env.serving.min_capacity == 0 else 0)
+        count += 4 + 4 + (1 if env.serving.min_capacity == 0 else 0)
     else:
         count += 2
     return count

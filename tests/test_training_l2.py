@@ -101,11 +101,11 @@ def test_no_attribute_is_none_because_of_the_engine(clusters: Clusters) -> None:
         "plan", "instance", "launch_template", "user_data", "machine_image", "placement_group",
         "security_group", "connections", "role", "kms_key", "availability_zone", "node_metrics",
         "grant_principal", "checkpoints", "compile_cache", "efa_installer_mirror", "max_nodes",
-        "capacity", "availability_zone_id",
+        "capacity", "availability_zone_id", "cluster_id", "boot_failure_alarm",
     }  # fmt: skip
     batch_only = {
         "compute_environment", "job_queue", "job_queue_arn", "job_definition", "job_definitions",
-        "task_security_group", "job_role", "execution_role", "log_group",
+        "task_security_group", "job_role", "execution_role", "log_group", "boot_failure_rule",
     }  # fmt: skip
     assert set(_public_attributes(clusters.batch)) == shared | batch_only
     assert set(_public_attributes(clusters.group)) == shared | {"auto_scaling_group"}

@@ -82,6 +82,8 @@ def limit_alarm(scope: Construct, cluster_id: str) -> cw.Alarm:
     return cw.Alarm(
         scope,
         "BootFailureLimit",
+        # Named like every alarm of a stack (unique per account and Region, NeuronMonitoring's rule).
+        alarm_name=f"{cdk.Stack.of(scope).stack_name}-{scope.node.id}-BootFailureLimit-{cluster_id[:8]}",
         alarm_description=(
             f"{timeouts.BOOT_FAILURE_LIMIT} training nodes failed their boot within "
             f"{timeouts.BOOT_FAILURE_WINDOW // 60} minutes: the cluster stops launching nodes until the "

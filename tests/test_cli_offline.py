@@ -317,8 +317,8 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert endpoints["usd_per_hour"] == pytest.approx(13 * 2 * 0.01)
     assert line(dev["idle"], "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.0)
     alarms = line(dev["idle"], "CloudWatch alarms and dashboard")
-    assert alarms["quantity"] == "11 alarms, 1 dashboard"  # min_capacity 1: no scale-from-zero alarm
-    assert alarms["usd_per_month"] == pytest.approx(11 * 0.10 + 3.0)
+    assert alarms["quantity"] == "14 alarms, 1 dashboard"  # min_capacity 1: no scale-from-zero alarm
+    assert alarms["usd_per_month"] == pytest.approx(14 * 0.10 + 3.0)
     efs = line(dev["idle"], "EFS checkpoints")
     assert efs["usd_per_month"] == pytest.approx(96 * cost.KEPT_CHECKPOINTS * 0.30)
     assert "One Zone priced at the Standard rate" in efs["basis"]
@@ -336,7 +336,7 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     # SageMaker: no fleet nodes, so no autoscaling/cloudformation endpoints; sagemaker.runtime instead
     # (and EC2 for the training nodes' topology).
     assert line(prod["idle"], "interface VPC endpoints")["quantity"] == "12 x 2 AZ"
-    assert line(prod["idle"], "CloudWatch alarms and dashboard")["quantity"] == "6 alarms, 1 dashboard"
+    assert line(prod["idle"], "CloudWatch alarms and dashboard")["quantity"] == "8 alarms, 1 dashboard"
 
 
 def test_cost_of_a_nat_instance_without_endpoints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -572,7 +572,7 @@ def test_live_prices_cover_every_line_in_the_environments_region(
     assert line(full, "S3 compile cache")["usd_per_month"] == pytest.approx(50 * 0.024)  # the first tier
     assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(96 * 2 * 0.33)
     alarms = line(full, "CloudWatch alarms and dashboard")
-    assert alarms["usd_per_month"] == pytest.approx(6 * 0.11 + 3.0)
+    assert alarms["usd_per_month"] == pytest.approx(8 * 0.11 + 3.0)
     # Only the dashboard price came from the table: that line says it is a us-east-1 price.
     assert [x["item"] for x in full["lines"] if x["other_region"]] == ["CloudWatch alarms and dashboard"]
     assert alarms["basis"].startswith(f"us-east-1 price applied to {region}; ")

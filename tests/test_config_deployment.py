@@ -208,9 +208,10 @@ def test_endpoint_az_count(endpoint_azs: str, az_ids: list[str], count: int) -> 
 
 def test_alarm_count() -> None:
     # Training 3 + file system 1; EC2 serving 4 + ALB 3 (+1 scale-from-zero at min 0); SageMaker 2.
-    assert alarm_count(load_one(minimal_env())) == 11
-    assert alarm_count(with_changes(lambda e: e["serving"].update(min_capacity=0))) == 12
-    assert alarm_count(with_changes(lambda e: e["serving"].update(backend="sagemaker"))) == 6
+    # Issue 22: + the training boot-failure page and limit, + the serving launch-failure page (EC2).
+    assert alarm_count(load_one(minimal_env())) == 14
+    assert alarm_count(with_changes(lambda e: e["serving"].update(min_capacity=0))) == 15
+    assert alarm_count(with_changes(lambda e: e["serving"].update(backend="sagemaker"))) == 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def test_deployment_of_the_minimal_environment() -> None:
         interface_endpoints=tuple(MINIMAL_ENDPOINTS.values()),
         endpoint_azs=2,
     )
-    assert d.standing == StandingResources(kms_keys=KMS_KEYS, alarms=11, dashboards=1, load_balancers=1)
+    assert d.standing == StandingResources(kms_keys=KMS_KEYS, alarms=14, dashboards=1, load_balancers=1)
     assert KMS_KEYS == (
         "VPC flow logs",
         "checkpoints (EFS)",
@@ -298,12 +299,12 @@ def test_deployment_carries_every_choice_the_config_made() -> None:
     assert d.serving.token_secret == "hf/token"
     assert d.storage == StorageDeployment(one_zone=True)
     assert (d.network.nat_gateways, d.network.nat_instance_type, d.network.endpoint_azs) == (1, "t4g.nano", 1)
-    assert d.standing.alarms == 12
+    assert d.standing.alarms == 15
 
 
 def test_a_sagemaker_deployment_has_no_load_balancer() -> None:
     d = deployment(with_changes(lambda e: e["serving"].update(backend="sagemaker")))
-    assert (d.serving.backend, d.standing.load_balancers, d.standing.alarms) == ("sagemaker", 0, 6)
+    assert (d.serving.backend, d.standing.load_balancers, d.standing.alarms) == ("sagemaker", 0, 8)
 
 
 def test_no_interface_endpoints_means_no_endpoint_azs() -> None:

@@ -185,3 +185,15 @@ def test_every_timeout_derived_from_the_new_start_up_still_nests(name: str) -> N
         sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
     )
     assert [v for chain in chains for v in chain.violations()] == []
+
+
+def test_the_fast_path_download_is_found_by_the_route_scan_and_goes_through_s3() -> None:
+    # The CRT sync runs under `env AWS_CONFIG_FILE=...`: the scan that derives every environment's
+    # routes (test_node_reach) must still see it, as an S3 call on the gateway endpoint.
+    from cdk_neuron.node_programs import reach
+
+    syncs = [
+        d for d in reach.program_calls(*reach.SERVING_PROGRAMS) if d.caller.startswith("serving/model.sh")
+    ]
+    assert [(d.service, d.route) for d in syncs] == [("s3", "s3-gateway")]
+    assert "aws s3 sync" in syncs[0].caller

@@ -197,3 +197,25 @@ def test_the_fast_path_download_is_found_by_the_route_scan_and_goes_through_s3()
     ]
     assert [(d.service, d.route) for d in syncs] == [("s3", "s3-gateway")]
     assert "aws s3 sync" in syncs[0].caller
+
+
+def test_the_before_and_after_table_in_the_docs_matches_the_model() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "fast-start.md").read_text()
+    budgets = {}
+    for name in ("prod", "dev"):
+        serving = ENVIRONMENTS[name].serving
+        assert serving is not None
+        budgets[name] = timing.ec2_startup(
+            serving.plan.weights_gib, precompiled=True, instance_type=serving.plan.instance_type
+        ).seconds
+    assert f"2,008 s / **{budgets['prod']:,} s**" in doc
+    assert f"699 s / **{budgets['dev']:,} s**" in doc
+    staging = ENVIRONMENTS["staging"].serving
+    assert staging is not None
+    sagemaker = timing.sagemaker_timeouts(
+        staging.plan.weights_gib, precompiled=True, instance_type=staging.plan.instance_type
+    )
+    assert f"48 s / {sagemaker.model_data_download_seconds} s" in doc
+    assert f"543 s / {sagemaker.container_startup_health_check_seconds} s" in doc

@@ -111,3 +111,33 @@ def test_changes_are_named_once_and_each_environment_is_covered() -> None:
     names = [c.name for c in CHANGES]
     assert len(names) == len(set(names))
     assert {c.env for c in CHANGES} == set(shipped_environments())
+
+
+@pytest.mark.slow
+def test_a_new_model_keeps_the_fleet_its_capacity_warm_pool_and_the_old_grant_through_the_cut_over(
+    matrix: Results,
+) -> None:
+    """Defect 5: a fleet scaled to 8 must not fall to min_capacity, the warm pool must not start empty,
+    and instances still serving the old model must keep reading it until they are replaced.
+
+    CloudFormation deletes a resource removed from the template only in the clean-up phase, after every
+    update of the stack (the instance refresh included) has completed ("Update behaviors of stack
+    resources", AWS CloudFormation User Guide), so the old model's grant, a separate managed policy,
+    outlives the old instances; the new one exists before the group is updated (the group depends on it).
+    """
+    impacts = {s.stack: s for s in matrix[_by_name("serving model")]}
+    serving = impacts["prod-Serving"]
+    grants = sorted(
+        (r.change.value for r in serving.resources if r.logical_id.startswith("FleetArtifactPolicy")),
+    )
+    assert grants == [Kind.ADDED.value, Kind.DELETED.value]  # never narrowed in place
+    role = [r for r in serving.resources if r.type == "AWS::IAM::Role"]
+    assert role and all(r.change is Kind.UNCHANGED for r in role)
+    (pool,) = [r for r in serving.resources if r.type == "AWS::AutoScaling::WarmPool"]
+    assert pool.change is Kind.UNCHANGED  # the pool and its stopped instances stay
+
+    template = synthesized_app().template("prod", "Serving")["Resources"]
+    (group,) = [r for r in template.values() if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    assert "DesiredCapacity" not in group["Properties"]  # a deploy never resets what auto scaling set
+    assert "AutoScalingReplacingUpdate" not in group["UpdatePolicy"]
+    assert any(d.startswith("FleetArtifactPolicy") for d in group["DependsOn"])

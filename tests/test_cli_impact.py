@@ -255,6 +255,23 @@ def test_a_failed_first_create_is_found_and_unblocked(one_zone: Assemblies) -> N
     assert (env["blocked"], env["unblocked"]) == ([], ["staging-Serving", "staging-Monitoring"])
 
 
+def test_a_stack_in_review_is_not_deployed_and_nothing_of_it_is_compared(one_zone: Assemblies) -> None:
+    """A change set of type CREATE that was never executed (REVIEW_IN_PROGRESS) deployed nothing: its
+    stack is created in full, and no GetTemplate reads the unexecuted change set's template as if deployed."""
+    client, stub = _cloudformation(
+        one_zone.old_templates, {"staging-Serving": {"StackStatus": "REVIEW_IN_PROGRESS"}}
+    )
+    with stub:
+        _, out, _ = _run(
+            ["impact", "--deployed", "--app", one_zone.new, "--json", "--fail-on-risk"],
+            clients=lambda service, region: client,
+        )
+        stub.assert_no_pending_responses()  # no GetTemplate for the stack in review
+    (env,) = json.loads(out)["environments"]
+    assert {s["stack"]: s["status"] for s in env["stacks"]}["staging-Serving"] == "created"
+    assert env["blocked"] == []  # the CDK CLI creates over it: nothing to unblock
+
+
 def test_a_failed_rollback_is_reported_but_left_alone(one_zone: Assemblies) -> None:
     client, stub = _cloudformation(
         one_zone.old_templates, {"staging-Serving": {"StackStatus": "ROLLBACK_FAILED"}}

@@ -103,6 +103,27 @@ def test_removed_compute_says_what_stops() -> None:
     assert found["T"].restarts is None
 
 
+def test_replacing_a_resource_that_keeps_its_custom_name_fails() -> None:
+    """A vault's encryption key is create-only and CloudFormation requires its name: a new key replaces
+    the vault under the name the old one holds, and the update fails."""
+
+    def vault(key: str, name: str = "Checkpoints") -> dict[str, Any]:
+        return {
+            "Type": "AWS::Backup::BackupVault",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {"BackupVaultName": name, "EncryptionKeyArn": key},
+        }
+
+    found = _one(_template(V=vault("arn:key/1")), _template(V=vault("arn:key/2")))["V"]
+    assert found.change is Change.REPLACED
+    assert str(found.fails).startswith("it is replaced but keeps its BackupVaultName: CloudFormation creates")
+    assert any("aws-properties-name.html" in s.url for s in found.sources)
+    renamed = _one(_template(V=vault("arn:key/1")), _template(V=vault("arn:key/2", "Checkpoints2")))["V"]
+    assert (renamed.change, renamed.fails) == (Change.REPLACED, None)
+    # A generated name (no name property) is CloudFormation's to change.
+    assert _one(_template(Fs=_fs(AvailabilityZoneName="a")), _template(Fs=_fs()))["Fs"].fails is None
+
+
 def test_a_type_change_replaces() -> None:
     found = _one(_template(X={"Type": "AWS::SNS::Topic"}), _template(X={"Type": "AWS::SQS::Queue"}))
     assert (found["X"].change, found["X"].reasons) == (Change.REPLACED, ("type changes to AWS::SQS::Queue",))

@@ -166,6 +166,15 @@ def _readable(path: Path) -> str:
     return "/".join(kept)
 
 
+def _kept_name(kind: str, before: Mapping[str, Any], after: Any) -> str | None:
+    """The name property a replaced resource keeps unchanged in the template, if it sets one."""
+    name = schema.name_property(kind)
+    if name is None or "/" in name:
+        return None
+    old, new = before.get(name), after.get(name) if isinstance(after, dict) else None
+    return name if old is not None and old == new else None
+
+
 def _replacing_pointers(kind: str, before: Mapping[str, Any], after: Any) -> list[str]:
     return [
         "/".join(pointer)
@@ -214,6 +223,7 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
             reasons = tuple(f"{p} changes (create-only)" for p in pointers) or tuple(
                 dict.fromkeys(f"{_readable(p)} changes" for p in sorted(changed, key=str))
             )
+            named = _kept_name(kind, before_props, after_props)
             found[logical] = ResourceImpact(
                 logical,
                 kind,
@@ -222,8 +232,13 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
                 restarts=effect.restarts
                 if effect is not None and effect.replaces
                 else rules.replaced_restarts(kind),
+                fails=None
+                if named is None
+                else f"it is replaced but keeps its {named}: CloudFormation creates the replacement first, under "
+                "the name the old one still holds, and the update fails (change the name with the change)",
                 data_at_risk=_loss(kind, logical, retained, "replaced"),
-                sources=(effect.source,) if effect is not None else (),
+                sources=((effect.source,) if effect is not None else ())
+                + ((rules.NAME_TYPE,) if named is not None else ()),
             )
         elif changed or attributes:
             found[logical] = ResourceImpact(

@@ -60,6 +60,11 @@ SAGEMAKER_UPDATE = Source(
     "UpdateEndpoint, Amazon SageMaker API Reference",
     "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateEndpoint.html",
 )
+NAME_TYPE = Source(
+    'Name type, CloudFormation template reference ("If you specify a name, you cannot perform updates that '
+    'require replacement of this resource")',
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html",
+)
 DELETION_POLICY = Source(
     "DeletionPolicy attribute, CloudFormation template reference",
     "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html",

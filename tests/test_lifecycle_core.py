@@ -61,6 +61,8 @@ def test_a_create_only_change_replaces_and_spreads_along_references() -> None:
     assert found["Mt"].change is Change.REPLACED
     assert found["Mt"].reasons == ("FileSystemId changes (create-only)",)
     assert [r.logical_id for _, r in stateful_losses(impact({"S": before}, {"S": after}))] == ["Fs"]
+    # What runs through the old mount target stops with it.
+    assert str(found["Mt"].restarts).startswith("every NFS mount through it: clients mounted through the old")
 
 
 def test_an_updatable_change_is_an_update_and_an_identical_template_changes_nothing() -> None:
@@ -100,6 +102,10 @@ def test_removed_compute_says_what_stops() -> None:
     group = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "2", "MinSize": "1"}}
     found = _one(_template(G=group, T={"Type": "AWS::SNS::Topic"}), _template())
     assert found["G"].restarts == "removed from the stack: every instance of the group stops"
+    listener = {"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": {"Port": 80}}
+    assert _one(_template(L=listener), _template())["L"].restarts == (
+        "removed from the stack: every connection to the listener's port stops"
+    )
     assert found["T"].restarts is None
 
 

@@ -324,6 +324,19 @@ def test_sagemaker_refuses_a_new_instance_type_on_a_scaled_variant_but_not_a_new
     assert "SageMaker starts the new configuration's instances" in str(same_type["Ep"].restarts)
 
 
+def test_a_replaced_endpoint_says_the_capacity_it_starts_with() -> None:
+    before = _endpoint_stack("ml.inf2.xlarge", "Config")
+    after = _endpoint_stack("ml.inf2.8xlarge", "Config")
+    after["Resources"]["Config"]["Properties"]["ProductionVariants"][0]["InitialInstanceCount"] = 2
+    after["Resources"]["Ep"]["Properties"]["EndpointName"] = "fleet-inf2-8xlarge"
+    found = _one(before, after)["Ep"]
+    assert (found.change, found.fails) == (Change.REPLACED, None)
+    assert found.restarts == (
+        "the endpoint: a new one (new name) serves once it is in service; it starts with AllTraffic 2 "
+        "instance(s) (InitialInstanceCount), not what auto scaling had grown the old one to, and scales from there"
+    )
+
+
 # -- across stacks and deploy-time values -------------------------------------------------------------
 
 

@@ -306,6 +306,28 @@ def _sagemaker_refusals(stack: _Stack, found: dict[str, ResourceImpact]) -> None
             )
 
 
+def _new_endpoint_capacity(stack: _Stack, found: dict[str, ResourceImpact]) -> None:
+    """A replaced SageMaker endpoint starts at its configuration's ``InitialInstanceCount``: whatever auto
+    scaling had grown the old one to is not carried over while clients move to the new one."""
+    for logical, result in list(found.items()):
+        if result.type != "AWS::SageMaker::Endpoint" or result.change is not Change.REPLACED:
+            continue
+        refs = [ref for ref, _ in references(properties(stack.after[logical]).get("EndpointConfigName"))]
+        config = stack.after.get(refs[0]) if refs else None
+        counts = {
+            str(v.get("VariantName")): v.get("InitialInstanceCount")
+            for v in (properties(config).get("ProductionVariants") if config else None) or []
+            if isinstance(v, dict) and v.get("InitialInstanceCount") is not None
+        }
+        if counts:
+            start = ", ".join(f"{name} {count}" for name, count in counts.items())
+            found[logical] = dataclasses.replace(
+                result,
+                restarts=f"{result.restarts}; it starts with {start} instance(s) (InitialInstanceCount), not "
+                "what auto scaling had grown the old one to, and scales from there",
+            )
+
+
 def _stack_impact(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str, ResourceImpact]:
     stack.replaced, stack.updated = set(), set()
     while True:
@@ -314,6 +336,7 @@ def _stack_impact(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[
         updated = {k for k, v in found.items() if v.change is Change.UPDATED}
         if replaced == stack.replaced and updated == stack.updated:
             _sagemaker_refusals(stack, found)
+            _new_endpoint_capacity(stack, found)
             return found
         stack.replaced, stack.updated = replaced, updated
 

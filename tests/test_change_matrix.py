@@ -8,24 +8,29 @@ warns about. The table in docs/lifecycle.md is generated from these results and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 from app_assembly import shipped_environments, synthesized_app
 
 from cdk_neuron.lifecycle import Change as Kind
-from cdk_neuron.lifecycle import StackImpact, stateful_losses
+from cdk_neuron.lifecycle import StackImpact, lifecycle_findings, stateful_losses
 from cdk_support import cdk_json_context
 from stacks.change_matrix import CHANGES, Change, compute, table
+from stacks.config import load_environments
 from tools.change_matrix import BEGIN, DOC, END
 
 Results = dict[Change, list[StackImpact]]
 
 
+_AFTERS: dict[Change, Mapping[str, Any]] = {}
+
+
 @pytest.fixture(scope="session")
 def matrix() -> Results:
     built = synthesized_app()
-    return compute(shipped_environments(), built.environment, cdk_json_context())
+    return compute(shipped_environments(), built.environment, cdk_json_context(), afters=_AFTERS)
 
 
 def _by_name(name: str) -> Change:
@@ -41,6 +46,17 @@ def _changed(impacts: Sequence[StackImpact]) -> dict[str, Kind]:
 def test_a_common_change_replaces_and_deletes_nothing_stateful(matrix: Results, change: Change) -> None:
     assert [str(r.data_at_risk) for _, r in stateful_losses(matrix[change])] == []
     assert _changed(matrix[change]), "the change must change something, or it tests nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change", CHANGES, ids=lambda c: f"{c.name}-{c.env}")
+def test_after_every_change_the_environment_still_survives_a_retry_and_its_teardown(
+    matrix: Results, change: Change
+) -> None:
+    """The retry and teardown checks hold for what each change deploys, not only for the baseline."""
+    assert change in matrix
+    teardown = load_environments(change.apply(shipped_environments()))[change.env].removal_policy == "destroy"
+    assert [str(f) for f in lifecycle_findings(_AFTERS[change], teardown=teardown)] == []
 
 
 @pytest.mark.slow

@@ -38,7 +38,7 @@ from cdk_neuron.cli.output import Column, Report
 from cdk_neuron.cli.result import OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
-from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError, one_of
 from cdk_neuron.lifecycle import Change
 from cdk_neuron.lifecycle.deployed import DeployedStack, deployed_stack, unblock
 
@@ -217,10 +217,19 @@ def _deployed_cost_line(
 
 
 def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool) -> ImpactResult:
-    before = _by_environment(assembly.read_stacks(old))
-    after = _by_environment(assembly.read_stacks(new))
+    # Errors name the positional argument the folder came from, and both are read before either is
+    # refused, so one run names every bad folder.
+    found = ErrorCollector()
+    old_stacks = found.run(lambda: assembly.read_stacks(old, field="OLD"))
+    new_stacks = found.run(lambda: assembly.read_stacks(new, field="NEW"))
+    found.raise_if_any()
+    assert old_stacks is not None and new_stacks is not None
+    before = _by_environment(old_stacks)
+    after = _by_environment(new_stacks)
     names = _selected([*after, *(n for n in before if n not in after)], env)
-    costs = _cost_lines(list(assembly.load(old).values()), list(assembly.load(new).values()))
+    costs = _cost_lines(
+        list(assembly.load(old, field="OLD").values()), list(assembly.load(new, field="NEW").values())
+    )
     environments = []
     for name in names:
         impacts = lifecycle.impact(

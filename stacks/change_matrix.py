@@ -143,8 +143,12 @@ def compute(
     environments: Mapping[str, Any],
     baseline: Callable[[str], Mapping[str, Any]],
     context: Mapping[str, Any],
+    *,
+    afters: dict[Change, Mapping[str, Any]] | None = None,
 ) -> dict[Change, list[StackImpact]]:
-    """Every change's impact on ``baseline(env)`` (the environment's templates before any change)."""
+    """Every change's impact on ``baseline(env)`` (the environment's templates before any change).
+    ``afters``, when given, receives each change's templates after it (for the retry and teardown
+    checks, which must hold after every change too)."""
     results: dict[Change, list[StackImpact]] = {}
     for change in CHANGES:
         before = baseline(change.env)
@@ -153,6 +157,8 @@ def compute(
             if change.new_releases
             else synthesize_environment(change.apply(environments), change.env, context)
         )
+        if afters is not None:
+            afters[change] = after
         results[change] = lifecycle.impact(before, after, new_releases=change.new_releases)
     return results
 

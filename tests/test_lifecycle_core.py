@@ -61,6 +61,8 @@ def test_a_create_only_change_replaces_and_spreads_along_references() -> None:
     assert found["Mt"].change is Change.REPLACED
     assert found["Mt"].reasons == ("FileSystemId changes (create-only)",)
     assert [r.logical_id for _, r in stateful_losses(impact({"S": before}, {"S": after}))] == ["Fs"]
+    # What runs through the old mount target stops with it.
+    assert str(found["Mt"].restarts).startswith("every NFS mount through it: clients mounted through the old")
 
 
 def test_an_updatable_change_is_an_update_and_an_identical_template_changes_nothing() -> None:
@@ -100,7 +102,32 @@ def test_removed_compute_says_what_stops() -> None:
     group = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "2", "MinSize": "1"}}
     found = _one(_template(G=group, T={"Type": "AWS::SNS::Topic"}), _template())
     assert found["G"].restarts == "removed from the stack: every instance of the group stops"
+    listener = {"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": {"Port": 80}}
+    assert _one(_template(L=listener), _template())["L"].restarts == (
+        "removed from the stack: every connection to the listener's port stops"
+    )
     assert found["T"].restarts is None
+
+
+def test_replacing_a_resource_that_keeps_its_custom_name_fails() -> None:
+    """A vault's encryption key is create-only and CloudFormation requires its name: a new key replaces
+    the vault under the name the old one holds, and the update fails."""
+
+    def vault(key: str, name: str = "Checkpoints") -> dict[str, Any]:
+        return {
+            "Type": "AWS::Backup::BackupVault",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {"BackupVaultName": name, "EncryptionKeyArn": key},
+        }
+
+    found = _one(_template(V=vault("arn:key/1")), _template(V=vault("arn:key/2")))["V"]
+    assert found.change is Change.REPLACED
+    assert str(found.fails).startswith("it is replaced but keeps its BackupVaultName: CloudFormation creates")
+    assert any("aws-properties-name.html" in s.url for s in found.sources)
+    renamed = _one(_template(V=vault("arn:key/1")), _template(V=vault("arn:key/2", "Checkpoints2")))["V"]
+    assert (renamed.change, renamed.fails) == (Change.REPLACED, None)
+    # A generated name (no name property) is CloudFormation's to change.
+    assert _one(_template(Fs=_fs(AvailabilityZoneName="a")), _template(Fs=_fs()))["Fs"].fails is None
 
 
 def test_a_type_change_replaces() -> None:
@@ -295,6 +322,19 @@ def test_sagemaker_refuses_a_new_instance_type_on_a_scaled_variant_but_not_a_new
     assert same_type["Ep"].change is Change.UPDATED
     assert same_type["Ep"].fails is None
     assert "SageMaker starts the new configuration's instances" in str(same_type["Ep"].restarts)
+
+
+def test_a_replaced_endpoint_says_the_capacity_it_starts_with() -> None:
+    before = _endpoint_stack("ml.inf2.xlarge", "Config")
+    after = _endpoint_stack("ml.inf2.8xlarge", "Config")
+    after["Resources"]["Config"]["Properties"]["ProductionVariants"][0]["InitialInstanceCount"] = 2
+    after["Resources"]["Ep"]["Properties"]["EndpointName"] = "fleet-inf2-8xlarge"
+    found = _one(before, after)["Ep"]
+    assert (found.change, found.fails) == (Change.REPLACED, None)
+    assert found.restarts == (
+        "the endpoint: a new one (new name) serves once it is in service; it starts with AllTraffic 2 "
+        "instance(s) (InitialInstanceCount), not what auto scaling had grown the old one to, and scales from there"
+    )
 
 
 # -- across stacks and deploy-time values -------------------------------------------------------------

@@ -60,6 +60,11 @@ SAGEMAKER_UPDATE = Source(
     "UpdateEndpoint, Amazon SageMaker API Reference",
     "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateEndpoint.html",
 )
+NAME_TYPE = Source(
+    'Name type, CloudFormation template reference ("If you specify a name, you cannot perform updates that '
+    'require replacement of this resource")',
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html",
+)
 DELETION_POLICY = Source(
     "DeletionPolicy attribute, CloudFormation template reference",
     "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html",
@@ -106,6 +111,14 @@ COMPUTE: Mapping[str, tuple[str, str]] = {
         "the NAT gateway",
         ": private subnets lose internet egress until the new one is up",
     ),
+    # Not compute, but what runs through them stops: NFS clients keep a mount target's address, and a
+    # load balancer's clients connect to a listener's port.
+    "AWS::EFS::MountTarget": (
+        "every NFS mount through it",
+        ": clients mounted through the old mount target (running jobs, instances) lose their mount when it is "
+        "deleted at clean-up; only new mounts reach the new one",
+    ),
+    "AWS::ElasticLoadBalancingV2::Listener": ("every connection to the listener's port", ""),
 }
 """What runs in a resource of each type: what its replacement restarts, its removal stops."""
 

@@ -87,6 +87,7 @@ CHANGES: tuple[Change, ...] = (
     ),
     Change("AMI release", "prod", {"ami_release": NEWER_AMI_RELEASE}),
     Change("monitoring only", "staging", {"monitoring.alarm_email": "oncall@example.com"}),
+    Change("tags edited", "prod", {"tags.cost-center": "ml-platform"}),
     Change("new AWS releases, no edit", "dev", new_releases=True),
     Change(
         "storage.one_zone",

@@ -108,6 +108,29 @@ def test_monitoring_follows_a_replaced_file_system(matrix: Results) -> None:
     impacts = {s.stack: s for s in matrix[_by_name("storage.one_zone")]}
     alarms = [r for r in impacts["staging-Monitoring"].resources if r.type == "AWS::CloudWatch::Alarm"]
     assert any(r.change is Kind.UPDATED for r in alarms)
+    # The consumer's template itself changes (the output it reads is renamed after the new file system's
+    # generation): cdk deploy skips a stack whose template is unchanged, which is defect 6.
+    from cdk_neuron.lifecycle.template import stack_outputs
+
+    def read(template: Mapping[str, Any]) -> set[str]:
+        return {output for stack, output in stack_outputs(template) if stack == "staging-Training"}
+
+    before = synthesized_app().environment("staging")["staging-Monitoring"]
+    after = _AFTERS[_by_name("storage.one_zone")]["staging-Monitoring"]
+    assert read(before) and read(before) != read(after)
+
+
+@pytest.mark.slow
+def test_a_tag_edit_replaces_no_compute_environment_or_placement_group(matrix: Results) -> None:
+    """Tags are create-only on both: a cost-center tag must not take running jobs down with the compute
+    environment (stacks/stage.py applies only the identity tags there)."""
+    replaced = [
+        r.logical_id
+        for s in matrix[_by_name("tags edited")]
+        for r in s.resources
+        if r.change is Kind.REPLACED
+    ]
+    assert replaced == []
 
 
 @pytest.mark.slow

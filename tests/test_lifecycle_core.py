@@ -102,6 +102,10 @@ def test_removed_compute_says_what_stops() -> None:
     group = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "2", "MinSize": "1"}}
     found = _one(_template(G=group, T={"Type": "AWS::SNS::Topic"}), _template())
     assert found["G"].restarts == "removed from the stack: every instance of the group stops"
+    access_point = {"Type": "AWS::EFS::AccessPoint", "Properties": {"FileSystemId": "fs-1"}}
+    assert str(_one(_template(A=access_point), _template())["A"].restarts).startswith(
+        "removed from the stack: every NFS mount through it stops"
+    )
     listener = {"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": {"Port": 80}}
     assert _one(_template(L=listener), _template())["L"].restarts == (
         "removed from the stack: every connection to the listener's port stops"

@@ -118,6 +118,11 @@ COMPUTE: Mapping[str, tuple[str, str]] = {
         ": clients mounted through the old mount target (running jobs, instances) lose their mount when it is "
         "deleted at clean-up; only new mounts reach the new one",
     ),
+    "AWS::EFS::AccessPoint": (
+        "every NFS mount through it",
+        ": clients mounted through the old access point (running jobs) lose their mount when it is deleted "
+        "at clean-up; drain the job queue first",
+    ),
     "AWS::ElasticLoadBalancingV2::Listener": ("every connection to the listener's port", ""),
 }
 """What runs in a resource of each type: what its replacement restarts, its removal stops."""

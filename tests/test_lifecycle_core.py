@@ -165,6 +165,7 @@ def _compute_environment(**update_policy: Any) -> dict[str, Any]:
             "ReplaceComputeEnvironment": False,
             "UpdatePolicy": update_policy,
             "ComputeResources": {
+                "AllocationStrategy": "BEST_FIT_PROGRESSIVE",
                 "MaxvCpus": 128,
                 "LaunchTemplate": {
                     "LaunchTemplateId": {"Ref": "Lt"},
@@ -173,6 +174,37 @@ def _compute_environment(**update_policy: Any) -> dict[str, Any]:
             },
         },
     }
+
+
+def test_batch_refuses_an_infrastructure_update_without_its_strategy_or_service_linked_role() -> None:
+    before, after = _compute_environment(), _compute_environment()
+    after["Properties"]["ComputeResources"]["InstanceTypes"] = ["trn1n.32xlarge"]
+    assert _one(_template(Ce=before), _template(Ce=after))["Ce"].fails is None
+    for key, value in (("AllocationStrategy", "BEST_FIT"), ("ServiceRole", "arn:aws:iam::1:role/batch")):
+        old, new = json.loads(json.dumps(before)), json.loads(json.dumps(after))
+        for template in (old, new):
+            target = (
+                template["Properties"]["ComputeResources"]
+                if key == "AllocationStrategy"
+                else template["Properties"]
+            )
+            target[key] = value
+        found = _one(_template(Ce=old), _template(Ce=new))["Ce"]
+        assert found.change is Change.UPDATED
+        assert str(found.fails).startswith(
+            "an infrastructure update (InstanceTypes) needs the AWSServiceRoleForBatch"
+        )
+
+
+def test_kms_refuses_to_change_what_a_key_is() -> None:
+    key = {"Type": "AWS::KMS::Key", "Properties": {"KeySpec": "SYMMETRIC_DEFAULT", "EnableKeyRotation": True}}
+    rotated = json.loads(json.dumps(key))
+    rotated["Properties"]["EnableKeyRotation"] = False
+    assert _one(_template(K=key), _template(K=rotated))["K"].fails is None
+    hmac = json.loads(json.dumps(key))
+    hmac["Properties"]["KeySpec"] = "HMAC_256"
+    found = _one(_template(K=key), _template(K=hmac))["K"]
+    assert str(found.fails).startswith("KeySpec cannot change on an existing KMS key: the update fails")
 
 
 def test_a_new_launch_template_version_is_a_batch_infrastructure_update_with_the_job_deadline() -> None:

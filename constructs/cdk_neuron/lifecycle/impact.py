@@ -248,6 +248,7 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
                 reasons=tuple(dict.fromkeys(f"{_readable(p)} changes" for p in sorted(changed, key=str)))
                 + tuple(f"{a} changes" for a in attributes),
                 restarts=effect.restarts if effect is not None else None,
+                fails=effect.fails if effect is not None else None,
                 sources=(effect.source,) if effect is not None else (),
             )
         else:

@@ -54,6 +54,9 @@ from cdk_neuron.training.capacity import Capacity
 
 WORKLOAD_METADATA = "cdk-neuron:workload"
 """The metadata type each construct records (:data:`cdk_neuron._manifest.WORKLOAD_METADATA`)."""
+TEMPLATE_METADATA = "cdk-neuron:workloads"
+"""The template ``Metadata`` key holding the same records (:data:`cdk_neuron._manifest.TEMPLATE_METADATA`):
+what a deployed template (CloudFormation ``GetTemplate``) says about its workloads."""
 RECORD_VERSION = 1
 STACK = "aws:cloudformation:stack"
 NESTED_ASSEMBLY = "cdk:cloud-assembly"
@@ -102,11 +105,11 @@ class Stack:
 # --------------------------------------------------------------------------------------------
 
 
-def _read(path: Path, what: str) -> Any:
+def _read(path: Path, what: str, field: str = "--app") -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:
-        raise NeuronConfigError("--app", str(path.parent), f"cannot read its {what} ({error})") from None
+        raise NeuronConfigError(field, str(path.parent), f"cannot read its {what} ({error})") from None
 
 
 def has_manifest(directory: str | Path) -> bool:
@@ -135,23 +138,39 @@ def _metadata(directory: Path, artifact: Mapping[str, Any]) -> Mapping[str, Any]
     return inline if isinstance(inline, dict) else {}
 
 
+def _record(path: object, data: object, key: str) -> Record | None:
+    if not isinstance(data, dict):
+        return None
+    if data.get("version") != RECORD_VERSION:
+        raise NeuronConfigError(
+            f"{path} {key}.version",
+            data.get("version"),
+            f"this cdk-neuron reads version {RECORD_VERSION}: use the cdk-neuron the app synthesizes with",
+        )
+    return Record(str(path), data)
+
+
 def _records(metadata: Mapping[str, Any]) -> tuple[Record, ...]:
     records = []
     for path, entries in metadata.items():
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, dict) or entry.get("type") != WORKLOAD_METADATA:
                 continue
-            data = entry.get("data")
-            if not isinstance(data, dict):
-                continue
-            if data.get("version") != RECORD_VERSION:
-                raise NeuronConfigError(
-                    f"{path} {WORKLOAD_METADATA}.version",
-                    data.get("version"),
-                    f"this cdk-neuron reads version {RECORD_VERSION}: use the cdk-neuron the app synthesizes with",
-                )
-            records.append(Record(str(path), data))
+            if (found := _record(path, entry.get("data"), WORKLOAD_METADATA)) is not None:
+                records.append(found)
     return tuple(records)
+
+
+def template_records(template: Mapping[str, Any]) -> tuple[Record, ...]:
+    """The records a template carries in its ``Metadata`` section (a deployed one included); empty for a
+    template synthesized before cdk-neuron wrote them there."""
+    metadata = template.get("Metadata")
+    found = metadata.get(TEMPLATE_METADATA) if isinstance(metadata, dict) else None
+    if not isinstance(found, dict):
+        return ()
+    return tuple(
+        r for path, data in found.items() if (r := _record(path, data, TEMPLATE_METADATA)) is not None
+    )
 
 
 def _qualifier(properties: Mapping[str, Any]) -> str | None:
@@ -160,16 +179,20 @@ def _qualifier(properties: Mapping[str, Any]) -> str | None:
     return match["qualifier"] if match else None
 
 
-def read_stacks(directory: str | Path, *, stage: str | None = None) -> list[Stack]:
-    """Every stack of the assembly and of its nested assemblies (Stages), in manifest order."""
+def read_stacks(directory: str | Path, *, stage: str | None = None, field: str = "--app") -> list[Stack]:
+    """Every stack of the assembly and of its nested assemblies (Stages), in manifest order.
+
+    ``field`` is the argument the folder came from (``--app``, ``--diff``, impact's ``OLD``), which
+    every error names.
+    """
     directory = Path(directory)
     if not has_manifest(directory):
         raise NeuronConfigError(
-            "--app",
+            field,
             str(directory),
             "holds no manifest.json: give the cloud assembly folder cdk synth writes (cdk.out)",
         )
-    manifest = _read(directory / "manifest.json", "manifest.json")
+    manifest = _read(directory / "manifest.json", "manifest.json", field)
     artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
     stacks: list[Stack] = []
     for artifact_id, artifact in (artifacts or {}).items():
@@ -179,10 +202,10 @@ def read_stacks(directory: str | Path, *, stage: str | None = None) -> list[Stac
         if artifact.get("type") == NESTED_ASSEMBLY:
             folder = properties.get("directoryName", artifact_id)
             name = properties.get("displayName") or str(folder).removeprefix("assembly-")
-            stacks += read_stacks(directory / folder, stage=str(name))
+            stacks += read_stacks(directory / folder, stage=str(name), field=field)
         elif artifact.get("type") == STACK:
             template_file = properties.get("templateFile", f"{artifact_id}.template.json")
-            template = _read(directory / template_file, template_file)
+            template = _read(directory / template_file, template_file, field)
             account, region = _environment(artifact.get("environment"))
             display = str(artifact.get("displayName") or artifact_id)
             stacks.append(
@@ -633,7 +656,9 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
     ]
 
 
-def deployments(stacks: Iterable[Stack], *, source: str = "the cloud assembly") -> dict[str, Deployment]:
+def deployments(
+    stacks: Iterable[Stack], *, source: str = "the cloud assembly", field: str = "--app"
+) -> dict[str, Deployment]:
     """``{name: Deployment}`` in manifest order (see the module docstring for the grouping)."""
     found: dict[str, Deployment] = {}
     for name, group in _groups(stacks).items():
@@ -641,7 +666,7 @@ def deployments(stacks: Iterable[Stack], *, source: str = "the cloud assembly") 
             found[deployment.name] = deployment
     if not found:
         raise NeuronConfigError(
-            "--app",
+            field,
             source,
             "records no cdk-neuron training cluster or inference fleet: synthesize an app that uses "
             "BatchTrainingCluster, AutoScalingTrainingCluster, Ec2InferenceFleet or SageMakerInferenceFleet",
@@ -649,9 +674,10 @@ def deployments(stacks: Iterable[Stack], *, source: str = "the cloud assembly") 
     return found
 
 
-def load(directory: str | Path) -> dict[str, Deployment]:
-    """The Deployments of the cloud assembly in ``directory`` (``cdk.out``)."""
-    return deployments(read_stacks(directory), source=str(directory))
+def load(directory: str | Path, *, field: str = "--app") -> dict[str, Deployment]:
+    """The Deployments of the cloud assembly in ``directory`` (``cdk.out``); errors name ``field``,
+    the argument the folder came from."""
+    return deployments(read_stacks(directory, field=field), source=str(directory), field=field)
 
 
 def bootstrap_qualifier(directory: str | Path) -> str | None:
@@ -712,4 +738,5 @@ __all__ = [
     "read_stacks",
     "select_path",
     "standing",
+    "template_records",
 ]

@@ -285,7 +285,9 @@ def test_documented_tp_degrees_are_exactly_the_accepted_ones(instance: str, lnc:
 
 
 def test_unlisted_but_not_broken_degrees_need_the_opt_in() -> None:
-    with pytest.raises(NeuronConfigError, match=r"^tensor_parallel=16: .*\(no source documents it\)"):
+    with pytest.raises(
+        NeuronConfigError, match=r"^tensor_parallel=16: .*\(no training source documents it\)"
+    ):
         plan_training("trn1.32xlarge", 1, 16)
     plan = plan_training("trn1.32xlarge", 1, 16, allow_unlisted_tp=True)
     assert plan.tp_within_neuronlink and plan.efa_dimensions == ()
@@ -1246,14 +1248,17 @@ def test_16_bit_weights_keep_their_own_kv_dtype() -> None:
         # other way round), so the message offers the other LNC.
         (lambda: plan_training("trn2.48xlarge", 2, 8, logical_nc_config=2),
          "tensor_parallel=8: neuronx-distributed does not support TP 8 at LNC=2 on trn2.48xlarge (replica "
-         "groups cannot be formed, NXD-PS); use one of 1, 4, 16, 32, 64 or LNC=1"),
+         "groups cannot be formed, NXD-PS); use one of 1, 4, 16, 32, 64 or LNC=1; sources disagree: NxD Inference "
+         "lists TP 8 for Trn2 at LNC 2 (NXDI-TP), but neuronx-distributed cannot form TP 8 training groups at LNC 2 "
+         "(NXD-PS)"),
         (lambda: plan_training("trn2.48xlarge", 2, 16, logical_nc_config=1),
          "tensor_parallel=16: neuronx-distributed does not support TP 16 at LNC=1 on trn2.48xlarge (replica "
          "groups cannot be formed, NXD-PS); use one of 1, 4, 8, 32, 64, 128 or LNC=2"),
         (lambda: plan_training("trn1.32xlarge", 1, 16),
-         "tensor_parallel=16: TP 16 is not a documented TP degree on trn1.32xlarge (no source documents it); use "
-         "one of 1, 2, 4, 8, 32 (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True to take "
-         "responsibility for it"),
+         "tensor_parallel=16: TP 16 is not a documented TP degree on trn1.32xlarge (no training source documents "
+         "it); use one of 1, 2, 4, 8, 32 (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True to take "
+         "responsibility for it; sources disagree: NxD Inference lists TP 16 for Trn1 (NXDI-TP), but no training "
+         "source does (TP-APPNOTE, RT-2.21)"),
         # TP 8 x EP 3 = 24 ranks inside one trn1.32xlarge (32 cores): aligned blocks of 24 straddle instances.
         (lambda: plan_training("trn1.32xlarge", 3, 8, expert_parallel=3),
          "expert_parallel=3: TP x EP = 8 x 3 = 24 ranks per expert-parallel group would straddle NeuronLink "
@@ -1320,7 +1325,24 @@ def test_notes_for_tp_that_straddles_instances_and_for_trn1_tp4_in_full() -> Non
     )
     assert plan_training("trn1.32xlarge", 2, 4).notes == (
         "trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE",
+        "TP 4: sources disagree: the training runtime forms TP 4 on adjacent trn1 cores (RT-2.21), but NxD "
+        "Inference does not list TP 4 for Trn1 (NXDI-TP)",
     )
+    # An unlisted degree taken with the opt-in: the plan says it is undocumented for training and what
+    # the inference source says.
+    assert plan_training("trn1.32xlarge", 1, 16, allow_unlisted_tp=True).notes == (
+        "TP 16 is not a documented degree on trn1.32xlarge (allow_unlisted_tp)",
+        "TP 16: sources disagree: NxD Inference lists TP 16 for Trn1 (NXDI-TP), but no training source does "
+        "(TP-APPNOTE, RT-2.21)",
+    )
+    # Trn2 at LNC 2: TP 2 is listed for inference only.
+    with pytest.raises(NeuronConfigError) as raised:
+        plan_training("trn2.48xlarge", 1, 2, logical_nc_config=2)
+    assert raised.value.fix.endswith(
+        "; sources disagree: NxD Inference lists TP 2 for Trn2 at LNC 2 (NXDI-TP), but no training source does"
+    )
+    # No disagreement, no note.
+    assert not any("disagree" in n for n in plan_training("trn1.32xlarge", 2, 8).notes)
 
 
 def test_a_dimension_of_degree_one_has_no_fabric() -> None:

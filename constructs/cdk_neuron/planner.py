@@ -569,6 +569,10 @@ def plan_training(
             at_lnc,
             listed,
         )
+    # Where the inference sources say otherwise about this degree (catalog.TP_DISAGREEMENTS), the
+    # refusal and the plan say so.
+    disagreement = tp_disagreement(instance, lnc, tp)
+    disagree = f"; sources disagree: {disagreement}" if disagreement else ""
     broken = training_tp_unsupported(instance, lnc)
     if tp in broken:
         other = 3 - lnc if lnc else None
@@ -579,7 +583,8 @@ def plan_training(
             "tensor_parallel",
             tp,
             f"neuronx-distributed does not support TP {tp}{at_lnc} on {instance.name} "
-            f"(replica groups cannot be formed, NXD-PS); use one of {', '.join(map(str, listed))}{elsewhere}",
+            f"(replica groups cannot be formed, NXD-PS); use one of {', '.join(map(str, listed))}{elsewhere}"
+            f"{disagree}",
         )
     if tp > ranks_per_node and _crosses_domain(tp, domain_ranks):
         raise NeuronConfigError(
@@ -593,14 +598,14 @@ def plan_training(
         why = (
             f"its groups would straddle {instance.name} instances and run their collectives over EFA"
             if straddles
-            else "no source documents it"
+            else "no training source documents it"
         )
         raise NeuronConfigError(
             "tensor_parallel",
             tp,
             f"TP {tp} is not a documented TP degree on {instance.name}{at_lnc} ({why}); use one of "
             f"{', '.join(map(str, listed))} (catalog.TRAINING_TP_DEGREES), or pass allow_unlisted_tp=True "
-            "to take responsibility for it",
+            f"to take responsibility for it{disagree}",
         )
 
     world = nodes * ranks_per_node
@@ -684,6 +689,8 @@ def plan_training(
         )
     if instance.chip == "trainium" and tp == 4:
         notes.append("trn1 TP=4 uses locally connected, non-contiguous ranks; needs LOCAL_WORLD_SIZE")
+    if disagreement:
+        notes.append(f"TP {tp}: sources disagree: {disagreement}")
 
     fabrics: list[tuple[str, Fabric]] = []
     if tp > 1:

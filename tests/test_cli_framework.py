@@ -208,6 +208,7 @@ def test_every_command_result_is_a_typed_result() -> None:
         "cost-diff",
         "preflight",
         "submit",
+        "compile",
         "status",
         "logs",
         "stop",

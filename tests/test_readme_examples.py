@@ -40,6 +40,7 @@ EXECUTED = {
     "docs/catalog-and-planner.md": "test_catalog_and_planner_example_runs",
     "docs/cost-of-a-result.md": "test_cost_of_a_result_examples_run",
     "docs/cli.md": "test_cli_framework.py::test_the_guides_recipe_for_a_command_runs",
+    "docs/compile.md": "test_the_compile_examples_run",
     **{
         str(path.relative_to(REPO_ROOT)): f"test_{name}_readme_examples_run"
         for name, path in CONSTRUCT_READMES.items()
@@ -175,6 +176,30 @@ def test_the_snapshot_test_recipe_passes_when_pasted(
     result = pytester.runpytest_inprocess("--snapshot-update", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
     assert list((pytester.path / "tests" / "__snapshots__").rglob("*.json"))
+
+
+def test_the_compile_examples_run() -> None:
+    """docs/compile.md: the construct on a stack with a VPC, cache, checkpoints and token, then the request."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_secretsmanager as secretsmanager
+
+    from cdk_neuron.storage import CheckpointStore, CompileCache
+
+    construct, request = runnable_blocks("docs/compile.md")
+    app = make_app()
+    stack = cdk.Stack(app, "Compile", env=cdk.Environment(account="111111111111", region="us-east-1"))
+    vpc = ec2.Vpc(stack, "Vpc")
+    namespace: dict[str, Any] = {
+        "stack": stack,
+        "vpc": vpc,
+        "cache": CompileCache(stack, "Cache"),
+        "checkpoints": CheckpointStore(stack, "Checkpoints", vpc=vpc),
+        "token": secretsmanager.Secret.from_secret_name_v2(stack, "Token", "hf-token"),
+    }
+    exec(compile(construct, "docs/compile.md (construct)", "exec"), namespace)
+    assert nag_violations(namespace["compilation"]) == []
+    exec(compile(request, "docs/compile.md (request)", "exec"), {})
 
 
 def test_catalog_and_planner_example_runs() -> None:

@@ -227,11 +227,51 @@ def record_checkpoints(
     )
 
 
+def record_compilation(
+    scope: Construct,
+    *,
+    engine: str,
+    image: str,
+    cluster: cdk.IResource,
+    task_definition: cdk.IResource,
+    security_group: cdk.IResource,
+    subnets: list[str],
+    checkpoints: bool,
+) -> None:
+    """A model compilation task: what ``cdk-neuron compile`` needs for ``ecs:RunTask``.
+
+    The cluster, task definition and security group are kept as logical ids (the CLI turns them into
+    physical ids with ``cloudformation:DescribeStackResource``); subnets as the template resolves them
+    (a ``Ref`` to a subnet of this stack, an import, or a literal id).
+    """
+    stack = cdk.Stack.of(scope)
+
+    def logical_id(resource: cdk.IResource) -> str:
+        child = resource.node.default_child
+        assert isinstance(child, cdk.CfnResource)
+        return stack.get_logical_id(child)
+
+    _record(
+        scope,
+        "compilation",
+        {
+            "engine": engine,
+            "image": _literal(image),
+            "cluster_logical_id": logical_id(cluster),
+            "task_definition_logical_id": logical_id(task_definition),
+            "security_group_logical_id": logical_id(security_group),
+            "subnets": subnets,
+            "checkpoints": checkpoints,
+        },
+    )
+
+
 __all__ = [
     "RECORD_VERSION",
     "TEMPLATE_METADATA",
     "WORKLOAD_METADATA",
     "record_checkpoints",
+    "record_compilation",
     "record_serving",
     "record_training",
 ]

@@ -101,6 +101,21 @@ class ServingDeployment:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompilationDeployment:
+    """A ModelCompilation task (:mod:`cdk_neuron.compilation`): where ``cdk-neuron compile`` runs it."""
+
+    stack_name: str
+    cluster_logical_id: str
+    task_definition_logical_id: str
+    security_group_logical_id: str
+    subnets: tuple[object, ...]
+    """Each a literal subnet id or the template's ``{"Ref": logical id}`` of a subnet in the stack."""
+    engine: str = "optimum-neuron"
+    checkpoints: bool = False
+    """Whether the CheckpointStore is mounted (``checkpoint:`` sources)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class StorageDeployment:
     one_zone: bool = False
     """An EFS One Zone checkpoint file system (priced at the Standard rate: no One Zone price on record)."""
@@ -147,6 +162,8 @@ class Deployment:
     """The training cluster; None when the deployment has none."""
     serving: ServingDeployment | None = None
     """The inference fleet; None when the deployment has none."""
+    compilation: CompilationDeployment | None = None
+    """The ModelCompilation task that compiles for the fleet; None when the app has none."""
     account: str | None = None
     """As configured; :meth:`resolve_account` applies the fallbacks."""
     storage: StorageDeployment = StorageDeployment()

@@ -39,6 +39,7 @@ from cdk_neuron import ami, planner
 from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
     CheckpointSizing,
+    CompilationDeployment,
     Deployment,
     JobQueueLocation,
     NetworkDeployment,
@@ -341,6 +342,20 @@ def _capacity(data: Mapping[str, Any]) -> Capacity:
     )
 
 
+def compilation(record: Record, stack: Stack) -> CompilationDeployment:
+    """A ModelCompilation's record: its stack, resources by logical id, and subnets."""
+    data = record.data
+    return CompilationDeployment(
+        stack_name=stack.stack_name,
+        cluster_logical_id=str(data["cluster_logical_id"]),
+        task_definition_logical_id=str(data["task_definition_logical_id"]),
+        security_group_logical_id=str(data["security_group_logical_id"]),
+        subnets=tuple(data.get("subnets") or ()),
+        engine=str(data.get("engine", "optimum-neuron")),
+        checkpoints=bool(data.get("checkpoints", False)),
+    )
+
+
 def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) -> TrainingDeployment:
     data = record.data
     plan = data.get("plan") or {}
@@ -596,6 +611,7 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
     if not trainings and not servings:
         return []
     stores = [r for r, _ in records if r.kind == "checkpoints"]
+    compilations = [(r, s) for r, s in records if r.kind == "compilation"]
     region = _region(group, name)
 
     def build(
@@ -608,6 +624,11 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
     ) -> Deployment:
         train_record = train[0] if train else None
         store = _nearest(stores, train_record.path) if train_record is not None else None
+        nearest = (
+            max(compilations, key=lambda pair: _common_prefix(pair[0].path, serve[0].path))
+            if serve is not None and compilations
+            else None
+        )
         zone = train_record.data.get("availability_zone_id") if train_record is not None else None
         return Deployment(
             name=deployment_name,
@@ -622,6 +643,7 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
             serving=_at(serve[0], lambda: serving(serve[0], fleet_resources(serve[1], serve[0])))
             if serve
             else None,
+            compilation=_at(nearest[0], lambda: compilation(*nearest)) if nearest is not None else None,
             storage=StorageDeployment(one_zone=bool(store.data.get("one_zone", False)))
             if store is not None
             else StorageDeployment(),

@@ -8,7 +8,19 @@ from __future__ import annotations
 
 import argparse
 
-from cdk_neuron.cli import ami, completion, cost, impact, jobs, parser, plan, preflight, submit, timings
+from cdk_neuron.cli import (
+    ami,
+    compiling,
+    completion,
+    cost,
+    impact,
+    jobs,
+    parser,
+    plan,
+    preflight,
+    submit,
+    timings,
+)
 from cdk_neuron.cli.command import Command
 
 
@@ -24,6 +36,7 @@ TABLE: tuple[Command, ...] = (
     preflight.COMMAND,
     ami.COMMAND,
     submit.COMMAND,
+    compiling.COMMAND,
     *jobs.COMMANDS,
     timings.COMMAND,
     completion.command(build_parser),

@@ -1,0 +1,346 @@
+"""ModelCompilation: a Fargate task that exports a model for Inferentia2 and describes it.
+
+One ECS cluster and one Fargate task definition of three containers sharing the task's ephemeral
+storage: ``fetch`` (the AWS CLI image: an S3 source onto the volume), ``export`` (the serving image:
+convert a training checkpoint, ``optimum-cli export neuron``, write ``cdk-neuron-artifact.json``) and
+``upload`` (the AWS CLI image: the export, then its manifest). Each starts only when the one before
+exited 0 (container ``dependsOn`` ``SUCCESS``). ``cdk-neuron compile`` runs the task
+(``ecs:RunTask``) with the request's settings as container environment overrides.
+
+The task definition replaces each image's ENTRYPOINT with ``bash -c <program>``: the serving image's
+own entrypoint starts the server (``optimum-cli neuron serve``) whatever its arguments, and ECS, unlike
+AWS Batch, lets a task definition set the entrypoint. The programs are the real files under
+``node_programs/files/compile``, rehearsed under bash in the tests.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from cdk_neuron import _cdk_values, _manifest
+from cdk_neuron._nag import acknowledge, acknowledge_wildcards
+from cdk_neuron._scope import reported_by
+from cdk_neuron._subnets import select_subnets
+from cdk_neuron.compilation.job import (
+    CHECKPOINT_MOUNT,
+    COMPILE_ENGINES,
+    FARGATE_CPU_UNITS,
+    FARGATE_EPHEMERAL_GIB,
+    FARGATE_MEMORY_MIB,
+    WORK_DIR,
+)
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.node_programs import program
+from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.permissions import image_pull_statements
+from cdk_neuron.storage.checkpoint_store import ICheckpointStore
+from cdk_neuron.storage.compile_cache import COMPILE_CACHE_ENV, ICompileCache
+from cdk_neuron.training.acknowledgments import compile_cache_prefix
+
+AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
+"""The AWS CLI v2 image the fetch and upload steps run (ENTRYPOINT ``aws``; "Using the official AWS
+CLI version 2 Docker image", AWS CLI User Guide)."""
+CONTAINERS = ("fetch", "export", "upload")
+"""The task's containers, in the order they run."""
+
+
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
+class ModelCompilation(Construct):
+    """Compile models for Inferentia2 on Fargate, in the serving image, into ``artifact_bucket``.
+
+    :param vpc: where the task runs (private subnets; it needs S3, ECR, CloudWatch Logs, and the Hub
+        for Hub sources). Required.
+    :param artifact_bucket: where artifacts are written (any prefix; ``cdk-neuron compile
+        --artifact-uri``). Required.
+    :param engine: the serving engine whose image compiles. Default: ``ServingEngine.optimum_neuron()``
+        (the only engine the task exports for).
+    :param compile_cache: the shared Neuron compile cache, set as ``NEURON_COMPILE_CACHE_URL`` and
+        granted read/write. Default: None (no cache).
+    :param checkpoint_store: mounted read-only at ``/checkpoints`` so a training run's checkpoint can be
+        compiled. Default: None (S3 and Hub sources only).
+    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources.
+        Default: None.
+    :param vpc_subnets: the task's subnets. Default: private subnets with egress.
+    :param kms_key: key of the log group. Default: a new key with rotation.
+    :param removal_policy: for the key and the log group. Default: ``RETAIN_ON_UPDATE_OR_DELETE``.
+    :param log_retention: how long the compile logs are kept. Default: one month.
+
+    :ivar cluster: the ECS cluster.
+    :ivar task_definition: the Fargate task definition.
+    :ivar task_role: the role the three containers run as.
+    :ivar security_group: the task's security group (egress only).
+    :ivar log_group: the compile logs.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        vpc: ec2.IVpc,
+        artifact_bucket: s3.IBucket,
+        engine: ServingEngine | None = None,
+        compile_cache: ICompileCache | None = None,
+        checkpoint_store: ICheckpointStore | None = None,
+        hugging_face_token: secretsmanager.ISecret | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        kms_key: kms.IKey | None = None,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        super().__init__(scope, id)
+        with reported_by(self):
+            engine = engine if engine is not None else ServingEngine.optimum_neuron()
+            if not isinstance(engine, ServingEngine):
+                raise NeuronConfigError("engine", engine, "pass ServingEngine.optimum_neuron()")
+            if engine.name not in COMPILE_ENGINES:
+                raise NeuronConfigError(
+                    "engine",
+                    engine.name,
+                    "the compile task runs optimum-neuron's export; use ServingEngine.optimum_neuron() "
+                    "(export other engines' artifacts by hand: serving README, Precompiled artifacts)",
+                )
+            stack = cdk.Stack.of(self)
+            self.engine = engine
+            self.artifact_bucket = artifact_bucket
+            self.kms_key = kms_key or kms.Key(
+                self,
+                "Key",
+                description=f"cdk-neuron model compilation {self.node.path}: compile logs",
+                enable_key_rotation=True,
+                removal_policy=removal_policy,
+            )
+            self.kms_key.grant_encrypt_decrypt(iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com"))
+            self.log_group = logs.LogGroup(
+                self,
+                "Logs",
+                encryption_key=self.kms_key,
+                retention=log_retention,
+                removal_policy=removal_policy,
+            )
+            self.cluster = ecs.Cluster(
+                self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
+            )
+            self.security_group = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=vpc,
+                description="cdk-neuron model compilation tasks: outbound only (S3, ECR, Logs, the Hub)",
+                allow_all_outbound=True,
+            )
+            self.subnets = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            self.task_role = iam.Role(
+                self,
+                "TaskRole",
+                assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+                description="cdk-neuron model compilation: read sources, write artifacts",
+            )
+            self.task_definition = ecs.FargateTaskDefinition(
+                self,
+                "Task",
+                cpu=FARGATE_CPU_UNITS,
+                memory_limit_mib=FARGATE_MEMORY_MIB,
+                ephemeral_storage_gib=FARGATE_EPHEMERAL_GIB,
+                task_role=self.task_role,
+                runtime_platform=ecs.RuntimePlatform(
+                    cpu_architecture=ecs.CpuArchitecture.X86_64,
+                    operating_system_family=ecs.OperatingSystemFamily.LINUX,
+                ),
+            )
+            self.task_definition.add_volume(name="work")
+            environment = {}
+            if compile_cache is not None:
+                compile_cache.grant_read_write(self.task_role)
+                environment[COMPILE_CACHE_ENV] = compile_cache.url
+            containers = self._containers(stack, engine, environment, hugging_face_token)
+            if checkpoint_store is not None:
+                self._mount_checkpoints(checkpoint_store, containers["export"])
+            self._grant_artifact_writes(stack, artifact_bucket)
+            self._grant_image_pull(stack, engine)
+            self._acknowledge(compile_cache)
+            _manifest.record_compilation(
+                self,
+                engine=engine.name,
+                image=engine.image.uri(stack.region),
+                cluster=self.cluster,
+                task_definition=self.task_definition,
+                security_group=self.security_group,
+                subnets=[s.subnet_id for s in select_subnets(vpc, self.subnets).subnets],
+                checkpoints=checkpoint_store is not None,
+            )
+
+    # -- pieces ------------------------------------------------------------------------------------
+
+    def _containers(
+        self,
+        stack: cdk.Stack,
+        engine: ServingEngine,
+        environment: dict[str, str],
+        token: secretsmanager.ISecret | None,
+    ) -> dict[str, ecs.ContainerDefinition]:
+        made: dict[str, ecs.ContainerDefinition] = {}
+        previous: ecs.ContainerDefinition | None = None
+        for name in CONTAINERS:
+            image = (
+                ecs.ContainerImage.from_registry(engine.image.uri(stack.region))
+                if name == "export"
+                else ecs.ContainerImage.from_registry(AWS_CLI_IMAGE)
+            )
+            container = self.task_definition.add_container(
+                name,
+                image=image,
+                essential=name == "upload",  # the task ends with the upload (or with a failed step)
+                entry_point=["bash", "-c"],
+                command=[program(f"compile/{name}.sh").read_text()],
+                environment={**environment, "WORK_DIR": WORK_DIR}
+                if name == "export"
+                else {"WORK_DIR": WORK_DIR},
+                secrets={"HF_TOKEN": ecs.Secret.from_secrets_manager(token)}
+                if token and name == "export"
+                else None,
+                logging=ecs.LogDrivers.aws_logs(stream_prefix=name, log_group=self.log_group),
+            )
+            container.add_mount_points(
+                ecs.MountPoint(container_path=WORK_DIR, source_volume="work", read_only=False)
+            )
+            if previous is not None:
+                container.add_container_dependencies(
+                    ecs.ContainerDependency(
+                        container=previous, condition=ecs.ContainerDependencyCondition.SUCCESS
+                    )
+                )
+            if name == "export" and engine.image.is_private_ecr:
+                cdk.Annotations.of(container).acknowledge_warning(
+                    "@aws-cdk/aws-ecs:ecrImageRequiresPolicy",
+                    "the execution role is granted pull on exactly this repository (PullServingImage)",
+                )
+            made[name] = container
+            previous = container
+        return made
+
+    def _mount_checkpoints(self, store: ICheckpointStore, export: ecs.ContainerDefinition) -> None:
+        self.task_definition.add_volume(
+            name="checkpoints",
+            efs_volume_configuration=ecs.EfsVolumeConfiguration(
+                file_system_id=store.file_system_id,
+                transit_encryption="ENABLED",
+                authorization_config=ecs.AuthorizationConfig(
+                    access_point_id=store.access_point_id, iam="ENABLED"
+                ),
+            ),
+        )
+        export.add_mount_points(
+            ecs.MountPoint(container_path=CHECKPOINT_MOUNT, source_volume="checkpoints", read_only=True)
+        )
+        store.grant_read(self.task_role, peer=self.security_group)
+
+    def _grant_artifact_writes(self, stack: cdk.Stack, bucket: s3.IBucket) -> None:
+        """List the bucket and write objects: no delete, no overwrite check beyond the upload's own."""
+        statements: list[tuple[iam.PolicyStatement, str]] = [
+            (
+                iam.PolicyStatement(
+                    sid="ListArtifacts", actions=["s3:ListBucket"], resources=[bucket.bucket_arn]
+                ),
+                "the upload lists the destination prefix (aws s3 sync, and the check for an existing manifest)",
+            ),
+            (
+                iam.PolicyStatement(
+                    sid="WriteArtifacts",
+                    actions=["s3:PutObject", "s3:GetObject"],
+                    resources=[bucket.arn_for_objects("*")],
+                ),
+                "each compile writes a new prefix chosen when it runs (cdk-neuron compile --artifact-uri); "
+                "put and get only, never delete",
+            ),
+        ]
+        if bucket.encryption_key is not None:
+            statements.append(
+                (
+                    iam.PolicyStatement(
+                        sid="EncryptArtifacts",
+                        actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                        resources=[bucket.encryption_key.key_arn],
+                    ),
+                    "the artifact bucket's key",
+                )
+            )
+        policy = iam.ManagedPolicy(
+            self,
+            "ArtifactWrites",
+            description=f"cdk-neuron model compilation {self.node.path}: write compiled artifacts",
+            roles=[self.task_role],
+            statements=[s for s, _ in statements],
+        )
+        acknowledge_wildcards(policy, statements)
+        del stack
+
+    def _grant_image_pull(self, stack: cdk.Stack, engine: ServingEngine) -> None:
+        if not engine.image.is_private_ecr:
+            return
+        role = self.task_definition.obtain_execution_role()
+        statements = image_pull_statements(stack, engine.image)
+        policy = iam.ManagedPolicy(
+            self,
+            "PullServingImage",
+            description=f"cdk-neuron model compilation {self.node.path}: pull the serving image",
+            roles=[role],
+            statements=[s for s, _ in statements],
+        )
+        acknowledge_wildcards(policy, statements)
+
+    def _acknowledge(self, cache: ICompileCache | None) -> None:
+        if cache is not None:
+            compile_cache_prefix(self.task_role, cache)
+        acknowledge(
+            self.task_role,
+            "NIST.800.53.R5-IAMNoInlinePolicy",
+            "The inline policy holds only grant-generated statements on this task's own resources (the "
+            "compile-cache prefix, the checkpoint access point); the artifact writes are a managed policy.",
+        )
+        acknowledge(
+            self.task_definition.obtain_execution_role(),
+            "NIST.800.53.R5-IAMNoInlinePolicy",
+            "The inline policy is the one aws-ecs generates for this task's log group (and the Hub token "
+            "secret); the image pull is a managed policy.",
+        )
+        acknowledge(
+            self.task_definition,
+            "AwsSolutions-ECS2",
+            "the environment holds settings only (paths, shape, image names); the Hub token is a Secrets Manager secret",
+        )
+        # Each command is a bash program: its ${...} are shell expansions, which CloudFormation passes
+        # through verbatim in any string outside Fn::Sub.
+        acknowledge(
+            self.task_definition.node.default_child or self.task_definition,
+            "CloudFormation-Validate::E1029",
+            "the container commands are bash programs whose ${...} are shell expansions, not Fn::Sub "
+            "parameters; CloudFormation passes them through verbatim",
+        )
+
+    # -- the interfaces ----------------------------------------------------------------------------
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The task's network access (outbound only)."""
+        return self.security_group.connections
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The task role: grant it read access to S3 sources (:meth:`grant_read_source`)."""
+        return self.task_role
+
+    def grant_read_source(self, bucket: s3.IBucket, prefix: str = "*") -> iam.Grant:
+        """Let the task read a source checkpoint under ``prefix`` of ``bucket``."""
+        return bucket.grant_read(self.task_role, prefix)
+
+
+__all__ = ["AWS_CLI_IMAGE", "CONTAINERS", "ModelCompilation"]

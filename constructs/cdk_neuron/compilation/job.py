@@ -1,0 +1,256 @@
+"""What one compile runs: :class:`ModelSource` and :class:`CompileRequest` (plain Python, no ``aws_cdk``).
+
+A request turns a model source, the serving shape and the engine into the settings of the three
+containers of a :class:`~cdk_neuron.compilation.ModelCompilation` task (``fetch``, ``export``,
+``upload``; programs in ``node_programs/files/compile``). ``cdk-neuron compile`` and the tests build
+the same request, so what the tests rehearse is what the task receives.
+
+Where compiling runs, and why: on Fargate, CPU only, in the serving image. The Neuron compiler needs
+no Neuron device ("The one-time compilation step from the standard framework-level model to NEFF
+binary may be performed on any EC2 instance or even on-premises", Neuron Compiler FAQ (neuronx-cc),
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/neuronx-cc/faq.html, read
+2026-12-02), and ``optimum-cli export neuron --instance_type inf2`` names its target rather than
+detecting it (huggingface/optimum-neuron ``optimum/commands/export/neuronx.py``). Compiling in the
+serving image makes the compiler the one whose runtime will load the graphs. The limit is host
+memory and disk: exporting holds the checkpoint and its shards in memory (about 3 x the weights; the
+serving README's "Precompiled artifacts"), and Fargate offers at most 16 vCPU, 120 GiB of memory and
+200 GiB of ephemeral storage per task ("Fargate task definition parameters" and "Fargate task
+ephemeral storage", Amazon ECS Developer Guide, read 2026-12-02), so models above
+:data:`FARGATE_MAX_WEIGHTS_GIB` of weights are refused with the way to compile them by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError
+from cdk_neuron.planner import ServingPlan
+from cdk_neuron.serving.artifact_manifest import image_sdk
+from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.model_spec import ModelSpec, parse_s3_uri
+from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI
+
+SourceKind = Literal["checkpoint", "s3", "hub"]
+
+WORK_DIR = "/compile"
+"""The task volume the three containers share (on the task's ephemeral storage)."""
+CHECKPOINT_MOUNT = "/checkpoints"
+"""Where the export container mounts the CheckpointStore, read-only."""
+
+FARGATE_CPU_UNITS = 16384
+"""16 vCPU: the largest Fargate task."""
+FARGATE_MEMORY_MIB = 122880
+"""120 GiB: the most memory a 16-vCPU Fargate task takes."""
+FARGATE_EPHEMERAL_GIB = 200
+"""The most ephemeral storage a Fargate task takes (platform 1.4.0)."""
+EXPORT_MEMORY_FACTOR = 3
+"""Host memory an export holds, in multiples of the weights (checkpoint + shards; serving README)."""
+FARGATE_MAX_WEIGHTS_GIB = FARGATE_MEMORY_MIB / 1024 / EXPORT_MEMORY_FACTOR
+"""40 GiB of weights (about 20B parameters in bf16): the most a Fargate compile task can export."""
+COMPILE_ENGINES = ("optimum-neuron",)
+"""Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
+_DTYPES = ("bf16", "fp16", "fp32")
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where the weights to compile come from. Build one with :meth:`checkpoint`, :meth:`s3` or :meth:`hub`.
+
+    :ivar kind: ``checkpoint``, ``s3`` or ``hub``.
+    :ivar uri: the checkpoint path (under the CheckpointStore), the ``s3://`` prefix, or the Hub id.
+    :ivar step: the training step of a checkpoint. Default: None.
+    :ivar revision: the Hub revision. Default: None (the default branch).
+    :ivar tensor_parallel: the TP a neuronx-distributed training checkpoint was sharded with (needed to
+        convert one). Default: None.
+    :ivar pipeline_parallel: its pipeline-parallel degree. Default: 1.
+    :ivar kv_size_multiplier: its KV replication factor (NxD ``kv_size_multiplier``). Default: 1.
+    """
+
+    kind: SourceKind
+    uri: str
+    step: int | None = None
+    revision: str | None = None
+    tensor_parallel: int | None = None
+    pipeline_parallel: int = 1
+    kv_size_multiplier: int = 1
+
+    @staticmethod
+    def checkpoint(
+        path: str,
+        *,
+        step: int | None = None,
+        tensor_parallel: int | None = None,
+        pipeline_parallel: int = 1,
+        kv_size_multiplier: int = 1,
+    ) -> ModelSource:
+        """A checkpoint directory on the CheckpointStore, e.g. ``"run-7/step-1200"``: a Hugging Face
+        checkpoint, or a neuronx-distributed training checkpoint (``model/dp_rank_*``) given its
+        ``tensor_parallel`` (and ``pipeline_parallel``), which the task converts."""
+        if (
+            not isinstance(path, str)
+            or not path.strip("/")
+            or ".." in path.split("/")
+            or any(c.isspace() for c in path)
+        ):
+            raise NeuronConfigError(
+                "source",
+                path,
+                "give the checkpoint directory relative to the CheckpointStore, e.g. run-7/step-1200",
+            )
+        for field, value, minimum in (
+            ("step", step, 0),
+            ("tensor_parallel", tensor_parallel, 1),
+            ("pipeline_parallel", pipeline_parallel, 1),
+            ("kv_size_multiplier", kv_size_multiplier, 1),
+        ):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            ):
+                raise NeuronConfigError(field, value, f"must be a whole number >= {minimum}")
+        return ModelSource(
+            "checkpoint",
+            path.strip("/"),
+            step=step,
+            tensor_parallel=tensor_parallel,
+            pipeline_parallel=pipeline_parallel,
+            kv_size_multiplier=kv_size_multiplier,
+        )
+
+    @staticmethod
+    def s3(uri: str) -> ModelSource:
+        """A Hugging Face checkpoint (config, safetensors, tokenizer) under ``s3://bucket/prefix/``."""
+        if not isinstance(uri, str) or not S3_PREFIX_URI.match(uri) or ".." in uri:
+            raise NeuronConfigError("source", uri, "use s3://<bucket>/<prefix>/ of a Hugging Face checkpoint")
+        return ModelSource("s3", parse_s3_uri(uri, field="source").uri)
+
+    @staticmethod
+    def hub(model_id: str, *, revision: str | None = None) -> ModelSource:
+        """A Hugging Face Hub id (gated models need the token secret), at ``revision`` if given."""
+        if not isinstance(model_id, str) or not HF_MODEL_ID.match(model_id):
+            raise NeuronConfigError("source", model_id, 'use a Hugging Face Hub id such as "org/model-name"')
+        if revision is not None and (
+            not isinstance(revision, str) or not revision or any(c.isspace() for c in revision)
+        ):
+            raise NeuronConfigError("revision", revision, "use a branch, tag or commit of the Hub repository")
+        return ModelSource("hub", model_id, revision=revision)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileRequest:
+    """One export: the source, the artifact prefix it writes, and the shape and engine it is for.
+
+    :param source: where the weights come from.
+    :param artifact_uri: ``s3://bucket/prefix/`` to write; a new prefix per artifact (the upload
+        refuses a prefix that already holds a manifest).
+    :param model: the model as the fleet will serve it: its graph shape and dtype are compiled.
+    :param plan: the fleet's plan: its TP is the export's.
+    :param engine: the fleet's engine; its image compiles. Default: optimum-neuron.
+    """
+
+    source: ModelSource
+    artifact_uri: str
+    model: ModelSpec
+    plan: ServingPlan
+    engine: ServingEngine
+
+    def __post_init__(self) -> None:
+        found = ErrorCollector()
+        found.run(lambda: parse_s3_uri(self.artifact_uri))
+        if self.engine.name not in COMPILE_ENGINES:
+            found.add(
+                NeuronConfigError(
+                    "engine",
+                    self.engine.name,
+                    "the compile task runs optimum-neuron's export (the default engine); export for "
+                    f"{self.engine.name} by hand with that image's tools (serving README: Precompiled artifacts)",
+                )
+            )
+        if self.model.dtype.lower() not in _DTYPES:
+            found.add(
+                NeuronConfigError(
+                    "dtype", self.model.dtype, f"optimum-cli export neuron loads {', '.join(_DTYPES)} weights"
+                )
+            )
+        if self.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
+            found.add(
+                NeuronConfigError(
+                    "model.parameters",
+                    self.model.parameters,
+                    f"{self.plan.weights_gib:.0f} GiB of weights need about {EXPORT_MEMORY_FACTOR} x that in host "
+                    f"memory to export, and a Fargate task has at most {FARGATE_MEMORY_MIB // 1024} GiB: compile it on "
+                    "an instance with the memory (inf2.48xlarge or trn1.32xlarge; serving README: Precompiled artifacts)",
+                )
+            )
+        found.raise_if_any()
+
+    @property
+    def artifact(self) -> str:
+        """The artifact prefix as a directory URI."""
+        return parse_s3_uri(self.artifact_uri).uri
+
+    def fetch_environment(self) -> dict[str, str]:
+        """The ``fetch`` container's settings."""
+        return {"SOURCE_KIND": self.source.kind, "SOURCE_URI": self.source.uri, "WORK_DIR": WORK_DIR}
+
+    def export_environment(self, region: str) -> dict[str, str]:
+        """The ``export`` container's settings (no secret: the Hub token arrives as a container secret)."""
+        image = self.engine.image
+        optimum = image.optimum_neuron_version
+        model_id = self.model.model_id or (self.source.uri if self.source.kind == "hub" else "")
+        values = {
+            "SOURCE_KIND": self.source.kind,
+            "SOURCE_URI": self.source.uri,
+            "SOURCE_STEP": "" if self.source.step is None else str(self.source.step),
+            "MODEL_ID": model_id,
+            "MODEL_REVISION": self.source.revision or "",
+            "CONVERT_TP": "" if self.source.tensor_parallel is None else str(self.source.tensor_parallel),
+            "CONVERT_PP": str(self.source.pipeline_parallel),
+            "CONVERT_KV_MULTIPLIER": str(self.source.kv_size_multiplier),
+            "BATCH_SIZE": str(self.model.graph_batch_size),
+            "SEQUENCE_LENGTH": str(self.model.graph_sequence_length),
+            "TENSOR_PARALLEL": str(self.plan.tensor_parallel),
+            "DTYPE": self.model.dtype.lower(),
+            "ENGINE": self.engine.name,
+            "ENGINE_VERSION": ".".join(map(str, optimum)) if optimum else "",
+            "IMAGE": f"{image.repository}:{image.tag}",
+            "NEURON_SDK": image_sdk(image) or "",
+            "ARTIFACT_URI": self.artifact,
+            "WORK_DIR": WORK_DIR,
+            "CHECKPOINT_MOUNT": CHECKPOINT_MOUNT,
+        }
+        del region  # the image reference in the manifest is registry-free: the same in every region
+        return values
+
+    def upload_environment(self) -> dict[str, str]:
+        """The ``upload`` container's settings."""
+        return {"ARTIFACT_URI": self.artifact, "WORK_DIR": WORK_DIR}
+
+    def task_overrides(self, region: str) -> dict[str, Any]:
+        """``overrides`` for ``ecs:RunTask`` of the ModelCompilation task: each container's settings."""
+        settings = {
+            "fetch": self.fetch_environment(),
+            "export": self.export_environment(region),
+            "upload": self.upload_environment(),
+        }
+        return {
+            "containerOverrides": [
+                {"name": name, "environment": [{"name": k, "value": v} for k, v in values.items()]}
+                for name, values in settings.items()
+            ]
+        }
+
+
+__all__ = [
+    "CHECKPOINT_MOUNT",
+    "COMPILE_ENGINES",
+    "EXPORT_MEMORY_FACTOR",
+    "FARGATE_CPU_UNITS",
+    "FARGATE_EPHEMERAL_GIB",
+    "FARGATE_MAX_WEIGHTS_GIB",
+    "FARGATE_MEMORY_MIB",
+    "WORK_DIR",
+    "CompileRequest",
+    "ModelSource",
+    "SourceKind",
+]

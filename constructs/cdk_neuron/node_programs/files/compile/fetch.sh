@@ -1,0 +1,31 @@
+#!/bin/bash
+# cdk-neuron compile, step 1 of 3: bring an S3 source checkpoint onto the task's shared volume.
+#
+# Runs in the AWS CLI image (ModelCompilation's "fetch" container; the task definition replaces the
+# image's `aws` entrypoint with `bash -c <this file>`). Only an S3 source is fetched here: a
+# CheckpointStore checkpoint is mounted read-only into the export container, and a Hub source is
+# downloaded there with the serving image's own huggingface_hub.
+#
+# Settings (container environment): SOURCE_KIND (s3 | checkpoint | hub), SOURCE_URI, WORK_DIR.
+set -euo pipefail
+CDK_NEURON_PROGRAM=compile-fetch
+log() { printf 'cdk-neuron[%s]: %s\n' "${CDK_NEURON_PROGRAM}" "$*" >&2; }
+die() {
+    log "FAILED: $*"
+    exit 1
+}
+
+: "${SOURCE_KIND:?}" "${SOURCE_URI:?}" "${WORK_DIR:?}"
+mkdir -p "${WORK_DIR}/source" "${WORK_DIR}/export"
+# The export container runs as the serving image's user; the volume is shared, so it must write here.
+chmod 0777 "${WORK_DIR}/source" "${WORK_DIR}/export"
+case "${SOURCE_KIND}" in
+    s3)
+        log "fetching ${SOURCE_URI}"
+        aws s3 sync "${SOURCE_URI%/}/" "${WORK_DIR}/source/" --only-show-errors ||
+            die "aws s3 sync ${SOURCE_URI} (does the task role read it? ModelCompilation.grant_read_source)"
+        [ -n "$(ls -A "${WORK_DIR}/source")" ] || die "nothing under ${SOURCE_URI}"
+        ;;
+    checkpoint | hub) log "${SOURCE_KIND} source: read by the export step" ;;
+    *) die "SOURCE_KIND=${SOURCE_KIND}: use s3, checkpoint or hub" ;;
+esac

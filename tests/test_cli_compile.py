@@ -1,0 +1,205 @@
+"""``cdk-neuron compile`` against a hand-written cloud assembly, with botocore's Stubber for
+CloudFormation (the task's physical ids) and ECS (RunTask: moto's RunTask does not take container
+environment overrides as ECS does)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from assembly_writer import serving_record, write_manifest, write_stack
+from botocore.stub import Stubber
+
+from cdk_neuron.cli.main import main
+from cdk_support import use_fake_aws_credentials
+
+REGION = "us-east-1"
+CLUSTER = f"arn:aws:ecs:{REGION}:111111111111:cluster/dev-Compile"
+TASK_DEF = f"arn:aws:ecs:{REGION}:111111111111:task-definition/devCompileTask:3"
+TASK = f"arn:aws:ecs:{REGION}:111111111111:task/dev-Compile/0123456789abcdef"
+
+
+def compilation_record(**overrides: Any) -> dict[str, Any]:
+    return {
+        "kind": "compilation",
+        "version": 1,
+        "engine": "optimum-neuron",
+        "cluster_logical_id": "CompileCluster1",
+        "task_definition_logical_id": "CompileTask1",
+        "security_group_logical_id": "CompileGroup1",
+        "subnets": [{"Ref": "VpcPrivate1"}, "subnet-0literal"],
+        "checkpoints": True,
+        **overrides,
+    }
+
+
+@pytest.fixture
+def assembly(tmp_path: Path) -> str:
+    serving = serving_record(
+        backend="ec2",
+        instance_type="inf2.xlarge",
+        model={
+            "model_id": "meta-llama/Llama-3.2-1B-Instruct",
+            "parameters": 1_240_000_000,
+            "tensor_parallel": 2,
+        },
+        tensor_parallel=2,
+    )
+    folder = tmp_path / "cdk.out"
+    write_manifest(
+        folder,
+        {
+            "devServing": write_stack(
+                folder,
+                "devServing",
+                stack_name="dev-Serving",
+                records={"/dev/Serving/Fleet": serving, "/dev/Serving/Compile": compilation_record()},
+            )
+        },
+    )
+    return str(folder)
+
+
+def _stubs(ids: dict[str, str]) -> tuple[Any, Stubber, Any, Stubber]:
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    cf = Stubber(cloudformation)
+    for logical, physical in ids.items():
+        cf.add_response(
+            "describe_stack_resource",
+            {
+                "StackResourceDetail": {
+                    "LogicalResourceId": logical,
+                    "PhysicalResourceId": physical,
+                    "ResourceType": "AWS::X::Y",
+                    "LastUpdatedTimestamp": "2026-12-01T00:00:00Z",
+                    "ResourceStatus": "CREATE_COMPLETE",
+                }
+            },
+            {"StackName": "dev-Serving", "LogicalResourceId": logical},
+        )
+    ecs = boto3.client("ecs", region_name=REGION)
+    return cloudformation, cf, ecs, Stubber(ecs)
+
+
+IDS = {
+    "CompileCluster1": CLUSTER,
+    "CompileTask1": TASK_DEF,
+    "CompileGroup1": "sg-0compile",
+    "VpcPrivate1": "subnet-0private",
+}
+
+
+def _run(assembly: str, clients: dict[str, Any], *argv: str) -> int:
+    return main(
+        ["compile", "--app", assembly, "--json", *argv], clients=lambda service, region: clients[service]
+    )
+
+
+def test_compile_runs_the_task_for_the_fleets_shape(
+    assembly: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    cloudformation, cf, ecs, stub = _stubs(IDS)
+    stub.add_response("run_task", {"tasks": [{"taskArn": TASK}], "failures": []})
+    with cf, stub:
+        code = _run(
+            assembly,
+            {"cloudformation": cloudformation, "ecs": ecs},
+            "--source", "checkpoint:run-7/step-1200", "--step", "1200", "--source-tp", "8",
+            "--artifact-uri", "s3://models/llama-1b/run-7/",
+        )  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    doc = json.loads(out.out)
+    assert (
+        doc["task_arn"] == TASK
+        and doc["manifest_uri"] == "s3://models/llama-1b/run-7/cdk-neuron-artifact.json"
+    )
+    assert doc["shape"] == "batch 1 x 4096, TP 2, bf16"
+    cf.assert_no_pending_responses()
+    stub.assert_no_pending_responses()
+
+
+def test_the_run_task_request_carries_every_containers_settings(
+    assembly: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    cloudformation, cf, _, _ = _stubs(IDS)
+    seen: dict[str, Any] = {}
+
+    class Recording:
+        def run_task(self, **request: Any) -> dict[str, Any]:
+            seen.update(request)
+            return {"tasks": [{"taskArn": TASK}], "failures": []}
+
+    with cf:
+        code = _run(
+            assembly,
+            {"cloudformation": cloudformation, "ecs": Recording()},
+            "--source", "s3://checkpoints/llama/", "--artifact-uri", "s3://models/llama-1b/a/",
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert (
+        seen["cluster"] == CLUSTER and seen["taskDefinition"] == TASK_DEF and seen["launchType"] == "FARGATE"
+    )
+    assert seen["networkConfiguration"]["awsvpcConfiguration"] == {
+        "subnets": ["subnet-0private", "subnet-0literal"],
+        "securityGroups": ["sg-0compile"],
+        "assignPublicIp": "DISABLED",
+    }
+    overrides = {
+        c["name"]: {e["name"]: e["value"] for e in c["environment"]}
+        for c in seen["overrides"]["containerOverrides"]
+    }
+    assert list(overrides) == ["fetch", "export", "upload"]
+    assert overrides["fetch"]["SOURCE_URI"] == "s3://checkpoints/llama/"
+    assert (overrides["export"]["TENSOR_PARALLEL"], overrides["export"]["BATCH_SIZE"]) == ("2", "1")
+    assert overrides["upload"]["ARTIFACT_URI"] == "s3://models/llama-1b/a/"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--source", "ftp://x", "--artifact-uri", "s3://m/a/"], "--source='ftp://x': use checkpoint:"),
+        (["--source", "hub:not a model", "--artifact-uri", "s3://m/a/"], "source='not a model'"),
+        (["--source", "hub:org/m", "--artifact-uri", "https://m/a"], "artifact_uri='https://m/a'"),
+        (["--source", "checkpoint:../up", "--artifact-uri", "s3://m/a/"], "source='../up'"),
+    ],
+)
+def test_bad_input_is_refused_before_any_aws_call(
+    assembly: str, capsys: pytest.CaptureFixture[str], argv: list[str], needle: str
+) -> None:
+    def no_aws(service: str, region: str) -> Any:
+        raise AssertionError(f"called {service}")
+
+    code = main(["compile", "--app", assembly, *argv], clients=no_aws)
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err
+
+
+def test_an_environment_without_a_compilation_says_how_to_add_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "cdk.out"
+    write_manifest(folder, {"s": write_stack(folder, "s", records={"/dev/Serving/Fleet": serving_record()})})
+    code = main(["compile", "--app", str(folder), "--source", "hub:org/m", "--artifact-uri", "s3://m/a/"])
+    err = capsys.readouterr().err
+    assert code == 2 and "has no ModelCompilation: add one to the app" in err
+
+
+def test_a_task_ecs_refuses_is_a_failure_naming_the_reason(
+    assembly: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    cloudformation, cf, ecs, stub = _stubs(IDS)
+    stub.add_response("run_task", {"tasks": [], "failures": [{"arn": CLUSTER, "reason": "MISSING"}]})
+    with cf, stub:
+        code = _run(
+            assembly, {"cloudformation": cloudformation, "ecs": ecs},
+            "--source", "hub:org/m", "--artifact-uri", "s3://models/a/",
+        )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and "ecs:RunTask started no compile task" in err and "MISSING" in err, err

@@ -138,11 +138,14 @@ def test_the_function_code_is_a_real_file_of_the_package() -> None:
     assert sorted(p.name for p in HANDLERS_DIR.iterdir() if p.name != "__pycache__") == [
         "cfn_response.py",
         "efa_mirror.py",
+        "lifecycle_scripts.py",
         "vault_emptier.py",
     ]
 
 
-@pytest.mark.parametrize("name", ["cfn_response.py", "efa_mirror.py", "vault_emptier.py"])
+@pytest.mark.parametrize(
+    "name", ["cfn_response.py", "efa_mirror.py", "lifecycle_scripts.py", "vault_emptier.py"]
+)
 def test_handlers_need_only_the_lambda_runtime(name: str) -> None:
     import ast
 

@@ -94,7 +94,9 @@ typecheck: setup
 	mypy
 
 unit: setup
-	pytest -q
+	# One worker per core; --dist loadfile keeps a module's tests (and its module-scoped synthesis)
+	# on one worker. A single test file runs without workers: plain `pytest tests/test_x.py`.
+	pytest -q -n auto --dist loadfile
 
 test: lint typecheck unit example
 

@@ -57,7 +57,18 @@ def _time_synth(script: str, context: dict[str, object]) -> float:
 def _time_tests() -> tuple[float, int]:
     start = time.perf_counter()
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "auto",
+            "--dist",
+            "loadfile",
+        ],  # as make unit
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -35,7 +35,9 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                   attention_heads, kv_heads, intermediate_size,
                                                   vocab_size: null (nearest reference model),
                                                   sequence_length: 4096, micro_batch_size: 1}
-               zero1: true, activation_checkpointing: "none"}
+               zero1: true, activation_checkpointing: "none",
+               recompute: null}                 with "selective": the modules recomputed, e.g.
+                                                  ["CoreAttention", "LlamaMLP"] (the default)
                                                with a model, HBM per NeuronCore is estimated and a
                                                plan that cannot fit is refused (planner.TrainingMemory);
                                                without one it is not checked
@@ -645,6 +647,7 @@ def _training_plan(
     checkpointing = found.run(
         lambda: plan_section.choice("activation_checkpointing", planner.ACTIVATION_CHECKPOINTING, "none")
     )
+    recompute = found.run(lambda: plan_section.get("recompute", list, None))
     model = _training_model(found, plan_section)
     if len(found.errors) > before or instance is None:
         return None
@@ -663,6 +666,7 @@ def _training_plan(
                 model=model,
                 zero1=zero1,
                 activation_checkpointing=checkpointing,
+                recompute=recompute,
             )
 
     return found.run(planned)
@@ -736,6 +740,7 @@ _PLAN_KEYS = (
     "model",
     "zero1",
     "activation_checkpointing",
+    "recompute",
 )
 _TRAINING_MODEL_KEYS = (
     "parameters",

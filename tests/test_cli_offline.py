@@ -651,8 +651,13 @@ def test_plan_and_cost_print_the_cost_of_a_result_with_its_label_and_source(
     assert costs["serving"]["usd"] is None and costs["serving"]["label"] == "unknown"
     assert costs["serving_gpu"] is None
     memory = env_doc(doc, "prod")["training"]["memory"]
-    # 0.513351 + 1.026702 + 1.540053 + 2.075439 = 5.155545 GiB.
-    assert (memory["total_gib"], memory["usable_gib"], memory["label"]) == (5.156, 12.0, "estimated")
+    # 0.513351 + 1.026702 + 1.540053 + 3.325439 (c = 20.5 with CoreAttention and LlamaMLP recomputed)
+    # = 6.405545 GiB.
+    assert (memory["total_gib"], memory["usable_gib"], memory["label"]) == (6.406, 12.0, "estimated")
+    assert (memory["activation_checkpointing"], memory["recompute"]) == (
+        "selective",
+        ["CoreAttention", "LlamaMLP"],
+    )
 
     # A measurement replaces the figures and is labelled measured; --tokens sets the run.
     code, doc = run_json(
@@ -681,4 +686,5 @@ def test_the_cost_of_a_result_is_printed_beside_the_gpu(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert "prod: cost of a result (on-demand prices)" in out
     assert "GPU, same model size" in out
-    assert "HBM per NeuronCore" in out and "5.16 of 12.00 GiB usable (16 GiB HBM; estimated)" in out
+    assert "HBM per NeuronCore" in out and "6.41 of 12.00 GiB usable (16 GiB HBM; estimated)" in out
+    assert "checkpointing selective (recompute CoreAttention," in out

@@ -5,6 +5,7 @@ not implemented for these codes) and `describe_capacity_reservations` (not imple
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -17,12 +18,14 @@ from botocore.stub import Stubber
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ssm.models import ssm_backends
+from test_artifact_manifest import manifest_data
 
 from cdk_neuron import ami, catalog
 from cdk_neuron.cli import preflight
 from cdk_neuron.cli.aws import REJECTED_CREDENTIALS
 from cdk_neuron.cli.main import main
 from cdk_neuron.serving import ServingEngine
+from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
 from cdk_support import use_fake_aws_credentials
 
 REGION = "us-east-1"
@@ -111,11 +114,28 @@ ARTIFACTS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+def export_manifest(prefix: str = "llama3-8b", **replace: Any) -> dict[str, Any]:
+    """The cdk-neuron-artifact.json of ARTIFACTS[prefix], compiled for environment()'s fleet: Llama-3.2-3B
+    at batch 1 x 4096, TP 2, bf16, by the default optimum-neuron image (SDK 2.26.1); every file 1 byte."""
+    data = manifest_data(
+        artifact_uri=f"s3://models-bucket/{prefix}/",
+        model={"id": "meta-llama/Llama-3.2-3B-Instruct", "revision": None},
+        files=[{"path": k, "bytes": 1, "sha256": "d" * 64} for k in ARTIFACTS[prefix]],
+    )
+    for key, value in replace.items():
+        section, _, leaf = key.partition("__")
+        data[section] = value if not leaf else {**data[section], leaf: value}
+    return data
+
+
 def seed_artifacts(s3: Any) -> None:
     s3.create_bucket(Bucket="models-bucket")
     for prefix, keys in ARTIFACTS.items():
         for key in keys:
             s3.put_object(Bucket="models-bucket", Key=f"{prefix}/{key}", Body=b"x")
+    s3.put_object(
+        Bucket="models-bucket", Key=f"llama3-8b/{MANIFEST_NAME}", Body=json.dumps(export_manifest())
+    )
     s3.put_object(Bucket="models-bucket", Key="hub-export-and-more/config.json", Body=b"x")
 
 
@@ -355,10 +375,12 @@ def test_all_checks_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         c["check"]: c["detail"] for c in doc["checks"] if c["subject"] == "s3://models-bucket/llama3-8b/"
     }
     assert artifacts == {
-        "artifacts": "9 object(s)",
+        "artifacts": "10 object(s)",
         "artifact graph": "model.pt + neuron_config.json",
         "artifact weights": "TP 2 shards in checkpoint/weights/",
         "artifact config": "config.json and tokenizer files",
+        "artifact manifest": "optimum-neuron 0.4.5, batch 1 x 4096, TP 2, bf16, SDK 2.26.1, compiled in 25.2 min",
+        "artifact files": "9 file(s), 0.0 GiB, sizes as compiled",
     }
 
     quotas, stub = ec2_quotas()
@@ -949,6 +971,92 @@ def test_artifact_listings_are_followed_across_pages(
     assert rows(doc, "artifacts")[0]["detail"] == "9 object(s)"
 
 
+_MANIFEST_PREFIXES = itertools.count()
+
+
+def _with_manifest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], manifest: object, **model_changes: Any
+) -> tuple[int, dict[str, Any]]:
+    """Preflight against a fresh copy of the llama3-8b export at its own prefix, beside ``manifest``
+    (a dict, raw text, or None for none); the module's seeded objects are only read, never changed."""
+    prefix = f"manifest-{next(_MANIFEST_PREFIXES)}"
+    for key in EXPORT:
+        MOTO["s3"].put_object(Bucket="models-bucket", Key=f"{prefix}/{key}", Body=b"x")
+    if manifest is not None:
+        if isinstance(manifest, dict):
+            manifest = json.dumps({**manifest, "artifact_uri": f"s3://models-bucket/{prefix}/"})
+        MOTO["s3"].put_object(Bucket="models-bucket", Key=f"{prefix}/{MANIFEST_NAME}", Body=manifest)
+    env = environment(artifact_uri=f"s3://models-bucket/{prefix}/")
+    env["serving"]["model"].update(model_changes)
+    quotas, stub = ec2_quotas()
+    with stub:
+        code, doc = run(capsys, write_config(tmp_path, dev=env), factory({"service-quotas": quotas}))
+    # The rows name the copy's prefix; the tests read them as the llama3-8b export's.
+    text = json.dumps(doc).replace(f"s3://models-bucket/{prefix}/", "s3://models-bucket/llama3-8b/")
+    return code, json.loads(text)
+
+
+def test_an_artifact_without_a_manifest_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc = _with_manifest(tmp_path, capsys, None)
+    assert code == 0, only_failures(doc)
+    [row] = rows(doc, "artifact manifest")
+    assert row["status"] == "WARN" and row["detail"].startswith("no cdk-neuron-artifact.json: the batch")
+    assert "cdk-neuron compile" in row["detail"] and not rows(doc, "artifact files")
+
+
+def test_a_manifest_for_another_shape_fails_naming_each_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = export_manifest(
+        shape__batch_size=4, shape__dtype="fp16", engine__name="tgi", neuron__sdk="2.27.0"
+    )
+    code, doc = _with_manifest(tmp_path, capsys, manifest)
+    assert code == 1
+    assert only_failures(doc) == [("artifact manifest", "s3://models-bucket/llama3-8b/")]
+    detail = rows(doc, "artifact manifest")[0]["detail"]
+    assert [part.split("=")[0] for part in detail.split("; ") if "=" in part.split(":")[0]] == [
+        "shape.batch_size",
+        "shape.dtype",
+        "engine",
+        "image.neuron_sdk",
+    ]
+
+
+def test_a_manifest_is_compared_with_the_served_sequence_length(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc = _with_manifest(tmp_path, capsys, export_manifest(), sequence_length=8192)
+    assert code == 1
+    assert rows(doc, "artifact manifest")[0]["detail"].startswith(
+        "shape.sequence_length=8192: the artifact was compiled for sequence_length 4096"
+    )
+
+
+def test_an_invalid_manifest_fails_with_its_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = _with_manifest(tmp_path, capsys, export_manifest(version=9))
+    assert code == 1
+    assert rows(doc, "artifact manifest")[0]["detail"] == (
+        "s3://models-bucket/llama3-8b/cdk-neuron-artifact.json:version=9: this cdk-neuron reads manifest "
+        "versions 1 to 1; upgrade cdk-neuron to read it"
+    )
+    code, doc = _with_manifest(tmp_path, capsys, "{")
+    assert code == 1 and "is not JSON" in rows(doc, "artifact manifest")[0]["detail"]
+
+
+def test_files_changed_since_the_compile_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = export_manifest()
+    manifest["files"][0]["bytes"] = 2
+    manifest["files"].append({"path": "model_extra.pt", "bytes": 1, "sha256": "d" * 64})
+    code, doc = _with_manifest(tmp_path, capsys, manifest)
+    assert code == 1
+    assert only_failures(doc) == [("artifact files", "s3://models-bucket/llama3-8b/")]
+    assert rows(doc, "artifact files")[0]["detail"].startswith(
+        "2 file(s) differ in size from the manifest or are missing: config.json, model_extra.pt (missing); "
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # What breaks first deploys: bootstrap, images, certificate and secret, service-linked roles
 # --------------------------------------------------------------------------------------------
@@ -1095,7 +1203,7 @@ def test_a_pull_only_registry_is_checked_with_batch_get_image(
         request,
     )
     quotas, quota_stub = ec2_quotas()
-    env = environment()
+    env = environment(artifact_uri=None)  # the seeded export was compiled for optimum-neuron
     env["serving"]["engine"] = "vllm-neuron"
     env["serving"]["backend"] = "ec2"
     env["network"] = {"nat_gateways": 1}

@@ -1245,7 +1245,8 @@ def test_two_mistakes_in_one_section_are_reported_together(
 
 def test_shipped_plans_estimate_memory_per_neuroncore(shipped: dict[str, EnvironmentConfig]) -> None:
     # prod: NXDT hf_llama3_70B_config.yaml's layout (16 x trn1.32xlarge, TP 32 PP 8, selective
-    # recomputation, sequence 8,192): 0.5133 + 1.0267 + 1.5400 + 2.0754 = 5.16 GiB of 12 usable.
+    # recomputation of CoreAttention and LlamaMLP, sequence 8,192): 0.5133 + 1.0267 + 1.5400 + 3.3254
+    # (80 x 8,192 x 8,192 x 20.5 / 32 bytes + logits) = 6.41 GiB of 12 usable.
     prod = shipped["prod"].training.plan
     assert prod.model is not None and prod.model.parameters == 70_553_706_496
     assert (prod.model.sequence_length, prod.activation_checkpointing, prod.zero1) == (
@@ -1253,7 +1254,8 @@ def test_shipped_plans_estimate_memory_per_neuroncore(shipped: dict[str, Environ
         "selective",
         True,
     )
-    assert prod.memory is not None and round(prod.memory.total_gib, 2) == 5.16
+    assert prod.recompute == ("CoreAttention", "LlamaMLP")
+    assert prod.memory is not None and round(prod.memory.total_gib, 2) == 6.41
     # dev and staging train Llama 3.1 8B at TP 32 on 2 and 4 nodes.
     for name, sequence in (("dev", 4096), ("staging", 8192)):
         plan = shipped[name].training.plan
@@ -1287,6 +1289,14 @@ def test_plan_model_keys_are_read_into_the_training_model() -> None:
     )  # fmt: skip
     assert (plan.zero1, plan.activation_checkpointing) == (False, "full")
     assert plan.memory is not None and plan.memory.assumed == ()
+    env["training"]["plan"].update(
+        activation_checkpointing="selective", recompute=["LlamaRMSNorm", "ActivationMultiplyMLP"]
+    )
+    plan = load_one(env).training.plan
+    assert (plan.activation_checkpointing, plan.recompute) == (
+        "selective",
+        ("LlamaRMSNorm", "ActivationMultiplyMLP"),
+    )
 
 
 @pytest.mark.parametrize(
@@ -1330,6 +1340,26 @@ def test_plan_model_keys_are_read_into_the_training_model() -> None:
             "use one of none, selective, full",
         ),
         (
+            lambda plan: plan.update(recompute="LlamaMLP"),
+            "training.plan.recompute",
+            "LlamaMLP",
+            "wrong type: must be a list",
+        ),
+        (
+            lambda plan: plan.update(activation_checkpointing="selective", recompute=["MLP"]),
+            "training.plan.recompute",
+            ["MLP"],
+            "unknown module 'MLP': use modules from ActivationMultiplyMLP, CoreAttention, LlamaMLP, LlamaRMSNorm "
+            "(neuronx-distributed-training's Llama)",
+        ),
+        (
+            lambda plan: plan.update(activation_checkpointing="full", recompute=["LlamaMLP"]),
+            "training.plan.recompute",
+            ["LlamaMLP"],
+            "modules are recomputed only with activation_checkpointing='selective' (it is 'full'); set it to "
+            "'selective' or drop recompute",
+        ),
+        (
             lambda plan: plan["model"].update(bogus=1),
             "training.plan.model.bogus",
             1,
@@ -1353,12 +1383,33 @@ def test_a_plan_that_cannot_fit_is_refused_under_the_cdk_json_key_of_its_knob() 
     env["training"]["plan"]["model"] = {"parameters": 70e9, "sequence_length": 8192}
     with pytest.raises(NeuronConfigError) as raised:
         load_one(env)
-    # 70B on 2 trn1 nodes at TP 32: PP 2 is the largest that divides 64 ranks.
-    assert (raised.value.field, raised.value.value) == ("environments.qa.training.plan.pipeline_parallel", 1)
-    assert "; pipeline_parallel=2 frees the most: " in raised.value.fix
+    # 70B on 2 trn1 nodes at TP 32: 4.07 + 8.15 + 12.22 + 7.70 = 32.15 GiB. No single change fits; a
+    # 256-token sequence leaves the least (activations / 32: 24.69 GiB), less than PP 2 (the largest that
+    # divides 64 ranks, 26.04) or full recompute (24.98).
+    assert (raised.value.field, raised.value.value) == (
+        "environments.qa.training.plan.model.sequence_length",
+        8192,
+    )
+    assert (
+        "; sequence_length=256 frees the most: 24.69 GiB per NeuronCore (still too much" in raised.value.fix
+    )
+    assert "activation_checkpointing='full': 24.98 GiB; pipeline_parallel=2: 26.04 GiB" in raised.value.fix
     env["training"]["plan"]["model"] = {"parameters": 1_235_814_400, "sequence_length": 65536}
     env["training"].update(instance_type="trn1.2xlarge", max_nodes=1)
     env["training"]["plan"].update(nodes=1, tensor_parallel=2)
     with pytest.raises(NeuronConfigError) as raised:
         load_one(env)
     assert raised.value.field == "environments.qa.training.plan.model.sequence_length"
+
+
+def test_every_training_plan_key_is_documented_in_the_configuration_reference() -> None:
+    from stacks import config
+
+    doc = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    section = doc[doc.index("## `training`") : doc.index("## `storage`")]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    documented = {key.strip(" `") for row in rows for key in row.split(",")}
+    for key in config._PLAN_KEYS:
+        assert f"plan.{key}" in documented, key
+    model_keys = {k.removeprefix("plan.model.") for k in documented}
+    assert set(config._TRAINING_MODEL_KEYS) <= model_keys

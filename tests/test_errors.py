@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 
 
 def test_message_without_a_construct() -> None:
@@ -32,3 +32,12 @@ def test_reported_by_names_the_innermost_construct() -> None:
         reported_by(inner),
     ):
         raise NeuronConfigError("f", 1, "fix")
+
+
+def test_several_errors_raised_inside_a_construct_all_take_its_path() -> None:
+    errors = NeuronConfigErrors(
+        [NeuronConfigError("a", 1, "fix a"), NeuronConfigError("b", 2, "fix b", construct="Stack/Inner")]
+    )
+    moved = errors.at("Stack/Fleet")
+    assert isinstance(moved, NeuronConfigErrors)
+    assert str(moved) == "Stack/Fleet: a=1: fix a\nStack/Inner: b=2: fix b"

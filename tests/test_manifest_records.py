@@ -109,3 +109,27 @@ def test_the_serving_and_storage_records(records: dict[str, dict[str, Any]]) -> 
         "model_parameters": 8_000_000_000,
         "writers": 2,
     }
+
+
+def test_a_plan_with_a_model_records_what_the_cli_needs_to_plan_it_again() -> None:
+    # The CLI re-plans from the record: the model, ZeRO-1, the level and the recomputed modules.
+    from cdk_neuron import _manifest
+    from cdk_neuron.cli import assembly
+    from cdk_neuron.planner import TrainingModel, plan_training
+
+    plan = plan_training(
+        "trn2.48xlarge", 8, 32, 4, 2, model=TrainingModel(parameters=70_553_706_496, sequence_length=8192),
+        activation_checkpointing="selective", recompute=["LlamaRMSNorm", "ActivationMultiplyMLP"],
+    )  # fmt: skip
+    record = _manifest._plan(plan)
+    assert record["model"] == {"parameters": 70_553_706_496, "sequence_length": 8192, "micro_batch_size": 1}
+    assert (record["zero1"], record["activation_checkpointing"], record["recompute"]) == (
+        True, "selective", ["LlamaRMSNorm", "ActivationMultiplyMLP"],
+    )  # fmt: skip
+    data = {"kind": "training", "instance_type": "trn2.48xlarge", "max_nodes": 8, "plan": record,
+            "engine": "auto-scaling-group"}  # fmt: skip
+    stack = assembly.Stack("T", "T", "/T", None, ACCOUNT, REGION, {}, ())
+    again = assembly.training(assembly.Record("/T/Cluster", data), stack, None).plan
+    assert (again.recompute, again.memory) == (plan.recompute, plan.memory)
+    # Without a level that recomputes modules, none are recorded.
+    assert "recompute" not in _manifest._plan(plan_training("trn2.48xlarge", 8, 32, 4, 2, model=plan.model))

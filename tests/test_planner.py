@@ -1386,6 +1386,7 @@ def test_plans_built_by_hand_get_the_documented_defaults() -> None:
         "model": None,
         "zero1": True,
         "activation_checkpointing": "none",
+        "recompute": (),
         "memory": None,
         "hbm_headroom": 0.25,
     }

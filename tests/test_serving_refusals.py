@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import make_app
 
 AZS = ["us-east-1a", "us-east-1b", "us-east-1c"]
@@ -268,3 +268,84 @@ def test_an_environment_agnostic_stack_is_refused_clearly() -> None:
             vpc=ec2.Vpc(stack, "Vpc"),
             model=ModelSpec(model_id="org/m", artifact_uri="s3://my-models/llama/", parameters=8e9),
         )
+
+
+# --------------------------------------------------------------------------------------------
+# An artifact compiled for something else (its cdk-neuron-artifact.json)
+# --------------------------------------------------------------------------------------------
+
+_MANIFEST_FIELDS = [
+    ({"shape__batch_size": 4}, "artifact_manifest.shape.batch_size", r"=1: the artifact was compiled for batch_size 4"),
+    ({"shape__sequence_length": 2048}, "artifact_manifest.shape.sequence_length", r"=4096: the artifact was compiled for sequence_length 2048"),
+    ({"shape__tensor_parallel": 8}, "artifact_manifest.shape.tensor_parallel", r"=2: the artifact is sharded for TP 8"),
+    ({"shape__dtype": "fp16"}, "artifact_manifest.shape.dtype", r"='bf16': the artifact was compiled in fp16"),
+    ({"engine__name": "vllm-neuron"}, "artifact_manifest.engine", r"='optimum-neuron': the artifact was exported for vllm-neuron"),
+    ({"neuron__sdk": "2.25.0"}, "artifact_manifest.image.neuron_sdk", r"='2.26.1': the artifact was compiled by Neuron SDK 2.25.0"),
+    ({"artifact_uri": "s3://my-models/other/"}, "artifact_manifest.model.artifact_uri", r"=.s3://my-models/llama-3.1-8b/neuron.: the manifest describes another artifact"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", ["ec2", "sagemaker"])
+@pytest.mark.parametrize(("replace", "field", "needle"), _MANIFEST_FIELDS)
+def test_a_fleet_refuses_an_artifact_compiled_for_something_else(
+    scope: tuple[Any, Any], backend: str, replace: dict[str, Any], field: str, needle: str
+) -> None:
+    from test_artifact_manifest import manifest_data, parse
+
+    build = _fleet if backend == "ec2" else _endpoint
+    manifest = parse(manifest_data(**replace))
+    with pytest.raises(NeuronConfigError, match=rf"^Refusals/Fleet\d+: {field}{needle}") as raised:
+        build(scope, artifact_manifest=manifest)
+    assert not isinstance(raised.value, NeuronConfigErrors)  # one field differs: one error
+
+
+@pytest.mark.parametrize("backend", ["ec2", "sagemaker"])
+def test_a_fleet_serves_the_artifact_its_manifest_describes(scope: tuple[Any, Any], backend: str) -> None:
+    from test_artifact_manifest import manifest_data, parse
+
+    build = _fleet if backend == "ec2" else _endpoint
+    fleet = build(scope, artifact_manifest=parse(manifest_data()))
+    assert fleet.plan.tensor_parallel == 2
+
+
+def test_a_fleet_names_every_mismatch_at_once(scope: tuple[Any, Any]) -> None:
+    from test_artifact_manifest import manifest_data, parse
+
+    manifest = parse(
+        manifest_data(
+            artifact_uri="s3://my-models/llama-3.1-8b/neuron",
+            shape__batch_size=4,
+            shape__dtype="fp16",
+            neuron__sdk="2.27.0",
+        )
+    )
+    with pytest.raises(NeuronConfigErrors) as raised:
+        _fleet(scope, artifact_manifest=manifest)
+    assert [(e.construct is not None, e.field) for e in raised.value.errors] == [
+        (True, "artifact_manifest.shape.batch_size"),
+        (True, "artifact_manifest.shape.dtype"),
+        (True, "artifact_manifest.image.neuron_sdk"),
+    ]
+
+
+def test_the_sagemaker_fleet_compares_the_image_sagemaker_runs(scope: tuple[Any, Any]) -> None:
+    """TGI on SageMaker runs the Hugging Face TGI DLC, not the EC2 image: an artifact compiled in the
+    EC2 image is refused there (its tag names no SDK, so the image itself must match)."""
+    from test_artifact_manifest import manifest_data, parse
+
+    from cdk_neuron.serving import ServingEngine
+
+    ec2_image = {"name": "tgi", "version": None, "image": "text-generation-inference:3.2.3-neuron"}
+    manifest = parse(manifest_data(engine=ec2_image, neuron__sdk=None))
+    _fleet(scope, engine=ServingEngine.tgi(), artifact_manifest=manifest)
+    with pytest.raises(
+        NeuronConfigError, match=r"artifact_manifest.image='huggingface-pytorch-tgi-inference:2.5.1-"
+    ):
+        _endpoint(scope, engine=ServingEngine.tgi(), artifact_manifest=manifest)
+
+
+def test_a_manifest_must_be_an_artifact_manifest(scope: tuple[Any, Any]) -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"artifact_manifest='m.json': pass cdk_neuron.serving.ArtifactManifest"
+    ):
+        _fleet(scope, artifact_manifest="m.json")

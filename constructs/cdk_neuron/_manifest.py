@@ -84,6 +84,8 @@ def _plan(plan: TrainingPlan) -> dict[str, Any]:
         record["model"] = {k: v for k, v in dataclasses.asdict(plan.model).items() if v is not None}
         record["zero1"] = plan.zero1
         record["activation_checkpointing"] = plan.activation_checkpointing
+        if plan.recompute:
+            record["recompute"] = list(plan.recompute)
     return record
 
 

@@ -341,9 +341,22 @@ SOURCES: dict[str, Source] = {
             "NXDT-CONF",
             "aws-neuron/neuronx-distributed-training examples/conf: hf_llama3_8B_config.yaml and "
             "hf_llama3_70B_config.yaml @9a145a8 (2025-05-20, trn1.32xlarge), hf_llama3_8B_trn2_config.yaml and "
-            "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2); all mixed precision, "
-            "ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192",
+            "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2), "
+            "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute); all "
+            "mixed precision, ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192; selective "
+            "recompute of [CoreAttention] (8B trn1), [CoreAttention, LlamaMLP] (70B trn1), [LlamaRMSNorm, "
+            "ActivationMultiplyMLP] (70B trn2), none (8B trn2), "
+            "https://github.com/aws-neuron/neuronx-distributed-training/tree/main/examples/conf",
             "2025-08-01",
+        ),
+        Source(
+            "NXDT-LLAMA",
+            "aws-neuron/neuronx-distributed-training src/neuronx_distributed_training/models/hf_models/"
+            "modeling_llama.py @9a145a8 and @9169aa0 (LlamaRMSNorm casts to get_cast_dtype(), FP32; LlamaMLP's "
+            "fused gate_up_proj, ActivationMultiplyMLP = act_fn(gate) * up, down_proj; CoreAttention) and "
+            "lightning_modules/model/hf_models/llama_model.py (activations_checkpoint_recompute names these "
+            "modules), https://github.com/aws-neuron/neuronx-distributed-training",
+            "2025-09-12",
         ),
         Source(
             "NXD-SMP",

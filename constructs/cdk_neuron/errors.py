@@ -57,6 +57,10 @@ class NeuronConfigErrors(NeuronConfigError):
     def __str__(self) -> str:
         return "\n".join(str(e) for e in self.errors)
 
+    def at(self, construct: str) -> NeuronConfigErrors:
+        """Every error, reported by the construct at ``construct`` (those naming none take it)."""
+        return NeuronConfigErrors(e if e.construct is not None else e.at(construct) for e in self.errors)
+
 
 class ErrorCollector:
     """Runs independent checks and keeps every :class:`NeuronConfigError`, so one run reports them all.

@@ -14,6 +14,7 @@ the network (EFA).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
@@ -88,6 +89,8 @@ class TrainingPlan:
     """What is trained (:class:`TrainingModel`); None when the plan was made without it."""
     zero1: bool = True
     activation_checkpointing: str = "none"
+    recompute: tuple[str, ...] = ()
+    """The modules recomputed under ``activation_checkpointing="selective"``; empty otherwise."""
     memory: TrainingMemory | None = None
     """The estimated HBM per NeuronCore (:class:`TrainingMemory`); None without a ``model``."""
     hbm_headroom: float = 0.25
@@ -143,6 +146,67 @@ def _positive_int(field: str, value: object) -> int:
 # --------------------------------------------------------------------------------------------
 
 ACTIVATION_CHECKPOINTING = ("none", "selective", "full")
+# The modules neuronx-distributed-training's Llama may recompute under selective checkpointing
+# (``activations_checkpoint_recompute``, NXDT-LLAMA), and the set ``"selective"`` recomputes when
+# none is given: hf_llama3_70B_config.yaml's [CoreAttention, LlamaMLP] (NXDT-CONF).
+RECOMPUTE_MODULES = ("CoreAttention", "LlamaMLP", "ActivationMultiplyMLP", "LlamaRMSNorm")
+DEFAULT_RECOMPUTE = ("CoreAttention", "LlamaMLP")
+
+
+@dataclass(frozen=True)
+class ActivationTerm:
+    """One tensor a Llama decoder layer keeps from its forward pass for its backward pass.
+
+    Its size is ``bytes + kv_bytes x kv/a + mlp_bytes x f/h`` bytes per ``s x b x h`` (``a`` query
+    heads, ``kv`` key/value heads, ``f`` MLP size, ``h`` hidden size), each divided by TP with
+    sequence parallelism (ACT-MEM). ``freed_by``: the recomputed modules that drop it (any one
+    suffices); ``kept_by``: recomputed modules that keep their input instead, which this term is.
+    """
+
+    tensor: str
+    saved_by: str
+    bytes: float = 0
+    kv_bytes: float = 0
+    mlp_bytes: float = 0
+    freed_by: tuple[str, ...] = ()
+    kept_by: tuple[str, ...] = ()
+
+    def size(self, kv_ratio: float, mlp_ratio: float) -> float:
+        return self.bytes + self.kv_bytes * kv_ratio + self.mlp_bytes * mlp_ratio
+
+    def stored(self, recompute: tuple[str, ...]) -> bool:
+        if self.kept_by:
+            return any(m in recompute for m in self.kept_by)
+        return not any(m in recompute for m in self.freed_by)
+
+
+# What one layer of neuronx-distributed-training's Llama keeps for backward, counted tensor by tensor
+# as ACT-MEM counts a GPT layer (its 34 s b h bytes), for the module structure of NXDT-LLAMA: RMSNorm
+# computed in FP32, no dropout, no biases, grouped-query attention, SwiGLU MLP with a fused gate/up
+# projection, and flash attention (every published configuration, NXDT-CONF), which keeps nothing of
+# size s x s, so recomputing CoreAttention frees nothing more. 16-bit activations (mixed precision).
+ACTIVATION_TERMS: tuple[ActivationTerm, ...] = (
+    ActivationTerm(
+        "two RMSNorm inputs cast to FP32 (4 bytes each) and their normalized 16-bit values (2 each)",
+        "the square, the scaling and the weight multiply", bytes=12, freed_by=("LlamaRMSNorm",),
+    ),
+    ActivationTerm(
+        "two RMSNorm inputs in 16-bit, kept as the recomputation's input", "checkpoint", bytes=4,
+        kept_by=("LlamaRMSNorm",),
+    ),
+    ActivationTerm("attention input (the first norm's output)", "the fused QKV projection", bytes=2),
+    ActivationTerm("Q after RoPE, and K and V", "flash attention", bytes=2, kv_bytes=4),
+    ActivationTerm("attention output", "flash attention and the output projection", bytes=2),
+    ActivationTerm("MLP input (the second norm's output)", "the fused gate/up projection", bytes=2),
+    ActivationTerm(
+        "gate and up projections", "SiLU and the multiply", mlp_bytes=4, freed_by=("LlamaMLP",)
+    ),
+    ActivationTerm(
+        "SiLU(gate)", "the multiply", mlp_bytes=2, freed_by=("LlamaMLP", "ActivationMultiplyMLP")
+    ),
+    ActivationTerm("SiLU(gate) x up", "the down projection", mlp_bytes=2, freed_by=("LlamaMLP",)),
+)  # fmt: skip
+
 # Bytes per parameter in mixed precision with AdamW, as neuronx-distributed trains (NXD-SMP): bf16
 # weights, FP32 gradient accumulation, and FP32 master weights plus two FP32 Adam moments (ZERO's
 # K = 12). ZERO counts 2 + 2 + 12 = 16 bytes with 16-bit gradients; NxD's standard mixed precision
@@ -154,10 +218,11 @@ OPTIMIZER_BYTES = 12
 LOGIT_BYTES = 4
 # The share of each NeuronCore's HBM left for what the estimate does not count: compiled graphs
 # (NEFFs), runtime and collective buffers, XLA temporaries. The published NxD Training configurations
-# (NXDT-CONF) use at most 32 % of their cores' HBM by this estimate, the 32-node benchmark runs
-# (NEURON-TRAIN-PERF) at most 48 %: well inside the 75 % it allows.
+# (NXDT-CONF) use at most 42 % of their cores' HBM by this estimate (70B on trn2), the 32-node
+# benchmark runs (NEURON-TRAIN-PERF) at most 63 % (70B, counted without recompute, which the page
+# does not state): inside the 75 % it allows.
 DEFAULT_TRAINING_HEADROOM = 0.25
-TRAINING_MEMORY_SOURCES = ("NXD-SMP", "ZERO", "ACT-MEM", "MODEL-SHAPES", "NXDT-CONF")
+TRAINING_MEMORY_SOURCES = ("NXD-SMP", "ZERO", "ACT-MEM", "NXDT-LLAMA", "MODEL-SHAPES", "NXDT-CONF")
 
 
 @dataclass(frozen=True)
@@ -237,12 +302,13 @@ class TrainingMemory:
     - optimizer ``12 P / (TP x PP)``, divided by DP with ZeRO-1;
     - activations ``L x s x b x h x c / TP`` plus FP32 logits ``s x b x vocab x 4 / TP``. With 1F1B
       the first pipeline stage holds ``PP`` micro-batches of ``L / PP`` layers, i.e. ``L`` layers'
-      worth, whatever PP (ACT-MEM). ``c`` counts the 16-bit values stored per layer and per ``s b h``:
-      with flash attention nothing of size ``s x s`` is stored; 6 + 4 kv/a for attention (its input,
-      Q, K and V, its output), 2 + 6 f/h for a SwiGLU MLP (input, gate, up, product), 4 for the two
-      norms: 34 for Llama 3 8B, the constant ACT-MEM derives. ``selective`` recomputes the MLP
-      (NxDT's 70B configurations), leaving 12 + 4 kv/a; ``full`` keeps each layer's input (2) and
-      recomputes one layer at a time.
+      worth, whatever PP (ACT-MEM). ``c`` is the bytes a layer keeps per ``s x b x h``, summed over
+      :data:`ACTIVATION_TERMS` (ACT-MEM's tensor-by-tensor count, applied to NXDT-LLAMA's layer):
+      12 for the two FP32 RMSNorms, 6 + 4 kv/a for attention with flash attention (input, Q, K and
+      V, output), 2 + 8 f/h for the SwiGLU MLP (input, gate and up, SiLU(gate), product): 49 for
+      Llama 3 8B, 48.5 for 70B. ``selective`` drops what its ``recompute`` modules free (default
+      CoreAttention and LlamaMLP: 20.5 for 70B; LlamaRMSNorm and ActivationMultiplyMLP: 33.5);
+      ``full`` keeps each layer's input (2) and recomputes one layer at a time.
 
     The limit is the core's HBM at the plan's LNC less ``headroom``.
     """
@@ -284,15 +350,50 @@ class TrainingMemory:
         )
 
 
-def _activation_factor(shape: _TrainingShape, checkpointing: str) -> float:
-    """16-bit values stored per layer and per s x b x h (see :class:`TrainingMemory`)."""
-    attention = 6 + 4 * shape.kv_heads / shape.attention_heads
-    mlp = 2 + 6 * shape.intermediate_size / shape.hidden_size
+def activation_bytes_per_layer(
+    kv_heads: int,
+    attention_heads: int,
+    intermediate_size: int,
+    hidden_size: int,
+    recompute: tuple[str, ...] = (),
+) -> float:
+    """Bytes one layer keeps per ``s x b x h`` when ``recompute``'s modules are recomputed
+    (:data:`ACTIVATION_TERMS`; before dividing by TP)."""
+    kv_ratio, mlp_ratio = kv_heads / attention_heads, intermediate_size / hidden_size
+    return sum(t.size(kv_ratio, mlp_ratio) for t in ACTIVATION_TERMS if t.stored(recompute))
+
+
+def _activation_factor(shape: _TrainingShape, checkpointing: str, recompute: tuple[str, ...]) -> float:
+    """Bytes stored per layer and per s x b x h (see :class:`TrainingMemory`)."""
     if checkpointing == "full":
         return 2
-    if checkpointing == "selective":
-        return attention + 2 + 4
-    return attention + mlp + 4
+    return activation_bytes_per_layer(
+        shape.kv_heads, shape.attention_heads, shape.intermediate_size, shape.hidden_size,
+        recompute if checkpointing == "selective" else (),
+    )  # fmt: skip
+
+
+def _recompute(checkpointing: str, recompute: object) -> tuple[str, ...]:
+    """The modules recomputed: ``recompute`` checked against ``checkpointing``; the default for selective."""
+    if recompute is None:
+        return DEFAULT_RECOMPUTE if checkpointing == "selective" else ()
+    if isinstance(recompute, str) or not isinstance(recompute, (list, tuple)) or not recompute:
+        raise NeuronConfigError(
+            "recompute", recompute, f"give a list of module names from {one_of(RECOMPUTE_MODULES)}, "
+            "e.g. ['CoreAttention', 'LlamaMLP']",
+        )  # fmt: skip
+    unknown = [m for m in recompute if m not in RECOMPUTE_MODULES]
+    if unknown:
+        raise NeuronConfigError(
+            "recompute", list(recompute), f"unknown module{'s' if len(unknown) > 1 else ''} {one_of(map(repr, unknown))}: use modules from "
+            f"{one_of(RECOMPUTE_MODULES)} (neuronx-distributed-training's Llama)",
+        )  # fmt: skip
+    if checkpointing != "selective":
+        raise NeuronConfigError(
+            "recompute", list(recompute), f"modules are recomputed only with activation_checkpointing='selective' "
+            f"(it is {checkpointing!r}); set it to 'selective' or drop recompute",
+        )  # fmt: skip
+    return tuple(dict.fromkeys(recompute))
 
 
 def _training_memory(
@@ -304,14 +405,16 @@ def _training_memory(
     dp: int,
     zero1: bool,
     checkpointing: str,
+    recompute: tuple[str, ...],
     hbm_gib: float,
     headroom: float,
 ) -> TrainingMemory:
     per_core = model.parameters / (tp * pp)
     tokens = model.sequence_length * model.micro_batch_size
-    activations = shape.layers * tokens * shape.hidden_size * _activation_factor(shape, checkpointing) / tp
+    factor = _activation_factor(shape, checkpointing, recompute)
+    activations = shape.layers * tokens * shape.hidden_size * factor / tp
     if checkpointing == "full":  # one layer is recomputed at a time, with all its activations
-        activations += tokens * shape.hidden_size * _activation_factor(shape, "none") / tp
+        activations += tokens * shape.hidden_size * _activation_factor(shape, "none", ()) / tp
     logits = tokens * shape.vocab_size * LOGIT_BYTES / tp
     return TrainingMemory(
         weights_gib=WEIGHT_BYTES * per_core / _GIB,
@@ -353,6 +456,7 @@ def plan_training(
     model: TrainingModel | None = None,
     zero1: bool = True,
     activation_checkpointing: str = "none",
+    recompute: Sequence[str] | None = None,
     hbm_headroom: float = DEFAULT_TRAINING_HEADROOM,
 ) -> TrainingPlan:
     """Plan a distributed training job and refuse layouts that cannot work.
@@ -394,7 +498,11 @@ def plan_training(
     checkpointing, a shorter sequence or a smaller micro-batch. Without it memory is not checked and
     the plan's notes say so. ``zero1`` (default True): the optimizer state is sharded across the
     data-parallel ranks, as neuronx-distributed's ZeRO-1 optimizer does. ``activation_checkpointing``:
-    ``"none"`` (default: flash attention only), ``"selective"`` (the MLP is recomputed) or ``"full"``.
+    ``"none"`` (default: flash attention only), ``"selective"`` (the ``recompute`` modules are
+    recomputed) or ``"full"``. ``recompute``: with ``"selective"``, the modules recomputed, as
+    neuronx-distributed-training's ``activations_checkpoint_recompute`` names them
+    (:data:`RECOMPUTE_MODULES`). Default: None - ``CoreAttention`` and ``LlamaMLP``, as its Llama 3
+    70B configuration; refused with another level.
     """
     instance = get_training_instance(instance_type)
     nodes = _positive_int("nodes", nodes)
@@ -409,6 +517,7 @@ def plan_training(
         if not isinstance(setting, bool):
             raise NeuronConfigError(flag, setting, "use True or False")
     validation.choice("activation_checkpointing", activation_checkpointing, ACTIVATION_CHECKPOINTING)
+    modules = _recompute(activation_checkpointing, recompute)
     if model is not None and not isinstance(model, TrainingModel):
         raise NeuronConfigError("model", model, "give a TrainingModel, e.g. TrainingModel(parameters=8e9)")
     validation.number("hbm_headroom", hbm_headroom, at_least=0, below=1)
@@ -592,7 +701,8 @@ def plan_training(
     if model is not None:
         knobs = _MemoryKnobs(
             instance, model, _training_shape(model), tp=tp, pp=pp, world=world, domain_ranks=domain_ranks,
-            lnc=lnc, zero1=zero1, checkpointing=activation_checkpointing, headroom=hbm_headroom,
+            lnc=lnc, zero1=zero1, checkpointing=activation_checkpointing, recompute=modules,
+            headroom=hbm_headroom,
         )  # fmt: skip
         memory = knobs.estimate()
         if not memory.fits:
@@ -622,6 +732,7 @@ def plan_training(
         model=model,
         zero1=zero1,
         activation_checkpointing=activation_checkpointing,
+        recompute=modules,
         memory=memory,
         hbm_headroom=hbm_headroom,
     )
@@ -642,6 +753,7 @@ def replan_training(plan: TrainingPlan, **changes: object) -> TrainingPlan:
         "model": plan.model,
         "zero1": plan.zero1,
         "activation_checkpointing": plan.activation_checkpointing,
+        "recompute": plan.recompute if plan.activation_checkpointing == "selective" else None,
         "hbm_headroom": plan.hbm_headroom,
     }
     unknown = sorted(set(changes) - set(inputs))
@@ -664,6 +776,7 @@ class _MemoryKnobs:
     lnc: int | None
     zero1: bool
     checkpointing: str
+    recompute: tuple[str, ...]
     headroom: float
 
     def estimate(self, **changes: Any) -> TrainingMemory:
@@ -673,9 +786,11 @@ class _MemoryKnobs:
         }  # fmt: skip
         settings.update(changes)
         tp, pp = settings["tp"], settings["pp"]
+        checkpointing = settings["checkpointing"]
+        recompute = self.recompute if checkpointing == self.checkpointing else _recompute(checkpointing, None)
         return _training_memory(
             settings["model"], self.shape, tp=tp, pp=pp, dp=self.world // (tp * pp), zero1=settings["zero1"],
-            checkpointing=settings["checkpointing"], hbm_gib=self.instance.hbm_gib_per_core_at(self.lnc),
+            checkpointing=checkpointing, recompute=recompute, hbm_gib=self.instance.hbm_gib_per_core_at(self.lnc),
             headroom=self.headroom,
         )  # fmt: skip
 
@@ -1390,18 +1505,23 @@ def _serving_plan(
 
 __all__ = [
     "ACTIVATION_CHECKPOINTING",
+    "ACTIVATION_TERMS",
     "BYTES_PER_DTYPE",
     "DEFAULT_HEADROOM",
     "DEFAULT_HOST_MEMORY_HEADROOM",
+    "DEFAULT_RECOMPUTE",
     "DEFAULT_TRAINING_HEADROOM",
     "DIMENSIONS",
     "FABRIC_EFA",
     "FABRIC_INSTANCE",
     "FABRIC_ULTRASERVER",
+    "RECOMPUTE_MODULES",
+    "ActivationTerm",
     "ServingPlan",
     "TrainingMemory",
     "TrainingModel",
     "TrainingPlan",
+    "activation_bytes_per_layer",
     "host_memory_override_reason",
     "kv_cache_bytes",
     "kv_heads_per_core",

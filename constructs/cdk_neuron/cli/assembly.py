@@ -344,6 +344,7 @@ def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) 
             model=planner.TrainingModel(**plan["model"]) if plan.get("model") else None,
             zero1=bool(plan.get("zero1", True)),
             activation_checkpointing=str(plan.get("activation_checkpointing", "none")),
+            recompute=plan.get("recompute"),
         ),
         capacity=_capacity(data.get("capacity") or {}),
         engine=engine,

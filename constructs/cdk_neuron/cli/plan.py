@@ -35,6 +35,7 @@ class TrainingMemoryEstimate:
     micro_batch_size: int
     zero1: bool
     activation_checkpointing: str
+    recompute: list[str]
     weights_gib: float
     gradients_gib: float
     optimizer_gib: float
@@ -135,6 +136,7 @@ def _memory(plan: TrainingPlan) -> TrainingMemoryEstimate | None:
         micro_batch_size=model.micro_batch_size,
         zero1=plan.zero1,
         activation_checkpointing=plan.activation_checkpointing,
+        recompute=list(plan.recompute),
         weights_gib=round(memory.weights_gib, 3),
         gradients_gib=round(memory.gradients_gib, 3),
         optimizer_gib=round(memory.optimizer_gib, 3),
@@ -321,13 +323,14 @@ def _memory_line(memory: TrainingMemoryEstimate | None) -> str:
     if memory is None:
         return "not checked: the plan has no model (cdk.json: training.plan.model)"
     assumed = f"; assumed {', '.join(memory.assumed)}" if memory.assumed else ""
+    recompute = f" (recompute {', '.join(memory.recompute)})" if memory.recompute else ""
     return (
         f"{memory.total_gib:.2f} of {memory.usable_gib:.2f} GiB usable ({memory.hbm_gib:g} GiB HBM; estimated): "
         f"weights {memory.weights_gib:.2f} + gradients {memory.gradients_gib:.2f} + optimizer "
         f"{memory.optimizer_gib:.2f} + activations {memory.activations_gib:.2f}, for "
         f"{memory.model_parameters / 1e9:.1f}B parameters at sequence {memory.sequence_length:,} x micro-batch "
         f"{memory.micro_batch_size}, ZeRO-1 {'on' if memory.zero1 else 'off'}, activation checkpointing "
-        f"{memory.activation_checkpointing}{assumed}"
+        f"{memory.activation_checkpointing}{recompute}{assumed}"
     )
 
 

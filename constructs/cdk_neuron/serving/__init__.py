@@ -14,6 +14,7 @@ from cdk_neuron._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from cdk_neuron.metrics.options import MetricOptions
+    from cdk_neuron.serving.artifact_manifest import ArtifactManifest, ArtifactShape, ArtifactSource
     from cdk_neuron.serving.ec2_fleet import Ec2InferenceFleet, IEc2InferenceFleet
     from cdk_neuron.serving.engines import ContainerImage, ServingEngine
     from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from cdk_neuron.serving.timing import Ec2Startup, MeasuredStartup, SageMakerTimeouts
 
 _LAZY: dict[str, str] = {
+    "ArtifactManifest": "cdk_neuron.serving.artifact_manifest",
+    "ArtifactShape": "cdk_neuron.serving.artifact_manifest",
+    "ArtifactSource": "cdk_neuron.serving.artifact_manifest",
     "Ec2InferenceFleet": "cdk_neuron.serving.ec2_fleet",
     "IEc2InferenceFleet": "cdk_neuron.serving.ec2_fleet",
     "SageMakerInferenceFleet": "cdk_neuron.serving.sagemaker_fleet",
@@ -41,6 +45,9 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "ArtifactManifest",
+    "ArtifactShape",
+    "ArtifactSource",
     "ContainerImage",
     "Ec2InferenceFleet",
     "Ec2Startup",

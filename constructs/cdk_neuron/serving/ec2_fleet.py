@@ -35,6 +35,7 @@ from cdk_neuron.metrics.names import (
 from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.metrics.options import DEFAULT_PERIOD, MathOptions, MetricOptions, with_math_options
 from cdk_neuron.planner import ServingPlan
+from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.ec2_backend import (
     Ec2Fleet,
     build_ec2_fleet,
@@ -329,6 +330,11 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         reachable from the VPC CIDR only.
     :param hugging_face_token: secret whose string is a Hugging Face token, read at boot. Default: None.
     :param artifact_key: KMS key of the artifact bucket, granted decrypt. Default: None (SSE-S3).
+    :param artifact_manifest: the artifact's manifest (``ArtifactManifest.from_file(...)`` on a copy of
+        the ``cdk-neuron-artifact.json`` that ``cdk-neuron compile`` writes at the artifact prefix). The
+        fleet refuses, at synthesis and naming each, an artifact compiled for another batch, sequence
+        length, TP, dtype, engine or Neuron SDK than it would serve. Default: None - not checked here
+        (``cdk-neuron preflight`` reads the manifest from S3).
     :param warm_pool: keep stopped, pre-initialized instances (image pulled, artifacts synced) so
         scale-out skips boot and download (not with ``spot``); instances scale-in returns to the pool
         stop serving and complete their hook themselves (``serving/lifecycle-watch.sh``). Default: False.
@@ -419,6 +425,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         certificate: acm.ICertificate | None = None,
         hugging_face_token: secretsmanager.ISecret | None = None,
         artifact_key: kms.IKey | None = None,
+        artifact_manifest: ArtifactManifest | None = None,
         warm_pool: bool = False,
         spot: bool = False,
         kms_key: kms.IKey | None = None,
@@ -487,6 +494,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                 artifact_key=artifact_key,
                 target_concurrency=target_concurrency,
                 measured_startup=measured_startup,
+                artifact_manifest=artifact_manifest,
             )
 
             self._init_shared(shared, kms_key=kms_key, removal_policy=removal_policy)

@@ -24,9 +24,10 @@ from constructs import Construct, Node
 from cdk_neuron import _manifest
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.catalog import get_instance
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_neuron.planner import ServingPlan
-from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.artifact_manifest import ArtifactManifest
+from cdk_neuron.serving.engines import ContainerImage, ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.placement import select_availability_zones
 from cdk_neuron.serving.timing import MeasuredStartup
@@ -159,6 +160,30 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
     def _check_subnets(self, availability_zones: tuple[str, ...]) -> None:
         """Refuse a subnet selection the backend cannot use."""
 
+    def _serving_image(self, engine: ServingEngine) -> ContainerImage | None:
+        """The image this backend runs the engine in (what an artifact's SDK must match)."""
+        return engine.image
+
+    def _check_artifact_manifest(
+        self, manifest: ArtifactManifest | None, model: ModelSpec, plan: ServingPlan, engine: ServingEngine
+    ) -> None:
+        """Refuse an artifact whose manifest says it cannot be served here, naming every mismatch."""
+        if manifest is None:
+            return
+        if not isinstance(manifest, ArtifactManifest):
+            raise NeuronConfigError(
+                "artifact_manifest",
+                manifest,
+                "pass cdk_neuron.serving.ArtifactManifest.from_file(path) (the cdk-neuron-artifact.json "
+                "beside the artifact), or None",
+            )
+        found = [
+            NeuronConfigError(f"artifact_manifest.{e.field}", e.value, e.fix)
+            for e in manifest.mismatches(model, plan, engine.name, self._serving_image(engine))
+        ]
+        if found:
+            raise NeuronConfigErrors(found) if len(found) > 1 else found[0]
+
     # -- shared validation and resources -----------------------------------------------------------
 
     def _validate_shared(
@@ -176,6 +201,7 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
         artifact_key: kms.IKey | None,
         target_concurrency: float | None,
         measured_startup: MeasuredStartup | None,
+        artifact_manifest: ArtifactManifest | None = None,
     ) -> SharedProps:
         """Validate the shared props (and the backend's hooks); creates nothing."""
         if not isinstance(model, ModelSpec):
@@ -196,6 +222,7 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
         plan = model.plan(instance_type)
         self._check_plan(plan)
         self._check_engine(engine, model, plan)
+        self._check_artifact_manifest(artifact_manifest, model, plan, engine)
 
         min_capacity = whole_number("min_capacity", min_capacity, minimum=self._MIN_CAPACITY)
         max_capacity = whole_number(

@@ -26,7 +26,8 @@ from cdk_neuron.metrics.options import (
     with_math_options,
 )
 from cdk_neuron.planner import ServingPlan
-from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.artifact_manifest import ArtifactManifest
+from cdk_neuron.serving.engines import ContainerImage, ServingEngine
 from cdk_neuron.serving.fleet import (
     SAGEMAKER_IDLE_CORES_WARNING_ID,
     IInferenceFleet,
@@ -242,6 +243,11 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     :param min_availability_zones: fewest zones the model's interfaces must span. Also the floor for
         ``min_capacity``. Default: 1.
     :param artifact_key: KMS key of the artifact bucket, granted decrypt. Default: None (SSE-S3).
+    :param artifact_manifest: the artifact's manifest (``ArtifactManifest.from_file(...)`` on a copy of
+        the ``cdk-neuron-artifact.json`` that ``cdk-neuron compile`` writes at the artifact prefix). The
+        fleet refuses, at synthesis and naming each, an artifact compiled for another batch, sequence
+        length, TP, dtype, engine or Neuron SDK than it would serve. Default: None - not checked here
+        (``cdk-neuron preflight`` reads the manifest from S3).
     :param kms_key: key for the ML storage volume. Default: a new key with rotation, kept on stack
         deletion per ``removal_policy``.
     :param removal_policy: for the key this construct creates. Default:
@@ -297,6 +303,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
         availability_zone_ids: Mapping[str, str] | None = None,
         min_availability_zones: int = 1,
         artifact_key: kms.IKey | None = None,
+        artifact_manifest: ArtifactManifest | None = None,
         kms_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         target_concurrency: float | None = None,
@@ -327,6 +334,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
                 artifact_key=artifact_key,
                 target_concurrency=target_concurrency,
                 measured_startup=measured_startup,
+                artifact_manifest=artifact_manifest,
             )
 
             self._init_shared(shared, kms_key=kms_key, removal_policy=removal_policy)
@@ -379,6 +387,9 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
                 plan.instance_type,
                 f"SageMaker hosting offers ml.{', ml.'.join(sorted(SAGEMAKER_TYPES))}",
             )
+
+    def _serving_image(self, engine: ServingEngine) -> ContainerImage | None:
+        return engine.sagemaker_image  # the image SageMaker runs (TGI's differs from its EC2 image)
 
     def _check_engine(self, engine: ServingEngine, model: ModelSpec, plan: ServingPlan) -> None:
         engine.validate(model, plan)

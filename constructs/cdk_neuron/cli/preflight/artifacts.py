@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection
 from typing import Any
 
 from cdk_neuron.cli.aws import error_code
 from cdk_neuron.cli.preflight.base import Check, CheckContext, Row
+from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME, ArtifactManifest
+from cdk_neuron.serving.engines import ContainerImage
 from cdk_neuron.serving.model_spec import parse_s3_uri
 
 # What a self-contained precompiled model holds (README "Precompiled artifacts"), by the layouts the
@@ -41,9 +44,9 @@ EXPORT_FIX = (
 )
 
 
-def _artifact_keys(s3: Any, bucket: str, prefix: str) -> list[str] | None:
-    """Keys under ``prefix/``, relative to it; None when the bucket does not exist."""
-    keys: list[str] = []
+def _artifact_keys(s3: Any, bucket: str, prefix: str) -> dict[str, int] | None:
+    """Keys under ``prefix/``, relative to it, with their sizes; None when the bucket does not exist."""
+    keys: dict[str, int] = {}
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": f"{prefix}/"}
     while True:
         try:
@@ -52,13 +55,13 @@ def _artifact_keys(s3: Any, bucket: str, prefix: str) -> list[str] | None:
             if error_code(error) == "NoSuchBucket":
                 return None
             raise
-        keys.extend(o["Key"][len(prefix) + 1 :] for o in page.get("Contents", []))
+        keys.update((o["Key"][len(prefix) + 1 :], o.get("Size", 0)) for o in page.get("Contents", []))
         if not page.get("IsTruncated"):
             return keys
         kwargs["ContinuationToken"] = page["NextContinuationToken"]
 
 
-def _graph_row(ctx: CheckContext, uri: str, keys: Sequence[str]) -> Row:
+def _graph_row(ctx: CheckContext, uri: str, keys: Collection[str]) -> Row:
     graphs = sorted(k for k in keys if _GRAPH.match(k))
     traced = [k for k in graphs if k.endswith(".pt")]
     if traced and "neuron_config.json" not in keys:
@@ -83,7 +86,7 @@ def _graph_row(ctx: CheckContext, uri: str, keys: Sequence[str]) -> Row:
     )
 
 
-def _weights_row(ctx: CheckContext, uri: str, keys: Sequence[str]) -> Row:
+def _weights_row(ctx: CheckContext, uri: str, keys: Collection[str]) -> Row:
     weights = [k for k in keys if _WEIGHTS.search(k)]
     if not weights:
         return ctx.row(
@@ -119,7 +122,7 @@ def _weights_row(ctx: CheckContext, uri: str, keys: Sequence[str]) -> Row:
     return ctx.row("artifact weights", uri, "PASS", f"TP {tensor_parallel} shards in {where}")
 
 
-def _files_row(ctx: CheckContext, uri: str, keys: Sequence[str]) -> Row:
+def _files_row(ctx: CheckContext, uri: str, keys: Collection[str]) -> Row:
     missing = [name for name in ("config.json",) if name not in keys]
     if not any(name in keys for name in _TOKENIZER):
         missing.append(" or ".join(_TOKENIZER))
@@ -132,6 +135,90 @@ def _files_row(ctx: CheckContext, uri: str, keys: Sequence[str]) -> Row:
             "there; upload the export's whole output directory (optimum-cli export neuron saves both)",
         )
     return ctx.row("artifact config", uri, "PASS", "config.json and tokenizer files")
+
+
+def _served_image(ctx: CheckContext) -> ContainerImage | None:
+    """The image the fleet runs: as synthesized (read from the assembly), else the engine's."""
+    serving = ctx.env.serving
+    assert serving is not None
+    if serving.image is not None:
+        reference, _, tag = serving.image.rpartition(":")
+        registry, _, repository = reference.rpartition("/")
+        if registry and repository and tag and "/" not in tag:
+            return ContainerImage(registry, repository, tag)
+    if serving.backend == "sagemaker":
+        return serving.engine.sagemaker_image
+    return serving.engine.image
+
+
+def _manifest_rows(ctx: CheckContext, bucket: str, prefix: str, uri: str, keys: dict[str, int]) -> list[Row]:
+    """The artifact's manifest: present, valid, describing what the fleet serves, and its files intact."""
+    if MANIFEST_NAME not in keys:
+        return [
+            ctx.row(
+                "artifact manifest",
+                uri,
+                "WARN",
+                f"no {MANIFEST_NAME}: the batch, sequence length, TP, dtype, engine and Neuron SDK it was compiled "
+                "for cannot be checked until an instance fails to load it; compile it with cdk-neuron compile, "
+                "which writes the manifest",
+            )
+        ]
+    body = ctx.client("s3").get_object(Bucket=bucket, Key=f"{prefix}/{MANIFEST_NAME}")["Body"].read()
+    try:
+        manifest = ArtifactManifest.from_json(body, where=f"{uri}{MANIFEST_NAME}")
+    except NeuronConfigError as error:
+        return [ctx.row("artifact manifest", uri, "FAIL", str(error))]
+    serving = ctx.env.serving
+    assert serving is not None
+    mismatches = manifest.mismatches(serving.model, serving.plan, serving.engine.name, _served_image(ctx))
+    if mismatches:
+        return [
+            ctx.row(
+                "artifact manifest",
+                uri,
+                "FAIL",
+                "; ".join(str(e) for e in mismatches),
+            )
+        ]
+    shape = manifest.shape
+    rows = [
+        ctx.row(
+            "artifact manifest",
+            uri,
+            "PASS",
+            f"{manifest.engine} {manifest.engine_version or ''}".rstrip()
+            + f", batch {shape.batch_size} x {shape.sequence_length}, TP {shape.tensor_parallel}, {shape.dtype}, "
+            f"SDK {manifest.neuron_sdk or 'unknown'}, compiled in {manifest.compile_seconds / 60:.1f} min",
+        )
+    ]
+    changed = [
+        f.path if f.path in keys else f"{f.path} (missing)"
+        for f in manifest.files
+        if keys.get(f.path) != f.bytes
+    ]
+    if changed:
+        rows.append(
+            ctx.row(
+                "artifact files",
+                uri,
+                "FAIL",
+                f"{len(changed)} file(s) differ in size from the manifest or are missing: {', '.join(changed[:5])}"
+                + (" ..." if len(changed) > 5 else "")
+                + "; the prefix was changed after it was compiled: upload the whole export again or recompile",
+            )
+        )
+    else:
+        gib = manifest.total_bytes / 2**30
+        rows.append(
+            ctx.row(
+                "artifact files",
+                uri,
+                "PASS",
+                f"{len(manifest.files)} file(s), {gib:.1f} GiB, sizes as compiled",
+            )
+        )
+    return rows
 
 
 def check_artifacts(ctx: CheckContext) -> list[Row]:
@@ -158,12 +245,16 @@ def check_artifacts(ctx: CheckContext) -> list[Row]:
         _graph_row(ctx, location.uri, keys),
         _weights_row(ctx, location.uri, keys),
         _files_row(ctx, location.uri, keys),
+        *_manifest_rows(ctx, location.bucket, location.prefix, location.uri, keys),
     ]
 
 
 CHECK = Check(
     "artifacts",
     check_artifacts,
-    passes_when="`serving.model.artifact_uri` holds a compiled graph, weights, config and tokenizer",
-    calls=("s3:ListBucket",),
+    passes_when=(
+        "`serving.model.artifact_uri` holds a compiled graph, weights, config and tokenizer, and its "
+        "`cdk-neuron-artifact.json` describes the fleet's shape, engine and image SDK and the files present"
+    ),
+    calls=("s3:ListBucket", "s3:GetObject"),
 )

@@ -25,7 +25,7 @@ from cdk_neuron.training.capacity import Capacity
 PLACEHOLDER_ACCOUNT = "000000000000"
 """The account synthesis uses when none is configured and no credentials say one."""
 
-TrainingEngineKind = Literal["batch", "auto-scaling-group"]
+TrainingEngineKind = Literal["batch", "auto-scaling-group", "hyperpod"]
 ServingBackendKind = Literal["ec2", "sagemaker"]
 
 

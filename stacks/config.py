@@ -1444,6 +1444,7 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             engine=training.engine,
             job_image=training.job_image,
             checkpoint=training.checkpoint,
+            worker_count=training.worker_count,
             jobs=JobQueueLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
             if training.engine == "batch"
             else None,

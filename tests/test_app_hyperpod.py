@@ -98,3 +98,20 @@ def test_other_engines_refuse_hyperpod_keys_and_training_plans(tmp_path: Path) -
     text = str(raised.value)
     assert "training.worker_count=0: only the hyperpod engine takes it" in text
     assert "a SageMaker training plan serves only HyperPod" in text
+
+
+def test_cost_shows_the_standing_cluster_instead_of_scaling_to_zero(package: str) -> None:
+    from cdk_neuron.cli.cost import idle
+    from cdk_neuron.cli.pricing import PriceBook
+
+    environments = shipped_environments()
+    environments["dev"] = _hyperpod(environments["dev"], package)
+    config = load_environments({"dev": environments["dev"]})["dev"]
+    from stacks.config import deployment
+
+    lines = idle(deployment(config), PriceBook())
+    (cluster,) = [line for line in lines if line.item == "HyperPod cluster (standing)"]
+    assert cluster.quantity == "1 x controller + 0 x ml.trn1.32xlarge, always on"
+    assert cluster.usd_per_hour is None
+    assert "does not scale to zero" in cluster.basis
+    assert not any("scales to zero" in line.basis and "training" in line.item for line in lines)

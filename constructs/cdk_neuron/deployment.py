@@ -68,6 +68,8 @@ class TrainingDeployment:
     checkpoint: CheckpointSizing | None = None
     jobs: JobQueueLocation | None = None
     """Where the Batch queue and definition are published (None: ``submit`` is not available)."""
+    worker_count: int | None = None
+    """HyperPod's running workers (they bill while the cluster exists); None with the other engines."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -215,16 +215,6 @@ def test_sbatch_script_runs_the_plan_with_auto_resume(hyperpod: Scenario) -> Non
         cluster.sbatch_script("a\nb")
 
 
-def test_grant_submit_jobs_allows_run_shell_script_on_the_cluster_only(hyperpod: Scenario) -> None:
-    from aws_cdk import aws_iam as iam
-
-    user = iam.User(hyperpod.stack, "Operator")
-    hyperpod.cluster.grant_submit_jobs(user)
-    resolved = json.dumps(hyperpod.stack.resolve(user.node.find_child("DefaultPolicy").document.to_json()))
-    assert "ssm:SendCommand" in resolved and "document/AWS-RunShellScript" in resolved
-    assert "sagemaker:ListClusterNodes" in resolved
-
-
 def test_training_interfaces_and_attributes(hyperpod: Scenario) -> None:
     cluster = hyperpod.cluster
     assert cluster.grant_principal is cluster.role

@@ -84,7 +84,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
       field, so EC2 reservations and Capacity Blocks are refused.
     - **Network:** one subnet's AZ (EFA), a security group allowing all traffic to and from itself
       (HyperPod's EFA health checks need it) and HTTPS out; no public IPs (the nodes' interfaces are
-      in your private subnets), no SSH: shells and the ``cdk-neuron`` job loop use SSM.
+      in your private subnets), no SSH: shells go through SSM Session Manager.
     - **Lifecycle script** (Extended mode, ``OnInitComplete``): ``hyperpod/on-init-complete.sh`` from
       the node programs, written with its settings into a ``sagemaker-`` bucket (the prefix HyperPod's
       managed policy reads) under a content-hashed prefix, so a replaced node runs what the cluster was
@@ -374,28 +374,6 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     def grant_principal(self) -> iam.IPrincipal:
         """The execution role: the nodes, and the jobs on them, run as it."""
         return self.role
-
-    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` run the ``cdk-neuron`` job loop: SSM ``SendCommand`` with
-        ``AWS-RunShellScript`` on this cluster's nodes, reading the results, and describing the
-        cluster and its nodes to find the controller."""
-        stack = cdk.Stack.of(self)
-        document = stack.format_arn(
-            service="ssm", account="", resource="document", resource_name="AWS-RunShellScript"
-        )
-        nodes = f"arn:{stack.partition}:sagemaker:{stack.region}:{stack.account}:cluster/{self.cluster_id}"
-        grant = iam.Grant.add_to_principal(
-            grantee=grantee, actions=["ssm:SendCommand"], resource_arns=[document, nodes]
-        )
-        for actions in (
-            ["ssm:GetCommandInvocation", "ssm:ListCommandInvocations"],
-            ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
-        ):
-            resources = ["*"] if actions[0].startswith("ssm:") else [self.cluster_arn]
-            grant = grant.combine(
-                iam.Grant.add_to_principal(grantee=grantee, actions=actions, resource_arns=resources)
-            )
-        return grant
 
     def sbatch_script(self, command: str, *, job_name: str = "train") -> str:
         """An sbatch script that runs ``command`` once per node over the plan's nodes, with HyperPod's

@@ -25,7 +25,7 @@ help:
 	@echo "make diff ENV=dev    what a deploy of one environment would change (cdk diff of its stacks)"
 	@echo "make deploy ENV=dev  show what the deploy will do (cdk-neuron impact), then deploy one environment's stacks"
 	@echo "make test    set up, then ruff, mypy and pytest"
-	@echo "make bench   time whole-app synthesis against an empty-stack floor, and the test suite"
+	@echo "make bench   time whole-app synthesis against an empty-stack floor, the test suite, and the S3 download path"
 	@echo "make mutate  mutation testing of the pure core (about 12 min on 2 cores); summary in docs/mutation-testing.md"
 	@echo "make scan    synthesize, then checkov (in its own venv, .scan-venv) on every template"
 	@echo "make example build the wheel, install it in a separate venv, test the example app (part of make test)"
@@ -180,6 +180,8 @@ diagram: setup
 
 bench: setup
 	python bench/synth_bench.py
+	# The serving node's download path: single stream against parallel ranged GETs (docs/fast-start.md).
+	python bench/download_bench.py
 
 # Mutation testing of the pure core (catalog, planner, checkpoint advisor, validation, app config):
 # mutmut, a fresh-interpreter recheck of every survivor, the data tables, then the summary in

@@ -120,6 +120,7 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
         "training",
         "checkpoint",
         "serving",
+        "startup",
         "result_costs",
         "omitted",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,8 @@ from cdk_neuron import measurements
 from cdk_neuron.cli import timings
 from cdk_neuron.cli.main import main
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.serving import MeasuredStartup
-from cdk_neuron.serving.timing import EC2_BOOT_SECONDS, SAFETY, ec2_startup, sagemaker_timeouts
+from cdk_neuron.serving import MeasuredStartup, floors
+from cdk_neuron.serving.timing import SAFETY, ec2_startup, ec2_startup_model, sagemaker_timeouts
 
 SAMPLES = Path(__file__).parent / "fixtures" / "integ"
 
@@ -25,11 +26,15 @@ def test_sample_reports_round_trip() -> None:
 
 def test_ec2_report_becomes_a_measured_startup_that_the_budget_uses() -> None:
     measured = MeasuredStartup.from_report(SAMPLES / "serving_ec2.json")
-    # 652.4 s launch -> InService, less the model's assumed boot: the container's share.
-    assert measured.container_ready_seconds == 653 - EC2_BOOT_SECONDS
-    assert "serving_ec2" in measured.source and "assumed" in measured.source
+    # 652.4 s launch -> InService, less the model's estimated boot and image pull on inf2.xlarge.
+    before = math.ceil(floors.boot().estimate_seconds + floors.image_pull("inf2.xlarge").estimate_seconds)
+    assert before == 152  # 80 s boot + 71.3 s pull
+    assert measured.container_ready_seconds == 653 - before
+    assert "serving_ec2" in measured.source and "estimated 152 s" in measured.source
     budget = ec2_startup(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
-    assert budget.seconds == EC2_BOOT_SECONDS + int(SAFETY * measured.container_ready_seconds + 0.999)
+    model = ec2_startup_model(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
+    boot_and_pull = model.phase("instance boot").budget_seconds + model.phase("image pull").budget_seconds
+    assert budget.seconds == boot_and_pull + math.ceil(SAFETY * measured.container_ready_seconds)
     assert measured.source in budget.explanation
 
 
@@ -51,6 +56,9 @@ def test_training_and_failed_reports_are_refused() -> None:
 def test_compare_sets_measurements_beside_the_models() -> None:
     rows = timings.compare(measurements.load_report(SAMPLES / "serving_ec2.json"))
     assert [(r.what, r.verdict) for r in rows] == [("EC2 launch -> InService", "within budget")]
+    # Beside the budget, the floor: boot 40 s + pull 67.4 s + the 0.92 GiB load read at 1,192 MiB/s.
+    assert rows[0].floor == pytest.approx(40 + 18e9 / 267e6 + 0.92 / (1192 / 1024), abs=0.1)
+    assert rows[0].over_floor == pytest.approx(652.4 / rows[0].floor)
     rows = timings.compare(measurements.load_report(SAMPLES / "training_smoke.json"))
     assert [(r.what, r.unit, r.verdict) for r in rows] == [
         ("checkpoint write, one client", "MiB/s", "SLOWER than assumed")
@@ -61,6 +69,7 @@ def test_timings_command_prints_every_report(capsys: pytest.CaptureFixture[str])
     assert main(["timings", "-o", "text", *map(str, sorted(SAMPLES.glob("*.json")))]) == 0
     out = capsys.readouterr().out
     assert "EC2 launch -> InService\t652.4 s\t" in out and "within budget" in out
+    assert "\t108.2 s\t6.03x" in out  # floor and measured / floor
     assert "checkpoint_write_mib_per_second: " in out
     assert out.count("(passed)") + out.count("(failed)") == len(list(SAMPLES.glob("*.json")))
 
@@ -87,3 +96,59 @@ def test_malformed_reports_are_refused(change: dict[str, object], message: str) 
     data = {**json.loads((SAMPLES / "training_smoke.json").read_text()), **change}
     with pytest.raises(NeuronConfigError, match=message):
         measurements.TimingReport.from_json(data)
+
+
+def test_the_nodes_phases_line_becomes_timing_keys() -> None:
+    from integ_support.collect import node_phases
+
+    line = "cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=702"
+    assert node_phases(line) == {
+        "node_boot_seconds": 41.0,
+        "image_pull_seconds": 70.0,
+        "artifact_transfer_seconds": 12.0,
+        "boot_to_ready_seconds": 702.0,
+    }
+    # Unknown names and non-numbers are left out, never guessed.
+    assert node_phases("cdk-neuron: phases node_boot=x other=3 ready=9") == {"boot_to_ready_seconds": 9.0}
+
+
+def test_a_report_with_the_nodes_phases_measures_every_phase() -> None:
+    report = measurements.TimingReport(
+        suite="serving_ec2",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        timings={
+            "instance_launch_to_in_service_seconds": 760.0,
+            "node_boot_seconds": 41.0,
+            "image_pull_seconds": 70.0,
+            "artifact_transfer_seconds": 12.0,
+            "boot_to_ready_seconds": 702.0,
+        },
+    )
+    measured = MeasuredStartup.from_report(report)
+    # 760 - 702 = 58 s of EC2 provisioning before the kernel, + 41 s to the pull.
+    assert (measured.boot_seconds, measured.image_pull_seconds) == (99, 70)
+    assert (measured.artifact_download_seconds, measured.container_ready_seconds) == (12, 702 - 41 - 70 - 12)
+    assert "the node's phases" in measured.source
+    model = ec2_startup_model(0.92, precompiled=True, instance_type="inf2.xlarge", measured=measured)
+    assert {p.basis for p in model.phases} == {"measured"}
+    assert model.phase("instance boot").ratio == pytest.approx(99 / 40)
+
+
+def test_compare_sets_each_measured_phase_beside_its_budget_and_floor() -> None:
+    report = measurements.TimingReport(
+        suite="serving_ec2",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        model={"model_id": "m", "parameters": 494_000_000, "dtype": "bf16"},
+        timings={"instance_launch_to_in_service_seconds": 760.0, "image_pull_seconds": 200.0},
+    )
+    rows = {r.what: r for r in timings.compare(report)}
+    pull = rows["image pull"]
+    assert (pull.modelled, pull.verdict) == (107.0, "OVER budget")
+    assert pull.floor == pytest.approx(18e9 / 267e6)
+    assert "artifact transfer" not in rows  # not measured: no row, never an estimate in its place

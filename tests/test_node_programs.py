@@ -405,6 +405,9 @@ FLEET = {
     "METRICS_INTERVAL_SECONDS": 20,
     "FLEET_ID": "c8abc",
     "LOG_GROUP": "dev-Serving-FleetReplicaLogs-AbCdEf",
+    "MODEL_TMPFS_GIB": 0,
+    "S3_TARGET_BANDWIDTH": "15Gb/s",
+    "DOCKER_MAX_CONCURRENT_DOWNLOADS": 16,
     # The timings the fleet writes (cdk_neuron.timeouts), for a 1,439 s start-up budget.
     **timeouts.serving_node_settings(1439),
 }
@@ -465,7 +468,15 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
         "LABEL=cdkn-data /var/lib/cdk-neuron xfs defaults,nofail,noatime 0 2\n"
     )
     daemon = json.loads(sandbox.file("/etc/docker/daemon.json").read_text())
-    assert daemon == {"data-root": "/var/lib/cdk-neuron/docker"}
+    assert daemon == {"data-root": "/var/lib/cdk-neuron/docker", "max-concurrent-downloads": 16}
+    # The CRT transfer client, at the instance's network, for the sync only (docs/fast-start.md).
+    assert sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text() == (
+        "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 15Gb/s\n"
+    )
+    phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
+    assert [line.split("=")[0] for line in phases] == ["node_boot", "image_pull", "artifact_transfer"]
+    assert phases[0] == "node_boot=100"  # the kernel's uptime when the pull starts
+    assert sandbox.calls("mount -t tmpfs") == []  # MODEL_TMPFS_GIB=0: the data volume
     assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
 
 
@@ -812,3 +823,95 @@ def test_metrics_setup_fails_loudly_without_neuron_monitor(sandbox: Sandbox) -> 
     assert result.returncode == 1
     assert "neuron-monitor (aws-neuronx-tools) is missing" in result.stderr
     assert sandbox.calls("systemctl") == []
+
+
+def test_serving_boot_puts_the_model_in_ram_where_the_fleet_says_so(sandbox: Sandbox) -> None:
+    # MODEL_TMPFS_GIB > 0 (cdk_neuron.serving.floors.model_dir_in_ram): a tmpfs before the sync.
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145, S3_TARGET_BANDWIDTH="100Gb/s")
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    model = f"{sandbox.root}/var/lib/cdk-neuron/model"
+    mount = index_of(calls, f"mount -t tmpfs -o size=145g,mode=0755 cdk-neuron-model {model}")
+    assert mount < index_of(
+        calls, f"aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/ {model}"
+    )
+    assert "target_bandwidth = 100Gb/s" in sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text()
+
+
+def test_serving_boot_refuses_to_guess_the_fast_path_settings(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB="")
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode != 0
+    assert "setting MODEL_TMPFS_GIB is empty" in result.stderr
+    assert sandbox.calls("aws s3 sync") == []
+
+
+def test_ready_fetches_a_ram_backed_model_again_after_a_stop(sandbox: Sandbox) -> None:
+    # A warm-pool instance started again: the tmpfs is gone (mountpoint says no), so ready.sh mounts
+    # and syncs before it starts any replica.
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    sandbox.stub("curl", 'case "$*" in *target-lifecycle-state*) echo InService ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    sync = index_of(calls, "aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/")
+    assert (
+        index_of(calls, "mount -t tmpfs")
+        < sync
+        < index_of(calls, "systemctl start --no-block cdk-neuron-replica@0")
+    )
+
+
+def test_ready_leaves_a_model_on_the_data_volume_alone(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=0)
+    sandbox.stub("curl", 'case "$*" in *target-lifecycle-state*) echo InService ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("aws s3 sync") == [] and sandbox.calls("mount") == []
+
+
+def test_ready_fails_loudly_when_the_ram_backed_fetch_fails(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    sandbox.stub("curl", 'case "$*" in *target-lifecycle-state*) echo InService ;; *) exit 0 ;; esac')
+    sandbox.stub("aws", 'case "$*" in "s3 sync"*) exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode != 0
+    assert "cannot fetch s3://models/llama/ into the RAM-backed model directory" in result.stderr
+    assert sandbox.calls("systemctl start --no-block cdk-neuron-replica") == []
+
+
+def test_ready_publishes_this_boots_phases_where_the_integ_kit_reads_them(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, uptime=700)
+    sandbox.write("/etc/cdk-neuron/phases.env", "node_boot=41\nimage_pull=70\nartifact_transfer=12\n")
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    [put] = sandbox.calls("aws logs put-log-events")
+    assert '"message": "cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=700"' in put
+    # Published before the instance enters service, and only once: a later start reports its own.
+    calls = sandbox.calls()
+    assert index_of(calls, "aws logs put-log-events") < index_of(
+        calls, "aws autoscaling complete-lifecycle-action"
+    )
+    assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
+
+
+def test_ready_in_service_even_when_the_phases_cannot_be_published(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("aws", 'case "$1 $2" in "logs put-log-events") exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert "could not publish the start-up phases" in result.stderr
+    assert sandbox.calls("aws autoscaling complete-lifecycle-action")
+
+
+def test_a_warm_pool_launch_does_not_carry_its_phases_into_a_later_start(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.write("/etc/cdk-neuron/phases.env", "node_boot=41\nimage_pull=70\n")
+    sandbox.stub(
+        "curl", 'case "$*" in *target-lifecycle-state*) echo Warmed:Pending:Wait ;; *) exit 0 ;; esac'
+    )
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
+    assert sandbox.calls("aws logs put-log-events") == []

@@ -203,7 +203,9 @@ def test_launch_template_uses_the_ecs_neuron_ami_with_imdsv2_and_encrypted_volum
         "KmsKeyId": key,
         "VolumeType": "gp3",
         "VolumeSize": 110,
-        "Throughput": 500,
+        # Sized to inf2.8xlarge's 10,000 Mbps EBS bandwidth (floors.data_volume_performance).
+        "Throughput": 1192,
+        "Iops": 4768,
         "DeleteOnTermination": True,
     }
     assert "NetworkInterfaces" not in data  # no public IP, security groups only at the top level
@@ -278,13 +280,13 @@ def test_elb_health_checks_start_counting_once_the_hook_released_the_instance(bu
     # The hook holds an instance until its replicas answer, so the grace covers only the load
     # balancer confirming it (2 checks 15 s apart), not the model's start-up (cdk_neuron.timeouts).
     assert props["HealthCheckGracePeriod"] == 45 == timeouts.HEALTH_CHECK_GRACE
-    # 300 s boot + 184 s S3 sync + 955 s container (8B on inf2.8xlarge, whose 128 GiB host holds the
-    # weights twice over, so no small-host doubling; timing.py).
-    assert built.fleet.startup_timeout_seconds == 1439
+    # 120 s boot + 105 s pull + 8 s S3 sync into RAM + 955 s container (8B on inf2.8xlarge, whose 128 GiB
+    # host holds the weights in a tmpfs and twice more: no small-host doubling; timing.py, floors.py).
+    assert built.fleet.startup_timeout_seconds == 1188
     assert props["LifecycleHookSpecificationList"] == [
         {
             "DefaultResult": "ABANDON",
-            "HeartbeatTimeout": 1439,
+            "HeartbeatTimeout": 1188,
             "LifecycleHookName": "cdk-neuron-ready",
             "LifecycleTransition": "autoscaling:EC2_INSTANCE_LAUNCHING",
         }
@@ -292,7 +294,7 @@ def test_elb_health_checks_start_counting_once_the_hook_released_the_instance(bu
     assert (props["MinSize"], props["MaxSize"]) == ("2", "4")
     fleet_env = _user_data(built.template)
     # ready.sh gives up (and says why) READY_MARGIN before the heartbeat, counted from boot.
-    assert f"\nSTARTUP_DEADLINE_SECONDS={1439 - timeouts.READY_MARGIN}\n" in fleet_env
+    assert f"\nSTARTUP_DEADLINE_SECONDS={1188 - timeouts.READY_MARGIN}\n" in fleet_env
 
 
 def _refresh(group: dict[str, Any]) -> dict[str, Any]:
@@ -315,7 +317,7 @@ def test_updates_keep_the_desired_capacity_in_service_and_creation_tolerates_a_r
         "Preferences": {"MinHealthyPercentage": 100, "MaxHealthyPercentage": 110, "InstanceWarmup": 60},
     }
     # Two start-up budgets: a first instance that is abandoned is replaced within the stack's wait.
-    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT47M58S"}}
+    assert group["CreationPolicy"] == {"ResourceSignal": {"Count": 2, "Timeout": "PT39M36S"}}
 
 
 def test_a_fleet_that_scales_to_zero_still_launches_before_it_terminates(built: Built) -> None:

@@ -139,13 +139,14 @@ def test_endpoint_config_on_inf2_with_derived_timeouts(built: Built) -> None:
     assert variant["InstanceType"] == "ml.inf2.48xlarge"
     assert variant["InitialInstanceCount"] == 1
     assert variant["VolumeSizeInGB"] == 302
-    assert variant["ModelDataDownloadTimeoutInSeconds"] == 1663
+    # 60 s + 1.5 x 130.4 GiB at gp2's 250 MiB/s (a 302 GB volume; floors.sagemaker_target) = 60 + 802
+    assert variant["ModelDataDownloadTimeoutInSeconds"] == 862
     # 1.5 x (480 s + 10.5 s/GiB x 130.4 GiB): inside the 3,600 s Hugging Face gives 70B on this instance.
     assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 2774
     assert variant["InferenceAmiVersion"] == catalog.SAGEMAKER_NEURON_AMI_VERSION
     assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
     assert built.fleet.container_startup_timeout_seconds == 2774
-    assert built.fleet.model_data_download_timeout_seconds == 1663
+    assert built.fleet.model_data_download_timeout_seconds == 862
 
 
 def test_autoscaling_on_high_resolution_concurrency(built: Built) -> None:

@@ -2,7 +2,11 @@
 
 Expected seconds are worked out by hand from the published model, not from the module's constants:
 8B = 14.901 GiB, 70B = 130.385 GiB (bf16); container = 1.5 x (480 + 10.5 x GiB), x 2 on a small host;
-S3 = 1.5 x GiB x 1024 / 125; EC2 adds 300 s boot.
+EC2 (floors.py): boot 1.5 x (40 + 40) = 120 s; image pull of 6.7 GiB compressed / 16.8 GiB unpacked:
+inf2.xlarge 1.5 x (6.7055 / 1.7462 GiB/s + 18e9 / 267e6) = 1.5 x 71.26 = 107 s, inf2.48xlarge
+1.5 x (6.7055 / 9.313 + 67.416) = 1.5 x 68.14 = 103 s; S3 artifacts at min(network burst, gp3 sized to
+the instance's EBS bandwidth) or, in RAM, the network: inf2.xlarge 1.1641 GiB/s (1,192 MiB/s),
+inf2.48xlarge 11.6415 GiB/s (100 Gbps). SageMaker's gp2 volume: 128 MiB/s up to 170 GiB, else 250.
 """
 
 from __future__ import annotations
@@ -44,8 +48,8 @@ def test_8b_on_inf2_xlarge_gets_what_published_deployments_allow() -> None:
     # 1.5 x 2 (16 GiB < 2 x 14.9 GiB) x (480 + 156.46) = 1909.4
     assert timeouts.container_startup_health_check_seconds == 1910
     assert timeouts.container_startup_health_check_seconds >= 1800
-    # 60 + 1.5 x 122.07 s (14.9 GiB at 125 MiB/s) = 243.1
-    assert timeouts.model_data_download_seconds == 244
+    # 60 + 1.5 x 119.21 s (14.9 GiB at gp2's 128 MiB/s on a 49.8 GiB volume) = 238.8
+    assert timeouts.model_data_download_seconds == 239
     assert "small host: 16 GiB memory for 14.9 GiB of weights" in timeouts.explanation
 
 
@@ -59,12 +63,14 @@ def test_a_host_with_room_loads_at_the_measured_rate() -> None:
 
 def test_ec2_adds_boot_and_the_s3_sync() -> None:
     small = ec2_startup(WEIGHTS_8B, precompiled=True, instance_type="inf2.xlarge")
-    assert small.seconds == 300 + 184 + 1910
-    assert ec2_startup(WEIGHTS_8B, precompiled=False, instance_type="inf2.xlarge").seconds == 300 + 1910
+    # 14.9 GiB onto the gp3 volume at 1.1641 GiB/s: 1.5 x 12.80 s = 19.2
+    assert small.seconds == 120 + 107 + 20 + 1910
+    assert ec2_startup(WEIGHTS_8B, precompiled=False, instance_type="inf2.xlarge").seconds == 120 + 107 + 1910
     large = ec2_startup(WEIGHTS_70B, precompiled=True, instance_type="inf2.48xlarge")
-    # 1.5 x 1068.11 s of S3 = 1602.2; 1.5 x (480 + 1369.04) = 2773.6
-    assert large.seconds == 300 + 1603 + 2774
-    assert "14.9 GiB" in small.explanation and small.explanation.endswith("= 2394 s")
+    # RAM-backed (768 GiB >= 3 x 130.4 + 4): 1.5 x 130.385 / 11.6415 = 16.8; 1.5 x (480 + 1369.04) = 2773.6
+    assert large.seconds == 120 + 103 + 17 + 2774
+    assert "14.9 GiB" in small.explanation and small.explanation.endswith("= 2157 s")
+    assert "RAM-backed model directory" in large.explanation
 
 
 def test_70b_stays_under_sagemakers_cap_as_published_deployments_need() -> None:
@@ -75,7 +81,7 @@ def test_70b_stays_under_sagemakers_cap_as_published_deployments_need() -> None:
         sagemaker_timeouts(
             WEIGHTS_70B, precompiled=True, instance_type="inf2.48xlarge"
         ).model_data_download_seconds
-        == 1663
+        == 60 + 802  # 280.8 GiB gp2 volume at 250 MiB/s: 1.5 x 534.06 s
     )
     assert (
         sagemaker_timeouts(
@@ -103,7 +109,7 @@ def test_the_model_covers_every_published_data_point(point: object) -> None:
 
 def test_measured_timings_replace_the_estimates() -> None:
     ec2 = ec2_startup(WEIGHTS_8B, precompiled=True, instance_type="inf2.xlarge", measured=REPORT)
-    assert ec2.seconds == 225 + 135 + 1050  # each measurement x 1.5
+    assert ec2.seconds == 225 + 107 + 135 + 1050  # each measurement x 1.5; the image pull estimated
     assert ec2.explanation.count("staging timing report 2026-11-30") == 3
     sagemaker = sagemaker_timeouts(WEIGHTS_8B, precompiled=True, instance_type="inf2.xlarge", measured=REPORT)
     assert (sagemaker.model_data_download_seconds, sagemaker.container_startup_health_check_seconds) == (
@@ -114,7 +120,7 @@ def test_measured_timings_replace_the_estimates() -> None:
     partial = MeasuredStartup(source="load test", container_ready_seconds=1400)
     assert ec2_startup(
         WEIGHTS_8B, precompiled=True, instance_type="inf2.xlarge", measured=partial
-    ).seconds == (300 + 184 + 2100)
+    ).seconds == (120 + 107 + 20 + 2100)
 
 
 def test_explicit_timeouts_win_over_measurements() -> None:
@@ -147,13 +153,14 @@ def test_measurements_are_validated(kwargs: dict[str, object], match: str) -> No
 
 
 def test_a_model_that_cannot_start_within_a_lifecycle_hook_is_refused() -> None:
-    # 300 + 1.5 x 2457.6 + 1.5 x (480 + 3150) = 9432 s
+    # 400 GiB on inf2.48xlarge (768 GiB: a small host, no RAM-backed directory): 120 + 103 + 1.5 x 400 /
+    # 1.953 GiB/s (308) + 1.5 x 2 x (480 + 4200) (14,040) = 14,571 s
     with pytest.raises(
         NeuronConfigError,
-        match=r"parameters=300\.0: an instance would need ~9432 s .* more than the 7200 s an Auto Scaling "
+        match=r"parameters=400\.0: an instance would need ~14571 s .* more than the 7200 s an Auto Scaling "
         r"lifecycle hook can wait; quantize the model, or time a deployment",
     ):
-        ec2_startup(300.0, precompiled=True, instance_type="inf2.48xlarge")
+        ec2_startup(400.0, precompiled=True, instance_type="inf2.48xlarge")
 
 
 def test_sagemaker_timeouts_above_the_cap_are_refused_naming_the_field() -> None:

@@ -68,6 +68,33 @@ SOURCES: dict[str, Source] = {
             "(AWS Price List API, us-east-1)",
             "2026-01-19",
         ),
+        Source(
+            "EC2-NETBW",
+            'Amazon EC2 User Guide, "Amazon EC2 instance network bandwidth" '
+            "(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-network-bandwidth.html): traffic "
+            "within the Region can use the instance's full bandwidth; a single flow is limited to 5 Gbps outside "
+            'a cluster placement group; "up to" types burst above their baseline for a limited time',
+            "2026-12-02",
+        ),
+        Source(
+            "KARP-BW",
+            "aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go (baseline network "
+            "bandwidth per instance type, generated from the EC2 documentation)",
+            "2026-08-18",
+        ),
+        Source(
+            "EBS-OPT",
+            'Amazon EBS User Guide, "Amazon EBS-optimized instance types" '
+            '(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-optimized.html): instances with "up to" '
+            "EBS bandwidth reach their maximum for 30 minutes at least once every 24 hours",
+            "2026-12-02",
+        ),
+        Source(
+            "INFERENTIA2",
+            "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/inferentia2.rst @4c317ca: 32 GiB of HBM "
+            "at 820 GiB/s per Inferentia2 chip",
+            "2025",
+        ),
         Source("SKY", "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @001367d2", "2025-05"),
         Source("FMB", "aws-samples/foundation-model-benchmarking-tool pricing.yml @00ef155d", "2024-06-11"),
         Source(
@@ -1936,3 +1963,66 @@ PUBLISHED_THROUGHPUT: tuple[Throughput, ...] = (
 SAME_SIZE = 0.05
 
 __all__ += ["PUBLISHED_THROUGHPUT", "SAME_SIZE", "Throughput", "ThroughputLabel"]
+
+
+# ------------------------------------------------------------------------------------------------
+# Host I/O: what bounds how fast a serving instance can fill itself
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostIo:
+    """The published bandwidths a serving instance's start-up is bounded by.
+
+    ``network_gbps`` / ``network_burst_gbps``: the instance's baseline and burst network bandwidth
+    (MOTO's ``NetworkPerformance`` / KARP's baseline figures); traffic to S3 in the same Region may
+    use all of it (EC2-NETBW). ``ebs_baseline_mbps`` / ``ebs_burst_mbps``: EBS-optimized bandwidth
+    (MOTO ``EbsOptimizedInfo``; the burst lasts 30 minutes at least once a day, EBS-OPT).
+    ``hbm_gib_per_second``: HBM bandwidth of all the instance's chips (INFERENTIA2).
+
+    A start-up happens on a fresh (or freshly started) instance, whose credits are full, so the
+    start-up model uses the burst figures: :attr:`startup_network_gib_per_second`,
+    :attr:`startup_ebs_mib_per_second`.
+    """
+
+    instance_type: str
+    network_gbps: float
+    network_burst_gbps: float
+    ebs_baseline_mbps: int
+    ebs_burst_mbps: int
+    hbm_gib_per_second: float
+    sources: tuple[str, ...]
+
+    @property
+    def startup_network_gib_per_second(self) -> float:
+        return self.network_burst_gbps * 1e9 / 8 / 2**30
+
+    @property
+    def startup_ebs_mib_per_second(self) -> float:
+        return self.ebs_burst_mbps * 1e6 / 8 / 2**20
+
+
+_HOST_IO_SOURCES = ("MOTO", "KARP-BW", "EC2-NETBW", "EBS-OPT", "INFERENTIA2")
+_HBM_PER_INF2_CHIP_GIB_S = 820.0
+
+# inf2: network baseline 2.083 / 16.667 / 50 / 100 Gbps (KARP bandwidth table) with "Up to 15" and
+# "Up to 25 Gigabit" for the two single-chip sizes (MOTO NetworkPerformance); EBS 1,250 baseline and
+# 10,000 Mbps maximum on inf2.xlarge, 10,000 / 30,000 / 60,000 Mbps on the others (MOTO EbsInfo).
+HOST_IO: dict[str, HostIo] = {
+    h.instance_type: h
+    for h in (
+        HostIo("inf2.xlarge", 2.083, 15.0, 1_250, 10_000, 1 * _HBM_PER_INF2_CHIP_GIB_S, _HOST_IO_SOURCES),
+        HostIo("inf2.8xlarge", 16.667, 25.0, 10_000, 10_000, 1 * _HBM_PER_INF2_CHIP_GIB_S, _HOST_IO_SOURCES),
+        HostIo("inf2.24xlarge", 50.0, 50.0, 30_000, 30_000, 6 * _HBM_PER_INF2_CHIP_GIB_S, _HOST_IO_SOURCES),
+        HostIo("inf2.48xlarge", 100.0, 100.0, 60_000, 60_000, 12 * _HBM_PER_INF2_CHIP_GIB_S, _HOST_IO_SOURCES),
+    )
+}  # fmt: skip
+
+
+def host_io(instance_type: str) -> HostIo | None:
+    """The host I/O figures of ``instance_type`` (``ml.`` prefix allowed), or None where the catalog has
+    none published (every Trainium type: their serving start-up has no floor yet)."""
+    return HOST_IO.get(get_instance(instance_type).key)
+
+
+__all__ += ["HOST_IO", "HostIo", "host_io"]

@@ -49,6 +49,13 @@ TIMINGS: dict[str, str] = {
     "job_running_seconds": "Batch job: RUNNING until it stopped (DescribeJobs startedAt -> stoppedAt)",
     "instance_launch_to_in_service_seconds": "EC2 fleet: instance launch until InService, i.e. every replica "
     "healthy (DescribeScalingActivities StartTime -> EndTime of the launch)",
+    "node_boot_seconds": "EC2 serving node: kernel start until the image pull starts (the node's "
+    "'cdk-neuron: phases' line in the fleet's log group, node_boot)",
+    "image_pull_seconds": "EC2 serving node: the serving image's docker pull (the phases line, image_pull)",
+    "artifact_transfer_seconds": "EC2 serving node: the S3 artifacts onto the node (the phases line, "
+    "artifact_transfer)",
+    "boot_to_ready_seconds": "EC2 serving node: kernel start until every replica answered its health "
+    "check (the phases line, ready)",
     "endpoint_creating_to_in_service_seconds": "SageMaker: endpoint created until InService (DescribeEndpoint "
     "CreationTime -> LastModifiedTime; a new endpoint is last modified when it goes InService)",
     "scale_from_zero_first_token_seconds": "fleet at zero: first request until the first streamed token (probe)",

@@ -37,7 +37,8 @@ Kind = Literal["timeout", "keep-alive", "interval", "budget", "limit"]
 Rule = Literal["within", "outlasts"]
 
 SAFETY = 1.5
-"""Margin on budgets built from assumptions (the same factor :mod:`cdk_neuron.serving.timing` uses)."""
+"""Margin on budgets built from assumptions or measurements, stated once: the start-up budgets of
+:mod:`cdk_neuron.serving.timing` (every phase, EC2 and SageMaker) and the training peer-join wait use it."""
 
 
 @dataclass(frozen=True)

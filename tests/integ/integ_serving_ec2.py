@@ -31,6 +31,8 @@ def build(app: cdk.App, settings: Settings) -> Suite:
     group_name = fleet.auto_scaling_group.auto_scaling_group_name
     cdk.CfnOutput(stack, "AutoScalingGroupName", value=group_name)
     cdk.CfnOutput(stack, "ServingUrl", value=fleet.url)
+    # The node writes its start-up phases there (serving/lifecycle.sh, publish_phases).
+    cdk.CfnOutput(stack, "ReplicaLogGroupName", value=fleet.log_group.log_group_name)
     cdk.CfnOutput(stack, "StartupBudgetSeconds", value=str(fleet.startup_timeout_seconds))
 
     suite = integ_test(app, SUITE, stack)

@@ -1,6 +1,6 @@
 """``cdk-neuron plan``: what each environment will run, computed offline from cdk.json.
 
-Per environment: the training placement (nodes, ranks per node, TP/PP/DP, what crosses EFA,
+Per environment: the serving start-up phase by phase (estimate, budget, floor, ratio; docs/fast-start.md), the training placement (nodes, ranks per node, TP/PP/DP, what crosses EFA,
 whether TP stays inside NeuronLink), its estimated HBM per NeuronCore, the checkpoint estimate
 (size, save time), the serving sizing (instance, TP, HBM per core, headroom) and the cost of a
 result (a training run, a million generated tokens) beside the published GPU configuration.
@@ -24,6 +24,7 @@ from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.planner import TrainingPlan
+from cdk_neuron.serving import timing
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,34 @@ class ServingSizing:
 
 
 @dataclass(frozen=True)
+class StartupPhaseLine:
+    """One start-up phase: estimate (no margin), budget, floor and their ratio (None: no floor)."""
+
+    phase: str
+    estimate_seconds: float
+    budget_seconds: int
+    floor_seconds: float | None
+    ratio: float | None
+    basis: str
+    estimate_why: str
+    floor_why: str
+    controlled: bool
+
+
+@dataclass(frozen=True)
+class ServingStartup:
+    """The serving fleet's start-up, phase by phase (:func:`cdk_neuron.serving.timing.ec2_startup_model` or ``sagemaker_startup_model``)."""
+
+    backend: str
+    instance_type: str
+    phases: list[StartupPhaseLine]
+    estimate_seconds: float
+    budget_seconds: int
+    load_source: str
+    safety: float
+
+
+@dataclass(frozen=True)
 class EnvironmentPlan:
     name: str
     region: str
@@ -114,6 +143,7 @@ class EnvironmentPlan:
     training: TrainingPlacement | None
     checkpoint: CheckpointPlan | None
     serving: ServingSizing | None
+    startup: ServingStartup | None
     result_costs: result_costs.ResultCosts
     omitted: list[str]
 
@@ -224,6 +254,46 @@ def serving_section(env: Deployment) -> ServingSizing | None:
     )
 
 
+STARTUP_MODELS = {"ec2": timing.ec2_startup_model, "sagemaker": timing.sagemaker_startup_model}
+"""Each serving backend's start-up model (the backends' phases differ: SageMaker boots and pulls
+before its timeouts start)."""
+
+
+def startup_section(env: Deployment) -> ServingStartup | None:
+    serving = env.serving
+    if serving is None:
+        return None
+    plan = serving.plan
+    model = STARTUP_MODELS[serving.backend](
+        plan.weights_gib,
+        precompiled=serving.model.precompiled,
+        instance_type=plan.instance_type,
+        replicas=plan.replicas_per_instance,
+    )
+    return ServingStartup(
+        backend=serving.backend,
+        instance_type=model.instance_type,
+        phases=[
+            StartupPhaseLine(
+                phase=p.name,
+                estimate_seconds=round(p.estimate_seconds, 1),
+                budget_seconds=p.budget_seconds,
+                floor_seconds=None if p.floor_seconds is None else round(p.floor_seconds, 2),
+                ratio=None if p.ratio is None else round(p.ratio, 2),
+                basis=p.basis,
+                estimate_why=p.estimate_why,
+                floor_why=p.floor_why,
+                controlled=p.controlled,
+            )
+            for p in model.phases
+        ],
+        estimate_seconds=round(model.estimate_seconds, 1),
+        budget_seconds=model.budget_seconds,
+        load_source=model.load_source,
+        safety=timing.SAFETY,
+    )
+
+
 def omitted(env: Deployment) -> list[str]:
     """The parts the deployment does not have, each said once (``plan`` and ``cost`` print them)."""
     parts = []
@@ -249,6 +319,7 @@ def build(
                 training=training_section(env),
                 checkpoint=checkpoint_section(env),
                 serving=serving_section(env),
+                startup=startup_section(env),
                 result_costs=costs(env),
                 omitted=omitted(env),
             )
@@ -312,11 +383,44 @@ def render(result: PlanResult) -> Report:
                     ("capacity", f"{s.min_capacity}-{s.max_capacity} instances ({s.backend}, {s.engine})"),
                 ],
             )  # fmt: skip
+        if env.startup is not None:
+            _render_startup(env.name, env.startup, out)
         result_costs.render(env.name, env.result_costs, out)
         if t is not None:
             out.notes("Notes", t.notes)
         out.blank()
     return out
+
+
+def _render_startup(name: str, startup: ServingStartup, out: Report) -> None:
+    def seconds(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.0f} s" if value >= 10 else f"{value:.1f} s"
+
+    def ratio(line: StartupPhaseLine) -> str:
+        if line.ratio is None:
+            return "no floor published"
+        return f"{line.ratio:.2f}x" if line.controlled else "runtime (not ours)"
+
+    out.table(
+        f"{name}: start-up ({startup.backend}, {startup.instance_type}), launch to serving",
+        ("Phase", "Estimate", "Budget", "Floor", "Estimate / floor"),
+        [
+            *(
+                (p.phase, f"{seconds(p.estimate_seconds)} ({p.basis})", seconds(p.budget_seconds),
+                 seconds(p.floor_seconds), ratio(p))
+                for p in startup.phases
+            ),
+            ("total", seconds(startup.estimate_seconds), seconds(startup.budget_seconds), "", ""),
+        ],
+    )  # fmt: skip
+    out.notes(
+        "How each start-up figure is derived",
+        [
+            *(f"{p.phase}: estimate {p.estimate_why}; floor {p.floor_why}" for p in startup.phases),
+            f"budget = {startup.safety} x estimate (the load's budget: timing.container_ready)",
+            f"load figure: {startup.load_source}",
+        ],
+    )
 
 
 def _memory_line(memory: TrainingMemoryEstimate | None) -> str:
@@ -353,4 +457,4 @@ COMMAND = Command(
     arguments=_arguments,
 )
 
-__all__ = ["COMMAND", "PlanResult", "build", "omitted", "render"]
+__all__ = ["COMMAND", "PlanResult", "ServingStartup", "build", "omitted", "render", "startup_section"]

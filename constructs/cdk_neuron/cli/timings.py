@@ -5,7 +5,9 @@ listed with its timings and values, then set against the budget or assumption th
 for the same model and instance type:
 
 - serving start-up against the budget the fleet derives (``timing.ec2_startup`` /
-  ``timing.sagemaker_timeouts``): "within budget" or "OVER budget";
+  ``timing.sagemaker_timeouts``): "within budget" or "OVER budget", with the floor the hardware allows
+  (``timing.ec2_startup_model``, docs/fast-start.md) and the measurement's ratio to it; where the report
+  holds the node's own phases, each phase likewise;
 - checkpoint write throughput against the per-client EFS throughput the checkpoint advisor assumes
   (``checkpoint_advisor.EFS_PER_CLIENT_MIBPS_EFS_UTILS_V2``): "at least as fast" or "SLOWER".
 """
@@ -35,6 +37,13 @@ class Comparison:
     modelled: float
     unit: str
     verdict: str
+    floor: float | None = None
+    """The least the published hardware figures allow (start-up rows with a floor), else None."""
+
+    @property
+    def over_floor(self) -> float | None:
+        """Measured / floor (None without a floor)."""
+        return None if not self.floor else self.measured / self.floor
 
 
 def compare(report: TimingReport) -> list[Comparison]:
@@ -47,13 +56,28 @@ def compare(report: TimingReport) -> list[Comparison]:
         )
         ec2_key = "instance_launch_to_in_service_seconds"
         if ec2_key in report.timings:
+            precompiled = "artifact_transfer_seconds" in report.timings
+            startup = timing.ec2_startup_model(
+                plan.weights_gib,
+                precompiled=precompiled,
+                instance_type=instance,
+                replicas=plan.replicas_per_instance,
+            )
             budget = timing.ec2_startup(
                 plan.weights_gib,
-                precompiled=False,
+                precompiled=precompiled,
                 instance_type=instance,
                 replicas=plan.replicas_per_instance,
             ).seconds
-            rows.append(_against("EC2 launch -> InService", report.timings[ec2_key], budget, "s"))
+            floors = [p.floor_seconds for p in startup.phases]
+            floor = sum(f for f in floors if f is not None) if all(f is not None for f in floors) else None
+            rows.append(_against("EC2 launch -> InService", report.timings[ec2_key], budget, "s", floor))
+            for key, name in PHASES.items():
+                if key in report.timings and name in {p.name for p in startup.phases}:
+                    phase = startup.phase(name)
+                    rows.append(
+                        _against(name, report.timings[key], phase.budget_seconds, "s", phase.floor_seconds)
+                    )
         sm_key = "endpoint_creating_to_in_service_seconds"
         if sm_key in report.timings:
             budget = timing.sagemaker_timeouts(
@@ -68,9 +92,13 @@ def compare(report: TimingReport) -> list[Comparison]:
     return rows
 
 
-def _against(what: str, measured: float, budget: float, unit: str) -> Comparison:
+PHASES = {"image_pull_seconds": "image pull", "artifact_transfer_seconds": "artifact transfer"}
+"""Report keys the node measures directly, and the start-up phase each is set against."""
+
+
+def _against(what: str, measured: float, budget: float, unit: str, floor: float | None = None) -> Comparison:
     verdict = "within budget" if measured <= budget else "OVER budget"
-    return Comparison(what, measured, float(budget), unit, verdict)
+    return Comparison(what, measured, float(budget), unit, verdict, floor)
 
 
 @dataclass(frozen=True)
@@ -119,9 +147,16 @@ def render(result: TimingsResult) -> Report:
         if entry.comparisons:
             out.table(
                 "Measured against the model",
-                ("What", "Measured", "Model", "Verdict"),
+                ("What", "Measured", "Model", "Verdict", "Floor", "Measured / floor"),
                 (
-                    (c.what, f"{c.measured:.1f} {c.unit}", f"{c.modelled:.1f} {c.unit}", c.verdict)
+                    (
+                        c.what,
+                        f"{c.measured:.1f} {c.unit}",
+                        f"{c.modelled:.1f} {c.unit}",
+                        c.verdict,
+                        "-" if c.floor is None else f"{c.floor:.1f} {c.unit}",
+                        "-" if c.over_floor is None else f"{c.over_floor:.2f}x",
+                    )
                     for c in entry.comparisons
                 ),
             )

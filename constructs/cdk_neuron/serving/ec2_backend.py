@@ -32,6 +32,7 @@ from cdk_neuron.node_programs.bundle import (
     limit_user_data_size,
     node_bundle,
 )
+from cdk_neuron.serving.floors import data_volume_performance
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
@@ -49,9 +50,6 @@ FLEET_TAG = "cdk-neuron:fleet"
 """The tag that names a fleet's group: the instances' lifecycle permissions are pinned to it."""
 # Amazon Linux 2023 (the ECS-optimized Neuron AMI) boots from /dev/xvda; the data volume is DATA_DEVICE.
 ROOT_DEVICE = "/dev/xvda"
-# gp3 baseline is 125 MiB/s; 500 MiB/s (needs >= 2,000 IOPS, the baseline is 3,000) quarters the time
-# to write and read weights on instances whose EBS bandwidth allows it.
-DATA_VOLUME_THROUGHPUT_MIBPS = 500
 
 
 @dataclass(frozen=True)
@@ -317,7 +315,13 @@ def _security_groups(scope: Construct, settings: Ec2Settings) -> tuple[ec2.Secur
 
 
 def _block_devices(settings: Ec2Settings, size_gib: int) -> list[dict[str, object]]:
-    """Both mappings; the root keeps the AMI's snapshot size (no VolumeSize) but is encrypted with our key."""
+    """Both mappings; the root keeps the AMI's snapshot size (no VolumeSize) but is encrypted with our key.
+
+    The data volume's gp3 throughput and IOPS are sized to the instance's EBS bandwidth
+    (:func:`cdk_neuron.serving.floors.data_volume_performance`): 1,192 MiB/s on inf2.xlarge, 2,000 MiB/s
+    (gp3's maximum) on inf2.48xlarge.
+    """
+    performance = data_volume_performance(settings.plan.instance_type)
     return [
         {
             "DeviceName": ROOT_DEVICE,
@@ -335,7 +339,8 @@ def _block_devices(settings: Ec2Settings, size_gib: int) -> list[dict[str, objec
                 "KmsKeyId": settings.key.key_arn,
                 "VolumeType": "gp3",
                 "VolumeSize": size_gib,
-                "Throughput": DATA_VOLUME_THROUGHPUT_MIBPS,
+                "Throughput": performance.throughput_mibps,
+                "Iops": performance.iops,
                 "DeleteOnTermination": True,
             },
         },
@@ -505,7 +510,8 @@ def _launch_template(
                     encrypted=True,
                     kms_key=settings.key,
                     volume_type=ec2.EbsDeviceVolumeType.GP3,
-                    throughput=DATA_VOLUME_THROUGHPUT_MIBPS,
+                    throughput=data_volume_performance(settings.plan.instance_type).throughput_mibps,
+                    iops=data_volume_performance(settings.plan.instance_type).iops,
                     delete_on_termination=True,
                 ),
             )

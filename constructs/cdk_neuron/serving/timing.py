@@ -17,12 +17,18 @@ model comes from there, load onto the NeuronCores, warm-up)::
 A host is *small* when its memory is less than ``SMALL_HOST_MEMORY_RATIO`` (2) times the weights
 its replicas hold (inf2.xlarge: 16 GiB for ~15 GiB of an 8B model). Around it:
 
-- EC2: ``EC2_BOOT_SECONDS`` (300 s: boot, Docker, image pull; an assumption, not a published
-  measurement) + ``SAFETY`` x the S3 sync of the artifacts at ``DISK_MIB_PER_SECOND`` (125 MiB/s,
-  gp3's baseline throughput in the Amazon EBS User Guide, "General Purpose SSD volumes"; kept from
-  the previous model, not a Neuron measurement) + the container budget.
-- SageMaker: ``ModelDataDownloadTimeoutInSeconds`` = 60 s + ``SAFETY`` x the S3 download (S3
-  artifacts only); ``ContainerStartupHealthCheckTimeoutInSeconds`` = the container budget.
+- EC2: instance boot + image pull + (S3 artifacts) artifact transfer, each ``SAFETY`` x the estimate
+  of :mod:`cdk_neuron.serving.floors` (the node's fast path: CRT transfer client, a RAM-backed model
+  directory where memory allows, gp3 throughput sized to the instance), + the container budget.
+  :func:`ec2_startup_model` returns every phase with its estimate, budget, floor and ratio
+  (``cdk-neuron plan`` prints it); :func:`sagemaker_startup_model` the same for SageMaker.
+- SageMaker: ``ModelDataDownloadTimeoutInSeconds`` = 60 s + ``SAFETY`` x the S3 download onto
+  SageMaker's gp2 volume (S3 artifacts only); ``ContainerStartupHealthCheckTimeoutInSeconds`` = the
+  container budget.
+
+Before issue 25 the EC2 model assumed 300 s for boot and image pull, and the artifacts at 125 MiB/s
+(gp3's baseline) onto a volume provisioned at 500 MiB/s: 4,677 s for Llama-3-70B on inf2.48xlarge,
+1,189 s for Llama-3.2-3B on inf2.xlarge (docs/fast-start.md has the table, phase by phase).
 
 The published data points (weights = parameters x 2 bytes, in GiB)
 -----------------------------------------------------------------
@@ -78,19 +84,17 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from cdk_neuron.catalog import get_instance
+from cdk_neuron.catalog import INSTANCES, get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.measurements import TimingReport, load_report
-from cdk_neuron.timeouts import LIFECYCLE_HEARTBEAT_MAX
+from cdk_neuron.serving import floors
+from cdk_neuron.timeouts import LIFECYCLE_HEARTBEAT_MAX, SAFETY
 from cdk_neuron.validation import whole_number
 
 LOAD_FLOOR_SECONDS = 480.0
 LOAD_SECONDS_PER_GIB = 10.5
-SAFETY = 1.5
 SMALL_HOST_FACTOR = 2.0
 SMALL_HOST_MEMORY_RATIO = 2.0
-DISK_MIB_PER_SECOND = 125.0
-EC2_BOOT_SECONDS = 300
 SAGEMAKER_DOWNLOAD_START_SECONDS = 60
 
 # SageMaker ProductionVariant limits (SM-PV; cfn-lint schema for AWS::SageMaker::EndpointConfig).
@@ -145,6 +149,36 @@ def _ceil_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds))
 
 
+def _node_phases(report: TimingReport, total: int) -> MeasuredStartup | None:
+    """Every phase from the node's own phases line, where the report has it (None otherwise).
+
+    Launch -> InService less the node's kernel-start -> ready is EC2's provisioning, which the boot
+    phase holds with the node's set-up; the container's share is what ready leaves after boot, pull
+    and transfer.
+    """
+    timings = report.timings
+    if "boot_to_ready_seconds" not in timings or "node_boot_seconds" not in timings:
+        return None
+    ready, boot = timings["boot_to_ready_seconds"], timings["node_boot_seconds"]
+    pull = timings.get("image_pull_seconds", 0.0)
+    transfer = timings.get("artifact_transfer_seconds")
+    provisioning = max(0.0, total - ready)
+    return MeasuredStartup(
+        source=f"{report.label}: the node's phases, launch -> InService {total} s",
+        boot_seconds=_ceil_seconds(provisioning + boot),
+        image_pull_seconds=_ceil_seconds(pull),
+        artifact_download_seconds=None if transfer is None else _ceil_seconds(transfer),
+        container_ready_seconds=_ceil_seconds(ready - boot - pull - (transfer or 0.0)),
+    )
+
+
+def _ec2_before_container_seconds(instance_type: str) -> int:
+    """The estimated boot and image pull of an EC2 instance (unmargined), whole seconds."""
+    known = instance_type.removeprefix("ml.") in INSTANCES
+    pull = floors.image_pull(instance_type).estimate_seconds if known else 0.0
+    return math.ceil(floors.boot().estimate_seconds + pull)
+
+
 @dataclass(frozen=True)
 class MeasuredStartup:
     """Start-up phases timed on a real deployment of this model, instance type and image.
@@ -157,8 +191,9 @@ class MeasuredStartup:
 
     :param source: where the numbers come from (a timing report, a dashboard and a date): it is
         quoted in every explanation so a reviewer can trace the budget. Required.
-    :param boot_seconds: EC2 only: launch until the image is pulled (boot, Docker, image pull).
-        Default: None - estimated.
+    :param boot_seconds: EC2 only: launch until the node programs start the image pull (EC2 launch,
+        OS boot, the node's set-up). Default: None - estimated.
+    :param image_pull_seconds: EC2 only: the serving image's pull. Default: None - estimated.
     :param artifact_download_seconds: the S3 artifacts onto the instance (EC2 sync, SageMaker model
         download). Default: None - estimated.
     :param container_ready_seconds: container start until its health check answers (download from
@@ -168,6 +203,7 @@ class MeasuredStartup:
     source: str
     boot_seconds: int | None = None
     artifact_download_seconds: int | None = None
+    image_pull_seconds: int | None = None
     container_ready_seconds: int | None = None
 
     @staticmethod
@@ -177,10 +213,14 @@ class MeasuredStartup:
         - ``serving_sagemaker``: ``container_ready_seconds`` = endpoint creating -> InService. It also
           holds instance provisioning and the image pull, so the budget derived from it is on the safe
           side.
-        - ``serving_ec2`` and ``scale_from_zero``: the report observes launch -> InService as a whole;
-          ``container_ready_seconds`` is that minus the boot the EC2 model assumes
-          (:data:`EC2_BOOT_SECONDS`, not measured), so that fed back, the budget is the assumed boot
-          plus 1.5 x the rest. The source says so.
+        - ``serving_ec2`` and ``scale_from_zero`` with the node's phases (``node_boot_seconds``,
+          ``image_pull_seconds``, ``artifact_transfer_seconds``, ``boot_to_ready_seconds``): every phase
+          is measured; EC2's provisioning (launch -> InService less kernel start -> ready) counts
+          as boot.
+        - ``serving_ec2`` and ``scale_from_zero`` without them: the report observes launch -> InService as a whole;
+          ``container_ready_seconds`` is that minus the boot and image pull the EC2 model estimates
+          for the report's instance type (:mod:`cdk_neuron.serving.floors`, not measured), so that fed
+          back, the budget is those budgets plus 1.5 x the rest. The source says so.
 
         Refused (``NeuronConfigError``) for a failed run, a training report, or a report without the
         timing.
@@ -206,9 +246,14 @@ class MeasuredStartup:
             if key not in loaded.timings:
                 raise NeuronConfigError("report", loaded.label, f"has no {key}")
             total = _ceil_seconds(loaded.timings[key])
+            phases = _node_phases(loaded, total)
+            if phases is not None:
+                return phases
+            before = _ec2_before_container_seconds(loaded.instance_type or "")
             return MeasuredStartup(
-                source=f"{loaded.label}: launch -> InService {total} s less the assumed {EC2_BOOT_SECONDS} s boot",
-                container_ready_seconds=max(1, total - EC2_BOOT_SECONDS),
+                source=f"{loaded.label}: launch -> InService {total} s less the estimated {before} s boot "
+                "and image pull",
+                container_ready_seconds=max(1, total - before),
             )
         raise NeuronConfigError("report", loaded.label, "only serving reports hold a start-up")
 
@@ -217,7 +262,12 @@ class MeasuredStartup:
             raise NeuronConfigError(
                 "measured_startup.source", self.source, "say where the timings come from (report, date)"
             )
-        phases = ("boot_seconds", "artifact_download_seconds", "container_ready_seconds")
+        phases = (
+            "boot_seconds",
+            "image_pull_seconds",
+            "artifact_download_seconds",
+            "container_ready_seconds",
+        )
         for phase in phases:
             value = getattr(self, phase)
             if value is not None:
@@ -226,10 +276,6 @@ class MeasuredStartup:
             raise NeuronConfigError(
                 "measured_startup", self, f"give at least one measured phase ({', '.join(phases)})"
             )
-
-
-def _transfer_seconds(gib: float) -> float:
-    return gib * 1024 / DISK_MIB_PER_SECOND
 
 
 def _margin(seconds: float) -> int:
@@ -286,8 +332,16 @@ def container_ready(
     )
 
 
-def artifact_download(weights_gib: float, *, measured: MeasuredStartup | None = None) -> Phase:
-    """Budget to copy the S3 artifacts onto the instance (without SageMaker's fixed start)."""
+def artifact_download(
+    weights_gib: float,
+    *,
+    instance_type: str,
+    target: floors.TransferTarget | None = None,
+    replicas: int = 1,
+    measured: MeasuredStartup | None = None,
+) -> Phase:
+    """Budget to copy the S3 artifacts onto the instance (without SageMaker's fixed start); ``target``:
+    the EC2 node's (default) or SageMaker's (:func:`cdk_neuron.serving.floors.sagemaker_target`)."""
     if measured is not None and measured.artifact_download_seconds is not None:
         seconds = _margin(measured.artifact_download_seconds)
         return Phase(
@@ -295,12 +349,188 @@ def artifact_download(weights_gib: float, *, measured: MeasuredStartup | None = 
             f"S3 download {seconds} s = {SAFETY} x {measured.artifact_download_seconds} s measured "
             f"({measured.source})",
         )
-    transfer = _transfer_seconds(weights_gib)
-    seconds = _margin(transfer)
+    chosen = target or floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas)
+    figure = floors.artifact_transfer(weights_gib, instance_type=instance_type, target=chosen)
+    seconds = _margin(figure.estimate_seconds)
     return Phase(
         seconds,
-        f"S3 download {seconds} s = {SAFETY} x {transfer:.0f} s for {weights_gib:.1f} GiB at "
-        f"{DISK_MIB_PER_SECOND:.0f} MiB/s",
+        f"S3 download {seconds} s = {SAFETY} x {figure.estimate_seconds:.0f} s ({figure.estimate_why})",
+    )
+
+
+@dataclass(frozen=True)
+class StartupPhase:
+    """One phase of a start-up: the unmargined estimate, the budget, the floor and where each comes from.
+
+    :ivar basis: ``estimated`` (the fast path's model), ``measured`` (a ``MeasuredStartup``) or
+        ``published`` (the load: published Neuron load times).
+    :ivar controlled: whether cdk-neuron's own choices set this phase (boot, image pull, transfer),
+        as opposed to the Neuron runtime's load; the goal of at most 2 x the floor applies to these.
+    """
+
+    name: str
+    estimate_seconds: float
+    budget_seconds: int
+    floor_seconds: float | None
+    basis: str
+    estimate_why: str
+    floor_why: str
+    controlled: bool
+
+    @property
+    def ratio(self) -> float | None:
+        """Estimate over floor, None where no floor is published."""
+        if self.floor_seconds is None or self.floor_seconds <= 0:
+            return None
+        return self.estimate_seconds / self.floor_seconds
+
+
+@dataclass(frozen=True)
+class StartupModel:
+    """Every phase of one fleet's start-up, in order, and the published load figure it follows."""
+
+    backend: str
+    instance_type: str
+    weights_gib: float
+    phases: tuple[StartupPhase, ...]
+    load_source: str
+
+    @property
+    def estimate_seconds(self) -> float:
+        return sum(p.estimate_seconds for p in self.phases)
+
+    @property
+    def budget_seconds(self) -> int:
+        return sum(p.budget_seconds for p in self.phases)
+
+    def phase(self, name: str) -> StartupPhase:
+        for phase in self.phases:
+            if phase.name == name:
+                return phase
+        raise KeyError(f"no phase {name!r}; phases: {', '.join(p.name for p in self.phases)}")
+
+
+def nearest_published_load(weights_gib: float) -> LoadTime:
+    """The published load measurement closest in weights (what the load estimate follows there)."""
+    measured = [t for t in PUBLISHED_LOAD_TIMES if t.kind in ("measured",)]
+    return min(measured, key=lambda t: abs(t.weights_gib - weights_gib))
+
+
+def _controlled_phase(figure: floors.PhaseFloor, measured_seconds: int | None, source: str) -> StartupPhase:
+    if measured_seconds is not None:
+        return StartupPhase(
+            figure.phase, float(measured_seconds), _margin(measured_seconds), figure.floor_seconds,
+            "measured", f"{measured_seconds} s measured ({source})", figure.floor_why, True,
+        )  # fmt: skip
+    return StartupPhase(
+        figure.phase, figure.estimate_seconds, _margin(figure.estimate_seconds), figure.floor_seconds,
+        "estimated", figure.estimate_why, figure.floor_why, True,
+    )  # fmt: skip
+
+
+def _startup_model(
+    label: str,
+    weights_gib: float,
+    *,
+    node_phases: bool,
+    target: floors.TransferTarget | None,
+    instance_type: str,
+    replicas: int,
+    measured: MeasuredStartup | None,
+) -> StartupModel:
+    source = measured.source if measured is not None else ""
+    phases: list[StartupPhase] = []
+    if node_phases:
+        phases.append(
+            _controlled_phase(floors.boot(), None if measured is None else measured.boot_seconds, source)
+        )
+        phases.append(
+            _controlled_phase(
+                floors.image_pull(instance_type),
+                None if measured is None else measured.image_pull_seconds,
+                source,
+            )
+        )
+    if target is not None:
+        figure = floors.artifact_transfer(weights_gib, instance_type=instance_type, target=target)
+        phases.append(
+            _controlled_phase(
+                figure, None if measured is None else measured.artifact_download_seconds, source
+            )
+        )
+    ready = container_ready(weights_gib, instance_type=instance_type, replicas=replicas, measured=measured)
+    in_ram = target is not None and target.in_ram
+    load_floor, load_floor_why = floors.load_floor(weights_gib, instance_type=instance_type, in_ram=in_ram)
+    nearest = nearest_published_load(weights_gib)
+    if measured is not None and measured.container_ready_seconds is not None:
+        estimate, basis, why = float(measured.container_ready_seconds), "measured", f"measured ({source})"
+        load_source = f"measured: {source}"
+    else:
+        small = is_small_host(weights_gib, instance_type=instance_type, replicas=replicas)
+        estimate = load_estimate_seconds(weights_gib) * (SMALL_HOST_FACTOR if small else 1.0)
+        basis = "published"
+        why = f"{LOAD_FLOOR_SECONDS:.0f} s + {LOAD_SECONDS_PER_GIB} s/GiB x {weights_gib:.1f} GiB" + (
+            f" x {SMALL_HOST_FACTOR:g} (small host)" if small else ""
+        )
+        load_source = (
+            f"published Neuron load times (line through M1, M2, M4); nearest: {nearest.label}, "
+            f"{nearest.seconds} s for {nearest.weights_gib:.1f} GiB ({nearest.source})"
+        )
+    phases.append(
+        StartupPhase(
+            "load and warm-up", estimate, ready.seconds, load_floor, basis, why, load_floor_why, False
+        )
+    )
+    return StartupModel(label, instance_type.removeprefix("ml."), weights_gib, tuple(phases), load_source)
+
+
+def ec2_startup_model(
+    weights_gib: float,
+    *,
+    precompiled: bool,
+    instance_type: str,
+    replicas: int = 1,
+    measured: MeasuredStartup | None = None,
+) -> StartupModel:
+    """An EC2 serving instance's start-up, phase by phase: boot, image pull, artifact transfer (S3
+    artifacts only), load and warm-up; each with its estimate, budget (``SAFETY`` x estimate, the load:
+    :func:`container_ready`), floor and ratio."""
+    target = (
+        floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas)
+        if precompiled
+        else None
+    )
+    return _startup_model(
+        "ec2",
+        weights_gib,
+        node_phases=True,
+        target=target,
+        instance_type=instance_type,
+        replicas=replicas,
+        measured=measured,
+    )
+
+
+def sagemaker_startup_model(
+    weights_gib: float,
+    *,
+    precompiled: bool,
+    instance_type: str,
+    replicas: int = 1,
+    measured: MeasuredStartup | None = None,
+    volume_gib: float | None = None,
+) -> StartupModel:
+    """A SageMaker endpoint instance's start-up as its two timeouts see it: the model download (S3
+    artifacts only) and the container's load and warm-up. SageMaker provisions the instance and pulls
+    the image before either starts. ``replicas`` is the plan's (SageMaker runs one container)."""
+    return _startup_model(
+        "sagemaker",
+        weights_gib,
+        node_phases=False,
+        target=floors.sagemaker_target(weights_gib, volume_gib=volume_gib) if precompiled else None,
+        instance_type=instance_type,
+        replicas=replicas,
+        measured=measured,
     )
 
 
@@ -324,21 +554,24 @@ def ec2_startup(
 
     Used for the lifecycle-hook heartbeat, the CloudFormation signal timeout and the ELB health-check
     grace period. Artifacts from S3 are synced before the containers start; a Hub model is
-    downloaded by the container, which the container budget already covers.
+    downloaded by the container, which the container budget already covers. The phases are those of
+    :func:`ec2_startup_model`.
     """
-    if measured is not None and measured.boot_seconds is not None:
-        boot = _margin(measured.boot_seconds)
-        boot_why = f"boot and image pull {boot} s = {SAFETY} x {measured.boot_seconds} s measured ({measured.source})"
-    else:
-        boot, boot_why = EC2_BOOT_SECONDS, f"boot and image pull {EC2_BOOT_SECONDS} s (assumed)"
-    parts = [Phase(boot, boot_why)]
-    if precompiled:
-        parts.append(artifact_download(weights_gib, measured=measured))
-    parts.append(
-        container_ready(weights_gib, instance_type=instance_type, replicas=replicas, measured=measured)
+    model = ec2_startup_model(
+        weights_gib,
+        precompiled=precompiled,
+        instance_type=instance_type,
+        replicas=replicas,
+        measured=measured,
     )
-    seconds = sum(p.seconds for p in parts)
-    explanation = " + ".join(p.explanation for p in parts) + f" = {seconds} s"
+    seconds = model.budget_seconds
+    parts = [
+        f"{p.name} {p.budget_seconds} s"
+        + (f" = {SAFETY} x {p.estimate_seconds:.0f} s" if p.controlled else "")
+        + f" ({p.estimate_why})"
+        for p in model.phases
+    ]
+    explanation = " + ".join(parts) + f" = {seconds} s"
     if seconds > LIFECYCLE_HEARTBEAT_MAX_SECONDS:
         raise NeuronConfigError(
             "parameters",
@@ -391,7 +624,12 @@ def sagemaker_timeouts(
         download = _whole_seconds("model_data_download_timeout_seconds", model_data_download_seconds)
         download_why = "given"
     elif precompiled:
-        phase = artifact_download(weights_gib, measured=measured)
+        phase = artifact_download(
+            weights_gib,
+            instance_type=instance_type,
+            target=floors.sagemaker_target(weights_gib),
+            measured=measured,
+        )
         download = SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds
         download_why = f"{SAGEMAKER_DOWNLOAD_START_SECONDS} s start + {phase.explanation}"
     else:
@@ -454,7 +692,6 @@ def sagemaker_storage_gb(instance_type: str, weights_gib: float, *, given: int |
 
 
 __all__ = [
-    "DISK_MIB_PER_SECOND",
     "LOAD_FLOOR_SECONDS",
     "LOAD_SECONDS_PER_GIB",
     "PUBLISHED_LOAD_TIMES",
@@ -464,12 +701,17 @@ __all__ = [
     "MeasuredStartup",
     "Phase",
     "SageMakerTimeouts",
+    "StartupModel",
+    "StartupPhase",
     "artifact_download",
     "container_ready",
     "ec2_data_volume_gib",
     "ec2_startup",
+    "ec2_startup_model",
     "is_small_host",
     "load_estimate_seconds",
+    "nearest_published_load",
+    "sagemaker_startup_model",
     "sagemaker_storage_gb",
     "sagemaker_timeouts",
     "sagemaker_volume_gb",

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cdk_neuron import timeouts
+from cdk_neuron import catalog, timeouts
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import (
     BundleLocation,
@@ -44,6 +44,7 @@ from cdk_neuron.node_programs import (
     render_settings,
 )
 from cdk_neuron.planner import ServingPlan
+from cdk_neuron.serving import floors
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 
@@ -97,6 +98,12 @@ class BootConfig:
     startup_timeout_seconds: int
     fleet_id: str
     log_group: str
+    model_tmpfs_gib: int = 0
+    """Size of the RAM-backed model directory (tmpfs), 0: the artifacts go to the data volume
+    (:func:`cdk_neuron.serving.floors.model_dir_in_ram`)."""
+    s3_target_bandwidth: str = ""
+    """The CRT transfer client's ``target_bandwidth`` (the instance's network, e.g. ``100Gb/s``); empty:
+    the AWS CLI's own choice."""
 
 
 def replica_configs(plan: ServingPlan) -> tuple[ReplicaConfig, ...]:
@@ -131,6 +138,10 @@ def boot_config(
     model = MODEL_MOUNT if spec.precompiled else spec.served_model_name
     image = engine.image
     artifact = spec.artifact
+    in_ram = artifact is not None and floors.model_dir_in_ram(
+        plan.weights_gib, instance_type=plan.instance_type, replicas=plan.replicas_per_instance
+    )
+    host = catalog.host_io(plan.instance_type)
     return BootConfig(
         region=region,
         stack_name=stack_name,
@@ -152,6 +163,8 @@ def boot_config(
         startup_timeout_seconds=startup_timeout_seconds,
         fleet_id=fleet_id,
         log_group=log_group,
+        model_tmpfs_gib=floors.tmpfs_size_gib(plan.weights_gib) if in_ram else 0,
+        s3_target_bandwidth=f"{host.network_burst_gbps:g}Gb/s" if host is not None else "",
     )
 
 
@@ -189,6 +202,9 @@ def settings_files(cfg: BootConfig) -> dict[str, str]:
             "METRICS_INTERVAL_SECONDS": timeouts.METRICS_INTERVAL,
             "FLEET_ID": cfg.fleet_id,
             "LOG_GROUP": cfg.log_group,
+            "MODEL_TMPFS_GIB": cfg.model_tmpfs_gib,
+            "S3_TARGET_BANDWIDTH": cfg.s3_target_bandwidth,
+            "DOCKER_MAX_CONCURRENT_DOWNLOADS": floors.DOCKER_MAX_CONCURRENT_DOWNLOADS,
             **timeouts.serving_node_settings(cfg.startup_timeout_seconds),
         }
     )

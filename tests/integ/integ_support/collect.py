@@ -27,6 +27,24 @@ def _seconds(start: Any, end: Any) -> float:
     return (float(end) - float(start)) / 1000
 
 
+PHASE_KEYS = {
+    "node_boot": "node_boot_seconds",
+    "image_pull": "image_pull_seconds",
+    "artifact_transfer": "artifact_transfer_seconds",
+    "ready": "boot_to_ready_seconds",
+}
+
+
+def node_phases(line: str) -> dict[str, float]:
+    """``cdk-neuron: phases node_boot=41 image_pull=70 ready=702`` -> the report's timing keys."""
+    found: dict[str, float] = {}
+    for word in line.split("phases", 1)[-1].split():
+        name, _, value = word.partition("=")
+        if name in PHASE_KEYS and value.isdigit():
+            found[PHASE_KEYS[name]] = float(value)
+    return found
+
+
 class Collector:
     def __init__(self, suite: str, region: str, outputs: dict[str, dict[str, str]], session: Any) -> None:
         self.suite, self.region, self.outputs, self.session = suite, region, outputs, session
@@ -136,6 +154,21 @@ class Collector:
             _seconds(first["StartTime"], first["EndTime"]),
             "DescribeScalingActivities StartTime -> EndTime of the first successful launch",
         )
+        self.attempt("node phases", self.node_phases)
+
+    def node_phases(self) -> None:
+        """The first instance's start-up phases, from the line ready.sh writes to the fleet's log group."""
+        group = self.output("ReplicaLogGroupName")
+        if group is None:
+            raise LookupError("no ReplicaLogGroupName output")
+        found = self.client("logs").filter_log_events(
+            logGroupName=group, filterPattern='"cdk-neuron: phases"', limit=50
+        )
+        lines = [e["message"] for e in found.get("events", [])]
+        if not lines:
+            raise LookupError("no 'cdk-neuron: phases' line in the fleet's log group")
+        for key, value in node_phases(lines[0]).items():
+            self.record(key, value, f"fleet log group: the first instance's phases line ({key})")
 
     def endpoint(self) -> None:
         described = self.client("sagemaker").describe_endpoint(EndpointName=self.output("EndpointName"))

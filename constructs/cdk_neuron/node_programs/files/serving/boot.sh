@@ -9,7 +9,8 @@
 # 1. Format (XFS) and mount the encrypted data volume, found by its identity, at DATA_DIR; Docker
 #    keeps images there.
 # 2. Stop the ECS agent (this fleet is not an ECS cluster).
-# 3. Log in to the image's ECR registry, pull the image, sync the model artifacts from S3.
+# 3. Log in to the image's ECR registry, pull the image (16 layers at once), sync the model artifacts
+#    from S3 with the CRT transfer client, into RAM where the host's memory allows (model.sh).
 # 4. Install the systemd units from the bundle (one per replica, the host nginx in front of them,
 #    the metrics publisher, the lifecycle watch) with the timings of cdk_neuron.timeouts filled in,
 #    and start cdk-neuron-ready, which also runs at every later boot.
@@ -25,9 +26,11 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/lib/common.sh"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
+# shellcheck source=model.sh
+. "${HOME_DIR}/serving/model.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
 require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_DEVICE DATA_LABEL REPLICAS \
-    FIRST_REPLICA_PORT SERVICE_PORT
+    FIRST_REPLICA_PORT SERVICE_PORT MODEL_TMPFS_GIB DOCKER_MAX_CONCURRENT_DOWNLOADS
 EBS_MODEL='Amazon Elastic Block Store'
 trap 'fail "the boot script stopped at line ${LINENO}"' ERR
 
@@ -86,11 +89,13 @@ mount_data_volume() {
 configure_docker() {
     command -v docker >/dev/null 2>&1 || fail "docker is missing: use the ECS-optimized AL2023 Neuron AMI"
     install -d "${ROOT}/etc/docker" "${ROOT}/etc/systemd/system/docker.service.d"
-    python3 - "${ROOT}/etc/docker/daemon.json" "${DATA_DIR}/docker" <<'PY'
+    # More layers in flight than Docker's default 3 (cdk_neuron.serving.floors).
+    python3 - "${ROOT}/etc/docker/daemon.json" "${DATA_DIR}/docker" "${DOCKER_MAX_CONCURRENT_DOWNLOADS}" <<'PY'
 import json, os, sys
-path, data_root = sys.argv[1], sys.argv[2]
+path, data_root, downloads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 config = json.load(open(path)) if os.path.exists(path) else {}
 config["data-root"] = data_root
+config["max-concurrent-downloads"] = downloads
 json.dump(config, open(path, "w"), indent=2)
 PY
     # Docker starts only once the data volume is mounted.
@@ -114,13 +119,16 @@ pull_image() {
         retry 5 bash -c 'aws ecr get-login-password --region "$1" | docker login --username AWS --password-stdin "$2"' \
             _ "${ECR_REGION}" "${ECR_REGISTRY}" || fail "docker login to ${ECR_REGISTRY} failed"
     fi
+    local started
+    # The boot phase ends where the pull starts: seconds since the kernel started.
+    record_phase node_boot "$(cut -d . -f 1 "${ROOT}/proc/uptime")"
+    started=$(date +%s)
     retry 5 docker pull --quiet "${IMAGE}" || fail "cannot pull ${IMAGE}"
+    record_phase image_pull "$(($(date +%s) - started))"
 }
 
 sync_artifacts() {
-    [ -n "${ARTIFACT_URI:-}" ] || return 0
-    retry 5 aws s3 sync --only-show-errors --region "${REGION}" "${ARTIFACT_URI}" "${ROOT}${DATA_DIR}/model" ||
-        fail "cannot sync ${ARTIFACT_URI}"
+    fetch_model || fail "cannot sync ${ARTIFACT_URI}"
 }
 
 install_units() {
@@ -145,6 +153,7 @@ install_units() {
 }
 
 install -d -m 0755 "${CDK_NEURON_ETC}" "${ROOT}/etc/systemd/system"
+rm -f "${CDK_NEURON_ETC}/phases.env"
 mount_data_volume
 stop_ecs_agent
 configure_docker

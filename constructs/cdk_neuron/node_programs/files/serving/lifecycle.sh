@@ -56,11 +56,9 @@ signal_stack() {
     return 1
 }
 
-# record_failure <why>: write why this instance failed where it outlives the instance, which Auto
-# Scaling terminates once the launch is abandoned: a line in the fleet's log group (stream
-# <instance-id>/lifecycle, next to its replicas' streams) and a LaunchFailures data point (the
-# fleet alarms on them).
-record_failure() {
+# put_line <message>: one line in the fleet's log group, stream <instance-id>/lifecycle (next to its
+# replicas' streams), where it outlives the instance.
+put_line() {
     local instance stream events output
     instance=$(instance_id) || instance=unknown-instance
     stream="${instance}/lifecycle"
@@ -70,12 +68,36 @@ record_failure() {
         return 1
     fi
     events=$(python3 -c 'import json, sys, time
-print(json.dumps([{"timestamp": int(time.time() * 1000), "message": sys.argv[1]}]))' "cdk-neuron: FAILED: $1") ||
+print(json.dumps([{"timestamp": int(time.time() * 1000), "message": sys.argv[1]}]))' "$1") ||
         return 1
     aws logs put-log-events --region "${REGION}" --log-group-name "${LOG_GROUP}" --log-stream-name "${stream}" \
-        --log-events "${events}" >/dev/null || return 1
+        --log-events "${events}" >/dev/null
+}
+
+# record_failure <why>: write why this instance failed where it outlives the instance, which Auto
+# Scaling terminates once the launch is abandoned: a line in the fleet's log group and a
+# LaunchFailures data point (the fleet alarms on them).
+record_failure() {
+    put_line "cdk-neuron: FAILED: $1" || return 1
     aws cloudwatch put-metric-data --region "${REGION}" --namespace "${METRIC_NAMESPACE}" \
         --metric-name "${LAUNCH_FAILURE_METRIC}" --dimensions "Fleet=${FLEET_ID}" --unit Count --value 1
+}
+
+# publish_phases <ready-seconds>: this boot's start-up phases (phases.env) and the seconds from the
+# kernel's start to every replica healthy, as one line in the fleet's log group
+# ("cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=702"), which the integ
+# kit's timing report reads (tests/integ/integ_support/collect.py). Then phases.env is removed, so a
+# later start (the warm pool) reports only its own phases.
+publish_phases() {
+    local line="cdk-neuron: phases" name value
+    if [ -r "${CDK_NEURON_ETC}/phases.env" ]; then
+        while IFS='=' read -r name value; do
+            [ -n "${name}" ] && line+=" ${name}=${value}"
+        done <"${CDK_NEURON_ETC}/phases.env"
+    fi
+    line+=" ready=$1"
+    rm -f "${CDK_NEURON_ETC}/phases.env"
+    put_line "${line}"
 }
 
 # fail <why>: take this instance out of the launch, say why where it outlives the instance, stop.

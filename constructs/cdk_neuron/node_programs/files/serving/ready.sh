@@ -23,8 +23,10 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 . "${HOME_DIR}/lib/common.sh"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
+# shellcheck source=model.sh
+. "${HOME_DIR}/serving/model.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS
+require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS MODEL_TMPFS_GIB
 trap 'fail "cdk-neuron-ready stopped at line ${LINENO}"' ERR
 
 # Whole seconds since the kernel booted.
@@ -33,11 +35,18 @@ uptime_seconds() { cut -d . -f 1 "${ROOT}/proc/uptime"; }
 state=$(imds meta-data/autoscaling/target-lifecycle-state) || fail "cannot read the target lifecycle state"
 case "${state}" in
 Warmed:*)
+    # The pull and the sync of this boot prepared the pool; a later start reports its own phases.
+    rm -f "${CDK_NEURON_ETC}/phases.env"
     complete_lifecycle CONTINUE || fail "cannot complete the warm-pool launch"
     log "prepared for the warm pool (${state}); Auto Scaling stops the instance now"
     exit 0
     ;;
 esac
+
+# A RAM-backed model directory does not survive a stop (the warm pool): fetch it again.
+if model_needs_fetch; then
+    fetch_model || fail "cannot fetch ${ARTIFACT_URI} into the RAM-backed model directory"
+fi
 
 ports=()
 for ((index = 0; index < REPLICAS; index++)); do
@@ -55,7 +64,9 @@ for port in "${ports[@]}"; do
         sleep 10
     done
 done
-log "every replica is healthy, $(uptime_seconds) s after boot"
+ready=$(uptime_seconds)
+log "every replica is healthy, ${ready} s after boot"
+publish_phases "${ready}" || log "could not publish the start-up phases"
 systemctl start --no-block cdk-neuron-metrics.service || fail "cannot start the metrics publisher"
 systemctl start --no-block cdk-neuron-lifecycle.service || fail "cannot start the lifecycle watch"
 complete_lifecycle CONTINUE || fail "cannot complete the launch lifecycle action"

@@ -1,0 +1,284 @@
+"""How fast a serving instance could fill itself: the floor of each start-up phase we control.
+
+Plain Python (no ``aws_cdk``). For each phase a serving instance goes through before its model
+server starts - instance boot, image pull, artifact transfer - this module gives the *floor* (the
+least time the published hardware figures allow) and the *estimate* (what the node's fast path is
+expected to take), each with its derivation. :mod:`cdk_neuron.serving.timing` adds the load phase
+(published Neuron load times) and turns the estimates into budgets; ``cdk-neuron plan`` prints
+estimate, budget, floor and their ratio per phase.
+
+The fast path the estimates assume (``node_programs/files/serving/boot.sh``, ``model.sh``)
+---------------------------------------------------------------------------------------
+- **Artifacts** through the AWS CLI's CRT transfer client, its target bandwidth set to the instance's
+  network (``preferred_transfer_client = crt``, ``target_bandwidth``; "AWS CLI S3 Configuration",
+  https://docs.aws.amazon.com/cli/latest/topic/s3-config.html, read 2026-12-02). The CRT client
+  splits objects into parallel ranged GETs over many connections ("Accelerate Amazon S3 throughput
+  with the AWS Common Runtime", AWS Storage Blog,
+  https://aws.amazon.com/blogs/storage/improving-amazon-s3-throughput-for-the-aws-cli-and-boto3-with-the-aws-common-runtime/,
+  2023-11-26), which is what lifts one transfer above EC2's 5 Gbps single-flow limit (EC2-NETBW).
+  The CLI comes from the Amazon Linux 2023 repositories (``awscli-2``, with ``python3-awscrt``), in S3,
+  so the path is routed through the S3 gateway endpoint in every environment.
+- **A RAM-backed model directory** (tmpfs) where the host's memory holds one copy of the weights
+  besides what each replica's loader needs (:func:`model_dir_in_ram`): the transfer is then bounded
+  by the network only, and the load reads from memory. A stopped instance (the warm pool) loses it,
+  so ``ready.sh`` fetches it again at every start.
+- **The data volume's gp3 throughput sized to the instance** (:func:`data_volume_performance`): the
+  lesser of gp3's maximum (2,000 MiB/s) and the instance's EBS bandwidth, with the IOPS gp3 needs
+  for it (0.25 MiB/s per IOPS; both limits as aws-cdk-lib 2.275.0 validates them, and the EC2 API
+  Reference, CreateVolume, ``Throughput``: "Valid Range: 125 - 2000 MiB/s").
+- **The image**: Docker pulls up to ``DOCKER_MAX_CONCURRENT_DOWNLOADS`` layers at once (its default
+  is 3, dockerd ``--max-concurrent-downloads``); layers are applied one after another, each
+  decompressed (gzip) on one core, so the pull's floor includes that decompression. On the warm
+  pool the image is pulled before the instance is stopped, so a warm start skips the pull.
+
+Published figures (each phase cites its own)
+--------------------------------------------
+- Boot: "cut EC2 boot time from 40 seconds to 5 seconds" (Jacob Gillespie, "Making EC2 boot time 8x
+  faster", depot.dev, https://depot.dev/blog/faster-ec2-boot-time, 2024-05-23): 40 s for a standard
+  launch is the floor we take (their 5 s needs a pre-hydrated root volume on a warm instance).
+- Image size: the AWS vLLM Neuron DLCs "are huge! 18+GB" (vllm-project/vllm issue #4838, comment of
+  2025-11-12) - the size ``docker images`` reports, i.e. unpacked. Compressed layers are taken as
+  unpacked / ``IMAGE_COMPRESSION_RATIO`` (an assumption until measured).
+- zlib decompresses at 267 MB/s on one core (level 6; inikep/lzbench README @00484c45, its
+  benchmark table).
+- Network, EBS and HBM bandwidths: :data:`cdk_neuron.catalog.HOST_IO`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from cdk_neuron import catalog
+
+GIB = 2**30
+MIB = 2**20
+
+BOOT_FLOOR_SECONDS = 40.0
+"""A standard EC2 launch until the OS runs user data (depot.dev, 2024-05-23; see the module docstring)."""
+NODE_SETUP_SECONDS = 40.0
+"""Assumed until measured: the node programs' own set-up before the pull (the AWS CLI from the Amazon
+Linux repositories, the bundle, formatting the data volume, restarting Docker)."""
+
+IMAGE_UNPACKED_GIB = 18e9 / GIB
+"""The serving image as ``docker images`` reports it (vllm-project/vllm #4838, 2025-11-12): 16.8 GiB."""
+IMAGE_COMPRESSION_RATIO = 2.5
+"""Assumed: gzip'd layers are 1/2.5 of their unpacked size (Python wheels and shared libraries)."""
+ZLIB_DECOMPRESS_BYTES_PER_SECOND = 267e6
+"""One core, zlib level 6 (inikep/lzbench README @00484c45)."""
+SINGLE_FLOW_GBPS = 5.0
+"""EC2's single-flow limit outside a cluster placement group (catalog source EC2-NETBW)."""
+DOCKER_MAX_CONCURRENT_DOWNLOADS = 16
+"""``max-concurrent-downloads`` boot.sh writes into Docker's daemon.json (Docker's default: 3)."""
+
+GP3_BASELINE_MIBPS = 125
+GP3_MAX_MIBPS = 2000
+GP3_BASELINE_IOPS = 3000
+GP3_MIBPS_PER_IOPS = 0.25
+DEFAULT_DATA_VOLUME_MIBPS = 500
+"""Where the catalog publishes no EBS bandwidth for the instance type: the previous fixed setting."""
+GP2_SMALL_MIBPS = 128
+GP2_LARGE_MIBPS = 250
+GP2_LARGE_FROM_GIB = 170
+"""SageMaker's ML storage volume is gp2 ("Currently only Amazon EBS gp2 storage volumes are
+supported", ProductionVariant ``VolumeSizeInGB``): 128 MiB/s up to 170 GiB, up to 250 MiB/s above
+("General Purpose SSD volumes", Amazon EBS User Guide,
+https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html, read 2026-12-02)."""
+RAM_RESERVE_GIB = 4.0
+"""Memory a RAM-backed model directory leaves to the OS, Docker, nginx and the agents."""
+
+
+@dataclass(frozen=True)
+class PhaseFloor:
+    """One phase: the estimate (unmargined), the floor, and why, or None where nothing is published."""
+
+    phase: str
+    estimate_seconds: float
+    floor_seconds: float | None
+    estimate_why: str
+    floor_why: str
+
+    @property
+    def ratio(self) -> float | None:
+        """Estimate over floor (1.0 = at the hardware's limit), None without a floor."""
+        if self.floor_seconds is None or self.floor_seconds <= 0:
+            return None
+        return self.estimate_seconds / self.floor_seconds
+
+
+@dataclass(frozen=True)
+class DataVolumePerformance:
+    """gp3 throughput (MiB/s) and IOPS for an EC2 serving instance's data volume, and why."""
+
+    throughput_mibps: int
+    iops: int
+    why: str
+
+
+def data_volume_performance(instance_type: str) -> DataVolumePerformance:
+    """The lesser of gp3's maximum and the instance's EBS bandwidth, with the IOPS gp3 needs for it."""
+    host = catalog.host_io(instance_type)
+    if host is None:
+        throughput = DEFAULT_DATA_VOLUME_MIBPS
+        why = f"{throughput} MiB/s: the catalog publishes no EBS bandwidth for {instance_type}"
+    else:
+        ebs = int(host.startup_ebs_mib_per_second)
+        throughput = max(GP3_BASELINE_MIBPS, min(GP3_MAX_MIBPS, ebs))
+        why = (
+            f"{throughput} MiB/s = min(gp3 maximum {GP3_MAX_MIBPS}, {instance_type} EBS bandwidth "
+            f"{host.ebs_burst_mbps:,} Mbps = {ebs:,} MiB/s)"
+        )
+    iops = max(GP3_BASELINE_IOPS, math.ceil(throughput / GP3_MIBPS_PER_IOPS))
+    return DataVolumePerformance(
+        throughput, iops, f"{why}, {iops:,} IOPS (gp3: {GP3_MIBPS_PER_IOPS} MiB/s per IOPS)"
+    )
+
+
+def model_dir_in_ram(weights_gib: float, *, instance_type: str, replicas: int = 1) -> bool:
+    """Whether the host holds the weights in a tmpfs and still has, for every replica, twice the
+    weights for its loader (the small-host rule of :mod:`cdk_neuron.serving.timing`) plus a reserve.
+
+    Only for instance types whose host I/O is published (the fast path is modelled there only).
+    """
+    if catalog.host_io(instance_type) is None:
+        return False
+    memory = catalog.get_instance(instance_type).memory_gib
+    return memory >= weights_gib * (1 + 2 * replicas) + RAM_RESERVE_GIB
+
+
+def tmpfs_size_gib(weights_gib: float) -> int:
+    """The RAM-backed model directory's size: the weights, 10 % and 1 GiB for the config and tokenizer."""
+    return math.ceil(weights_gib * 1.1 + 1)
+
+
+def boot() -> PhaseFloor:
+    estimate = BOOT_FLOOR_SECONDS + NODE_SETUP_SECONDS
+    return PhaseFloor(
+        "instance boot",
+        estimate,
+        BOOT_FLOOR_SECONDS,
+        f"{BOOT_FLOOR_SECONDS:.0f} s EC2 launch + {NODE_SETUP_SECONDS:.0f} s node set-up (assumed)",
+        f"{BOOT_FLOOR_SECONDS:.0f} s: a standard EC2 launch (depot.dev, 2024-05-23)",
+    )
+
+
+def image_pull(instance_type: str) -> PhaseFloor:
+    """Docker's pull of the serving image onto the data volume (EC2)."""
+    host = catalog.host_io(instance_type)
+    unpacked = IMAGE_UNPACKED_GIB
+    compressed = unpacked / IMAGE_COMPRESSION_RATIO
+    extract = unpacked * GIB / ZLIB_DECOMPRESS_BYTES_PER_SECOND
+    if host is None:
+        return PhaseFloor(
+            "image pull",
+            extract + compressed * GIB / (SINGLE_FLOW_GBPS * 1e9 / 8),
+            None,
+            f"{compressed:.1f} GiB over one 5 Gbps flow, then {unpacked:.1f} GiB decompressed on one core",
+            f"no published network or EBS bandwidth for {instance_type}",
+        )
+    network = host.startup_network_gib_per_second
+    streams = min(network, DOCKER_MAX_CONCURRENT_DOWNLOADS * SINGLE_FLOW_GBPS * 1e9 / 8 / GIB)
+    disk = data_volume_performance(instance_type).throughput_mibps * MIB / GIB
+    download, download_floor = compressed / streams, compressed / network
+    write = unpacked / disk
+    estimate = download + max(extract, write)
+    floor = max(download_floor, write, extract)
+    return PhaseFloor(
+        "image pull",
+        estimate,
+        floor,
+        f"{compressed:.1f} GiB in {DOCKER_MAX_CONCURRENT_DOWNLOADS} parallel layer downloads at "
+        f"{streams:.2f} GiB/s ({download:.0f} s), then {unpacked:.1f} GiB applied layer by layer "
+        f"({max(extract, write):.0f} s)",
+        f"max(download {download_floor:.0f} s at {network:.2f} GiB/s, write {write:.0f} s at {disk:.2f} GiB/s, "
+        f"gzip on one core {extract:.0f} s at {ZLIB_DECOMPRESS_BYTES_PER_SECOND / 1e6:.0f} MB/s)",
+    )
+
+
+@dataclass(frozen=True)
+class TransferTarget:
+    """Where the S3 artifacts go and who copies them: the node's CRT sync into RAM or onto its gp3
+    data volume (:func:`node_target`), or SageMaker's download onto its gp2 volume
+    (:func:`sagemaker_target`). ``mibps`` None: memory, bounded by the network only."""
+
+    destination: str
+    mibps: int | None
+    client: str
+    in_ram: bool = False
+
+
+def node_target(weights_gib: float, *, instance_type: str, replicas: int = 1) -> TransferTarget:
+    """The EC2 node's sync: into RAM where :func:`model_dir_in_ram`, else onto the sized gp3 volume."""
+    host = catalog.host_io(instance_type)
+    client = f"CRT client at the instance's {host.network_burst_gbps:g} Gbps" if host else "CRT client"
+    if model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas):
+        return TransferTarget("a RAM-backed model directory", None, client, in_ram=True)
+    mibps = data_volume_performance(instance_type).throughput_mibps
+    return TransferTarget(f"the gp3 data volume ({mibps} MiB/s)", mibps, client)
+
+
+def sagemaker_target(weights_gib: float, *, volume_gib: float | None = None) -> TransferTarget:
+    """SageMaker's model download onto its gp2 ML storage volume (two copies of the weights + 20 GiB
+    unless ``volume_gib`` is given, as :func:`cdk_neuron.serving.timing.sagemaker_volume_gb` sizes it)."""
+    size = volume_gib if volume_gib is not None else 2 * weights_gib + 20
+    mibps = GP2_LARGE_MIBPS if size > GP2_LARGE_FROM_GIB else GP2_SMALL_MIBPS
+    return TransferTarget(f"SageMaker's gp2 volume ({mibps} MiB/s)", mibps, "SageMaker's download")
+
+
+def artifact_transfer(weights_gib: float, *, instance_type: str, target: TransferTarget) -> PhaseFloor:
+    """The S3 artifacts onto the instance, at the lesser of the network and the target's write rate."""
+    host = catalog.host_io(instance_type)
+    disk = target.mibps * MIB / GIB if target.mibps is not None else None
+    if host is None:
+        rate = disk if disk is not None else GP3_BASELINE_MIBPS * MIB / GIB
+        return PhaseFloor(
+            "artifact transfer",
+            weights_gib / rate,
+            None,
+            f"{weights_gib:.1f} GiB onto {target.destination}",
+            f"no published network bandwidth for {instance_type}",
+        )
+    network = host.startup_network_gib_per_second
+    rate = min(network, disk) if disk is not None else network
+    seconds = weights_gib / rate
+    bound = "the network" if disk is None or network <= disk else "the volume"
+    return PhaseFloor(
+        "artifact transfer",
+        seconds,
+        seconds,
+        f"{weights_gib:.1f} GiB at {rate:.2f} GiB/s onto {target.destination}, {target.client}",
+        f"{weights_gib:.1f} GiB / {rate:.2f} GiB/s ({bound})",
+    )
+
+
+def load_floor(weights_gib: float, *, instance_type: str, in_ram: bool) -> tuple[float | None, str]:
+    """The least time to read the weights and write them to HBM: from the volume (EBS bandwidth) or
+    memory, into all chips' HBM at their bandwidth. Far below the published load times, which are
+    the runtime's own work (allocation, graph loading, warm-up)."""
+    host = catalog.host_io(instance_type)
+    if host is None:
+        return None, f"no published HBM or EBS bandwidth for {instance_type}"
+    hbm = weights_gib / host.hbm_gib_per_second
+    if in_ram:
+        return hbm, f"{weights_gib:.1f} GiB into HBM at {host.hbm_gib_per_second:,.0f} GiB/s (weights in RAM)"
+    disk = data_volume_performance(instance_type).throughput_mibps * MIB / GIB
+    read = weights_gib / disk
+    return max(hbm, read), f"{weights_gib:.1f} GiB read from the data volume at {disk:.2f} GiB/s"
+
+
+__all__ = [
+    "BOOT_FLOOR_SECONDS",
+    "DOCKER_MAX_CONCURRENT_DOWNLOADS",
+    "DataVolumePerformance",
+    "PhaseFloor",
+    "TransferTarget",
+    "artifact_transfer",
+    "boot",
+    "data_volume_performance",
+    "image_pull",
+    "load_floor",
+    "model_dir_in_ram",
+    "node_target",
+    "sagemaker_target",
+    "tmpfs_size_gib",
+]

@@ -103,7 +103,8 @@ test: lint typecheck unit example
 # --- the published package, used from another app -----------------------------------------------
 # The wheel is rebuilt only when library sources change; the example venv is created only when its
 # requirement files change, and then only the wheel is reinstalled.
-VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+# cdk_neuron.__version__, the one version source (pyproject.toml reads it too).
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' constructs/cdk_neuron/__init__.py)
 WHEEL := dist/cdk_neuron-$(VERSION)-py3-none-any.whl
 LIB_SOURCES := $(shell find constructs/cdk_neuron -type f -not -path '*/__pycache__/*') pyproject.toml README.md LICENSE
 EXAMPLE := examples/reserved-trn1n-sagemaker

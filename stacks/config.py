@@ -119,9 +119,9 @@ from cdk_neuron.validation import (
     CERTIFICATE_ARN,
     EMAIL,
     IMAGE_URI,
-    REGION,
     SECRET,
     ecr_region,
+    known_region,
     pinned_image,
 )
 
@@ -434,14 +434,17 @@ def _planner_fields(prefix: str, mapping: Mapping[str, str]) -> Iterator[None]:
 # --------------------------------------------------------------------------------------------
 
 
-def _az_ids(env: _Section, region: str) -> tuple[str, ...]:
+def _az_ids(env: _Section, region: str | None) -> tuple[str, ...]:
+    """``az_ids``; with the region refused (None), only each ID's shape and the duplicates are checked."""
     raw = env.get("az_ids", list)
     path = env.field("az_ids")
     if not raw:
         raise NeuronConfigError(path, raw, "give at least one AZ ID, e.g. use1-az6")
     # AZ IDs carry a region code (use1-az6 -> use1); the catalog knows the codes of its regions.
     known_prefixes = {
-        az.split("-az")[0] for regions in catalog.OFFERINGS.values() for az in regions.get(region, ())
+        az.split("-az")[0]
+        for regions in catalog.OFFERINGS.values()
+        for az in (regions.get(region, ()) if region is not None else ())
     }
     found = ErrorCollector()
     for index, az_id in enumerate(raw):
@@ -456,7 +459,7 @@ def _az_ids(env: _Section, region: str) -> tuple[str, ...]:
             )
             continue
         home = catalog.region_of_az_id(az_id)
-        if home is not None and home != region:
+        if home is not None and region is not None and home != region:
             found.add(NeuronConfigError(item, az_id, f"is an AZ ID of {home}, not of region {region}"))
         elif known_prefixes and az_id.split("-az")[0] not in known_prefixes:
             found.add(
@@ -521,7 +524,9 @@ def _flow_log_retention(section: _Section) -> int:
     return retention
 
 
-def _network(env: _Section, az_count: int) -> NetworkConfig:
+def _network(env: _Section, az_count: int | None) -> NetworkConfig:
+    """The ``network`` section; without a usable az_ids (``az_count`` None) the NAT count is not
+    compared with the AZs, and every other key is still read."""
     found = _Collector()
     section = found.section(
         env,
@@ -532,7 +537,7 @@ def _network(env: _Section, az_count: int) -> NetworkConfig:
     assert section is not None
     network = found.run(lambda: _cidr(section))
     nat = found.run(lambda: section.positive_int("nat_gateways", NetworkConfig.nat_gateways, minimum=0))
-    if nat is not None and nat > az_count:
+    if nat is not None and az_count is not None and nat > az_count:
         found.add(
             NeuronConfigError(
                 section.field("nat_gateways"),
@@ -615,7 +620,7 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> Capacity:
     return capacity
 
 
-def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
+def _job_image(training: _Section, region: str | None, network: NetworkConfig | None) -> str:
     image = training.get("job_image", str)
     path = training.field("job_image")
     pinned_image(path, image)
@@ -624,7 +629,12 @@ def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
         raise NeuronConfigError(
             path, image, "must be registry/repository:tag or registry/repository@sha256:<digest>"
         )
-    if not network.has_internet_egress and ecr_region(match["registry"]) != region:
+    if (
+        region is not None
+        and network is not None
+        and not network.has_internet_egress
+        and ecr_region(match["registry"]) != region
+    ):
         raise NeuronConfigError(
             path,
             image,
@@ -635,10 +645,14 @@ def _job_image(training: _Section, region: str, network: NetworkConfig) -> str:
     return image
 
 
-def _training_instance(section: _Section, region: str, az_ids: tuple[str, ...]) -> catalog.NeuronInstance:
+def _training_instance(
+    section: _Section, region: str | None, az_ids: tuple[str, ...] | None
+) -> catalog.NeuronInstance:
     instance_type = section.get("instance_type", str)
     with _planner_fields(section.path, {}):
         instance = catalog.get_training_instance(instance_type)
+    if region is None or az_ids is None:  # refused on their own keys: the offering is not checked
+        return instance
     if catalog.offering_status(instance.name, az_ids[0]) == "not-offered":
         offered = catalog.offered_az_ids(instance.name, region)
         raise NeuronConfigError(
@@ -717,7 +731,11 @@ def _checkpoint(found: _Collector, section: _Section, max_nodes: int | None) -> 
     return CheckpointSizing(model_parameters=model_parameters, writers=writers)
 
 
-def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> TrainingConfig:
+def _training(
+    env: _Section, region: str | None, az_ids: tuple[str, ...] | None, network: NetworkConfig | None
+) -> TrainingConfig:
+    """The ``training`` section. With region, az_ids or network refused (None), every key is still
+    read and only the checks that need them (offerings, the image's route) are skipped."""
     keys = (
         "instance_type",
         "max_nodes",
@@ -763,7 +781,7 @@ def _training(env: _Section, region: str, az_ids: tuple[str, ...], network: Netw
     worker_count: int | None = None
     efs_utils_package: str | None = None
     if engine == "hyperpod":
-        if instance is not None:
+        if instance is not None and region is not None:
             found.run(lambda: _hyperpod_instance(section, instance.name, region))
         if capacity is not None and capacity.kind not in ("on-demand", "training-plan"):
             found.add(
@@ -1017,11 +1035,11 @@ def _serving_instance_type(section: _Section) -> str | None:
         return catalog.get_inference_instance(instance_type).name
 
 
-def _certificate(section: _Section, region: str) -> str | None:
+def _certificate(section: _Section, region: str | None) -> str | None:
     certificate = section.matching("certificate_arn", CERTIFICATE_ARN, "an ACM certificate ARN", None)
     if certificate is not None:
         cert_region = CERTIFICATE_ARN.match(certificate)[1]  # type: ignore[index]
-        if cert_region != region:
+        if region is not None and cert_region != region:
             raise NeuronConfigError(
                 section.field("certificate_arn"),
                 certificate,
@@ -1030,7 +1048,10 @@ def _certificate(section: _Section, region: str) -> str | None:
     return certificate
 
 
-def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: NetworkConfig) -> ServingConfig:
+def _serving(
+    env: _Section, region: str | None, az_ids: tuple[str, ...] | None, network: NetworkConfig | None
+) -> ServingConfig:
+    """The ``serving`` section; region, az_ids and network as :func:`_training` reads them."""
     found = _Collector()
     section = found.section(env, "serving", _SERVING_KEYS, required=True)
     if section is None:
@@ -1092,7 +1113,7 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
                 return model.plan(instance_type)
 
         plan = found.run(planned)
-    if plan is not None:
+    if plan is not None and az_ids is not None and region is not None:
         not_offered = [
             az for az in az_ids if catalog.offering_status(plan.instance_type, az) == "not-offered"
         ]
@@ -1106,9 +1127,11 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
                 )
             )
     engine = _ENGINES[engine_name]() if engine_name is not None else None
-    if backend == "ec2" and engine is not None and not network.has_internet_egress:
+    if backend == "ec2" and engine is not None and region is not None and network is not None:
         image = engine.image
-        if not image.is_private_ecr or image.ecr_region(region) != region:
+        if not network.has_internet_egress and (
+            not image.is_private_ecr or image.ecr_region(region) != region
+        ):
             found.add(
                 NeuronConfigError(
                     section.field("engine"),
@@ -1121,6 +1144,7 @@ def _serving(env: _Section, region: str, az_ids: tuple[str, ...], network: Netwo
         backend == "ec2"
         and model is not None
         and model.artifact_uri is None
+        and network is not None
         and not network.has_internet_egress
     ):
         found.add(
@@ -1166,6 +1190,16 @@ def _removal_policy(env: _Section, name: str) -> RemovalPolicy:
     return removal
 
 
+def _monitoring(found: _Collector, env: _Section) -> MonitoringConfig | None:
+    """The ``monitoring`` section: an unknown key and a bad value are reported together."""
+    section = found.section(env, "monitoring", ("alarm_email",))
+    if section is None:
+        return None
+    before = len(found.errors)
+    email = found.run(lambda: section.matching("alarm_email", EMAIL, "an email address", None))
+    return MonitoringConfig(alarm_email=email) if len(found.errors) == before else None
+
+
 def _environment(name: object, raw: object) -> EnvironmentConfig:
     if not isinstance(name, str) or not _ENV_NAME.match(name):
         raise NeuronConfigError(
@@ -1186,29 +1220,24 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         "monitoring",
         "ami_release",
     )
-    env = _Section(f"environments.{name}", raw, keys)
     found = _Collector()
+    # The environment's own unknown keys are kept beside every other mistake (rough edge 5).
+    env = _Section(f"environments.{name}", raw, keys, found=found)
     account = found.run(lambda: env.matching("account", ACCOUNT, "a 12-digit AWS account id, or null", None))
-    region = found.run(lambda: env.matching("region", REGION, "an AWS Region name such as us-east-1"))
-    az_ids = found.run(lambda: _az_ids(env, region)) if region is not None else None
+    region = found.run(lambda: known_region(env.field("region"), env.get("region", str)))
+    az_ids = found.run(lambda: _az_ids(env, region))
     removal = found.run(lambda: _removal_policy(env, name))
     ami_release = found.run(
         lambda: ami.check_release(env.field("ami_release"), env.get("ami_release", str, ami.RELEASE))
     )
-    network = found.run(lambda: _network(env, len(az_ids))) if az_ids is not None else None
-    monitoring = found.run(
-        lambda: MonitoringConfig(
-            alarm_email=env.section("monitoring", ("alarm_email",)).matching(
-                "alarm_email", EMAIL, "an email address", None
-            )
-        )
-    )
+    network = found.run(lambda: _network(env, len(az_ids) if az_ids is not None else None))
+    monitoring = _monitoring(found, env)
     tags = found.run(lambda: _tags(env))
     storage = found.run(lambda: _storage(env))
-    training = serving = None
-    if region is not None and az_ids is not None and network is not None:
-        training = found.run(lambda: _training(env, region, az_ids, network))
-        serving = found.run(lambda: _serving(env, region, az_ids, network))
+    # A refused region, az_ids or network skips only the checks that need it (offerings, routes):
+    # training's and serving's own mistakes are still reported in the same run (review of issue 26).
+    training = found.run(lambda: _training(env, region, az_ids, network))
+    serving = found.run(lambda: _serving(env, region, az_ids, network))
     found.raise_if_any()
     assert region and az_ids and removal and network and monitoring and tags is not None and storage
     assert ami_release is not None

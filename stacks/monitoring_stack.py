@@ -43,6 +43,9 @@ class MonitoringStack(PinnedAzStack):
             checkpoints=training.checkpoints,
             alarm_email=config.monitoring.alarm_email,
             removal_policy=removal_policy_of(config),
+            # The names this app has deployed since alarms were named: keeping them keeps every
+            # alarm and the dashboard in place (a new name would replace each one).
+            alarm_name_prefix=f"cdk-neuron-{config.name}",
         )
         cdk.CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         cdk.CfnOutput(self, "DashboardName", value=self.monitoring.dashboard.dashboard_name)

@@ -133,3 +133,12 @@ def test_a_bad_diff_folder_is_named_as_diff(tmp_path: Path, capsys: pytest.Captu
         err.startswith(f"cdk-neuron: --diff='{tmp_path / 'missing'}': holds no manifest.json")
         and "--app" not in err
     )
+
+
+def test_two_bad_diff_folders_are_both_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_manifest(tmp_path / "empty", {})  # an assembly without a cdk-neuron workload
+    assert main(["cost", "--diff", str(tmp_path / "missing"), str(tmp_path / "empty")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith(f"cdk-neuron: --diff='{tmp_path / 'missing'}': holds no manifest.json")
+    assert lines[1].startswith(f"--diff='{tmp_path / 'empty'}': records no cdk-neuron training cluster")
+    assert len(lines) == 2

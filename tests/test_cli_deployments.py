@@ -69,5 +69,5 @@ def test_a_loader_in_the_app_folder_is_found(tmp_path: Path) -> None:
     (tmp_path / "my_loader_ok.py").write_text(module)
     loaded = deployments.load(path)
     assert [d.name for d in deployments.select(loaded, None)] == ["only"]
-    with pytest.raises(NeuronConfigError, match=r"env='other': unknown environment; defined: only"):
+    with pytest.raises(NeuronConfigError, match=r"^--env='other': unknown environment; defined: only"):
         deployments.select(loaded, "other")

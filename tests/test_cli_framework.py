@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from cdk_neuron.cli.context import Context, SourceOptions
 from cdk_neuron.cli.main import _parser, main
 from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result, key
 from cdk_neuron.cli.status import ExitStatus
+from tools.tomlcompat import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = str(REPO / "cdk.json")
@@ -83,9 +84,23 @@ def test_exit_statuses_keep_their_documented_values() -> None:
         "INTERRUPTED": 130,
         "BROKEN_PIPE": 141,
     }
+    # No alias: __members__ would list it, iteration would not (and @unique refuses one at import).
+    assert list(ExitStatus.__members__) == [s.name for s in ExitStatus]
     guide = (REPO / "docs" / "cli.md").read_text()
     for status in ExitStatus:
         assert f"\n| {int(status)} | " in guide, f"docs/cli.md's exit code table lacks {int(status)}"
+
+
+def test_the_readme_names_every_exit_status_and_who_takes_env() -> None:
+    readme = (REPO / "README.md").read_text()
+    for status in ExitStatus:
+        assert f"**{int(status)}**" in readme, f"README's exit codes lack {int(status)}"
+    # Not every command takes --env (timings reads report files, completion takes no options).
+    parser = _parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    without = {n for n, p in subcommands.items() if not any("--env" in a.option_strings for a in p._actions)}
+    assert without == {"timings", "completion"}
+    assert "Every command takes `--env" not in readme
 
 
 def test_main_returns_an_exit_status() -> None:
@@ -104,7 +119,7 @@ def test_results_and_errors_go_to_the_contexts_streams(capsys: pytest.CaptureFix
     assert main(["plan", "--config", CONFIG, "--env", "dev", "-o", "json"], context=context) == 0
     assert json.loads(out.getvalue())["command"] == "plan"
     assert main(["plan", "--config", CONFIG, "--env", "nope"], context=context) == ExitStatus.USAGE
-    assert err.getvalue().startswith("cdk-neuron: env='nope': unknown environment")
+    assert err.getvalue().startswith("cdk-neuron: --env='nope': unknown environment")
     assert capsys.readouterr() == ("", "")  # nothing went to the process's own streams
 
 
@@ -150,6 +165,13 @@ class _Probe(Result):
     maybe: int | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
+def test_show_refuses_anything_but_a_result() -> None:
+    ctx = Context(stdout=io.StringIO())
+    for mode in ("json", "text"):
+        with pytest.raises(TypeError, match=r"takes a cdk_neuron.cli.result.Result, not dict"):
+            replace(ctx, output=mode).show({"plan": 1}, None)  # type: ignore[type-var]
+
+
 def test_to_json_is_the_fields_in_order_inside_the_shared_envelope() -> None:
     doc = _Probe(inner=[_Inner(1, "a")]).to_json()
     assert list(doc) == ["command", "schema_version", "inner"]
@@ -157,19 +179,30 @@ def test_to_json_is_the_fields_in_order_inside_the_shared_envelope() -> None:
     assert _Probe(inner=[], maybe=0).to_json()["maybe"] == 0
 
 
+# completion prints a shell script for the shell to source: it has no result document.
+_NO_RESULT = {"completion"}
+
+
 def test_every_command_result_is_a_typed_result() -> None:
-    """No command returns a plain dict: each module's run shows a Result subclass."""
+    """No command returns a plain dict: every command in the table (found from the table, so a new
+    one is checked too) has its run's module define a Result subclass and show it."""
     import inspect
 
-    from cdk_neuron.cli import cost, jobs, plan, preflight, submit, timings
-
-    results = {
-        cls.command
-        for module in (cost, jobs, plan, preflight, submit, timings)
-        for _, cls in inspect.getmembers(module, inspect.isclass)
-        if issubclass(cls, Result) and cls is not Result
-    }
+    modules = {c.name: sys.modules[c.run.__module__] for c in commands.TABLE if c.name not in _NO_RESULT}
+    assert {"ami", "impact", "plan", "submit"} <= set(modules)  # the table, not a hand list
+    results = set()
+    for name, module in modules.items():
+        own = {
+            cls.command
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+            if issubclass(cls, Result) and cls is not Result
+        }
+        assert own, f"{name}: {module.__name__} defines no Result"
+        assert "ctx.show(" in inspect.getsource(module), f"{name}: {module.__name__} never calls ctx.show"
+        results |= own
     assert results == {
+        "ami",
+        "impact",
         "plan",
         "cost",
         "cost-diff",
@@ -199,11 +232,14 @@ def test_a_closed_pipe_ends_quietly_with_141() -> None:
     assert status is ExitStatus.BROKEN_PIPE and err.getvalue() == ""
 
 
-def test_a_closed_pipe_prints_no_traceback_through_the_console_script() -> None:
-    """``cdk-neuron plan -o json | head -1``: the reader is gone before the first write."""
+@pytest.mark.parametrize("output", ["table", "json", "text"])
+def test_a_closed_pipe_prints_no_traceback_through_the_console_script(output: str) -> None:
+    """``cdk-neuron plan | head -1``: the reader is gone before the first write. In every output
+    mode, the table's too: rich's own broken-pipe handler exits 1 (FAILED) unless the CLI's
+    console hands the error to main."""
     script = Path(sys.executable).with_name("cdk-neuron")
     process = subprocess.Popen(
-        [str(script), "plan", "--config", CONFIG, "-o", "json"],
+        [str(script), "plan", "--config", CONFIG, "-o", output],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -224,7 +260,7 @@ def test_table_output_without_rich_says_how_to_install_it(monkeypatch: pytest.Mo
     assert main(["plan", "--config", CONFIG], context=Context(stdout=io.StringIO(), stderr=err)) == 2
     assert err.getvalue() == (
         "cdk-neuron: the table output needs the Python package rich, which is not installed: "
-        "pip install 'cdk-neuron[cli]' (or use --output json or --output text)\n"
+        "pip install 'rich>=13' 'shtab>=1.7' (or use --output json or --output text)\n"
     )
     out = io.StringIO()
     assert main(["plan", "--config", CONFIG, "-o", "text"], context=Context(stdout=out)) == 0
@@ -236,7 +272,19 @@ def test_completion_without_shtab_says_how_to_install_it(monkeypatch: pytest.Mon
     err = io.StringIO()
     assert main(["completion", "bash"], context=Context(stderr=err)) == 2
     assert "cdk-neuron completion needs the Python package shtab" in err.getvalue()
-    assert "pip install 'cdk-neuron[cli]'" in err.getvalue()
+    assert "pip install 'rich>=13' 'shtab>=1.7'" in err.getvalue()
+
+
+def test_the_install_hint_names_the_extras_packages_never_an_unpublished_name() -> None:
+    """cdk-neuron is not on PyPI: ``pip install 'cdk-neuron[cli]'`` would resolve the name there
+    (dependency confusion). The hint installs the extra's own packages, from pyproject.toml."""
+    from cdk_neuron.cli import extras
+
+    with (REPO / "pyproject.toml").open("rb") as f:
+        declared = tomllib.load(f)["project"]["optional-dependencies"]["cli"]
+    assert extras.extra_requirements() == tuple(declared) == extras._FALLBACK
+    assert extras.install_command() == "pip install 'rich>=13' 'shtab>=1.7'"
+    assert "cdk-neuron[" not in extras.install_command()
 
 
 def test_the_guides_recipe_for_a_command_runs(monkeypatch: pytest.MonkeyPatch) -> None:

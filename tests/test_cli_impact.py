@@ -120,6 +120,21 @@ def test_usage_errors_say_how_to_run_it(args: list[str], message: str) -> None:
     assert message in err
 
 
+def test_bad_assembly_folders_are_named_as_given_and_all_reported(tmp_path: Path) -> None:
+    """Rough edge 6 in impact: OLD and NEW are positional, so an error names them, never --app; and
+    two bad folders are both reported in one run."""
+    missing, other = tmp_path / "missing", tmp_path / "other"
+    other.mkdir()
+    status, _, err = _run(["impact", str(missing), str(other)])
+    assert status == ExitStatus.USAGE
+    assert err.splitlines() == [
+        f"cdk-neuron: OLD='{missing}': holds no manifest.json: give the cloud assembly folder cdk synth "
+        "writes (cdk.out)",
+        f"NEW='{other}': holds no manifest.json: give the cloud assembly folder cdk synth writes (cdk.out)",
+    ]
+    assert "--app" not in err
+
+
 def _cloudformation(
     templates: dict[str, Any], overrides: dict[str, dict[str, Any]] | None = None
 ) -> tuple[Any, Stubber]:

@@ -464,6 +464,27 @@ def test_submit_needs_the_batch_engine_and_one_environment(
     assert "training.engine='auto-scaling-group'" in capsys.readouterr().err
 
 
+def test_submit_reports_argument_and_environment_mistakes_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The checks that need only the arguments run before the environment is chosen: without --env
+    (two environments), an unpinned image, a bad name and a bad --env-var are all reported at once."""
+    path = tmp_path / "cdk.json"
+    envs = {"dev": environment(), "research": environment()}
+    path.write_text(
+        json.dumps({"context": {"cdk-neuron:deployments": "stacks.config:deployments", "environments": envs}})
+    )
+    argv = ["submit", "--config", str(path), "--image", "foo:latest", "--name", "bad name"]
+    assert main([*argv, "--env-var", "NOVALUE", "--", "echo"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.removeprefix("cdk-neuron: ").split("=")[0] for line in lines] == [
+        "--env-var",
+        "--name",
+        "--image",
+        "--env",
+    ], lines
+
+
 def test_submit_defaults_to_the_planned_node_count_and_says_how_to_follow_the_job(
     deployed: dict[str, Any], config: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -201,8 +201,8 @@ def test_invalid_config_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["plan", "--env", "nope"], "env='nope'"),
-        (["cost", "--env", "nope"], "env='nope'"),
+        (["plan", "--env", "nope"], "--env='nope'"),
+        (["cost", "--env", "nope"], "--env='nope'"),
     ],
 )
 def test_unknown_environment_exit_2(

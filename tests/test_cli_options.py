@@ -67,6 +67,9 @@ def test_region_prices_an_environment_somewhere_else(capsys: pytest.CaptureFixtu
     assert summary["region"] == "eu-west-1" and "NAT instances" in summary["other_region_lines"]
     assert main(["cost", "--config", CONFIG, "--region", "Mars-1"]) == 2
     assert "--region='Mars-1'" in capsys.readouterr().err
+    # The shape of a Region is not enough: it must exist, as cdk.json's region must.
+    assert main(["cost", "--config", CONFIG, "--region", "eu-west-9"]) == 2
+    assert "--region='eu-west-9': no such AWS Region; did you mean eu-west-1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "tcsh"])

@@ -1428,3 +1428,18 @@ def test_an_undeclared_call_is_caught(tmp_path: Path) -> None:
     sneaky = preflight.Check("sneaky", sneaky_run, passes_when="", calls=())
     envs = list(deployments.load(write_config(tmp_path, dev=environment())).values())
     assert used_by(sneaky, envs, factory()) - set(sneaky.calls) == {"sts:GetCallerIdentity"}
+
+
+def test_every_check_module_is_registered() -> None:
+    """A module of cli/preflight/ with a CHECK that CHECKS leaves out never runs, and its docs row is
+    simply missing: each one must be in CHECKS, once."""
+    import importlib
+    import pkgutil
+
+    modules = [
+        importlib.import_module(f"{preflight.__name__}.{i.name}")
+        for i in pkgutil.iter_modules(preflight.__path__)
+    ]
+    declared = {m.__name__: m.CHECK for m in modules if hasattr(m, "CHECK")}
+    registered = [name for check in preflight.CHECKS for name, own in declared.items() if own is check]
+    assert sorted(registered) == sorted(declared) and len(preflight.CHECKS) == len(declared)

@@ -1224,6 +1224,22 @@ TWO_MISTAKES = [
      ["storage.backup_retention_days=0", "storage.one_zone='yes'"]),
     ("az_ids", {"az_ids": ["us-east-1a", "nope"]},
      ["az_ids[0]='us-east-1a'", "az_ids[1]='nope'"]),
+    # The environment's own keys: an unknown key no longer hides the other mistakes.
+    ("environment", {"trainig": {}, "removal_policy": "keep"},
+     ["trainig={}: unknown key; did you mean 'training'?", "removal_policy='keep'"]),
+    ("environment and sections", {"servng": {}, "training.max_nodes": 0, "serving.max_capacity": "x"},
+     ["servng={}: unknown key; did you mean 'serving'?", "training.max_nodes=0", "serving.max_capacity='x'"]),
+    # A refused az_ids or region skips only the offering checks: training and serving are still read.
+    ("az_ids and sections", {"az_ids": ["use1-az6", "use1-az6"], "training.max_nodes": 0,
+                             "serving.max_capacity": "x"},
+     ["az_ids=['use1-az6', 'use1-az6']: lists an AZ ID twice", "training.max_nodes=0",
+      "serving.max_capacity='x'"]),
+    ("region, az_ids and sections", {"region": "us-east-9", "az_ids": ["use1-az6", "use1-az6"],
+                                     "training.instance_type": "trn9.2xlarge", "serving.min_capacity": -1},
+     ["region='us-east-9': no such AWS Region; did you mean us-east-1", "az_ids=['use1-az6', 'use1-az6']",
+      "training.instance_type='trn9.2xlarge'", "serving.min_capacity=-1"]),
+    ("monitoring", {"monitoring.alarm_email": "not-an-email", "monitoring.bogus": 1},
+     ["monitoring.bogus=1: unknown key", "monitoring.alarm_email='not-an-email'"]),
 ]  # fmt: skip
 
 

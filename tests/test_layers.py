@@ -1,7 +1,10 @@
 """Layers point one way: no import cycle and no import back up, in the library and in the app.
 
 Every import counts, wherever it stands: at module level, inside a function, under
-``TYPE_CHECKING``, or as ``importlib.import_module("...")`` with a literal name. A file imports the
+``TYPE_CHECKING``, or as ``importlib.import_module("...")`` with a literal name. A name built at run
+time (``import_module(f"{__name__}.{module_name}")``, as deploy_rules/__init__.py loads its rule
+modules) is invisible here: harmless while it points down into the importer's own package (one
+room), and the place to look first if a cycle ever slips past this test. A file imports the
 module it names (``from cdk_neuron.storage import CheckpointStore`` imports the ``storage`` package's
 ``__init__``; ``from cdk_neuron import validation`` imports ``validation.py``).
 
@@ -28,8 +31,9 @@ import pytest
 from cdk_support import REPO_ROOT
 
 SOURCE_ROOTS = {"cdk_neuron": REPO_ROOT / "constructs" / "cdk_neuron", "stacks": REPO_ROOT / "stacks"}
-# Programs that run on instances or in a Lambda function: shipped as files, never imported.
-NOT_IMPORTED = ("cdk_neuron/node_programs/files/", "cdk_neuron/training/efa_mirror/")
+# Programs that run on instances: shipped as files, never imported. (The Lambda handlers in
+# custom_resources/ are plain modules that import nothing of ours: they stay in the graph.)
+NOT_IMPORTED = ("cdk_neuron/node_programs/files/",)
 
 
 def module_files() -> dict[str, Path]:
@@ -153,10 +157,34 @@ def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def _describe(graph: Mapping[str, set[str]], component: list[str]) -> str:
+def shortest_cycle(graph: Mapping[str, set[str]], component: list[str]) -> list[str]:
+    """The shortest loop inside ``component`` (breadth first from each member), first node repeated
+    last: one bad import shows as the few edges to remove, not the whole component."""
     members = set(component)
-    edges = [f"{a} -> {b}" for a in component for b in sorted(graph.get(a, ())) if b in members]
-    return "; ".join(edges)
+    best: list[str] = []
+    for start in component:
+        parents: dict[str, str] = {}
+        queue = [start]
+        while queue:
+            node = queue.pop(0)
+            successors = sorted(s for s in graph.get(node, ()) if s in members)
+            if start in successors:
+                path = [node]
+                while path[-1] != start:
+                    path.append(parents[path[-1]])
+                loop = [*reversed(path), start]
+                if not best or len(loop) < len(best):
+                    best = loop
+                break
+            for successor in successors:
+                if successor not in parents and successor != start:
+                    parents[successor] = node
+                    queue.append(successor)
+    return best
+
+
+def _describe(graph: Mapping[str, set[str]], component: list[str]) -> str:
+    return f"{len(component)} modules, shortest loop: " + " -> ".join(shortest_cycle(graph, component))
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +266,7 @@ def test_the_cycle_finder_finds_loops_and_only_loops() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert cycles(graph) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
-    assert _describe(graph, ["a", "b", "c"]) == "a -> b; b -> c; c -> a"
+    assert _describe(graph, ["a", "b", "c"]) == "3 modules, shortest loop: a -> b -> c -> a"
 
 
 def test_rooms_are_packages_and_top_level_modules() -> None:
@@ -246,3 +274,18 @@ def test_rooms_are_packages_and_top_level_modules() -> None:
     assert room("cdk_neuron.serving.engines.tgi", packages) == "cdk_neuron.serving"
     assert room("cdk_neuron.catalog", packages) == "cdk_neuron.catalog"
     assert room("stacks.config", packages) == "stacks"
+
+
+def test_every_excluded_folder_exists() -> None:
+    """An exclusion naming nothing hides nothing today, and would silently hide a future folder."""
+    for prefix in NOT_IMPORTED:
+        package, _, rest = prefix.partition("/")
+        assert (SOURCE_ROOTS[package] / rest).is_dir(), prefix
+
+
+def test_a_failure_names_the_shortest_loop() -> None:
+    # a -> b -> c -> a, plus a shortcut c -> b: the loop to report is b -> c -> b.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "b"}}
+    (component,) = cycles(graph)
+    assert shortest_cycle(graph, component) == ["b", "c", "b"]
+    assert _describe(graph, component) == "3 modules, shortest loop: b -> c -> b"

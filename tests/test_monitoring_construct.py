@@ -138,6 +138,7 @@ def dev() -> Iterator[Env]:
         cluster=cluster,
         fleet=fleet,
         thresholds=MonitoringThresholds(serving_p99_latency_seconds=2.5),
+        alarm_name_prefix="cdk-neuron-dev",
     )
     yield Env(
         app,
@@ -214,8 +215,11 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_ok(prod: Env, dev: Env) -> 
             assert props["TreatMissingData"] == "notBreaching", name
             assert props["DatapointsToAlarm"] == props["EvaluationPeriods"], name
             assert props["AlarmDescription"].startswith(env.monitoring.environment), name
-            # Rough edge 9: a page names the alarm, not a generated id.
-            assert props["AlarmName"] == f"cdk-neuron-{env.monitoring.environment}-{name}", name
+            # Rough edge 9: a page names the alarm, not a generated id; prod's prefix is its stack's
+            # name (the default), dev's is given.
+            prefix = {"prod": "Prod", "dev": "cdk-neuron-dev"}[env.monitoring.environment]
+            assert env.monitoring.alarm_name_prefix == prefix
+            assert props["AlarmName"] == f"{prefix}-{name}", name
 
 
 @pytest.mark.parametrize("name", sorted(NEURON_ALARMS))
@@ -574,7 +578,51 @@ def test_one_dashboard_per_environment(prod: Env, dev: Env) -> None:
         env.monitoring.environment: env.props(env.monitoring.dashboard)["DashboardName"]
         for env in (prod, dev)
     }
-    assert names == {"prod": "cdk-neuron-prod", "dev": "cdk-neuron-dev"}
+    assert names == {"prod": "Prod", "dev": "cdk-neuron-dev"}
+
+
+def _alarm_and_dashboard_names(template: dict[str, Any]) -> set[str]:
+    return {
+        r["Properties"].get("AlarmName") or r["Properties"]["DashboardName"]
+        for r in template["Resources"].values()
+        if r["Type"] in ("AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard")
+    }
+
+
+def test_two_stacks_of_one_environment_share_no_alarm_or_dashboard_name() -> None:
+    """PutMetricAlarm replaces an alarm of the same name: two stacks monitoring the same environment
+    in one account and Region (the README's example beside this app's dev) must not share one."""
+    app = make_app()
+    stacks = []
+    for stack_name in ("TeamA", "TeamB"):
+        stack = PinnedStack(app, stack_name, region="us-east-1")
+        cluster = BatchTrainingCluster(
+            stack,
+            "Cluster",
+            vpc=network(stack),
+            instance_type="trn1.32xlarge",
+            max_nodes=2,
+            vpc_subnets=first_zone(stack),
+            job_image=PUBLIC_IMAGE,
+            node_metrics=NodeMetrics(environment="dev"),
+        )
+        NeuronMonitoring(stack, "Monitoring", environment="dev", cluster=cluster)
+        stacks.append(stack)
+    names = [_alarm_and_dashboard_names(t) for t in _templates(*stacks).values()]
+    assert names[0] and names[1] and not names[0] & names[1]
+    assert "TeamA-TrainingCoresIdle" in names[0] and "TeamA" in names[0]
+
+
+def test_two_monitorings_in_one_stack_need_their_own_prefixes(prod: Env) -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^alarm_name_prefix=None: Prod/Monitoring already names its alarms Prod-\*; .*own alarm_name_prefix$",
+    ):
+        NeuronMonitoring(prod.workloads, "Second", environment="prod", cluster=prod.cluster)
+    with pytest.raises(NeuronConfigError, match=r"^alarm_name_prefix='Prod': Prod/Monitoring already"):
+        NeuronMonitoring(
+            prod.workloads, "Third", environment="prod", cluster=prod.cluster, alarm_name_prefix="Prod"
+        )
 
 
 @pytest.mark.parametrize(
@@ -617,6 +665,9 @@ def test_dev_dashboard_shows_the_sagemaker_endpoint_and_no_batch(dev: Env) -> No
         ({"thresholds": {"idle_percent": 3}}, "thresholds", "MonitoringThresholds"),
         ({"cluster": "my-cluster"}, "cluster", "TrainingCluster"),
         ({"checkpoints": "fs-123"}, "checkpoints", "CheckpointStore"),
+        ({"alarm_name_prefix": "my alarms"}, "alarm_name_prefix", "letters, digits, '-' and '_'"),
+        ({"alarm_name_prefix": ""}, "alarm_name_prefix", "1 to 200 characters"),
+        ({"alarm_name_prefix": "x" * 201}, "alarm_name_prefix", "1 to 200 characters"),
         ({"environment": "staging"}, "cluster.node_metrics", "prod/CdkNeuron.*watches 'staging'"),
         ({"namespace": "Other", "cluster": None}, "fleet.node_metrics", "namespace 'CdkNeuron'.*'Other'"),
         (

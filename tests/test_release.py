@@ -11,6 +11,7 @@ import yaml
 
 from cdk_support import REPO_ROOT
 from tools import release_check
+from tools.tomlcompat import tomllib
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
 
@@ -46,7 +47,8 @@ def test_the_build_job_tests_then_checks_before_uploading(workflow: dict[str, An
 
 
 def fake_release(root: Path, *, version: str = "0.2.0", section: str = "## [0.2.0] - 2026-12-01") -> Path:
-    (root / "pyproject.toml").write_text(f'[project]\nname = "cdk-neuron"\nversion = "{version}"\n')
+    (root / release_check.INIT).parent.mkdir(parents=True)
+    (root / release_check.INIT).write_text(f'"""cdk-neuron."""\n\n__version__ = "{version}"\n')
     (root / "CHANGELOG.md").write_text(f"# Changelog\n\n## [Unreleased]\n\n{section}\n\n- things\n")
     dist = root / "dist"
     dist.mkdir()
@@ -63,7 +65,7 @@ def test_a_consistent_release_passes(tmp_path: Path) -> None:
 
 def test_a_tag_that_is_not_the_version_is_refused(tmp_path: Path) -> None:
     (problem,) = release_check.problems("v0.2.1", fake_release(tmp_path), tmp_path)
-    assert problem.startswith("tag 'v0.2.1': pyproject.toml says 0.2.0")
+    assert problem.startswith("tag 'v0.2.1': cdk_neuron.__version__ is 0.2.0")
 
 
 def test_a_release_without_its_changelog_section_is_refused(tmp_path: Path) -> None:
@@ -95,7 +97,7 @@ def test_main_prints_one_line_per_problem_and_fails(
     dist = fake_release(tmp_path, version="0.2")
     assert release_check.main(["--tag", "v0.2", str(dist), "--root", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == "release: pyproject.toml version '0.2': not a release number; set major.minor.patch"
+    assert err[0] == "release: cdk_neuron.__version__ '0.2': not a release number; set major.minor.patch"
 
 
 # -- Rough edge 12: between releases main carries a development version ---------------------------
@@ -112,6 +114,10 @@ def test_main_carries_a_development_version_that_every_pin_agrees_with() -> None
     released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - ", (REPO_ROOT / "CHANGELOG.md").read_text(), re.M)
     assert version.rsplit(".dev", 1)[0] not in released
     assert cdk_neuron.__version__ == version
+    # One source: pyproject.toml names no version of its own, it reads cdk_neuron.__version__.
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "cdk_neuron.__version__"}
     example = (REPO_ROOT / "examples" / "reserved-trn1n-sagemaker" / "requirements.txt").read_text()
     assert f"\ncdk-neuron=={version}\n" in example
 
@@ -120,6 +126,6 @@ def test_a_development_version_is_never_tagged(tmp_path: Path) -> None:
     dist = fake_release(tmp_path, version="0.2.0.dev0")
     found = release_check.problems("v0.2.0.dev0", dist, tmp_path)
     assert found[0] == (
-        "pyproject.toml version '0.2.0.dev0': a development version; set the release number (0.2.0) in "
-        "pyproject.toml and cdk_neuron.__version__ before tagging"
+        "cdk_neuron.__version__ '0.2.0.dev0': a development version; set the release number (0.2.0) in "
+        "constructs/cdk_neuron/__init__.py before tagging"
     )

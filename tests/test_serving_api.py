@@ -519,13 +519,24 @@ def test_monitoring_watches_an_imported_fleet() -> None:
     assert {"Serving5xxRate", "ServingP99Latency", "ServingUnhealthyHosts", "ServingCoresIdle"} <= set(
         monitoring.alarms
     )
-    body = json.dumps(template_of(stack))
-    assert TG_FULL_NAME in body and LB_FULL_NAME in body
     endpoint = SageMakerInferenceFleet.from_sagemaker_inference_fleet_attributes(
         stack, "Endpoint", endpoint_name="llama"
     )
-    watched = NeuronMonitoring(stack, "EndpointMonitoring", environment="prod", fleet=endpoint)
+    # A second NeuronMonitoring in the stack names its own alarms (the same names would replace the
+    # first one's alarms in CloudWatch).
+    watched = NeuronMonitoring(
+        stack, "EndpointMonitoring", environment="prod", fleet=endpoint, alarm_name_prefix="Watcher-llama"
+    )
     assert set(watched.alarms) == {"Serving5xxRate", "ServingP99Latency"}
+    template = template_of(stack)
+    body = json.dumps(template)
+    assert TG_FULL_NAME in body and LB_FULL_NAME in body
+    names = [
+        r["Properties"]["AlarmName"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Alarm"
+    ]
+    assert len(names) == len(set(names)) and "Watcher-llama-Serving5xxRate" in names
 
 
 # ---------------------------------------------------------------------------------------------

@@ -195,6 +195,42 @@ def test_attributes(built: Built) -> None:
         assert not hasattr(fleet, ec2_only), ec2_only
 
 
+def test_the_scalable_target_takes_scheduled_scaling() -> None:
+    """aws-autoscaling's scale_on_schedule, on the variant's own target (not only target tracking)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_applicationautoscaling as appscaling
+    from aws_cdk import aws_ec2 as ec2
+
+    from cdk_neuron.serving import ModelSpec, SageMakerInferenceFleet
+
+    stack = cdk.Stack(make_app(), "Scheduled", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    fleet = SageMakerInferenceFleet(
+        stack,
+        "Fleet",
+        vpc=ec2.Vpc(stack, "Vpc", availability_zones=AZS),
+        model=ModelSpec(artifact_uri="s3://my-models/llama-3.1-8b/neuron", parameters=8_000_000_000),
+        instance_type="ml.inf2.8xlarge",
+        max_capacity=4,
+    )
+    assert isinstance(fleet.scalable_target, appscaling.ScalableTarget)
+    fleet.scalable_target.scale_on_schedule(
+        "Weekday", schedule=appscaling.Schedule.cron(hour="8", minute="0"), min_capacity=2
+    )
+    (target,) = (
+        r["Properties"]
+        for r in template_of(stack)["Resources"].values()
+        if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+    )
+    assert target["MaxCapacity"] == 4
+    assert target["ScheduledActions"] == [
+        {
+            "ScalableTargetAction": {"MinCapacity": 2},
+            "Schedule": "cron(0 8 * * ? *)",
+            "ScheduledActionName": "Weekday",
+        }
+    ]
+
+
 def test_nag_clean(built: Built) -> None:
     assert nag_violations(built.fleet) == []
 

@@ -7,7 +7,9 @@ import re
 from typing import Any
 
 import pytest
+from botocore.loaders import create_loader
 
+from cdk_neuron import catalog
 from cdk_neuron import validation as v
 from cdk_neuron.errors import NeuronConfigError
 
@@ -77,6 +79,30 @@ def test_region_and_choice() -> None:
     assert v.choice("engine", "batch", ("batch", "asg")) == "batch"
     with pytest.raises(NeuronConfigError, match=r"engine='k8s': must be one of asg, batch"):
         v.choice("engine", "k8s", ("batch", "asg"))
+
+
+def test_known_regions_come_from_botocores_partition_data() -> None:
+    partitions = create_loader().load_data("partitions")["partitions"]
+    listed = {region for partition in partitions for region in partition["regions"]}
+    assert v.known_regions() == listed
+    # Every partition's Regions, not only aws's; and every Region the catalog offers a type in.
+    assert {"us-east-1", "us-gov-west-1", "cn-north-1", "eu-central-1"} <= v.known_regions()
+    assert catalog.REGION_OFFERINGS_REGIONS.issubset(v.known_regions())
+
+
+def test_known_region_refuses_a_region_that_does_not_exist() -> None:
+    assert v.known_region("region", "us-gov-west-1") == "us-gov-west-1"
+    # us-east-9 has a Region's shape (REGION matches it), and there is no such Region.
+    assert v.REGION.match("us-east-9")
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^region='us-east-9': no such AWS Region; did you mean us-east-1, .*pip install -U boto3\)$",
+    ):
+        v.known_region("region", "us-east-9")
+    with pytest.raises(
+        NeuronConfigError, match=r"^region='US East': must be an AWS Region name such as us-east-1$"
+    ):
+        v.known_region("region", "US East")
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ Run by .github/workflows/release.yml before anything is uploaded::
     python -m tools.release_check --tag v0.2.0 dist/
 
 Checks, each printed as one line ``release: <what>: <why>; <fix>``:
-- the version in pyproject.toml is a release number, not the development version main carries
+- the version (``cdk_neuron.__version__``, which pyproject.toml reads) is a release number, not the development version main carries
   between releases (``0.2.0.dev0``), and the tag is ``v`` + that version;
 - CHANGELOG.md has a ``## [<version>] - YYYY-MM-DD`` section (Keep a Changelog), not only Unreleased;
 - dist/ holds exactly one wheel and one sdist of that version;
@@ -21,8 +21,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tools.tomlcompat import tomllib
-
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 # What main carries between releases (PEP 440 developmental release of the next version).
@@ -37,10 +35,17 @@ REQUIRED_IN_WHEEL = (
 )
 
 
+INIT = Path("constructs", "cdk_neuron", "__init__.py")
+_VERSION_LINE = re.compile(r'^__version__ = "(?P<version>[^"]+)"$', re.M)
+
+
 def project_version(root: Path = ROOT) -> str:
-    """The version in ``root``'s pyproject.toml."""
-    version: str = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
-    return version
+    """``cdk_neuron.__version__`` as ``root``'s source states it: the one version source (pyproject.toml
+    declares the version dynamic and reads it from there)."""
+    match = _VERSION_LINE.search((root / INIT).read_text())
+    if match is None:
+        raise SystemExit(f'release: {INIT}: no __version__ = "..." line')
+    return match["version"]
 
 
 def problems(tag: str, dist: Path, root: Path = ROOT) -> list[str]:
@@ -49,13 +54,15 @@ def problems(tag: str, dist: Path, root: Path = ROOT) -> list[str]:
     if DEV_VERSION.match(version):
         release = version.rsplit(".dev", 1)[0]
         found.append(
-            f"pyproject.toml version {version!r}: a development version; set the release number "
-            f"({release}) in pyproject.toml and cdk_neuron.__version__ before tagging"
+            f"cdk_neuron.__version__ {version!r}: a development version; set the release number "
+            f"({release}) in {INIT.as_posix()} before tagging"
         )
     elif not VERSION.match(version):
-        found.append(f"pyproject.toml version {version!r}: not a release number; set major.minor.patch")
+        found.append(f"cdk_neuron.__version__ {version!r}: not a release number; set major.minor.patch")
     if tag != f"v{version}":
-        found.append(f"tag {tag!r}: pyproject.toml says {version}; tag v{version}, or bump the version first")
+        found.append(
+            f"tag {tag!r}: cdk_neuron.__version__ is {version}; tag v{version}, or bump the version first"
+        )
     changelog = (root / "CHANGELOG.md").read_text()
     if not re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M):
         found.append(

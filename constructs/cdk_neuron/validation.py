@@ -9,9 +9,14 @@ value and the fix.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import importlib.util
+import json
 import math
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TypeVar
 
 from cdk_neuron.errors import NeuronConfigError, one_of
@@ -191,6 +196,42 @@ def region(field: str, value: object) -> str:
     )
 
 
+@functools.cache
+def known_regions() -> frozenset[str]:
+    """Every Region of every partition that the installed botocore knows.
+
+    Read from botocore's own partition data (``botocore/data/partitions.json``, the list the AWS SDKs
+    resolve Region names against: https://github.com/boto/botocore/blob/develop/botocore/data/partitions.json,
+    "partitions.json", read 2026-12-02; the Regions it holds are those AWS lists in "AWS Regions",
+    https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-regions.html, read
+    2026-12-02). boto3 is a dependency of cdk-neuron, so the list is always installed, offline; a
+    Region newer than the installed botocore is known after ``pip install -U boto3``.
+    """
+    # The file is read where botocore is installed, without importing botocore: the offline
+    # commands (plan, cost) start without it (tests/test_cli_offline.py).
+    spec = importlib.util.find_spec("botocore")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("botocore (a dependency of cdk-neuron, through boto3) is not installed")
+    data = Path(next(iter(spec.submodule_search_locations)), "data", "partitions.json")
+    partitions = json.loads(data.read_text())["partitions"]
+    return frozenset(name for partition in partitions for name in partition["regions"])
+
+
+def known_region(field: str, value: object) -> str:
+    """A Region that exists: the shape of :data:`REGION` and a name in :func:`known_regions`."""
+    name = matching(field, value, REGION, "an AWS Region name such as us-east-1")
+    if name not in known_regions():
+        close = difflib.get_close_matches(name, sorted(known_regions()), n=3)
+        hint = f"did you mean {one_of(close)}? " if close else ""
+        raise NeuronConfigError(
+            field,
+            value,
+            f"no such AWS Region; {hint}(botocore's partition data lists every Region; "
+            "a Region newer than the installed boto3 is known after pip install -U boto3)",
+        )
+    return name
+
+
 def az_id(field: str, value: object) -> str:
     """An AZ ID (``use1-az4``), not an AZ name."""
     return matching(
@@ -290,6 +331,8 @@ __all__ = [
     "az_id",
     "choice",
     "ecr_region",
+    "known_region",
+    "known_regions",
     "matching",
     "number",
     "parameter_count",

@@ -109,12 +109,15 @@ def test_command_line_rules_dir_and_only(tmp_path: Path) -> None:
 
 
 def test_only_refuses_what_it_cannot_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Rough edge 7: a missing file is one line and exit 1 (no traceback); an empty file or one
-    without Resources is not "clean" (exit 2); a real template without findings is (exit 0)."""
+    """Rough edge 7: a missing file is one line and exit 2, as without --only (no traceback); an
+    empty file or one without Resources is not "clean" (exit 2); a real template without findings
+    is (exit 0)."""
     from cdk_neuron.deploy_rules.__main__ import main as deploy_rules
 
     missing = tmp_path / "missing.template.json"
-    assert deploy_rules(["--only", str(missing)]) == 1
+    assert deploy_rules(["--only", str(missing)]) == 2
+    # The same code as cfn-lint's E0003 for the file, without --only.
+    assert deploy_rules([str(missing)]) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith(f"python -m cdk_neuron.deploy_rules: {missing}: cannot read it (")
     assert "Traceback" not in captured.err and captured.out == ""
@@ -177,3 +180,45 @@ def test_rules_stay_silent_and_never_crash_on_values_they_cannot_read(replace: A
         after = lint_template(template)
         assert not [m for m in after if m.rule.id.startswith("E0")], (path, [str(m) for m in after])
         assert {m.rule.id for m in _ours(after)} <= before, (path, [str(m) for m in after])
+
+
+def test_every_rule_module_is_registered() -> None:
+    """A module of cdk_neuron/deploy_rules/ with a rule that MODULES leaves out never runs."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import cdk_neuron.deploy_rules as package
+    from cdk_neuron.deploy_rules import MODULES
+    from cdk_neuron.deploy_rules._base import DeployRule
+
+    with_rules = {
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if any(
+            issubclass(cls, DeployRule) and cls is not DeployRule and cls.__module__ == module.__name__
+            for module in [importlib.import_module(f"{package.__name__}.{info.name}")]
+            for _, cls in inspect.getmembers(module, inspect.isclass)
+        )
+    }
+    assert with_rules == set(MODULES) and len(MODULES) == len(set(MODULES))
+
+
+def test_usage_errors_exit_1_as_the_docstring_and_cfn_lint_say(capsys: pytest.CaptureFixture[str]) -> None:
+    """2 means "errors found": argparse's own usage exit (2) would read as a failed lint."""
+    from cdk_neuron.deploy_rules.__main__ import main as deploy_rules
+
+    for argv in ([], ["--only", "--format=json", "x.json"]):
+        with pytest.raises(SystemExit) as exited:
+            deploy_rules(argv)
+        assert exited.value.code == 1, argv
+        assert "error: " in capsys.readouterr().err
+
+
+def test_the_missing_cfn_lint_hint_is_the_lint_extra() -> None:
+    from cdk_neuron.deploy_rules.__main__ import CFN_LINT_REQUIREMENT
+    from tools.tomlcompat import tomllib
+
+    with (Path(__file__).resolve().parents[2] / "pyproject.toml").open("rb") as f:
+        lint = tomllib.load(f)["project"]["optional-dependencies"]["lint"]
+    assert lint == [CFN_LINT_REQUIREMENT]

@@ -102,11 +102,11 @@ class Stack:
 # --------------------------------------------------------------------------------------------
 
 
-def _read(path: Path, what: str) -> Any:
+def _read(path: Path, what: str, field: str = "--app") -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:
-        raise NeuronConfigError("--app", str(path.parent), f"cannot read its {what} ({error})") from None
+        raise NeuronConfigError(field, str(path.parent), f"cannot read its {what} ({error})") from None
 
 
 def has_manifest(directory: str | Path) -> bool:
@@ -160,16 +160,20 @@ def _qualifier(properties: Mapping[str, Any]) -> str | None:
     return match["qualifier"] if match else None
 
 
-def read_stacks(directory: str | Path, *, stage: str | None = None) -> list[Stack]:
-    """Every stack of the assembly and of its nested assemblies (Stages), in manifest order."""
+def read_stacks(directory: str | Path, *, stage: str | None = None, field: str = "--app") -> list[Stack]:
+    """Every stack of the assembly and of its nested assemblies (Stages), in manifest order.
+
+    ``field`` is the argument the folder came from (``--app``, ``--diff``, impact's ``OLD``), which
+    every error names.
+    """
     directory = Path(directory)
     if not has_manifest(directory):
         raise NeuronConfigError(
-            "--app",
+            field,
             str(directory),
             "holds no manifest.json: give the cloud assembly folder cdk synth writes (cdk.out)",
         )
-    manifest = _read(directory / "manifest.json", "manifest.json")
+    manifest = _read(directory / "manifest.json", "manifest.json", field)
     artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
     stacks: list[Stack] = []
     for artifact_id, artifact in (artifacts or {}).items():
@@ -179,10 +183,10 @@ def read_stacks(directory: str | Path, *, stage: str | None = None) -> list[Stac
         if artifact.get("type") == NESTED_ASSEMBLY:
             folder = properties.get("directoryName", artifact_id)
             name = properties.get("displayName") or str(folder).removeprefix("assembly-")
-            stacks += read_stacks(directory / folder, stage=str(name))
+            stacks += read_stacks(directory / folder, stage=str(name), field=field)
         elif artifact.get("type") == STACK:
             template_file = properties.get("templateFile", f"{artifact_id}.template.json")
-            template = _read(directory / template_file, template_file)
+            template = _read(directory / template_file, template_file, field)
             account, region = _environment(artifact.get("environment"))
             display = str(artifact.get("displayName") or artifact_id)
             stacks.append(
@@ -633,7 +637,9 @@ def _deployments(name: str, group: _Group) -> list[Deployment]:
     ]
 
 
-def deployments(stacks: Iterable[Stack], *, source: str = "the cloud assembly") -> dict[str, Deployment]:
+def deployments(
+    stacks: Iterable[Stack], *, source: str = "the cloud assembly", field: str = "--app"
+) -> dict[str, Deployment]:
     """``{name: Deployment}`` in manifest order (see the module docstring for the grouping)."""
     found: dict[str, Deployment] = {}
     for name, group in _groups(stacks).items():
@@ -641,7 +647,7 @@ def deployments(stacks: Iterable[Stack], *, source: str = "the cloud assembly") 
             found[deployment.name] = deployment
     if not found:
         raise NeuronConfigError(
-            "--app",
+            field,
             source,
             "records no cdk-neuron training cluster or inference fleet: synthesize an app that uses "
             "BatchTrainingCluster, AutoScalingTrainingCluster, Ec2InferenceFleet or SageMakerInferenceFleet",
@@ -649,9 +655,10 @@ def deployments(stacks: Iterable[Stack], *, source: str = "the cloud assembly") 
     return found
 
 
-def load(directory: str | Path) -> dict[str, Deployment]:
-    """The Deployments of the cloud assembly in ``directory`` (``cdk.out``)."""
-    return deployments(read_stacks(directory), source=str(directory))
+def load(directory: str | Path, *, field: str = "--app") -> dict[str, Deployment]:
+    """The Deployments of the cloud assembly in ``directory`` (``cdk.out``); errors name ``field``,
+    the argument the folder came from."""
+    return deployments(read_stacks(directory, field=field), source=str(directory), field=field)
 
 
 def bootstrap_qualifier(directory: str | Path) -> str | None:

@@ -18,7 +18,7 @@ from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError, one_of
-from cdk_neuron.validation import REGION
+from cdk_neuron.validation import known_region
 
 Arguments = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace, Context], ExitStatus]
@@ -101,8 +101,7 @@ def in_region(envs: Sequence[Deployment], region: str | None) -> list[Deployment
     """``envs`` as if they ran in ``--region`` (unchanged without it)."""
     if region is None:
         return list(envs)
-    if not REGION.match(region):
-        raise NeuronConfigError("--region", region, "give an AWS Region name such as us-west-2")
+    known_region("--region", region)  # a Region that exists, as cdk.json's region must be
     return [replace(env, region=region) for env in envs]
 
 

@@ -155,8 +155,11 @@ class Context:
         """A result: its JSON document with ``--output json``, else its report as a table or text.
 
         ``render`` None: the command printed the result as it came (``logs``), so only ``--output
-        json`` prints it, as one document at the end.
+        json`` prints it, as one document at the end. Anything but a :class:`Result` is a
+        programming error (every command's output is typed), refused whatever the output mode.
         """
+        if not isinstance(result, Result):
+            raise TypeError(f"ctx.show() takes a cdk_neuron.cli.result.Result, not {type(result).__name__}")
         if self.output == "json":
             print_json(result.to_json(), self.out)
         elif render is not None:

@@ -13,6 +13,7 @@ GPU comparison, the assumptions and the claims.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from cdk_neuron.cli.pricing import PRICING_API_REGION, SERVICE_QUERIES, PriceBoo
 from cdk_neuron.cli.result import NOT_IN_JSON, Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import CheckpointSizing, Deployment, ServingDeployment
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
 
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates (8,760 h / 12)
@@ -1249,9 +1250,15 @@ def _diff(args: argparse.Namespace) -> CostDiffResult:
             raise NeuronConfigError(
                 option, value, "cost --diff compares two cloud assemblies offline: omit it"
             )
+    # Both folders are read before either is refused, so one run names every bad one.
+    found = ErrorCollector()
+    loaded = [
+        found.run(functools.partial(assembly.load, directory, field="--diff")) for directory in args.diff
+    ]
+    found.raise_if_any()
     sides: list[list[Deployment]] = []
-    for directory in args.diff:
-        envs = _diff_side(directory)
+    for envs in loaded:
+        assert envs is not None
         if args.env is not None and args.env not in envs:
             sides.append([])  # added or removed by the change
         else:
@@ -1263,16 +1270,6 @@ def _diff(args: argparse.Namespace) -> CostDiffResult:
     # --env or --path names the one environment to compare, also when only one assembly has it.
     named = args.env if args.path is None else (sides[0] or sides[1])[0].name
     return diff(sides[0], sides[1], named=named)
-
-
-def _diff_side(directory: str) -> dict[str, Deployment]:
-    """One assembly of ``--diff``; its errors name ``--diff``, the option the folder came from."""
-    try:
-        return assembly.load(directory)
-    except NeuronConfigError as error:
-        if error.field != "--app":
-            raise
-        raise NeuronConfigError("--diff", error.value, error.fix) from None
 
 
 def _holds(envs: dict[str, Deployment], path: str) -> bool:

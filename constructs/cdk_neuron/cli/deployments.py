@@ -105,7 +105,7 @@ def select(deployments: Mapping[str, Deployment], only: str | None) -> list[Depl
     if not only:
         return list(deployments.values())
     if only not in deployments:
-        raise NeuronConfigError("env", only, f"unknown environment; defined: {one_of(deployments)}")
+        raise NeuronConfigError("--env", only, f"unknown environment; defined: {one_of(deployments)}")
     return [deployments[only]]
 
 

@@ -35,7 +35,7 @@ from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, Report
 from cdk_neuron.cli.result import OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
-from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError, one_of
 from cdk_neuron.lifecycle import Change
 from cdk_neuron.lifecycle.deployed import DeployedStack, deployed_stack, unblock
 
@@ -173,7 +173,9 @@ def _selected(names: Sequence[str], env: str | None) -> list[str]:
 
 def _cost_lines(old: str, new: str) -> dict[str, str]:
     """Per environment, ``cost --diff``'s hourly changes at idle and at full scale."""
-    result = cost.diff(list(assembly.load(old).values()), list(assembly.load(new).values()))
+    result = cost.diff(
+        list(assembly.load(old, field="OLD").values()), list(assembly.load(new, field="NEW").values())
+    )
     return {
         env.name: f"idle {cost.signed(env.idle.change_usd_per_hour)}/hour, full scale "
         f"{cost.signed(env.full_scale.change_usd_per_hour)}/hour"
@@ -184,8 +186,15 @@ def _cost_lines(old: str, new: str) -> dict[str, str]:
 
 
 def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool) -> ImpactResult:
-    before = _by_environment(assembly.read_stacks(old))
-    after = _by_environment(assembly.read_stacks(new))
+    # Errors name the positional argument the folder came from, and both are read before either is
+    # refused, so one run names every bad folder.
+    found = ErrorCollector()
+    old_stacks = found.run(lambda: assembly.read_stacks(old, field="OLD"))
+    new_stacks = found.run(lambda: assembly.read_stacks(new, field="NEW"))
+    found.raise_if_any()
+    assert old_stacks is not None and new_stacks is not None
+    before = _by_environment(old_stacks)
+    after = _by_environment(new_stacks)
     names = _selected([*after, *(n for n in before if n not in after)], env)
     costs = _cost_lines(old, new)
     environments = []

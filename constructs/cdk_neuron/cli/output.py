@@ -16,6 +16,7 @@ lines) that is rendered in one of two ways:
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import sys
@@ -344,7 +345,14 @@ def render_table(report: Report, out: TextIO) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=out, highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's default points sys.stdout at /dev/null and raises SystemExit(1), which would
+            # report a closed pipe as FAILED; main's handler owns that exit (BROKEN_PIPE, 141).
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    console = _Console(file=out, highlight=False)
     width = console.width
     for block in report.blocks:
         if isinstance(block, TableBlock):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, unique
 
 
+@unique  # two outcomes must never share a code (httpie's ExitStatus is @unique too)
 class ExitStatus(IntEnum):
     """The process exit code of ``cdk-neuron``.
 
-    Scripts may rely on these values: they only ever gain members.
+    Scripts may rely on these values: they only ever gain members, each with its own value.
     """
 
     OK = 0

@@ -40,7 +40,7 @@ from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
-from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER, encode_training_command
 from cdk_neuron.validation import pinned_image
 
@@ -324,18 +324,10 @@ def submit(
     stack_name: str | None = None,
 ) -> Submitted:
     batch_training(env, "submit")
-    training_command = " ".join(command).strip()
-    if not training_command:
-        raise NeuronConfigError(
-            "COMMAND", list(command), "give the command after --, e.g. -- 'torchrun $TORCHRUN_ARGS train.py'"
-        )
+    training_command = _training_command(command)
     validate_nodes(env, nodes)
     environment = parse_env_vars(env_vars)
-    name = job_name or default_job_name(env, ctx.clock.now())
-    if not _JOB_NAME.match(name):
-        raise NeuronConfigError(
-            "--name", name, "1-128 letters, digits, '-' and '_', starting with a letter or digit"
-        )
+    name = _job_name(job_name or default_job_name(env, ctx.clock.now()))
     if image is not None:
         # The same rule as the cluster's job_image and cdk.json (cdk_neuron.validation.pinned_image).
         pinned_image("--image", image)
@@ -378,6 +370,36 @@ def submit(
         watch_command=ctx.command_line(env, "status", "--watch", response["jobId"]),
         logs_command=ctx.command_line(env, "logs", "--follow", response["jobId"]),
     )
+
+
+def _training_command(command: Sequence[str]) -> str:
+    training_command = " ".join(command).strip()
+    if not training_command:
+        raise NeuronConfigError(
+            "COMMAND", list(command), "give the command after --, e.g. -- 'torchrun $TORCHRUN_ARGS train.py'"
+        )
+    return training_command
+
+
+def _job_name(name: str) -> str:
+    if not _JOB_NAME.match(name):
+        raise NeuronConfigError(
+            "--name", name, "1-128 letters, digits, '-' and '_', starting with a letter or digit"
+        )
+    return name
+
+
+def _argument_errors(args: argparse.Namespace) -> ErrorCollector:
+    """The checks that need only the arguments (the command, --env-var, --name, --image), run
+    before the environment is chosen, so one run reports them beside an environment mistake."""
+    found = ErrorCollector()
+    found.run(lambda: _training_command(args.job_command))
+    found.run(lambda: parse_env_vars(args.env_var))
+    if args.name is not None:
+        found.run(lambda: _job_name(args.name))
+    if args.image is not None:
+        found.run(lambda: pinned_image("--image", args.image))
+    return found
 
 
 def render_submit(result: Submitted) -> Report:
@@ -438,7 +460,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, training = job_environment(ctx, args, "submit")
+    found = _argument_errors(args)
+    chosen = found.run(lambda: job_environment(ctx, args, "submit"))
+    found.raise_if_any()
+    assert chosen is not None
+    env, training = chosen
     result = submit(
         ctx,
         env,

@@ -5,7 +5,9 @@
     python -m cdk_neuron.deploy_rules --only TEMPLATE...    the deploy rules only (fast, in-process)
     python -m cdk_neuron.deploy_rules --rules-dir           print the directory for cfn-lint --append-rules
 
-Exit status follows cfn-lint: 0 clean, 2 errors, 4 warnings (bits combine), 1 on usage errors.
+Exit status follows cfn-lint in both modes: 0 clean, 2 errors (a file that cannot be read or is not a
+template is one, as cfn-lint's E0003 is), 4 warnings (bits combine), 1 on usage errors and a missing
+cfn-lint (argparse's own usage exit, 2, would read as "errors found").
 """
 
 from __future__ import annotations
@@ -14,16 +16,27 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from cdk_neuron.deploy_rules import RULES_DIR
 
 _CFN_LINT = "import sys; sys.argv[0] = 'cfn-lint'; from cfnlint.runner import main; sys.exit(main())"
 
 
+# pyproject.toml's lint extra (tests/deploy_rules/test_deploy_rules.py checks they agree). cdk-neuron
+# is not on PyPI yet: the fix names cfn-lint itself, never the unpublished cdk-neuron[lint].
+CFN_LINT_REQUIREMENT = "cfn-lint>=1.58,<2"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """A usage error exits 1, as cfn-lint's do (2 means errors found)."""
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m cdk_neuron.deploy_rules", description=(__doc__ or "").splitlines()[0]
-    )
+    parser = _Parser(prog="python -m cdk_neuron.deploy_rules", description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
         "templates", nargs="*", type=Path, help="CloudFormation template files (JSON or YAML)"
     )
@@ -43,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import cfnlint  # noqa: F401
     except ImportError:
-        print("cfn-lint is not installed: pip install 'cdk-neuron[lint]'", file=sys.stderr)
+        print(f"cfn-lint is not installed: pip install '{CFN_LINT_REQUIREMENT}'", file=sys.stderr)
         return 1
     if not args.only:
         # cfnlint has no __main__; run its console-script entry point in this interpreter.
@@ -64,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _only(templates: list[Path], region: str) -> int:
-    """The deploy rules on each template. A file that cannot be read is a usage error (1, like
-    cfn-lint's); one that is not a template (empty, no ``Resources`` object) is an error (2), never
-    "clean": nothing was checked."""
+    """The deploy rules on each template. A file that cannot be read is an error (2, as cfn-lint's
+    E0003 is without ``--only``), and so is one that is not a template (empty, no ``Resources``
+    object), never "clean": nothing was checked."""
     from cfnlint.decode import decode_str
 
     from cdk_neuron.deploy_rules import lint_template
@@ -77,7 +90,7 @@ def _only(templates: list[Path], region: str) -> int:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as error:
             print(f"python -m cdk_neuron.deploy_rules: {path}: cannot read it ({error})", file=sys.stderr)
-            status |= 1
+            status |= 2
             continue
         template, problems = decode_str(text)
         if not problems and not (isinstance(template, dict) and isinstance(template.get("Resources"), dict)):

@@ -39,23 +39,23 @@ NEURON_PERIOD = cdk.Duration.minutes(ALARM_PERIOD_MINUTES)
 SERVING_PERIOD = cdk.Duration.minutes(SERVING_PERIOD_MINUTES)
 
 
-def alarm_name(environment: str, name: str) -> str:
-    """The CloudWatch alarm name, the subject of every page: ``cdk-neuron-<environment>-<name>``."""
-    return f"cdk-neuron-{environment}-{name}"
+def alarm_name(prefix: str, name: str) -> str:
+    """The CloudWatch alarm name, the subject of every page: ``<prefix>-<name>``."""
+    return f"{prefix}-{name}"
 
 
 class AlarmSet:
     """Creates alarms under ``scope``, wires them to ``topic`` and remembers them by name.
 
-    Each alarm is named :func:`alarm_name` (unique per account and Region, as the environment's
-    dashboard name is): the notification a page sends names it, so a generated id never stands
-    where a reader needs the alarm's meaning.
+    Each alarm is named :func:`alarm_name` with ``prefix`` (NeuronMonitoring's ``alarm_name_prefix``,
+    unique per account and Region): the notification a page sends names it, so a generated id never
+    stands where a reader needs the alarm's meaning.
     """
 
-    def __init__(self, scope: Construct, topic: sns.ITopic, *, environment: str) -> None:
+    def __init__(self, scope: Construct, topic: sns.ITopic, *, prefix: str) -> None:
         self._scope = scope
         self._action = cw_actions.SnsAction(topic)
-        self._environment = environment
+        self._prefix = prefix
         self.alarms: dict[str, cw.Alarm] = {}
 
     def add(
@@ -72,7 +72,7 @@ class AlarmSet:
         alarm = cw.Alarm(
             self._scope,
             name,
-            alarm_name=alarm_name(self._environment, name),
+            alarm_name=alarm_name(self._prefix, name),
             metric=metric,
             threshold=threshold,
             comparison_operator=comparison,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_events as events
@@ -50,13 +52,13 @@ class NeuronMonitoring(Construct):
     - event rules (``rules``, by name): a Batch job of the cluster's queue FAILED, a checkpoint
       backup job FAILED, ABORTED or EXPIRED; and a log of every Batch job state change, counted by
       state for the dashboard;
-    - a dashboard named ``cdk-neuron-<environment>``.
+    - a dashboard named ``<alarm_name_prefix>``.
 
     A ``SageMakerInferenceFleet`` runs no code of ours on its instances, so it has no Neuron node metrics:
     SageMaker publishes none for Inferentia, and its alarms are the endpoint's 5xx rate and latency.
 
-    :param environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension and the
-        dashboard's name. Letters, digits, ``-`` and ``_``, at most 64.
+    :param environment: the environment's name, e.g. ``"prod"``: the ``Environment`` dimension, and
+        the start of every alarm's description. Letters, digits, ``-`` and ``_``, at most 64.
     :param cluster: the training cluster to watch: a ``BatchTrainingCluster``, an
         ``AutoScalingTrainingCluster`` or an import of one; its alarms and widgets use the
         cluster's ``metric*()`` methods. Default None.
@@ -72,12 +74,20 @@ class NeuronMonitoring(Construct):
     :param namespace: CloudWatch namespace of the node metrics; must be the workloads' ``NodeMetrics``
         namespace. Default ``"CdkNeuron"``.
     :param thresholds: when each alarm fires. Default ``MonitoringThresholds()`` (see its fields).
+    :param alarm_name_prefix: names the alarms (``<prefix>-<alarm>``, e.g. ``dev-Monitoring-
+        TrainingCoresIdle``, the subject of every page) and the dashboard (``<prefix>``). Alarm and
+        dashboard names are unique per account and Region, and PutMetricAlarm replaces an alarm of
+        the same name, so two constructs must never share one. Letters, digits, ``-`` and ``_``, at
+        most 200 characters. Default: the stack's name (unique per account and Region, as
+        CloudFormation requires); give one when a stack holds two ``NeuronMonitoring``, or to keep
+        names you already deploy (this app passes ``cdk-neuron-<environment>``).
     :param removal_policy: for the topic's key and the job-state log (which has a fixed name, so
         RETAIN keeps it with RETAIN_ON_UPDATE_OR_DELETE). Default: RETAIN_ON_UPDATE_OR_DELETE.
 
     :ivar topic: the alarm topic (KMS-encrypted SNS).
     :ivar key: the topic's customer-managed key.
-    :ivar dashboard: the environment's dashboard, ``cdk-neuron-<environment>``.
+    :ivar dashboard: the environment's dashboard, named ``alarm_name_prefix``.
+    :ivar alarm_name_prefix: the prefix in use (the stack's name by default).
     :ivar rules: the paging event rules by name (``BatchJobFailed``, ``CheckpointBackupFailed``).
     :ivar job_state_log: the Batch job-state log, or None without a Batch cluster to watch.
     """
@@ -95,11 +105,14 @@ class NeuronMonitoring(Construct):
         namespace: str = DEFAULT_NAMESPACE,
         thresholds: MonitoringThresholds = DEFAULT_THRESHOLDS,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
+        alarm_name_prefix: str | None = None,
     ) -> None:
         _validate(
             environment, cluster, fleet, checkpoints, alarm_email, namespace, thresholds, removal_policy
         )
+        prefix = _alarm_name_prefix(scope, alarm_name_prefix)
         super().__init__(scope, id)
+        self.alarm_name_prefix = prefix
         self.environment = environment
         self.namespace = namespace
         self.thresholds = thresholds
@@ -110,7 +123,7 @@ class NeuronMonitoring(Construct):
         self.topic: sns.Topic = alarm_topic(
             self, "Topic", environment=environment, key=self.key, alarm_email=alarm_email
         )
-        self._alarms = alarm_rules.AlarmSet(self, self.topic, environment=environment)
+        self._alarms = alarm_rules.AlarmSet(self, self.topic, prefix=prefix)
         self.rules: dict[str, events.Rule] = {}
         self.job_state_log: event_rules.BatchJobStateLog | None = None
 
@@ -177,6 +190,7 @@ class NeuronMonitoring(Construct):
                 job_queue_arn=job_queue_arn,
                 checkpoints=checkpoints,
             ),
+            dashboard_name=prefix,
             alarms=list(self._alarms.alarms.values()),
             thresholds=thresholds,
         )
@@ -238,6 +252,39 @@ def _cluster_series(cluster: ITrainingCluster) -> series.NeuronSeries:
         return cluster.metric(metric.name, period=period, statistic=statistic)
 
     return neuron_series
+
+
+# CloudWatch dashboard names: "alphanumerics, dash (-), and underscore (_)" (PutDashboard,
+# DashboardName, Amazon CloudWatch API Reference,
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutDashboard.html, read
+# 2026-12-02); alarm names allow more, up to 255 characters (PutMetricAlarm, AlarmName), so 200
+# leaves room for the longest alarm name after the prefix.
+_PREFIX = re.compile(r"^[A-Za-z0-9_-]{1,200}\Z")
+
+
+def _alarm_name_prefix(scope: Construct, given: object) -> str:
+    """``alarm_name_prefix``, or the stack's name; refused when another NeuronMonitoring of the stack
+    already uses it (its alarms would replace the other's)."""
+    stack = cdk.Stack.of(scope)
+    prefix = stack.stack_name if given is None else given
+    if given is not None and (not isinstance(given, str) or not _PREFIX.match(given)):
+        raise NeuronConfigError(
+            "alarm_name_prefix", given, "letters, digits, '-' and '_', 1 to 200 characters, or None"
+        )
+    assert isinstance(prefix, str)
+    taken = [
+        c.node.path
+        for c in stack.node.find_all()
+        if isinstance(c, NeuronMonitoring) and c.alarm_name_prefix == prefix
+    ]
+    if taken:
+        raise NeuronConfigError(
+            "alarm_name_prefix",
+            given,
+            f"{taken[0]} already names its alarms {prefix}-*; alarm names are unique per account and "
+            "Region: give each NeuronMonitoring its own alarm_name_prefix",
+        )
+    return prefix
 
 
 def _validate(

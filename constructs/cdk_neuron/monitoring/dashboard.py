@@ -50,22 +50,19 @@ class DashboardSources:
     checkpoints: ICheckpointStore | None
 
 
-def dashboard_name(environment: str) -> str:
-    return f"cdk-neuron-{environment}"
-
-
 def build_dashboard(
     scope: Construct,
     id: str,
     *,
     sources: DashboardSources,
+    dashboard_name: str,
     alarms: Sequence[cw.Alarm],
     thresholds: MonitoringThresholds,
 ) -> cw.Dashboard:
     dashboard = cw.Dashboard(
         scope,
         id,
-        dashboard_name=dashboard_name(sources.environment),
+        dashboard_name=dashboard_name,
         default_interval=cdk.Duration.hours(6),
     )
     dashboard.add_widgets(
@@ -265,4 +262,4 @@ def _efs_widget(checkpoints: ICheckpointStore, thresholds: MonitoringThresholds)
     )
 
 
-__all__ = ["DashboardSources", "build_dashboard", "dashboard_name"]
+__all__ = ["DashboardSources", "build_dashboard"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, cast
 
 import aws_cdk as cdk
 import jsii
+from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -273,6 +274,9 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     :ivar execution_role: the model's execution role (also ``grant_principal``).
     :ivar endpoint_name: the endpoint's name (CloudFormation generates it).
     :ivar variant_name: the production variant (the ``VariantName`` dimension).
+    :ivar scalable_target: the variant's Application Auto Scaling target (``min_capacity`` ..
+        ``max_capacity``, with its target-tracking policy): add scheduled or step scaling with
+        ``scale_on_schedule()`` / ``scale_on_metric()``, as aws-autoscaling's group allows.
     :ivar container_startup_timeout_seconds: ``ContainerStartupHealthCheckTimeoutInSeconds``: how long
         the container may take to answer.
     :ivar model_data_download_timeout_seconds: ``ModelDataDownloadTimeoutInSeconds``: how long the S3
@@ -285,6 +289,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     endpoint_config: sagemaker.CfnEndpointConfig
     sagemaker_model: sagemaker.CfnModel
     execution_role: iam.IRole
+    scalable_target: appscaling.ScalableTarget
     container_startup_timeout_seconds: int
     model_data_download_timeout_seconds: int
 
@@ -365,6 +370,7 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
             self.endpoint_config = built.endpoint_config
             self.sagemaker_model = built.model
             self.execution_role = built.execution_role
+            self.scalable_target = built.scalable_target
             self.endpoint_name = built.endpoint.attr_endpoint_name
             self.endpoint_arn = built.endpoint.ref
             self.container_startup_timeout_seconds = built.timeouts.container_startup_health_check_seconds

@@ -87,6 +87,7 @@ CHANGES: tuple[Change, ...] = (
     ),
     Change("AMI release", "prod", {"ami_release": NEWER_AMI_RELEASE}),
     Change("monitoring only", "staging", {"monitoring.alarm_email": "oncall@example.com"}),
+    Change("tags edited", "prod", {"tags.cost-center": "ml-platform"}),
     Change("new AWS releases, no edit", "dev", new_releases=True),
     Change(
         "storage.one_zone",
@@ -143,8 +144,12 @@ def compute(
     environments: Mapping[str, Any],
     baseline: Callable[[str], Mapping[str, Any]],
     context: Mapping[str, Any],
+    *,
+    afters: dict[Change, Mapping[str, Any]] | None = None,
 ) -> dict[Change, list[StackImpact]]:
-    """Every change's impact on ``baseline(env)`` (the environment's templates before any change)."""
+    """Every change's impact on ``baseline(env)`` (the environment's templates before any change).
+    ``afters``, when given, receives each change's templates after it (for the retry and teardown
+    checks, which must hold after every change too)."""
     results: dict[Change, list[StackImpact]] = {}
     for change in CHANGES:
         before = baseline(change.env)
@@ -153,6 +158,8 @@ def compute(
             if change.new_releases
             else synthesize_environment(change.apply(environments), change.env, context)
         )
+        if afters is not None:
+            afters[change] = after
         results[change] = lifecycle.impact(before, after, new_releases=change.new_releases)
     return results
 

@@ -13,6 +13,12 @@ from stacks.pinned import PinnedAzStack
 from stacks.serving_stack import ServingStack
 from stacks.training_stack import TrainingStack
 
+IDENTITY_TAGS = frozenset({"project", "environment"})
+"""cdk.json tags that also reach the resources whose tags are create-only (CREATE_ONLY_TAGS)."""
+CREATE_ONLY_TAGS = ("AWS::Batch::ComputeEnvironment", "AWS::EC2::PlacementGroup")
+"""Resource types whose Tags the CloudFormation schemas list as create-only: any other cdk.json tag skips
+them, so editing it replaces nothing (the launch templates still tag the instances)."""
+
 
 class EnvironmentStage(cdk.Stage):
     """The stacks of one environment, named after it (``dev/Network`` deploys as ``dev-Network``).
@@ -66,7 +72,12 @@ class EnvironmentStage(cdk.Stage):
             description=f"cdk-neuron {config.name}: Neuron metrics, alarms and dashboard",
         )
         for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
+            # Tags are create-only on a Batch compute environment and a placement group: a tag edit
+            # would replace them, and a replaced compute environment takes its running jobs with it
+            # (no infrastructure-update grace). Only the identity tags reach them.
+            cdk.Tags.of(self).add(
+                key, value, exclude_resource_types=[] if key in IDENTITY_TAGS else list(CREATE_ONLY_TAGS)
+            )
         for stack in self.stacks:
             stack.annotate_cdk_providers()
         # Monitoring reads the checkpoint file system, the fleet and the job queue across stacks:

@@ -78,8 +78,8 @@ def test_the_cost_line_is_cost_diffs(one_zone: Assemblies, monkeypatch: pytest.M
 
     real = cost.diff
 
-    def dearer(old: Any, new: Any) -> Any:
-        found = real(old, new)
+    def dearer(old: Any, new: Any, **options: Any) -> Any:
+        found = real(old, new, **options)
         (env,) = found.environments
         scale = replace(env.idle, change_usd_per_hour=0.05)
         return replace(found, environments=[replace(env, idle=scale, full_scale=scale)])
@@ -172,7 +172,67 @@ def test_against_the_deployed_templates_it_sees_the_same_change(one_zone: Assemb
     assert [r["logical_id"][: len("CheckpointsFileSystem")] for r in env["data_at_risk"]] == [
         "CheckpointsFileSystem"
     ]
-    assert env["cost"] is None  # the deployed side has no cdk-neuron records to price
+    # The deployed templates carry their workload records: priced as cost --diff prices two assemblies.
+    assert env["cost"] == "no change"
+
+
+def _deployed(args: list[str], templates: dict[str, Any], missing: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``impact --deployed --json`` against ``templates`` as deployed; ``missing`` stacks do not exist."""
+    client = boto3.client(
+        "cloudformation", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    for name in STACKS:
+        if name in missing:
+            stub.add_client_error(
+                "describe_stacks", "ValidationError", f"Stack with id {name} does not exist", 400
+            )
+            continue
+        stack = {"StackName": name, "StackStatus": "UPDATE_COMPLETE", "CreationTime": "2026-11-01T00:00:00Z"}
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
+        stub.add_response(
+            "get_template",
+            {"TemplateBody": json.dumps(templates[name])},
+            {"StackName": name, "TemplateStage": "Original"},
+        )
+    with stub:
+        status, out, err = _run(
+            ["impact", "--deployed", *args, "--json"], clients=lambda service, region: client
+        )
+        stub.assert_no_pending_responses()
+    assert status == ExitStatus.OK, err
+    (env,) = json.loads(out)["environments"]
+    return dict(env)
+
+
+def test_the_deployed_cost_is_priced_from_the_records_the_deployed_templates_carry(
+    one_zone: Assemblies,
+) -> None:
+    """make deploy shows the cost change: the deployed side is what GetTemplate returns, records and all."""
+    import copy
+
+    deployed = copy.deepcopy(one_zone.old_templates)
+    records = deployed["staging-Training"]["Metadata"]["cdk-neuron:workloads"]
+    (training,) = [r for r in records.values() if r["kind"] == "training"]
+    training["max_nodes"] //= 2  # what is deployed runs half the nodes at full scale
+    env = _deployed(["--app", one_zone.new], deployed)
+    assert env["cost"].startswith("idle $0.00/hour, full scale +$"), env["cost"]
+
+
+def test_a_first_deploy_prices_the_whole_environment(one_zone: Assemblies) -> None:
+    env = _deployed(["--app", one_zone.new], one_zone.old_templates, missing=STACKS)
+    assert {s["status"] for s in env["stacks"]} == {"created"}
+    assert env["cost"].startswith("idle +$") and ", full scale +$" in env["cost"], env["cost"]
+
+
+def test_deployed_templates_without_records_say_the_cost_is_unknown(one_zone: Assemblies) -> None:
+    from cdk_neuron.cli.impact import UNPRICED_DEPLOYED
+
+    older = {
+        name: {k: v for k, v in t.items() if k != "Metadata"} for name, t in one_zone.old_templates.items()
+    }
+    env = _deployed(["--app", one_zone.new], older)
+    assert env["cost"] == UNPRICED_DEPLOYED
 
 
 def test_a_failed_first_create_is_found_and_unblocked(one_zone: Assemblies) -> None:
@@ -208,6 +268,23 @@ def test_a_failed_first_create_is_found_and_unblocked(one_zone: Assemblies) -> N
         )
     (env,) = json.loads(out)["environments"]
     assert (env["blocked"], env["unblocked"]) == ([], ["staging-Serving", "staging-Monitoring"])
+
+
+def test_a_stack_in_review_is_not_deployed_and_nothing_of_it_is_compared(one_zone: Assemblies) -> None:
+    """A change set of type CREATE that was never executed (REVIEW_IN_PROGRESS) deployed nothing: its
+    stack is created in full, and no GetTemplate reads the unexecuted change set's template as if deployed."""
+    client, stub = _cloudformation(
+        one_zone.old_templates, {"staging-Serving": {"StackStatus": "REVIEW_IN_PROGRESS"}}
+    )
+    with stub:
+        _, out, _ = _run(
+            ["impact", "--deployed", "--app", one_zone.new, "--json", "--fail-on-risk"],
+            clients=lambda service, region: client,
+        )
+        stub.assert_no_pending_responses()  # no GetTemplate for the stack in review
+    (env,) = json.loads(out)["environments"]
+    assert {s["stack"]: s["status"] for s in env["stacks"]}["staging-Serving"] == "created"
+    assert env["blocked"] == []  # the CDK CLI creates over it: nothing to unblock
 
 
 def test_a_failed_rollback_is_reported_but_left_alone(one_zone: Assemblies) -> None:

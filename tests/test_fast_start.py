@@ -147,13 +147,14 @@ def test_plan_prints_estimate_budget_floor_ratio_and_the_load_source(
         "budget_seconds": 120,
         "floor_seconds": 40.0,
         "ratio": 2.0,
+        "budget_ratio": 3.0,
     }
     assert startup["budget_seconds"] == 3014
     assert "M4 Llama-3.3-70B" in startup["load_source"]
     assert main(["plan", "--env", "prod"]) == 0
     text = capsys.readouterr().out
     assert "prod: start-up (ec2, inf2.48xlarge), launch to serving" in text
-    assert "runtime (not ours)" in text and "2.00x" in text
+    assert "runtime (not ours)" in text and "2.00x / 3.00x" in text
     assert "load figure: published Neuron load times" in text
 
 
@@ -185,3 +186,37 @@ def test_every_timeout_derived_from_the_new_start_up_still_nests(name: str) -> N
         sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
     )
     assert [v for chain in chains for v in chain.violations()] == []
+
+
+def test_the_fast_path_download_is_found_by_the_route_scan_and_goes_through_s3() -> None:
+    # The CRT sync runs under `env AWS_CONFIG_FILE=...`: the scan that derives every environment's
+    # routes (test_node_reach) must still see it, as an S3 call on the gateway endpoint.
+    from cdk_neuron.node_programs import reach
+
+    syncs = [
+        d for d in reach.program_calls(*reach.SERVING_PROGRAMS) if d.caller.startswith("serving/model.sh")
+    ]
+    assert [(d.service, d.route) for d in syncs] == [("s3", "s3-gateway")]
+    assert "aws s3 sync" in syncs[0].caller
+
+
+def test_the_before_and_after_table_in_the_docs_matches_the_model() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "fast-start.md").read_text()
+    budgets = {}
+    for name in ("prod", "dev"):
+        serving = ENVIRONMENTS[name].serving
+        assert serving is not None
+        budgets[name] = timing.ec2_startup(
+            serving.plan.weights_gib, precompiled=True, instance_type=serving.plan.instance_type
+        ).seconds
+    assert f"2,008 s / **{budgets['prod']:,} s**" in doc
+    assert f"699 s / **{budgets['dev']:,} s**" in doc
+    staging = ENVIRONMENTS["staging"].serving
+    assert staging is not None
+    sagemaker = timing.sagemaker_timeouts(
+        staging.plan.weights_gib, precompiled=True, instance_type=staging.plan.instance_type
+    )
+    assert f"48 s / {sagemaker.model_data_download_seconds} s" in doc
+    assert f"543 s / {sagemaker.container_startup_health_check_seconds} s" in doc

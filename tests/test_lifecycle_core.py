@@ -61,6 +61,8 @@ def test_a_create_only_change_replaces_and_spreads_along_references() -> None:
     assert found["Mt"].change is Change.REPLACED
     assert found["Mt"].reasons == ("FileSystemId changes (create-only)",)
     assert [r.logical_id for _, r in stateful_losses(impact({"S": before}, {"S": after}))] == ["Fs"]
+    # What runs through the old mount target stops with it.
+    assert str(found["Mt"].restarts).startswith("every NFS mount through it: clients mounted through the old")
 
 
 def test_an_updatable_change_is_an_update_and_an_identical_template_changes_nothing() -> None:
@@ -100,7 +102,36 @@ def test_removed_compute_says_what_stops() -> None:
     group = {"Type": "AWS::AutoScaling::AutoScalingGroup", "Properties": {"MaxSize": "2", "MinSize": "1"}}
     found = _one(_template(G=group, T={"Type": "AWS::SNS::Topic"}), _template())
     assert found["G"].restarts == "removed from the stack: every instance of the group stops"
+    access_point = {"Type": "AWS::EFS::AccessPoint", "Properties": {"FileSystemId": "fs-1"}}
+    assert str(_one(_template(A=access_point), _template())["A"].restarts).startswith(
+        "removed from the stack: every NFS mount through it stops"
+    )
+    listener = {"Type": "AWS::ElasticLoadBalancingV2::Listener", "Properties": {"Port": 80}}
+    assert _one(_template(L=listener), _template())["L"].restarts == (
+        "removed from the stack: every connection to the listener's port stops"
+    )
     assert found["T"].restarts is None
+
+
+def test_replacing_a_resource_that_keeps_its_custom_name_fails() -> None:
+    """A vault's encryption key is create-only and CloudFormation requires its name: a new key replaces
+    the vault under the name the old one holds, and the update fails."""
+
+    def vault(key: str, name: str = "Checkpoints") -> dict[str, Any]:
+        return {
+            "Type": "AWS::Backup::BackupVault",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {"BackupVaultName": name, "EncryptionKeyArn": key},
+        }
+
+    found = _one(_template(V=vault("arn:key/1")), _template(V=vault("arn:key/2")))["V"]
+    assert found.change is Change.REPLACED
+    assert str(found.fails).startswith("it is replaced but keeps its BackupVaultName: CloudFormation creates")
+    assert any("aws-properties-name.html" in s.url for s in found.sources)
+    renamed = _one(_template(V=vault("arn:key/1")), _template(V=vault("arn:key/2", "Checkpoints2")))["V"]
+    assert (renamed.change, renamed.fails) == (Change.REPLACED, None)
+    # A generated name (no name property) is CloudFormation's to change.
+    assert _one(_template(Fs=_fs(AvailabilityZoneName="a")), _template(Fs=_fs()))["Fs"].fails is None
 
 
 def test_a_type_change_replaces() -> None:
@@ -134,6 +165,7 @@ def _compute_environment(**update_policy: Any) -> dict[str, Any]:
             "ReplaceComputeEnvironment": False,
             "UpdatePolicy": update_policy,
             "ComputeResources": {
+                "AllocationStrategy": "BEST_FIT_PROGRESSIVE",
                 "MaxvCpus": 128,
                 "LaunchTemplate": {
                     "LaunchTemplateId": {"Ref": "Lt"},
@@ -142,6 +174,37 @@ def _compute_environment(**update_policy: Any) -> dict[str, Any]:
             },
         },
     }
+
+
+def test_batch_refuses_an_infrastructure_update_without_its_strategy_or_service_linked_role() -> None:
+    before, after = _compute_environment(), _compute_environment()
+    after["Properties"]["ComputeResources"]["InstanceTypes"] = ["trn1n.32xlarge"]
+    assert _one(_template(Ce=before), _template(Ce=after))["Ce"].fails is None
+    for key, value in (("AllocationStrategy", "BEST_FIT"), ("ServiceRole", "arn:aws:iam::1:role/batch")):
+        old, new = json.loads(json.dumps(before)), json.loads(json.dumps(after))
+        for template in (old, new):
+            target = (
+                template["Properties"]["ComputeResources"]
+                if key == "AllocationStrategy"
+                else template["Properties"]
+            )
+            target[key] = value
+        found = _one(_template(Ce=old), _template(Ce=new))["Ce"]
+        assert found.change is Change.UPDATED
+        assert str(found.fails).startswith(
+            "an infrastructure update (InstanceTypes) needs the AWSServiceRoleForBatch"
+        )
+
+
+def test_kms_refuses_to_change_what_a_key_is() -> None:
+    key = {"Type": "AWS::KMS::Key", "Properties": {"KeySpec": "SYMMETRIC_DEFAULT", "EnableKeyRotation": True}}
+    rotated = json.loads(json.dumps(key))
+    rotated["Properties"]["EnableKeyRotation"] = False
+    assert _one(_template(K=key), _template(K=rotated))["K"].fails is None
+    hmac = json.loads(json.dumps(key))
+    hmac["Properties"]["KeySpec"] = "HMAC_256"
+    found = _one(_template(K=key), _template(K=hmac))["K"]
+    assert str(found.fails).startswith("KeySpec cannot change on an existing KMS key: the update fails")
 
 
 def test_a_new_launch_template_version_is_a_batch_infrastructure_update_with_the_job_deadline() -> None:
@@ -295,6 +358,19 @@ def test_sagemaker_refuses_a_new_instance_type_on_a_scaled_variant_but_not_a_new
     assert same_type["Ep"].change is Change.UPDATED
     assert same_type["Ep"].fails is None
     assert "SageMaker starts the new configuration's instances" in str(same_type["Ep"].restarts)
+
+
+def test_a_replaced_endpoint_says_the_capacity_it_starts_with() -> None:
+    before = _endpoint_stack("ml.inf2.xlarge", "Config")
+    after = _endpoint_stack("ml.inf2.8xlarge", "Config")
+    after["Resources"]["Config"]["Properties"]["ProductionVariants"][0]["InitialInstanceCount"] = 2
+    after["Resources"]["Ep"]["Properties"]["EndpointName"] = "fleet-inf2-8xlarge"
+    found = _one(before, after)["Ep"]
+    assert (found.change, found.fails) == (Change.REPLACED, None)
+    assert found.restarts == (
+        "the endpoint: a new one (new name) serves once it is in service; it starts with AllTraffic 2 "
+        "instance(s) (InitialInstanceCount), not what auto scaling had grown the old one to, and scales from there"
+    )
 
 
 # -- across stacks and deploy-time values -------------------------------------------------------------

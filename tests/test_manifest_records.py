@@ -13,7 +13,8 @@ AZS = ["us-east-1a", "us-east-1b"]
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The records in the stack's metadata file, and in its template's Metadata section."""
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
 
@@ -66,7 +67,26 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
         for entry in entries:
             if entry["type"] == "cdk-neuron:workload":
                 found[path] = entry["data"]
-    return found
+    template = json.loads((Path(out) / "Workloads.template.json").read_text())
+    return found, template
+
+
+@pytest.fixture(scope="module")
+def records(synthesized: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return synthesized[0]
+
+
+def test_the_template_carries_the_same_records_for_what_is_deployed(
+    synthesized: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """GetTemplate returns the template, not the cloud assembly: cdk-neuron impact --deployed prices
+    what is deployed from these."""
+    from cdk_neuron.cli.assembly import template_records
+
+    records, template = synthesized
+    assert template["Metadata"]["cdk-neuron:workloads"] == records
+    assert {r.path: r.kind for r in template_records(template)} == {p: d["kind"] for p, d in records.items()}
+    assert template_records({"Resources": {}}) == ()
 
 
 def test_each_workload_records_itself_at_its_construct_path(records: dict[str, dict[str, Any]]) -> None:

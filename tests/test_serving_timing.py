@@ -203,3 +203,12 @@ def test_volume_sizes() -> None:
         NeuronConfigError, match=r"volume_size_gb=600: SageMaker ML storage volumes hold at most 512"
     ):
         sagemaker_volume_gb(WEIGHTS_8B, given=600)
+
+
+def test_a_given_sagemaker_volume_sets_the_download_rate() -> None:
+    # 200 GB = 186.3 GiB > 170 GiB: gp2 at 250 MiB/s; 60 + 1.5 x 14.9 GiB / 0.2441 GiB/s (61.0 s) = 151.6
+    given = sagemaker_timeouts(WEIGHTS_8B, precompiled=True, instance_type="inf2.xlarge", volume_gb=200)
+    assert given.model_data_download_seconds == 152
+    assert "gp2 volume (250 MiB/s)" in given.explanation
+    derived = sagemaker_timeouts(WEIGHTS_8B, precompiled=True, instance_type="inf2.xlarge")
+    assert derived.model_data_download_seconds == 239  # 49.8 GiB derived: 128 MiB/s

@@ -8,6 +8,15 @@ objects: an app needs no configuration file of ours for ``plan``, ``cost``, ``pr
 commands. Records hold what the tools need and nothing secret: instance types, AZ IDs, capacity,
 plans, the model, and the logical ids of the job queue and job definition (the CLI turns them into
 ARNs with ``cloudformation:DescribeStackResource``).
+
+The same records also go into the stack's template, under the ``cdk-neuron:workloads`` key of its
+``Metadata`` section (construct path -> record), because a cloud assembly is gone once it is deployed
+and the template is not: CloudFormation's ``GetTemplate`` returns it, so ``cdk-neuron impact
+--deployed`` prices what is deployed against a new synthesis (the cost change ``make deploy`` shows).
+The template ``Metadata`` section holds arbitrary JSON that CloudFormation does not interpret
+("Metadata", AWS CloudFormation User Guide,
+https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/metadata-section-structure.html,
+read 2026-12-02).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Protocol
 
 import aws_cdk as cdk
+import jsii
 from constructs import Construct
 
 if TYPE_CHECKING:
@@ -23,6 +33,8 @@ if TYPE_CHECKING:
 
 WORKLOAD_METADATA = "cdk-neuron:workload"
 """The metadata type of every record."""
+TEMPLATE_METADATA = "cdk-neuron:workloads"
+"""The key of the template's ``Metadata`` section that holds the stack's records, by construct path."""
 RECORD_VERSION = 1
 
 
@@ -69,8 +81,42 @@ def _literal(value: object) -> object:
     return value
 
 
+def _stack_records(stack: cdk.Stack) -> dict[str, Any]:
+    """Every record of the constructs in ``stack`` (not in a nested stack), by construct path."""
+    found: dict[str, Any] = {}
+    for node in stack.node.find_all():
+        if cdk.Stack.of(node).node.path != stack.node.path:
+            continue
+        for entry in node.node.metadata:
+            if entry.type == WORKLOAD_METADATA:
+                found["/" + node.node.path] = entry.data
+    return found
+
+
+@jsii.implements(cdk.IResolvable)
+class _StackRecords:
+    """The template's records, resolved when the template is rendered (after every construct of the
+    stack has recorded itself)."""
+
+    def __init__(self, stack: cdk.Stack) -> None:
+        self._stack = stack
+
+    @property
+    def creation_stack(self) -> list[str]:
+        return []
+
+    def resolve(self, context: cdk.IResolveContext) -> Any:
+        return _stack_records(self._stack)
+
+    def to_string(self) -> str:
+        return cdk.Token.as_string(self)
+
+
 def _record(scope: Construct, kind: str, data: dict[str, Any]) -> None:
     scope.node.add_metadata(WORKLOAD_METADATA, {"kind": kind, "version": RECORD_VERSION, **data})
+    stack = cdk.Stack.of(scope)
+    if TEMPLATE_METADATA not in (stack.template_options.metadata or {}):
+        stack.add_metadata(TEMPLATE_METADATA, _StackRecords(stack))
 
 
 def _plan(plan: TrainingPlan) -> dict[str, Any]:
@@ -181,4 +227,11 @@ def record_checkpoints(
     )
 
 
-__all__ = ["RECORD_VERSION", "WORKLOAD_METADATA", "record_checkpoints", "record_serving", "record_training"]
+__all__ = [
+    "RECORD_VERSION",
+    "TEMPLATE_METADATA",
+    "WORKLOAD_METADATA",
+    "record_checkpoints",
+    "record_serving",
+    "record_training",
+]

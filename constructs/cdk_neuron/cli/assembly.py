@@ -54,6 +54,9 @@ from cdk_neuron.training.capacity import Capacity
 
 WORKLOAD_METADATA = "cdk-neuron:workload"
 """The metadata type each construct records (:data:`cdk_neuron._manifest.WORKLOAD_METADATA`)."""
+TEMPLATE_METADATA = "cdk-neuron:workloads"
+"""The template ``Metadata`` key holding the same records (:data:`cdk_neuron._manifest.TEMPLATE_METADATA`):
+what a deployed template (CloudFormation ``GetTemplate``) says about its workloads."""
 RECORD_VERSION = 1
 STACK = "aws:cloudformation:stack"
 NESTED_ASSEMBLY = "cdk:cloud-assembly"
@@ -135,23 +138,39 @@ def _metadata(directory: Path, artifact: Mapping[str, Any]) -> Mapping[str, Any]
     return inline if isinstance(inline, dict) else {}
 
 
+def _record(path: object, data: object, key: str) -> Record | None:
+    if not isinstance(data, dict):
+        return None
+    if data.get("version") != RECORD_VERSION:
+        raise NeuronConfigError(
+            f"{path} {key}.version",
+            data.get("version"),
+            f"this cdk-neuron reads version {RECORD_VERSION}: use the cdk-neuron the app synthesizes with",
+        )
+    return Record(str(path), data)
+
+
 def _records(metadata: Mapping[str, Any]) -> tuple[Record, ...]:
     records = []
     for path, entries in metadata.items():
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, dict) or entry.get("type") != WORKLOAD_METADATA:
                 continue
-            data = entry.get("data")
-            if not isinstance(data, dict):
-                continue
-            if data.get("version") != RECORD_VERSION:
-                raise NeuronConfigError(
-                    f"{path} {WORKLOAD_METADATA}.version",
-                    data.get("version"),
-                    f"this cdk-neuron reads version {RECORD_VERSION}: use the cdk-neuron the app synthesizes with",
-                )
-            records.append(Record(str(path), data))
+            if (found := _record(path, entry.get("data"), WORKLOAD_METADATA)) is not None:
+                records.append(found)
     return tuple(records)
+
+
+def template_records(template: Mapping[str, Any]) -> tuple[Record, ...]:
+    """The records a template carries in its ``Metadata`` section (a deployed one included); empty for a
+    template synthesized before cdk-neuron wrote them there."""
+    metadata = template.get("Metadata")
+    found = metadata.get(TEMPLATE_METADATA) if isinstance(metadata, dict) else None
+    if not isinstance(found, dict):
+        return ()
+    return tuple(
+        r for path, data in found.items() if (r := _record(path, data, TEMPLATE_METADATA)) is not None
+    )
 
 
 def _qualifier(properties: Mapping[str, Any]) -> str | None:
@@ -719,4 +738,5 @@ __all__ = [
     "read_stacks",
     "select_path",
     "standing",
+    "template_records",
 ]

@@ -5,7 +5,8 @@ Two ways to say "before":
 - ``impact OLD_ASSEMBLY NEW_ASSEMBLY``: two cloud assemblies (e.g. main's cdk.out and a pull
   request's), offline; the cost change is ``cost --diff``'s.
 - ``impact --deployed``: the deployed templates (CloudFormation ``GetTemplate``) against a new
-  synthesis (``--app DIR``, default ./cdk.out, or ``--synth``). It also finds a stack whose first
+  synthesis (``--app DIR``, default ./cdk.out, or ``--synth``); the cost change prices the workload
+  records the deployed templates carry (their ``Metadata``). It also finds a stack whose first
   create failed and that termination protection keeps ``cdk deploy`` from retrying; ``--unblock``
   turns protection off on such a stack (it holds no resource).
 
@@ -21,8 +22,9 @@ an update would be refused: a gate for CI or for ``make deploy``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, Report
 from cdk_neuron.cli.result import OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
+from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError, one_of
 from cdk_neuron.lifecycle import Change
 from cdk_neuron.lifecycle.deployed import DeployedStack, deployed_stack, unblock
@@ -171,11 +174,11 @@ def _selected(names: Sequence[str], env: str | None) -> list[str]:
     return [env]
 
 
-def _cost_lines(old: str, new: str) -> dict[str, str]:
+def _cost_lines(
+    old: Sequence[Deployment], new: Sequence[Deployment], named: str | None = None
+) -> dict[str, str]:
     """Per environment, ``cost --diff``'s hourly changes at idle and at full scale."""
-    result = cost.diff(
-        list(assembly.load(old, field="OLD").values()), list(assembly.load(new, field="NEW").values())
-    )
+    result = cost.diff(old, new, named=named)
     return {
         env.name: f"idle {cost.signed(env.idle.change_usd_per_hour)}/hour, full scale "
         f"{cost.signed(env.full_scale.change_usd_per_hour)}/hour"
@@ -183,6 +186,34 @@ def _cost_lines(old: str, new: str) -> dict[str, str]:
         else "no change"
         for env in result.environments
     }
+
+
+UNPRICED_DEPLOYED = (
+    "unknown: the deployed templates carry no cdk-neuron workload records (deployed with a cdk-neuron "
+    "before 0.2); compare two assemblies with cdk-neuron cost --diff"
+)
+
+
+def _deployed_cost_line(
+    name: str, stacks: Mapping[str, assembly.Stack], deployed: Mapping[str, DeployedStack]
+) -> str | None:
+    """``cost --diff`` from what is deployed to the new synthesis: the deployed side is priced from the
+    records each template carries in its Metadata (:data:`cdk_neuron.cli.assembly.TEMPLATE_METADATA`),
+    with the stacks' places taken from the new assembly. None: the environment records no workload."""
+    try:
+        new = list(assembly.deployments(stacks.values()).values())
+    except NeuronConfigError:
+        return None
+    present = [
+        dataclasses.replace(s, template=template, records=assembly.template_records(template))
+        for s in stacks.values()
+        if (template := deployed[s.stack_name].template) is not None
+    ]
+    if present and not any(s.records for s in present):
+        return UNPRICED_DEPLOYED
+    old = list(assembly.deployments(present).values()) if present else []
+    # Nothing deployed yet: the whole environment is added, and priced as such.
+    return _cost_lines(old, new, named=name).get(name)
 
 
 def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool) -> ImpactResult:
@@ -196,7 +227,9 @@ def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool)
     before = _by_environment(old_stacks)
     after = _by_environment(new_stacks)
     names = _selected([*after, *(n for n in before if n not in after)], env)
-    costs = _cost_lines(old, new)
+    costs = _cost_lines(
+        list(assembly.load(old, field="OLD").values()), list(assembly.load(new, field="NEW").values())
+    )
     environments = []
     for name in names:
         impacts = lifecycle.impact(
@@ -259,7 +292,7 @@ def _against_deployed(args: argparse.Namespace, ctx: Context, directory: str) ->
             _environment(
                 name,
                 impacts,
-                cost_line=None,
+                cost_line=_deployed_cost_line(name, after[name], deployed),
                 blocked=[s for s in blocked if s not in unblocked],
                 unblocked=unblocked,
             )

@@ -109,13 +109,15 @@ class ServingSizing:
 
 @dataclass(frozen=True)
 class StartupPhaseLine:
-    """One start-up phase: estimate (no margin), budget, floor and their ratio (None: no floor)."""
+    """One start-up phase: estimate (no margin), budget, floor, and estimate / floor and budget / floor
+    (None: no floor)."""
 
     phase: str
     estimate_seconds: float
     budget_seconds: int
     floor_seconds: float | None
     ratio: float | None
+    budget_ratio: float | None
     basis: str
     estimate_why: str
     floor_why: str
@@ -280,6 +282,7 @@ def startup_section(env: Deployment) -> ServingStartup | None:
                 budget_seconds=p.budget_seconds,
                 floor_seconds=None if p.floor_seconds is None else round(p.floor_seconds, 2),
                 ratio=None if p.ratio is None else round(p.ratio, 2),
+                budget_ratio=None if not p.floor_seconds else round(p.budget_seconds / p.floor_seconds, 2),
                 basis=p.basis,
                 estimate_why=p.estimate_why,
                 floor_why=p.floor_why,
@@ -397,13 +400,15 @@ def _render_startup(name: str, startup: ServingStartup, out: Report) -> None:
         return "-" if value is None else f"{value:,.0f} s" if value >= 10 else f"{value:.1f} s"
 
     def ratio(line: StartupPhaseLine) -> str:
-        if line.ratio is None:
+        if line.ratio is None or line.budget_ratio is None:
             return "no floor published"
-        return f"{line.ratio:.2f}x" if line.controlled else "runtime (not ours)"
+        if not line.controlled:
+            return "runtime (not ours)"
+        return f"{line.ratio:.2f}x / {line.budget_ratio:.2f}x"
 
     out.table(
         f"{name}: start-up ({startup.backend}, {startup.instance_type}), launch to serving",
-        ("Phase", "Estimate", "Budget", "Floor", "Estimate / floor"),
+        ("Phase", "Estimate", "Budget", "Floor", "Estimate / floor, budget / floor"),
         [
             *(
                 (p.phase, f"{seconds(p.estimate_seconds)} ({p.basis})", seconds(p.budget_seconds),

@@ -25,6 +25,10 @@ FAILED_CREATE = "ROLLBACK_COMPLETE"
 """A first create that rolled back completely: the stack holds no resource."""
 ROLLBACK_FAILED = "ROLLBACK_FAILED"
 """A first create whose rollback failed: some resources may remain; the CDK CLI still deletes it."""
+REVIEW_IN_PROGRESS = "REVIEW_IN_PROGRESS"
+"""A stack that only a change set of type CREATE made: it holds no resource, and the CDK CLI treats it as
+not existing (``stack.exists && stack.stackStatus.name !== "REVIEW_IN_PROGRESS"``, deploy-stack.ts;
+aws-cdk 2.1148.1 lib/index.js). Its "template" is an unexecuted change set's, not what is deployed."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,7 @@ def deployed_stack(cloudformation: Any, name: str) -> DeployedStack:
         raise
     status = str(stack["StackStatus"])
     protected = bool(stack.get("EnableTerminationProtection", False))
-    if status in (FAILED_CREATE, ROLLBACK_FAILED) or status.startswith("DELETE_"):
+    if status in (FAILED_CREATE, ROLLBACK_FAILED, REVIEW_IN_PROGRESS) or status.startswith("DELETE_"):
         return DeployedStack(name, status, protected)
     body = cloudformation.get_template(StackName=name, TemplateStage="Original")["TemplateBody"]
     template = json.loads(body) if isinstance(body, str) else dict(body)
@@ -77,4 +81,11 @@ def unblock(cloudformation: Any, stack: DeployedStack) -> bool:
     return True
 
 
-__all__ = ["FAILED_CREATE", "ROLLBACK_FAILED", "DeployedStack", "deployed_stack", "unblock"]
+__all__ = [
+    "FAILED_CREATE",
+    "REVIEW_IN_PROGRESS",
+    "ROLLBACK_FAILED",
+    "DeployedStack",
+    "deployed_stack",
+    "unblock",
+]

@@ -166,6 +166,15 @@ def _readable(path: Path) -> str:
     return "/".join(kept)
 
 
+def _kept_name(kind: str, before: Mapping[str, Any], after: Any) -> str | None:
+    """The name property a replaced resource keeps unchanged in the template, if it sets one."""
+    name = schema.name_property(kind)
+    if name is None or "/" in name:
+        return None
+    old, new = before.get(name), after.get(name) if isinstance(after, dict) else None
+    return name if old is not None and old == new else None
+
+
 def _replacing_pointers(kind: str, before: Mapping[str, Any], after: Any) -> list[str]:
     return [
         "/".join(pointer)
@@ -214,6 +223,7 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
             reasons = tuple(f"{p} changes (create-only)" for p in pointers) or tuple(
                 dict.fromkeys(f"{_readable(p)} changes" for p in sorted(changed, key=str))
             )
+            named = _kept_name(kind, before_props, after_props)
             found[logical] = ResourceImpact(
                 logical,
                 kind,
@@ -222,8 +232,13 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
                 restarts=effect.restarts
                 if effect is not None and effect.replaces
                 else rules.replaced_restarts(kind),
+                fails=None
+                if named is None
+                else f"it is replaced but keeps its {named}: CloudFormation creates the replacement first, under "
+                "the name the old one still holds, and the update fails (change the name with the change)",
                 data_at_risk=_loss(kind, logical, retained, "replaced"),
-                sources=(effect.source,) if effect is not None else (),
+                sources=((effect.source,) if effect is not None else ())
+                + ((rules.NAME_TYPE,) if named is not None else ()),
             )
         elif changed or attributes:
             found[logical] = ResourceImpact(
@@ -233,6 +248,7 @@ def _classify(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str,
                 reasons=tuple(dict.fromkeys(f"{_readable(p)} changes" for p in sorted(changed, key=str)))
                 + tuple(f"{a} changes" for a in attributes),
                 restarts=effect.restarts if effect is not None else None,
+                fails=effect.fails if effect is not None else None,
                 sources=(effect.source,) if effect is not None else (),
             )
         else:
@@ -291,6 +307,28 @@ def _sagemaker_refusals(stack: _Stack, found: dict[str, ResourceImpact]) -> None
             )
 
 
+def _new_endpoint_capacity(stack: _Stack, found: dict[str, ResourceImpact]) -> None:
+    """A replaced SageMaker endpoint starts at its configuration's ``InitialInstanceCount``: whatever auto
+    scaling had grown the old one to is not carried over while clients move to the new one."""
+    for logical, result in list(found.items()):
+        if result.type != "AWS::SageMaker::Endpoint" or result.change is not Change.REPLACED:
+            continue
+        refs = [ref for ref, _ in references(properties(stack.after[logical]).get("EndpointConfigName"))]
+        config = stack.after.get(refs[0]) if refs else None
+        counts = {
+            str(v.get("VariantName")): v.get("InitialInstanceCount")
+            for v in (properties(config).get("ProductionVariants") if config else None) or []
+            if isinstance(v, dict) and v.get("InitialInstanceCount") is not None
+        }
+        if counts:
+            start = ", ".join(f"{name} {count}" for name, count in counts.items())
+            found[logical] = dataclasses.replace(
+                result,
+                restarts=f"{result.restarts}; it starts with {start} instance(s) (InitialInstanceCount), not "
+                "what auto scaling had grown the old one to, and scales from there",
+            )
+
+
 def _stack_impact(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[str, ResourceImpact]:
     stack.replaced, stack.updated = set(), set()
     while True:
@@ -299,6 +337,7 @@ def _stack_impact(stack: _Stack, changed_outputs: set[tuple[str, str]]) -> dict[
         updated = {k for k, v in found.items() if v.change is Change.UPDATED}
         if replaced == stack.replaced and updated == stack.updated:
             _sagemaker_refusals(stack, found)
+            _new_endpoint_capacity(stack, found)
             return found
         stack.replaced, stack.updated = replaced, updated
 

@@ -44,6 +44,15 @@ BATCH_UPDATES = Source(
     "Updating compute environments, AWS Batch User Guide",
     "https://docs.aws.amazon.com/batch/latest/userguide/updating-compute-environments.html",
 )
+BATCH_INFRASTRUCTURE_UPDATES = Source(
+    "Perform infrastructure updates, AWS Batch User Guide",
+    "https://docs.aws.amazon.com/batch/latest/userguide/infrastructure-updates.html",
+)
+KMS_KEY = Source(
+    "AWS::KMS::Key, CloudFormation template reference (a change of KeySpec, KeyUsage, Origin or MultiRegion "
+    "on an existing key fails, whatever the UpdateReplacePolicy)",
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-kms-key.html",
+)
 BATCH_UPDATE_POLICY = Source(
     "UpdatePolicy, AWS Batch API Reference (jobExecutionTimeoutMinutes: 1 to 7200, default 30)",
     "https://docs.aws.amazon.com/batch/latest/APIReference/API_UpdatePolicy.html",
@@ -63,6 +72,11 @@ SAGEMAKER_UPDATE = Source(
 HYPERPOD_UPDATE = Source(
     "UpdateCluster, Amazon SageMaker API Reference",
     "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html",
+)
+NAME_TYPE = Source(
+    'Name type, CloudFormation template reference ("If you specify a name, you cannot perform updates that '
+    'require replacement of this resource")',
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html",
 )
 DELETION_POLICY = Source(
     "DeletionPolicy attribute, CloudFormation template reference",
@@ -115,6 +129,19 @@ COMPUTE: Mapping[str, tuple[str, str]] = {
         "the NAT gateway",
         ": private subnets lose internet egress until the new one is up",
     ),
+    # Not compute, but what runs through them stops: NFS clients keep a mount target's address, and a
+    # load balancer's clients connect to a listener's port.
+    "AWS::EFS::MountTarget": (
+        "every NFS mount through it",
+        ": clients mounted through the old mount target (running jobs, instances) lose their mount when it is "
+        "deleted at clean-up; only new mounts reach the new one",
+    ),
+    "AWS::EFS::AccessPoint": (
+        "every NFS mount through it",
+        ": clients mounted through the old access point (running jobs) lose their mount when it is deleted "
+        "at clean-up; drain the job queue first",
+    ),
+    "AWS::ElasticLoadBalancingV2::Listener": ("every connection to the listener's port", ""),
 }
 """What runs in a resource of each type: what its replacement restarts, its removal stops."""
 
@@ -269,6 +296,12 @@ BATCH_INFRASTRUCTURE = frozenset(
     }
 )
 BATCH_DEFAULT_JOB_MINUTES = 30
+# "Infrastructure updates require the AWSServiceRoleForBatch service-linked role and an allocation
+# strategy of BEST_FIT_PROGRESSIVE, SPOT_CAPACITY_OPTIMIZED, or SPOT_PRICE_CAPACITY_OPTIMIZED"
+# (BATCH_INFRASTRUCTURE_UPDATES); BEST_FIT is AllocationStrategy's default.
+BATCH_INFRASTRUCTURE_STRATEGIES = frozenset(
+    {"BEST_FIT_PROGRESSIVE", "SPOT_CAPACITY_OPTIMIZED", "SPOT_PRICE_CAPACITY_OPTIMIZED"}
+)
 
 
 def batch_compute_environment(
@@ -294,6 +327,18 @@ def batch_compute_environment(
             replaces=True,
             restarts=f"the compute environment is replaced ({', '.join(infrastructure)} changed, "
             "ReplaceComputeEnvironment is true): its jobs and instances go with it",
+        )
+    compute = _mapping(props.get("ComputeResources"))
+    strategy = compute.get("AllocationStrategy", "BEST_FIT")
+    if (isinstance(strategy, str) and strategy not in BATCH_INFRASTRUCTURE_STRATEGIES) or props.get(
+        "ServiceRole"
+    ) is not None:
+        return ServiceEffect(
+            BATCH_INFRASTRUCTURE_UPDATES,
+            fails=f"an infrastructure update ({', '.join(infrastructure)}) needs the AWSServiceRoleForBatch "
+            "service-linked role (no ServiceRole) and an allocation strategy of "
+            f"{', '.join(sorted(BATCH_INFRASTRUCTURE_STRATEGIES))} (this one: {strategy}); with "
+            "ReplaceComputeEnvironment false, Batch refuses it and the stack rolls back",
         )
     policy = _mapping(props.get("UpdatePolicy"))
     minutes = _number(policy.get("JobExecutionTimeoutMinutes")) or BATCH_DEFAULT_JOB_MINUTES
@@ -356,9 +401,27 @@ def sagemaker_cluster(
     return None
 
 
+KMS_IMMUTABLE = ("KeySpec", "KeyUsage", "Origin", "MultiRegion")
+
+
+def kms_key(
+    before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
+) -> ServiceEffect | None:
+    """KMS refuses to change what a key is: the update fails instead of replacing the key."""
+    immutable = sorted({str(p[0]) for p in changed if p and p[0] in KMS_IMMUTABLE})
+    if not immutable:
+        return None
+    return ServiceEffect(
+        KMS_KEY,
+        fails=f"{', '.join(immutable)} cannot change on an existing KMS key: the update fails (a new key, "
+        "under a new logical id, and re-encrypting what the old one protects is the way)",
+    )
+
+
 SERVICE_RULES: Mapping[str, ServiceRule] = {
     "AWS::AutoScaling::AutoScalingGroup": auto_scaling_group,
     "AWS::Batch::ComputeEnvironment": batch_compute_environment,
+    "AWS::KMS::Key": kms_key,
     "AWS::SageMaker::Endpoint": sagemaker_endpoint,
     "AWS::SageMaker::Cluster": sagemaker_cluster,
 }

@@ -169,6 +169,9 @@ def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> Sage
     spec, plan, engine = settings.model, settings.plan, settings.engine
     image = engine.validate_sagemaker()
     stack = cdk.Stack.of(scope)
+    # Instance types with local NVMe (trn1, trn1n, trn2) keep the model on it: no VolumeSizeInGB, and
+    # no endpoint-config KmsKeyId (SageMaker refuses it; a hardware module encrypts local volumes).
+    volume_gb = sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=settings.volume_size_gb)
     timeouts = sagemaker_timeouts(
         plan.weights_gib,
         precompiled=spec.precompiled,
@@ -176,10 +179,8 @@ def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> Sage
         model_data_download_seconds=settings.model_data_download_timeout_seconds,
         container_startup_health_check_seconds=settings.container_startup_health_check_timeout_seconds,
         measured=settings.measured_startup,
+        volume_gb=volume_gb,
     )
-    # Instance types with local NVMe (trn1, trn1n, trn2) keep the model on it: no VolumeSizeInGB, and
-    # no endpoint-config KmsKeyId (SageMaker refuses it; a hardware module encrypts local volumes).
-    volume_gb = sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=settings.volume_size_gb)
     local_storage = volume_gb is None
     # Isolation cuts the container off the network: possible only when the weights come from S3.
     network_isolation = engine.supports_network_isolation and spec.precompiled

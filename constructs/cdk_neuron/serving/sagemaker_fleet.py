@@ -413,8 +413,8 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
             model_data_download_seconds=download,
             container_startup_health_check_seconds=startup,
             measured=measured,
+            volume_gb=sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=self._volume_size_gb),
         )
-        sagemaker_storage_gb(plan.instance_type, plan.weights_gib, given=self._volume_size_gb)
 
     def _annotate_backend(self, annotations: cdk.Annotations) -> None:
         if self.plan.replicas_per_instance > 1:

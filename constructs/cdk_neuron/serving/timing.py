@@ -612,6 +612,7 @@ def sagemaker_timeouts(
     model_data_download_seconds: int | None = None,
     container_startup_health_check_seconds: int | None = None,
     measured: MeasuredStartup | None = None,
+    volume_gb: int | None = None,
 ) -> SageMakerTimeouts:
     """Both SageMaker timeouts, clamped to >= 60 s; > 3,600 s is refused naming the field.
 
@@ -619,6 +620,9 @@ def sagemaker_timeouts(
     so the download has its own timeout; from the Hub the container downloads during its start-up
     health check (inside the container budget). Explicit seconds win over measurements, which win
     over the estimate; all are held to the same limits. A SageMaker endpoint runs one container.
+
+    ``volume_gb``: the variant's ``VolumeSizeInGB`` when given (its gp2 throughput depends on its size);
+    default: the size :func:`sagemaker_volume_gb` derives.
     """
     if model_data_download_seconds is not None:
         download = _whole_seconds("model_data_download_timeout_seconds", model_data_download_seconds)
@@ -627,7 +631,9 @@ def sagemaker_timeouts(
         phase = artifact_download(
             weights_gib,
             instance_type=instance_type,
-            target=floors.sagemaker_target(weights_gib),
+            target=floors.sagemaker_target(
+                weights_gib, volume_gib=None if volume_gb is None else volume_gb * 1e9 / 2**30
+            ),
             measured=measured,
         )
         download = SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds

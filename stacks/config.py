@@ -51,9 +51,20 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                (capacity-block: engine auto-scaling-group only, AWS
                                                Batch ignores the market type; instance blocks of trn1.32xlarge and
                                                trn2.48xlarge, UltraServer blocks of trn2u.48xlarge)
-        engine: "batch"                        | "auto-scaling-group"
+                                               | {type: "training-plan", training_plan_arn: "arn:..."}
+                                               (training-plan: a SageMaker training plan, hyperpod only;
+                                               hyperpod refuses the EC2 reservation types)
+        engine: "batch"                        | "auto-scaling-group" | "hyperpod"
         job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
-                                               refused with auto-scaling-group (no job containers)
+                                               refused with auto-scaling-group and hyperpod (no job
+                                               containers: HyperPod jobs run on the host's Neuron
+                                               software through sbatch/srun)
+        worker_count: null                     hyperpod only: workers running now; null: 0 in dev
+                                               (HyperPod never scales to zero: only the controller bills),
+                                               max_nodes elsewhere
+        efs_utils_package: required with hyperpod  path of an amazon-efs-utils .deb for Ubuntu (efs-utils'
+                                               ./build-deb.sh): the lifecycle script installs it from the
+                                               cluster's own bucket, so no node needs internet
         checkpoint: null                       {model_parameters: required, writers: 1}
       storage: {one_zone: false, backup_retention_days: 35, infrequent_access_after_days: 30}
       serving:
@@ -120,15 +131,21 @@ from cdk_neuron.validation import (
 # not be deployed: `cdk deploy` with real credentials sets CDK_DEFAULT_ACCOUNT, or set `account`.
 
 RemovalPolicy = Literal["retain", "destroy"]
-CapacityType = Literal["on-demand", "reservation", "reservation-group", "capacity-block"]
-TrainingEngine = Literal["batch", "auto-scaling-group"]
+CapacityType = Literal["on-demand", "reservation", "reservation-group", "capacity-block", "training-plan"]
+TrainingEngine = Literal["batch", "auto-scaling-group", "hyperpod"]
 ServingBackend = Literal["ec2", "sagemaker"]
 ServingEngineName = Literal["optimum-neuron", "tgi", "vllm-neuron"]
 EndpointAzs = Literal["all", "training", "none"]
 
 REMOVAL_POLICIES: tuple[RemovalPolicy, ...] = ("retain", "destroy")
-CAPACITY_TYPES: tuple[CapacityType, ...] = ("on-demand", "reservation", "reservation-group", "capacity-block")
-TRAINING_ENGINES: tuple[TrainingEngine, ...] = ("batch", "auto-scaling-group")
+CAPACITY_TYPES: tuple[CapacityType, ...] = (
+    "on-demand",
+    "reservation",
+    "reservation-group",
+    "capacity-block",
+    "training-plan",
+)
+TRAINING_ENGINES: tuple[TrainingEngine, ...] = ("batch", "auto-scaling-group", "hyperpod")
 SERVING_BACKENDS: tuple[ServingBackend, ...] = ("ec2", "sagemaker")
 SERVING_ENGINES: tuple[ServingEngineName, ...] = ("optimum-neuron", "tgi", "vllm-neuron")
 ENDPOINT_AZS: tuple[EndpointAzs, ...] = ("all", "training", "none")
@@ -215,6 +232,10 @@ class TrainingConfig:
     capacity: Capacity = field(default_factory=Capacity.on_demand)
     engine: TrainingEngine = "batch"
     checkpoint: CheckpointSizing | None = None
+    worker_count: int | None = None
+    """HyperPod's running workers (0 to max_nodes); None with the other engines."""
+    efs_utils_package: str | None = None
+    """HyperPod only: the amazon-efs-utils .deb its lifecycle script installs."""
 
     def training_plan(self) -> TrainingPlan:
         return self.plan
@@ -560,10 +581,13 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> Capacity:
     raw = training.raw.get("capacity") or {}
     path = training.field("capacity")
     kind = _Section(
-        path, raw, ("type", "reservation_id", "resource_group_arn", "placement_group_name")
+        path,
+        raw,
+        ("type", "reservation_id", "resource_group_arn", "placement_group_name", "training_plan_arn"),
     ).choice("type", CAPACITY_TYPES, "on-demand")
     needs: dict[CapacityType, tuple[str, ...]] = {
         "on-demand": (),
+        "training-plan": ("training_plan_arn",),
         "reservation": ("reservation_id", "placement_group_name"),
         "capacity-block": ("reservation_id",),
         "reservation-group": ("resource_group_arn", "placement_group_name"),
@@ -584,6 +608,10 @@ def _capacity(training: _Section, instance: catalog.NeuronInstance) -> Capacity:
         group = section.get("resource_group_arn", str)
         with _planner_fields(section.path, {}):
             capacity = Capacity.reservation_group(group, placement_group_name=placement_group)
+    elif kind == "training-plan":
+        arn = section.get("training_plan_arn", str)
+        with _planner_fields(section.path, {}):
+            capacity = Capacity.training_plan(arn)
     else:
         capacity = Capacity.on_demand()
     try:
@@ -709,7 +737,17 @@ def _training(
 ) -> TrainingConfig:
     """The ``training`` section. With region, az_ids or network refused (None), every key is still
     read and only the checks that need them (offerings, the image's route) are skipped."""
-    keys = ("instance_type", "max_nodes", "plan", "capacity", "engine", "job_image", "checkpoint")
+    keys = (
+        "instance_type",
+        "max_nodes",
+        "plan",
+        "capacity",
+        "engine",
+        "job_image",
+        "checkpoint",
+        "worker_count",
+        "efs_utils_package",
+    )
     found = _Collector()
     section = found.section(env, "training", keys, required=True)
     if section is None:
@@ -727,11 +765,16 @@ def _training(
     checkpoint = _checkpoint(found, section, max_nodes) if section.has("checkpoint") else None
     engine: TrainingEngine | None = found.run(lambda: section.choice("engine", TRAINING_ENGINES, "batch"))
     if engine is not None and engine != "batch" and section.has("job_image"):
+        why = (
+            "HyperPod jobs run on the host's Neuron software through sbatch/srun, not in a job container"
+            if engine == "hyperpod"
+            else "the auto-scaling-group engine runs no job containers"
+        )
         found.add(
             NeuronConfigError(
                 section.field("job_image"),
                 section.raw["job_image"],
-                "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch",
+                f"{why}: remove job_image, or use engine batch",
             )
         )
     job_image = found.run(lambda: _job_image(section, region, network)) if engine == "batch" else None
@@ -740,6 +783,51 @@ def _training(
         found.add(
             NeuronConfigError(f"{section.field('capacity')}.type", capacity.kind, BATCH_CAPACITY_BLOCK_FIX)
         )
+    worker_count: int | None = None
+    efs_utils_package: str | None = None
+    if engine == "hyperpod":
+        if instance is not None and region is not None:
+            found.run(lambda: _hyperpod_instance(section, instance.name, region))
+        if capacity is not None and capacity.kind not in ("on-demand", "training-plan"):
+            found.add(
+                NeuronConfigError(
+                    section.field("capacity") + ".type",
+                    capacity.kind,
+                    "AWS::SageMaker::Cluster has no capacity-reservation field: use a SageMaker training plan "
+                    "(type training-plan, training_plan_arn) or on-demand",
+                )
+            )
+        default_workers = 0 if env.path == "environments.dev" else max_nodes
+        worker_count = found.run(
+            lambda: (
+                section.get("worker_count", int, default_workers)
+                if section.has("worker_count")
+                else default_workers
+            )
+        )
+        if worker_count is not None and max_nodes is not None and not 0 <= worker_count <= max_nodes:
+            found.add(
+                NeuronConfigError(
+                    section.field("worker_count"), worker_count, f"use 0 to max_nodes ({max_nodes})"
+                )
+            )
+        efs_utils_package = found.run(lambda: _efs_utils_package(section))
+    else:
+        for key in ("worker_count", "efs_utils_package"):
+            if section.has(key):
+                found.add(
+                    NeuronConfigError(
+                        section.field(key), section.raw[key], "only the hyperpod engine takes it"
+                    )
+                )
+        if capacity is not None and capacity.is_training_plan:
+            found.add(
+                NeuronConfigError(
+                    section.field("capacity") + ".type",
+                    "training-plan",
+                    "a SageMaker training plan serves only HyperPod: use engine hyperpod, or EC2 capacity",
+                )
+            )
     found.raise_if_any()
     assert instance is not None and max_nodes is not None and plan is not None and engine is not None
     assert capacity is not None
@@ -751,7 +839,43 @@ def _training(
         capacity=capacity,
         engine=engine,
         checkpoint=checkpoint,
+        worker_count=worker_count,
+        efs_utils_package=efs_utils_package,
     )
+
+
+def _hyperpod_instance(section: _Section, name: str, region: str) -> None:
+    from cdk_neuron.training import hyperpod_facts
+
+    if name not in hyperpod_facts.HYPERPOD_TYPES:
+        raise NeuronConfigError(
+            section.field("instance_type"),
+            name,
+            f"HyperPod runs {one_of(hyperpod_facts.HYPERPOD_TYPES)}: use one of them, or engine batch",
+        )
+    if name not in hyperpod_facts.types_in(region):
+        raise NeuronConfigError(
+            section.field("instance_type"),
+            name,
+            f"HyperPod does not sell {name} in {region} (it does in "
+            f"{', '.join(hyperpod_facts.regions_for(name)) or 'no region'}): use another type or region",
+        )
+
+
+def _efs_utils_package(section: _Section) -> str:
+    if not section.has("efs_utils_package"):
+        raise NeuronConfigError(
+            section.field("efs_utils_package"),
+            None,
+            "required with engine hyperpod: the checkpoint store mounts only with amazon-efs-utils (TLS and IAM), "
+            "which HyperPod's Ubuntu image lacks and its archive does not carry. Build the .deb with "
+            "efs-utils' ./build-deb.sh (https://github.com/aws/efs-utils) and give its path; the lifecycle "
+            "script installs it from the cluster's bucket, so the nodes need no internet",
+        )
+    path = section.get("efs_utils_package", str)
+    if not path.endswith(".deb"):
+        raise NeuronConfigError(section.field("efs_utils_package"), path, "give the path of a .deb file")
+    return path
 
 
 _PLAN_KEYS = (
@@ -1355,6 +1479,7 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             engine=training.engine,
             job_image=training.job_image,
             checkpoint=training.checkpoint,
+            worker_count=training.worker_count,
             jobs=JobQueueLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
             if training.engine == "batch"
             else None,

@@ -37,7 +37,8 @@ class MonitoringStack(PinnedAzStack):
             self,
             "Monitoring",
             environment=config.name,
-            cluster=training.cluster,
+            # A HyperPod cluster publishes no Neuron node metrics (its health agent reports to HyperPod).
+            cluster=training.cluster if training.cluster.node_metrics is not None else None,
             fleet=serving.fleet,
             checkpoints=training.checkpoints,
             alarm_email=config.monitoring.alarm_email,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_neuron import ami
@@ -14,6 +15,7 @@ from cdk_neuron.training import (
     DEFAULT_SECURITY_GROUP_WARNING_ID,
     AutoScalingTrainingCluster,
     BatchTrainingCluster,
+    HyperPodTrainingCluster,
     TrainingClusterBase,
 )
 from stacks.config import EnvironmentConfig
@@ -79,8 +81,26 @@ class TrainingStack(PinnedAzStack):
             "removal_policy": removal,
             "machine_image": ami.machine_image(config.ami_release),
         }
-        self.cluster: TrainingClusterBase
-        if training.engine == "batch":
+        self.cluster: TrainingClusterBase | HyperPodTrainingCluster
+        if training.engine == "hyperpod":
+            assert training.efs_utils_package is not None  # the configuration requires it with hyperpod
+            self.cluster = HyperPodTrainingCluster(
+                self,
+                "Cluster",
+                vpc=network.vpc,
+                instance_type=training.instance_type,
+                max_nodes=training.max_nodes,
+                worker_count=training.worker_count,
+                plan=training.training_plan(),
+                vpc_subnets=network.training_subnets,
+                availability_zone_id=config.training_az_id,
+                checkpoints=self.checkpoints,
+                efs_utils_package=s3_assets.Asset(self, "EfsUtils", path=training.efs_utils_package),
+                compile_cache=self.compile_cache,
+                capacity=training.capacity,
+                removal_policy=removal,
+            )
+        elif training.engine == "batch":
             assert training.job_image is not None  # the configuration requires it with the batch engine
             self.cluster = BatchTrainingCluster(self, "Cluster", job_image=training.job_image, **nodes)
             if self.cluster.task_security_group is not self.cluster.security_group:
@@ -102,6 +122,9 @@ class TrainingStack(PinnedAzStack):
             cdk.CfnOutput(
                 self, "AutoScalingGroupName", value=self.cluster.auto_scaling_group.auto_scaling_group_name
             )
+        elif isinstance(self.cluster, HyperPodTrainingCluster):
+            cdk.CfnOutput(self, "HyperPodClusterArn", value=self.cluster.cluster_arn)
+            cdk.CfnOutput(self, "HyperPodClusterName", value=self.cluster.cluster_name)
         cdk.CfnOutput(self, "CheckpointFileSystemId", value=self.checkpoints.file_system_id)
         cdk.CfnOutput(self, "CompileCacheUrl", value=self.compile_cache.url)
 
@@ -118,6 +141,8 @@ class TrainingStack(PinnedAzStack):
             "Cache entries are regenerable and expire after 30 days; versioning would keep every overwritten "
             "graph and defeat the expiry.",
         )
+        if isinstance(self.cluster, HyperPodTrainingCluster):
+            return  # its key policy names no '*' principal
         skip_checkov(
             self.cluster.kms_key,
             "CKV_AWS_33",

@@ -29,6 +29,7 @@ GATED_TEMPLATES: tuple[str, ...] = (
     "training_cluster:trn2",
     "training_cluster:trn3",
     "training_asg:group",
+    "training_hyperpod:cluster",
     "serving_ec2:stack",
     "serving_ec2:variants",
     "serving_sagemaker:stack",

@@ -694,7 +694,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "unknown key; did you mean 'region'? valid keys here: account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring, ami_release"),
     ("unknown nested key", setting("training.max_node", 4),
      "training.max_node", 4,
-     "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint"),
+     "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint, worker_count, efs_utils_package"),
     ("unknown model key", setting("serving.model.quantize", "int8"),
      "serving.model.quantize", "int8",
      "unknown key; valid keys here: model_id, artifact_uri, parameters, dtype, sequence_length, batch_size, tensor_parallel, "
@@ -708,7 +708,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "required: give a string"),
     ("missing training", deleting("training"),
      "training", None,
-     "required: an object with keys capacity, checkpoint, engine, instance_type, job_image, max_nodes, plan"),
+     "required: an object with keys capacity, checkpoint, efs_utils_package, engine, instance_type, job_image, max_nodes, plan, worker_count"),
     ("missing model id", deleting("serving.model.model_id"),
      "serving.model.model_id", None,
      "required: give a string"),
@@ -820,7 +820,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "trn1.2xlarge has no EFA: use 1"),
     ("capacity type", setting("training.capacity", {"type": "spot"}),
      "training.capacity.type", "spot",
-     "use one of on-demand, reservation, reservation-group, capacity-block"),
+     "use one of on-demand, reservation, reservation-group, capacity-block, training-plan"),
     ("reservation without id", setting("training.capacity", {"type": "reservation"}),
      "training.capacity.reservation_id", None,
      "required: give a string"),
@@ -832,7 +832,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "use a resource group ARN, e.g. arn:aws:resource-groups:us-east-1:111111111111:group/trn-odcrs"),
     ("engine", setting("training.engine", "slurm"),
      "training.engine", "slurm",
-     "use one of batch, auto-scaling-group"),
+     "use one of batch, auto-scaling-group, hyperpod"),
     ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"),
      "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
      "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch"),
@@ -1179,7 +1179,12 @@ def test_config_objects_built_in_code_get_the_documented_defaults() -> None:
         "backup_retention_days": 35,
         "infrequent_access_after_days": 30,
     }
-    assert _defaults(TrainingConfig) == {"engine": "batch", "checkpoint": None}
+    assert _defaults(TrainingConfig) == {
+        "engine": "batch",
+        "checkpoint": None,
+        "worker_count": None,
+        "efs_utils_package": None,
+    }
     assert _defaults(ServingConfig) == {
         "backend": "ec2",
         "instance_type": None,

@@ -214,13 +214,22 @@ def test_the_function_code_is_a_real_file_of_the_package() -> None:
         "boot_failure_breaker.py",
         "cfn_response.py",
         "efa_mirror.py",
+        "lifecycle_scripts.py",
         "openpgp.py",
         "vault_emptier.py",
     ]
 
 
 @pytest.mark.parametrize(
-    "name", ["boot_failure_breaker.py", "cfn_response.py", "efa_mirror.py", "openpgp.py", "vault_emptier.py"]
+    "name",
+    [
+        "boot_failure_breaker.py",
+        "cfn_response.py",
+        "efa_mirror.py",
+        "lifecycle_scripts.py",
+        "openpgp.py",
+        "vault_emptier.py",
+    ],
 )
 def test_handlers_need_only_the_lambda_runtime(name: str) -> None:
     import ast

@@ -521,3 +521,42 @@ def test_schema_lookups() -> None:
     assert lifecycle_schema.name_property("AWS::Logs::LogGroup") == "LogGroupName"
     assert lifecycle_schema.name_property("AWS::EFS::FileSystem") is None
     assert lifecycle_schema.source()["cfn_lint"]
+
+
+# -- SageMaker HyperPod ------------------------------------------------------------------------------
+
+
+def _hyperpod(workers: int, *, subnet: str = "subnet-1", name: str = "training") -> dict[str, Any]:
+    return _template(
+        Hp={
+            "Type": "AWS::SageMaker::Cluster",
+            "Properties": {
+                "ClusterName": name,
+                "VpcConfig": {"SecurityGroupIds": ["sg-1"], "Subnets": [subnet]},
+                "InstanceGroups": [
+                    {"InstanceGroupName": "controller", "InstanceCount": 1, "InstanceType": "ml.m5.xlarge"},
+                    {
+                        "InstanceGroupName": "trn",
+                        "InstanceCount": workers,
+                        "InstanceType": "ml.trn1.32xlarge",
+                    },
+                ],
+            },
+        }
+    )
+
+
+def test_hyperpod_scales_in_place_and_scaling_down_stops_the_jobs_on_removed_nodes() -> None:
+    up = _one(_hyperpod(0), _hyperpod(4))
+    assert up["Hp"].change is Change.UPDATED
+    assert up["Hp"].restarts is None
+    down = _one(_hyperpod(4), _hyperpod(2))
+    assert down["Hp"].change is Change.UPDATED
+    assert str(down["Hp"].restarts).startswith("the nodes HyperPod removes from trn: Slurm jobs on them fail")
+
+
+@pytest.mark.parametrize("change", [{"subnet": "subnet-2"}, {"name": "training2"}])
+def test_hyperpod_replaces_the_cluster_on_a_create_only_change(change: dict[str, str]) -> None:
+    found = _one(_hyperpod(2), _hyperpod(2, **change))
+    assert found["Hp"].change is Change.REPLACED
+    assert "every node of the HyperPod cluster: a new cluster" in str(found["Hp"].restarts)

@@ -47,6 +47,7 @@ DOCUMENTED: dict[str, tuple[str, ...]] = {
     "constructs/cdk_neuron/training/README.md": (
         "cdk_neuron.training:BatchTrainingCluster",
         "cdk_neuron.training:AutoScalingTrainingCluster",
+        "cdk_neuron.training:HyperPodTrainingCluster",
         "cdk_neuron.training:ITrainingCluster",
         "cdk_neuron.training:IBatchTrainingCluster",
     ),

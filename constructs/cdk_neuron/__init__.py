@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     # constructs (import aws_cdk), each beside the interface built and imported ones provide
     "BatchTrainingCluster": "cdk_neuron.training",
     "AutoScalingTrainingCluster": "cdk_neuron.training",
+    "HyperPodTrainingCluster": "cdk_neuron.training",
     "ITrainingCluster": "cdk_neuron.training",
     "IBatchTrainingCluster": "cdk_neuron.training",
     "NodeOptions": "cdk_neuron.training",
@@ -63,6 +64,7 @@ __all__ = [
     "CompileCache",
     "Deployment",
     "Ec2InferenceFleet",
+    "HyperPodTrainingCluster",
     "IBatchTrainingCluster",
     "ICheckpointStore",
     "ICompileCache",
@@ -118,6 +120,7 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
         AutoScalingTrainingCluster,
         BatchTrainingCluster,
         Capacity,
+        HyperPodTrainingCluster,
         IBatchTrainingCluster,
         ITrainingCluster,
         NodeOptions,

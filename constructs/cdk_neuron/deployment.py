@@ -25,7 +25,7 @@ from cdk_neuron.training.capacity import Capacity
 PLACEHOLDER_ACCOUNT = "000000000000"
 """The account synthesis uses when none is configured and no credentials say one."""
 
-TrainingEngineKind = Literal["batch", "auto-scaling-group"]
+TrainingEngineKind = Literal["batch", "auto-scaling-group", "hyperpod"]
 ServingBackendKind = Literal["ec2", "sagemaker"]
 
 
@@ -68,6 +68,8 @@ class TrainingDeployment:
     checkpoint: CheckpointSizing | None = None
     jobs: JobQueueLocation | None = None
     """Where the Batch queue and definition are published (None: ``submit`` is not available)."""
+    worker_count: int | None = None
+    """HyperPod's running workers (they bill while the cluster exists); None with the other engines."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -464,6 +464,22 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line | None:
         return None
     price = prices.ec2(training.instance_type)
     kind = training.capacity.kind
+    if training.engine == "hyperpod":
+        workers = training.max_nodes if training.worker_count is None else training.worker_count
+        paid = (
+            "the training plan's fee is paid up front at purchase (its offering's UpfrontFee), not hourly; "
+            if kind == "training-plan"
+            else ""
+        )
+        return Line(
+            "HyperPod cluster (standing)",
+            f"1 x controller + {workers} x ml.{training.instance_type}, always on",
+            None,
+            "not priced: HyperPod does not scale to zero; it bills every node per instance-hour while the "
+            f"cluster exists (scale the workers to 0 between runs; the controller bills still). {paid}No "
+            "HyperPod rate is in the price book: see the SageMaker pricing page, HyperPod tab "
+            "(https://aws.amazon.com/sagemaker/pricing/)",
+        )
     if kind in ("reservation", "reservation-group"):
         return _priced(
             env,

@@ -37,6 +37,7 @@ MODULES = (
     "elbv2",
     "efs",
     "sagemaker",
+    "hyperpod",
     "application_autoscaling",
     "backup",
     "kms",

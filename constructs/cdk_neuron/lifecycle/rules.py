@@ -69,6 +69,10 @@ SAGEMAKER_UPDATE = Source(
     "UpdateEndpoint, Amazon SageMaker API Reference",
     "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateEndpoint.html",
 )
+HYPERPOD_UPDATE = Source(
+    "UpdateCluster, Amazon SageMaker API Reference",
+    "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html",
+)
 NAME_TYPE = Source(
     'Name type, CloudFormation template reference ("If you specify a name, you cannot perform updates that '
     'require replacement of this resource")',
@@ -116,6 +120,11 @@ COMPUTE: Mapping[str, tuple[str, str]] = {
     ),
     "AWS::Batch::ComputeEnvironment": ("every instance of the compute environment", ""),
     "AWS::SageMaker::Endpoint": ("the endpoint", ": a new one (new name) serves once it is in service"),
+    "AWS::SageMaker::Cluster": (
+        "every node of the HyperPod cluster",
+        ": a new cluster (new controller, empty Slurm queue) is created and the old one deleted; running and "
+        "queued jobs are lost, only checkpoints on shared storage survive",
+    ),
     "AWS::EC2::NatGateway": (
         "the NAT gateway",
         ": private subnets lose internet egress until the new one is up",
@@ -357,6 +366,41 @@ def sagemaker_endpoint(
     )
 
 
+def _groups_by_name(resource: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    groups = _props(resource).get("InstanceGroups")
+    found: dict[str, Mapping[str, Any]] = {}
+    for group in groups if isinstance(groups, list) else []:
+        group = _mapping(group)
+        if isinstance(group.get("InstanceGroupName"), str):
+            found[group["InstanceGroupName"]] = group
+    return found
+
+
+def sagemaker_cluster(
+    before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
+) -> ServiceEffect | None:
+    """HyperPod updates its instance groups in place; fewer nodes (or a removed group) stop the jobs on the
+    nodes it removes. (Changed lifecycle scripts restart nothing: they reach only nodes created later.)"""
+    if not any(path[:1] == ("InstanceGroups",) for path in changed):
+        return None
+    old, new = _groups_by_name(before), _groups_by_name(after)
+    shrunk = [
+        name
+        for name, group in old.items()
+        if name in new
+        and (_number(new[name].get("InstanceCount")) or 0) < (_number(group.get("InstanceCount")) or 0)
+    ]
+    removed = [name for name in old if name not in new]
+    if shrunk or removed:
+        groups = ", ".join(sorted(shrunk + removed))
+        return ServiceEffect(
+            HYPERPOD_UPDATE,
+            restarts=f"the nodes HyperPod removes from {groups}: Slurm jobs on them fail (scale down while the "
+            "partition is idle, or let the jobs resume from their checkpoints)",
+        )
+    return None
+
+
 KMS_IMMUTABLE = ("KeySpec", "KeyUsage", "Origin", "MultiRegion")
 
 
@@ -379,6 +423,7 @@ SERVICE_RULES: Mapping[str, ServiceRule] = {
     "AWS::Batch::ComputeEnvironment": batch_compute_environment,
     "AWS::KMS::Key": kms_key,
     "AWS::SageMaker::Endpoint": sagemaker_endpoint,
+    "AWS::SageMaker::Cluster": sagemaker_cluster,
 }
 
 __all__ = [

@@ -4,6 +4,8 @@
   scales from zero, a job queue, job definitions); ``from_batch_training_cluster_attributes``
   imports one built elsewhere as an :class:`IBatchTrainingCluster`.
 - :class:`AutoScalingTrainingCluster`: a node group for Ray, Slurm or your own launcher.
+- :class:`HyperPodTrainingCluster`: a persistent SageMaker HyperPod Slurm cluster that replaces
+  failed nodes itself.
 - :class:`TrainingClusterBase`: what both share (nodes, EFA, launch template, metrics), with
   :class:`NodeOptions`, the node props both take;
   :class:`ITrainingCluster` / :class:`IBatchTrainingCluster`: the interfaces.
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
         TrainingClusterBase,
     )
     from cdk_neuron.training.efa_installer import EfaInstaller
+    from cdk_neuron.training.hyperpod_cluster import HyperPodTrainingCluster
     from cdk_neuron.training.launcher import (
         DEFAULT_TRAINING_COMMAND,
         LAUNCHER_SCRIPT,
@@ -55,6 +58,7 @@ _LAZY: dict[str, str] = {
     "NodeOptions": "cdk_neuron.training.cluster",
     "BatchTrainingCluster": "cdk_neuron.training.batch_cluster",
     "AutoScalingTrainingCluster": "cdk_neuron.training.auto_scaling_cluster",
+    "HyperPodTrainingCluster": "cdk_neuron.training.hyperpod_cluster",
     "Capacity": "cdk_neuron.training.capacity",
     "EfaInstaller": "cdk_neuron.training.efa_installer",
     "EfaLayout": "cdk_neuron.catalog",
@@ -71,6 +75,7 @@ __all__ = [
     "Capacity",
     "EfaInstaller",
     "EfaLayout",
+    "HyperPodTrainingCluster",
     "IBatchTrainingCluster",
     "ITrainingCluster",
     "NodeOptions",

@@ -16,6 +16,7 @@ of a collective job anyway.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,8 +25,19 @@ from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.validation import RESERVATION_ID, RESOURCE_GROUP_ARN, matching
 
 CapacityKind = Literal[
-    "on-demand", "reservation", "reservation-group", "capacity-block", "ultraserver-capacity-block"
+    "on-demand",
+    "reservation",
+    "reservation-group",
+    "capacity-block",
+    "ultraserver-capacity-block",
+    "training-plan",
 ]
+
+# A SageMaker training plan's ARN (CreateTrainingPlan, Amazon SageMaker API Reference,
+# https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateTrainingPlan.html).
+TRAINING_PLAN_ARN = re.compile(
+    r"arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]+:[0-9]{12}:training-plan/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}"
+)
 
 
 @dataclass(frozen=True)
@@ -54,14 +66,39 @@ class Capacity:
       and fails, never falls back, when none has). It is what makes a NeuronLink domain that spans
       instances a guarantee: plans with ``ultraserver_capacity=True`` need it
       (:meth:`guarantees_ultraserver`). No placement group: AWS places the block's instances.
+    - :meth:`training_plan`: a SageMaker training plan bought for HyperPod (``TrainingPlanArn`` of
+      ``AWS::SageMaker::Cluster``); only :class:`~cdk_neuron.training.HyperPodTrainingCluster` takes
+      it. EC2 launch templates cannot target a training plan, and HyperPod has no reservation field.
     """
 
     kind: CapacityKind = "on-demand"
     reservation_id: str | None = None
     resource_group_arn: str | None = None
     placement_group_name: str | None = None
+    training_plan_arn: str | None = None
 
     def __post_init__(self) -> None:
+        if self.kind == "training-plan" or self.training_plan_arn is not None:
+            if (
+                self.kind != "training-plan"
+                or self.reservation_id is not None
+                or self.resource_group_arn is not None
+                or self.placement_group_name is not None
+            ):
+                raise NeuronConfigError(
+                    "capacity", self, "build capacities with the Capacity class methods, not the constructor"
+                )
+            if not isinstance(self.training_plan_arn, str) or not TRAINING_PLAN_ARN.fullmatch(
+                self.training_plan_arn
+            ):
+                raise NeuronConfigError(
+                    "training_plan_arn",
+                    self.training_plan_arn,
+                    "use a SageMaker training plan ARN, e.g. "
+                    "arn:aws:sagemaker:us-east-1:111111111111:training-plan/trn1-week "
+                    "(aws sagemaker list-training-plans)",
+                )
+            return
         if self.kind == "ultraserver-capacity-block":
             if (self.reservation_id is None) == (self.resource_group_arn is None):
                 raise NeuronConfigError(
@@ -162,6 +199,20 @@ class Capacity:
             resource_group_arn=resource_group_arn,
         )
 
+    @classmethod
+    def training_plan(cls, training_plan_arn: str) -> Capacity:
+        """A SageMaker training plan bought for a HyperPod cluster, by ARN.
+
+        Training plans are bought out of band (``SearchTrainingPlanOfferings`` then
+        ``CreateTrainingPlan`` with target resource ``hyperpod-cluster``; CloudFormation has no
+        resource for them) and are valid only for :class:`~cdk_neuron.training.HyperPodTrainingCluster`.
+        """
+        return cls(kind="training-plan", training_plan_arn=training_plan_arn)
+
+    @property
+    def is_training_plan(self) -> bool:
+        return self.kind == "training-plan"
+
     @property
     def is_capacity_block(self) -> bool:
         return self.kind in ("capacity-block", "ultraserver-capacity-block")
@@ -184,6 +235,8 @@ class Capacity:
     def describe(self) -> str:
         if self.kind == "on-demand":
             return "on-demand"
+        if self.kind == "training-plan":
+            return f"training-plan {self.training_plan_arn}"
         where = f" in placement group {self.placement_group_name}" if self.placement_group_name else ""
         return f"{self.kind} {self.reservation_id or self.resource_group_arn}{where}"
 
@@ -197,6 +250,8 @@ class Capacity:
         ``cdk-neuron preflight`` checks the live account.
         """
         options = instance.purchase_options
+        if self.kind == "training-plan":
+            return  # SageMaker sells it; HyperPodTrainingCluster checks the type against HyperPod's
         if self.kind == "ultraserver-capacity-block":
             if not instance.is_ultraserver or options.ultraserver_capacity_block == "no":
                 raise NeuronConfigError(
@@ -236,6 +291,8 @@ class Capacity:
         if self.is_capacity_block:
             kind = instance.purchase_options.capacity_block_kind
             return "UltraServer Capacity Block" if kind == "ultraserver" else "Capacity Block"
+        if self.kind == "training-plan":
+            return "SageMaker training plan"
         return {
             "on-demand": "On-Demand",
             "reservation": "On-Demand Capacity Reservation",
@@ -250,6 +307,13 @@ class Capacity:
         """
         if self.kind == "on-demand":
             return {}
+        if self.kind == "training-plan":
+            raise NeuronConfigError(
+                "capacity",
+                self.describe(),
+                "a SageMaker training plan serves only a HyperPod cluster (HyperPodTrainingCluster); "
+                "EC2 launch templates cannot target it. For EC2 use Capacity.capacity_block(...)",
+            )
         target: dict[str, str | None]
         if self.resource_group_arn is not None:
             target = {"CapacityReservationResourceGroupArn": self.resource_group_arn}
@@ -300,7 +364,7 @@ def _reservation_id(field: str, value: object) -> str:
     )
 
 
-__all__ = ["Capacity", "CapacityKind"]
+__all__ = ["TRAINING_PLAN_ARN", "Capacity", "CapacityKind"]
 
 
 BATCH_CAPACITY_BLOCK_FIX = (

@@ -418,6 +418,14 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         checked_plan = checks.checked_plan(instance, nodes, plan)
         if not isinstance(capacity, Capacity):
             raise NeuronConfigError("capacity", capacity, "use Capacity.on_demand(), .reservation(...), ...")
+        if capacity.is_training_plan:
+            raise NeuronConfigError(
+                "capacity",
+                capacity.describe(),
+                f"a SageMaker training plan serves only HyperPod, and {type(self).__name__} launches EC2 "
+                "instances: use HyperPodTrainingCluster, or buy EC2 capacity "
+                "(Capacity.capacity_block(...) or .reservation(...))",
+            )
         capacity.check_instance(instance)
         checks.plan_fits_capacity(checked_plan, instance, capacity)
         use_placement_group = checks.placement_group_wanted(placement_group, capacity)

@@ -1,0 +1,163 @@
+"""SageMaker HyperPod clusters (``AWS::SageMaker::Cluster``): what CreateCluster refuses that the schema allows.
+
+The resource schema gives ``InstanceType`` no enum, lets ``OnCreate`` and ``OnInitComplete`` appear
+together, and accepts any ``SourceS3Uri``; the SageMaker API refuses or breaks on each (sources on each
+rule; the facts are :mod:`cdk_neuron.training.hyperpod_facts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from cdk_neuron.deploy_rules import _base
+from cdk_neuron.deploy_rules._base import Finding
+from cdk_neuron.training import hyperpod_facts
+
+CLUSTER = hyperpod_facts.RESOURCE_TYPE
+
+
+def _groups(resource: dict[str, Any]) -> Iterator[tuple[_base.Path, dict[str, Any]]]:
+    for index, group in enumerate(_base.as_list(_base.props(resource).get("InstanceGroups")) or []):
+        group = _base.as_dict(group)
+        if group is not None:
+            yield ("Properties", "InstanceGroups", index), group
+
+
+def _region(rule: _base.DeployRule, cfn: Any) -> str | None:
+    regions = getattr(cfn, "regions", None)
+    return regions[0] if isinstance(regions, list) and regions else None
+
+
+class TrainiumInstanceType(_base.DeployRule):
+    id = "E9606"
+    shortdesc = "HyperPod Trainium groups use a type HyperPod accepts, in a region that sells it"
+    description = (
+        "CreateCluster accepts ml.trn1.32xlarge, ml.trn1n.32xlarge, ml.trn2.3xlarge and ml.trn2.48xlarge (the "
+        "ClusterInstanceType enum; not ml.trn1.2xlarge, which cfn-lint's price-list enum lets through), and each "
+        "only in the regions whose price list carries it (cfn-lint E3644's table)."
+    )
+    source_url = (
+        "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html"
+    )
+    source_title = "Amazon SageMaker API Reference: ClusterInstanceGroupSpecification (InstanceType)"
+    resource_types = (CLUSTER,)
+
+    def match(self, cfn: Any) -> list[Any]:
+        self._region_now = _region(self, cfn)
+        return super().match(cfn)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        region = getattr(self, "_region_now", None)
+        for path, group in _groups(resource):
+            instance_type = _base.as_str(group.get("InstanceType"))
+            if instance_type is None or not instance_type.startswith("ml.trn"):
+                continue
+            catalog_name = instance_type.removeprefix("ml.")
+            if catalog_name not in hyperpod_facts.HYPERPOD_TYPES:
+                accepted = ", ".join(hyperpod_facts.ml_type(t) for t in hyperpod_facts.HYPERPOD_TYPES)
+                yield Finding(
+                    (*path, "InstanceType"),
+                    f"{name}: InstanceGroups[{path[2]}].InstanceType is {instance_type}; HyperPod accepts {accepted}. "
+                    "Fix: use one of them, or an EC2 engine (AWS Batch, Auto Scaling) for this type.",
+                )
+            elif region is not None and catalog_name not in hyperpod_facts.types_in(region):
+                where = ", ".join(hyperpod_facts.regions_for(catalog_name))
+                yield Finding(
+                    (*path, "InstanceType"),
+                    f"{name}: InstanceGroups[{path[2]}].InstanceType is {instance_type}, which HyperPod does not sell "
+                    f"in {region}. Fix: deploy in a region that sells it ({where}).",
+                )
+
+
+class LifecycleBucketPrefix(_base.DeployRule):
+    id = "E9607"
+    shortdesc = "HyperPod lifecycle scripts in a bucket named sagemaker-*"
+    description = (
+        "The SourceS3Uri of a lifecycle configuration must start with s3://sagemaker-: the managed "
+        "AmazonSageMakerClusterInstanceRolePolicy reads only buckets with that prefix, and nodes fail to start "
+        "when they cannot read their scripts."
+    )
+    source_url = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html"
+    source_title = "Amazon SageMaker API Reference: ClusterLifeCycleConfig (SourceS3Uri)"
+    resource_types = (CLUSTER,)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        for path, group in _groups(resource):
+            config = _base.as_dict(group.get("LifeCycleConfig"))
+            if config is None:
+                continue
+            uri = self._uri(template, config.get("SourceS3Uri"))
+            if uri is None or uri.startswith(f"s3://{hyperpod_facts.LIFECYCLE_BUCKET_PREFIX}"):
+                continue
+            yield Finding(
+                (*path, "LifeCycleConfig", "SourceS3Uri"),
+                f"{name}: InstanceGroups[{path[2]}].LifeCycleConfig.SourceS3Uri is {uri}; HyperPod's managed "
+                "instance policy reads only s3://sagemaker-* buckets. Fix: put the scripts in a bucket whose name "
+                "starts with sagemaker-.",
+            )
+
+    @staticmethod
+    def _uri(template: _base.Template, value: Any) -> str | None:
+        """The URI with a same-template bucket's literal ``BucketName`` filled in; None when unknown."""
+        literal = _base.text(value)
+        if literal is not None:
+            return literal
+        join = value.get("Fn::Join") if isinstance(value, dict) else None
+        if not (isinstance(join, list) and len(join) == 2 and isinstance(join[1], list)):
+            return None
+        parts: list[str] = []
+        for part in join[1]:
+            known = _base.text(part)
+            if known is None:
+                bucket = template.target(part, "AWS::S3::Bucket")
+                if bucket is None:
+                    return None
+                bucket_name = _base.props(bucket[1]).get("BucketName")
+                # A bucket without a literal name gets a generated one from the stack name: not sagemaker-*.
+                known = (
+                    _base.text(bucket_name) if bucket_name is not None else f"<generated name of {bucket[0]}>"
+                )
+                if known is None:
+                    return None
+            parts.append(known)
+        return str(join[0]).join(parts)
+
+
+class LifecycleAndHealthChecks(_base.DeployRule):
+    id = "E9608"
+    shortdesc = "HyperPod groups: one lifecycle entry point, InstanceConnectivity on 2+ nodes, one partition"
+    description = (
+        "LifeCycleConfig takes OnCreate or OnInitComplete, not both; the InstanceConnectivity deep health check "
+        "tests between nodes and needs at least two; a group's SlurmConfig names at most one partition."
+    )
+    source_url = "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-sagemaker-cluster-clusterinstancegroup.html"
+    source_title = "AWS CloudFormation Template Reference: AWS::SageMaker::Cluster ClusterInstanceGroup"
+    resource_types = (CLUSTER,)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        for path, group in _groups(resource):
+            where = f"{name}: InstanceGroups[{path[2]}]"
+            config = _base.as_dict(group.get("LifeCycleConfig")) or {}
+            if "OnCreate" in config and "OnInitComplete" in config:
+                yield Finding(
+                    (*path, "LifeCycleConfig"),
+                    f"{where}.LifeCycleConfig sets OnCreate and OnInitComplete; HyperPod takes one. Fix: keep "
+                    "OnInitComplete to run after HyperPod's own setup, or OnCreate to set up everything yourself.",
+                )
+            checks = _base.as_list(group.get("OnStartDeepHealthChecks")) or []
+            count = _base.as_int(group.get("InstanceCount"))
+            if "InstanceConnectivity" in checks and count is not None and count < 2:
+                yield Finding(
+                    (*path, "OnStartDeepHealthChecks"),
+                    f"{where} runs InstanceConnectivity with InstanceCount {count}; the check needs at least 2 "
+                    "nodes. Fix: keep InstanceStress only, or run 2 or more nodes.",
+                )
+            slurm = _base.as_dict(group.get("SlurmConfig")) or {}
+            partitions = _base.as_list(slurm.get("PartitionNames")) or []
+            if len(partitions) > 1:
+                yield Finding(
+                    (*path, "SlurmConfig", "PartitionNames"),
+                    f"{where}.SlurmConfig.PartitionNames has {len(partitions)} partitions ({', '.join(map(str, partitions))}); "
+                    "a group belongs to at most one. Fix: split the group, one partition each.",
+                )

@@ -1,0 +1,631 @@
+"""HyperPodTrainingCluster: a persistent, self-healing SageMaker HyperPod Slurm cluster of Trainium nodes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from cdk_neuron import _cdk_values, validation
+from cdk_neuron._custom_resource import handler_function
+from cdk_neuron._nag import acknowledge
+from cdk_neuron._scope import reported_by
+from cdk_neuron.catalog import NeuronInstance
+from cdk_neuron.errors import NeuronConfigError, one_of
+from cdk_neuron.node_programs import FILES_DIR, render_settings
+from cdk_neuron.planner import TrainingPlan
+from cdk_neuron.storage.checkpoint_store import ICheckpointStore, is_checkpoint_store
+from cdk_neuron.storage.compile_cache import ICompileCache, is_compile_cache
+from cdk_neuron.training import acknowledgments, hyperpod_facts, security
+from cdk_neuron.training import validation as checks
+from cdk_neuron.training.capacity import Capacity
+from cdk_neuron.training.cluster import ITrainingCluster, _TrainingClusterRef
+from cdk_neuron.training.launcher import job_environment, node_environment
+
+if TYPE_CHECKING:
+    from cdk_neuron.training.hyperpod_facts import DeepHealthCheck
+
+CLUSTER_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+ENTRY_SCRIPT = "on-init-complete.sh"
+EFS_UTILS_FILE = "amazon-efs-utils.deb"
+CONTROLLER_GROUP = "controller"
+WORKER_GROUP = "trn"
+DEFAULT_PARTITION = "train"
+# Writing a few small objects takes seconds; a minute leaves room for a package copy.
+WRITE_TIMEOUT = cdk.Duration.minutes(2)
+# The lifecycle files, from the node-program bundle (shipped as package data).
+_LIFECYCLE_FILES = {
+    ENTRY_SCRIPT: FILES_DIR / "hyperpod" / ENTRY_SCRIPT,
+    "lib/common.sh": FILES_DIR / "lib" / "common.sh",
+}
+# The ENI actions HyperPod takes with the execution role to attach nodes to the VPC (awsome-distributed-
+# training 1.architectures/5.sagemaker-hyperpod/sagemaker-hyperpod.yaml, 2025-04-10).
+_ENI_ACTIONS = [
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DetachNetworkInterface",
+    "ec2:CreateTags",
+]
+
+
+@jsii.implements(iam.IGrantable)
+class HyperPodTrainingCluster(_TrainingClusterRef):
+    """A SageMaker HyperPod cluster (``AWS::SageMaker::Cluster``) with Slurm: a controller and a
+    Trainium worker group, for teams that want a persistent cluster where AWS replaces failed nodes.
+
+    - **Slurm through the API** (``Orchestrator.Slurm``, ``SlurmConfigStrategy: Managed``): the
+      controller group has ``SlurmConfig.NodeType: Controller``, the workers ``Compute`` in one
+      partition (``partition``). No ``provisioning_parameters.json``.
+    - **Resilience:** ``NodeRecovery: Automatic`` (HyperPod reboots or replaces a node its health
+      agent, basic or deep checks flag) and deep health checks on every node it starts
+      (``deep_health_checks``). Jobs resume with ``srun --auto-resume=1``
+      (:meth:`sbatch_script`), from the checkpoints they write to the store.
+    - **Capacity:** On-Demand or a SageMaker training plan (``Capacity.training_plan(arn)``, the
+      worker group's ``TrainingPlanArn``). ``AWS::SageMaker::Cluster`` has no capacity-reservation
+      field, so EC2 reservations and Capacity Blocks are refused.
+    - **Network:** one subnet's AZ (EFA), a security group allowing all traffic to and from itself
+      (HyperPod's EFA health checks need it) and HTTPS out; no public IPs (the nodes' interfaces are
+      in your private subnets), no SSH: shells go through SSM Session Manager.
+    - **Lifecycle script** (Extended mode, ``OnInitComplete``): ``hyperpod/on-init-complete.sh`` from
+      the node programs, written with its settings into a ``sagemaker-`` bucket (the prefix HyperPod's
+      managed policy reads) under a content-hashed prefix, so a replaced node runs what the cluster was
+      built with. It reaches nothing outside the VPC.
+    - **Encryption:** a customer-managed, rotating key for the nodes' root volumes and the lifecycle
+      bucket. HyperPod's own CloudWatch log group (``/aws/sagemaker/Clusters/<name>/<id>``) is created
+      by the service and uses its encryption.
+
+    HyperPod owns the instances: the EFA launch template, placement group, AMI, IMDS settings and
+    ``/scratch`` of the other engines do not apply. It does not scale to zero: the controller bills
+    while the cluster exists, the workers while ``worker_count`` is above 0.
+
+    :param vpc: the VPC of the nodes.
+    :param instance_type: the workers' Trainium type (catalog name), one HyperPod accepts:
+        trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge.
+    :param max_nodes: the most workers a job may use; the plan's bound. 1 to 6758.
+    :param worker_count: workers to run now (the group's ``InstanceCount``, updatable in place).
+        Default: ``max_nodes``. 0 keeps only the controller billing (``cdk-neuron`` scales it).
+    :param plan: the distributed layout. Default: TP across one node's NeuronCores, DP across nodes.
+    :param vpc_subnets: private subnets in one AZ. Default: as for the other engines.
+    :param availability_zone_id: checked against the catalog's offerings. Default: None.
+    :param checkpoints: a checkpoint store, mounted with TLS and IAM on every node; needs
+        ``efs_utils_package``. Default: None.
+    :param efs_utils_package: an amazon-efs-utils ``.deb`` for Ubuntu (built with efs-utils'
+        ``./build-deb.sh``) as an S3 asset: the HyperPod Slurm image is Ubuntu, whose archive has no
+        efs-utils, and the lifecycle script installs it without internet. Default: None.
+    :param compile_cache: the S3 compile cache (``NEURON_COMPILE_CACHE_URL``). Default: None.
+    :param capacity: ``Capacity.on_demand()`` (default) or ``Capacity.training_plan(arn)``.
+    :param cluster_name: HyperPod's name (create-only: a change replaces the cluster). Default: from
+        the construct path, at most 63 characters.
+    :param controller_instance_type: the controller's SageMaker type. Default: ``ml.m5.xlarge``.
+    :param partition: the workers' Slurm partition. Default: ``train``.
+    :param deep_health_checks: run on every worker HyperPod starts. Default: ``("InstanceStress",)``;
+        ``InstanceConnectivity`` needs ``max_nodes`` of at least 2.
+    :param kms_key: the key of root volumes and the lifecycle bucket. Default: a new rotating key.
+    :param removal_policy: for the key. Default: ``RETAIN_ON_UPDATE_OR_DELETE``. The cluster itself is
+        deleted with the stack (it holds no data: root volumes are replaced on every software update).
+    :param environment: extra variables for the training code. Default: none.
+
+    :ivar cluster: the ``AWS::SageMaker::Cluster`` L1.
+    :ivar role: the execution role of every node (HyperPod's managed policy, the VPC interfaces, the
+        lifecycle scripts, and the grants of the checkpoint store and compile cache).
+    :ivar security_group: the nodes' security group (all traffic within it, HTTPS out).
+    :ivar kms_key: the key of the root volumes and the lifecycle bucket.
+    :ivar lifecycle_bucket: the ``sagemaker-`` bucket holding the lifecycle scripts.
+    :ivar lifecycle_uri: the scripts' content-hashed prefix (``SourceS3Uri``).
+    :ivar instance: the workers' catalog instance.
+    :ivar plan: the distributed layout the scripts and ``sbatch_script`` use.
+    :ivar max_nodes: the most workers a job may use.
+    :ivar worker_count: the workers running now.
+    :ivar capacity: On-Demand or the training plan.
+    :ivar partition: the workers' Slurm partition.
+    :ivar checkpoints: the checkpoint store mounted on every node, else None.
+    :ivar compile_cache: the compile cache the nodes use, else None.
+    :ivar availability_zone: the AZ name of the subnets when known at synthesis, else None.
+    :ivar availability_zone_id: the AZ ID given, else None.
+    """
+
+    cluster: sagemaker.CfnCluster
+    role: iam.Role
+    security_group: ec2.SecurityGroup
+    kms_key: kms.IKey
+    lifecycle_bucket: s3.Bucket
+    lifecycle_uri: str
+    instance: NeuronInstance
+    plan: TrainingPlan
+    max_nodes: int
+    worker_count: int
+    capacity: Capacity
+    partition: str
+    checkpoints: ICheckpointStore | None
+    compile_cache: ICompileCache | None
+    availability_zone: str | None
+    availability_zone_id: str | None
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        vpc: ec2.IVpc,
+        instance_type: str | NeuronInstance,
+        max_nodes: int,
+        worker_count: int | None = None,
+        plan: TrainingPlan | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        availability_zone_id: str | None = None,
+        checkpoints: ICheckpointStore | None = None,
+        efs_utils_package: s3_assets.Asset | None = None,
+        compile_cache: ICompileCache | None = None,
+        capacity: Capacity | None = None,
+        cluster_name: str | None = None,
+        controller_instance_type: str = hyperpod_facts.DEFAULT_CONTROLLER_TYPE,
+        partition: str = DEFAULT_PARTITION,
+        deep_health_checks: Sequence[DeepHealthCheck] = hyperpod_facts.DEFAULT_DEEP_HEALTH_CHECKS,
+        kms_key: kms.IKey | None = None,
+        removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        with reported_by(self):
+            stack = cdk.Stack.of(self)
+            nodes = validation.whole_number(
+                "max_nodes", max_nodes, minimum=1, maximum=hyperpod_facts.MAX_INSTANCE_COUNT
+            )
+            instance = checks.training_instance(instance_type, nodes)
+            _hyperpod_type(instance, stack.region)
+            workers = nodes if worker_count is None else worker_count
+            workers = validation.whole_number("worker_count", workers, minimum=0, maximum=nodes)
+            checked_plan = checks.checked_plan(instance, nodes, plan)
+            capacity = Capacity.on_demand() if capacity is None else capacity
+            _hyperpod_capacity(capacity)
+            checks.plan_fits_capacity(checked_plan, instance, capacity)
+            name = _cluster_name(self, cluster_name)
+            controller = validation.matching(
+                "controller_instance_type",
+                controller_instance_type,
+                hyperpod_facts.CONTROLLER_TYPE,
+                fix="give a SageMaker instance type, e.g. 'ml.m5.xlarge'",
+            )
+            validation.matching(
+                "partition",
+                partition,
+                hyperpod_facts.GROUP_NAME,
+                fix="letters, digits and single hyphens, at most 63 characters, e.g. 'train'",
+            )
+            health_checks = _deep_health_checks(deep_health_checks, nodes)
+            if checkpoints is not None and not is_checkpoint_store(checkpoints):
+                raise NeuronConfigError(
+                    "checkpoints", checkpoints, "give a cdk_neuron.CheckpointStore (or an imported one)"
+                )
+            if compile_cache is not None and not is_compile_cache(compile_cache):
+                raise NeuronConfigError(
+                    "compile_cache", compile_cache, "give a cdk_neuron.CompileCache (or an imported one)"
+                )
+            if checkpoints is not None and efs_utils_package is None:
+                raise NeuronConfigError(
+                    "efs_utils_package",
+                    None,
+                    "the checkpoint store needs amazon-efs-utils (TLS and IAM mounts), which the HyperPod "
+                    "Slurm image (Ubuntu) lacks: build the .deb with efs-utils' ./build-deb.sh "
+                    "(https://github.com/aws/efs-utils) and pass "
+                    "efs_utils_package=aws_s3_assets.Asset(self, 'EfsUtils', path='amazon-efs-utils.deb')",
+                )
+            if efs_utils_package is not None and not isinstance(efs_utils_package, s3_assets.Asset):
+                raise NeuronConfigError(
+                    "efs_utils_package", efs_utils_package, "give an aws_s3_assets.Asset of the .deb file"
+                )
+            offering_warning = checks.availability_zone_id(instance, availability_zone_id, stack)
+            subnets = checks.single_az_subnets(vpc, vpc_subnets)
+            checks.checkpoints_reachable(checkpoints, subnets)
+            job_environment(
+                instance,
+                checked_plan,
+                compile_cache_url=compile_cache.url if compile_cache else None,
+                checkpoint_dir=checkpoints.mount_path if checkpoints else None,
+                extra=environment,
+            )
+            policy = _cdk_values.removal_policy("removal_policy", removal_policy)
+
+            self.instance = instance
+            self.plan = checked_plan
+            self.max_nodes = nodes
+            self.worker_count = workers
+            self.capacity = capacity
+            self.partition = partition
+            self.checkpoints = checkpoints
+            self.compile_cache = compile_cache
+            self.availability_zone = subnets.availability_zone
+            self.availability_zone_id = availability_zone_id
+            self._node_metrics = None
+            if offering_warning is not None:
+                from cdk_neuron.training.cluster import OFFERING_WARNING_ID
+
+                cdk.Annotations.of(self).add_warning_v2(OFFERING_WARNING_ID, offering_warning)
+
+            self.kms_key = kms_key or kms.Key(
+                self,
+                "Key",
+                description=f"cdk-neuron HyperPod cluster {self.node.path}: root volumes, lifecycle scripts",
+                enable_key_rotation=True,
+                removal_policy=policy,
+            )
+            self.security_group = security.node_security_group(self, "SecurityGroup", vpc)
+            acknowledgments.efa_self_ingress(self.security_group)
+            self._connections = ec2.Connections(security_groups=[self.security_group])
+            self.role = self._execution_role()
+            # The nodes' encrypted root volumes, and reading the lifecycle scripts.
+            self.kms_key.grant(
+                self.role, "kms:Decrypt", "kms:GenerateDataKey", "kms:CreateGrant", "kms:DescribeKey"
+            )
+            self.lifecycle_bucket = self._lifecycle_bucket()
+            # HyperPod copies the lifecycle prefix to each node with the execution role.
+            iam.Grant.add_to_principal(
+                grantee=self.role,
+                actions=["s3:ListBucket"],
+                resource_arns=[self.lifecycle_bucket.bucket_arn],
+            )
+            iam.Grant.add_to_principal(
+                grantee=self.role,
+                actions=["s3:GetObject"],
+                resource_arns=[self.lifecycle_bucket.arn_for_objects("lifecycle/*")],
+            )
+            bucket_id = stack.resolve(
+                stack.get_logical_id(cast("cdk.CfnResource", self.lifecycle_bucket.node.default_child))
+            )
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/lifecycle/*]",
+                "HyperPod reads the lifecycle scripts under a content-hashed prefix that changes with them; "
+                "only lifecycle/ of the cluster's own bucket",
+            )
+            if checkpoints is not None:
+                checkpoints.grant_read_write(self.role, peer=self)
+            if compile_cache is not None:
+                compile_cache.grant_read_write(self.role)
+                acknowledgments.compile_cache_prefix(self.role, compile_cache)
+            acknowledgments.grant_policies(self.role)
+            files = self._lifecycle_files(name, environment or {})
+            prefix = "lifecycle/" + _content_hash(stack, files, efs_utils_package) + "/"
+            self.lifecycle_uri = f"s3://{self.lifecycle_bucket.bucket_name}/{prefix}"
+            scripts = self._write_lifecycle(prefix, files, efs_utils_package)
+
+            storage = [{"ebsVolumeConfig": {"rootVolume": True, "volumeKmsKeyId": self.kms_key.key_arn}}]
+            lifecycle = {"sourceS3Uri": self.lifecycle_uri, "onInitComplete": ENTRY_SCRIPT}
+            worker_group: dict[str, object] = {
+                "instanceGroupName": WORKER_GROUP,
+                "instanceType": hyperpod_facts.ml_type(instance.name),
+                "instanceCount": workers,
+                "executionRole": self.role.role_arn,
+                "threadsPerCore": 1,
+                "lifeCycleConfig": lifecycle,
+                "instanceStorageConfigs": storage,
+                "onStartDeepHealthChecks": list(health_checks),
+                "slurmConfig": {"nodeType": "Compute", "partitionNames": [partition]},
+            }
+            if capacity.training_plan_arn is not None:
+                worker_group["trainingPlanArn"] = capacity.training_plan_arn
+            self.cluster = sagemaker.CfnCluster(
+                self,
+                "Resource",
+                cluster_name=name,
+                node_recovery="Automatic",
+                orchestrator={"slurm": {"slurmConfigStrategy": "Managed"}},
+                vpc_config={
+                    "securityGroupIds": [self.security_group.security_group_id],
+                    "subnets": [subnet.subnet_id for subnet in subnets.subnets],
+                },
+                instance_groups=[
+                    {
+                        "instanceGroupName": CONTROLLER_GROUP,
+                        "instanceType": controller,
+                        "instanceCount": 1,
+                        "executionRole": self.role.role_arn,
+                        "threadsPerCore": 1,
+                        "lifeCycleConfig": lifecycle,
+                        "instanceStorageConfigs": storage,
+                        "slurmConfig": {"nodeType": "Controller"},
+                    },
+                    worker_group,
+                ],
+            )
+            # CloudFormation would otherwise create the cluster as soon as the role exists, before its
+            # policy, the key grants, the security group's rules and the scripts are in place.
+            self.cluster.node.add_dependency(self.role, self.security_group, scripts)
+            if isinstance(self.kms_key, kms.Key):
+                self.cluster.node.add_dependency(self.kms_key)
+
+    # -- attributes -----------------------------------------------------------------------------
+
+    @property
+    def cluster_arn(self) -> str:
+        """The cluster's ARN."""
+        return self.cluster.attr_cluster_arn
+
+    @property
+    def cluster_name(self) -> str:
+        """HyperPod's name of the cluster (create-only)."""
+        return cast("str", self.cluster.cluster_name)
+
+    @property
+    def cluster_id(self) -> str:
+        """The id at the end of the ARN: SSM targets are ``sagemaker-cluster:<id>_<group>-<instance>``."""
+        return cdk.Fn.select(1, cdk.Fn.split("cluster/", self.cluster_arn))
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The execution role: the nodes, and the jobs on them, run as it."""
+        return self.role
+
+    def sbatch_script(self, command: str, *, job_name: str = "train") -> str:
+        """An sbatch script that runs ``command`` once per node over the plan's nodes, with HyperPod's
+        auto-resume: a failed step on a replaced node is re-run with the same command
+        (``srun --auto-resume=1``), so ``command`` must resume from its latest checkpoint.
+
+        The environment is the cluster's (``/etc/profile.d/cdk-neuron-training.sh``); Slurm gives
+        the rendezvous (``SLURM_NODEID``, the first node of ``SLURM_JOB_NODELIST``).
+        """
+        validation.matching(
+            "job_name", job_name, hyperpod_facts.GROUP_NAME, fix="letters, digits and hyphens, e.g. 'train'"
+        )
+        if not isinstance(command, str) or not command.strip() or "\n" in command:
+            raise NeuronConfigError("command", command, "give one shell command line")
+        lines = [
+            "#!/bin/bash",
+            f"#SBATCH --job-name={job_name}",
+            f"#SBATCH --partition={self.partition}",
+            f"#SBATCH --nodes={self.plan.nodes}",
+            "#SBATCH --ntasks-per-node=1",
+            "#SBATCH --exclusive",
+            "#SBATCH --output=%x-%j.out",
+            "set -euo pipefail",
+            ". /etc/profile.d/cdk-neuron-training.sh",
+            'MASTER_ADDR=$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)',
+            "export MASTER_ADDR",
+            f"srun --auto-resume=1 bash -c {shlex.quote(command)}",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # -- construction -----------------------------------------------------------------------------
+
+    def _execution_role(self) -> iam.Role:
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="cdk-neuron HyperPod cluster nodes",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(CLUSTER_POLICY)],
+        )
+        role.add_to_policy(iam.PolicyStatement(actions=_ENI_ACTIONS, resources=["*"]))
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{CLUSTER_POLICY}]",
+            "The policy HyperPod documents for cluster nodes (its agents, logs and health reporting); "
+            "AWS updates it with the service, so a hand-written copy would break newer agents.",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "HyperPod creates, describes and deletes the nodes' network interfaces in this VPC with the "
+            "execution role; interface ids are unknown before the nodes exist (the HyperPod "
+            "prerequisites' VPC statement uses '*').",
+        )
+        return role
+
+    def _lifecycle_bucket(self) -> s3.Bucket:
+        stack = cdk.Stack.of(self)
+        suffix = hashlib.sha256(self.node.path.encode()).hexdigest()[:8]
+        # HyperPod's managed policy reads only buckets named sagemaker-* (ClusterLifeCycleConfig).
+        name = f"{hyperpod_facts.LIFECYCLE_BUCKET_PREFIX}cdkn-{stack.account}-{stack.region}-{suffix}"
+        bucket = s3.Bucket(
+            self,
+            "LifecycleBucket",
+            bucket_name=name,
+            encryption=s3.BucketEncryption.KMS,
+            encryption_key=self.kms_key,
+            bucket_key_enabled=True,
+            enforce_ssl=True,
+            minimum_tls_version=1.2,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        derived = "The bucket holds only the lifecycle scripts this construct writes at every deployment from the package's files"
+        for rule in ("AwsSolutions-S1", "NIST.800.53.R5-S3BucketLoggingEnabled"):
+            acknowledge(bucket, rule, f"{derived}; HyperPod reads them when it starts a node")
+        for rule in ("NIST.800.53.R5-S3BucketVersioningEnabled", "NIST.800.53.R5-S3BucketReplicationEnabled"):
+            acknowledge(bucket, rule, f"{derived}; each version has its own content-hashed prefix already")
+        return bucket
+
+    def _lifecycle_files(self, name: str, environment: dict[str, str]) -> dict[str, str]:
+        store, cache = self.checkpoints, self.compile_cache
+        settings: dict[str, str | int | None] = {"CLUSTER_NAME": name}
+        if store is not None:
+            settings.update(
+                {
+                    "CHECKPOINT_FILE_SYSTEM_ID": store.file_system_id,
+                    "CHECKPOINT_ACCESS_POINT_ID": store.access_point_id,
+                    "CHECKPOINT_DIR": store.mount_path,
+                    "EFS_UTILS_PACKAGE": EFS_UTILS_FILE,
+                }
+            )
+        profile = node_environment(
+            self.instance,
+            self.plan,
+            compile_cache_url=cache.url if cache else None,
+            checkpoint_dir=store.mount_path if store else None,
+        )
+        profile.update(environment)
+        files = {path: source.read_text() for path, source in _LIFECYCLE_FILES.items()}
+        files["hyperpod.env"] = render_settings(settings)
+        files["training-profile.env"] = render_settings(profile)
+        return files
+
+    def _write_lifecycle(
+        self, prefix: str, files: dict[str, str], package: s3_assets.Asset | None
+    ) -> cdk.CustomResource:
+        writer = Construct(self, "LifecycleScripts")
+        objects = self.lifecycle_bucket.arn_for_objects("lifecycle/*")
+        statements: list[tuple[iam.PolicyStatement, str]] = [
+            (
+                iam.PolicyStatement(
+                    sid="WriteLifecycleScripts",
+                    actions=["s3:PutObject", "s3:DeleteObject"],
+                    resources=[objects],
+                ),
+                "The scripts under lifecycle/ only, in content-hashed prefixes: the current one, and the "
+                "previous one, which CloudFormation deletes after an update",
+            ),
+            (
+                iam.PolicyStatement(
+                    sid="EncryptLifecycleScripts",
+                    actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                    resources=[self.kms_key.key_arn],
+                ),
+                "",
+            ),
+        ]
+        copies: dict[str, str] = {}
+        if package is not None:
+            copies[EFS_UTILS_FILE] = package.s3_object_url
+            statements.append(
+                (
+                    iam.PolicyStatement(
+                        sid="ReadEfsUtilsPackage",
+                        actions=["s3:GetObject"],
+                        resources=[
+                            f"arn:{cdk.Stack.of(self).partition}:s3:::{package.s3_bucket_name}/{package.s3_object_key}"
+                        ],
+                    ),
+                    "",
+                )
+            )
+        handler = handler_function(
+            writer,
+            handler="lifecycle_scripts.handler",
+            description="cdk-neuron: write a HyperPod cluster's lifecycle scripts into its bucket",
+            statements=statements,
+            timeout=WRITE_TIMEOUT,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+            outside_vpc_reason="The function only writes objects to S3 through its public endpoint and touches "
+            "nothing in the VPC",
+            kms_key=self.kms_key,
+        )
+        security.allow_log_encryption(self.kms_key)
+        bucket = self.lifecycle_bucket.node.default_child
+        assert isinstance(bucket, cdk.CfnResource)
+        return handler.resource(
+            writer,
+            "Write",
+            resource_type="Custom::CdkNeuronLifecycleScripts",
+            properties={
+                "Bucket": self.lifecycle_bucket.bucket_name,
+                "Prefix": prefix,
+                "Files": files,
+                "Copies": copies,
+            },
+            empties=[bucket],
+        )
+
+
+def _hyperpod_type(instance: NeuronInstance, region: str) -> None:
+    if instance.name not in hyperpod_facts.HYPERPOD_TYPES:
+        raise NeuronConfigError(
+            "instance_type",
+            instance.name,
+            f"SageMaker HyperPod runs {one_of(hyperpod_facts.HYPERPOD_TYPES)} (the API's ClusterInstanceType); "
+            "use one of them, or BatchTrainingCluster / AutoScalingTrainingCluster for this type",
+        )
+    if cdk.Token.is_unresolved(region):
+        return  # the deploy rule checks the synthesized template's region
+    if instance.name not in hyperpod_facts.types_in(region):
+        where = hyperpod_facts.regions_for(instance.name)
+        raise NeuronConfigError(
+            "instance_type",
+            f"{instance.name} in {region}",
+            f"HyperPod sells {one_of(hyperpod_facts.types_in(region)) if hyperpod_facts.types_in(region) else 'no Trainium type'} "
+            f"in {region} (cfn-lint E3644, from the AWS price list); {instance.name} is sold in "
+            f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan in a region that lists it",
+        )
+
+
+def _hyperpod_capacity(capacity: object) -> None:
+    if not isinstance(capacity, Capacity):
+        raise NeuronConfigError(
+            "capacity", capacity, "use Capacity.on_demand() or Capacity.training_plan(arn)"
+        )
+    if capacity.kind not in ("on-demand", "training-plan"):
+        raise NeuronConfigError(
+            "capacity",
+            capacity.describe(),
+            "AWS::SageMaker::Cluster has no capacity-reservation field, so HyperPod cannot use EC2 "
+            "reservations or Capacity Blocks: buy a SageMaker training plan for HyperPod "
+            "(aws sagemaker search-training-plan-offerings --target-resources hyperpod-cluster) and "
+            "pass Capacity.training_plan(arn), or use Capacity.on_demand()",
+        )
+
+
+def _cluster_name(scope: Construct, given: object) -> str:
+    if given is not None:
+        return validation.matching(
+            "cluster_name",
+            given,
+            hyperpod_facts.CLUSTER_NAME,
+            fix="letters, digits and single hyphens, starting and ending with a letter or digit, "
+            "at most 63 characters (create-only: changing it replaces the cluster)",
+        )
+    name = cdk.Names.unique_resource_name(scope, max_length=63, separator="-")
+    cleaned = "-".join(part for part in "".join(c if c.isalnum() else "-" for c in name).split("-") if part)
+    return cleaned[:63].rstrip("-")
+
+
+def _deep_health_checks(given: object, nodes: int) -> tuple[DeepHealthCheck, ...]:
+    if isinstance(given, str) or not isinstance(given, (list, tuple)) or not given:
+        raise NeuronConfigError(
+            "deep_health_checks",
+            given,
+            f"give a non-empty list of {one_of(hyperpod_facts.DEEP_HEALTH_CHECKS)}",
+        )
+    for check in given:
+        if check not in hyperpod_facts.DEEP_HEALTH_CHECKS:
+            raise NeuronConfigError(
+                "deep_health_checks", check, f"use {one_of(hyperpod_facts.DEEP_HEALTH_CHECKS)}"
+            )
+    if len(set(given)) != len(given):
+        raise NeuronConfigError("deep_health_checks", list(given), "name each check once")
+    if "InstanceConnectivity" in given and nodes < 2:
+        raise NeuronConfigError(
+            "deep_health_checks",
+            "InstanceConnectivity",
+            f"tests connectivity between nodes and needs at least 2 (max_nodes={nodes}); use ['InstanceStress']",
+        )
+    return tuple(cast("list[DeepHealthCheck]", list(given)))
+
+
+def _content_hash(stack: cdk.Stack, files: dict[str, str], package: s3_assets.Asset | None) -> str:
+    resolved = stack.resolve({"files": files, "package": package.asset_hash if package else None})
+    return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
+
+
+if TYPE_CHECKING:  # mypy proves the class meets the interface
+    _BUILT: type[ITrainingCluster] = HyperPodTrainingCluster
+
+__all__ = ["HyperPodTrainingCluster"]

@@ -1,0 +1,195 @@
+"""The HyperPod lifecycle script under bash with stubs, and the function that writes it to S3 (moto)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+import pytest
+from handler_support import event, load_handler
+from moto import mock_aws
+from node_sandbox import Sandbox, index_of
+
+from cdk_neuron.node_programs import FILES_DIR, render_settings
+
+PREFIX = "lifecycle/0123456789abcdef/"
+
+
+def _lifecycle_dir(sandbox: Sandbox, tmp_path: Path, settings: Mapping[str, str | int | None]) -> Path:
+    """The prefix as HyperPod copies it to a node: the entry script, lib/common.sh and the settings."""
+    where = tmp_path / "sagemaker-lifecycle"
+    (where / "lib").mkdir(parents=True)
+    shutil.copy(FILES_DIR / "hyperpod" / "on-init-complete.sh", where / "on-init-complete.sh")
+    shutil.copy(FILES_DIR / "lib" / "common.sh", where / "lib" / "common.sh")
+    (where / "hyperpod.env").write_text(render_settings(settings))
+    (where / "training-profile.env").write_text(render_settings({"FI_PROVIDER": "efa", "TP_DEGREE": 32}))
+    return where
+
+
+CHECKPOINTS = {
+    "CLUSTER_NAME": "dev-training",
+    "CHECKPOINT_FILE_SYSTEM_ID": "fs-0123456789abcdef0",
+    "CHECKPOINT_ACCESS_POINT_ID": "fsap-0123456789abcdef0",
+    "CHECKPOINT_DIR": "/checkpoints",
+    "EFS_UTILS_PACKAGE": "amazon-efs-utils.deb",
+}
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Sandbox:
+    box = Sandbox(tmp_path)
+    box.stub("dpkg", f'printf "#!/bin/bash\\nexit 0\\n" > {box.bin}/mount.efs; chmod +x {box.bin}/mount.efs')
+    return box
+
+
+def test_installs_the_profile_without_checkpoints(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    assert (
+        sandbox.file("/etc/cdk-neuron/training-profile.env").read_text() == "FI_PROVIDER=efa\nTP_DEGREE=32\n"
+    )
+    profile = sandbox.file("/etc/profile.d/cdk-neuron-training.sh").read_text()
+    assert "set -a\n. /etc/cdk-neuron/training-profile.env\nset +a" in profile
+    assert sandbox.calls("mount") == [] and sandbox.calls("dpkg") == []
+
+
+def test_installs_efs_utils_from_the_prefix_then_mounts_with_tls_and_iam(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
+    (where / "amazon-efs-utils.deb").write_bytes(b"deb")
+    sandbox.stub("mountpoint", "exit 1")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    assert index_of(calls, f"dpkg -i {where}/amazon-efs-utils.deb") < index_of(calls, "mount -t efs")
+    assert "mount -t efs -o tls,iam,accesspoint=fsap-0123456789abcdef0 fs-0123456789abcdef0:/ " in "\n".join(
+        calls
+    )
+    assert (
+        "fs-0123456789abcdef0:/ /checkpoints efs _netdev,tls,iam,accesspoint=fsap-0123456789abcdef0 0 0"
+        in (sandbox.file("/etc/fstab").read_text())
+    )
+    assert not any(c.startswith(("curl", "apt-get", "wget", "pip")) for c in calls)  # nothing beyond the VPC
+
+
+def test_an_image_with_efs_utils_installs_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
+    sandbox.stub("mount.efs")
+    sandbox.stub("mountpoint", "exit 1")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("dpkg") == []
+    assert sandbox.calls("mount -t efs")
+
+
+def test_fails_the_node_when_the_package_is_missing(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "mount.efs is missing and amazon-efs-utils.deb is not in the lifecycle prefix" in result.stderr
+    assert sandbox.calls("mount") == []
+
+
+def test_fails_the_node_when_the_mount_fails(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
+    sandbox.stub("mount.efs")
+    sandbox.stub("mountpoint", "exit 1")
+    sandbox.stub("mount", "exit 32")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "cannot mount fs-0123456789abcdef0:/ at /checkpoints" in result.stderr
+    assert len(sandbox.calls("mount -t efs")) == 5  # retried
+    assert not sandbox.file("/etc/fstab").exists()
+
+
+def test_refuses_to_run_without_its_settings(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": ""})
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "setting CLUSTER_NAME is empty" in result.stderr
+
+
+# -- the function that writes the scripts -----------------------------------------------------------
+
+
+@pytest.fixture
+def writer(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[ModuleType, list[dict[str, Any]]]]:
+    from cdk_support import use_fake_aws_credentials
+
+    use_fake_aws_credentials(monkeypatch, "us-east-1")
+    responses: list[dict[str, Any]] = []
+    module = load_handler("lifecycle_scripts", monkeypatch, responses)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="sagemaker-cdkn-lifecycle")
+        s3.create_bucket(Bucket="cdk-assets")
+        s3.put_object(Bucket="cdk-assets", Key="abc.deb", Body=b"deb")
+        yield module, responses
+
+
+def _props(prefix: str = PREFIX) -> dict[str, Any]:
+    return {
+        "Bucket": "sagemaker-cdkn-lifecycle",
+        "Prefix": prefix,
+        "Files": {"on-init-complete.sh": "#!/bin/bash\n", "hyperpod.env": "CLUSTER_NAME=x\n"},
+        "Copies": {"amazon-efs-utils.deb": "s3://cdk-assets/abc.deb"},
+    }
+
+
+def _keys() -> list[str]:
+    listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket="sagemaker-cdkn-lifecycle")
+    return sorted(o["Key"] for o in listed.get("Contents", []))
+
+
+def test_create_writes_the_files_and_copies(writer: tuple[ModuleType, list[dict[str, Any]]]) -> None:
+    module, responses = writer
+    module.handler(event("Create", _props()), None)
+    assert [r["Status"] for r in responses] == ["SUCCESS"]
+    assert responses[0]["PhysicalResourceId"] == f"s3://sagemaker-cdkn-lifecycle/{PREFIX}"
+    assert _keys() == [
+        f"{PREFIX}amazon-efs-utils.deb",
+        f"{PREFIX}hyperpod.env",
+        f"{PREFIX}on-init-complete.sh",
+    ]
+    body = (
+        boto3.client("s3", region_name="us-east-1")
+        .get_object(Bucket="sagemaker-cdkn-lifecycle", Key=f"{PREFIX}amazon-efs-utils.deb")["Body"]
+        .read()
+    )
+    assert body == b"deb"
+
+
+def test_an_update_to_a_new_prefix_then_deletes_the_old_one(
+    writer: tuple[ModuleType, list[dict[str, Any]]],
+) -> None:
+    module, responses = writer
+    module.handler(event("Create", _props()), None)
+    new = "lifecycle/fedcba9876543210/"
+    module.handler(event("Update", _props(new), responses[0]["PhysicalResourceId"]), None)
+    module.handler(event("Delete", _props(), responses[0]["PhysicalResourceId"]), None)
+    assert [r["Status"] for r in responses] == ["SUCCESS"] * 3
+    assert all(k.startswith(new) for k in _keys()) and len(_keys()) == 3
+
+
+def test_delete_of_a_failed_create_touches_nothing(writer: tuple[ModuleType, list[dict[str, Any]]]) -> None:
+    module, _ = writer
+    module.handler(event("Create", _props()), None)
+    module.handler(event("Delete", _props(), "failed-req-0"), None)
+    assert len(_keys()) == 3
+
+
+def test_a_bad_prefix_or_copy_fails_the_deployment(writer: tuple[ModuleType, list[dict[str, Any]]]) -> None:
+    module, responses = writer
+    module.handler(event("Create", _props("lifecycle/x")), None)
+    bad = _props()
+    bad["Copies"] = {"p.deb": "https://example.com/p.deb"}
+    module.handler(event("Create", bad), None)
+    assert [r["Status"] for r in responses] == ["FAILED", "FAILED"]
+    assert "must end with '/'" in responses[0]["Reason"]
+    assert "is not an s3://bucket/key URI" in responses[1]["Reason"]

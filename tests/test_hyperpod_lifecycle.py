@@ -42,6 +42,8 @@ CHECKPOINTS = {
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Sandbox:
     box = Sandbox(tmp_path)
+    # The HyperPod Slurm image is Ubuntu without efs-utils: the ECS AMI's mount.efs stub does not apply.
+    (box.bin / "mount.efs").unlink()
     box.stub("dpkg", f'printf "#!/bin/bash\\nexit 0\\n" > {box.bin}/mount.efs; chmod +x {box.bin}/mount.efs')
     return box
 

@@ -282,7 +282,7 @@ def startup_section(env: Deployment) -> ServingStartup | None:
                 budget_seconds=p.budget_seconds,
                 floor_seconds=None if p.floor_seconds is None else round(p.floor_seconds, 2),
                 ratio=None if p.ratio is None else round(p.ratio, 2),
-                budget_ratio=None if not p.floor_seconds else round(p.budget_seconds / p.floor_seconds, 2),
+                budget_ratio=None if p.budget_ratio is None else round(p.budget_ratio, 2),
                 basis=p.basis,
                 estimate_why=p.estimate_why,
                 floor_why=p.floor_why,

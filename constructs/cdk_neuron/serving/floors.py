@@ -88,6 +88,13 @@ RAM_RESERVE_GIB = 4.0
 """Memory a RAM-backed model directory leaves to the OS, Docker, nginx and the agents."""
 
 
+def over_floor(seconds: float, floor_seconds: float | None) -> float | None:
+    """``seconds`` over the phase's floor (1.0 = at the hardware's limit), None without a floor."""
+    if floor_seconds is None or floor_seconds <= 0:
+        return None
+    return seconds / floor_seconds
+
+
 @dataclass(frozen=True)
 class PhaseFloor:
     """One phase: the estimate (unmargined), the floor, and why, or None where nothing is published."""
@@ -101,9 +108,7 @@ class PhaseFloor:
     @property
     def ratio(self) -> float | None:
         """Estimate over floor (1.0 = at the hardware's limit), None without a floor."""
-        if self.floor_seconds is None or self.floor_seconds <= 0:
-            return None
-        return self.estimate_seconds / self.floor_seconds
+        return over_floor(self.estimate_seconds, self.floor_seconds)
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,7 @@ __all__ = [
     "load_floor",
     "model_dir_in_ram",
     "node_target",
+    "over_floor",
     "sagemaker_target",
     "tmpfs_size_gib",
 ]

@@ -380,9 +380,12 @@ class StartupPhase:
     @property
     def ratio(self) -> float | None:
         """Estimate over floor, None where no floor is published."""
-        if self.floor_seconds is None or self.floor_seconds <= 0:
-            return None
-        return self.estimate_seconds / self.floor_seconds
+        return floors.over_floor(self.estimate_seconds, self.floor_seconds)
+
+    @property
+    def budget_ratio(self) -> float | None:
+        """Budget over floor, None where no floor is published."""
+        return floors.over_floor(self.budget_seconds, self.floor_seconds)
 
 
 @dataclass(frozen=True)

@@ -436,26 +436,17 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             minimum=checks.MIN_ROOT_VOLUME_GIB,
             maximum=checks.MAX_ROOT_VOLUME_GIB,
         )
-        if checkpoints is not None and not is_checkpoint_store(checkpoints):
-            raise NeuronConfigError(
-                "checkpoints", checkpoints, "give a cdk_neuron.CheckpointStore (or an imported one)"
-            )
-        if compile_cache is not None and not is_compile_cache(compile_cache):
-            raise NeuronConfigError(
-                "compile_cache", compile_cache, "give a cdk_neuron.CompileCache (or an imported one)"
-            )
-        store = cast("ICheckpointStore | None", checkpoints)
-        cache = cast("ICompileCache | None", compile_cache)
-        offering_warning = checks.availability_zone_id(instance, availability_zone_id, stack)
-        subnets = checks.single_az_subnets(vpc, vpc_subnets)
-        checks.checkpoints_reachable(store, subnets)
-        # Validates the extra environment's names and values.
-        job_environment(
+        store, cache = checked_storage(checkpoints, compile_cache)
+        offering_warning, subnets = checked_placement(
             instance,
             checked_plan,
-            compile_cache_url=cache.url if cache else None,
-            checkpoint_dir=store.mount_path if store else None,
-            extra=environment,
+            availability_zone_id=availability_zone_id,
+            stack=stack,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            checkpoints=store,
+            compile_cache=cache,
+            environment=environment,
         )
         installer = EfaInstaller.pinned() if efa_installer is None else efa_installer
         if not isinstance(installer, EfaInstaller):
@@ -639,6 +630,48 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
             )
         )
         return user_data
+
+
+def checked_storage(
+    checkpoints: object, compile_cache: object
+) -> tuple[ICheckpointStore | None, ICompileCache | None]:
+    """The ``checkpoints`` and ``compile_cache`` props of every training engine, type-checked."""
+    if checkpoints is not None and not is_checkpoint_store(checkpoints):
+        raise NeuronConfigError(
+            "checkpoints", checkpoints, "give a cdk_neuron.CheckpointStore (or an imported one)"
+        )
+    if compile_cache is not None and not is_compile_cache(compile_cache):
+        raise NeuronConfigError(
+            "compile_cache", compile_cache, "give a cdk_neuron.CompileCache (or an imported one)"
+        )
+    return cast("ICheckpointStore | None", checkpoints), cast("ICompileCache | None", compile_cache)
+
+
+def checked_placement(
+    instance: NeuronInstance,
+    plan: TrainingPlan,
+    *,
+    availability_zone_id: object,
+    stack: cdk.Stack,
+    vpc: ec2.IVpc,
+    vpc_subnets: ec2.SubnetSelection | None,
+    checkpoints: ICheckpointStore | None,
+    compile_cache: ICompileCache | None,
+    environment: dict[str, str] | None,
+) -> tuple[str | None, checks.SingleAzSubnets]:
+    """Every engine's placement checks: the AZ ID's offering (a warning, or None), one AZ's subnets, a
+    checkpoint store reachable from them, and the extra job environment's names and values."""
+    offering_warning = checks.availability_zone_id(instance, availability_zone_id, stack)
+    subnets = checks.single_az_subnets(vpc, vpc_subnets)
+    checks.checkpoints_reachable(checkpoints, subnets)
+    job_environment(
+        instance,
+        plan,
+        compile_cache_url=compile_cache.url if compile_cache else None,
+        checkpoint_dir=checkpoints.mount_path if checkpoints else None,
+        extra=environment,
+    )
+    return offering_warning, subnets
 
 
 __all__ = [

@@ -26,13 +26,18 @@ from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.node_programs import FILES_DIR, render_settings
 from cdk_neuron.planner import TrainingPlan
-from cdk_neuron.storage.checkpoint_store import ICheckpointStore, is_checkpoint_store
-from cdk_neuron.storage.compile_cache import ICompileCache, is_compile_cache
+from cdk_neuron.storage.checkpoint_store import ICheckpointStore
+from cdk_neuron.storage.compile_cache import ICompileCache
 from cdk_neuron.training import acknowledgments, hyperpod_facts, security
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import Capacity
-from cdk_neuron.training.cluster import ITrainingCluster, _TrainingClusterRef
-from cdk_neuron.training.launcher import job_environment, node_environment
+from cdk_neuron.training.cluster import (
+    ITrainingCluster,
+    _TrainingClusterRef,
+    checked_placement,
+    checked_storage,
+)
+from cdk_neuron.training.launcher import node_environment
 
 if TYPE_CHECKING:
     from cdk_neuron.training.hyperpod_facts import DeepHealthCheck
@@ -212,14 +217,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 fix="letters, digits and single hyphens, at most 63 characters, e.g. 'train'",
             )
             health_checks = _deep_health_checks(deep_health_checks, nodes)
-            if checkpoints is not None and not is_checkpoint_store(checkpoints):
-                raise NeuronConfigError(
-                    "checkpoints", checkpoints, "give a cdk_neuron.CheckpointStore (or an imported one)"
-                )
-            if compile_cache is not None and not is_compile_cache(compile_cache):
-                raise NeuronConfigError(
-                    "compile_cache", compile_cache, "give a cdk_neuron.CompileCache (or an imported one)"
-                )
+            checkpoints, compile_cache = checked_storage(checkpoints, compile_cache)
             if checkpoints is not None and efs_utils_package is None:
                 raise NeuronConfigError(
                     "efs_utils_package",
@@ -233,15 +231,16 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 raise NeuronConfigError(
                     "efs_utils_package", efs_utils_package, "give an aws_s3_assets.Asset of the .deb file"
                 )
-            offering_warning = checks.availability_zone_id(instance, availability_zone_id, stack)
-            subnets = checks.single_az_subnets(vpc, vpc_subnets)
-            checks.checkpoints_reachable(checkpoints, subnets)
-            job_environment(
+            offering_warning, subnets = checked_placement(
                 instance,
                 checked_plan,
-                compile_cache_url=compile_cache.url if compile_cache else None,
-                checkpoint_dir=checkpoints.mount_path if checkpoints else None,
-                extra=environment,
+                availability_zone_id=availability_zone_id,
+                stack=stack,
+                vpc=vpc,
+                vpc_subnets=vpc_subnets,
+                checkpoints=checkpoints,
+                compile_cache=compile_cache,
+                environment=environment,
             )
             policy = _cdk_values.removal_policy("removal_policy", removal_policy)
 

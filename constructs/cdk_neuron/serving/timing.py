@@ -241,7 +241,7 @@ class MeasuredStartup:
                 source=f"{loaded.label}: endpoint creating -> InService",
                 container_ready_seconds=_ceil_seconds(loaded.timings[key]),
             )
-        if loaded.suite in ("serving_ec2", "scale_from_zero"):
+        if loaded.suite in ("serving_ec2", "scale_from_zero", "train_compile_serve"):
             key = "instance_launch_to_in_service_seconds"
             if key not in loaded.timings:
                 raise NeuronConfigError("report", loaded.label, f"has no {key}")

@@ -118,7 +118,7 @@ for key, value in state.items():
 save_file(tensors, sys.argv[2])
 PY
     rm -f "${converted}/checkpoint.pt"
-    for file in "${source_dir}"/*.json "${source_dir}"/tokenizer*; do
+    for file in "${source_dir}"/*.json "${source_dir}"/*.txt "${source_dir}"/tokenizer*; do
         [ -f "${file}" ] && cp "${file}" "${converted}/"
     done
     source_dir="${converted}"

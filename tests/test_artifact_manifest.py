@@ -224,6 +224,29 @@ def test_each_field_that_differs_is_named(replace: dict[str, Any], field: str, n
     assert needle in found[field]
 
 
+def test_every_fix_names_only_options_cdk_neuron_compile_has() -> None:
+    """A fix that says "run cdk-neuron compile ... --flag" must name a flag the command takes (review-27 S6)."""
+    import re
+
+    from cdk_neuron.cli.commands import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    options = set(subparsers.choices["compile"]._option_string_actions)  # type: ignore[attr-defined]
+    manifest = parse(
+        manifest_data(
+            shape__batch_size=4, shape__sequence_length=2048, shape__tensor_parallel=8, shape__dtype="fp16",
+            engine__name="tgi", neuron__sdk="2.25.0",
+        )
+    )  # fmt: skip
+    fixes = _mismatches(manifest)
+    assert len(fixes) == 6
+    for field, fix in fixes.items():
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", fix):
+            assert flag in options, (field, flag, fix)
+    assert "--artifact-uri" in fixes["shape.batch_size"]
+
+
 def test_every_mismatch_is_reported_together() -> None:
     manifest = parse(manifest_data(shape__batch_size=4, shape__tensor_parallel=8, engine__name="tgi"))
     with pytest.raises(NeuronConfigErrors) as raised:

@@ -171,6 +171,10 @@ def test_the_run_task_request_carries_every_containers_settings(
             ["--source", "checkpoint:run", "--source-hw-backend", "inf2", "--artifact-uri", "s3://m/a/"],
             "hw_backend='inf2': use one of trn1, trn2",
         ),
+        (
+            ["--source", "checkpoint:run", "--source-kv-multiplier", "0", "--artifact-uri", "s3://m/a/"],
+            "kv_size_multiplier=0: must be a whole number >= 1",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_any_aws_call(

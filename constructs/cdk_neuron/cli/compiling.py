@@ -58,6 +58,7 @@ def parse_source(
     pipeline_parallel: int,
     revision: str | None,
     hw_backend: str = "trn1",
+    kv_size_multiplier: int = 1,
 ) -> ModelSource:
     """``--source``: ``checkpoint:PATH``, ``s3://bucket/prefix/`` or ``hub:ORG/MODEL``."""
     kind, _, rest = text.partition(":")
@@ -68,6 +69,7 @@ def parse_source(
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
             hw_backend=hw_backend,
+            kv_size_multiplier=kv_size_multiplier,
         )
     if kind == "s3":
         return ModelSource.s3(text)
@@ -189,6 +191,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--source-pp", type=int, default=1, help="its pipeline-parallel degree (default: 1)")
     parser.add_argument(
+        "--source-kv-multiplier",
+        type=int,
+        default=1,
+        help="the KV-head replication of a neuronx-distributed training run (NxD kv_size_multiplier; default: 1)",
+    )
+    parser.add_argument(
         "--source-hw-backend",
         default="trn1",
         help="the Trainium generation a training checkpoint was saved on: trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3); "
@@ -210,6 +218,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
             pipeline_parallel=args.source_pp,
             revision=args.revision,
             hw_backend=args.source_hw_backend,
+            kv_size_multiplier=args.source_kv_multiplier,
         )
     )
     found.raise_if_any()

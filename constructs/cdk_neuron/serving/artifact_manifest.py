@@ -220,7 +220,8 @@ class ArtifactManifest:
         image that compiled it). ``image`` None: the image is not compared.
         """
         found: list[NeuronConfigError] = []
-        recompile = "or recompile for the fleet with cdk-neuron compile"
+        # cdk-neuron compile takes no shape flags: it compiles the fleet's own current shape and engine.
+        recompile = "or run cdk-neuron compile again to a new --artifact-uri (it compiles the fleet's"
         if model.artifact_uri is None:
             found.append(
                 NeuronConfigError(
@@ -249,7 +250,7 @@ class ArtifactManifest:
                         served,
                         f"the artifact was compiled for {name} {compiled} and the fleet's graph is {served} "
                         f"(model.compiled_{name}, else model.{name}; Neuron graphs have static shapes): set it "
-                        f"to {compiled} {recompile} --{name.replace('_', '-')} {served}",
+                        f"to {compiled} {recompile} {name} {served})",
                     )
                 )
         if plan.tensor_parallel != self.shape.tensor_parallel:
@@ -259,7 +260,7 @@ class ArtifactManifest:
                     plan.tensor_parallel,
                     f"the artifact is sharded for TP {self.shape.tensor_parallel}: set "
                     f"model.tensor_parallel={self.shape.tensor_parallel} (and an instance with that many "
-                    f"NeuronCores) {recompile} --tensor-parallel {plan.tensor_parallel}",
+                    f"NeuronCores) {recompile} TP {plan.tensor_parallel})",
                 )
             )
         if model.dtype.lower() != self.shape.dtype:
@@ -268,7 +269,7 @@ class ArtifactManifest:
                     "shape.dtype",
                     model.dtype,
                     f"the artifact was compiled in {self.shape.dtype}: set model.dtype={self.shape.dtype!r} "
-                    f"{recompile} --dtype {model.dtype.lower()}",
+                    f"{recompile} dtype {model.dtype.lower()})",
                 )
             )
         if engine_name != self.engine:
@@ -277,7 +278,9 @@ class ArtifactManifest:
                     "engine",
                     engine_name,
                     f"the artifact was exported for {self.engine}, whose layout this engine does not load: "
-                    f"serve it with engine {self.engine!r} {recompile} --engine {engine_name}",
+                    f"serve it with engine {self.engine!r}, or export it for {engine_name}: cdk-neuron compile "
+                    "exports for optimum-neuron only; export other engines by hand (serving README, "
+                    '"Precompiled artifacts")',
                 )
             )
         if image is not None:

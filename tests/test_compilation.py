@@ -19,7 +19,7 @@ from image_rehearsal import Container
 
 from cdk_neuron.compilation import CompileRequest, ModelCompilation, ModelSource
 from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
-from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB
+from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB, compile_task_usd_per_hour
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_neuron.serving import ModelSpec, ServingEngine
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME, ArtifactManifest
@@ -433,3 +433,9 @@ def test_the_task_is_recorded_for_the_cli(synthesized: Any) -> None:
         resolved = cdk.Stack.of(compilation).resolve(record[key])
         assert template["Resources"][resolved]["Type"] == kind
     assert record["checkpoints"] is True and len(record["subnets"]) == 2
+
+
+def test_the_compile_task_is_priced_per_vcpu_memory_and_storage_above_the_included() -> None:
+    # 16 vCPU x $0.04048 + 120 GB x $0.004445 + (200 - 20) GB x $0.000111 (catalog SVC-FARGATE).
+    assert compile_task_usd_per_hour() == pytest.approx(16 * 0.04048 + 120 * 0.004445 + 180 * 0.000111)
+    assert compile_task_usd_per_hour() == pytest.approx(1.20106)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cdk_neuron import catalog
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.artifact_manifest import image_sdk
@@ -48,9 +49,27 @@ EXPORT_MEMORY_FACTOR = 3
 """Host memory an export holds, in multiples of the weights (checkpoint + shards; serving README)."""
 FARGATE_MAX_WEIGHTS_GIB = FARGATE_MEMORY_MIB / 1024 / EXPORT_MEMORY_FACTOR
 """40 GiB of weights (about 20B parameters in bf16): the most a Fargate compile task can export."""
+FARGATE_INCLUDED_STORAGE_GIB = 20
+"""Ephemeral storage every Fargate task gets without charge; above it, storage is billed per GB-hour."""
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
 _DTYPES = ("bf16", "fp16", "fp32")
+
+
+def compile_task_usd_per_hour() -> float:
+    """What one ModelCompilation task costs per hour at the catalog's Fargate prices (us-east-1).
+
+    16 vCPU, 120 GiB of memory and 180 GiB of ephemeral storage above the 20 included, each at its
+    per-hour rate (``catalog.SERVICE_PRICES``, source SVC-FARGATE; Fargate bills per second with a
+    one-minute minimum).
+    """
+    prices = catalog.SERVICE_PRICES
+    return (
+        FARGATE_CPU_UNITS / 1024 * prices["fargate_vcpu_hour"].usd_per_hour
+        + FARGATE_MEMORY_MIB / 1024 * prices["fargate_gb_hour"].usd_per_hour
+        + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB)
+        * prices["fargate_storage_gb_hour"].usd_per_hour
+    )
 
 
 @dataclass(frozen=True)
@@ -247,10 +266,12 @@ __all__ = [
     "EXPORT_MEMORY_FACTOR",
     "FARGATE_CPU_UNITS",
     "FARGATE_EPHEMERAL_GIB",
+    "FARGATE_INCLUDED_STORAGE_GIB",
     "FARGATE_MAX_WEIGHTS_GIB",
     "FARGATE_MEMORY_MIB",
     "WORK_DIR",
     "CompileRequest",
     "ModelSource",
     "SourceKind",
+    "compile_task_usd_per_hour",
 ]

@@ -54,6 +54,8 @@ FARGATE_INCLUDED_STORAGE_GIB = 20
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
 _DTYPES = ("bf16", "fp16", "fp32")
+HW_BACKENDS = ("trn1", "trn2")
+"""NxD's checkpoint converter ``--hw_backend`` values (required by it since Neuron 2.21)."""
 
 
 def compile_task_usd_per_hour() -> float:
@@ -84,6 +86,9 @@ class ModelSource:
         convert one). Default: None.
     :ivar pipeline_parallel: its pipeline-parallel degree. Default: 1.
     :ivar kv_size_multiplier: its KV replication factor (NxD ``kv_size_multiplier``). Default: 1.
+    :ivar hw_backend: the Trainium generation the checkpoint was trained on, ``trn1`` or ``trn2`` (NxD's
+        converter ``--hw_backend``: Trn2 replicates KV heads in blocks, Trn1 interleaved, and the query
+        heads are put back in order accordingly). Default: ``trn1``.
     """
 
     kind: SourceKind
@@ -93,6 +98,7 @@ class ModelSource:
     tensor_parallel: int | None = None
     pipeline_parallel: int = 1
     kv_size_multiplier: int = 1
+    hw_backend: str = "trn1"
 
     @staticmethod
     def checkpoint(
@@ -102,6 +108,7 @@ class ModelSource:
         tensor_parallel: int | None = None,
         pipeline_parallel: int = 1,
         kv_size_multiplier: int = 1,
+        hw_backend: str = "trn1",
     ) -> ModelSource:
         """A checkpoint directory on the CheckpointStore, e.g. ``"run-7/step-1200"``: a Hugging Face
         checkpoint, or a neuronx-distributed training checkpoint (``model/dp_rank_*``) given its
@@ -127,6 +134,13 @@ class ModelSource:
                 isinstance(value, bool) or not isinstance(value, int) or value < minimum
             ):
                 raise NeuronConfigError(field, value, f"must be a whole number >= {minimum}")
+        if hw_backend not in HW_BACKENDS:
+            raise NeuronConfigError(
+                "hw_backend",
+                hw_backend,
+                f"use one of {', '.join(HW_BACKENDS)}: the Trainium generation the checkpoint was trained on "
+                "(trn1 for Trn1/Trn1n, trn2 for Trn2/Trn3)",
+            )
         return ModelSource(
             "checkpoint",
             path.strip("/"),
@@ -134,6 +148,7 @@ class ModelSource:
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
             kv_size_multiplier=kv_size_multiplier,
+            hw_backend=hw_backend,
         )
 
     @staticmethod
@@ -226,6 +241,7 @@ class CompileRequest:
             "CONVERT_TP": "" if self.source.tensor_parallel is None else str(self.source.tensor_parallel),
             "CONVERT_PP": str(self.source.pipeline_parallel),
             "CONVERT_KV_MULTIPLIER": str(self.source.kv_size_multiplier),
+            "CONVERT_HW_BACKEND": self.source.hw_backend,
             "BATCH_SIZE": str(self.model.graph_batch_size),
             "SEQUENCE_LENGTH": str(self.model.graph_sequence_length),
             "TENSOR_PARALLEL": str(self.plan.tensor_parallel),
@@ -269,6 +285,7 @@ __all__ = [
     "FARGATE_INCLUDED_STORAGE_GIB",
     "FARGATE_MAX_WEIGHTS_GIB",
     "FARGATE_MEMORY_MIB",
+    "HW_BACKENDS",
     "WORK_DIR",
     "CompileRequest",
     "ModelSource",

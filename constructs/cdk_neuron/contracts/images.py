@@ -35,7 +35,7 @@ from cdk_neuron.serving.engines.vllm_neuron import (
 from cdk_neuron.training.efa_installer import AWS_EFA_KEY_FINGERPRINT
 from cdk_neuron.training.efa_installer import DEFAULT_VERSION as EFA_HOST_VERSION
 
-Platform = Literal["batch", "ec2", "sagemaker"]
+Platform = Literal["batch", "ec2", "sagemaker", "ecs"]
 ArgumentHandling = Literal["eval", "argv", "word-split", "ignored"]
 
 
@@ -94,6 +94,18 @@ a test holds the pin to it."""
 _TRAINING_SOURCE = (
     f"aws-neuron/deep-learning-containers @{TRAINING_DLC_COMMIT[:7]} (tag 2.28.0): "
     "pytorch/training/2.9.0/Dockerfile.neuronx, common/start_with_right_hostname.sh"
+)
+
+COMPILE_AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
+"""The AWS CLI v2 image ModelCompilation's ``fetch`` and ``upload`` steps run (a test holds
+``compilation.construct.AWS_CLI_IMAGE`` to it)."""
+
+_ECS_ENTRYPOINT = (
+    "ModelCompilation's task definition sets each container's `entryPoint` (ECS: \"This parameter maps "
+    'to Entrypoint in the docker container create command and the --entrypoint option to docker run", '
+    "ContainerDefinition, Amazon ECS API Reference, https://docs.aws.amazon.com/AmazonECS/latest/APIReference/"
+    "API_ContainerDefinition.html, read 2026-12-02), so the image's ENTRYPOINT never runs: the step's "
+    "program runs as `bash -c <program>` (under `timeout` where the task bounds the step)"
 )
 
 _SAGEMAKER_SERVE = (
@@ -238,6 +250,47 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         reads=("HF_MODEL_ID (required; becomes MODEL_ID)", "HF_MODEL_REVISION", "the TGI variables above"),
         notes="The script ignores its arguments (`serve`) and starts `text-generation-launcher --port 8080`.",
     ),
+    ImageContract(
+        name="compile-aws-cli",
+        image=COMPILE_AWS_CLI_IMAGE,
+        platform="ecs",
+        source="aws/aws-cli @64bd0550 (tag 2.22.35): docker/Dockerfile (FROM amazonlinux:2)",
+        entrypoint=("/usr/local/bin/aws",),
+        cmd=(),
+        arguments="argv",
+        passes=f"{_ECS_ENTRYPOINT}; the container environment (SOURCE_KIND, SOURCE_URI, ARTIFACT_URI, WORK_DIR)",
+        reads=("the task role's credentials (the ECS container credentials endpoint)",),
+        needs=(
+            "bash (the amazonlinux:2 base)",
+            "timeout, mkdir, chmod, ls (coreutils, the amazonlinux:2 base)",
+            "aws (/usr/local/bin/aws, the image's own CLI)",
+        ),
+        notes=(
+            "Through the image's own entrypoint the program would reach the CLI as its arguments "
+            "(`aws bash -c ...`), so the override is what makes `fetch` and `upload` run; a test runs both."
+        ),
+    ),
+    ImageContract(
+        name="compile-export",
+        image=f"{OPTIMUM_NEURON_REPOSITORY}:{OPTIMUM_NEURON_TAG}",
+        platform="ecs",
+        source="huggingface/optimum-neuron @abf59858 (tag v0.4.5): docker/vllm/Dockerfile (entrypoint.sh)",
+        entrypoint=("./entrypoint.sh",),
+        cmd=(),
+        arguments="word-split",
+        passes=f"{_ECS_ENTRYPOINT}; CompileRequest.export_environment as container overrides",
+        reads=("HF_TOKEN (a Secrets Manager secret, Hub sources)", "NEURON_COMPILE_CACHE_URL"),
+        needs=(
+            "bash, timeout, find, sort, xargs, sha256sum (the Ubuntu 22.04 base's coreutils and findutils)",
+            "python3 with torch, safetensors, huggingface_hub and neuronx_distributed (optimum-neuron's dependencies)",
+            "optimum-cli (optimum-neuron 0.4.5) and neuronx-cc",
+        ),
+        notes=(
+            "Through the image's own entrypoint the program's words would be appended to `optimum-cli "
+            "neuron serve --port 8080`: the container would start a server instead of exporting. The "
+            "export needs no Neuron device (`--instance_type inf2` names the target)."
+        ),
+    ),
 )
 
 
@@ -250,6 +303,7 @@ def contract(name: str) -> ImageContract:
 
 
 __all__ = [
+    "COMPILE_AWS_CLI_IMAGE",
     "IMAGE_CONTRACTS",
     "TRAINING_DLC_COMMIT",
     "TRAINING_DLC_EFA_INSTALLER",

@@ -387,7 +387,7 @@ def test_a_compile_step_runs_only_because_the_task_replaces_the_images_entrypoin
         ("aws", [command[0]]) if step == "fetch" else ("optimum-cli", ["neuron"])
     )
     # Through the task definition's entryPoint: the program itself runs (fetch: a Hub source is left
-    # to the export step; export: it stops at once without its required settings, before any tool).
+    # to the export step; export: it stops before any tool, without its other settings and steps).
     as_ecs = Container(tmp_path / "ecs")
     for tool in ("mkdir", "chmod", "ls", "timeout"):
         real = shutil.which(tool)
@@ -404,4 +404,4 @@ def test_a_compile_step_runs_only_because_the_task_replaces_the_images_entrypoin
         assert done.returncode == 0, done.stderr
         assert "hub source: read by the export step" in done.stderr
     else:
-        assert done.returncode != 0 and "ARTIFACT_URI" in done.stderr
+        assert done.returncode != 0  # its own refusal, and (above) no server, exporter or CLI was started

@@ -311,6 +311,15 @@ SOURCES: dict[str, Source] = {
             "2026-03",
         ),
         Source(
+            "SVC-FARGATE",
+            "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (US East (N. Virginia), Linux/x86: "
+            "$0.04048 per vCPU-hour, $0.004445 per GB-hour of memory, $0.000111 per GB-hour of ephemeral "
+            "storage above the 20 GB included; billed per second, one-minute minimum), as quoted by Wring, "
+            "'AWS Fargate Pricing: Serverless Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide, "
+            "and Vantage, 'AWS Fargate Pricing Explained', https://www.vantage.sh/blog/fargate-pricing",
+            "2026-03-10",
+        ),
+        Source(
             "SVC-ALB",
             "Elastic Load Balancing pricing, https://aws.amazon.com/elasticloadbalancing/pricing/ (US East "
             "(N. Virginia) $0.0225 per ALB-hour and $0.008 per LCU-hour, as quoted by cloud-horizons.com)",
@@ -1742,6 +1751,13 @@ SERVICE_PRICES: dict[str, Price] = {
     "kms_key_month": Price(1.00, "us-east-1", "SVC-KMS", "plus $1 for each of the first two rotations"),
     "alarm_month": Price(0.10, "us-east-1", "SVC-CW", "standard resolution"),
     "dashboard_month": Price(3.00, "us-east-1", "SVC-CW"),
+    # ModelCompilation's Fargate task (Linux/x86): per vCPU, per GB of memory, per GB of ephemeral
+    # storage above the 20 GB included.
+    "fargate_vcpu_hour": Price(0.04048, "us-east-1", "SVC-FARGATE", "Linux/x86, per vCPU"),
+    "fargate_gb_hour": Price(0.004445, "us-east-1", "SVC-FARGATE", "Linux/x86, per GB of memory"),
+    "fargate_storage_gb_hour": Price(
+        0.000111, "us-east-1", "SVC-FARGATE", "per GB of ephemeral storage above the 20 GB included"
+    ),
 }
 
 # NAT instances (network.nat_instance_type): the small burstable types a NAT runs on, us-east-1

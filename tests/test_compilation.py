@@ -17,6 +17,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk.assertions import Template
 from image_rehearsal import Container
 
+from cdk_neuron import timeouts
 from cdk_neuron.compilation import CompileRequest, ModelCompilation, ModelSource
 from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
 from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB, compile_task_usd_per_hour
@@ -28,7 +29,7 @@ from cdk_support import TEST_ACCOUNT, make_app, nag_violations
 
 REGION = "us-east-1"
 AZS = ["us-east-1a", "us-east-1b"]
-ARTIFACT = "s3://models-bucket/llama-3.2-1b/run-7-step-1200/"
+ARTIFACT = "s3://models-bucket/compiled/llama-3.2-1b/run-7-step-1200/"
 MODEL = ModelSpec(
     model_id="meta-llama/Llama-3.2-1B-Instruct", artifact_uri=ARTIFACT, parameters=1_240_000_000
 )
@@ -76,9 +77,22 @@ def test_three_containers_run_in_order_and_the_upload_ends_the_task(synthesized:
     containers = _containers(template)
     assert list(containers) == ["fetch", "export", "upload"]
     assert [c["Essential"] for c in containers.values()] == [False, False, True]
-    assert containers["export"]["DependsOn"] == [{"Condition": "SUCCESS", "ContainerName": "fetch"}]
-    assert containers["upload"]["DependsOn"] == [{"Condition": "SUCCESS", "ContainerName": "export"}]
+    # COMPLETE: a failed step never leaves the next waiting; the next reads its status file instead.
+    assert containers["export"]["DependsOn"] == [{"Condition": "COMPLETE", "ContainerName": "fetch"}]
+    assert containers["upload"]["DependsOn"] == [{"Condition": "COMPLETE", "ContainerName": "export"}]
     assert "DependsOn" not in containers["fetch"]
+
+
+def test_every_step_is_bounded_by_its_budget_from_the_timeouts_module(synthesized: Any) -> None:
+    _, template = synthesized
+    budgets = timeouts.compile_step_seconds(FARGATE_MAX_WEIGHTS_GIB)
+    for name, container in _containers(template).items():
+        assert container["EntryPoint"] == [
+            "timeout", f"--kill-after={timeouts.COMPILE_KILL_AFTER}", str(budgets[name]), "bash", "-c",
+        ]  # fmt: skip
+    chain = timeouts.compile_chain(FARGATE_MAX_WEIGHTS_GIB)
+    assert chain.violations() == []
+    assert chain.seconds("compile_export") == budgets["export"] > timeouts.LLM_COMPILE_SECONDS
 
 
 def test_every_container_replaces_the_image_entrypoint_with_its_program(synthesized: Any) -> None:
@@ -86,7 +100,7 @@ def test_every_container_replaces_the_image_entrypoint_with_its_program(synthesi
 
     _, template = synthesized
     for name, container in _containers(template).items():
-        assert container["EntryPoint"] == ["bash", "-c"]
+        assert container["EntryPoint"][-2:] == ["bash", "-c"]
         assert container["Command"] == [program(f"compile/{name}.sh").read_text()]
     assert _containers(template)["export"]["Image"] == ServingEngine.optimum_neuron().image.uri(REGION)
     assert (
@@ -123,7 +137,7 @@ def test_the_serving_image_is_pulled_from_its_one_repository(synthesized: Any) -
     assert "huggingface-vllm-inference-neuronx" in json.dumps(pulls[0]["Resource"])
 
 
-def test_artifacts_are_listed_and_written_never_deleted(synthesized: Any) -> None:
+def test_artifacts_are_listed_and_written_only_under_the_artifact_prefix(synthesized: Any) -> None:
     _, template = synthesized
     [policy] = [
         r["Properties"]
@@ -131,12 +145,40 @@ def test_artifacts_are_listed_and_written_never_deleted(synthesized: Any) -> Non
         if r["Type"] == "AWS::IAM::ManagedPolicy"
         and "write compiled artifacts" in r["Properties"]["Description"]
     ]
-    actions = sorted(
-        a
-        for s in policy["PolicyDocument"]["Statement"]
-        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-    )
-    assert actions == ["s3:GetObject", "s3:ListBucket", "s3:PutObject"]
+    statements = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+    assert set(statements) == {"ListArtifactPrefix", "WriteArtifacts"}
+    listing = statements["ListArtifactPrefix"]
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["compiled/*"]}}
+    write = statements["WriteArtifacts"]
+    assert sorted(write["Action"]) == ["s3:AbortMultipartUpload", "s3:PutObject"]  # no GetObject, no delete
+    assert write["Resource"] == "arn:aws:s3:::models-bucket/compiled/*"
+
+
+@pytest.mark.parametrize("prefix", ["", "/models/", "a/*", "../x/", "with space/"])
+def test_a_bad_artifact_prefix_is_refused(prefix: str) -> None:
+    app = make_app()
+    stack = cdk.Stack(app, "Prefix", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
+    with pytest.raises(NeuronConfigError, match=r"^Prefix/C: artifact_prefix=.*: give a key prefix"):
+        ModelCompilation(
+            stack,
+            "C",
+            vpc=ec2.Vpc(stack, "Vpc"),
+            artifact_bucket=s3.Bucket(stack, "B"),
+            artifact_prefix=prefix,
+        )
+
+
+def test_the_log_key_serves_only_this_accounts_log_groups(synthesized: Any) -> None:
+    _, template = synthesized
+    keys = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::KMS::Key"]
+    [logs_statement] = [
+        s
+        for key in keys
+        for s in key["KeyPolicy"]["Statement"]
+        if s.get("Principal", {}).get("Service") == "logs.us-east-1.amazonaws.com"
+    ]
+    assert "kms:EncryptionContext:aws:logs:arn" in json.dumps(logs_statement["Condition"]["ArnLike"])
 
 
 def test_the_compilation_passes_the_nag_packs(synthesized: Any) -> None:
@@ -276,6 +318,9 @@ class CheckpointConverterBase:
 """
 
 
+# The AWS CLI against a new, empty prefix: list-objects-v2 --query KeyCount --output text prints 0.
+_AWS_EMPTY_PREFIX = 'print("0") if sys.argv[1:3] == ["s3api", "list-objects-v2"] else None'
+
 _TORCH = """
 import json
 def load(path, map_location=None, weights_only=None):
@@ -289,13 +334,26 @@ def load(path, map_location=None, weights_only=None):
 
 def _sandbox(tmp_path: Path) -> tuple[Container, Path]:
     container = Container(tmp_path)
-    for tool in ("find", "sort", "xargs", "sha256sum", "date", "wc", "mkdir", "chmod", "ls", "cp", "grep"):
+    for tool in (
+        "find",
+        "sort",
+        "xargs",
+        "sha256sum",
+        "date",
+        "wc",
+        "mkdir",
+        "ls",
+        "cp",
+        "grep",
+        "timeout",
+        "touch",
+    ):
         real = subprocess.run(["which", tool], capture_output=True, text=True, check=False).stdout.strip()
         if real and not (container.bin / tool).exists():
             (container.bin / tool).symlink_to(real)
     container.record("optimum-cli", then=_EXPORT)
     container.record("neuronx-cc", then='print("NeuronX Compiler version 2.21.18209.0+043b1bf7")')
-    container.record("aws")
+    container.record("aws", then=_AWS_EMPTY_PREFIX)
     fakes = tmp_path / "site"
     (fakes / "neuronx_distributed" / "scripts").mkdir(parents=True)
     (fakes / "neuronx_distributed" / "__init__.py").write_text("")
@@ -330,7 +388,14 @@ def _settings(request: CompileRequest, tmp_path: Path, name: str) -> dict[str, s
         "export": request.export_environment(REGION),
         "upload": request.upload_environment(),
     }[name]
-    return {**values, "WORK_DIR": str(work), "CHECKPOINT_MOUNT": str(tmp_path / "checkpoints")}
+    static = {"ARTIFACT_PREFIX": "compiled/"} if name == "upload" else {}
+    return {**values, **static, "WORK_DIR": str(work), "CHECKPOINT_MOUNT": str(tmp_path / "checkpoints")}
+
+
+def _fetched(tmp_path: Path) -> None:
+    """The state the fetch step leaves when it succeeded (a checkpoint or Hub source: nothing fetched)."""
+    (tmp_path / "work" / "status").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "work" / "status" / "fetch.ok").touch()
 
 
 def _hf_checkpoint(directory: Path) -> None:
@@ -346,7 +411,6 @@ def test_a_checkpoint_is_exported_described_and_uploaded_manifest_last(
     container, fakes = _sandbox(tmp_path)
     _hf_checkpoint(tmp_path / "checkpoints" / "run-7" / "step-1200")
     request = _request(ModelSource.checkpoint("run-7/step-1200", step=1200))
-    container.record("aws", then='sys.exit(1 if sys.argv[1:3] == ["s3", "ls"] else 0)')  # a new prefix
     for name in ("fetch", "export", "upload"):
         done = _run(
             container, template, name, {**_settings(request, tmp_path, name), "PYTHONPATH": str(fakes)}
@@ -367,25 +431,16 @@ def test_a_checkpoint_is_exported_described_and_uploaded_manifest_last(
     # The artifact serves on the fleet it was compiled for.
     engine = ServingEngine.optimum_neuron()
     assert manifest.mismatches(MODEL, plan, engine.name, engine.image) == []
-    # Upload: never over an existing manifest; the files; the manifest last, alone.
-    uploads = [c.argv for c in container.calls("aws")]
-    assert uploads[0][:2] == ["s3", "ls"]
-    assert uploads[1] == [
-        "s3",
-        "sync",
-        f"{tmp_path}/work/export/",
-        ARTIFACT,
-        "--exclude",
-        MANIFEST_NAME,
-        "--only-show-errors",
-    ]
-    assert uploads[2] == [
-        "s3",
-        "cp",
-        f"{tmp_path}/work/export/{MANIFEST_NAME}",
-        f"{ARTIFACT}{MANIFEST_NAME}",
-        "--only-show-errors",
-    ]
+    # Upload: only to an empty prefix; every file (cp, not sync); the manifest last, alone, write-once.
+    key = "compiled/llama-3.2-1b/run-7-step-1200/"
+    assert [c.argv for c in container.calls("aws")] == [
+        ["s3api", "list-objects-v2", "--bucket", "models-bucket", "--prefix", key, "--max-keys", "1",
+         "--query", "KeyCount", "--output", "text"],
+        ["s3", "cp", f"{tmp_path}/work/export/", ARTIFACT, "--recursive", "--exclude", MANIFEST_NAME,
+         "--only-show-errors"],
+        ["s3api", "put-object", "--bucket", "models-bucket", "--key", f"{key}{MANIFEST_NAME}",
+         "--body", f"{tmp_path}/work/export/{MANIFEST_NAME}", "--if-none-match", "*"],
+    ]  # fmt: skip
 
 
 _PLAIN = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "lm_head.weight"]
@@ -417,6 +472,7 @@ def test_a_sharded_training_checkpoint_is_converted_with_the_nxd_converter(
             (checkpoint / "model" / f"dp_rank_00_tp_rank_{rank:02d}_pp_rank_00.pt.tensors").mkdir()
     (checkpoint / "config.json").write_text(json.dumps({"num_hidden_layers": 24}))
     (checkpoint / "tokenizer.json").write_text("{}")
+    _fetched(tmp_path)
     source = ModelSource.checkpoint("run-7/step-1200", tensor_parallel=2, step=1200, hw_backend=hw_backend)
     request = _request(source)
     done = _run(
@@ -456,6 +512,7 @@ def test_a_sharded_checkpoint_without_its_tp_stops_before_exporting(synthesized:
     (checkpoint / "model").mkdir(parents=True)
     (checkpoint / "model" / "dp_rank_00_tp_rank_00_pp_rank_00.pt").write_text("shard")
     (checkpoint / "config.json").write_text("{}")
+    _fetched(tmp_path)
     request = _request(ModelSource.checkpoint("run"))
     done = _run(
         container, template, "export", {**_settings(request, tmp_path, "export"), "PYTHONPATH": str(fakes)}
@@ -481,17 +538,140 @@ def test_an_s3_source_is_fetched_onto_the_shared_volume(synthesized: Any, tmp_pa
     ]
 
 
-def test_an_upload_never_overwrites_an_artifact(synthesized: Any, tmp_path: Path) -> None:
+def _exported(tmp_path: Path) -> None:
+    (tmp_path / "work" / "export").mkdir(parents=True)
+    (tmp_path / "work" / "status").mkdir(parents=True)
+    (tmp_path / "work" / "export" / MANIFEST_NAME).write_text("{}")
+    (tmp_path / "work" / "status" / "export.ok").touch()
+
+
+@pytest.mark.parametrize(
+    ("aws", "needle", "calls"),
+    [
+        # Something is already there (a manifest, or the files of a failed attempt): refused.
+        ('print("1")', "already holds objects: artifacts are written once", [["s3api", "list-objects-v2"]]),
+        # The listing itself fails (denied, throttled, no route): never read as "empty".
+        ("sys.exit(254)", "cannot tell whether it is empty", [["s3api", "list-objects-v2"]]),
+        # Another compile wrote the manifest first: S3 answers 412 to If-None-Match.
+        (
+            'print("0") if sys.argv[2] == "list-objects-v2" else None; '
+            'sys.exit(254 if sys.argv[2] == "put-object" else 0) if sys.argv[2] != "put-object" else '
+            '(print("An error occurred (PreconditionFailed) when calling the PutObject operation: At least one '
+            'of the pre-conditions you specified did not hold", file=sys.stderr), sys.exit(254))',
+            "was written by another compile while this one uploaded",
+            [["s3api", "list-objects-v2"], ["s3", "cp"], ["s3api", "put-object"]],
+        ),
+    ],
+)
+def test_an_upload_never_overwrites_an_artifact(
+    synthesized: Any, tmp_path: Path, aws: str, needle: str, calls: list[list[str]]
+) -> None:
     _, template = synthesized
     container, _ = _sandbox(tmp_path)
-    (tmp_path / "work" / "export").mkdir(parents=True)
-    (tmp_path / "work" / "export" / MANIFEST_NAME).write_text("{}")
+    container.record("aws", then=aws)
+    _exported(tmp_path)
     request = _request(ModelSource.hub("meta-llama/Llama-3.2-1B-Instruct"))
-    done = _run(
-        container, template, "upload", _settings(request, tmp_path, "upload")
-    )  # aws s3 ls succeeds: it exists
-    assert done.returncode != 0 and "artifacts are written once" in done.stderr
-    assert [c.argv[:2] for c in container.calls("aws")] == [["s3", "ls"]]
+    done = _run(container, template, "upload", _settings(request, tmp_path, "upload"))
+    assert done.returncode == 1 and needle in done.stderr
+    assert [c.argv[:2] for c in container.calls("aws")] == calls
+
+
+def test_an_upload_outside_the_granted_prefix_is_refused_before_any_call(
+    synthesized: Any, tmp_path: Path
+) -> None:
+    _, template = synthesized
+    container, _ = _sandbox(tmp_path)
+    _exported(tmp_path)
+    request = _request(ModelSource.hub("meta-llama/Llama-3.2-1B-Instruct"))
+    settings = {**_settings(request, tmp_path, "upload"), "ARTIFACT_URI": "s3://models-bucket/elsewhere/x/"}
+    done = _run(container, template, "upload", settings)
+    assert done.returncode == 1
+    assert (
+        "outside compiled/, the only prefix this task may write: use s3://models-bucket/compiled/<name>/"
+        in done.stderr
+    )
+    assert container.calls("aws") == []
+
+
+@pytest.mark.parametrize(("failed", "then"), [("fetch", "export"), ("export", "upload")])
+def test_a_failed_step_stops_the_next_one_at_once(
+    synthesized: Any, tmp_path: Path, failed: str, then: str
+) -> None:
+    _, template = synthesized
+    container, fakes = _sandbox(tmp_path)
+    # An S3 source that cannot be fetched, or an export that fails.
+    container.record("aws", then="sys.exit(1)")
+    container.record("optimum-cli", then="sys.exit(1)")
+    _hf_checkpoint(tmp_path / "work" / "source")
+    request = _request(ModelSource.s3("s3://models-bucket/checkpoints/llama/"))
+    order = ["fetch", "export", "upload"]
+    for name in order[: order.index(then) + 1]:
+        env = {**_settings(request, tmp_path, name), "PYTHONPATH": str(fakes)}
+        done = _run(container, template, name, env)
+        if name == failed:
+            assert done.returncode == 1, done.stderr
+    assert done.returncode == 1
+    assert f"the {failed} step did not succeed (its log: stream prefix {failed})" in done.stderr
+    assert not (tmp_path / "work" / "status" / f"{then}.ok").exists()
+
+
+def test_a_hung_step_is_stopped_by_its_timeout(synthesized: Any, tmp_path: Path) -> None:
+    _, template = synthesized
+    container, fakes = _sandbox(tmp_path)
+    _hf_checkpoint(tmp_path / "checkpoints" / "run")
+    container.record("optimum-cli", then="import time; time.sleep(60)")
+    request = _request(ModelSource.checkpoint("run"))
+    definition = _containers(template)["export"]
+    # The task definition's entryPoint, with its budget shortened to one second for the rehearsal.
+    entry = [*definition["EntryPoint"]]
+    assert entry[:2] == ["timeout", "--kill-after=30"]
+    entry[1:3] = ["--kill-after=1", "1"]
+    env = {**container._environment(None), **_settings(request, tmp_path, "export"), "PYTHONPATH": str(fakes)}
+    (tmp_path / "work" / "status").mkdir(parents=True)
+    (tmp_path / "work" / "status" / "fetch.ok").touch()
+    done = subprocess.run(
+        [*entry, *definition["Command"]], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == timeouts.TIMED_OUT_EXIT_CODE
+    assert not (tmp_path / "work" / "status" / "export.ok").exists()
+
+
+def test_a_one_zone_checkpoint_store_pins_the_task_to_its_zone() -> None:
+    app = make_app(**{f"availability-zones:account={TEST_ACCOUNT}:region={REGION}": AZS})
+    stack = cdk.Stack(app, "OneZone", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, nat_gateways=1)
+    store = CheckpointStore(
+        stack,
+        "Checkpoints",
+        vpc=vpc,
+        one_zone=True,
+        vpc_subnets=ec2.SubnetSelection(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1b"]
+        ),
+    )
+    compilation = ModelCompilation(
+        stack, "C", vpc=vpc, artifact_bucket=s3.Bucket(stack, "B"), checkpoint_store=store
+    )
+    [record] = [m.data for m in compilation.node.metadata if m.type == "cdk-neuron:workload"]
+    [subnet] = record["subnets"]
+    zone_b = vpc.select_subnets(
+        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1b"]
+    ).subnet_ids
+    assert stack.resolve(subnet) == stack.resolve(zone_b[0])
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^OneZone/D: vpc_subnets=.*: the One Zone checkpoint_store is in us-east-1b.*select a subnet in us-east-1b",
+    ):
+        ModelCompilation(
+            stack,
+            "D",
+            vpc=vpc,
+            artifact_bucket=s3.Bucket(stack, "B2"),
+            checkpoint_store=store,
+            vpc_subnets=ec2.SubnetSelection(
+                subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1a"]
+            ),
+        )
 
 
 def test_the_task_is_recorded_for_the_cli(synthesized: Any) -> None:
@@ -506,6 +686,8 @@ def test_the_task_is_recorded_for_the_cli(synthesized: Any) -> None:
         resolved = cdk.Stack.of(compilation).resolve(record[key])
         assert template["Resources"][resolved]["Type"] == kind
     assert record["checkpoints"] is True and len(record["subnets"]) == 2
+    assert (record["artifact_bucket"], record["artifact_prefix"]) == ("models-bucket", "compiled/")
+    assert record["image"] == ServingEngine.optimum_neuron().image.uri(REGION)
 
 
 def test_the_compile_task_is_priced_per_vcpu_memory_and_storage_above_the_included() -> None:

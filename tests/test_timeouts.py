@@ -16,10 +16,15 @@ from cdk_support import REPO_ROOT
 from tools.timeouts_doc import BEGIN, DOC, END, example_chains, render
 
 
-@pytest.mark.parametrize("startup", [600, 1910, 3600, timeouts.LIFECYCLE_HEARTBEAT_MAX])
-def test_every_chain_nests(startup: int) -> None:
+@pytest.mark.parametrize(
+    ("startup", "compile_gib"), [(600, 0.5), (1910, 2.4), (3600, 15), (timeouts.LIFECYCLE_HEARTBEAT_MAX, 40)]
+)
+def test_every_chain_nests(startup: int, compile_gib: float) -> None:
     for chain in chains(
-        ec2_startup_seconds=startup, sagemaker_download_seconds=60, sagemaker_startup_seconds=3600
+        ec2_startup_seconds=startup,
+        sagemaker_download_seconds=60,
+        sagemaker_startup_seconds=3600,
+        compile_source_gib=compile_gib,
     ):
         assert chain.violations() == [], chain.name
 

@@ -117,6 +117,13 @@ class CompilationDeployment:
     engine: str = "optimum-neuron"
     checkpoints: bool = False
     """Whether the CheckpointStore is mounted (``checkpoint:`` sources)."""
+    image: str | None = None
+    """The image the task's export container runs (``<registry>/<repository>:<tag>``); None in records
+    written before it was kept."""
+    artifact_bucket: str | None = None
+    """The bucket the task writes to; None when its name is a token or the record predates it."""
+    artifact_prefix: str | None = None
+    """The key prefix the task is granted (``compiled/``); None in records written before it was kept."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,7 @@ from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.cli.submit import stack_resource_arn
-from cdk_neuron.compilation.job import CompileRequest, ModelSource
+from cdk_neuron.compilation.job import CompileRequest, ModelSource, artifact_key_prefix
 from cdk_neuron.deployment import CompilationDeployment, Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
@@ -108,8 +108,63 @@ def _subnet(cloudformation: Any, stack: str, value: object) -> str:
     )
 
 
+def check_request(compilation: CompilationDeployment, request: CompileRequest, region: str) -> None:
+    """What the deployed task cannot do, refused before ``ecs:RunTask`` (every problem at once).
+
+    - a ``checkpoint:`` source when the task mounts no CheckpointStore;
+    - an artifact URI outside the bucket and prefix the task may write (its grant is ``<prefix>*``);
+    - a fleet whose image is not the one the task compiles with: the artifact would be compiled by
+      another optimum-neuron and neuronx-cc than the fleet loads it with, which optimum-neuron refuses
+      (``NeuronConfig.from_dict``, optimum/neuron/configuration_utils.py @v0.4.5).
+    """
+    found = ErrorCollector()
+    if request.source.kind == "checkpoint" and not compilation.checkpoints:
+        found.add(
+            NeuronConfigError(
+                "--source",
+                f"checkpoint:{request.source.uri}",
+                "the environment's ModelCompilation mounts no CheckpointStore: give it checkpoint_store= "
+                "and deploy, or copy the checkpoint to S3 and compile --source s3://bucket/prefix/",
+            )
+        )
+    bucket, key = artifact_key_prefix(request.artifact)
+    if compilation.artifact_prefix is not None and (
+        not key.startswith(compilation.artifact_prefix) or key == compilation.artifact_prefix
+    ):
+        found.add(
+            NeuronConfigError(
+                "--artifact-uri",
+                request.artifact,
+                f"the ModelCompilation may write only under {compilation.artifact_prefix} (its artifact_prefix): "
+                f"use s3://{compilation.artifact_bucket or bucket}/{compilation.artifact_prefix}<name>/",
+            )
+        )
+    if compilation.artifact_bucket is not None and bucket != compilation.artifact_bucket:
+        found.add(
+            NeuronConfigError(
+                "--artifact-uri",
+                request.artifact,
+                f"the ModelCompilation writes to bucket {compilation.artifact_bucket}: use "
+                f"s3://{compilation.artifact_bucket}/{compilation.artifact_prefix or ''}<name>/",
+            )
+        )
+    fleet_image = request.engine.image.uri(region)
+    if compilation.image is not None and compilation.image != fleet_image:
+        found.add(
+            NeuronConfigError(
+                "image",
+                compilation.image,
+                f"the ModelCompilation compiles with this image and the fleet serves {fleet_image}: an artifact "
+                "loads only under the optimum-neuron and neuronx-cc that exported it; give the ModelCompilation "
+                "the fleet's engine (engine=) and deploy it",
+            )
+        )
+    found.raise_if_any()
+
+
 def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Compiling:
     compilation = _compilation(env)
+    check_request(compilation, request, env.region)
     cloudformation = ctx.aws("cloudformation", env.region)
     stack = compilation.stack_name
     cluster = stack_resource_arn(cloudformation, stack, compilation.cluster_logical_id)

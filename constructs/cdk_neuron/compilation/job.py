@@ -49,6 +49,8 @@ EXPORT_MEMORY_FACTOR = 3
 """Host memory an export holds, in multiples of the weights (checkpoint + shards; serving README)."""
 FARGATE_MAX_WEIGHTS_GIB = FARGATE_MEMORY_MIB / 1024 / EXPORT_MEMORY_FACTOR
 """40 GiB of weights (about 20B parameters in bf16): the most a Fargate compile task can export."""
+DEFAULT_ARTIFACT_PREFIX = "compiled/"
+"""The key prefix a ModelCompilation may write under by default (its ``artifact_prefix``)."""
 FARGATE_INCLUDED_STORAGE_GIB = 20
 """Ephemeral storage every Fargate task gets without charge; above it, storage is billed per GB-hour."""
 COMPILE_ENGINES = ("optimum-neuron",)
@@ -72,6 +74,32 @@ def compile_task_usd_per_hour() -> float:
         + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB)
         * prices["fargate_storage_gb_hour"].usd_per_hour
     )
+
+
+def check_artifact_prefix(prefix: object) -> str:
+    """A ModelCompilation's ``artifact_prefix``: a key prefix ending in ``/`` (one is added), no
+    leading ``/``, no wildcard or ``..``; the task's write grant is ``<prefix>*``."""
+    if (
+        not isinstance(prefix, str)
+        or not prefix.strip("/")
+        or prefix.startswith("/")
+        or any(c in prefix for c in "*?")
+        or any(c.isspace() for c in prefix)
+        or ".." in prefix.split("/")
+    ):
+        raise NeuronConfigError(
+            "artifact_prefix",
+            prefix,
+            'give a key prefix such as "compiled/" (no leading /, no wildcard): the task may write only under it',
+        )
+    return prefix.rstrip("/") + "/"
+
+
+def artifact_key_prefix(artifact_uri: str) -> tuple[str, str]:
+    """``s3://bucket/a/b/`` -> ``("bucket", "a/b/")``."""
+    uri = parse_s3_uri(artifact_uri).uri
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
 
 
 @dataclass(frozen=True)
@@ -279,6 +307,7 @@ class CompileRequest:
 __all__ = [
     "CHECKPOINT_MOUNT",
     "COMPILE_ENGINES",
+    "DEFAULT_ARTIFACT_PREFIX",
     "EXPORT_MEMORY_FACTOR",
     "FARGATE_CPU_UNITS",
     "FARGATE_EPHEMERAL_GIB",
@@ -290,5 +319,7 @@ __all__ = [
     "CompileRequest",
     "ModelSource",
     "SourceKind",
+    "artifact_key_prefix",
+    "check_artifact_prefix",
     "compile_task_usd_per_hour",
 ]

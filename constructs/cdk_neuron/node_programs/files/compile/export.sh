@@ -28,6 +28,8 @@ die() {
 
 : "${SOURCE_KIND:?}" "${SOURCE_URI:?}" "${WORK_DIR:?}" "${ARTIFACT_URI:?}" "${ENGINE:?}" "${IMAGE:?}"
 : "${BATCH_SIZE:?}" "${SEQUENCE_LENGTH:?}" "${TENSOR_PARALLEL:?}" "${DTYPE:?}"
+[ -f "${WORK_DIR}/status/fetch.ok" ] ||
+    die "the fetch step did not succeed (its log: stream prefix fetch); nothing to export"
 export_dir="${WORK_DIR}/export"
 mkdir -p "${export_dir}"
 
@@ -185,3 +187,4 @@ with open(os.path.join(export_dir, name), "w", encoding="utf-8") as handle:
 PY
     die "writing cdk-neuron-artifact.json"
 log "exported $(find "${export_dir}" -type f | wc -l) file(s) in $((finished - started)) s"
+touch "${WORK_DIR}/status/export.ok"

@@ -7,6 +7,8 @@
 # downloaded there with the serving image's own huggingface_hub.
 #
 # Settings (container environment): SOURCE_KIND (s3 | checkpoint | hub), SOURCE_URI, WORK_DIR.
+# On success it leaves ${WORK_DIR}/status/fetch.ok: the export step (dependsOn COMPLETE) starts only
+# with it.
 set -euo pipefail
 CDK_NEURON_PROGRAM=compile-fetch
 log() { printf 'cdk-neuron[%s]: %s\n' "${CDK_NEURON_PROGRAM}" "$*" >&2; }
@@ -16,9 +18,9 @@ die() {
 }
 
 : "${SOURCE_KIND:?}" "${SOURCE_URI:?}" "${WORK_DIR:?}"
-mkdir -p "${WORK_DIR}/source" "${WORK_DIR}/export"
-# The export container runs as the serving image's user; the volume is shared, so it must write here.
-chmod 0777 "${WORK_DIR}/source" "${WORK_DIR}/export"
+# Every step runs as root (neither image sets USER: aws/aws-cli docker/Dockerfile, optimum-neuron
+# docker/vllm/Dockerfile @v0.4.5), so the shared volume keeps its default modes.
+mkdir -p "${WORK_DIR}/source" "${WORK_DIR}/export" "${WORK_DIR}/status"
 case "${SOURCE_KIND}" in
     s3)
         log "fetching ${SOURCE_URI}"
@@ -29,3 +31,4 @@ case "${SOURCE_KIND}" in
     checkpoint | hub) log "${SOURCE_KIND} source: read by the export step" ;;
     *) die "SOURCE_KIND=${SOURCE_KIND}: use s3, checkpoint or hub" ;;
 esac
+touch "${WORK_DIR}/status/fetch.ok"

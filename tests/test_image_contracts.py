@@ -389,7 +389,7 @@ def test_a_compile_step_runs_only_because_the_task_replaces_the_images_entrypoin
     # Through the task definition's entryPoint: the program itself runs (fetch: a Hub source is left
     # to the export step; export: it stops before any tool, without its other settings and steps).
     as_ecs = Container(tmp_path / "ecs")
-    for tool in ("mkdir", "chmod", "ls", "timeout"):
+    for tool in ("mkdir", "chmod", "ls", "touch", "cp", "timeout"):
         real = shutil.which(tool)
         if real and not (as_ecs.bin / tool).exists():
             (as_ecs.bin / tool).symlink_to(real)

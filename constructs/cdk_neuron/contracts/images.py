@@ -262,7 +262,7 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         reads=("the task role's credentials (the ECS container credentials endpoint)",),
         needs=(
             "bash (the amazonlinux:2 base)",
-            "timeout, mkdir, chmod, ls (coreutils, the amazonlinux:2 base)",
+            "timeout, mkdir, ls, touch (coreutils, the amazonlinux:2 base)",
             "aws (/usr/local/bin/aws, the image's own CLI)",
         ),
         notes=(
@@ -281,7 +281,8 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         passes=f"{_ECS_ENTRYPOINT}; CompileRequest.export_environment as container overrides",
         reads=("HF_TOKEN (a Secrets Manager secret, Hub sources)", "NEURON_COMPILE_CACHE_URL"),
         needs=(
-            "bash, timeout, find, sort, xargs, sha256sum (the Ubuntu 22.04 base's coreutils and findutils)",
+            "bash (compgen, mapfile: bash builtins), timeout, mkdir, cp, rm, touch, date, head, wc, sort, "
+            "sha256sum, grep, find, xargs (the Ubuntu 22.04 base's coreutils, grep and findutils)",
             "python3 with torch, safetensors, huggingface_hub and neuronx_distributed (optimum-neuron's dependencies)",
             "optimum-cli (optimum-neuron 0.4.5) and neuronx-cc",
         ),

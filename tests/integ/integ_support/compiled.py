@@ -50,7 +50,10 @@ from integ_support.stacks import IntegNetwork, IntegStack, emptied_bucket
 HANDLER_DIR = Path(__file__).resolve().parent / "steps"
 COMPILE_TIMEOUT = cdk.Duration.minutes(50)
 """The longest the step waits for the task: under the hour CloudFormation waits for a custom
-resource (``ServiceTimeout``, AWS::CloudFormation::CustomResource)."""
+resource (``ServiceTimeout``, AWS::CloudFormation::CustomResource). Shorter, on purpose, than the
+task's own budget (``cdk_neuron.timeouts.compile_task_seconds``, sized for the largest source a
+Fargate task takes): the suites' small models must export within it; when the wait runs out the
+deploy fails and deleting the stack stops the task (``steps/compile_task.py``, ``stop``)."""
 POLL_INTERVAL = cdk.Duration.seconds(30)
 ARTIFACT_PREFIX = "compiled"
 

@@ -58,6 +58,8 @@ def parse_source(
     pipeline_parallel: int,
     revision: str | None,
     hw_backend: str = "trn1",
+    kv_size_multiplier: int = 1,
+    config_from: str | None = None,
 ) -> ModelSource:
     """``--source``: ``checkpoint:PATH``, ``s3://bucket/prefix/`` or ``hub:ORG/MODEL``."""
     kind, _, rest = text.partition(":")
@@ -68,6 +70,8 @@ def parse_source(
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
             hw_backend=hw_backend,
+            kv_size_multiplier=kv_size_multiplier,
+            config_from=config_from,
         )
     if kind == "s3":
         return ModelSource.s3(text)
@@ -249,6 +253,18 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="the Trainium generation a training checkpoint was saved on: trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3); "
         "NxD's converter orders replicated KV heads by it (default: trn1)",
     )
+    parser.add_argument(
+        "--source-kv-multiplier",
+        type=int,
+        default=1,
+        help="the KV-head replication of a training checkpoint (NxD kv_size_multiplier, e.g. 4 for Llama 3 8B at "
+        "TP 32; default: 1)",
+    )
+    parser.add_argument(
+        "--config-from",
+        help="where a checkpoint's missing config.json and tokenizer are: hub:<org/model>[@revision] or "
+        "s3://bucket/prefix/ (default: the fleet's model on the Hub)",
+    )
     parser.add_argument("--revision", help="the Hub revision of a hub: source")
 
 
@@ -265,6 +281,8 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
             pipeline_parallel=args.source_pp,
             revision=args.revision,
             hw_backend=args.source_hw_backend,
+            kv_size_multiplier=args.source_kv_multiplier,
+            config_from=args.config_from,
         )
     )
     found.raise_if_any()

@@ -355,6 +355,15 @@ SOURCES: dict[str, Source] = {
             "2026-06-13",
         ),
         Source(
+            "SVC-FARGATE",
+            "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (Linux/x86, US East (N. Virginia): "
+            "$0.04048 per vCPU-hour, $0.004445 per GB-hour, $0.000111 per GB-hour of ephemeral storage above "
+            "the 20 GB every task gets), as quoted by vantage.sh, 'AWS Fargate Pricing Explained', "
+            "https://www.vantage.sh/blog/fargate-pricing, and wring.co, 'AWS Fargate Pricing: Serverless "
+            "Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide (2026-03-10)",
+            "2026-03-10",
+        ),
+        Source(
             "NXDI-TP",
             "aws-neuron/aws-neuron-sdk libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286, "
             '"NxD Inference Features Configuration Guide", section "Tensor-parallelism support", '
@@ -1760,6 +1769,16 @@ SERVICE_PRICES: dict[str, Price] = {
     ),
 }
 
+# Fargate, Linux/x86 on-demand, us-east-1: what a ModelCompilation task (cdk_neuron.compilation)
+# is billed per second while it runs (vCPU, memory, and ephemeral storage above the 20 GB included).
+FARGATE_PRICES: dict[str, Price] = {
+    "vcpu_hour": Price(0.04048, "us-east-1", "SVC-FARGATE", "per vCPU-hour"),
+    "gb_hour": Price(0.004445, "us-east-1", "SVC-FARGATE", "per GB of memory-hour"),
+    "ephemeral_gb_hour": Price(0.000111, "us-east-1", "SVC-FARGATE", "per GB-hour above the 20 GB included"),
+}
+FARGATE_INCLUDED_EPHEMERAL_GB = 20
+"""Ephemeral storage every Fargate task gets without charge."""
+
 # NAT instances (network.nat_instance_type): the small burstable types a NAT runs on, us-east-1
 # on-demand Linux, from the same Price List API snapshot as ON_DEMAND_PRICES.
 NAT_INSTANCE_PRICES: dict[str, Price] = {
@@ -1805,6 +1824,8 @@ SAGEMAKER_NEURON_AMI_VERSION = "al2-ami-sagemaker-inference-neuron-2"
 
 __all__ = [
     "ECS_NEURON_AMI_PARAMETER",
+    "FARGATE_INCLUDED_EPHEMERAL_GB",
+    "FARGATE_PRICES",
     "HBM_GIB_PER_NEURONCORE_V2",
     "INFERENCE_TP_DEGREES",
     "INFERENCE_TP_SOURCES",

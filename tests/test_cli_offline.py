@@ -144,7 +144,9 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
     assert training["az_id"] == "use1-az6"
 
     checkpoint = dev["checkpoint"]
-    assert checkpoint["size_gb"] == pytest.approx(96.0)  # 8e9 x (4 + 8) bytes
+    # 8e9 x (2 + 8) bytes: NxD Training's checkpoint (16-bit weights and Adam's two fp32 moments, no master
+    # weights: use_master_weights_in_ckpt is False in every config it publishes).
+    assert (checkpoint["size_gb"], checkpoint["bytes_per_parameter"]) == (pytest.approx(80.0), 10.0)
     assert checkpoint["writers"] == 2 and checkpoint["file_system"] == "EFS One Zone"
     assert checkpoint["save_minutes"] > 0
 
@@ -320,7 +322,7 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert alarms["quantity"] == "14 alarms, 1 dashboard"  # min_capacity 1: no scale-from-zero alarm
     assert alarms["usd_per_month"] == pytest.approx(14 * 0.10 + 3.0)
     efs = line(dev["idle"], "EFS checkpoints")
-    assert efs["usd_per_month"] == pytest.approx(96 * cost.KEPT_CHECKPOINTS * 0.30)
+    assert efs["usd_per_month"] == pytest.approx(80 * cost.KEPT_CHECKPOINTS * 0.30)
     assert "One Zone priced at the Standard rate" in efs["basis"]
 
     # prod: a reservation bills max_nodes even idle; SageMaker prices; two NATs; no ALB.
@@ -570,7 +572,7 @@ def test_live_prices_cover_every_line_in_the_environments_region(
     assert hourly("interface VPC endpoints") == pytest.approx(12 * 2 * 0.011)
     assert line(full, "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.10)
     assert line(full, "S3 compile cache")["usd_per_month"] == pytest.approx(50 * 0.024)  # the first tier
-    assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(96 * 2 * 0.33)
+    assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(80 * 2 * 0.33)
     alarms = line(full, "CloudWatch alarms and dashboard")
     assert alarms["usd_per_month"] == pytest.approx(8 * 0.11 + 3.0)
     # Only the dashboard price came from the table: that line says it is a us-east-1 price.
@@ -651,8 +653,10 @@ def test_plan_and_cost_print_the_cost_of_a_result_with_its_label_and_source(
     assert training["throughput_source"] == "NEURON-TRAIN-PERF"
     assert training["throughput_basis"].startswith("scaled linearly from 32 to 16 nodes")
     assert (costs["training_gpu"]["label"], costs["training_gpu"]["usd"]) == ("published", 1_192_953.25)
-    # Serving at batch 4: nothing is published, so the cost is unknown, never guessed from batch 1.
-    assert costs["serving"]["usd"] is None and costs["serving"]["label"] == "unknown"
+    # Serving Llama 3 70B bf16 at TP 24, batch 4: optimum-neuron's chart (OPTN-BENCH) gives 75 tokens/s,
+    # 1e6 / 75 / 3,600 = 3.7037 h x $12.98127 = $48.08; no GPU figure is published at batch 4.
+    assert (costs["serving"]["label"], costs["serving"]["usd"]) == ("published", 48.08)
+    assert costs["serving"]["throughput_source"] == "OPTN-BENCH"
     assert costs["serving_gpu"] is None
     memory = env_doc(doc, "prod")["training"]["memory"]
     # 0.513351 + 1.026702 + 1.540053 + 3.325439 (c = 20.5 with CoreAttention and LlamaMLP recomputed)

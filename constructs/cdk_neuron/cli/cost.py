@@ -413,7 +413,12 @@ def infrastructure_lines(env: Deployment, prices: PriceBook | None = None) -> li
                 )
             )
     else:
-        size_gb = estimate_checkpoint(ckpt.model_parameters, writers=ckpt.writers, region=env.region).size_gb
+        size_gb = estimate_checkpoint(
+            ckpt.model_parameters,
+            writers=ckpt.writers,
+            region=env.region,
+            master_weights_in_checkpoint=ckpt.master_weights_in_checkpoint,
+        ).size_gb
         stored = size_gb * KEPT_CHECKPOINTS
         efs = _service_price(prices, "efs_standard_gb_month")
         one_zone = ""

@@ -18,11 +18,11 @@ from cdk_neuron.cli.artifact_cache import look_up
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.main import main
 from cdk_neuron.cli.status import ExitStatus
+from cdk_neuron.compilation.job import compile_task_usd_per_hour
 from cdk_neuron.compilation.tax import (
     LARGE_MODEL_PARAMETERS,
     compile_tax,
     compile_time,
-    fargate_task_usd_per_hour,
 )
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.serving import ModelSpec
@@ -45,7 +45,7 @@ def test_the_fargate_prices_are_the_published_us_east_1_rates() -> None:
 
 
 def test_the_compile_task_costs_its_vcpus_memory_and_the_storage_above_20_gb() -> None:
-    assert fargate_task_usd_per_hour() == pytest.approx(FARGATE_HOUR)
+    assert compile_task_usd_per_hour() == pytest.approx(FARGATE_HOUR)
     assert round(FARGATE_HOUR, 4) == 1.2011
 
 

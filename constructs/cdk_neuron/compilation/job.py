@@ -54,7 +54,7 @@ FARGATE_MAX_WEIGHTS_GIB = FARGATE_MEMORY_MIB / 1024 / EXPORT_MEMORY_FACTOR
 """40 GiB of weights (about 20B parameters in bf16): the most a Fargate compile task can export."""
 DEFAULT_ARTIFACT_PREFIX = "compiled/"
 """The key prefix a ModelCompilation may write under by default (its ``artifact_prefix``)."""
-FARGATE_INCLUDED_STORAGE_GIB = 20
+FARGATE_INCLUDED_STORAGE_GIB = catalog.FARGATE_INCLUDED_EPHEMERAL_GB
 """Ephemeral storage every Fargate task gets without charge; above it, storage is billed per GB-hour."""
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
@@ -67,15 +67,15 @@ def compile_task_usd_per_hour() -> float:
     """What one ModelCompilation task costs per hour at the catalog's Fargate prices (us-east-1).
 
     16 vCPU, 120 GiB of memory and 180 GiB of ephemeral storage above the 20 included, each at its
-    per-hour rate (``catalog.SERVICE_PRICES``, source SVC-FARGATE; Fargate bills per second with a
-    one-minute minimum).
+    per-hour rate (``catalog.FARGATE_PRICES``, source SVC-FARGATE; Fargate bills per second with a
+    one-minute minimum). The one price of the task: the integ estimate and the compile tax
+    (:mod:`cdk_neuron.compilation.tax`) both use it.
     """
-    prices = catalog.SERVICE_PRICES
+    prices = catalog.FARGATE_PRICES
     return (
-        FARGATE_CPU_UNITS / 1024 * prices["fargate_vcpu_hour"].usd_per_hour
-        + FARGATE_MEMORY_MIB / 1024 * prices["fargate_gb_hour"].usd_per_hour
-        + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB)
-        * prices["fargate_storage_gb_hour"].usd_per_hour
+        FARGATE_CPU_UNITS / 1024 * prices["vcpu_hour"].usd_per_hour
+        + FARGATE_MEMORY_MIB / 1024 * prices["gb_hour"].usd_per_hour
+        + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB) * prices["ephemeral_gb_hour"].usd_per_hour
     )
 
 

@@ -95,7 +95,11 @@ def test_one_az_subnet_and_a_security_group_open_only_to_itself(hyperpod: Scenar
     )
 
 
-def test_root_volumes_use_the_rotating_customer_key(hyperpod: Scenario) -> None:
+def test_root_volumes_keep_hyperpods_key_and_the_scripts_use_the_rotating_customer_key(
+    hyperpod: Scenario,
+) -> None:
+    """HyperPod takes a volume key only in continuous provisioning mode (EKS only, per the API): the
+    root volumes keep the AWS owned key, and deploy rule E9609 holds the template to it."""
     key_id = next(
         iter(
             hyperpod.template.find_resources(
@@ -105,9 +109,18 @@ def test_root_volumes_use_the_rotating_customer_key(hyperpod: Scenario) -> None:
     )
     assert hyperpod.json["Resources"][key_id]["Properties"]["EnableKeyRotation"] is True
     for group in _groups(hyperpod).values():
-        assert group["InstanceStorageConfigs"] == [
-            {"EbsVolumeConfig": {"RootVolume": True, "VolumeKmsKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}}
-        ]
+        assert "InstanceStorageConfigs" not in group
+    assert (
+        "NodeProvisioningMode"
+        not in next(iter(hyperpod.resources("AWS::SageMaker::Cluster").values()))["Properties"]
+    )
+    bucket = next(
+        b["Properties"]
+        for b in hyperpod.resources("AWS::S3::Bucket").values()
+        if str(b["Properties"].get("BucketName", "")).startswith("sagemaker-")
+    )
+    rule = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert rule["KMSMasterKeyID"] == {"Fn::GetAtt": [key_id, "Arn"]}
 
 
 def test_lifecycle_scripts_live_in_a_sagemaker_bucket_under_a_content_hash(hyperpod: Scenario) -> None:
@@ -230,7 +243,7 @@ def test_execution_role_is_sagemakers_with_grants_to_cache_store_and_scripts(hyp
         "ec2:CreateNetworkInterface",
         "elasticfilesystem:ClientWrite",
         "s3:PutObject",
-        "kms:CreateGrant",
+        "kms:Decrypt",
         "s3:GetObject",
     ):
         assert action in policy, action
@@ -310,6 +323,10 @@ def _try(region: str = "us-east-1", **overrides: Any) -> None:
             {"deep_health_checks": ["InstanceConnectivity"], "max_nodes": 1},
             r"deep_health_checks='InstanceConnectivity'.*at least 2",
         ),
+        (
+            {"deep_health_checks": ["InstanceStress", "InstanceConnectivity"], "worker_count": 1},
+            r"deep_health_checks='InstanceConnectivity'.*at least 2 in the group, but worker_count=1",
+        ),
         ({"deep_health_checks": ["Stress"]}, r"deep_health_checks='Stress'"),
         ({"deep_health_checks": []}, r"deep_health_checks=\[\]"),
         ({"worker_count": 3}, r"worker_count=3"),
@@ -339,6 +356,27 @@ def test_checkpoints_need_the_efs_utils_package() -> None:
 
 def test_trn2_48xlarge_is_accepted_where_hyperpod_sells_it() -> None:
     _try(region="us-east-2", instance_type="trn2.48xlarge")
+
+
+def test_connectivity_checks_on_a_group_scaled_to_zero_are_accepted() -> None:
+    _try(deep_health_checks=["InstanceStress", "InstanceConnectivity"], worker_count=0)
+
+
+def test_a_training_plan_outside_the_price_list_regions_is_a_warning() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn2.48xlarge", max_nodes=2,
+        vpc_subnets=first_zone(stack), capacity=Capacity.training_plan(PLAN_ARN),
+    )  # fmt: skip
+    warnings = [
+        str(entry.data)
+        for construct in stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == "aws:cdk:warning" and "hyperpodRegionUnlisted" in str(entry.data)
+    ]
+    assert len(warnings) == 1 and "no trn2.48xlarge in us-east-1" in warnings[0]
 
 
 def test_worker_count_defaults_to_max_nodes_and_zero_is_allowed() -> None:

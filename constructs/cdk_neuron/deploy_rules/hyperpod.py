@@ -1,8 +1,10 @@
 """SageMaker HyperPod clusters (``AWS::SageMaker::Cluster``): what CreateCluster refuses that the schema allows.
 
 The resource schema gives ``InstanceType`` no enum, lets ``OnCreate`` and ``OnInitComplete`` appear
-together, and accepts any ``SourceS3Uri``; the SageMaker API refuses or breaks on each (sources on each
-rule; the facts are :mod:`cdk_neuron.training.hyperpod_facts`).
+together, accepts any ``SourceS3Uri`` and a volume key in any provisioning mode; the SageMaker API
+refuses or breaks on each (sources on each rule; the facts are
+:mod:`cdk_neuron.training.hyperpod_facts`). E9608's one-partition check repeats the schema's
+``maxItems: 1`` for its message, which names the fix.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ def _groups(resource: dict[str, Any]) -> Iterator[tuple[_base.Path, dict[str, An
             yield ("Properties", "InstanceGroups", index), group
 
 
-def _region(rule: _base.DeployRule, cfn: Any) -> str | None:
+def _regions(cfn: Any) -> list[str]:
     regions = getattr(cfn, "regions", None)
-    return regions[0] if isinstance(regions, list) and regions else None
+    return [r for r in regions if isinstance(r, str)] if isinstance(regions, list) else []
 
 
 class TrainiumInstanceType(_base.DeployRule):
@@ -35,7 +37,9 @@ class TrainiumInstanceType(_base.DeployRule):
     description = (
         "CreateCluster accepts ml.trn1.32xlarge, ml.trn1n.32xlarge, ml.trn2.3xlarge and ml.trn2.48xlarge (the "
         "ClusterInstanceType enum; not ml.trn1.2xlarge, which cfn-lint's price-list enum lets through), and each "
-        "only in the regions whose price list carries it (cfn-lint E3644's table)."
+        "only in the regions whose price list carries it (cfn-lint E3644's table), checked for every region the "
+        "lint runs for. A group on a SageMaker training plan (TrainingPlanArn) skips the region check: the table "
+        "follows published prices and can lag capacity that only training plans sell."
     )
     source_url = (
         "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html"
@@ -44,11 +48,11 @@ class TrainiumInstanceType(_base.DeployRule):
     resource_types = (CLUSTER,)
 
     def match(self, cfn: Any) -> list[Any]:
-        self._region_now = _region(self, cfn)
+        self._regions_now = _regions(cfn)
         return super().match(cfn)
 
     def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
-        region = getattr(self, "_region_now", None)
+        regions: list[str] = getattr(self, "_regions_now", [])
         for path, group in _groups(resource):
             instance_type = _base.as_str(group.get("InstanceType"))
             if instance_type is None or not instance_type.startswith("ml.trn"):
@@ -61,12 +65,18 @@ class TrainiumInstanceType(_base.DeployRule):
                     f"{name}: InstanceGroups[{path[2]}].InstanceType is {instance_type}; HyperPod accepts {accepted}. "
                     "Fix: use one of them, or an EC2 engine (AWS Batch, Auto Scaling) for this type.",
                 )
-            elif region is not None and catalog_name not in hyperpod_facts.types_in(region):
+                continue
+            if group.get("TrainingPlanArn") is not None:
+                continue
+            for region in regions:
+                if catalog_name in hyperpod_facts.types_in(region):
+                    continue
                 where = ", ".join(hyperpod_facts.regions_for(catalog_name))
                 yield Finding(
                     (*path, "InstanceType"),
                     f"{name}: InstanceGroups[{path[2]}].InstanceType is {instance_type}, which HyperPod does not sell "
-                    f"in {region}. Fix: deploy in a region that sells it ({where}).",
+                    f"in {region}. Fix: deploy in a region that sells it ({where}), or use a SageMaker training plan "
+                    "that holds it (TrainingPlanArn).",
                 )
 
 
@@ -147,11 +157,12 @@ class LifecycleAndHealthChecks(_base.DeployRule):
                 )
             checks = _base.as_list(group.get("OnStartDeepHealthChecks")) or []
             count = _base.as_int(group.get("InstanceCount"))
-            if "InstanceConnectivity" in checks and count is not None and count < 2:
+            refusal = hyperpod_facts.connectivity_refusal(count) if count is not None else None
+            if "InstanceConnectivity" in checks and refusal is not None:
                 yield Finding(
                     (*path, "OnStartDeepHealthChecks"),
-                    f"{where} runs InstanceConnectivity with InstanceCount {count}; the check needs at least 2 "
-                    "nodes. Fix: keep InstanceStress only, or run 2 or more nodes.",
+                    f"{where} runs InstanceConnectivity with InstanceCount {count}; {refusal}. Fix: keep "
+                    "InstanceStress only, or run 2 or more nodes (0, a group scaled down, runs no check).",
                 )
             slurm = _base.as_dict(group.get("SlurmConfig")) or {}
             partitions = _base.as_list(slurm.get("PartitionNames")) or []
@@ -160,4 +171,40 @@ class LifecycleAndHealthChecks(_base.DeployRule):
                     (*path, "SlurmConfig", "PartitionNames"),
                     f"{where}.SlurmConfig.PartitionNames has {len(partitions)} partitions ({', '.join(map(str, partitions))}); "
                     "a group belongs to at most one. Fix: split the group, one partition each.",
+                )
+
+
+class VolumeKeyNeedsContinuousProvisioning(_base.DeployRule):
+    id = "E9609"
+    shortdesc = "HyperPod volume keys only with NodeProvisioningMode: Continuous"
+    description = (
+        "HyperPod supports a customer managed KMS key on a group's root or secondary EBS volume "
+        "(InstanceStorageConfigs EbsVolumeConfig RootVolume / VolumeKmsKeyId) only on clusters in continuous node "
+        "provisioning mode. The API reference documents that mode for EKS-orchestrated clusters only, so on a "
+        "Slurm cluster the combination is outside what AWS documents either way."
+    )
+    source_url = "https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-cmk.html"
+    source_title = (
+        "Amazon SageMaker AI Developer Guide: Customer managed AWS KMS key encryption for SageMaker HyperPod"
+    )
+    resource_types = (CLUSTER,)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        mode = _base.as_str(_base.props(resource).get("NodeProvisioningMode"))
+        if mode == hyperpod_facts.CONTINUOUS_PROVISIONING:
+            return
+        for path, group in _groups(resource):
+            for index, config in enumerate(_base.as_list(group.get("InstanceStorageConfigs")) or []):
+                volume = _base.as_dict((_base.as_dict(config) or {}).get("EbsVolumeConfig"))
+                if volume is None:
+                    continue
+                if volume.get("VolumeKmsKeyId") is None and volume.get("RootVolume") is not True:
+                    continue
+                which = "root" if volume.get("RootVolume") is True else "secondary"
+                yield Finding(
+                    (*path, "InstanceStorageConfigs", index, "EbsVolumeConfig"),
+                    f"{name}: InstanceGroups[{path[2]}].InstanceStorageConfigs[{index}] encrypts the {which} volume "
+                    f"with a customer managed key, but NodeProvisioningMode is {mode or 'not set'}; HyperPod supports "
+                    "volume keys only in continuous provisioning mode. Fix: drop RootVolume/VolumeKmsKeyId (the volume "
+                    "uses an AWS owned key), or set NodeProvisioningMode: Continuous on an EKS-orchestrated cluster.",
                 )

@@ -47,6 +47,7 @@ EFS_UTILS_FILE = "amazon-efs-utils.deb"
 CONTROLLER_GROUP = "controller"
 WORKER_GROUP = "trn"
 DEFAULT_PARTITION = "train"
+REGION_WARNING_ID = "@cdk-neuron/training:hyperpodRegionUnlisted"
 # Writing a few small objects takes seconds; a minute leaves room for a package copy.
 WRITE_TIMEOUT = cdk.Duration.minutes(2)
 # The node-program bundle (the stack's asset the EC2 engines' nodes download), copied beside the
@@ -96,9 +97,17 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
       the node programs, written with its settings into a ``sagemaker-`` bucket (the prefix HyperPod's
       managed policy reads) under a content-hashed prefix, so a replaced node runs what the cluster was
       built with. It reaches nothing outside the VPC.
-    - **Encryption:** a customer-managed, rotating key for the nodes' root volumes and the lifecycle
-      bucket. HyperPod's own CloudWatch log group (``/aws/sagemaker/Clusters/<name>/<id>``) is created
-      by the service and uses its encryption.
+    - **Encryption:** a customer-managed, rotating key for the lifecycle bucket (and the script
+      writer's logs). The nodes' root volumes use HyperPod's default, an AWS owned key: HyperPod takes
+      a customer managed key only on clusters in continuous provisioning mode ("Customer managed AWS
+      KMS key encryption for SageMaker HyperPod", https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-cmk.html,
+      read 2026-12-02), which the API documents for EKS-orchestrated clusters only ("CreateCluster",
+      ``NodeProvisioningMode``, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html);
+      the two pages disagree about Slurm, and either way a Slurm cluster with a root-volume key is
+      outside what AWS documents (deploy rule E9609). Nothing durable lives on a root volume:
+      ``UpdateClusterSoftware`` replaces it, and checkpoints go to the store. HyperPod's own CloudWatch
+      log group (``/aws/sagemaker/Clusters/<name>/<id>``) is created by the service and uses its
+      encryption.
 
     HyperPod owns the instances: the EFA launch template, placement group, AMI, IMDS settings and
     ``/scratch`` of the other engines do not apply. It does not scale to zero: the controller bills
@@ -126,7 +135,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :param partition: the workers' Slurm partition. Default: ``train``.
     :param deep_health_checks: run on every worker HyperPod starts. Default: ``("InstanceStress",)``;
         ``InstanceConnectivity`` needs ``max_nodes`` of at least 2.
-    :param kms_key: the key of root volumes and the lifecycle bucket. Default: a new rotating key.
+    :param kms_key: the key of the lifecycle bucket. Default: a new rotating key.
     :param removal_policy: for the key. Default: ``RETAIN_ON_UPDATE_OR_DELETE``. The cluster itself is
         deleted with the stack (it holds no data: root volumes are replaced on every software update).
     :param environment: extra variables for the training code. Default: none.
@@ -135,7 +144,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :ivar role: the execution role of every node (HyperPod's managed policy, the VPC interfaces, the
         lifecycle scripts, and the grants of the checkpoint store and compile cache).
     :ivar security_group: the nodes' security group (all traffic within it, HTTPS out).
-    :ivar kms_key: the key of the root volumes and the lifecycle bucket.
+    :ivar kms_key: the key of the lifecycle bucket.
     :ivar lifecycle_bucket: the ``sagemaker-`` bucket holding the lifecycle scripts.
     :ivar lifecycle_uri: the scripts' content-hashed prefix (``SourceS3Uri``).
     :ivar instance: the workers' catalog instance.
@@ -198,12 +207,12 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 "max_nodes", max_nodes, minimum=1, maximum=hyperpod_facts.MAX_INSTANCE_COUNT
             )
             instance = checks.training_instance(instance_type, nodes)
-            _hyperpod_type(instance, stack.region)
             workers = nodes if worker_count is None else worker_count
             workers = validation.whole_number("worker_count", workers, minimum=0, maximum=nodes)
             checked_plan = checks.checked_plan(instance, nodes, plan)
             capacity = Capacity.on_demand() if capacity is None else capacity
             _hyperpod_capacity(capacity)
+            region_warning = _hyperpod_type(instance, stack.region, capacity)
             checks.plan_fits_capacity(checked_plan, instance, capacity)
             name = _cluster_name(self, cluster_name)
             controller = validation.matching(
@@ -218,7 +227,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 hyperpod_facts.GROUP_NAME,
                 fix="letters, digits and single hyphens, at most 63 characters, e.g. 'train'",
             )
-            health_checks = _deep_health_checks(deep_health_checks, nodes)
+            health_checks = _deep_health_checks(deep_health_checks, nodes, workers)
             checkpoints, compile_cache = checked_storage(checkpoints, compile_cache)
             if checkpoints is not None and efs_utils_package is None:
                 raise NeuronConfigError(
@@ -261,11 +270,13 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 from cdk_neuron.training.cluster import OFFERING_WARNING_ID
 
                 cdk.Annotations.of(self).add_warning_v2(OFFERING_WARNING_ID, offering_warning)
+            if region_warning is not None:
+                cdk.Annotations.of(self).add_warning_v2(REGION_WARNING_ID, region_warning)
 
             self.kms_key = kms_key or kms.Key(
                 self,
                 "Key",
-                description=f"cdk-neuron HyperPod cluster {self.node.path}: root volumes, lifecycle scripts",
+                description=f"cdk-neuron HyperPod cluster {self.node.path}: lifecycle scripts",
                 enable_key_rotation=True,
                 removal_policy=policy,
             )
@@ -273,10 +284,8 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             acknowledgments.efa_self_ingress(self.security_group)
             self._connections = ec2.Connections(security_groups=[self.security_group])
             self.role = self._execution_role()
-            # The nodes' encrypted root volumes, and reading the lifecycle scripts.
-            self.kms_key.grant(
-                self.role, "kms:Decrypt", "kms:GenerateDataKey", "kms:CreateGrant", "kms:DescribeKey"
-            )
+            # Reading the lifecycle scripts (SSE-KMS objects).
+            self.kms_key.grant(self.role, "kms:Decrypt")
             self.lifecycle_bucket = self._lifecycle_bucket()
             # HyperPod copies the lifecycle prefix to each node with the execution role.
             iam.Grant.add_to_principal(
@@ -310,7 +319,6 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             self.lifecycle_uri = f"s3://{self.lifecycle_bucket.bucket_name}/{prefix}"
             scripts = self._write_lifecycle(prefix, files, efs_utils_package, programs)
 
-            storage = [{"ebsVolumeConfig": {"rootVolume": True, "volumeKmsKeyId": self.kms_key.key_arn}}]
             lifecycle = {"sourceS3Uri": self.lifecycle_uri, "onInitComplete": ENTRY_SCRIPT}
             worker_group: dict[str, object] = {
                 "instanceGroupName": WORKER_GROUP,
@@ -319,7 +327,6 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 "executionRole": self.role.role_arn,
                 "threadsPerCore": 1,
                 "lifeCycleConfig": lifecycle,
-                "instanceStorageConfigs": storage,
                 "onStartDeepHealthChecks": list(health_checks),
                 "slurmConfig": {"nodeType": "Compute", "partitionNames": [partition]},
             }
@@ -343,7 +350,6 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                         "executionRole": self.role.role_arn,
                         "threadsPerCore": 1,
                         "lifeCycleConfig": lifecycle,
-                        "instanceStorageConfigs": storage,
                         "slurmConfig": {"nodeType": "Controller"},
                     },
                     worker_group,
@@ -540,7 +546,9 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         )
 
 
-def _hyperpod_type(instance: NeuronInstance, region: str) -> None:
+def _hyperpod_type(instance: NeuronInstance, region: str, capacity: Capacity) -> str | None:
+    """Refuses a type HyperPod does not run; a region whose price list lacks the type is refused, or a
+    warning (returned) on a training plan, whose capacity the price-list table can lag."""
     if instance.name not in hyperpod_facts.HYPERPOD_TYPES:
         raise NeuronConfigError(
             "instance_type",
@@ -548,17 +556,23 @@ def _hyperpod_type(instance: NeuronInstance, region: str) -> None:
             f"SageMaker HyperPod runs {one_of(hyperpod_facts.HYPERPOD_TYPES)} (the API's ClusterInstanceType); "
             "use one of them, or BatchTrainingCluster / AutoScalingTrainingCluster for this type",
         )
-    if cdk.Token.is_unresolved(region):
-        return  # the deploy rule checks the synthesized template's region
-    if instance.name not in hyperpod_facts.types_in(region):
-        where = hyperpod_facts.regions_for(instance.name)
-        raise NeuronConfigError(
-            "instance_type",
-            f"{instance.name} in {region}",
-            f"HyperPod sells {one_of(hyperpod_facts.types_in(region)) if hyperpod_facts.types_in(region) else 'no Trainium type'} "
-            f"in {region} (cfn-lint E3644, from the AWS price list); {instance.name} is sold in "
-            f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan in a region that lists it",
+    if cdk.Token.is_unresolved(region) or instance.name in hyperpod_facts.types_in(region):
+        return None  # an unresolved region: the deploy rule checks the synthesized template's region
+    where = hyperpod_facts.regions_for(instance.name)
+    sold = one_of(hyperpod_facts.types_in(region)) if hyperpod_facts.types_in(region) else "no Trainium type"
+    if capacity.kind == "training-plan":
+        return (
+            f"HyperPod's price list has no {instance.name} in {region} (cfn-lint E3644 lists {sold} there); "
+            "the training plan may still hold it, since the table follows published prices. CreateCluster "
+            "fails if the plan does not cover this type in this region."
         )
+    raise NeuronConfigError(
+        "instance_type",
+        f"{instance.name} in {region}",
+        f"HyperPod sells {sold} in {region} (cfn-lint E3644, from the AWS price list); {instance.name} is sold in "
+        f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan (Capacity.training_plan) that "
+        "holds it",
+    )
 
 
 def _hyperpod_capacity(capacity: object) -> None:
@@ -591,7 +605,7 @@ def _cluster_name(scope: Construct, given: object) -> str:
     return cleaned[:63].rstrip("-")
 
 
-def _deep_health_checks(given: object, nodes: int) -> tuple[DeepHealthCheck, ...]:
+def _deep_health_checks(given: object, nodes: int, workers: int) -> tuple[DeepHealthCheck, ...]:
     if isinstance(given, str) or not isinstance(given, (list, tuple)) or not given:
         raise NeuronConfigError(
             "deep_health_checks",
@@ -605,12 +619,21 @@ def _deep_health_checks(given: object, nodes: int) -> tuple[DeepHealthCheck, ...
             )
     if len(set(given)) != len(given):
         raise NeuronConfigError("deep_health_checks", list(given), "name each check once")
-    if "InstanceConnectivity" in given and nodes < 2:
-        raise NeuronConfigError(
-            "deep_health_checks",
-            "InstanceConnectivity",
-            f"tests connectivity between nodes and needs at least 2 (max_nodes={nodes}); use ['InstanceStress']",
-        )
+    if "InstanceConnectivity" in given:
+        if nodes < 2:
+            raise NeuronConfigError(
+                "deep_health_checks",
+                "InstanceConnectivity",
+                f"tests connectivity between nodes and needs at least 2 (max_nodes={nodes}); use ['InstanceStress']",
+            )
+        refusal = hyperpod_facts.connectivity_refusal(workers)
+        if refusal is not None:
+            raise NeuronConfigError(
+                "deep_health_checks",
+                "InstanceConnectivity",
+                f"{refusal}, but worker_count={workers} (the group's InstanceCount): run 0 or at least 2 workers, "
+                "or use ['InstanceStress']",
+            )
     return tuple(cast("list[DeepHealthCheck]", list(given)))
 
 

@@ -417,3 +417,67 @@ def test_ec2_engines_refuse_a_training_plan() -> None:
             stack, "Group", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
             vpc_subnets=first_zone(stack), capacity=Capacity.training_plan(PLAN_ARN),
         )  # fmt: skip
+
+
+def test_grants_for_the_job_commands_and_scaling() -> None:
+    from aws_cdk import aws_iam as iam
+
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    cluster = HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, vpc_subnets=first_zone(stack)
+    )
+    runner = iam.Role(stack, "Runner", assumed_by=iam.AccountRootPrincipal())
+    operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+    cluster.grant_submit_jobs(runner)
+    cluster.grant_scale(operator)
+    resources = app.synth().get_stack_by_name("T").template["Resources"]
+    cluster_id = next(k for k, v in resources.items() if v["Type"] == "AWS::SageMaker::Cluster")
+
+    def statements(role: iam.Role) -> list[dict[str, Any]]:
+        role_id = stack.get_logical_id(role.node.default_child)  # type: ignore[arg-type]
+        return [
+            s
+            for p in resources.values()
+            if p["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+        ]
+
+    arn = {"Fn::GetAtt": [cluster_id, "ClusterArn"]}
+    ran = statements(runner)
+    reads = next(s for s in ran if "sagemaker:ListClusterNodes" in s["Action"])
+    assert sorted(reads["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"]
+    assert reads["Resource"] == arn
+    start = next(s for s in ran if s["Action"] == "ssm:StartSession")
+    assert "document/AWS-StartNonInteractiveCommand" in json.dumps(start["Resource"])
+    terminate = next(s for s in ran if s["Action"] == "ssm:TerminateSession")
+    assert "session/${aws:userid}-*" in json.dumps(terminate["Resource"])
+    assert "UpdateCluster" not in json.dumps(ran)
+    [scale] = statements(operator)
+    assert sorted(scale["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"]
+    assert scale["Resource"] == arn
+
+
+def test_the_security_group_description_is_pinned_apart_from_the_ec2_engines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The description is create-only: a new group changes the cluster's create-only VpcConfig. The
+    cluster passes its own pinned text, so an EC2 engine's wording change cannot reach HyperPod."""
+    from cdk_neuron.training import security
+
+    given: list[object] = []
+    real = security.node_security_group
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        given.append(kwargs.get("description"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(security, "node_security_group", recording)
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2,
+        vpc_subnets=first_zone(stack),
+    )  # fmt: skip
+    assert given == ["cdk-neuron training nodes: EFA within the group, HTTPS out"]

@@ -9,6 +9,7 @@ refuses or breaks on each (sources on each rule; the facts are
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,11 +83,14 @@ class TrainiumInstanceType(_base.DeployRule):
 
 class LifecycleBucketPrefix(_base.DeployRule):
     id = "E9607"
-    shortdesc = "HyperPod lifecycle scripts in a bucket named sagemaker-*"
+    shortdesc = "HyperPod lifecycle scripts readable by the nodes: a sagemaker-* bucket or an explicit grant"
     description = (
-        "The SourceS3Uri of a lifecycle configuration must start with s3://sagemaker-: the managed "
-        "AmazonSageMakerClusterInstanceRolePolicy reads only buckets with that prefix, and nodes fail to start "
-        "when they cannot read their scripts."
+        "The managed AmazonSageMakerClusterInstanceRolePolicy reads only s3://sagemaker-* buckets, and nodes fail "
+        "to start when they cannot read their scripts. A SourceS3Uri in another bucket is refused when the group's "
+        "ExecutionRole is a role of the same template whose policies grant no s3:GetObject on that bucket; a role "
+        "from outside the template is not judged. (AWS's HyperPod EKS sample keeps its scripts in another bucket "
+        "and grants s3:GetObject explicitly: aws-samples/awsome-distributed-training "
+        "1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml.)"
     )
     source_url = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html"
     source_title = "Amazon SageMaker API Reference: ClusterLifeCycleConfig (SourceS3Uri)"
@@ -100,11 +104,15 @@ class LifecycleBucketPrefix(_base.DeployRule):
             uri = self._uri(template, config.get("SourceS3Uri"))
             if uri is None or uri.startswith(f"s3://{hyperpod_facts.LIFECYCLE_BUCKET_PREFIX}"):
                 continue
+            role = template.target(group.get("ExecutionRole"), "AWS::IAM::Role")
+            if role is None or _grants_get_object(template, role[0], role[1], config.get("SourceS3Uri")):
+                continue
             yield Finding(
                 (*path, "LifeCycleConfig", "SourceS3Uri"),
                 f"{name}: InstanceGroups[{path[2]}].LifeCycleConfig.SourceS3Uri is {uri}; HyperPod's managed "
-                "instance policy reads only s3://sagemaker-* buckets. Fix: put the scripts in a bucket whose name "
-                "starts with sagemaker-.",
+                f"instance policy reads only s3://sagemaker-* buckets and the execution role {role[0]} grants no "
+                "s3:GetObject on this one. Fix: put the scripts in a bucket whose name starts with sagemaker-, or "
+                "grant the role s3:GetObject (and s3:ListBucket) on the bucket.",
             )
 
     @staticmethod
@@ -132,6 +140,51 @@ class LifecycleBucketPrefix(_base.DeployRule):
                     return None
             parts.append(known)
         return str(join[0]).join(parts)
+
+
+def _bucket_refs(template: _base.Template, uri_value: Any) -> set[str]:
+    """How a policy may name the URI's bucket: its same-template logical id, or its literal name."""
+    found: set[str] = set()
+    join = uri_value.get("Fn::Join") if isinstance(uri_value, dict) else None
+    parts = (
+        join[1] if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list) else [uri_value]
+    )
+    for part in parts:
+        target = template.target(part, "AWS::S3::Bucket")
+        if target is not None:
+            found.add(target[0])
+            literal = _base.text(_base.props(target[1]).get("BucketName"))
+            if literal:
+                found.add(literal)
+        literal = _base.text(part)
+        if literal and literal.startswith("s3://"):
+            found.add(literal.removeprefix("s3://").split("/", 1)[0])
+    return found
+
+
+def _grants_get_object(template: _base.Template, role_id: str, role: dict[str, Any], uri_value: Any) -> bool:
+    """Whether the role's inline, attached or same-template policies allow s3:GetObject on the bucket."""
+    inline = [_base.as_dict(p) for p in _base.as_list(_base.props(role).get("Policies")) or []]
+    documents: list[Any] = [p.get("PolicyDocument") for p in inline if p is not None]
+    for _name, policy in template.of_type("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        roles = _base.as_list(_base.props(policy).get("Roles")) or []
+        if any(_base.ref_target(r) == role_id for r in roles):
+            documents.append(_base.props(policy).get("PolicyDocument"))
+    for managed in _base.as_list(_base.props(role).get("ManagedPolicyArns")) or []:
+        target = template.target(managed, "AWS::IAM::ManagedPolicy")
+        if target is not None:
+            documents.append(_base.props(target[1]).get("PolicyDocument"))
+    names = _bucket_refs(template, uri_value)
+    for document in documents:
+        for statement in _base.statements(document) or []:
+            if statement.get("Effect") != "Allow" or not _base.actions_cover(
+                statement.get("Action"), "s3:GetObject"
+            ):
+                continue
+            resources = json.dumps(statement.get("Resource"))
+            if '"*"' in resources or any(name in resources for name in names):
+                return True
+    return False
 
 
 class LifecycleAndHealthChecks(_base.DeployRule):

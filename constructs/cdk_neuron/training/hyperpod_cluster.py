@@ -42,12 +42,18 @@ if TYPE_CHECKING:
     from cdk_neuron.training.hyperpod_facts import DeepHealthCheck
 
 CLUSTER_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+# The Session Manager document the job commands open their non-interactive sessions with.
+SESSION_DOCUMENT = "AWS-StartNonInteractiveCommand"
 ENTRY_SCRIPT = "on-init-complete.sh"
 EFS_UTILS_FILE = "amazon-efs-utils.deb"
 CONTROLLER_GROUP = "controller"
 WORKER_GROUP = "trn"
 DEFAULT_PARTITION = "train"
 REGION_WARNING_ID = "@cdk-neuron/training:hyperpodRegionUnlisted"
+# The nodes' security group description, pinned here: it is create-only, and a new group changes the
+# cluster's create-only VpcConfig, which replaces the cluster (and fails while its name is kept). The
+# EC2 engines' wording may change; this may not. Same text as the EC2 engines' today.
+SECURITY_GROUP_DESCRIPTION = "cdk-neuron training nodes: EFA within the group, HTTPS out"
 # Writing a few small objects takes seconds; a minute leaves room for a package copy.
 WRITE_TIMEOUT = cdk.Duration.minutes(2)
 # The node-program bundle (the stack's asset the EC2 engines' nodes download), copied beside the
@@ -130,7 +136,10 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :param compile_cache: the S3 compile cache (``NEURON_COMPILE_CACHE_URL``). Default: None.
     :param capacity: ``Capacity.on_demand()`` (default) or ``Capacity.training_plan(arn)``.
     :param cluster_name: HyperPod's name (create-only: a change replaces the cluster). Default: from
-        the construct path, at most 63 characters.
+        the construct path, at most 63 characters. A change of ``vpc_subnets`` or of the security group
+        replaces the cluster too (``VpcConfig`` is create-only), and CreateCluster refuses a name that
+        still exists, so such a change must come with a new ``cluster_name`` (``cdk-neuron impact``
+        reports the update as failing otherwise).
     :param controller_instance_type: the controller's SageMaker type. Default: ``ml.m5.xlarge``.
     :param partition: the workers' Slurm partition. Default: ``train``.
     :param deep_health_checks: run on every worker HyperPod starts. Default: ``("InstanceStress",)``;
@@ -280,7 +289,9 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 enable_key_rotation=True,
                 removal_policy=policy,
             )
-            self.security_group = security.node_security_group(self, "SecurityGroup", vpc)
+            self.security_group = security.node_security_group(
+                self, "SecurityGroup", vpc, description=SECURITY_GROUP_DESCRIPTION
+            )
             acknowledgments.efa_self_ingress(self.security_group)
             self._connections = ec2.Connections(security_groups=[self.security_group])
             self.role = self._execution_role()
@@ -382,6 +393,53 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     def grant_principal(self) -> iam.IPrincipal:
         """The execution role: the nodes, and the jobs on them, run as it."""
         return self.role
+
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` run the job commands (``cdk-neuron submit``, ``status``, ``logs``, ``cancel``,
+        ``list``): find the controller and open non-interactive Session Manager sessions on the nodes.
+
+        ``sagemaker:DescribeCluster`` and ``sagemaker:ListClusterNodes`` on this cluster;
+        ``ssm:StartSession`` on the cluster's nodes and the ``AWS-StartNonInteractiveCommand`` document
+        (a ``sagemaker-cluster:`` target has no ARN a policy can name, so the node side is ``*``:
+        cdk-nag reports ``AwsSolutions-IAM5[Resource::*]`` on the grantee's policy for its owner to
+        acknowledge); ``ssm:TerminateSession`` on the grantee's own sessions ("Accessing your
+        SageMaker HyperPod cluster nodes", Amazon SageMaker AI Developer Guide,
+        https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html,
+        read 2026-12-02). docs/cli.md lists the same statements for identities outside the app.
+        """
+        stack = cdk.Stack.of(self)
+        document = stack.format_arn(
+            service="ssm", account="", resource="document", resource_name=SESSION_DOCUMENT
+        )
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+            resource_arns=[self.cluster_arn],
+        )
+        grant = grant.combine(
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=["ssm:StartSession"], resource_arns=[document, "*"]
+            )
+        )
+        return grant.combine(
+            iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["ssm:TerminateSession"],
+                resource_arns=[
+                    stack.format_arn(service="ssm", resource="session", resource_name="${aws:userid}-*")
+                ],
+            )
+        )
+
+    def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` change how many workers run (``cdk-neuron scale``): ``sagemaker:UpdateCluster``
+        and ``sagemaker:DescribeCluster`` on this cluster. Scaling down also reads the queue, which
+        :meth:`grant_submit_jobs` allows."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:UpdateCluster", "sagemaker:DescribeCluster"],
+            resource_arns=[self.cluster_arn],
+        )
 
     def sbatch_script(self, command: str, *, job_name: str = "train") -> str:
         """An sbatch script that runs ``command`` on the plan's nodes of this cluster's partition, one

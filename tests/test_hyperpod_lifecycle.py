@@ -34,6 +34,7 @@ def _lifecycle_dir(sandbox: Sandbox, tmp_path: Path, settings: Mapping[str, str 
     where = tmp_path / "sagemaker-lifecycle"
     (where / "lib").mkdir(parents=True)
     shutil.copy(FILES_DIR / "hyperpod" / "on-init-complete.sh", where / "on-init-complete.sh")
+    shutil.copy(FILES_DIR / "hyperpod" / "controller.sh", where / "controller.sh")
     shutil.copy(FILES_DIR / "lib" / "common.sh", where / "lib" / "common.sh")
     _bundle_zip(where / "node-programs.zip")
     (where / "hyperpod.env").write_text(render_settings({"NODE_PROGRAMS": "node-programs.zip", **settings}))
@@ -107,6 +108,57 @@ def test_fails_the_node_when_the_bundle_lacks_the_step(sandbox: Sandbox, tmp_pat
     assert "node-programs.zip holds no hyperpod/slurm-step.sh" in result.stderr
     # The programs a previous run installed stay in place.
     assert sandbox.file("/opt/cdk-neuron/hyperpod/slurm-step.sh").read_bytes() == before
+
+
+def _with_controller_program(where: Path) -> None:
+    (where / "controller-program.sh").write_text("#!/bin/bash\necho smoke\n")
+    (where / "controller-program.env").write_text("JOB_SCRIPT_B64=abc\n")
+
+
+def test_the_controller_starts_its_program_in_the_background(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run")
+    sandbox.stub("systemctl", '[ "$1" = is-active ] && exit 3; exit 0')
+    result = sandbox.run_script(str(where / "controller.sh"))
+    assert result.returncode == 0, result.stderr
+    assert sandbox.file("/etc/cdk-neuron/controller-program.sh").read_text() == "#!/bin/bash\necho smoke\n"
+    assert sandbox.file("/etc/cdk-neuron/controller-program.env").read_text() == "JOB_SCRIPT_B64=abc\n"
+    [run] = sandbox.calls("systemd-run")
+    assert "--unit=cdk-neuron-controller-program --collect --no-block" in run
+    assert "--setenv=CDK_NEURON_CONTROLLER_SETTINGS=/etc/cdk-neuron/controller-program.env" in run
+    assert ". /etc/profile.d/cdk-neuron-training.sh && exec /bin/bash /etc/cdk-neuron/controller-program.sh" in run
+    assert sandbox.calls("systemctl stop") == []
+
+
+def test_a_rerun_stops_the_running_program_first(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run")
+    result = sandbox.run_script(str(where / "controller.sh"))  # the systemctl stub says "active"
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    assert index_of(calls, "systemctl stop cdk-neuron-controller-program.service") < index_of(calls, "systemd-run")
+
+
+def test_workers_do_not_start_the_controller_program(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("systemd-run") == []
+    assert not sandbox.file("/etc/cdk-neuron/controller-program.sh").exists()
+
+
+def test_a_controller_that_cannot_start_its_program_fails(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run", "exit 1")
+    sandbox.stub("systemctl", '[ "$1" = is-active ] && exit 3; exit 0')
+    result = sandbox.run_script(str(where / "controller.sh"))
+    assert result.returncode != 0
+    assert "cannot start the controller program (systemd-run)" in result.stderr
 
 
 def test_installs_efs_utils_from_the_prefix_then_mounts_with_tls_and_iam(

@@ -143,15 +143,17 @@ def test_lifecycle_scripts_live_in_a_sagemaker_bucket_under_a_content_hash(hyper
     write = _write(hyperpod)
     assert write["Bucket"] == {"Ref": bucket_id}
     assert write["Prefix"].startswith("lifecycle/") and len(write["Prefix"]) == len("lifecycle/") + 17
+    entries = {name: group["LifeCycleConfig"]["OnInitComplete"] for name, group in _groups(hyperpod).items()}
+    assert entries == {"controller": "controller.sh", "trn": "on-init-complete.sh"}
     for group in _groups(hyperpod).values():
         config = group["LifeCycleConfig"]
-        assert config["OnInitComplete"] == "on-init-complete.sh"
         assert "OnCreate" not in config
         assert config["SourceS3Uri"] == {
             "Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/" + write["Prefix"]]]
         }
     assert set(write["Files"]) == {
         "on-init-complete.sh",
+        "controller.sh",
         "lib/common.sh",
         "hyperpod.env",
         "training-profile.env",
@@ -335,6 +337,11 @@ def _try(region: str = "us-east-1", **overrides: Any) -> None:
         ({"cluster_name": "a" * 64}, r"cluster_name="),
         ({"controller_instance_type": "m5.xlarge"}, r"controller_instance_type='m5.xlarge'"),
         ({"partition": "a b"}, r"partition='a b'"),
+        (
+            {"controller_settings": {"A": "1"}},
+            r"controller_settings=\{'A': '1'\}: settings need a controller_program",
+        ),
+        ({"controller_program": "/nonexistent/smoke.sh"}, r"controller_program='/nonexistent/smoke.sh'"),
     ],
 )
 def test_refusals(overrides: dict[str, Any], message: str) -> None:
@@ -481,3 +488,25 @@ def test_the_security_group_description_is_pinned_apart_from_the_ec2_engines(
         vpc_subnets=first_zone(stack),
     )  # fmt: skip
     assert given == ["cdk-neuron training nodes: EFA within the group, HTTPS out"]
+
+
+def test_a_controller_program_and_its_settings_ride_in_the_lifecycle_prefix(tmp_path: Any) -> None:
+    program = tmp_path / "smoke.sh"
+    program.write_text("#!/bin/bash\nsinfo\n")
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2,
+        vpc_subnets=first_zone(stack), controller_program=str(program),
+        controller_settings={"REPORT_DIR": "/checkpoints/smoke"},
+    )  # fmt: skip
+    resources = app.synth().get_stack_by_name("T").template["Resources"]
+    [write] = [
+        r["Properties"] for r in resources.values() if r["Type"] == "Custom::CdkNeuronLifecycleScripts"
+    ]
+    assert write["Files"]["controller-program.sh"] == "#!/bin/bash\nsinfo\n"
+    assert write["Files"]["controller-program.env"] == "REPORT_DIR=/checkpoints/smoke\n"
+    bad = tmp_path / "bad.sh"
+    bad.write_text("sinfo\n")
+    with pytest.raises(NeuronConfigError, match=r"controller_program=.*#!/bin/bash"):
+        _try(controller_program=str(bad))

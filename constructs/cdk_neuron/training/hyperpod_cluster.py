@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import aws_cdk as cdk
@@ -45,6 +46,10 @@ CLUSTER_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 # The Session Manager document the job commands open their non-interactive sessions with.
 SESSION_DOCUMENT = "AWS-StartNonInteractiveCommand"
 ENTRY_SCRIPT = "on-init-complete.sh"
+# The controller group's entry point: marks the node as the controller, then runs ENTRY_SCRIPT.
+CONTROLLER_ENTRY_SCRIPT = "controller.sh"
+CONTROLLER_PROGRAM_FILE = "controller-program.sh"
+CONTROLLER_SETTINGS_FILE = "controller-program.env"
 EFS_UTILS_FILE = "amazon-efs-utils.deb"
 CONTROLLER_GROUP = "controller"
 WORKER_GROUP = "trn"
@@ -62,6 +67,7 @@ PROGRAMS_FILE = "node-programs.zip"
 # The lifecycle files, from the node-program bundle (shipped as package data).
 _LIFECYCLE_FILES = {
     ENTRY_SCRIPT: FILES_DIR / "hyperpod" / ENTRY_SCRIPT,
+    CONTROLLER_ENTRY_SCRIPT: FILES_DIR / "hyperpod" / CONTROLLER_ENTRY_SCRIPT,
     "lib/common.sh": FILES_DIR / "lib" / "common.sh",
 }
 # The ENI actions HyperPod takes with the execution role to attach nodes to the VPC (awsome-distributed-
@@ -148,6 +154,14 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :param removal_policy: for the key. Default: ``RETAIN_ON_UPDATE_OR_DELETE``. The cluster itself is
         deleted with the stack (it holds no data: root volumes are replaced on every software update).
     :param environment: extra variables for the training code. Default: none.
+    :param controller_program: path of a bash program the controller runs once, in the background,
+        after its lifecycle script (a transient systemd unit, ``cdk-neuron-controller-program``, with
+        the training profile loaded and its output in ``/var/log/cdk-neuron-controller-program.log``):
+        e.g. a smoke job submitted when Slurm answers. It ships in the lifecycle prefix, so it runs again
+        on a replaced controller; it must be idempotent, and everything it reaches must be routed.
+        Default: None.
+    :param controller_settings: ``KEY=value`` settings for ``controller_program`` (upper-case names,
+        single-line values), in the file ``$CDK_NEURON_CONTROLLER_SETTINGS``. Default: none.
 
     :ivar cluster: the ``AWS::SageMaker::Cluster`` L1.
     :ivar role: the execution role of every node (HyperPod's managed policy, the VPC interfaces, the
@@ -208,6 +222,8 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         kms_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         environment: dict[str, str] | None = None,
+        controller_program: str | None = None,
+        controller_settings: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -325,12 +341,17 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 acknowledgments.compile_cache_prefix(self.role, compile_cache)
             acknowledgments.grant_policies(self.role)
             files = self._lifecycle_files(name, environment or {})
+            files.update(_controller_files(controller_program, controller_settings))
             programs = node_bundle(self)
             prefix = "lifecycle/" + _content_hash(stack, files, [efs_utils_package, programs]) + "/"
             self.lifecycle_uri = f"s3://{self.lifecycle_bucket.bucket_name}/{prefix}"
             scripts = self._write_lifecycle(prefix, files, efs_utils_package, programs)
 
             lifecycle = {"sourceS3Uri": self.lifecycle_uri, "onInitComplete": ENTRY_SCRIPT}
+            controller_lifecycle = {
+                "sourceS3Uri": self.lifecycle_uri,
+                "onInitComplete": CONTROLLER_ENTRY_SCRIPT,
+            }
             worker_group: dict[str, object] = {
                 "instanceGroupName": WORKER_GROUP,
                 "instanceType": hyperpod_facts.ml_type(instance.name),
@@ -360,7 +381,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                         "instanceCount": 1,
                         "executionRole": self.role.role_arn,
                         "threadsPerCore": 1,
-                        "lifeCycleConfig": lifecycle,
+                        "lifeCycleConfig": controller_lifecycle,
                         "slurmConfig": {"nodeType": "Controller"},
                     },
                     worker_group,
@@ -631,6 +652,30 @@ def _hyperpod_type(instance: NeuronInstance, region: str, capacity: Capacity) ->
         f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan (Capacity.training_plan) that "
         "holds it",
     )
+
+
+def _controller_files(program: object, settings: object) -> dict[str, str]:
+    """The controller program and its settings as lifecycle files; {} without a program."""
+    if program is None:
+        if settings:
+            raise NeuronConfigError(
+                "controller_settings", dict(settings) if isinstance(settings, Mapping) else settings,
+                "settings need a controller_program to read them",
+            )  # fmt: skip
+        return {}
+    path = Path(program) if isinstance(program, str) else None
+    if path is None or not path.is_file():
+        raise NeuronConfigError("controller_program", program, "give the path of a bash program file")
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("#!"):
+        raise NeuronConfigError("controller_program", program, "start the program with a #!/bin/bash line")
+    if settings is not None and not isinstance(settings, Mapping):
+        raise NeuronConfigError("controller_settings", settings, "give a mapping of NAME to value")
+    values: dict[str, str | int | None] = dict(settings or {})
+    return {
+        CONTROLLER_PROGRAM_FILE: text,
+        CONTROLLER_SETTINGS_FILE: render_settings(values),
+    }
 
 
 def _hyperpod_capacity(capacity: object) -> None:

@@ -19,6 +19,10 @@
 #   image lacks mount.efs (the HyperPod Slurm image is Ubuntu, whose archive has no efs-utils), then
 #   the file system mounted with TLS and IAM through its access point (the store refuses anything
 #   else), over NFS to its mount target in the VPC.
+# - on the controller (controller.sh runs this script with CDK_NEURON_NODE_ROLE=controller), the
+#   cluster's controller_program, when it has one, starts in the background as a transient systemd
+#   unit with the training profile loaded; this script does not wait for it (Slurm may not answer
+#   until every node's lifecycle script has finished).
 # Any failure exits non-zero: HyperPod then fails the node's creation and reports the lifecycle
 # script's log in CloudWatch (/aws/sagemaker/Clusters/<name>/<id>), instead of a node that runs jobs
 # without its checkpoints.
@@ -79,6 +83,24 @@ mount_checkpoints() {
         echo "${source} ${CHECKPOINT_DIR} efs _netdev,${options} 0 0" >>"${ROOT}/etc/fstab"
 }
 
+start_controller_program() {
+    local program="${ROOT}/etc/cdk-neuron/controller-program.sh"
+    install -m 0700 "${HERE}/controller-program.sh" "${program}"
+    install -m 0600 "${HERE}/controller-program.env" "${ROOT}/etc/cdk-neuron/controller-program.env"
+    command -v systemd-run >/dev/null 2>&1 || die "systemd-run is missing: cannot start the controller program"
+    # A replaced or re-run controller starts it again; a unit of the same name still running is stopped first.
+    if systemctl is-active --quiet cdk-neuron-controller-program.service; then
+        systemctl stop cdk-neuron-controller-program.service || die "cannot stop the running controller program"
+    fi
+    systemd-run --unit=cdk-neuron-controller-program --collect --no-block \
+        --setenv=CDK_NEURON_CONTROLLER_SETTINGS=/etc/cdk-neuron/controller-program.env \
+        --property=StandardOutput=append:/var/log/cdk-neuron-controller-program.log \
+        --property=StandardError=append:/var/log/cdk-neuron-controller-program.log \
+        /bin/bash -c '. /etc/profile.d/cdk-neuron-training.sh && exec /bin/bash /etc/cdk-neuron/controller-program.sh' ||
+        die "cannot start the controller program (systemd-run)"
+    log "controller program started (unit cdk-neuron-controller-program, log /var/log/cdk-neuron-controller-program.log)"
+}
+
 main() {
     log "setting up a node of HyperPod cluster ${CLUSTER_NAME}"
     install_profile
@@ -87,6 +109,9 @@ main() {
         require CHECKPOINT_ACCESS_POINT_ID CHECKPOINT_DIR
         install_efs_utils
         mount_checkpoints
+    fi
+    if [ "${CDK_NEURON_NODE_ROLE:-worker}" = controller ] && [ -r "${HERE}/controller-program.sh" ]; then
+        start_controller_program
     fi
     log "done"
 }

@@ -510,3 +510,23 @@ def test_a_controller_program_and_its_settings_ride_in_the_lifecycle_prefix(tmp_
     bad.write_text("sinfo\n")
     with pytest.raises(NeuronConfigError, match=r"controller_program=.*#!/bin/bash"):
         _try(controller_program=str(bad))
+
+
+def test_a_directory_of_debs_is_copied_as_one_archive(tmp_path: Any) -> None:
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    (debs / "amazon-efs-utils_2.4.0_amd64.deb").write_bytes(b"deb")
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, vpc_subnets=first_zone(stack),
+        checkpoints=store, efs_utils_package=s3_assets.Asset(stack, "EfsUtils", path=str(debs)),
+    )  # fmt: skip
+    resources = app.synth().get_stack_by_name("T").template["Resources"]
+    [write] = [
+        r["Properties"] for r in resources.values() if r["Type"] == "Custom::CdkNeuronLifecycleScripts"
+    ]
+    assert set(write["Copies"]) == {"amazon-efs-utils-debs.zip", "node-programs.zip"}
+    assert "EFS_UTILS_PACKAGE=amazon-efs-utils-debs.zip" in json.dumps(write["Files"]["hyperpod.env"])

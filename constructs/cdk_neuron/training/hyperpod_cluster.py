@@ -51,6 +51,8 @@ CONTROLLER_ENTRY_SCRIPT = "controller.sh"
 CONTROLLER_PROGRAM_FILE = "controller-program.sh"
 CONTROLLER_SETTINGS_FILE = "controller-program.env"
 EFS_UTILS_FILE = "amazon-efs-utils.deb"
+# A directory asset (CDK zips it): amazon-efs-utils and the dependency .debs the image lacks.
+EFS_UTILS_ARCHIVE = "amazon-efs-utils-debs.zip"
 CONTROLLER_GROUP = "controller"
 WORKER_GROUP = "trn"
 DEFAULT_PARTITION = "train"
@@ -136,9 +138,12 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :param availability_zone_id: checked against the catalog's offerings. Default: None.
     :param checkpoints: a checkpoint store, mounted with TLS and IAM on every node; needs
         ``efs_utils_package``. Default: None.
-    :param efs_utils_package: an amazon-efs-utils ``.deb`` for Ubuntu (built with efs-utils'
-        ``./build-deb.sh``) as an S3 asset: the HyperPod Slurm image is Ubuntu, whose archive has no
-        efs-utils, and the lifecycle script installs it without internet. Default: None.
+    :param efs_utils_package: amazon-efs-utils for the HyperPod image's Ubuntu release as an S3 asset:
+        its ``.deb`` (built with efs-utils' ``./build-deb.sh``), or a directory holding it and the
+        ``.deb`` files of the dependencies the image lacks (``apt-get download stunnel4 nfs-common`` on
+        the same release). The HyperPod Slurm image is Ubuntu, whose archive has no efs-utils; the
+        lifecycle script installs it with ``apt-get install --no-download``, so a dependency neither the
+        image nor the directory has fails the node by name. Default: None.
     :param compile_cache: the S3 compile cache (``NEURON_COMPILE_CACHE_URL``). Default: None.
     :param capacity: ``Capacity.on_demand()`` (default) or ``Capacity.training_plan(arn)``.
     :param cluster_name: HyperPod's name (create-only: a change replaces the cluster). Default: from
@@ -279,6 +284,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 environment=environment,
             )
             policy = _cdk_values.removal_policy("removal_policy", removal_policy)
+            self._efs_utils_package = efs_utils_package
 
             self.instance = instance
             self.plan = checked_plan
@@ -533,7 +539,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                     "CHECKPOINT_FILE_SYSTEM_ID": store.file_system_id,
                     "CHECKPOINT_ACCESS_POINT_ID": store.access_point_id,
                     "CHECKPOINT_DIR": store.mount_path,
-                    "EFS_UTILS_PACKAGE": EFS_UTILS_FILE,
+                    "EFS_UTILS_PACKAGE": _efs_utils_name(self._efs_utils_package),
                 }
             )
         profile = hyperpod_jobs.hyperpod_environment(
@@ -584,7 +590,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             )
         )
         if package is not None:
-            copies[EFS_UTILS_FILE] = package.s3_object_url
+            copies[_efs_utils_name(package)] = package.s3_object_url
             statements.append(
                 (
                     iam.PolicyStatement(
@@ -652,6 +658,11 @@ def _hyperpod_type(instance: NeuronInstance, region: str, capacity: Capacity) ->
         f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan (Capacity.training_plan) that "
         "holds it",
     )
+
+
+def _efs_utils_name(package: s3_assets.Asset | None) -> str:
+    """The package's name in the lifecycle prefix: a .deb, or the zip of a directory of .debs."""
+    return EFS_UTILS_ARCHIVE if package is not None and package.is_zip_archive else EFS_UTILS_FILE
 
 
 def _controller_files(program: object, settings: object) -> dict[str, str]:

@@ -15,8 +15,9 @@
 #   aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/
 #   base-config/on_create.sh @5195cad): hyperpod/slurm-step.sh, which each job step runs, and the
 #   launcher;
-# - with a checkpoint store: amazon-efs-utils, from the package copied beside this script when the
-#   image lacks mount.efs (the HyperPod Slurm image is Ubuntu, whose archive has no efs-utils), then
+# - with a checkpoint store: amazon-efs-utils, from the package (or directory of packages) copied
+#   beside this script when the image lacks mount.efs (the HyperPod Slurm image is Ubuntu, whose
+#   archive has no efs-utils), installed with apt-get without downloading anything, then
 #   the file system mounted with TLS and IAM through its access point (the store refuses anything
 #   else), over NFS to its mount target in the VPC.
 # - on the controller (controller.sh runs this script with CDK_NEURON_NODE_ROLE=controller), the
@@ -66,9 +67,25 @@ install_programs() {
 install_efs_utils() {
     command -v mount.efs >/dev/null 2>&1 && return 0
     require EFS_UTILS_PACKAGE
-    [ -r "${HERE}/${EFS_UTILS_PACKAGE}" ] ||
-        die "mount.efs is missing and ${EFS_UTILS_PACKAGE} is not in the lifecycle prefix"
-    dpkg -i "${HERE}/${EFS_UTILS_PACKAGE}" || die "cannot install ${EFS_UTILS_PACKAGE} (dpkg -i)"
+    local package="${HERE}/${EFS_UTILS_PACKAGE}" staged=() unpacked
+    [ -r "${package}" ] || die "mount.efs is missing and ${EFS_UTILS_PACKAGE} is not in the lifecycle prefix"
+    case "${package}" in
+        *.zip) # a directory of .debs: amazon-efs-utils and the dependencies the image lacks
+            unpacked="$(mktemp -d)"
+            python3 -m zipfile -e "${package}" "${unpacked}" || die "cannot unpack ${EFS_UTILS_PACKAGE}"
+            shopt -s nullglob
+            staged=("${unpacked}"/*.deb)
+            shopt -u nullglob
+            ;;
+        *) staged=("${package}") ;;
+    esac
+    ((${#staged[@]} > 0)) || die "${EFS_UTILS_PACKAGE} holds no .deb file"
+    # apt-get installs local .debs with their dependencies resolved among them and what the image has;
+    # --no-download: nothing is fetched (no route may exist), so a missing dependency fails here, by
+    # name, instead of leaving dpkg's half-configured package (apt-get(8); efs-utils' Debian control
+    # file depends on python3, nfs-common, stunnel4, openssl and util-linux, aws/efs-utils).
+    apt-get install -y --no-download "${staged[@]}" ||
+        die "cannot install ${EFS_UTILS_PACKAGE} offline: apt-get names the dependency the image lacks above. Stage it beside the package: on the HyperPod image's Ubuntu release, put amazon-efs-utils*.deb and the .debs of 'apt-get download stunnel4 nfs-common' (and their missing dependencies) in one directory and pass that directory as efs_utils_package"
     command -v mount.efs >/dev/null 2>&1 || die "${EFS_UTILS_PACKAGE} installed no mount.efs"
 }
 

@@ -284,7 +284,10 @@ def test_training_interfaces_and_attributes(hyperpod: Scenario) -> None:
     assert cluster.grant_principal is cluster.role
     assert cluster.connections.security_groups == [cluster.security_group]
     assert cluster.plan.nodes == 4
-    with pytest.raises(NeuronConfigError, match=r"^Training/Cluster: node_metrics=None"):
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^Training/Cluster: node_metrics=None: .*HyperPodTrainingCluster has no node publisher",
+    ):
         cluster.metric_neuron_core_utilization()
 
 
@@ -530,3 +533,24 @@ def test_a_directory_of_debs_is_copied_as_one_archive(tmp_path: Any) -> None:
     ]
     assert set(write["Copies"]) == {"amazon-efs-utils-debs.zip", "node-programs.zip"}
     assert "EFS_UTILS_PACKAGE=amazon-efs-utils-debs.zip" in json.dumps(write["Files"]["hyperpod.env"])
+
+
+def test_a_job_for_more_nodes_than_run_warns_that_it_waits() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    cluster = HyperPodTrainingCluster(
+        stack, "Cluster", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2, worker_count=0,
+        vpc_subnets=first_zone(stack),
+    )  # fmt: skip
+
+    def warnings() -> list[str]:
+        return [
+            str(e.data)
+            for e in cluster.node.metadata
+            if e.type == "aws:cdk:warning" and "hyperpodJobPends" in str(e.data)
+        ]
+
+    assert warnings() == []
+    cluster.sbatch_script("torchrun $TORCHRUN_ARGS train.py")
+    [warning] = warnings()
+    assert "asks for the plan's 2 node(s) but worker_count is 0" in warning

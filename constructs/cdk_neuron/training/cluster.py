@@ -120,6 +120,9 @@ class _TrainingClusterRef(Construct):
 
     _connections: ec2.Connections
     _node_metrics: NodeMetrics | None
+    # What the error of a metric without node metrics tells the user to do (an engine without a
+    # publisher says why instead).
+    _NO_METRICS_FIX: ClassVar[str] = "give the cluster node_metrics=NodeMetrics(environment=...)"
 
     @property
     def connections(self) -> ec2.Connections:
@@ -157,8 +160,7 @@ class _TrainingClusterRef(Construct):
                 raise NeuronConfigError(
                     "node_metrics",
                     None,
-                    f"the nodes publish no Neuron metrics, so {metric_name} has no data: give the cluster "
-                    "node_metrics=NodeMetrics(environment=...)",
+                    f"the nodes publish no Neuron metrics, so {metric_name} has no data: {self._NO_METRICS_FIX}",
                 )
         metric = series.neuron(
             published.namespace,

@@ -57,6 +57,7 @@ CONTROLLER_GROUP = "controller"
 WORKER_GROUP = "trn"
 DEFAULT_PARTITION = "train"
 REGION_WARNING_ID = "@cdk-neuron/training:hyperpodRegionUnlisted"
+JOB_PENDS_WARNING_ID = "@cdk-neuron/training:hyperpodJobPends"
 # The nodes' security group description, pinned here: it is create-only, and a new group changes the
 # cluster's create-only VpcConfig, which replaces the cluster (and fails while its name is kept). The
 # EC2 engines' wording may change; this may not. Same text as the EC2 engines' today.
@@ -186,6 +187,12 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :ivar availability_zone: the AZ name of the subnets when known at synthesis, else None.
     :ivar availability_zone_id: the AZ ID given, else None.
     """
+
+    _NO_METRICS_FIX = (
+        "HyperPodTrainingCluster has no node publisher yet (the publisher needs boto3 in the system Python, "
+        "which no public source shows on the HyperPod Slurm image, and a dev network cannot install it); "
+        "read HyperPod's health events in the log group /aws/sagemaker/Clusters/<name>/<id>"
+    )
 
     cluster: sagemaker.CfnCluster
     role: iam.Role
@@ -475,9 +482,16 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         from its latest checkpoint, e.g. ``torchrun $TORCHRUN_ARGS train.py --resume latest``.
         """
         with reported_by(self):
-            return hyperpod_jobs.sbatch_script(
+            script = hyperpod_jobs.sbatch_script(
                 nodes=self.plan.nodes, partition=self.partition, command=command, job_name=job_name
             )
+        if self.worker_count < self.plan.nodes:
+            cdk.Annotations.of(self).add_warning_v2(
+                JOB_PENDS_WARNING_ID,
+                f"the job asks for the plan's {self.plan.nodes} node(s) but worker_count is {self.worker_count}: "
+                "it waits in the queue until the workers run (cdk-neuron scale, or worker_count)",
+            )
+        return script
 
     # -- construction -----------------------------------------------------------------------------
 

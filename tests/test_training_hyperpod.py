@@ -554,3 +554,59 @@ def test_a_job_for_more_nodes_than_run_warns_that_it_waits() -> None:
     cluster.sbatch_script("torchrun $TORCHRUN_ARGS train.py")
     [warning] = warnings()
     assert "asks for the plan's 2 node(s) but worker_count is 0" in warning
+
+
+def test_an_imported_cluster_grants_the_job_commands_and_connects() -> None:
+    from aws_cdk import aws_iam as iam
+
+    from cdk_neuron import IHyperPodTrainingCluster
+
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    arn = "arn:aws:sagemaker:us-east-1:111111111111:cluster/abcdef123456"
+    imported: IHyperPodTrainingCluster = HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes(
+        stack, "Imported", cluster_arn=arn, cluster_name="training", security_group_id="sg-0123456789abcdef0"
+    )
+    assert (imported.cluster_arn, imported.cluster_name) == (arn, "training")
+    assert [g.security_group_id for g in imported.connections.security_groups] == ["sg-0123456789abcdef0"]
+    role = iam.Role(stack, "Ci", assumed_by=iam.AccountRootPrincipal())
+    imported.grant_submit_jobs(role)
+    imported.grant_scale(role)
+    policy = json.dumps(
+        [
+            r
+            for r in app.synth().get_stack_by_name("T").template["Resources"].values()
+            if r["Type"] == "AWS::IAM::Policy"
+        ]
+    )
+    for action in (
+        "sagemaker:ListClusterNodes",
+        "ssm:StartSession",
+        "ssm:TerminateSession",
+        "sagemaker:UpdateCluster",
+    ):
+        assert action in policy
+    assert arn in policy
+    with pytest.raises(NeuronConfigError, match=r"HyperPodTrainingCluster has no node publisher"):
+        imported.metric_neuron_core_utilization()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"cluster_arn": "arn:aws:sagemaker:us-east-1:111111111111:cluster/training"}, r"cluster_arn="),
+        ({"cluster_name": "bad_name"}, r"cluster_name='bad_name'"),
+        ({"security_group_id": "sg-x"}, r"security_group_id='sg-x'"),
+    ],
+)
+def test_an_import_refuses_bad_attributes(overrides: dict[str, str], message: str) -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    attributes = {
+        "cluster_arn": "arn:aws:sagemaker:us-east-1:111111111111:cluster/abcdef123456",
+        "cluster_name": "training",
+        "security_group_id": "sg-0123456789abcdef0",
+        **overrides,
+    }
+    with pytest.raises(NeuronConfigError, match=message):
+        HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes(stack, "Imported", **attributes)

@@ -193,7 +193,13 @@ def model_destinations(artifact_uri: str | None, caller: str) -> tuple[Destinati
 TRAINING_PROGRAMS = ("bootstrap.sh", "lib", "training")
 SERVING_PROGRAMS = ("bootstrap.sh", "lib", "serving")
 MONITORING_PROGRAMS = ("monitoring",)
-HYPERPOD_PROGRAMS = ("hyperpod", "lib", "training/launcher.sh", "training/rank_order.py", "training/peer_watch.py")
+HYPERPOD_PROGRAMS = (
+    "hyperpod",
+    "lib",
+    "training/launcher.sh",
+    "training/rank_order.py",
+    "training/peer_watch.py",
+)
 
 
 def training_node(*, job_image: str | None, region: str, node_metrics: bool) -> tuple[Destination, ...]:

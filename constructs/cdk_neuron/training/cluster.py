@@ -114,6 +114,28 @@ class IBatchTrainingCluster(ITrainingCluster, Protocol):
         ...
 
 
+class IHyperPodTrainingCluster(ITrainingCluster, Protocol):
+    """A SageMaker HyperPod Slurm cluster: its identity, and the grants of the job commands."""
+
+    @property
+    def cluster_arn(self) -> str:
+        """The cluster's ARN."""
+        ...
+
+    @property
+    def cluster_name(self) -> str:
+        """HyperPod's name of the cluster."""
+        ...
+
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` find the controller and run the job commands through Session Manager."""
+        ...
+
+    def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` change how many workers run."""
+        ...
+
+
 @jsii.implements(ec2.IConnectable)
 class _TrainingClusterRef(Construct):
     """What a built and an imported cluster share: ``connections`` and the node metrics."""

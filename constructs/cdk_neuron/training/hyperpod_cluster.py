@@ -33,7 +33,7 @@ from cdk_neuron.training import acknowledgments, hyperpod_facts, hyperpod_jobs, 
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.cluster import (
-    ITrainingCluster,
+    IHyperPodTrainingCluster,
     _TrainingClusterRef,
     checked_placement,
     checked_storage,
@@ -441,38 +441,38 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html,
         read 2026-12-02). docs/cli.md lists the same statements for identities outside the app.
         """
-        stack = cdk.Stack.of(self)
-        document = stack.format_arn(
-            service="ssm", account="", resource="document", resource_name=SESSION_DOCUMENT
-        )
-        grant = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
-            resource_arns=[self.cluster_arn],
-        )
-        grant = grant.combine(
-            iam.Grant.add_to_principal(
-                grantee=grantee, actions=["ssm:StartSession"], resource_arns=[document, "*"]
-            )
-        )
-        return grant.combine(
-            iam.Grant.add_to_principal(
-                grantee=grantee,
-                actions=["ssm:TerminateSession"],
-                resource_arns=[
-                    stack.format_arn(service="ssm", resource="session", resource_name="${aws:userid}-*")
-                ],
-            )
-        )
+        return _grant_submit_jobs(self, grantee, self.cluster_arn)
 
     def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` change how many workers run (``cdk-neuron scale``): ``sagemaker:UpdateCluster``
         and ``sagemaker:DescribeCluster`` on this cluster. Scaling down also reads the queue, which
         :meth:`grant_submit_jobs` allows."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:UpdateCluster", "sagemaker:DescribeCluster"],
-            resource_arns=[self.cluster_arn],
+        return _grant_scale(grantee, self.cluster_arn)
+
+    @staticmethod
+    def from_hyperpod_training_cluster_attributes(
+        scope: Construct,
+        id: str,
+        *,
+        cluster_arn: str,
+        cluster_name: str,
+        security_group_id: str,
+    ) -> IHyperPodTrainingCluster:
+        """A HyperPod cluster built elsewhere (another stack or app): grant its job commands, reach it.
+
+        - ``grant_submit_jobs(grantee)`` and ``grant_scale(grantee)``: ``cluster_arn``;
+        - ``connections``: ``security_group_id`` (the cluster's ``security_group``);
+        - ``metric_*()`` refuse, as on the built cluster: HyperPod nodes publish no Neuron metrics.
+
+        It creates no resource.
+
+        :param cluster_arn: e.g. the cluster stack's ``HyperPodClusterArn`` output, or a token
+            (``arn:aws:sagemaker:<region>:<account>:cluster/<id>``).
+        :param cluster_name: HyperPod's name of the cluster (``HyperPodClusterName``).
+        :param security_group_id: the nodes' security group, e.g. ``sg-0123456789abcdef0``.
+        """
+        return _ImportedHyperPodTrainingCluster(
+            scope, id, cluster_arn=cluster_arn, cluster_name=cluster_name, security_group_id=security_group_id
         )
 
     def sbatch_script(self, command: str, *, job_name: str = "train") -> str:
@@ -771,7 +771,98 @@ def _content_hash(stack: cdk.Stack, files: dict[str, str], assets: Sequence[s3_a
     return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
 
 
-if TYPE_CHECKING:  # mypy proves the class meets the interface
-    _BUILT: type[ITrainingCluster] = HyperPodTrainingCluster
+class _ImportedHyperPodTrainingCluster(_TrainingClusterRef):
+    """An existing HyperPod cluster (see :meth:`HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes`)."""
+
+    _NO_METRICS_FIX = HyperPodTrainingCluster._NO_METRICS_FIX
+
+    def __init__(
+        self, scope: Construct, id: str, *, cluster_arn: str, cluster_name: str, security_group_id: str
+    ) -> None:
+        super().__init__(scope, id)
+        with reported_by(self):
+            self._cluster_arn = _cdk_values.identifier(
+                "cluster_arn",
+                cluster_arn,
+                hyperpod_facts.CLUSTER_ARN,
+                "a HyperPod cluster ARN, e.g. arn:aws:sagemaker:us-east-1:111111111111:cluster/abcdef123456",
+            )
+            self._cluster_name = _cdk_values.identifier(
+                "cluster_name",
+                cluster_name,
+                hyperpod_facts.CLUSTER_NAME,
+                "HyperPod's name of the cluster: letters, digits and single hyphens, at most 63 characters",
+            )
+            _cdk_values.identifier(
+                "security_group_id",
+                security_group_id,
+                validation.SECURITY_GROUP_ID,
+                "a security group id such as sg-0123456789abcdef0",
+            )
+            self._node_metrics = None
+            self._connections = ec2.Connections(
+                security_groups=[
+                    ec2.SecurityGroup.from_security_group_id(
+                        self, "SecurityGroup", security_group_id, allow_all_outbound=False
+                    )
+                ]
+            )
+
+    @property
+    def cluster_arn(self) -> str:
+        """The cluster's ARN."""
+        return self._cluster_arn
+
+    @property
+    def cluster_name(self) -> str:
+        """HyperPod's name of the cluster."""
+        return self._cluster_name
+
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """As :meth:`HyperPodTrainingCluster.grant_submit_jobs`."""
+        return _grant_submit_jobs(self, grantee, self._cluster_arn)
+
+    def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
+        """As :meth:`HyperPodTrainingCluster.grant_scale`."""
+        return _grant_scale(grantee, self._cluster_arn)
+
+
+def _grant_submit_jobs(scope: Construct, grantee: iam.IGrantable, cluster_arn: str) -> iam.Grant:
+    stack = cdk.Stack.of(scope)
+    document = stack.format_arn(
+        service="ssm", account="", resource="document", resource_name=SESSION_DOCUMENT
+    )
+    grant = iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+        resource_arns=[cluster_arn],
+    )
+    grant = grant.combine(
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["ssm:StartSession"], resource_arns=[document, "*"]
+        )
+    )
+    return grant.combine(
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["ssm:TerminateSession"],
+            resource_arns=[
+                stack.format_arn(service="ssm", resource="session", resource_name="${aws:userid}-*")
+            ],
+        )
+    )
+
+
+def _grant_scale(grantee: iam.IGrantable, cluster_arn: str) -> iam.Grant:
+    return iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["sagemaker:UpdateCluster", "sagemaker:DescribeCluster"],
+        resource_arns=[cluster_arn],
+    )
+
+
+if TYPE_CHECKING:  # mypy proves the classes meet the interface
+    _BUILT: type[IHyperPodTrainingCluster] = HyperPodTrainingCluster
+    _IMPORTED: type[IHyperPodTrainingCluster] = _ImportedHyperPodTrainingCluster
 
 __all__ = ["HyperPodTrainingCluster"]

@@ -82,6 +82,8 @@ CLUSTER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 GROUP_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 MAX_INSTANCE_COUNT = 6758
 CREATE_ONLY: tuple[str, ...] = ("ClusterName", "VpcConfig", "Orchestrator/Eks")
+# DescribeCluster's ClusterArn pattern (botocore 1.44 ``ClusterArn``): the id, not the name, ends it.
+CLUSTER_ARN = re.compile(r"arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:cluster/[a-z0-9]{12}\Z")
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-"  # HP-LCC
 
 DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
@@ -122,6 +124,7 @@ def regions_for(catalog_name: str) -> tuple[str, ...]:
 
 
 __all__ = [
+    "CLUSTER_ARN",
     "CLUSTER_NAME",
     "CONTINUOUS_PROVISIONING",
     "CONTROLLER_TYPE",

@@ -54,7 +54,10 @@ READER_DIR = HERE / "integ_support" / "store_reader"
 PLACEHOLDER_PACKAGE = HERE / "integ_support" / "efs_utils_placeholder.deb"
 NEVER = events.Schedule.cron(minute="0", hour="5", day="1", month="1", year="2199")
 # The job each node runs: a two-rank all-reduce on the host's Neuron tools, then a checkpoint into
-# the store, fsync'd, and a line the check reads back. (nccom-test: "NCCOM-TEST User Guide", Neuron
+# the store, fsync'd, and a line the check reads back. aws-neuronx-tools (nccom-test, neuron-monitor)
+# and aws-neuronx-collectives are on a HyperPod trn1.32xlarge compute node (`srun -N1 dpkg -l | grep
+# neuron` in aws-samples/awsome-distributed-training 3.test_cases/pytorch/neuronx-distributed/llama3/
+# slurm/README.md @0b8b507); torch-neuronx is not, which is why the check uses nccom-test. (nccom-test: "NCCOM-TEST User Guide", Neuron
 # documentation, https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/nccom-test.html.)
 JOB_COMMAND = (
     "/opt/aws/neuron/bin/nccom-test -r 2 allr"

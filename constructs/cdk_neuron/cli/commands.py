@@ -18,6 +18,7 @@ from cdk_neuron.cli import (
     parser,
     plan,
     preflight,
+    scale,
     submit,
     timings,
 )
@@ -38,6 +39,7 @@ TABLE: tuple[Command, ...] = (
     submit.COMMAND,
     compiling.COMMAND,
     *jobs.COMMANDS,
+    scale.COMMAND,
     timings.COMMAND,
     completion.command(build_parser),
 )

@@ -4,7 +4,9 @@
 - every configured AZ ID offers the instance types (``ec2:DescribeInstanceTypeOfferings`` with
   location type ``availability-zone-id``);
 - the On-Demand vCPU quotas cover max nodes and the max fleet (``servicequotas:GetServiceQuota``),
-  and for SageMaker the endpoint-instance quota (``servicequotas:ListServiceQuotas``);
+  and for SageMaker the endpoint-instance quota (``servicequotas:ListServiceQuotas``); a HyperPod
+  cluster is counted against SageMaker's cluster quotas instead of EC2's (per ``ml.*`` type, per
+  cluster, and in total: ``ListServiceQuotas``, ``ListAWSDefaultServiceQuotas``);
 - a configured capacity reservation or Capacity Block exists, is active and matches the instance
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
   ``resource-groups:GetGroup`` / ``ListGroupResources``); a reservation made in a cluster placement
@@ -52,6 +54,7 @@ from cdk_neuron.cli.preflight import (
     capacity,
     certificate,
     ec2_quotas,
+    hyperpod_quotas,
     images,
     offerings,
     sagemaker_quota,
@@ -74,6 +77,7 @@ CHECKS: tuple[Check, ...] = (
     bootstrap.CHECK,
     offerings.CHECK,
     ec2_quotas.CHECK,
+    hyperpod_quotas.CHECK,
     sagemaker_quota.CHECK,
     capacity.CHECK,
     ultraserver.CHECK,

@@ -36,7 +36,10 @@ CONTROLLER = "i-0123456789abcdef0"
 WORKER = "i-0fedcba9876543210"
 TARGET = f"sagemaker-cluster:{CLUSTER_ID}_controller-{CONTROLLER}"
 ROLE = "arn:aws:iam::123456789012:role/dev-Training-ClusterExecutionRole"
-LIFECYCLE = {"SourceS3Uri": "s3://sagemaker-dev-lifecycle/lifecycle/0123456789abcdef/", "OnInitComplete": "on-init-complete.sh"}
+LIFECYCLE = {
+    "SourceS3Uri": "s3://sagemaker-dev-lifecycle/lifecycle/0123456789abcdef/",
+    "OnInitComplete": "on-init-complete.sh",
+}
 
 SCONTROL_RUNNING = (
     "JobId=42 JobName=dev-train-20261201T150000Z UserId=root(0) GroupId=root(0) Priority=1 "
@@ -45,9 +48,11 @@ SCONTROL_RUNNING = (
     "Partition=train NodeList=ip-10-1-0-16,ip-10-1-0-17 BatchHost=ip-10-1-0-16 NumNodes=2 NumCPUs=256 "
     "WorkDir=/checkpoints/.cdk-neuron/jobs StdOut=/checkpoints/.cdk-neuron/jobs/cdk-neuron-42.out"
 )
-SCONTROL_FAILED = SCONTROL_RUNNING.replace("JobState=RUNNING", "JobState=FAILED").replace(
-    "ExitCode=0:0", "ExitCode=1:0"
-).replace("EndTime=Unknown", "EndTime=2026-12-01T15:10:00")
+SCONTROL_FAILED = (
+    SCONTROL_RUNNING.replace("JobState=RUNNING", "JobState=FAILED")
+    .replace("ExitCode=0:0", "ExitCode=1:0")
+    .replace("EndTime=Unknown", "EndTime=2026-12-01T15:10:00")
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -62,7 +67,8 @@ if [ "{name}" = sbatch ]; then
     cp "${{last}}" "${{STUBS}}/submitted.sbatch"
 fi
 if [ -r "${{STUBS}}/{name}.out" ]; then cat "${{STUBS}}/{name}.out"; exit 0; fi
-exit "${{STUB_EXIT:-1}}"
+echo "{name}: error: the stub has no answer" >&2
+exit 1
 """
 
 
@@ -103,8 +109,17 @@ class Controller:
         if argv[1:] == ["--version"]:
             return subprocess.CompletedProcess(argv, 0, "1.2.707.0\n", "")
         response_env, region, operation, profile, request, endpoint = argv[1:]
-        assert (response_env, region, operation, profile) == (hyperpod.PLUGIN_RESPONSE_ENV, REGION, "StartSession", "")
-        assert json.loads(kwargs["env"][response_env]) == {"SessionId": "s-1", "TokenValue": "token", "StreamUrl": "wss://x"}
+        assert (response_env, region, operation, profile) == (
+            hyperpod.PLUGIN_RESPONSE_ENV,
+            REGION,
+            "StartSession",
+            "",
+        )
+        assert json.loads(kwargs["env"][response_env]) == {
+            "SessionId": "s-1",
+            "TokenValue": "token",
+            "StreamUrl": "wss://x",
+        }
         assert endpoint == f"https://ssm.{REGION}.amazonaws.com"
         assert kwargs["timeout"] > 0
         parameters = json.loads(request)
@@ -134,7 +149,9 @@ def controller(tmp_path: Path) -> Controller:
     return Controller(tmp_path / "controller")
 
 
-def group(name: str, node_type: str, *, count: int, instance_type: str, partition: str | None = None) -> dict[str, Any]:
+def group(
+    name: str, node_type: str, *, count: int, instance_type: str, partition: str | None = None
+) -> dict[str, Any]:
     slurm: dict[str, Any] = {"NodeType": node_type}
     if partition:
         slurm["PartitionNames"] = [partition]
@@ -146,7 +163,14 @@ def group(name: str, node_type: str, *, count: int, instance_type: str, partitio
         "ExecutionRole": ROLE,
         "ThreadsPerCore": 1,
         "LifeCycleConfig": LIFECYCLE,
-        "InstanceStorageConfigs": [{"EbsVolumeConfig": {"RootVolume": True, "VolumeKmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k"}}],
+        "InstanceStorageConfigs": [
+            {
+                "EbsVolumeConfig": {
+                    "RootVolume": True,
+                    "VolumeKmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/k",
+                }
+            }
+        ],
         "SlurmConfig": slurm,
         "Status": "InService",
         "CurrentImageId": "default",  # read-only: never sent back
@@ -355,7 +379,12 @@ def test_status_watch_polls_until_the_job_ends_printing_each_transition(
 ) -> None:
     cloud.cluster()
     cloud.controller()
-    states = [SCONTROL_RUNNING.replace("RUNNING", "PENDING"), SCONTROL_RUNNING, SCONTROL_RUNNING, SCONTROL_FAILED]
+    states = [
+        SCONTROL_RUNNING.replace("RUNNING", "PENDING"),
+        SCONTROL_RUNNING,
+        SCONTROL_RUNNING,
+        SCONTROL_FAILED,
+    ]
     for _ in states:
         cloud.session()
     answers = iter(states)
@@ -372,7 +401,11 @@ def test_status_watch_polls_until_the_job_ends_printing_each_transition(
     code = main(["status", "--config", config, "42", "--watch", "--interval", "5"], context=context)
     assert code == 1
     lines = [line for line in out.getvalue().splitlines() if "job:" in line]
-    assert [line.split("job: ")[1] for line in lines] == ["PENDING", "PENDING -> RUNNING", "RUNNING -> FAILED"]
+    assert [line.split("job: ")[1] for line in lines] == [
+        "PENDING",
+        "PENDING -> RUNNING",
+        "RUNNING -> FAILED",
+    ]
     assert clock.calls == [5, 5, 5]
 
 
@@ -391,21 +424,29 @@ def test_logs_reads_the_output_file_on_the_shared_store_exactly(
     jobs.mkdir(parents=True)
     text = "step 1 loss=2.5\n$HOME is not expanded; `backticks` neither | pipes\ncdk-neuron:end|0 in a log line\nlast"
     (jobs / "cdk-neuron-42.out").write_text(text)
-    controller.answer("scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints", f"StdOut={controller.root}/checkpoints"))
+    controller.answer(
+        "scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints", f"StdOut={controller.root}/checkpoints")
+    )
     code, out, err = run_cli(["logs", "42"], cloud, controller, config)
     assert code == 0
     assert out == text + "\n"
     assert f"cdk-neuron-42.out on {CONTROLLER}" in err
 
 
-def test_logs_follow_reads_new_bytes_until_the_job_ends(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_logs_follow_reads_new_bytes_until_the_job_ends(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     cloud.cluster()
     cloud.controller()
     jobs = controller.root / "checkpoints" / ".cdk-neuron" / "jobs"
     jobs.mkdir(parents=True)
     log = jobs / "cdk-neuron-42.out"
     running = SCONTROL_RUNNING.replace("StdOut=/checkpoints", f"StdOut={controller.root}/checkpoints")
-    steps = [("step 1\n", running), ("step 2\n", running), ("done\n", running.replace("RUNNING", "COMPLETED"))]
+    steps = [
+        ("step 1\n", running),
+        ("step 2\n", running),
+        ("done\n", running.replace("RUNNING", "COMPLETED")),
+    ]
     for _ in steps:
         cloud.session()
     pending = iter(steps)
@@ -438,11 +479,18 @@ def test_logs_of_a_cluster_without_shared_storage_are_read_on_the_batch_host(
     cloud.session()  # the controller: the file is not there
     cloud.stubs["sagemaker"].add_response(
         "list_cluster_nodes",
-        {"ClusterNodeSummaries": [node("controller", CONTROLLER, "10.1.0.5"), node("trn", WORKER, "10.1.0.16")]},
+        {
+            "ClusterNodeSummaries": [
+                node("controller", CONTROLLER, "10.1.0.5"),
+                node("trn", WORKER, "10.1.0.16"),
+            ]
+        },
         {"ClusterName": CLUSTER, "MaxResults": 100},
     )
     cloud.session(f"sagemaker-cluster:{CLUSTER_ID}_trn-{WORKER}")
-    controller.answer("scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints/.cdk-neuron", "StdOut=/var/log/cdk-neuron"))
+    controller.answer(
+        "scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints/.cdk-neuron", "StdOut=/var/log/cdk-neuron")
+    )
     calls = iter([False, True])
     real_run = controller.run
     local = controller.root / "var" / "log" / "cdk-neuron" / "jobs"
@@ -453,7 +501,9 @@ def test_logs_of_a_cluster_without_shared_storage_are_read_on_the_batch_host(
             (local / "cdk-neuron-42.out").write_text("written on the batch host\n")
             controller.answer(
                 "scontrol",
-                SCONTROL_FAILED.replace("StdOut=/checkpoints/.cdk-neuron", f"StdOut={controller.root}/var/log/cdk-neuron"),
+                SCONTROL_FAILED.replace(
+                    "StdOut=/checkpoints/.cdk-neuron", f"StdOut={controller.root}/var/log/cdk-neuron"
+                ),
             )
         return real_run(argv, **kwargs)
 
@@ -465,7 +515,9 @@ def test_logs_of_a_cluster_without_shared_storage_are_read_on_the_batch_host(
     assert WORKER in err.getvalue()
 
 
-def test_logs_refuses_node_because_every_node_writes_one_file(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_logs_refuses_node_because_every_node_writes_one_file(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     code, _, err = run_cli(["logs", "42", "--node", "1"], cloud, controller, config)
     assert code == 2
     assert "--node=1: on HyperPod every node's output goes to the job's one Slurm output file" in err
@@ -486,11 +538,17 @@ def test_cancel_scancels_only_a_pending_job(cloud: Cloud, controller: Controller
     code, out, _ = run_cli(["cancel", "42", "--json"], cloud, controller, config)
     assert code == 0
     document = json.loads(out)
-    assert (document["command"], document["state_before"], document["requested"]) == ("cancel", "PENDING", True)
+    assert (document["command"], document["state_before"], document["requested"]) == (
+        "cancel",
+        "PENDING",
+        True,
+    )
     assert controller.calls()[-1] == "scancel --state=PENDING 42"
 
 
-def test_cancel_refuses_a_running_job_and_names_terminate(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_cancel_refuses_a_running_job_and_names_terminate(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     cloud.cluster()
     cloud.controller()
     cloud.session()
@@ -502,7 +560,9 @@ def test_cancel_refuses_a_running_job_and_names_terminate(cloud: Cloud, controll
     assert not [c for c in controller.calls() if c.startswith("scancel")]
 
 
-def test_terminate_scancels_a_running_job_and_leaves_an_ended_one(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_terminate_scancels_a_running_job_and_leaves_an_ended_one(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     cloud.cluster()
     cloud.controller()
     cloud.session()
@@ -520,7 +580,9 @@ def test_terminate_scancels_a_running_job_and_leaves_an_ended_one(cloud: Cloud, 
     assert code == 0 and "nothing to do: the job already ended (FAILED)" in out
 
 
-def test_terminate_refuses_a_reason_slurm_cannot_record(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_terminate_refuses_a_reason_slurm_cannot_record(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     code, _, err = run_cli(["terminate", "42", "--reason", "bad run"], cloud, controller, config)
     assert code == 2 and "--reason='bad run': Slurm's scancel records no reason" in err
 
@@ -536,7 +598,10 @@ def test_list_shows_squeue_newest_first_and_sacct_with_state_all(
         "41|RUNNING|None|2|ip-10-1-0-[16-17]|2026-12-01T14:00:00|2026-12-01T14:00:05|2026-12-02T14:00:05|a\n"
         "43|PENDING|Resources|2||2026-12-01T15:00:00|N/A|N/A|b",
     )
-    controller.answer("sacct", "40|COMPLETED|None|2|ip-10-1-0-[16-17]|2026-12-01T13:00:00|2026-12-01T13:00:05|2026-12-01T13:30:00|0:0|c")
+    controller.answer(
+        "sacct",
+        "40|COMPLETED|None|2|ip-10-1-0-[16-17]|2026-12-01T13:00:00|2026-12-01T13:00:05|2026-12-01T13:30:00|0:0|c",
+    )
     code, out, _ = run_cli(["list", "--state", "all", "--json"], cloud, controller, config)
     assert code == 0
     document = json.loads(out)
@@ -546,7 +611,9 @@ def test_list_shows_squeue_newest_first_and_sacct_with_state_all(
     assert "squeue --noheader --states=all --format %i|%T|%r|%D|%N|%V|%S|%e|%j" in controller.calls()
 
 
-def test_list_says_when_the_cluster_has_no_accounting(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_list_says_when_the_cluster_has_no_accounting(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     cloud.cluster()
     cloud.controller()
     cloud.session()
@@ -570,7 +637,9 @@ def test_no_running_controller_is_one_clear_error(cloud: Cloud, controller: Cont
     cloud.controller(node("controller", CONTROLLER, "10.1.0.5", status="Pending"))
     code, _, err = run_cli(["status", "42"], cloud, controller, config)
     assert code == 1
-    assert f"controller group controller of cluster {CLUSTER} has no Running node ({CONTROLLER} Pending)" in err
+    assert (
+        f"controller group controller of cluster {CLUSTER} has no Running node ({CONTROLLER} Pending)" in err
+    )
     assert "cluster status SystemUpdating" in err
 
 
@@ -604,7 +673,9 @@ def test_a_missing_plugin_is_named_with_its_install_page_before_any_session(
     assert hyperpod.PLUGIN_INSTALL in err.getvalue()
 
 
-def test_the_cluster_option_replaces_the_stack_output(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_the_cluster_option_replaces_the_stack_output(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     cloud.stubs["sagemaker"].add_response("describe_cluster", described(), {"ClusterName": CLUSTER_ARN})
     cloud.controller()
     cloud.session()
@@ -626,7 +697,7 @@ def test_a_job_id_is_digits_before_anything_reaches_the_controller(
 
 def test_the_remote_command_is_plain_words_and_base64() -> None:
     command = hyperpod.remote_command("status", "42")
-    assert command.startswith("CDK_NEURON_SLURM_TIMEOUT=60 bash -c \"$(printf %s ")
+    assert command.startswith('CDK_NEURON_SLURM_TIMEOUT=60 bash -c "$(printf %s ')
     assert command.endswith(' | base64 -d)" jobs status 42')
     assert not set(command) & set("'`;&|<>\\\n") - {"|"}  # the one | is the pipe into base64 -d
     with pytest.raises(ValueError, match="not a plain word"):
@@ -634,7 +705,9 @@ def test_the_remote_command_is_plain_words_and_base64() -> None:
 
 
 def test_output_without_the_end_marker_is_an_error_showing_what_came() -> None:
-    with pytest.raises(hyperpod.AwsLookupError, match=r"(?s)did not run cdk-neuron's job program to the end.*\nbash: oops"):
+    with pytest.raises(
+        hyperpod.AwsLookupError, match=r"(?s)did not run cdk-neuron's job program to the end.*\nbash: oops"
+    ):
         hyperpod.parse("Starting session\r\ncdk-neuron:begin\r\nbash: oops\r\n")
 
 
@@ -669,11 +742,15 @@ def test_scale_sends_every_group_back_with_only_the_worker_count_changed(
     assert controller.sessions == []  # growing needs no look at Slurm
 
 
-def test_scale_down_refuses_while_slurm_has_jobs_unless_forced(cloud: Cloud, controller: Controller, config: str) -> None:
+def test_scale_down_refuses_while_slurm_has_jobs_unless_forced(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
     cloud.cluster(workers=2)
     cloud.controller()
     cloud.session()
-    controller.answer("squeue", "41|RUNNING|None|2|ip-10-1-0-[16-17]|2026-12-01T14:00:00|2026-12-01T14:00:05|N/A|a")
+    controller.answer(
+        "squeue", "41|RUNNING|None|2|ip-10-1-0-[16-17]|2026-12-01T14:00:00|2026-12-01T14:00:05|N/A|a"
+    )
     code, _, err = run_cli(["scale", "--workers", "0"], cloud, controller, config)
     assert code == 1 and "Slurm has 1 job(s) not ended" in err and "41 RUNNING" in err and "--force" in err
     cloud.cluster(workers=2)
@@ -717,7 +794,9 @@ def test_scale_of_an_unchanged_count_sends_nothing(cloud: Cloud, controller: Con
 
 
 def test_group_specs_carry_every_field_update_cluster_accepts() -> None:
-    sagemaker = boto3.client("sagemaker", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y")
+    sagemaker = boto3.client(
+        "sagemaker", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y"
+    )
     details = described()["InstanceGroups"]
     details[1]["TrainingPlanArn"] = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p"
     details[1]["OnStartDeepHealthChecks"] = ["InstanceStress"]
@@ -728,7 +807,9 @@ def test_group_specs_carry_every_field_update_cluster_accepts() -> None:
     assert not {"CurrentCount", "TargetCount", "Status", "CurrentImageId"} & set(specs[1])
 
 
-def test_scale_refuses_an_environment_that_is_not_hyperpod(cloud: Cloud, controller: Controller, tmp_path: Path) -> None:
+def test_scale_refuses_an_environment_that_is_not_hyperpod(
+    cloud: Cloud, controller: Controller, tmp_path: Path
+) -> None:
     document = json.loads(Path(_batch_config(tmp_path)).read_text())
     path = tmp_path / "batch.json"
     path.write_text(json.dumps(document))
@@ -741,7 +822,14 @@ def _batch_config(tmp_path: Path) -> str:
 
     path = tmp_path / "cdk-batch.json"
     path.write_text(
-        json.dumps({"context": {"cdk-neuron:deployments": "stacks.config:deployments", "environments": {"dev": environment()}}})
+        json.dumps(
+            {
+                "context": {
+                    "cdk-neuron:deployments": "stacks.config:deployments",
+                    "environments": {"dev": environment()},
+                }
+            }
+        )
     )
     return str(path)
 
@@ -760,7 +848,116 @@ def test_the_plugin_gets_the_session_in_its_environment_not_its_arguments(
         seen.append(argv)
         return real_run(argv, **kwargs)
 
-    context = Context(clients=cloud, clock=RecordingClock(), stdout=io.StringIO(), stderr=io.StringIO(), run=run)
+    context = Context(
+        clients=cloud, clock=RecordingClock(), stdout=io.StringIO(), stderr=io.StringIO(), run=run
+    )
     assert main(["status", "--config", config, "42"], context=context) == 0
     assert not any("token" in arg for argv in seen for arg in argv)
     assert os.environ.get(hyperpod.PLUGIN_RESPONSE_ENV) is None
+
+
+# --------------------------------------------------------------------------------------------
+# submit
+# --------------------------------------------------------------------------------------------
+
+TRICKY = """torchrun $TORCHRUN_ARGS train.py --note "it's a \\"test\\"" --glob '*.json' ; echo done"""
+
+
+def test_submit_writes_the_shared_sbatch_script_and_the_command_arrives_byte_for_byte(
+    cloud: Cloud, controller: Controller, config: str, tmp_path: Path
+) -> None:
+    import base64
+    import shlex
+
+    from cdk_neuron.training import hyperpod_jobs
+
+    cloud.cluster(workers=2)
+    cloud.controller()
+    cloud.session()
+    controller.answer("sbatch", "42")
+    code, out, err = run_cli(
+        ["submit", "--env-var", "RUN=a b'c", "--name", "llama-8b", "--json", "--", TRICKY],
+        cloud,
+        controller,
+        config,
+    )
+    assert code == 0, err
+    document = json.loads(out)
+    assert (document["engine"], document["job_id"], document["nodes"], document["partition"]) == (
+        "hyperpod",
+        "42",
+        2,
+        "train",
+    )
+    jobs = f"{controller.root}/checkpoints/.cdk-neuron/jobs"
+    assert document["output_path"] == f"{jobs}/cdk-neuron-42.out"
+    assert document["watch_command"] == f"cdk-neuron status --watch 42 --config {config} --env dev"
+    (call,) = [c for c in controller.calls() if c.startswith("sbatch")]
+    assert call.startswith(f"sbatch --parsable --output={jobs}/cdk-neuron-%j.out {jobs}/submit-")
+    script = (controller.stubs / "submitted.sbatch").read_text()
+    expected = hyperpod_jobs.sbatch_script(
+        nodes=2,
+        partition="train",
+        command=f"export RUN={shlex.quote(chr(97) + ' b' + chr(39) + 'c')}; {TRICKY}",
+        job_name="llama-8b",
+    )
+    assert script == expected == document["sbatch_script"]
+    assert not list(Path(jobs).glob("submit-*"))  # the script file is removed after sbatch read it
+    # What the step hands the launcher is the command as typed: run it as the launcher would.
+    encoded = script.strip().split()[-1]
+    command = base64.b64decode(encoded).decode()
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "torchrun").write_text('#!/bin/bash\nprintf "RUN=%s\\n" "$RUN"; printf "<%s>\\n" "$@"\n')
+    (fake / "torchrun").chmod(0o755)
+    ran = subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": f"{fake}:/usr/bin:/bin", "TORCHRUN_ARGS": "--nnodes=2 --nproc_per_node=32"},
+    )
+    assert ran.stdout.splitlines() == [
+        "RUN=a b'c", "<--nnodes=2>", "<--nproc_per_node=32>", "<train.py>", "<--note>", '<it\'s a "test">', "<--glob>", "<*.json>", "done"
+    ]  # fmt: skip
+
+
+def test_submit_refuses_more_nodes_than_run_and_names_the_scale_command(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
+    cloud.cluster(workers=0)
+    code, _, err = run_cli(["submit", "--", "torchrun train.py"], cloud, controller, config)
+    assert code == 1
+    assert (
+        "the job needs 2 nodes and worker group trn of cluster dev-Training-Cluster runs 0 (target 0)" in err
+    )
+    assert f"cdk-neuron scale --workers 2 --config {config} --env dev" in err
+    assert controller.sessions == []
+
+
+def test_submit_reports_what_sbatch_refused(cloud: Cloud, controller: Controller, config: str) -> None:
+    cloud.cluster(workers=2)
+    cloud.controller()
+    cloud.session()
+    controller.answer("sbatch", None)  # the stub exits 1
+    code, _, err = run_cli(["submit", "--", "torchrun train.py"], cloud, controller, config)
+    assert code == 1
+    assert (
+        "sbatch failed on the controller: sbatch refused the job (its message is above); it printed:\n" in err
+    )
+    assert "sbatch: error: the stub has no answer" in err and "Starting session" not in err
+
+
+def test_submit_refuses_everything_wrong_at_once(cloud: Cloud, controller: Controller, config: str) -> None:
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1"
+    code, _, err = run_cli(
+        ["submit", "--image", image, "--name", "my_job", "--nodes", "9", "--", "torchrun train.py"],
+        cloud,
+        controller,
+        config,
+    )
+    assert code == 2
+    assert "--image=" in err and "HyperPod jobs run on the nodes' own Neuron software" in err
+    assert "--name='my_job': a Slurm job name here" in err
+    assert "--nodes=9: use 1..4 (environments.dev.training.max_nodes)" in err
+    assert controller.sessions == []

@@ -17,7 +17,9 @@ REGION = "us-east-1"
 ACCOUNT = "123456789012"
 
 
-def hyperpod_env(name: str, *, max_nodes: int = 4, instance_type: str = "trn1.32xlarge", **location: Any) -> Deployment:
+def hyperpod_env(
+    name: str, *, max_nodes: int = 4, instance_type: str = "trn1.32xlarge", **location: Any
+) -> Deployment:
     return Deployment(
         name=name,
         region=REGION,
@@ -60,7 +62,9 @@ def quotas(applied: list[dict[str, Any]], defaults: list[dict[str, Any]], *, pag
     )
     stub = Stubber(client)
     if pages and applied:
-        stub.add_response("list_service_quotas", {"Quotas": applied[:1], "NextToken": "2"}, {"ServiceCode": "sagemaker"})
+        stub.add_response(
+            "list_service_quotas", {"Quotas": applied[:1], "NextToken": "2"}, {"ServiceCode": "sagemaker"}
+        )
         stub.add_response(
             "list_service_quotas", {"Quotas": applied[1:]}, {"ServiceCode": "sagemaker", "NextToken": "2"}
         )
@@ -73,7 +77,10 @@ def quotas(applied: list[dict[str, Any]], defaults: list[dict[str, Any]], *, pag
 
 def check(envs: list[Deployment], client: Any, only: Deployment | None = None) -> list[Row]:
     return run(
-        [only or envs[0]], envs, lambda service, region: client, checks=(hyperpod_quotas.CHECK, ec2_quotas.CHECK)
+        [only or envs[0]],
+        envs,
+        lambda service, region: client,
+        checks=(hyperpod_quotas.CHECK, ec2_quotas.CHECK),
     )
 
 
@@ -84,7 +91,11 @@ def table(rows: list[Row]) -> list[tuple[str, str, str]]:
 def test_every_cluster_quota_is_checked_by_name_and_ec2_is_not_asked() -> None:
     client, stub = quotas(
         [q(TRN, "L-0000TRN1", 8), q(hyperpod_quotas.TOTAL_QUOTA, "L-3308CCC7", 30)],
-        [q(M5, "L-00000M5X", 4), q(hyperpod_quotas.PER_CLUSTER_QUOTA, "L-2CE978FC", 20), q(TRN, "L-0000TRN1", 0)],
+        [
+            q(M5, "L-00000M5X", 4),
+            q(hyperpod_quotas.PER_CLUSTER_QUOTA, "L-2CE978FC", 20),
+            q(TRN, "L-0000TRN1", 0),
+        ],
         pages=True,
     )
     rows = check([hyperpod_env("dev")], client)
@@ -104,7 +115,10 @@ def test_a_low_quota_fails_with_the_increase_command_and_counts_every_hyperpod_e
     envs = [hyperpod_env("dev", max_nodes=4), hyperpod_env("prod", max_nodes=16), batch_env("staging")]
     client, _ = quotas(
         [q(TRN, "L-0000TRN1", 16), q(M5, "L-00000M5X", 2)],
-        [q(hyperpod_quotas.PER_CLUSTER_QUOTA, "L-2CE978FC", 20), q(hyperpod_quotas.TOTAL_QUOTA, "L-3308CCC7", 0)],
+        [
+            q(hyperpod_quotas.PER_CLUSTER_QUOTA, "L-2CE978FC", 20),
+            q(hyperpod_quotas.TOTAL_QUOTA, "L-3308CCC7", 0),
+        ],
     )
     rows = check(envs, client)
     by_subject = {r.subject: r for r in rows}
@@ -147,10 +161,20 @@ def test_ec2_vcpus_leave_hyperpod_training_out_of_a_shared_account() -> None:
     stub = Stubber(client)
     stub.add_response(
         "get_service_quota",
-        {"Quota": {"ServiceCode": "ec2", "QuotaCode": "L-2C3B7624", "QuotaName": "Running On-Demand Trn instances", "Value": 256}},
+        {
+            "Quota": {
+                "ServiceCode": "ec2",
+                "QuotaCode": "L-2C3B7624",
+                "QuotaName": "Running On-Demand Trn instances",
+                "Value": 256,
+            }
+        },
         {"ServiceCode": "ec2", "QuotaCode": "L-2C3B7624"},
     )
     stub.activate()
     rows = run([envs[1]], envs, lambda s, r: client, checks=(hyperpod_quotas.CHECK, ec2_quotas.CHECK))
     (row,) = rows
-    assert row.status == "PASS" and row.detail == "256 vCPUs >= 256 needed: staging training 2 x trn1.32xlarge (256)"
+    assert (
+        row.status == "PASS"
+        and row.detail == "256 vCPUs >= 256 needed: staging training 2 x trn1.32xlarge (256)"
+    )

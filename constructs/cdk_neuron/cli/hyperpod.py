@@ -407,7 +407,11 @@ def require_ok(remote: Remote, what: str) -> Remote:
         return remote
     error = remote.first("error")
     detail = "|".join(error) if error else f"exit status {remote.exit_code}"
-    printed = [line for line in remote.output.splitlines() if line and not line.startswith("cdk-neuron:")]
+    printed = [
+        line
+        for line in remote.output.splitlines()
+        if line and not line.startswith(("cdk-neuron:", "Starting session with", "Exiting session with"))
+    ]
     more = ("; it printed:\n" + "\n".join(printed[-20:])) if printed else ""
     raise AwsLookupError(f"{what} failed on the controller: {detail}{more}")
 

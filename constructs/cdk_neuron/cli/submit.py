@@ -487,10 +487,13 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     stack_option(parser)
 
 
-def _hyperpod_errors(args: argparse.Namespace, found: ErrorCollector) -> None:
+def _hyperpod_errors(
+    args: argparse.Namespace, found: ErrorCollector, env: Deployment, training: TrainingDeployment
+) -> None:
     """What HyperPod refuses of submit's arguments, beside the other mistakes."""
     from cdk_neuron.training import hyperpod_jobs
 
+    found.run(lambda: validate_nodes(env, training.plan.nodes if args.nodes is None else args.nodes))
     if args.image is not None:
         found.add(
             NeuronConfigError(
@@ -514,7 +517,6 @@ def _run_hyperpod(
     from cdk_neuron.cli import slurm_jobs
 
     nodes = training.plan.nodes if args.nodes is None else args.nodes
-    validate_nodes(env, nodes)
     result = slurm_jobs.submit(
         ctx,
         env,
@@ -532,7 +534,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
     found = _argument_errors(args)
     chosen = found.run(lambda: job_environment(ctx, args, "submit"))
     if chosen is not None and chosen[1].engine == "hyperpod":
-        _hyperpod_errors(args, found)
+        _hyperpod_errors(args, found, *chosen)
     found.raise_if_any()
     assert chosen is not None
     env, training = chosen

@@ -215,6 +215,7 @@ def test_every_command_result_is_a_typed_result() -> None:
         "list",
         "scale",
         "timings",
+        "use-artifact",
     }
 
 

@@ -21,6 +21,7 @@ from cdk_neuron.cli import (
     scale,
     submit,
     timings,
+    use_artifact,
 )
 from cdk_neuron.cli.command import Command
 
@@ -38,6 +39,7 @@ TABLE: tuple[Command, ...] = (
     ami.COMMAND,
     submit.COMMAND,
     compiling.COMMAND,
+    use_artifact.COMMAND,
     *jobs.COMMANDS,
     scale.COMMAND,
     timings.COMMAND,

@@ -121,7 +121,7 @@ class Controller:
             "StreamUrl": "wss://x",
         }
         assert endpoint == f"https://ssm.{REGION}.amazonaws.com"
-        assert kwargs["timeout"] > 0
+        assert kwargs["timeout"] > 0 and kwargs["stdin"] == subprocess.DEVNULL
         parameters = json.loads(request)
         self.sessions.append(parameters)
         (command,) = parameters["Parameters"]["command"]

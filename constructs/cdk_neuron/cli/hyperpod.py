@@ -131,6 +131,11 @@ class Cluster:
         compute = self.groups_of("Compute")
         if len(compute) == 1:
             return compute[0]
+        if not compute:
+            raise AwsLookupError(
+                f"cluster {self.name} has no worker group (no instance group with SlurmConfig.NodeType Compute): "
+                "name one with --group"
+            )
         names = ", ".join(str(g.get("InstanceGroupName")) for g in compute or self.groups)
         raise NeuronConfigError(
             "--group", None, f"cluster {self.name} has several worker groups ({names}): name one with --group"

@@ -384,8 +384,11 @@ def run(ctx: Context, cluster: Cluster, node: Node, action: str, *args: str) -> 
         str(ssm.meta.endpoint_url),
     ]
     try:
+        # No terminal for the plugin: a non-interactive session reads nothing, and a plugin holding the
+        # user's terminal could leave it in raw mode if the session ends abruptly.
         done = ctx.run(
             argv,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             check=False,

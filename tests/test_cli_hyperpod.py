@@ -488,23 +488,19 @@ def test_logs_of_a_cluster_without_shared_storage_are_read_on_the_batch_host(
         {"ClusterName": CLUSTER, "MaxResults": 100},
     )
     cloud.session(f"sagemaker-cluster:{CLUSTER_ID}_trn-{WORKER}")
+    # Without a shared store the output is in /tmp of the batch host (here: a scratch /tmp that has
+    # the file only from the second session on, the one on the worker).
+    local = controller.root / "tmp"
     controller.answer(
-        "scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints/.cdk-neuron", "StdOut=/var/log/cdk-neuron")
+        "scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints/.cdk-neuron/jobs", f"StdOut={local}")
     )
     calls = iter([False, True])
     real_run = controller.run
-    local = controller.root / "var" / "log" / "cdk-neuron" / "jobs"
 
     def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        if argv[1:] != ["--version"] and next(calls):  # the second session is on the worker
+        if argv[1:] != ["--version"] and next(calls):
             local.mkdir(parents=True, exist_ok=True)
             (local / "cdk-neuron-42.out").write_text("written on the batch host\n")
-            controller.answer(
-                "scontrol",
-                SCONTROL_FAILED.replace(
-                    "StdOut=/checkpoints/.cdk-neuron", f"StdOut={controller.root}/var/log/cdk-neuron"
-                ),
-            )
         return real_run(argv, **kwargs)
 
     out, err = io.StringIO(), io.StringIO()

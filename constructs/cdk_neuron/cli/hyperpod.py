@@ -21,8 +21,9 @@ Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jo
   installed: "Install the Session Manager plugin for the AWS CLI", AWS Systems Manager User Guide,
   https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-working-with-install-plugin.html.
 - The agent runs the command with ``sh -c`` on a pseudo-terminal (amazon-ssm-agent,
-  ``agent/session/shell/shell_unix.go``), as ``root`` unless Session Manager's Run As names another
-  user. The command is ``bash -c "$(printf %s <base64> | base64 -d)" jobs <action> <words>``:
+  ``agent/session/shell/shell_unix.go``), as ``root`` on HyperPod ("Default SSM non-interactive user
+  is ``root``", the hyperpod-ssm skill above; plain Session Manager sessions start as ``ssm-user``)
+  unless Session Manager's Run As names another user. The command is ``bash -c "$(printf %s <base64> | base64 -d)" jobs <action> <words>``:
   the program (``node_programs/files/hyperpod/jobs.sh``) and every argument are base64 or plain
   words, so nothing is re-parsed on the way; the output comes back with ``\\r\\n`` line ends (the
   terminal's), which are read as ``\\n``.

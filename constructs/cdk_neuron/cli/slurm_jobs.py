@@ -7,8 +7,9 @@ Each call is one Session Manager session on the controller running ``jobs.sh``
 - ``submit`` writes the sbatch script of :func:`cdk_neuron.training.hyperpod_jobs.sbatch_script` (the
   plan's nodes, one launcher task per node, Slurm's topology order, ``srun --auto-resume=1``) and runs
   ``sbatch --parsable``. The job's output goes to ``<CHECKPOINT_DIR>/.cdk-neuron/jobs/cdk-neuron-<id>.out``
-  on the checkpoint store every node mounts, or, on a cluster without one, to
-  ``/var/log/cdk-neuron/jobs`` of the node that runs the batch step.
+  on the checkpoint store every node mounts, or, on a cluster without one, to ``/tmp`` of the node
+  that runs the batch step (the one directory every node has: Slurm fails a job whose output
+  directory is missing on that node).
 - ``status`` reads ``scontrol show job`` (Slurm keeps a finished job ``MinJobAge`` seconds, 300 by
   default), then ``sacct`` (only where accounting is configured). A job neither knows is reported as
   unknown, not as a failure.

@@ -44,7 +44,9 @@ fail() {
 slurm() { timeout "${SLURM_TIMEOUT}" "$@"; }
 
 # Where job output goes (LOG_DIR): the checkpoint store when this node mounts one (every node and
-# the controller see it), else a local directory of the node that runs the batch step.
+# the controller see it), else /tmp, the one directory every node has: Slurm opens the output file
+# on the node that runs the batch step, before the script runs, and fails the job if its directory
+# is missing there (the file is then on that node, and lost when it reboots).
 set_log_dir() {
     if [ -r "${PROFILE}" ]; then
         # shellcheck disable=SC1090
@@ -53,7 +55,7 @@ set_log_dir() {
     if [ -n "${CHECKPOINT_DIR:-}" ] && mountpoint -q "${CDK_NEURON_ROOT:-}${CHECKPOINT_DIR}"; then
         LOG_DIR="${CDK_NEURON_ROOT:-}${CHECKPOINT_DIR}/.cdk-neuron/jobs"
     else
-        LOG_DIR="${CDK_NEURON_ROOT:-}/var/log/cdk-neuron/jobs"
+        LOG_DIR="${CDK_NEURON_ROOT:-}/tmp"
     fi
     mkdir -p "${LOG_DIR}" || fail "cannot create ${LOG_DIR}"
 }

@@ -712,7 +712,15 @@ def test_output_without_the_end_marker_is_an_error_showing_what_came() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _update(cloud: Cloud, workers: int) -> None:
+def _update(cloud: Cloud, workers: int, *, nodes: list[dict[str, Any]] | None = None) -> None:
+    """The worker group's nodes (no deep health check running), then the UpdateCluster request."""
+    cloud.stubs["sagemaker"].add_response(
+        "list_cluster_nodes",
+        {"ClusterNodeSummaries": nodes if nodes is not None else [node("trn", WORKER, "10.1.0.16")]},
+        {"ClusterName": CLUSTER, "MaxResults": 100, "InstanceGroupNameContains": "trn"},
+    )
+    if nodes is not None and any(n["InstanceStatus"]["Status"] == "DeepHealthCheckInProgress" for n in nodes):
+        return
     expected = [
         {k: v for k, v in g.items() if k not in ("CurrentCount", "TargetCount", "Status", "CurrentImageId")}
         | {"InstanceCount": 1 if g["InstanceGroupName"] == "controller" else workers}
@@ -957,3 +965,28 @@ def test_submit_refuses_everything_wrong_at_once(cloud: Cloud, controller: Contr
     assert "--name='my_job': a Slurm job name here" in err
     assert "--nodes=9: use 1..4 (environments.dev.training.max_nodes)" in err
     assert controller.sessions == []
+
+
+def test_scale_waits_for_deep_health_checks_and_explains_a_conflict(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
+    cloud.cluster(workers=1)
+    _update(cloud, 2, nodes=[node("trn", WORKER, "10.1.0.16", status="DeepHealthCheckInProgress")])
+    code, _, err = run_cli(["scale", "--workers", "2"], cloud, controller, config)
+    assert code == 1
+    assert f"deep health checks are running on 1 trn node(s) of cluster {CLUSTER} ({WORKER})" in err
+    cloud.cluster(workers=1)
+    cloud.stubs["sagemaker"].add_response(
+        "list_cluster_nodes",
+        {"ClusterNodeSummaries": [node("trn", WORKER, "10.1.0.16")]},
+        {"ClusterName": CLUSTER, "MaxResults": 100, "InstanceGroupNameContains": "trn"},
+    )
+    cloud.stubs["sagemaker"].add_client_error(
+        "update_cluster", "ConflictException", "An update is in progress"
+    )
+    code, _, err = run_cli(["scale", "--workers", "2"], cloud, controller, config)
+    assert code == 1
+    assert (
+        "HyperPod refused the update of cluster dev-Training-Cluster (ConflictException: An update is in progress)"
+        in err
+    )

@@ -3,13 +3,15 @@ no EC2 vCPU quota for the HyperPod nodes."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from cdk_neuron import planner
-from cdk_neuron.cli.preflight import ec2_quotas, hyperpod_quotas, run
+from cdk_neuron.cli.preflight import ec2_quotas, hyperpod_quotas, run, training_plan
 from cdk_neuron.cli.preflight.base import CheckContext, Row
 from cdk_neuron.deployment import Deployment, HyperPodLocation, TrainingDeployment
 
@@ -178,3 +180,113 @@ def test_ec2_vcpus_leave_hyperpod_training_out_of_a_shared_account() -> None:
         row.status == "PASS"
         and row.detail == "256 vCPUs >= 256 needed: staging training 2 x trn1.32xlarge (256)"
     )
+
+
+# -- the training plan ------------------------------------------------------------------------------
+
+PLAN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/trn1-week"
+
+
+def plan_env(**overrides: Any) -> Deployment:
+    from dataclasses import replace
+
+    from cdk_neuron.training.capacity import Capacity
+
+    env = hyperpod_env("dev", **overrides)
+    assert env.training is not None
+    return replace(env, training=replace(env.training, capacity=Capacity.training_plan(PLAN)))
+
+
+def described_plan(**changes: Any) -> dict[str, Any]:
+    from cli_support import RecordingClock
+
+    start = RecordingClock.START
+    plan: dict[str, Any] = {
+        "TrainingPlanArn": PLAN,
+        "TrainingPlanName": "trn1-week",
+        "Status": "Active",
+        "StartTime": start - timedelta(days=1),
+        "EndTime": start + timedelta(days=6),
+        "TargetResources": ["hyperpod-cluster"],
+        "ReservedCapacitySummaries": [
+            {
+                "ReservedCapacityArn": f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:reserved-capacity/rc-1",
+                "InstanceType": "ml.trn1.32xlarge",
+                "TotalInstanceCount": 4,
+                "Status": "Active",
+                "AvailabilityZone": "us-east-1b",
+                "AvailabilityZoneId": "use1-az6",
+            }
+        ],
+    }
+    plan.update(changes)
+    return plan
+
+
+def plan_rows(env: Deployment, response: dict[str, Any] | None) -> list[Row]:
+    from cli_support import RecordingClock
+
+    sagemaker = boto3.client(
+        "sagemaker", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="y"
+    )
+    stub = Stubber(sagemaker)
+    if response is None:
+        stub.add_client_error(
+            "describe_training_plan",
+            "ResourceNotFound",
+            "not found",
+            expected_params={"TrainingPlanName": PLAN},
+        )
+    else:
+        stub.add_response("describe_training_plan", response, {"TrainingPlanName": PLAN})
+    stub.activate()
+    rows = run(
+        [env], [env], lambda service, region: sagemaker, checks=(training_plan.CHECK,), clock=RecordingClock()
+    )
+    stub.assert_no_pending_responses()
+    return rows
+
+
+def test_an_active_plan_for_hyperpod_in_the_training_az_passes() -> None:
+    rows = plan_rows(plan_env(), described_plan())
+    assert [(r.subject, r.status) for r in rows] == [(PLAN, "PASS"), (f"{PLAN} ml.trn1.32xlarge", "PASS")]
+    assert rows[1].detail == "4 reserved in use1-az6, the training AZ"
+
+
+@pytest.mark.parametrize(
+    ("changes", "status", "detail"),
+    [
+        ({"TargetResources": ["training-job"]}, "FAIL", "the plan serves training-job, not HyperPod clusters"),
+        ({"Status": "Expired"}, "FAIL", "the plan is Expired"),
+        ({"Status": "Pending"}, "WARN", "the plan is Pending"),
+        ({"EndTime": datetime(2026, 12, 2, 12, 0, tzinfo=timezone.utc)}, "WARN", "the plan is Active and ends 2026-12-02T12:00"),
+    ],
+)  # fmt: skip
+def test_a_plan_that_cannot_serve_the_cluster_now_is_named(
+    changes: dict[str, Any], status: str, detail: str
+) -> None:
+    (first, *_) = [r for r in plan_rows(plan_env(), described_plan(**changes)) if r.status == status]
+    assert detail in first.detail
+
+
+def test_a_plan_in_another_az_fails_and_a_small_one_warns() -> None:
+    summary = described_plan()["ReservedCapacitySummaries"][0] | {
+        "AvailabilityZoneId": "use1-az4",
+        "TotalInstanceCount": 2,
+    }
+    rows = plan_rows(plan_env(), described_plan(ReservedCapacitySummaries=[summary]))
+    by_status = {r.status: r.detail for r in rows if r.subject.endswith("ml.trn1.32xlarge")}
+    assert by_status["WARN"].startswith("the plan reserves 2 instances and max_nodes is 4")
+    assert "reserved in use1-az4, and the cluster's subnets are in use1-az6" in by_status["FAIL"]
+
+
+def test_a_plan_for_another_type_and_a_missing_plan_fail() -> None:
+    summary = described_plan()["ReservedCapacitySummaries"][0] | {"InstanceType": "ml.trn2.48xlarge"}
+    rows = plan_rows(plan_env(), described_plan(ReservedCapacitySummaries=[summary]))
+    assert rows[-1].status == "FAIL" and "reserves ml.trn2.48xlarge, not ml.trn1.32xlarge" in rows[-1].detail
+    (missing,) = plan_rows(plan_env(), None)
+    assert missing.status == "FAIL" and "no such training plan in us-east-1" in missing.detail
+
+
+def test_on_demand_hyperpod_has_no_training_plan_row() -> None:
+    assert training_plan.check_training_plan(CheckContext(hyperpod_env("dev"), [], lambda s, r: None)) == []

@@ -10,8 +10,12 @@ https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html
 ``scale`` reads ``sagemaker:DescribeCluster`` and sends every group back as described (every field
 ``ClusterInstanceGroupSpecification`` accepts, with ``InstanceCount`` its ``TargetCount``), with only
 the worker group's count changed. It refuses while the cluster is not ``InService`` (an update in
-flight would be overwritten) and while Slurm runs or holds jobs on a group it would shrink, unless
-``--force`` (HyperPod chooses the nodes it removes; a job on them fails).
+flight would be overwritten), while deep health checks run on the group (UpdateCluster "will not
+function as expected" then and answers ``ConflictException``: "Updating SageMaker HyperPod cluster
+configuration", Amazon SageMaker AI Developer Guide,
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-operate-cli-command-update-cluster.html,
+the EKS page of the same API, read 2026-12-02), and while Slurm runs or holds jobs on a cluster it
+would shrink, unless ``--force`` (HyperPod chooses the nodes it removes; a job on them fails).
 
 **CloudFormation.** The stack's template keeps the count it was deployed with (cdk.json
 ``training.worker_count``, 0 in dev). ``scale`` does not write cdk.json: the CLI serves any app built
@@ -29,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from cdk_neuron.cli import hyperpod
-from cdk_neuron.cli.aws import AwsLookupError
+from cdk_neuron.cli.aws import AwsLookupError, error_code, error_summary
 from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
@@ -178,10 +182,27 @@ def scale(
                 f"HyperPod chooses which {name} nodes to remove, and a job on them fails. Wait for them, cancel "
                 "them, or pass --force"
             )
+    checking = [
+        n.instance_id for n in hyperpod.nodes(ctx, cluster, name) if n.status == "DeepHealthCheckInProgress"
+    ]
+    if checking:
+        raise AwsLookupError(
+            f"deep health checks are running on {len(checking)} {name} node(s) of cluster {cluster.name} "
+            f"({', '.join(checking[:5])}): HyperPod's UpdateCluster does not work until they finish; retry then"
+        )
     sagemaker = ctx.aws("sagemaker", cluster.region)
-    sagemaker.update_cluster(
-        ClusterName=cluster.name, InstanceGroups=group_specs(sagemaker, cluster.groups, name, workers)
-    )
+    try:
+        sagemaker.update_cluster(
+            ClusterName=cluster.name, InstanceGroups=group_specs(sagemaker, cluster.groups, name, workers)
+        )
+    except Exception as error:
+        if error_code(error) != "ConflictException":
+            raise
+        raise AwsLookupError(
+            f"HyperPod refused the update of cluster {cluster.name} ({error_summary(error)}): another update or "
+            f"deep health checks are in progress; wait until it is InService with no node in "
+            f"DeepHealthCheckInProgress ({status_command}), then retry"
+        ) from None
     outcome = f"requested: {name} from {before} to {workers} workers; HyperPod "
     outcome += "starts them and runs their deep health checks" if workers > before else "removes nodes"
     if wait:

@@ -7,6 +7,8 @@
   and for SageMaker the endpoint-instance quota (``servicequotas:ListServiceQuotas``); a HyperPod
   cluster is counted against SageMaker's cluster quotas instead of EC2's (per ``ml.*`` type, per
   cluster, and in total: ``ListServiceQuotas``, ``ListAWSDefaultServiceQuotas``);
+- a HyperPod environment's training plan exists, serves HyperPod clusters, is Active or Scheduled,
+  reserves the worker type and does so in the training AZ (``sagemaker:DescribeTrainingPlan``);
 - a configured capacity reservation or Capacity Block exists, is active and matches the instance
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
   ``resource-groups:GetGroup`` / ``ListGroupResources``); a reservation made in a cluster placement
@@ -61,6 +63,7 @@ from cdk_neuron.cli.preflight import (
     scope,
     secret,
     service_linked_roles,
+    training_plan,
     ultraserver,
 )
 from cdk_neuron.cli.preflight.base import DEFAULT_QUALIFIER, Check, CheckContext, Finding, Row
@@ -80,6 +83,7 @@ CHECKS: tuple[Check, ...] = (
     hyperpod_quotas.CHECK,
     sagemaker_quota.CHECK,
     capacity.CHECK,
+    training_plan.CHECK,
     ultraserver.CHECK,
     amis.CHECK,
     images.CHECK,

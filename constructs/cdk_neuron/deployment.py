@@ -57,8 +57,9 @@ class JobQueueLocation:
 
 @dataclass(frozen=True, kw_only=True)
 class HyperPodLocation:
-    """Where the job commands and ``scale`` find a HyperPod cluster: its name, from the stack's
-    output (``cloudformation:DescribeStacks``), unless the app names the cluster itself.
+    """Where the job commands and ``scale`` find a HyperPod cluster: by logical id when the cloud
+    assembly names it (``cloudformation:DescribeStackResource``), else from the stack's output
+    (``cloudformation:DescribeStacks``), unless the app names the cluster itself.
 
     ``--cluster NAME_OR_ARN`` on the command line replaces both.
     """
@@ -67,7 +68,10 @@ class HyperPodLocation:
     """The stack with the cluster-name output; None: ``cluster_name`` must be given."""
     cluster_name_output: str = "HyperPodClusterName"
     cluster_name: str | None = None
-    """The cluster's name (or ARN) when the app knows it; None: read the stack output."""
+    """The cluster's name (or ARN) when the app knows it; None: read the stack."""
+    cluster_logical_id: str | None = None
+    """The ``AWS::SageMaker::Cluster``'s logical id in the stack (read from a cloud assembly): its
+    physical id is the cluster's ARN (``cloudformation:DescribeStackResource``); None: use the output."""
     controller_instance_type: str = "ml.m5.xlarge"
     """The controller group's SageMaker type (``preflight`` counts it against its cluster quota)."""
 

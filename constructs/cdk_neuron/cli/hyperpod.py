@@ -184,9 +184,13 @@ def cluster_name(ctx: Context, env: Deployment, given: str | None) -> str:
             None,
             f"the app does not say where {env.name}'s HyperPod cluster is: pass --cluster NAME",
         )
-    from cdk_neuron.cli.submit import stack_outputs
+    from cdk_neuron.cli.submit import stack_outputs, stack_resource_arn
 
-    outputs = stack_outputs(ctx.aws("cloudformation", env.region), location.stack_name)
+    cloudformation = ctx.aws("cloudformation", env.region)
+    if location.cluster_logical_id is not None:
+        # The physical id of an AWS::SageMaker::Cluster is its ARN, which DescribeCluster takes.
+        return stack_resource_arn(cloudformation, location.stack_name, location.cluster_logical_id)
+    outputs = stack_outputs(cloudformation, location.stack_name)
     if location.cluster_name_output not in outputs:
         raise AwsLookupError(
             f"stack {location.stack_name} has no output {location.cluster_name_output} "

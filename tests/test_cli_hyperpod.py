@@ -990,3 +990,23 @@ def test_scale_waits_for_deep_health_checks_and_explains_a_conflict(
         "HyperPod refused the update of cluster dev-Training-Cluster (ConflictException: An update is in progress)"
         in err
     )
+
+
+def test_a_log_larger_than_one_chunk_is_read_whole_and_no_line_is_split(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
+    cloud.cluster()
+    cloud.controller()
+    cloud.session()
+    cloud.session()  # 300 KB: two chunks of at most 256 KiB
+    jobs = controller.root / "checkpoints" / ".cdk-neuron" / "jobs"
+    jobs.mkdir(parents=True)
+    lines = [f"step {i:06d} " + "x" * 87 for i in range(3000)]  # 100 bytes a line with its newline
+    (jobs / "cdk-neuron-42.out").write_text("\n".join(lines) + "\n")
+    controller.answer(
+        "scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints", f"StdOut={controller.root}/checkpoints")
+    )
+    code, out, _ = run_cli(["logs", "42"], cloud, controller, config)
+    assert code == 0
+    assert out.splitlines() == lines
+    assert len(controller.sessions) == 2

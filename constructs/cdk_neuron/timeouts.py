@@ -793,6 +793,13 @@ HYPERPOD_SESSION_TIMEOUT = (
 commands (``logs``: scontrol, then sacct when scontrol has forgotten the job) and one log chunk."""
 
 
+HYPERPOD_SCALE_POLL = 30
+"""``cdk-neuron scale --wait`` reads DescribeCluster this often: nodes take minutes to start."""
+HYPERPOD_SCALE_WAIT = 3 * 3600
+"""``cdk-neuron scale --wait`` gives up after this long: launching and deep-health-checking many
+Trainium nodes can take more than an hour."""
+
+
 def hyperpod_command_chain() -> Chain:
     """One cdk-neuron job command (submit, status, logs, cancel, terminate, list) on HyperPod."""
     return Chain(
@@ -848,6 +855,8 @@ __all__ = [
     "CLIENT_READ_TIMEOUT",
     "DEREGISTRATION_DELAY",
     "HEALTH_CHECK_GRACE",
+    "HYPERPOD_SCALE_POLL",
+    "HYPERPOD_SCALE_WAIT",
     "HYPERPOD_SESSION_TIMEOUT",
     "HYPERPOD_SLURM_COMMAND_TIMEOUT",
     "JOB_ATTEMPT_TIMEOUT",

@@ -32,6 +32,7 @@ import argparse
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cdk_neuron import timeouts
 from cdk_neuron.cli import hyperpod
 from cdk_neuron.cli.aws import AwsLookupError, error_code, error_summary
 from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
@@ -43,10 +44,8 @@ from cdk_neuron.deployment import Deployment, HyperPodLocation
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.training.hyperpod_facts import MAX_INSTANCE_COUNT
 
-WAIT_INTERVAL = 30
-"""Seconds between DescribeCluster polls with ``--wait``: nodes take minutes to start."""
-WAIT_LIMIT = 3 * 3600
-"""``--wait`` gives up after this long (deep health checks on many nodes can take more than an hour)."""
+WAIT_INTERVAL = timeouts.HYPERPOD_SCALE_POLL
+WAIT_LIMIT = timeouts.HYPERPOD_SCALE_WAIT
 
 
 @dataclass(frozen=True)

@@ -532,7 +532,7 @@ def logs(
     cluster = hyperpod.find(ctx, env, cluster_name)
     node = hyperpod.controller(ctx, cluster)
     job = job_id(job)
-    offset, collected, announced = 0, [], False
+    offset, collected, announced, partial = 0, [], False, ""
     path = ""
     state: str | None = None
     while True:
@@ -563,8 +563,11 @@ def logs(
         text = remote.data or ""
         if text:
             collected.append(text)
+            # Whole lines only: a line cut by the chunk boundary is printed once its end arrives.
+            partial += text
+            *lines, partial = partial.split("\n")
             if write is not None:
-                for line in text.rstrip("\n").split("\n"):
+                for line in lines:
                     write(line)
         offset = end
         more = end < size
@@ -573,6 +576,8 @@ def logs(
         if not follow or state is None or state in TERMINAL_STATES:
             break
         ctx.clock.sleep(interval)
+    if partial and write is not None:
+        write(partial)  # the file's last line, without a newline
     return SlurmLogs(
         engine=ENGINE,
         environment=env.name,

@@ -290,3 +290,43 @@ def test_a_plan_for_another_type_and_a_missing_plan_fail() -> None:
 
 def test_on_demand_hyperpod_has_no_training_plan_row() -> None:
     assert training_plan.check_training_plan(CheckContext(hyperpod_env("dev"), [], lambda s, r: None)) == []
+
+
+# -- every check on a HyperPod environment ----------------------------------------------------------
+
+
+class Refusing:
+    """A client whose every call AWS refuses: a check that is not built for HyperPod then shows up as
+    an exception that is not an AWS error (preflight re-raises those), not as a FAIL row."""
+
+    def __init__(self, service: str) -> None:
+        self.service = service
+
+    def __getattr__(self, name: str) -> Any:
+        from botocore.exceptions import ClientError
+
+        def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, name)
+
+        return refuse
+
+
+def test_no_check_breaks_on_a_hyperpod_environment_on_a_training_plan() -> None:
+    from cdk_neuron.cli.preflight import CHECKS
+
+    env = plan_env()
+    rows = run([env], [env], lambda service, region: Refusing(service), checks=CHECKS)
+    failed = {r.check for r in rows if r.status == "FAIL"}
+    assert {"hyperpod quota", "training plan"} <= failed  # asked, refused, reported
+    # Neither the EC2 capacity-reservation check, nor the ECS AMI (HyperPod boots its own image).
+    assert not [r for r in rows if r.check in ("capacity", "capacity exists", "AMI parameter")]
+
+
+def test_hyperpod_needs_its_own_service_linked_role_and_not_auto_scaling() -> None:
+    from cdk_neuron.cli.preflight.service_linked_roles import _service_linked_roles
+
+    names = {role.name: role for role in _service_linked_roles(hyperpod_env("dev"))}
+    assert names["AWSServiceRoleForSageMakerHyperPod"].service == "hyperpod.sagemaker.amazonaws.com"
+    assert names["AWSServiceRoleForSageMakerHyperPod"].missing == "INFO"
+    assert "AWSServiceRoleForAutoScaling" not in names
+    assert "AWSServiceRoleForAutoScaling" in {r.name for r in _service_linked_roles(batch_env("dev"))}

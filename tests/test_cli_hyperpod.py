@@ -334,6 +334,7 @@ def test_status_reads_scontrol_on_the_controller_through_one_session(
     assert (job["job_id"], job["state"], job["nodes"], job["source"]) == ("42", "RUNNING", 2, "scontrol")
     assert job["node_list"] == "ip-10-1-0-16,ip-10-1-0-17" and job["ended_at"] is None
     assert job["output_path"] == "/checkpoints/.cdk-neuron/jobs/cdk-neuron-42.out"
+    assert job["restarts"] == 0  # auto-resume requeues show here
     assert controller.calls() == ["scontrol --oneliner show job 42"]
     (session,) = controller.sessions
     assert session["Target"] == TARGET and session["DocumentName"] == "AWS-StartNonInteractiveCommand"

@@ -117,6 +117,9 @@ class SlurmJob:
     batch_host: str | None
     source: str
     """Which Slurm command answered: scontrol, sacct or squeue."""
+    restarts: int | None = None
+    """How often Slurm requeued the job (scontrol's ``Restarts``): HyperPod's auto-resume after a
+    replaced node, or a preemption. None when the answering command does not say."""
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,7 @@ def job_from(record: Sequence[str]) -> SlurmJob:
             output_path=_value(kv.get("StdOut")),
             batch_host=_value(kv.get("BatchHost")),
             source=source,
+            restarts=_int(kv.get("Restarts")),
         )
     if source == "sacct":
         # JobID|State|Reason|NNodes|NodeList|Submit|Start|End|ExitCode|JobName (the name last: it may hold "|")
@@ -491,6 +495,7 @@ def render_status(result: SlurmJobStatus) -> Report:
             ("exit code", None if job.exit_code is None else f"{job.exit_code} (signal {job.signal or 0})"),
             ("nodes", job.nodes),
             ("node list", job.node_list),
+            ("restarts", job.restarts),
             ("submitted", job.submitted_at),
             ("started", job.started_at),
             ("ended", job.ended_at),

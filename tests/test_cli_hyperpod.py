@@ -125,10 +125,13 @@ class Controller:
         parameters = json.loads(request)
         self.sessions.append(parameters)
         (command,) = parameters["Parameters"]["command"]
+        assert (kwargs["encoding"], kwargs["errors"]) == ("utf-8", "replace")
         done = subprocess.run(
             ["sh", "-c", command],
             capture_output=True,
             text=True,
+            encoding="utf-8",
+            errors="replace",
             check=False,
             env={
                 "PATH": f"{self.stubs}:/usr/bin:/bin",
@@ -250,7 +253,12 @@ class Cloud:
         self.stubs["ssm"].add_response(
             "start_session",
             {"SessionId": "s-1", "TokenValue": "token", "StreamUrl": "wss://x"},
-            {"Target": target, "DocumentName": "AWS-StartNonInteractiveCommand", "Parameters": ANY},
+            {
+                "Target": target,
+                "DocumentName": "AWS-StartNonInteractiveCommand",
+                "Parameters": ANY,
+                "Reason": ANY,
+            },
         )
 
     def done(self) -> None:
@@ -338,6 +346,7 @@ def test_status_reads_scontrol_on_the_controller_through_one_session(
     assert controller.calls() == ["scontrol --oneliner show job 42"]
     (session,) = controller.sessions
     assert session["Target"] == TARGET and session["DocumentName"] == "AWS-StartNonInteractiveCommand"
+    assert session["Reason"] == "cdk-neuron status"
 
 
 def test_a_failed_job_exits_1_and_names_its_exit_code_and_the_logs_command(
@@ -1011,3 +1020,19 @@ def test_a_log_larger_than_one_chunk_is_read_whole_and_no_line_is_split(
     assert code == 0
     assert out.splitlines() == lines
     assert len(controller.sessions) == 2
+
+
+def test_a_log_with_bytes_that_are_not_utf8_prints_replacement_characters(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
+    cloud.cluster()
+    cloud.controller()
+    cloud.session()
+    jobs = controller.root / "checkpoints" / ".cdk-neuron" / "jobs"
+    jobs.mkdir(parents=True)
+    (jobs / "cdk-neuron-42.out").write_bytes(b"loss \xff\xfe nan\n")
+    controller.answer(
+        "scontrol", SCONTROL_FAILED.replace("StdOut=/checkpoints", f"StdOut={controller.root}/checkpoints")
+    )
+    code, out, _ = run_cli(["logs", "42"], cloud, controller, config)
+    assert code == 0 and out == "loss \ufffd\ufffd nan\n"

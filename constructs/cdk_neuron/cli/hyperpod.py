@@ -360,7 +360,13 @@ def run(ctx: Context, cluster: Cluster, node: Node, action: str, *args: str) -> 
     target = cluster.target(node)
     ssm = ctx.aws("ssm", cluster.region)
     parameters = {"command": [command]}
-    request = {"Target": target, "DocumentName": SESSION_DOCUMENT, "Parameters": parameters}
+    request = {
+        "Target": target,
+        "DocumentName": SESSION_DOCUMENT,
+        "Parameters": parameters,
+        # Shown with the session in Session Manager's history and its EventBridge event: who ran what.
+        "Reason": f"cdk-neuron {action}",
+    }
     try:
         response = ssm.start_session(**request)
     except Exception as error:
@@ -396,6 +402,8 @@ def run(ctx: Context, cluster: Cluster, node: Node, action: str, *args: str) -> 
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
+            encoding="utf-8",
+            errors="replace",  # a job's log may hold any bytes; they print as U+FFFD, never a traceback
             check=False,
             timeout=timeouts.HYPERPOD_SESSION_TIMEOUT,
             env=env,

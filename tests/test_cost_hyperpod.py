@@ -148,3 +148,10 @@ def test_only_hyperpod_environments_ask_for_hyperpod_prices() -> None:
     assert hyperpod_types(env) == {"ml.trn1.32xlarge", "ml.m5.xlarge"}
     assert env.training is not None
     assert hyperpod_types(replace(env, training=replace(env.training, engine="batch"))) == set()
+
+
+def test_the_gpu_comparison_says_it_compares_ec2_rates_for_a_hyperpod_cluster() -> None:
+    from cdk_neuron.cli.cost import training_comparison
+
+    rows = training_comparison(hyperpod_env(), PriceBook())
+    assert rows[0].basis == "configured cluster (EC2 rates; HyperPod bills its own)"

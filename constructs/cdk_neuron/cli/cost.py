@@ -681,7 +681,9 @@ def training_comparison(env: Deployment, prices: PriceBook) -> list[TrainingComp
     rows = [
         TrainingComparison(
             instance_type=trn.name,
-            basis="configured cluster",
+            # HyperPod bills its own rate; the comparison stays EC2 against EC2, and says so.
+            basis="configured cluster"
+            + (" (EC2 rates; HyperPod bills its own)" if env.training.engine == "hyperpod" else ""),
             nodes=nodes,
             accelerator_memory_gib=hbm,
             usd_per_hour=_round(trn_hourly),

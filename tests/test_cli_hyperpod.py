@@ -63,8 +63,7 @@ _STUB = r"""#!/bin/bash
 # A stub of {name}: records its arguments, answers from {name}.out (exit 1 when there is none).
 printf '%s\n' "{name} $*" >>"${{STUBS}}/calls.log"
 if [ "{name}" = sbatch ]; then
-    for last; do :; done
-    cp "${{last}}" "${{STUBS}}/submitted.sbatch"
+    cat >"${{STUBS}}/submitted.sbatch"  # sbatch reads the script on stdin
 fi
 if [ -r "${{STUBS}}/{name}.out" ]; then cat "${{STUBS}}/{name}.out"; exit 0; fi
 echo "{name}: error: the stub has no answer" >&2
@@ -83,6 +82,17 @@ class Controller:
             path = self.stubs / name
             path.write_text(_STUB.format(name=name))
             path.chmod(0o755)
+        # The controller's users: root (the session) and ubuntu; runuser records whom it runs as.
+        ident = self.stubs / "id"
+        ident.write_text(
+            '#!/bin/bash\ncase "$*" in "-u") echo 0 ;; "-u ubuntu") echo 1000 ;; "-u root") echo 0 ;; *) exit 1 ;; esac\n'
+        )
+        ident.chmod(0o755)
+        runuser = self.stubs / "runuser"
+        runuser.write_text(
+            '#!/bin/bash\nprintf \'%s\\n\' "runuser $1 $2" >>"${STUBS}/calls.log"\nshift 3\nexec "$@"\n'
+        )
+        runuser.chmod(0o755)
         mountpoint = self.stubs / "mountpoint"
         mountpoint.write_text('#!/bin/bash\n[ "${STUB_MOUNTED:-1}" = 1 ]\n')
         mountpoint.chmod(0o755)
@@ -907,7 +917,9 @@ def test_submit_writes_the_shared_sbatch_script_and_the_command_arrives_byte_for
     assert document["output_path"] == f"{jobs}/cdk-neuron-42.out"
     assert document["watch_command"] == f"cdk-neuron status --watch 42 --config {config} --env dev"
     (call,) = [c for c in controller.calls() if c.startswith("sbatch")]
-    assert call.startswith(f"sbatch --parsable --output={jobs}/cdk-neuron-%j.out {jobs}/submit-")
+    assert call == f"sbatch --parsable --output={jobs}/cdk-neuron-%j.out"
+    assert "runuser -u ubuntu" in controller.calls()  # never root, unless asked by name
+    assert document["job_user"] == "ubuntu"
     script = (controller.stubs / "submitted.sbatch").read_text()
     expected = hyperpod_jobs.sbatch_script(
         nodes=2,
@@ -1036,3 +1048,34 @@ def test_a_log_with_bytes_that_are_not_utf8_prints_replacement_characters(
     )
     code, out, _ = run_cli(["logs", "42"], cloud, controller, config)
     assert code == 0 and out == "loss \ufffd\ufffd nan\n"
+
+
+def test_submit_runs_the_job_as_the_user_asked_and_refuses_one_the_controller_lacks(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
+    cloud.cluster(workers=2)
+    cloud.controller()
+    cloud.session()
+    controller.answer("sbatch", "43")
+    code, out, _ = run_cli(
+        ["submit", "--as-user", "root", "--json", "--", "torchrun train.py"], cloud, controller, config
+    )
+    assert code == 0 and json.loads(out)["job_user"] == "root"
+    assert not [c for c in controller.calls() if c.startswith("runuser")]
+    cloud.cluster(workers=2)
+    cloud.controller()
+    cloud.session()
+    code, _, err = run_cli(
+        ["submit", "--as-user", "alice", "--", "torchrun train.py"], cloud, controller, config
+    )
+    assert code == 1 and "no OS user alice on the controller: pass --as-user with one that exists" in err
+
+
+@pytest.mark.parametrize("user", ["Root", "a b", "$(id)", "x" * 33])
+def test_an_os_user_name_is_checked_before_any_session(
+    cloud: Cloud, controller: Controller, config: str, user: str
+) -> None:
+    code, _, err = run_cli(
+        ["submit", "--as-user", user, "--", "torchrun train.py"], cloud, controller, config
+    )
+    assert code == 2 and "--as-user=" in err and controller.sessions == []

@@ -88,6 +88,8 @@ class SlurmSubmitted(Result):
     controller: str
     job_id: str
     job_name: str
+    job_user: str
+    """The OS user the job runs as (``--as-user``; the session's own user under Session Manager's Run As)."""
     nodes: int
     partition: str
     training_command: str
@@ -312,6 +314,22 @@ def job_id(value: str) -> str:
     return value
 
 
+DEFAULT_JOB_USER = "ubuntu"
+"""Who a job runs as when the session is root: the HyperPod Slurm image's default user, not root."""
+_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+
+
+def job_user(value: str) -> str:
+    """An OS user name (useradd's portable form)."""
+    if not _USER.fullmatch(value):
+        raise NeuronConfigError(
+            "--as-user",
+            value,
+            "give an OS user on the cluster (lower-case letters, digits, '_' and '-'), e.g. ubuntu",
+        )
+    return value
+
+
 def exported_command(command: str, env_vars: Mapping[str, str]) -> str:
     """``command`` with ``--env-var`` values exported in front of it (each value shell-quoted)."""
     if not env_vars:
@@ -334,6 +352,7 @@ def submit(
     command: str,
     env_vars: Mapping[str, str],
     job_name: str,
+    as_user: str = DEFAULT_JOB_USER,
 ) -> SlurmSubmitted:
     from cdk_neuron.training import hyperpod_jobs
 
@@ -357,11 +376,13 @@ def submit(
     )
     node = hyperpod.controller(ctx, cluster)
     encoded = base64.b64encode(script.encode()).decode("ascii")
-    remote = hyperpod.require_ok(hyperpod.run(ctx, cluster, node, "submit", encoded), "sbatch")
+    remote = hyperpod.require_ok(
+        hyperpod.run(ctx, cluster, node, "submit", encoded, job_user(as_user)), "sbatch"
+    )
     submitted = remote.first("submitted")
-    if submitted is None:
+    if submitted is None or len(submitted) < 3:
         raise AwsLookupError("sbatch printed no job id; the controller printed:\n" + remote.output[-2000:])
-    job, output_path = submitted[0], submitted[1] if len(submitted) > 1 else ""
+    job, output_path, user = submitted[:3]
     return SlurmSubmitted(
         engine=ENGINE,
         environment=env.name,
@@ -370,6 +391,7 @@ def submit(
         controller=node.instance_id,
         job_id=job,
         job_name=job_name,
+        job_user=user,
         nodes=nodes,
         partition=partition,
         training_command=training_command,
@@ -388,6 +410,7 @@ def render_submit(result: SlurmSubmitted) -> Report:
         [
             ("job id", result.job_id),
             ("job name", result.job_name),
+            ("runs as", result.job_user),
             ("nodes", result.nodes),
             ("partition", result.partition),
             ("cluster", result.cluster),

@@ -484,6 +484,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="environment variable for every node (a container override); repeatable",
     )
     parser.add_argument("--name", help="job name (default: <env>-train-<UTC timestamp>)")
+    parser.add_argument(
+        "--as-user",
+        metavar="USER",
+        help="HyperPod: the OS user the job runs as when the session is root (default: ubuntu; 'root' to keep root)",
+    )
     stack_option(parser)
 
 
@@ -503,6 +508,10 @@ def _hyperpod_errors(
                 "engine refuses job_image): omit --image",
             )
         )
+    if args.as_user is not None:
+        from cdk_neuron.cli.slurm_jobs import job_user
+
+        found.run(lambda: job_user(args.as_user))
     if args.name is not None and not hyperpod_jobs.JOB_NAME.match(args.name):
         found.add(
             NeuronConfigError(
@@ -525,6 +534,7 @@ def _run_hyperpod(
         command=_training_command(args.job_command),
         env_vars={e["name"]: e["value"] for e in parse_env_vars(args.env_var)},
         job_name=args.name or default_job_name(env, ctx.clock.now()),
+        as_user=args.as_user or slurm_jobs.DEFAULT_JOB_USER,
     )
     ctx.show(result, slurm_jobs.render_submit)
     return ExitStatus.OK
@@ -535,6 +545,14 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
     chosen = found.run(lambda: job_environment(ctx, args, "submit"))
     if chosen is not None and chosen[1].engine == "hyperpod":
         _hyperpod_errors(args, found, *chosen)
+    elif chosen is not None and args.as_user is not None:
+        found.add(
+            NeuronConfigError(
+                "--as-user",
+                args.as_user,
+                "only HyperPod jobs take it: an AWS Batch job runs as its job definition's container user",
+            )
+        )
     found.raise_if_any()
     assert chosen is not None
     env, training = chosen

@@ -15,7 +15,7 @@
 #     cdk-neuron:<record>|<field>|...      one line per record
 #     cdk-neuron:data                       (logs) the bytes of the log follow, to the end marker
 #     cdk-neuron:end|<exit status>          printed on exit, whatever happened
-# Records: `submitted|<job id>`, `job|<source>|<line>` (source squeue, scontrol or sacct, the line as
+# Records: `submitted|<job id>|<output file>|<user>`, `job|<source>|<line>` (source squeue, scontrol or sacct, the line as
 # that tool prints it), `unknown|<job id>`, `log|<path>|<from byte>|<to byte>|<size>`,
 # `log-missing|<path>|<batch host>`, `cancelled|<job id>`, `note|<text>`.
 set -euo pipefail
@@ -62,19 +62,27 @@ set_log_dir() {
 
 # submit <base64 of the sbatch script>
 submit() {
-    local script_b64=$1 script id
+    local script_b64=$1 user=$2 script job_id
+    local -a as_user=()
     set_log_dir
+    # A session runs as root unless Session Manager's Run As names a user; jobs then run as `user`
+    # (HyperPod's Slurm image has `ubuntu`), never as root unless asked for by name.
+    if [ "$(id -u)" = 0 ] && [ "${user}" != root ]; then
+        id -u "${user}" >/dev/null 2>&1 || fail "no OS user ${user} on the controller: pass --as-user with one that exists"
+        as_user=(runuser -u "${user}" --)
+    fi
     script=$(mktemp "${LOG_DIR}/submit-XXXXXX.sbatch") || fail "cannot write in ${LOG_DIR}"
     printf '%s' "${script_b64}" | base64 -d >"${script}" || fail "the sbatch script is not valid base64"
-    # Output on the shared store when there is one (see log_dir); the job starts in that directory.
-    if ! id=$(cd "${LOG_DIR}" && slurm sbatch --parsable --output="${LOG_DIR}/cdk-neuron-%j.out" "${script}"); then
+    # Output on the shared store when there is one (see set_log_dir); the job starts in that directory.
+    # sbatch reads the script on stdin, opened here: the job's user needs no access to this file.
+    if ! job_id=$(cd "${LOG_DIR}" && slurm "${as_user[@]}" sbatch --parsable --output="${LOG_DIR}/cdk-neuron-%j.out" <"${script}"); then
         rm -f "${script}"
         fail "sbatch refused the job (its message is above)"
     fi
     rm -f "${script}"
     # --parsable prints "<id>" or "<id>;<cluster>".
-    id=${id%%;*}
-    record submitted "${id}" "${LOG_DIR}/cdk-neuron-${id}.out"
+    job_id=${job_id%%;*}
+    record submitted "${job_id}" "${LOG_DIR}/cdk-neuron-${job_id}.out" "${user}"
 }
 
 # status <job id>: what Slurm still knows, most detailed first (scontrol forgets a job MinJobAge
@@ -167,7 +175,7 @@ main() {
     trap finish EXIT
     printf 'cdk-neuron:begin\n'
     case "${action}" in
-        submit) [ $# -eq 2 ] || fail "usage: submit SCRIPT_BASE64" ;;
+        submit) [ $# -eq 3 ] || fail "usage: submit SCRIPT_BASE64 USER" ;;
         status | cancel | terminate) [ $# -eq 2 ] || fail "usage: ${action} JOB_ID" ;;
         logs) [ $# -eq 3 ] || fail "usage: logs JOB_ID FROM_BYTE" ;;
         list) [ $# -eq 2 ] || fail "usage: list STATES" ;;

@@ -330,3 +330,19 @@ def test_hyperpod_needs_its_own_service_linked_role_and_not_auto_scaling() -> No
     assert names["AWSServiceRoleForSageMakerHyperPod"].missing == "INFO"
     assert "AWSServiceRoleForAutoScaling" not in names
     assert "AWSServiceRoleForAutoScaling" in {r.name for r in _service_linked_roles(batch_env("dev"))}
+
+
+def test_the_session_plugin_is_looked_for_only_for_hyperpod(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from cdk_neuron.cli.preflight import session_plugin
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    (row,) = session_plugin.check_session_plugin(CheckContext(hyperpod_env("dev"), [], lambda s, r: None))
+    assert row.status == "WARN" and "not on PATH" in row.detail
+    plugin = tmp_path / "session-manager-plugin"
+    plugin.write_text("#!/bin/sh\n")
+    plugin.chmod(0o755)
+    (row,) = session_plugin.check_session_plugin(CheckContext(hyperpod_env("dev"), [], lambda s, r: None))
+    assert row.status == "PASS" and row.detail == str(plugin)
+    assert session_plugin.check_session_plugin(CheckContext(batch_env("dev"), [], lambda s, r: None)) == []

@@ -30,6 +30,7 @@
   permissions the stack grants (``secretsmanager:DescribeSecret``, ``kms:DescribeKey``);
 - the service-linked roles the stacks rely on exist (``iam:GetRole``); one the deploying service
   creates on first use is INFO when missing, one a key policy names is FAIL;
+- for HyperPod, the Session Manager plugin the job commands need is on PATH (local, WARN when missing);
 - a model ``artifact_uri`` holds a self-contained precompiled model: a compiled graph, weights,
   and the config and tokenizer (``s3:ListBucket`` on the prefix, i.e. ``ListObjectsV2``).
 
@@ -63,6 +64,7 @@ from cdk_neuron.cli.preflight import (
     scope,
     secret,
     service_linked_roles,
+    session_plugin,
     training_plan,
     ultraserver,
 )
@@ -91,6 +93,7 @@ CHECKS: tuple[Check, ...] = (
     secret.CHECK,
     service_linked_roles.CHECK,
     artifacts.CHECK,
+    session_plugin.CHECK,
 )
 """Every check, in the order it runs (and docs/cli.md lists it). A new check is a module with a
 ``CHECK`` added here."""

@@ -1079,3 +1079,41 @@ def test_an_os_user_name_is_checked_before_any_session(
         ["submit", "--as-user", user, "--", "torchrun train.py"], cloud, controller, config
     )
     assert code == 2 and "--as-user=" in err and controller.sessions == []
+
+
+def test_a_session_that_hangs_is_ended_and_one_the_plugin_fails_is_reported(
+    cloud: Cloud, controller: Controller, config: str
+) -> None:
+    from cdk_neuron import timeouts
+
+    cloud.cluster()
+    cloud.controller()
+    cloud.session()
+    cloud.stubs["ssm"].add_response("terminate_session", {"SessionId": "s-1"}, {"SessionId": "s-1"})
+
+    def hang(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if argv[1:] == ["--version"]:
+            return controller.run(argv, **kwargs)
+        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+
+    err = io.StringIO()
+    context = Context(clients=cloud, clock=RecordingClock(), stdout=io.StringIO(), stderr=err, run=hang)
+    assert main(["status", "--config", config, "42"], context=context) == 1
+    assert (
+        f"ran longer than {timeouts.HYPERPOD_SESSION_TIMEOUT} s and was ended (session s-1)" in err.getvalue()
+    )
+
+    cloud.cluster()
+    cloud.controller()
+    cloud.session()
+
+    def broken(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if argv[1:] == ["--version"]:
+            return controller.run(argv, **kwargs)
+        return subprocess.CompletedProcess(argv, 255, "", "websocket: connection refused\n")
+
+    err = io.StringIO()
+    context = Context(clients=cloud, clock=RecordingClock(), stdout=io.StringIO(), stderr=err, run=broken)
+    assert main(["status", "--config", config, "42"], context=context) == 1
+    assert "session-manager-plugin exited 255 for the session on" in err.getvalue()
+    assert "websocket: connection refused" in err.getvalue()

@@ -106,6 +106,7 @@ from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
     CheckpointSizing,
     Deployment,
+    HyperPodLocation,
     JobQueueLocation,
     NetworkDeployment,
     ServingDeployment,
@@ -1551,6 +1552,9 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             worker_count=training.worker_count,
             jobs=JobQueueLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
             if training.engine == "batch"
+            else None,
+            hyperpod=HyperPodLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
+            if training.engine == "hyperpod"
             else None,
         ),
         serving=ServingDeployment(

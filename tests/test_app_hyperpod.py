@@ -111,7 +111,7 @@ def test_cost_shows_the_standing_cluster_instead_of_scaling_to_zero(package: str
 
     lines = idle(deployment(config), PriceBook())
     (cluster,) = [line for line in lines if line.item == "HyperPod cluster (standing)"]
-    assert cluster.quantity == "1 x controller + 0 x ml.trn1.32xlarge, always on"
+    assert cluster.quantity == "1 x ml.m5.xlarge (controller) + 0 x ml.trn1.32xlarge, always on"
     assert cluster.usd_per_hour is None
     assert "does not scale to zero" in cluster.basis
     assert not any("scales to zero" in line.basis and "training" in line.item for line in lines)

@@ -894,6 +894,68 @@ def compile_chain(source_gib: float) -> Chain:
     )
 
 
+# ------------------------------------------------------------------------------------------------
+# HyperPod: a cdk-neuron job command run on the Slurm controller through a Session Manager session
+# ------------------------------------------------------------------------------------------------
+
+HYPERPOD_SLURM_COMMAND_TIMEOUT = 60
+"""jobs.sh runs each Slurm command (sbatch, scontrol, sacct, squeue, scancel) under ``timeout``.
+Slurm's own client gives up on slurmctld after ``MessageTimeout`` (10 s by default) and retries;
+a minute covers a busy controller without leaving the CLI hanging."""
+HYPERPOD_SESSION_START = 30
+"""What a non-interactive session needs to start: the StartSession call, the plugin's websocket and
+the agent's shell (the plugin's own handshake retries take seconds)."""
+HYPERPOD_LOG_CHUNK_SECONDS = 30
+"""Reading and streaming one chunk of a job's log (jobs.sh LOG_CHUNK bytes) through the session."""
+HYPERPOD_SESSION_TIMEOUT = (
+    HYPERPOD_SESSION_START + 2 * HYPERPOD_SLURM_COMMAND_TIMEOUT + HYPERPOD_LOG_CHUNK_SECONDS
+)
+"""The CLI ends the session-manager-plugin after this long: a session runs at most two Slurm
+commands (``logs``: scontrol, then sacct when scontrol has forgotten the job) and one log chunk."""
+
+
+HYPERPOD_SCALE_POLL = 30
+"""``cdk-neuron scale --wait`` reads DescribeCluster this often: nodes take minutes to start."""
+HYPERPOD_SCALE_WAIT = 3 * 3600
+"""``cdk-neuron scale --wait`` gives up after this long: launching and deep-health-checking many
+Trainium nodes can take more than an hour."""
+
+
+def hyperpod_command_chain() -> Chain:
+    """One cdk-neuron job command (submit, status, logs, cancel, terminate, list) on HyperPod."""
+    return Chain(
+        name="HyperPod: a job command on the controller",
+        path="cdk-neuron -> ssm:StartSession -> session-manager-plugin -> SSM agent (sh -c) -> jobs.sh -> Slurm",
+        timeouts=(
+            Timeout(
+                "session",
+                HYPERPOD_SESSION_TIMEOUT,
+                "timeout",
+                "cdk-neuron: the session-manager-plugin subprocess (cli/hyperpod.py)",
+                f"start {HYPERPOD_SESSION_START} s + 2 Slurm commands + one log chunk "
+                f"{HYPERPOD_LOG_CHUNK_SECONDS} s",
+            ),
+            Timeout(
+                "slurm_command",
+                HYPERPOD_SLURM_COMMAND_TIMEOUT,
+                "timeout",
+                "jobs.sh: timeout(1) around each Slurm command (CDK_NEURON_SLURM_TIMEOUT)",
+                "Slurm's MessageTimeout is 10 s by default, with retries",
+            ),
+        ),
+        nesting=(
+            Nesting(
+                "session",
+                "slurm_command",
+                "within",
+                margin=HYPERPOD_SESSION_START + HYPERPOD_SLURM_COMMAND_TIMEOUT,
+                why="a session may run two Slurm commands after it starts; one that hangs is ended on the "
+                "controller, and reported, before the CLI gives up on the session",
+            ),
+        ),
+    )
+
+
 def chains(
     *,
     ec2_startup_seconds: int,
@@ -911,6 +973,7 @@ def chains(
         serving_startup_chain(ec2_startup_seconds),
         sagemaker_chain(sagemaker_download_seconds, sagemaker_startup_seconds),
         training_job_chain(),
+        hyperpod_command_chain(),
         *compiling,
     )
 
@@ -921,6 +984,10 @@ __all__ = [
     "COMPILE_KILL_AFTER",
     "DEREGISTRATION_DELAY",
     "HEALTH_CHECK_GRACE",
+    "HYPERPOD_SCALE_POLL",
+    "HYPERPOD_SCALE_WAIT",
+    "HYPERPOD_SESSION_TIMEOUT",
+    "HYPERPOD_SLURM_COMMAND_TIMEOUT",
     "JOB_ATTEMPT_TIMEOUT",
     "LIFECYCLE_HEARTBEAT_MAX",
     "PEER_LOST_EXIT_CODE",
@@ -934,6 +1001,7 @@ __all__ = [
     "compile_step_seconds",
     "compile_task_seconds",
     "creation_policy_seconds",
+    "hyperpod_command_chain",
     "peer_join_seconds",
     "peer_settings",
     "ready_deadline_seconds",

@@ -18,7 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from cdk_neuron import _cdk_values, validation
+from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._custom_resource import handler_function
 from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
@@ -405,6 +405,19 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             self.cluster.node.add_dependency(self.role, self.security_group, scripts)
             if isinstance(self.kms_key, kms.Key):
                 self.cluster.node.add_dependency(self.kms_key)
+            # What the cdk-neuron CLI reads from a cloud assembly (plan, cost, preflight, the job loop).
+            _manifest.record_training(
+                self,
+                engine="hyperpod",
+                instance_type=self.instance.name,
+                max_nodes=self.max_nodes,
+                plan=self.plan,
+                capacity=self.capacity,
+                availability_zone_id=self.availability_zone_id,
+                cluster=self.cluster,
+                worker_count=self.worker_count,
+                controller_instance_type=controller,
+            )
 
     # -- attributes -----------------------------------------------------------------------------
 

@@ -182,6 +182,7 @@ def test_every_timeout_derived_from_the_new_start_up_still_nests(name: str) -> N
     )
     chains = timeouts.chains(
         ec2_startup_seconds=ec2.seconds,
+        ec2_boot_seconds=ec2.boot_seconds,
         sagemaker_download_seconds=sagemaker.model_data_download_seconds,
         sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
     )

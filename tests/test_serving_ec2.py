@@ -283,18 +283,26 @@ def test_elb_health_checks_start_counting_once_the_hook_released_the_instance(bu
     # 120 s boot + 105 s pull + 8 s S3 sync into RAM + 955 s container (8B on inf2.8xlarge, whose 128 GiB
     # host holds the weights in a tmpfs and twice more: no small-host doubling; timing.py, floors.py).
     assert built.fleet.startup_timeout_seconds == 1188
+    # Issue 25: the hook waits the progress window (390 s), not the start-up; the node extends it
+    # with RecordLifecycleActionHeartbeat while its start-up moves (serving/progress.sh).
     assert props["LifecycleHookSpecificationList"] == [
         {
             "DefaultResult": "ABANDON",
-            "HeartbeatTimeout": 1188,
+            "HeartbeatTimeout": timeouts.LIFECYCLE_PROGRESS_WINDOW,
             "LifecycleHookName": "cdk-neuron-ready",
             "LifecycleTransition": "autoscaling:EC2_INSTANCE_LAUNCHING",
         }
     ]
     assert (props["MinSize"], props["MaxSize"]) == ("2", "4")
     fleet_env = _user_data(built.template)
-    # ready.sh gives up (and says why) READY_MARGIN before the heartbeat, counted from boot.
+    # The node gives up (and says why) READY_MARGIN before the start-up budget, counted from boot,
+    # and fails a start-up that stops moving before the hook's window ends.
     assert f"\nSTARTUP_DEADLINE_SECONDS={1188 - timeouts.READY_MARGIN}\n" in fleet_env
+    assert f"\nPROGRESS_INTERVAL_SECONDS={timeouts.PROGRESS_INTERVAL}\n" in fleet_env
+    assert f"\nPROGRESS_STALL_SECONDS={timeouts.PROGRESS_STALL}\n" in fleet_env
+    # CloudFormation still waits for two whole start-ups (2 x 1,188 s), not two windows.
+    _, group = _one(built.template, "AWS::AutoScaling::AutoScalingGroup")
+    assert group["CreationPolicy"]["ResourceSignal"]["Timeout"] == "PT39M36S"
 
 
 def _refresh(group: dict[str, Any]) -> dict[str, Any]:
@@ -358,6 +366,14 @@ def test_instance_permissions_are_least_privilege(built: Built) -> None:
     assert by_sid["CompleteLaunchLifecycle"]["Condition"] == {
         "StringEquals": {"autoscaling:ResourceTag/cdk-neuron:fleet": built.fleet.node.addr}
     }
+    # Completing and extending the launch action (serving/progress.sh), on this fleet's group only.
+    assert by_sid["CompleteLaunchLifecycle"]["Action"] == [
+        "autoscaling:CompleteLifecycleAction",
+        "autoscaling:RecordLifecycleActionHeartbeat",
+    ]
+    assert by_sid["CompleteLaunchLifecycle"]["Resource"] == (
+        "arn:aws:autoscaling:us-east-1:111111111111:autoScalingGroup:*:autoScalingGroupName/*"
+    )
     for statement in statements:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         assert not any(a.endswith("*") for a in actions), statement

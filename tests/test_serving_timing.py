@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from cdk_neuron import timeouts
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.timing import (
@@ -152,15 +153,23 @@ def test_measurements_are_validated(kwargs: dict[str, object], match: str) -> No
         MeasuredStartup(**kwargs)  # type: ignore[arg-type]
 
 
-def test_a_model_that_cannot_start_within_a_lifecycle_hook_is_refused() -> None:
+def test_a_start_up_beyond_the_old_hook_limit_is_held_by_heartbeats() -> None:
     # 400 GiB on inf2.48xlarge (768 GiB: a small host, no RAM-backed directory): 120 + 103 + 1.5 x 400 /
-    # 1.953 GiB/s (308) + 1.5 x 2 x (480 + 4200) (14,040) = 14,571 s
+    # 1.953 GiB/s (308) + 1.5 x 2 x (480 + 4200) (14,040) = 14,571 s. Refused while the hook's heartbeat
+    # was the whole start-up (at most 7,200 s); the node now extends the action while it makes progress.
+    startup = ec2_startup(400.0, precompiled=True, instance_type="inf2.48xlarge")
+    assert startup.seconds == 14571 > timeouts.LIFECYCLE_HEARTBEAT_MAX
+    assert startup.boot_seconds == 120
+
+
+def test_a_model_that_cannot_start_within_what_heartbeats_can_hold_is_refused() -> None:
+    # 1,200 GiB: 120 + 103 + 922 + 1.5 x 2 x (480 + 12,600) = 40,385 s, past 100 x the 390 s window.
     with pytest.raises(
         NeuronConfigError,
-        match=r"parameters=400\.0: an instance would need ~14571 s .* more than the 7200 s an Auto Scaling "
-        r"lifecycle hook can wait; quantize the model, or time a deployment",
+        match=r"parameters=1200\.0: an instance would need ~40385 s .* more than the 38999 s an Auto Scaling "
+        r"lifecycle hook can be extended; quantize the model, or time a deployment",
     ):
-        ec2_startup(400.0, precompiled=True, instance_type="inf2.48xlarge")
+        ec2_startup(1200.0, precompiled=True, instance_type="inf2.48xlarge")
 
 
 def test_sagemaker_timeouts_above_the_cap_are_refused_naming_the_field() -> None:

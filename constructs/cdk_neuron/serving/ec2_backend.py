@@ -230,7 +230,11 @@ def _instance_policy(
         (
             iam.PolicyStatement(
                 sid="CompleteLaunchLifecycle",
-                actions=["autoscaling:CompleteLifecycleAction"],
+                # Complete the launch action, and extend it while the start-up makes progress
+                # (serving/progress.sh). Both take the group as resource and its tags as condition
+                # keys ("Actions, resources, and condition keys for Amazon EC2 Auto Scaling", Service
+                # Authorization Reference, read 2026-12-02).
+                actions=["autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"],
                 resources=[
                     stack.format_arn(
                         service="autoscaling",
@@ -405,7 +409,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     # Rendered after the group exists: the script signals CloudFormation with the group's logical ID.
     user_data = ec2.UserData.for_linux(shebang="#!/bin/bash")
     launch_template = _launch_template(scope, settings, role, instance_sg, user_data, volume_gib)
-    group = _auto_scaling_group(scope, settings, launch_template, startup_seconds)
+    group = _auto_scaling_group(scope, settings, launch_template, startup_seconds, startup.boot_seconds)
     group.node.add_dependency(policy)
     if artifacts is not None:
         group.node.add_dependency(artifacts)
@@ -443,7 +447,9 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         access_log_bucket=front.bucket,
         connections=connections,
         url=f"{front.scheme}://{front.load_balancer.load_balancer_dns_name}",
-        startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
+        startup=Ec2Startup(
+            seconds=startup_seconds, explanation=startup.explanation, boot_seconds=startup.boot_seconds
+        ),
         user_data=user_data,
         log_group=log_group,
     )
@@ -584,12 +590,17 @@ def max_healthy_percentage(min_healthy_percentage: int) -> int:
 
 
 def _auto_scaling_group(
-    scope: Construct, settings: Ec2Settings, launch_template: ec2.LaunchTemplate, startup_seconds: int
+    scope: Construct,
+    settings: Ec2Settings,
+    launch_template: ec2.LaunchTemplate,
+    startup_seconds: int,
+    boot_seconds: int,
 ) -> autoscaling.AutoScalingGroup:
     """The group: ELB health checks, readiness signals, a launch lifecycle hook and the update policy.
 
     Every wait comes from :mod:`cdk_neuron.timeouts` (``serving_startup_chain``): the hook's heartbeat
-    is the start-up budget; CloudFormation's creation wait covers a replacement launch; the health
+    is the progress window, which the node extends while its start-up moves (``progress.sh``), up to
+    the start-up budget; CloudFormation's creation wait covers a replacement launch; the health
     check grace only covers the load balancer confirming an instance the hook already held until
     its replicas answered.
     """
@@ -639,7 +650,7 @@ def _auto_scaling_group(
             lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
             lifecycle_transition="autoscaling:EC2_INSTANCE_LAUNCHING",
             default_result="ABANDON",
-            heartbeat_timeout=startup_seconds,
+            heartbeat_timeout=timeouts.hook_heartbeat_seconds(boot_seconds),
         )
     ]
     return group

@@ -8,6 +8,8 @@ and pull, the artifacts at 125 MiB/s); the load follows the published figure.
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -221,3 +223,102 @@ def test_the_before_and_after_table_in_the_docs_matches_the_model() -> None:
     )
     assert f"48 s / {sagemaker.model_data_download_seconds} s" in doc
     assert f"543 s / {sagemaker.container_startup_health_check_seconds} s" in doc
+
+
+# -- docs/fast-start.md: its before/after table is the model's, recomputed -----------------------
+
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "fast-start.md").read_text()
+BEFORE_RATE_MIBPS = 125
+"""The model before issue 25: boot and image pull 300 s together (no margin), artifacts at 125 MiB/s."""
+
+
+def _s(seconds: float) -> str:
+    return f"{round(seconds):,} s"
+
+
+def _ec2_rows(name: str) -> list[str]:
+    serving = ENVIRONMENTS[name].serving
+    assert serving is not None and serving.backend == "ec2"
+    weights = serving.plan.weights_gib
+    model = timing.ec2_startup_model(
+        weights, precompiled=serving.model.precompiled, instance_type=serving.plan.instance_type
+    )
+    boot, pull = model.phase("instance boot"), model.phase("image pull")
+    transfer, load = model.phase("artifact transfer"), model.phase("load and warm-up")
+    assert boot.floor_seconds and pull.floor_seconds and transfer.floor_seconds
+    assert boot.ratio and pull.ratio and transfer.ratio
+    before_transfer = weights * 1024 / BEFORE_RATE_MIBPS
+    before_transfer_budget = math.ceil(timeouts.SAFETY * before_transfer)
+    budget = timing.ec2_startup(
+        weights, precompiled=serving.model.precompiled, instance_type=serving.plan.instance_type
+    ).seconds
+    return [
+        f"| boot + image pull | 300 s / 300 s | {_s(boot.estimate_seconds + pull.estimate_seconds)} / "
+        f"{_s(boot.budget_seconds + pull.budget_seconds)} ({round(boot.estimate_seconds)} + "
+        f"{round(pull.estimate_seconds)}) | {_s(boot.floor_seconds)}; {_s(pull.floor_seconds)} | "
+        f"{boot.ratio:.2f}; {pull.ratio:.2f} |",
+        f"| artifact transfer | {_s(before_transfer)} / {_s(before_transfer_budget)} | "
+        f"{_s(transfer.estimate_seconds)} / {_s(transfer.budget_seconds)} (",
+        f"| {_s(transfer.floor_seconds)} | {transfer.ratio:.2f} |",
+        f"| load and warm-up | {_s(load.estimate_seconds)} / {_s(load.budget_seconds)} | "
+        f"{_s(load.estimate_seconds)} / {_s(load.budget_seconds)} (published) | - | runtime |",
+        f"| **total** | {_s(300 + before_transfer + load.estimate_seconds)} / "
+        f"**{_s(300 + before_transfer_budget + load.budget_seconds)}** | {_s(model.estimate_seconds)} / "
+        f"**{_s(budget)}** |",
+    ]
+
+
+@pytest.mark.parametrize("name", ["prod", "dev"])
+def test_the_documented_before_and_after_table_is_the_model(name: str) -> None:
+    section = DOC.split("## Before and after, per phase", 1)[1].split("\n## ", 1)[0]
+    block = section.split(f"| {name}: EC2", 1)[1].split("\n| staging" if name == "dev" else "\n| dev", 1)[0]
+    for cells in _ec2_rows(name):
+        assert cells in block, (name, cells)
+
+
+def test_the_documented_sagemaker_row_is_the_model() -> None:
+    serving = ENVIRONMENTS["staging"].serving
+    assert serving is not None and serving.backend == "sagemaker"
+    weights, instance = serving.plan.weights_gib, serving.plan.instance_type
+    model = timing.sagemaker_startup_model(weights, precompiled=True, instance_type=instance)
+    download, load = model.phase("artifact transfer"), model.phase("load and warm-up")
+    timeouts_now = timing.sagemaker_timeouts(weights, precompiled=True, instance_type=instance)
+    before = weights * 1024 / BEFORE_RATE_MIBPS
+    before_budget = timing.SAGEMAKER_DOWNLOAD_START_SECONDS + math.ceil(timeouts.SAFETY * before)
+    assert download.floor_seconds is not None
+    assert (
+        f"| {_s(before)} / {_s(before_budget)} | {_s(download.estimate_seconds)} / "
+        f"{_s(timeouts_now.model_data_download_seconds)} | {_s(download.floor_seconds)} (SageMaker's gp2 volume"
+    ) in DOC
+    assert (
+        f"| {_s(load.estimate_seconds)} / {_s(load.budget_seconds)} | {_s(load.estimate_seconds)} / "
+        f"{_s(timeouts_now.container_startup_health_check_seconds)} | - | runtime |"
+    ) in DOC
+
+
+def test_the_documented_hook_wait_and_start_up_limit_are_the_timeouts() -> None:
+    window = timeouts.LIFECYCLE_PROGRESS_WINDOW
+    assert f"| prod: a dead instance is abandoned after | 4,677 s | 3,014 s | {window} s |" in DOC
+    assert f"| dev: a dead instance is abandoned after | 1,189 s | 1,050 s | {window} s |" in DOC
+    assert (
+        f"| the longest start-up a fleet may budget | 7,200 s | 7,200 s | {timeouts.STARTUP_MAX:,} s |" in DOC
+    )
+    assert f"{timeouts.lifecycle_global_seconds():,} s with a {window} s window" in DOC
+
+
+def test_the_documented_sagemaker_options_match_what_the_fleet_builds() -> None:
+    # Used: uncompressed S3Prefix model data and the high-resolution concurrency metric.
+    backend = (
+        Path(__file__).resolve().parent.parent / "constructs/cdk_neuron/serving/sagemaker_backend.py"
+    ).read_text()
+    assert 's3_data_type="S3Prefix", compression_type="None"' in backend
+    assert "SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION" in backend
+    table = DOC.split("| Feature | What it does | Inferentia2 | cdk-neuron |", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split("|")[1].strip().split(" (")[0]: line for line in table.splitlines()[1:]}
+    assert "**used**" in rows["Uncompressed model data"]
+    assert "**used**" in rows["Sub-minute scaling metrics"]
+    assert "**not adopted**" in rows["Inference component data caching"]
+    assert "**not used**" in rows["Fast Model Loader"]
+    assert "**nothing to configure**" in rows["Container image caching"]
+    # The fleet builds no inference component: the doc's "not adopted" stays true.
+    assert "CfnInferenceComponent" not in backend

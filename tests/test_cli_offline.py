@@ -651,8 +651,10 @@ def test_plan_and_cost_print_the_cost_of_a_result_with_its_label_and_source(
     assert training["throughput_source"] == "NEURON-TRAIN-PERF"
     assert training["throughput_basis"].startswith("scaled linearly from 32 to 16 nodes")
     assert (costs["training_gpu"]["label"], costs["training_gpu"]["usd"]) == ("published", 1_192_953.25)
-    # Serving at batch 4: nothing is published, so the cost is unknown, never guessed from batch 1.
-    assert costs["serving"]["usd"] is None and costs["serving"]["label"] == "unknown"
+    # Serving Llama 3 70B bf16 at TP 24, batch 4: optimum-neuron's chart (OPTN-BENCH) gives 75 tokens/s,
+    # 1e6 / 75 / 3,600 = 3.7037 h x $12.98127 = $48.08; no GPU figure is published at batch 4.
+    assert (costs["serving"]["label"], costs["serving"]["usd"]) == ("published", 48.08)
+    assert costs["serving"]["throughput_source"] == "OPTN-BENCH"
     assert costs["serving_gpu"] is None
     memory = env_doc(doc, "prod")["training"]["memory"]
     # 0.513351 + 1.026702 + 1.540053 + 3.325439 (c = 20.5 with CoreAttention and LlamaMLP recomputed)

@@ -451,6 +451,27 @@ SOURCES: dict[str, Source] = {
             "2026-02-26",
         ),
         Source(
+            "OPTN-BENCH",
+            "huggingface/optimum-neuron docs/source/benchmarks/inferentia-llama3.3-70b.mdx and "
+            'docs/assets/benchmarks/inferentia-llama3.3-70b/throughput.png @2bb1c70 (2025-07-10), "Llama-3.3-70b '
+            'performance on AWS Inferentia2 (Latency & Throughput)", https://huggingface.co/docs/optimum-neuron/'
+            "benchmarks/inferentia-llama3.3-70b: DeepSeek-R1-Distill-Llama-70B (the Llama 3.3 70B architecture), "
+            "bf16, 24 cores of an inf2.48xlarge, batch 1 / 4 / 8, sequence length 4,096; generated tokens per "
+            "second end to end, as the chart labels them; run by benchmark/text-generation/performance/"
+            "llama3.3-70b.py and benchmark.py at the same commit (256 new tokens after 256 to 1,792 input "
+            "tokens) with optimum-neuron 0.3.0.dev5 on Neuron SDK 2.24.0, its NxD-based inference backend",
+            "2025-07-10",
+        ),
+        Source(
+            "TNX-EOS",
+            "aws-neuron/aws-neuron-sdk release-notes/prev/2.25.0/index.rst @81ce03a (Neuron 2.25.0, 2025-07-31: "
+            '"In Neuron Release 2.26, Neuron will end support for transformers-neuronx ... advised to migrate to '
+            'NeuronX Distributed Inference") and release-notes/prev/2.26.0/index.rst (2025-09-18: "End-of-support '
+            'for the Transformers NeuronX library starts with the 2.26.0 release"), '
+            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/prev/2.26.0/index.html",
+            "2025-09-18",
+        ),
+        Source(
             "NEMO-PERF",
             'NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md @00b7660, section "25.11 NeMo Container", '
             "System: DGX-H100 (8 x H100 80GB per node), https://docs.nvidia.com/nemo/megatron-bridge/latest/"
@@ -1890,6 +1911,14 @@ __all__ += ["GPU_INSTANCES", "GpuInstance"]
 
 ThroughputLabel = Literal["published", "measured", "estimated"]
 
+# The names of the serving weight dtypes a figure can be matched on: size_model's aliases folded.
+_WEIGHT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def weight_dtype(dtype: str) -> str:
+    """``dtype`` as throughput rows name weight dtypes (``bfloat16`` -> ``bf16``)."""
+    return _WEIGHT_DTYPES.get(dtype.lower(), dtype.lower())
+
 
 @dataclass(frozen=True)
 class Throughput:
@@ -1911,76 +1940,131 @@ class Throughput:
     batch_size: int
     """Training: the micro-batch per data-parallel replica. Serving: concurrent sequences per replica."""
     sequence_length: int
-    """Training: tokens per sequence. Serving: input plus output tokens."""
+    """Training: tokens per sequence. Serving: the sequence length the graph was compiled for."""
     tokens_per_second: float
     precision: str
     configuration: str
     source: str
     label: ThroughputLabel = "published"
+    also_on: tuple[str, ...] = ()
+    """Other instance types the source names for the same figure without saying which one ran
+    (NEURON-TRAIN-PERF: "trn1.32xlarge/trn1n.32xlarge")."""
+    input_tokens: int | None = None
+    """Serving: prompt tokens per request in the measurement."""
+    output_tokens: int | None = None
+    """Serving: generated tokens per request in the measurement."""
+    weight_dtype: str | None = None
+    """Serving: the dtype the weights were stored in (``bf16``, ``int8``, ``fp8``); a figure is only
+    matched to a deployment of the same weight dtype."""
+    global_batch: int | None = None
+    """Training: sequences per optimizer step."""
+    legacy: str | None = None
+    """Why the runtime that measured the figure is not one cdk-neuron deploys, or None. A serving cost
+    built on such a figure is labelled estimated and says so."""
 
     @property
     def date(self) -> str:
         return SOURCES[self.source].date if self.source in SOURCES else ""
 
+    @property
+    def instance_types(self) -> tuple[str, ...]:
+        """Every instance type the figure may have been measured on."""
+        return (self.instance_type, *self.also_on)
+
     def describe(self) -> str:
         count = f"{self.instances:g} x " if self.instances != 1 else ""
+        types = "/".join(self.instance_types)
+        traffic = (
+            f", {self.input_tokens:,} input / {self.output_tokens:,} output tokens"
+            if self.input_tokens is not None and self.output_tokens is not None
+            else ""
+        )
+        weights = f", {self.weight_dtype} weights" if self.weight_dtype is not None else ""
         return (
-            f"{self.model} on {count}{self.instance_type}, TP {self.tensor_parallel}"
+            f"{self.model} on {count}{types}, TP {self.tensor_parallel}"
             f"{f' PP {self.pipeline_parallel}' if self.pipeline_parallel > 1 else ''}, "
             f"{'micro-batch' if self.kind == 'training' else 'batch'} {self.batch_size}, "
-            f"{self.sequence_length:,} tokens, {self.precision}: {self.tokens_per_second:,.2f} tokens/s "
-            f"({self.configuration}; {self.label}, {self.source} {self.date})"
+            f"{self.sequence_length:,} tokens{traffic}, {self.precision}{weights}: "
+            f"{self.tokens_per_second:,.2f} tokens/s ({self.configuration}; {self.label}, {self.source} {self.date})"
         )
 
 
 _LLAMA3_8B = 8_030_261_248  # MODEL-SHAPES: Llama 3 / 3.1 8B
 _LLAMA3_70B = 70_553_706_496  # MODEL-SHAPES: Llama 3 / 3.1 / 3.3 70B
+# NEURON-TRAIN-PERF's instance column reads "trn1.32xlarge/trn1n.32xlarge" and its page is titled
+# "Trn1/Trn1n Training Performance": which of the two ran is not said.
+_TRN1_OR_TRN1N = ("trn1n.32xlarge",)
+_TNX = (
+    "measured with Transformers NeuronX, whose support ended with Neuron 2.26 (TNX-EOS); cdk-neuron's engines "
+    "serve with NxD Inference or optimum-neuron's NxD-based backend"
+)
 
-# Neuron: NEURON-TRAIN-PERF (sequences/s x 8,192) and NEURON-INF-PERF. GPU comparators: NEMO-PERF
-# (DGX-H100, 8 x H100 80GB SXM per node, the GPUs of a p5.48xlarge; its network is not the same) and
-# NIM-PERF. Figures are transcribed, never scaled: a configuration no row matches gets no published
-# figure (economics.py says so and takes a measurement).
+# Neuron: NEURON-TRAIN-PERF (sequences/s x 8,192), OPTN-BENCH and NEURON-INF-PERF (Transformers
+# NeuronX, legacy). GPU comparators: NEMO-PERF (DGX-H100, 8 x H100 80GB SXM per node, the GPUs of a
+# p5.48xlarge; its network is not the same) and NIM-PERF. Figures are transcribed, never scaled: a
+# configuration no row matches gets no published figure (economics.py says so and takes a
+# measurement). Where OPTN-BENCH and NEURON-INF-PERF both measured Llama 3 70B on inf2.48xlarge at
+# batch 1 they agree (29 against 28.84 tokens/s, with different prompts).
 PUBLISHED_THROUGHPUT: tuple[Throughput, ...] = (
     Throughput(
         "training", "Llama-3.1-8B", _LLAMA3_8B, "trn1.32xlarge", 32, 32, 1, 1, 8192, 47.95 * 8192,
         "BF16 autocast, FP32 optimizer", "TP=32 DP=32 PP=1 ZeRO-1, global batch 1,024, AdamW, Neuron 2.24.0, "
-        "47.95 sequences/s", "NEURON-TRAIN-PERF",
+        "47.95 sequences/s", "NEURON-TRAIN-PERF", also_on=_TRN1_OR_TRN1N, global_batch=1024,
     ),
     Throughput(
         "training", "Llama-3.1-70B", _LLAMA3_70B, "trn1.32xlarge", 32, 32, 8, 1, 8192, 7.94 * 8192,
         "BF16 autocast, FP32 optimizer", "TP=32 DP=4 PP=8, global batch 1,024, AdamW, Neuron 2.24.0, "
-        "7.94 sequences/s", "NEURON-TRAIN-PERF",
+        "7.94 sequences/s", "NEURON-TRAIN-PERF", also_on=_TRN1_OR_TRN1N, global_batch=1024,
     ),
     Throughput(
         "training", "Llama-3-8B", _LLAMA3_8B, "p5.48xlarge", 1, 1, 1, 1, 8192, 14451 * 8, "FP8 (current scaling)",
         "DGX-H100, 8 GPUs, FSDP, global batch 128, NeMo 25.11 container, 14,451 tokens/s per GPU", "NEMO-PERF",
+        global_batch=128,
     ),
     Throughput(
         "training", "Llama-3-70B", _LLAMA3_70B, "p5.48xlarge", 8, 4, 8, 1, 8192, 1602 * 64, "FP8 (current scaling)",
         "DGX-H100, 64 GPUs, VP 5, global batch 128, NeMo 25.11 container, 1,602 tokens/s per GPU", "NEMO-PERF",
+        global_batch=128,
+    ),
+    # OPTN-BENCH: the chart's figures at 1,024 input tokens (256 to 1,792 give 28-29, 74-85 and 102-104).
+    *(
+        Throughput(
+            "serving", "Llama-3.3-70B", _LLAMA3_70B, "inf2.48xlarge", 1, 24, 1, batch, 4096, figure, "BF16 auto-cast",
+            "optimum-neuron 0.3.0.dev5 (NxD-based backend), Neuron SDK 2.24.0, static batching", "OPTN-BENCH",
+            input_tokens=1024, output_tokens=256, weight_dtype="bf16",
+        )
+        for batch, figure in ((1, 29.0), (4, 75.0), (8, 104.0))
     ),
     Throughput(
-        "serving", "Llama-3-70B", _LLAMA3_70B, "inf2.48xlarge", 1, 24, 1, 1, 4096, 28.84, "FP16, bf16 weights",
-        "Transformers NeuronX, Neuron 2.18.1, 2,048 input / 2,048 output tokens", "NEURON-INF-PERF",
+        "serving", "Llama-3-70B", _LLAMA3_70B, "inf2.48xlarge", 1, 24, 1, 1, 4096, 28.84, "FP16, matmul BF16",
+        "Transformers NeuronX, Neuron 2.18.1", "NEURON-INF-PERF", input_tokens=2048, output_tokens=2048,
+        weight_dtype="bf16", legacy=_TNX,
     ),
     Throughput(
-        "serving", "Llama-3-8B", _LLAMA3_8B, "inf2.48xlarge", 1, 24, 1, 8, 4096, 859.09, "FP16, int8 weights",
-        "Transformers NeuronX, Neuron 2.18.1, 128 input / 3,968 output tokens", "NEURON-INF-PERF",
+        "serving", "Llama-3-8B", _LLAMA3_8B, "inf2.48xlarge", 1, 24, 1, 8, 4096, 859.09, "FP16, matmul BF16",
+        "Transformers NeuronX, Neuron 2.18.1", "NEURON-INF-PERF", input_tokens=128, output_tokens=3968,
+        weight_dtype="int8", legacy=_TNX,
     ),
     Throughput(
-        "serving", "Llama-3-70B", _LLAMA3_70B, "trn1.32xlarge", 1, 32, 1, 4, 4096, 120.3614, "FP16, bf16 weights",
-        "Transformers NeuronX, Neuron 2.18.1, 2,048 input / 2,048 output tokens", "NEURON-INF-PERF",
+        "serving", "Llama-3-8B", _LLAMA3_8B, "inf2.48xlarge", 1, 24, 1, 8, 4096, 759.15, "FP16, matmul BF16",
+        "Transformers NeuronX, Neuron 2.18.1", "NEURON-INF-PERF", input_tokens=2048, output_tokens=2048,
+        weight_dtype="int8", legacy=_TNX,
+    ),
+    Throughput(
+        "serving", "Llama-3-70B", _LLAMA3_70B, "trn1.32xlarge", 1, 32, 1, 4, 4096, 120.3614, "FP16, matmul BF16",
+        "Transformers NeuronX, Neuron 2.18.1", "NEURON-INF-PERF", input_tokens=2048, output_tokens=2048,
+        weight_dtype="bf16", legacy=_TNX,
     ),
     Throughput(
         "serving", "Llama-3.3-70B", _LLAMA3_70B, "p5.48xlarge", 0.25, 2, 1, 1, 2500, 52.85, "FP8",
-        "NIM 1.8.0 on 2 x H100 80G (a quarter of a p5.48xlarge), concurrency 1, 500 input / 2,000 output tokens",
-        "NIM-PERF",
+        "NIM 1.8.0 on 2 x H100 80G (a quarter of a p5.48xlarge), concurrency 1", "NIM-PERF",
+        input_tokens=500, output_tokens=2000, weight_dtype="fp8",
     ),
 )  # fmt: skip
 # Parameter counts within this fraction count as the same model size when matching a figure.
 SAME_SIZE = 0.05
 
-__all__ += ["PUBLISHED_THROUGHPUT", "SAME_SIZE", "Throughput", "ThroughputLabel"]
+__all__ += ["PUBLISHED_THROUGHPUT", "SAME_SIZE", "Throughput", "ThroughputLabel", "weight_dtype"]
 
 
 # ------------------------------------------------------------------------------------------------

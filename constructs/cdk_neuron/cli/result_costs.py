@@ -137,13 +137,19 @@ def result_costs(
             parameters=model.parameters,
             batch_size=model.graph_batch_size,
             sequence_length=model.graph_sequence_length,
+            dtype=model.dtype,
             throughput=_measured(serving_tokens_per_second, "--serving-tokens-per-second"),
             region=env.region,
             sagemaker=env.serving.backend == "sagemaker",
         )
         serving = ResultCostLine.of(cost)
         gpu = economics.gpu_serving_comparison(
-            parameters=model.parameters, batch_size=model.graph_batch_size, region=env.region
+            parameters=model.parameters,
+            batch_size=model.graph_batch_size,
+            sequence_length=model.graph_sequence_length,
+            dtype=model.dtype,
+            neuron=cost.throughput,
+            region=env.region,
         )
         serving_gpu = None if gpu is None else ResultCostLine.of(gpu)
     return ResultCosts(tokens, training, training_gpu, serving, serving_gpu)

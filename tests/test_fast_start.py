@@ -41,6 +41,38 @@ def test_gp3_is_sized_to_the_instance_and_iops_follow() -> None:
     assert "publishes no EBS bandwidth for trn1.32xlarge" in unknown.why
 
 
+def test_a_volume_that_takes_only_the_image_is_not_provisioned_to_the_instance() -> None:
+    # Review (issue 25, S8): with the weights in RAM the volume receives only the image; gp3 bills
+    # throughput above 125 MiB/s and IOPS above 3,000 per month, also on stopped warm-pool instances.
+    in_ram = floors.data_volume_performance("inf2.48xlarge", in_ram=True)
+    assert (in_ram.throughput_mibps, in_ram.iops) == (500, 3000)
+    assert "the weights are in RAM" in in_ram.why
+    assert floors.data_volume_performance("inf2.48xlarge").throughput_mibps == 2000
+
+
+def test_the_transfer_estimate_is_the_best_published_client_rate_not_the_floor() -> None:
+    # Review (issue 25, S1): estimate and floor were the same number (ratio 1.00 by construction). The
+    # estimate now takes the share of a 100 Gbps network the best published S3 download reached
+    # (8,003 MB/s on c5n.18xlarge, dvassallo/s3-benchmark), the floor stays the network or the volume.
+    assert round(floors.S3_CLIENT_NETWORK_SHARE, 6) == round(8003 / 12500, 6)
+    prod = floors.artifact_transfer(
+        130.385,
+        instance_type="inf2.48xlarge",
+        target=floors.node_target(130.385, instance_type="inf2.48xlarge"),
+    )
+    assert prod.ratio == pytest.approx(1 / floors.S3_CLIENT_NETWORK_SHARE)
+    # Onto a volume slower than the client, the volume bounds both.
+    slow = floors.TransferTarget("a slow volume", 125, "CRT client")
+    onto = floors.artifact_transfer(10.0, instance_type="inf2.48xlarge", target=slow)
+    assert onto.ratio == pytest.approx(1.0)
+
+
+def test_hbm_is_820_gb_per_second_per_chip_not_gib() -> None:
+    # Review (issue 25, N1): the source gives GB/s.
+    host = catalog.host_io("inf2.xlarge")
+    assert host is not None and host.hbm_gib_per_second == pytest.approx(820e9 / 2**30)
+
+
 @pytest.mark.parametrize(
     ("weights", "instance", "replicas", "in_ram"),
     [
@@ -72,7 +104,7 @@ def test_a_single_flow_bounds_the_pull_without_published_bandwidth() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
-def test_every_phase_we_control_is_within_twice_its_floor(name: str) -> None:
+def test_boot_and_transfer_are_within_twice_their_floor(name: str) -> None:
     serving = ENVIRONMENTS[name].serving
     assert serving is not None
     model = STARTUP_MODELS[serving.backend](
@@ -81,17 +113,38 @@ def test_every_phase_we_control_is_within_twice_its_floor(name: str) -> None:
         instance_type=serving.plan.instance_type,
         replicas=serving.plan.replicas_per_instance,
     )
-    controlled = [p for p in model.phases if p.controlled]
+    controlled = [p for p in model.phases if p.controlled and p.name != "image pull"]
     assert controlled, name
     for phase in controlled:
         assert phase.ratio is not None and phase.ratio <= 2.0, (name, phase)
         assert phase.budget_seconds >= phase.estimate_seconds
     load = model.phase("load and warm-up")
     assert not load.controlled and load.basis == "published"
+    # Review (issue 25, S6): no host-to-device figure is published, so the load has no floor.
+    assert load.floor_seconds is None and load.ratio is None
 
 
-@pytest.mark.parametrize(("name", "before"), [("prod", 1368), ("dev", 349)])
-def test_boot_pull_and_transfer_drop_at_least_by_half(name: str, before: int) -> None:
+@pytest.mark.parametrize("name", ["prod", "dev"])
+def test_the_image_pull_is_the_published_figure_and_misses_the_two_x_goal(name: str) -> None:
+    # Review (issue 25, B1): the pull was modelled at 68-71 s, below AWS's published 4-6 minutes for a
+    # 15-20 GB image. It is now that figure (budget: the slowest, 360 s) until the integ kit measures
+    # it, and its floor is the hardware's (network, volume, gzip on every core), so the goal of at most
+    # 2 x the floor is NOT met for this phase (docs/fast-start.md says so).
+    serving = ENVIRONMENTS[name].serving
+    assert serving is not None and serving.backend == "ec2"
+    model = timing.ec2_startup_model(
+        serving.plan.weights_gib, precompiled=True, instance_type=serving.plan.instance_type
+    )
+    pull = model.phase("image pull")
+    assert (pull.estimate_seconds, pull.budget_seconds) == (240.0, 360)
+    assert pull.ratio is not None and pull.ratio > 2.0
+    assert "AWS's published pull of a 15-20 GB image" in pull.estimate_why
+
+
+@pytest.mark.parametrize(("name", "before", "halved"), [("prod", 1368, True), ("dev", 349, False)])
+def test_boot_pull_and_transfer_drop_by_half_in_prod_only(name: str, before: int, halved: bool) -> None:
+    # With the published pull (B1), dev's controlled phases are 326 s against 349 s before: the goal
+    # "drops at least by half" is met for prod and NOT for dev.
     serving = ENVIRONMENTS[name].serving
     assert serving is not None and serving.backend == "ec2"
     weights = serving.plan.weights_gib
@@ -102,14 +155,14 @@ def test_boot_pull_and_transfer_drop_at_least_by_half(name: str, before: int) ->
         instance_type=serving.plan.instance_type,
     )
     ours = sum(p.estimate_seconds for p in model.phases if p.controlled)
-    assert ours <= before / 2, (name, ours)
+    assert (ours <= before / 2) is halved, (name, ours)
 
 
-def test_prod_start_up_is_now_under_an_hour() -> None:
+def test_prod_start_up_is_under_an_hour() -> None:
     serving = ENVIRONMENTS["prod"].serving
     assert serving is not None
     startup = timing.ec2_startup(serving.plan.weights_gib, precompiled=True, instance_type="inf2.48xlarge")
-    assert startup.seconds == 3014  # was 4,677 s (issue 25)
+    assert startup.seconds == 3281  # was 4,677 s before issue 25 (3,014 s before review B1 and S1)
     assert startup.seconds < 3600
 
 
@@ -151,7 +204,7 @@ def test_plan_prints_estimate_budget_floor_ratio_and_the_load_source(
         "ratio": 2.0,
         "budget_ratio": 3.0,
     }
-    assert startup["budget_seconds"] == 3014
+    assert startup["budget_seconds"] == 3281
     assert "M4 Llama-3.3-70B" in startup["load_source"]
     assert main(["plan", "--env", "prod"]) == 0
     text = capsys.readouterr().out
@@ -201,28 +254,6 @@ def test_the_fast_path_download_is_found_by_the_route_scan_and_goes_through_s3()
     ]
     assert [(d.service, d.route) for d in syncs] == [("s3", "s3-gateway")]
     assert "aws s3 sync" in syncs[0].caller
-
-
-def test_the_before_and_after_table_in_the_docs_matches_the_model() -> None:
-    from pathlib import Path
-
-    doc = (Path(__file__).parent.parent / "docs" / "fast-start.md").read_text()
-    budgets = {}
-    for name in ("prod", "dev"):
-        serving = ENVIRONMENTS[name].serving
-        assert serving is not None
-        budgets[name] = timing.ec2_startup(
-            serving.plan.weights_gib, precompiled=True, instance_type=serving.plan.instance_type
-        ).seconds
-    assert f"2,008 s / **{budgets['prod']:,} s**" in doc
-    assert f"699 s / **{budgets['dev']:,} s**" in doc
-    staging = ENVIRONMENTS["staging"].serving
-    assert staging is not None
-    sagemaker = timing.sagemaker_timeouts(
-        staging.plan.weights_gib, precompiled=True, instance_type=staging.plan.instance_type
-    )
-    assert f"48 s / {sagemaker.model_data_download_seconds} s" in doc
-    assert f"543 s / {sagemaker.container_startup_health_check_seconds} s" in doc
 
 
 # -- docs/fast-start.md: its before/after table is the model's, recomputed -----------------------
@@ -298,8 +329,17 @@ def test_the_documented_sagemaker_row_is_the_model() -> None:
 
 def test_the_documented_hook_wait_and_start_up_limit_are_the_timeouts() -> None:
     window = timeouts.LIFECYCLE_PROGRESS_WINDOW
-    assert f"| prod: a dead instance is abandoned after | 4,677 s | 3,014 s | {window} s |" in DOC
-    assert f"| dev: a dead instance is abandoned after | 1,189 s | 1,050 s | {window} s |" in DOC
+    budgets = {
+        name: timing.ec2_startup(
+            env.serving.plan.weights_gib, precompiled=True, instance_type=env.serving.plan.instance_type
+        ).seconds
+        for name, env in ENVIRONMENTS.items()
+        if env.serving is not None and env.serving.backend == "ec2"
+    }
+    assert (
+        f"| prod: a dead instance is abandoned after | 4,677 s | {budgets['prod']:,} s | {window} s |" in DOC
+    )
+    assert f"| dev: a dead instance is abandoned after | 1,189 s | {budgets['dev']:,} s | {window} s |" in DOC
     assert (
         f"| the longest start-up a fleet may budget | 7,200 s | 7,200 s | {timeouts.STARTUP_MAX:,} s |" in DOC
     )

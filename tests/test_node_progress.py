@@ -82,7 +82,7 @@ def test_the_hook_waits_a_progress_window_and_heartbeats_hold_it_for_the_whole_s
     # progress window, and heartbeats extend it up to the hook's global timeout, which covers the
     # longest start-up a fleet may budget.
     window = timeouts.LIFECYCLE_PROGRESS_WINDOW
-    assert window == STALL + INTERVAL + timeouts.PROGRESS_REPORT == 390
+    assert window == STALL + 2 * INTERVAL + timeouts.PROGRESS_REPORT == 450
     assert timeouts.hook_heartbeat_seconds(120) == window
     assert timeouts.lifecycle_global_seconds(window) == 100 * window  # below 48 h
     assert timeouts.lifecycle_global_seconds(7200) == 48 * 3600  # 100 x 7,200 s would exceed it

@@ -31,11 +31,13 @@ def test_every_chain_nests(startup: int, boot: int) -> None:
 def test_the_startup_chain_catches_a_start_up_longer_than_heartbeats_can_hold() -> None:
     # Issue 25: the hook's heartbeat is the progress window; the start-up budget must stay within
     # what heartbeats can extend it to (the global timeout), or the hook, not the node, ends it.
-    chain = timeouts.serving_startup_chain(timeouts.STARTUP_MAX + 2, 120)
-    assert chain.violations() == [
-        f"EC2 serving: start-up: startup_budget ({timeouts.STARTUP_MAX + 2} s) must end 1 s before "
+    longest = timeouts.lifecycle_global_seconds() + 1
+    chain = timeouts.serving_startup_chain(longest, 120)
+    assert (
+        f"EC2 serving: start-up: startup_budget ({longest} s) must end 1 s before "
         f"hook_global ({timeouts.lifecycle_global_seconds()} s)"
-    ]
+    ) in chain.violations()
+    assert timeouts.STARTUP_MAX == timeouts.CREATION_POLICY_MAX < timeouts.lifecycle_global_seconds()
 
 
 def test_the_startup_chain_catches_a_stall_the_hook_would_notice_first() -> None:

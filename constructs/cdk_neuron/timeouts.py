@@ -400,12 +400,13 @@ retries)."""
 PROGRESS_REPORT = 30
 """What a stalled start-up needs to say so and abandon (``fail``: a log line, a metric, the ABANDON
 call; each an AWS request with the CLI's own retries)."""
-LIFECYCLE_PROGRESS_WINDOW = PROGRESS_STALL + PROGRESS_INTERVAL + PROGRESS_REPORT
+LIFECYCLE_PROGRESS_WINDOW = PROGRESS_STALL + 2 * PROGRESS_INTERVAL + PROGRESS_REPORT
 """The launch hook's ``HeartbeatTimeout``: the longest a starting instance may go without a heartbeat,
 no longer the whole start-up. A stall is seen at most one interval after it reaches
-:data:`PROGRESS_STALL`, and reported within :data:`PROGRESS_REPORT`, so the node's own failure always
-comes first; an instance whose programs died (a hung kernel, a failed cloud-init) is abandoned after
-this window instead of after the worst-case start-up."""
+:data:`PROGRESS_STALL` and reported within :data:`PROGRESS_REPORT`, and the heartbeat of the last
+look that saw progress may itself have failed (one more interval back to the one before), so the
+node's own failure always comes first; an instance whose programs died (a hung kernel, a failed
+cloud-init) is abandoned after this window instead of after the worst-case start-up."""
 
 
 def lifecycle_global_seconds(heartbeat_seconds: int = LIFECYCLE_PROGRESS_WINDOW) -> int:
@@ -420,9 +421,10 @@ def hook_heartbeat_seconds(boot_seconds: int) -> int:
     return min(max(LIFECYCLE_PROGRESS_WINDOW, boot_seconds + PROGRESS_INTERVAL), LIFECYCLE_HEARTBEAT_MAX)
 
 
-STARTUP_MAX = lifecycle_global_seconds() - 1
+STARTUP_MAX = min(lifecycle_global_seconds() - 1, CREATION_POLICY_MAX)
 """The longest start-up budget an EC2 serving fleet may have: below the hook's global timeout with the
-shortest heartbeat timeout, so the node's own deadline ends the wait and says why."""
+shortest heartbeat timeout, so the node's own deadline ends the wait and says why, and within
+CloudFormation's 12-hour creation wait: 43,200 s."""
 
 
 def serving_startup_chain(startup_seconds: int, boot_seconds: int) -> Chain:
@@ -467,7 +469,7 @@ def serving_startup_chain(startup_seconds: int, boot_seconds: int) -> Chain:
                 hook_heartbeat_seconds(boot_seconds),
                 "timeout",
                 "launch lifecycle hook HeartbeatTimeout (default result ABANDON)",
-                "the longest silence: a stall, an interval to see it and the time to report it; "
+                "the longest silence: a stall, an interval to see it, one failed heartbeat and the time to report it; "
                 "progress.sh extends it while the start-up moves",
             ),
             Timeout(
@@ -531,8 +533,9 @@ def serving_startup_chain(startup_seconds: int, boot_seconds: int) -> Chain:
                 "hook_heartbeat",
                 "progress_stall",
                 "within",
-                margin=PROGRESS_INTERVAL + PROGRESS_REPORT,
-                why="a stall is seen within an interval and reported before the hook gives up",
+                margin=2 * PROGRESS_INTERVAL + PROGRESS_REPORT,
+                why="a stall is seen within an interval, after a heartbeat that may have failed, and "
+                "reported before the hook gives up",
             ),
             Nesting(
                 "hook_heartbeat",

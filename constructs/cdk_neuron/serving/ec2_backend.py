@@ -32,7 +32,7 @@ from cdk_neuron.node_programs.bundle import (
     limit_user_data_size,
     node_bundle,
 )
-from cdk_neuron.serving.floors import data_volume_performance
+from cdk_neuron.serving.floors import DataVolumePerformance, data_volume_performance, model_dir_in_ram
 from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
@@ -326,14 +326,25 @@ def _security_groups(scope: Construct, settings: Ec2Settings) -> tuple[ec2.Secur
     return lb_sg, instance_sg
 
 
+def _data_volume_performance(settings: Ec2Settings) -> DataVolumePerformance:
+    """The data volume's gp3 throughput and IOPS: to the instance, or to the image where the weights
+    go to a RAM-backed directory (the same rule as the node's ``MODEL_TMPFS_GIB``, user_data.py)."""
+    plan = settings.plan
+    in_ram = settings.model.artifact is not None and model_dir_in_ram(
+        plan.weights_gib, instance_type=plan.instance_type, replicas=plan.replicas_per_instance
+    )
+    return data_volume_performance(plan.instance_type, in_ram=in_ram)
+
+
 def _block_devices(settings: Ec2Settings, size_gib: int) -> list[dict[str, object]]:
     """Both mappings; the root keeps the AMI's snapshot size (no VolumeSize) but is encrypted with our key.
 
     The data volume's gp3 throughput and IOPS are sized to the instance's EBS bandwidth
     (:func:`cdk_neuron.serving.floors.data_volume_performance`): 1,192 MiB/s on inf2.xlarge, 2,000 MiB/s
-    (gp3's maximum) on inf2.48xlarge.
+    (gp3's maximum) on inf2.48xlarge; 500 MiB/s where the weights go to RAM and the volume takes only
+    the image.
     """
-    performance = data_volume_performance(settings.plan.instance_type)
+    performance = _data_volume_performance(settings)
     return [
         {
             "DeviceName": ROOT_DEVICE,
@@ -524,8 +535,8 @@ def _launch_template(
                     encrypted=True,
                     kms_key=settings.key,
                     volume_type=ec2.EbsDeviceVolumeType.GP3,
-                    throughput=data_volume_performance(settings.plan.instance_type).throughput_mibps,
-                    iops=data_volume_performance(settings.plan.instance_type).iops,
+                    throughput=_data_volume_performance(settings).throughput_mibps,
+                    iops=_data_volume_performance(settings).iops,
                     delete_on_termination=True,
                 ),
             )

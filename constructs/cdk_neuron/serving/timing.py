@@ -450,7 +450,7 @@ def _startup_model(
         )
         phases.append(
             _controlled_phase(
-                floors.image_pull(instance_type),
+                floors.image_pull(instance_type, in_ram=target is not None and target.in_ram),
                 None if measured is None else measured.image_pull_seconds,
                 source,
             )

@@ -65,7 +65,8 @@ Schema (every key not marked *required* is optional; its default is given)::
         efs_utils_package: required with hyperpod  path of an amazon-efs-utils .deb for Ubuntu (efs-utils'
                                                ./build-deb.sh): the lifecycle script installs it from the
                                                cluster's own bucket, so no node needs internet
-        checkpoint: null                       {model_parameters: required, writers: 1}
+        checkpoint: null                       {model_parameters: required, writers: 1,
+                                               master_weights_in_checkpoint: false}
       storage: {one_zone: false, backup_retention_days: 35, infrequent_access_after_days: 30}
       serving:
         backend: "ec2"                         | "sagemaker" (needs min_capacity >= 1)
@@ -723,20 +724,25 @@ def _training_plan(
 
 
 def _checkpoint(found: _Collector, section: _Section, max_nodes: int | None) -> CheckpointSizing | None:
-    ckpt = found.section(section, "checkpoint", ("model_parameters", "writers"))
+    ckpt = found.section(
+        section, "checkpoint", ("model_parameters", "writers", "master_weights_in_checkpoint")
+    )
     if ckpt is None:
         return None
     model_parameters = found.run(lambda: ckpt.positive_int("model_parameters"))
     writers = found.run(lambda: ckpt.positive_int("writers", 1))
+    master = found.run(lambda: ckpt.get("master_weights_in_checkpoint", bool, False))
     if writers is not None and max_nodes is not None and writers > max_nodes:
         found.add(
             NeuronConfigError(
                 ckpt.field("writers"), writers, f"at most one writer per node: <= max_nodes={max_nodes}"
             )
         )
-    if model_parameters is None or writers is None:
+    if model_parameters is None or writers is None or master is None:
         return None
-    return CheckpointSizing(model_parameters=model_parameters, writers=writers)
+    return CheckpointSizing(
+        model_parameters=model_parameters, writers=writers, master_weights_in_checkpoint=bool(master)
+    )
 
 
 def _training(

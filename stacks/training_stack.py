@@ -61,6 +61,7 @@ class TrainingStack(PinnedAzStack):
             backup_retention=cdk.Duration.days(storage.backup_retention_days),
             model_parameters=checkpoint.model_parameters if checkpoint else None,
             writers=checkpoint.writers if checkpoint else 1,
+            master_weights_in_checkpoint=checkpoint.master_weights_in_checkpoint if checkpoint else False,
             # EFS One Zone needs an AZ *name*; the VPC knows only AZ IDs, so CloudFormation supplies
             # the name of the pinned training subnet.
             availability_zone=network.training_subnet_availability_zone if storage.one_zone else None,

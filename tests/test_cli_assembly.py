@@ -162,6 +162,7 @@ def test_top_level_stacks_group_by_environment(tmp_path: Path) -> None:
                     "one_zone": True,
                     "model_parameters": 8_000_000_000,
                     "writers": 2,
+                    "master_weights_in_checkpoint": True,
                 },
             },
         ),
@@ -192,6 +193,7 @@ def test_top_level_stacks_group_by_environment(tmp_path: Path) -> None:
     assert env.training is not None and env.serving is not None
     assert env.training.plan.world_size == 64 and env.training.max_nodes == 4
     assert env.training.checkpoint is not None and env.training.checkpoint.writers == 2
+    assert env.training.checkpoint.master_weights_in_checkpoint is True
     assert env.storage.one_zone is True
     assert env.training.jobs is not None and env.training.jobs.stack_name == "ml-training"
     assert env.serving.backend == "sagemaker" and env.serving.plan.tensor_parallel == 2

@@ -144,7 +144,9 @@ def test_plan_json_shape_and_values(config: Path, capsys: pytest.CaptureFixture[
     assert training["az_id"] == "use1-az6"
 
     checkpoint = dev["checkpoint"]
-    assert checkpoint["size_gb"] == pytest.approx(96.0)  # 8e9 x (4 + 8) bytes
+    # 8e9 x (2 + 8) bytes: NxD Training's checkpoint (16-bit weights and Adam's two fp32 moments, no master
+    # weights: use_master_weights_in_ckpt is False in every config it publishes).
+    assert (checkpoint["size_gb"], checkpoint["bytes_per_parameter"]) == (pytest.approx(80.0), 10.0)
     assert checkpoint["writers"] == 2 and checkpoint["file_system"] == "EFS One Zone"
     assert checkpoint["save_minutes"] > 0
 
@@ -320,7 +322,7 @@ def test_cost_idle_and_full_scale_arithmetic(config: Path, capsys: pytest.Captur
     assert alarms["quantity"] == "14 alarms, 1 dashboard"  # min_capacity 1: no scale-from-zero alarm
     assert alarms["usd_per_month"] == pytest.approx(14 * 0.10 + 3.0)
     efs = line(dev["idle"], "EFS checkpoints")
-    assert efs["usd_per_month"] == pytest.approx(96 * cost.KEPT_CHECKPOINTS * 0.30)
+    assert efs["usd_per_month"] == pytest.approx(80 * cost.KEPT_CHECKPOINTS * 0.30)
     assert "One Zone priced at the Standard rate" in efs["basis"]
 
     # prod: a reservation bills max_nodes even idle; SageMaker prices; two NATs; no ALB.
@@ -570,7 +572,7 @@ def test_live_prices_cover_every_line_in_the_environments_region(
     assert hourly("interface VPC endpoints") == pytest.approx(12 * 2 * 0.011)
     assert line(full, "KMS keys")["usd_per_month"] == pytest.approx(6 * 1.10)
     assert line(full, "S3 compile cache")["usd_per_month"] == pytest.approx(50 * 0.024)  # the first tier
-    assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(96 * 2 * 0.33)
+    assert line(full, "EFS checkpoints")["usd_per_month"] == pytest.approx(80 * 2 * 0.33)
     alarms = line(full, "CloudWatch alarms and dashboard")
     assert alarms["usd_per_month"] == pytest.approx(8 * 0.11 + 3.0)
     # Only the dashboard price came from the table: that line says it is a us-east-1 price.

@@ -363,6 +363,11 @@ def test_one_checkpoint_writer_unless_told_otherwise() -> None:
     env["training"]["checkpoint"] = {"model_parameters": 70_000_000_000}
     checkpoint = load_one(env).training.checkpoint
     assert checkpoint is not None and (checkpoint.model_parameters, checkpoint.writers) == (70_000_000_000, 1)
+    # NxD Training saves no fp32 master weights unless told (use_master_weights_in_ckpt: False).
+    assert checkpoint.master_weights_in_checkpoint is False
+    env["training"]["checkpoint"]["master_weights_in_checkpoint"] = True
+    told = load_one(env).training.checkpoint
+    assert told is not None and told.master_weights_in_checkpoint is True
 
 
 def test_limits_exactly_at_their_edge_are_accepted() -> None:
@@ -851,6 +856,10 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("more writers than nodes", setting("training.checkpoint", {"model_parameters": 8_000_000_000, "writers": 3}),
      "training.checkpoint.writers", 3,
      "at most one writer per node: <= max_nodes=2"),
+    ("master weights as string",
+     setting("training.checkpoint", {"model_parameters": 8_000_000_000, "master_weights_in_checkpoint": "no"}),
+     "training.checkpoint.master_weights_in_checkpoint", "no",
+     "wrong type: must be true/false"),
     ("zero backup retention", setting("storage.backup_retention_days", 0),
      "storage.backup_retention_days", 0,
      "must be a whole number >= 1"),

@@ -131,6 +131,29 @@ def test_the_serving_and_storage_records(records: dict[str, dict[str, Any]]) -> 
     }
 
 
+def test_a_checkpoint_with_master_weights_records_it_and_is_sized_at_14_bytes() -> None:
+    """Recorded only when true (absent means false), so existing records and snapshots stay as they were."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk.assertions import Template
+
+    from cdk_neuron.storage import CheckpointStore
+
+    stack = cdk.Stack(cdk.App(), "Master", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    store = CheckpointStore(
+        stack,
+        "Checkpoints",
+        vpc=ec2.Vpc(stack, "Vpc"),
+        model_parameters=8e9,
+        master_weights_in_checkpoint=True,
+    )
+    assert store.checkpoint_estimate is not None
+    # 8e9 x (2 + 8 + 4) bytes = 112 GB.
+    assert store.checkpoint_estimate.size_gb == pytest.approx(112.0)
+    record = Template.from_stack(stack).to_json()["Metadata"]["cdk-neuron:workloads"]["/Master/Checkpoints"]
+    assert record["master_weights_in_checkpoint"] is True
+
+
 def test_a_plan_with_a_model_records_what_the_cli_needs_to_plan_it_again() -> None:
     # The CLI re-plans from the record: the model, ZeRO-1, the level and the recomputed modules.
     from cdk_neuron import _manifest

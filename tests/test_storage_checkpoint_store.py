@@ -503,8 +503,11 @@ def test_warning_suggests_more_writers_or_fsx_when_over_budget(built: Built) -> 
     Annotations.from_stack(built.regional).has_warning(
         "/Regional/Store",
         Match.string_like_regexp(
-            r"840 GB per checkpoint.*exceeds the 5 min budget.*>= 2 nodes in parallel.*"
-            r"FSx for Lustre PERSISTENT_2: 4\.8 TiB x 1000 MB/s per TiB.*" + re.escape(SAVE_TIME_WARNING_ID)
+            # 70e9 x (2 + 8) bytes (NxD Training's layout) = 700 GB in 300 s = 2,333 MB/s; two kept are
+            # 1,304 GiB: 2.4 TiB at 1,000 MB/s per TiB.
+            r"70B params x \(2 \+ 8\) bytes = 700 GB per checkpoint.*exceeds the 5 min budget.*>= 2 nodes in "
+            r"parallel.*FSx for Lustre PERSISTENT_2: 2\.4 TiB x 1000 MB/s per TiB.*"
+            + re.escape(SAVE_TIME_WARNING_ID)
         ),
     )
 

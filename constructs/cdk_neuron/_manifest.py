@@ -217,14 +217,19 @@ def record_serving(
 
 
 def record_checkpoints(
-    scope: Construct, *, one_zone: bool, model_parameters: int | None, writers: int
+    scope: Construct,
+    *,
+    one_zone: bool,
+    model_parameters: int | None,
+    writers: int,
+    master_weights_in_checkpoint: bool = False,
 ) -> None:
-    """A checkpoint store: its kind and, when given, the model whose checkpoints it holds."""
-    _record(
-        scope,
-        "checkpoints",
-        {"one_zone": one_zone, "model_parameters": model_parameters, "writers": writers},
-    )
+    """A checkpoint store: its kind and, when given, the model whose checkpoints it holds.
+    ``master_weights_in_checkpoint`` is recorded only when true (absent means false)."""
+    data: dict[str, Any] = {"one_zone": one_zone, "model_parameters": model_parameters, "writers": writers}
+    if master_weights_in_checkpoint:
+        data["master_weights_in_checkpoint"] = True
+    _record(scope, "checkpoints", data)
 
 
 def record_compilation(

@@ -4,13 +4,25 @@ Plain Python (no ``aws_cdk``): the CLI prints these estimates and ``CheckpointSt
 into a synth-time warning.
 
 Size
-    ``parameters x (weight bytes + optimizer-state bytes)``. The defaults, 4 + 8 bytes, are fp32
-    master weights plus Adam's two fp32 moments. For Llama-2 70B that is 280 GB + 560 GB = 840 GB,
-    the figure aws-neuron-sdk ``archive/nxd-training/known_issues.rst`` @a3247f5 computes; the
-    Llama-3 70B checkpoints written by NxD are "roughly 850 GB in size" on disk
-    (awslabs/awsome-distributed-training ``3.test_cases/pytorch/neuronx-distributed/llama3/slurm/README.md``
-    @6abac09). The 10 GB gap is what the estimate does not count (RNG state, scheduler, metadata);
-    treat the estimate as a floor.
+    ``parameters x (weight bytes + optimizer-state bytes + master-weight bytes)``. The defaults follow
+    NxD Training's published configurations (mixed precision, ZeRO-1): the model's 16-bit weights
+    (2 bytes), Adam's two fp32 moments (8 bytes), and no fp32 master weights, because every
+    ``examples/conf`` config of aws-neuron/neuronx-distributed-training @9169aa0 (2025-09-22) sets
+    ``exp_manager.checkpoint_callback_params.use_master_weights_in_ckpt: False``, which is also its
+    documented default (docs/general/config_overview.rst: "Whether or not to save master weights when
+    checkpointing", default False;
+    https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-training/general/config_overview.html).
+    That is 10 bytes per parameter: 705.5 GB for Llama 3 70B. ``master_weights_in_checkpoint=True``
+    adds the fp32 master copy (4 bytes; neuronx-distributed passes it to the ZeRO-1 optimizer as
+    ``save_master_weights``, trainer.py @fbac349): 14 bytes.
+
+    Sources disagree for other set-ups: aws-neuron-sdk ``archive/nxd-training/known_issues.rst``
+    @a3247f5 computes 840 GB for Llama-2 70B from fp32 weights plus two fp32 moments (12 bytes, what
+    a model kept in fp32 and downcast on the device writes: ``weight_bytes_per_parameter=4``), and
+    awslabs/awsome-distributed-training ``3.test_cases/pytorch/neuronx-distributed/llama3/slurm/README.md``
+    @6abac09 reports Llama-3 70B checkpoints of "roughly 850 GB" written by neuronx-distributed's own
+    example. The estimate counts tensors only (no RNG state, scheduler or metadata, about 1 %), so it
+    is the size of the layout given, not a bound on every layout.
 
 Save time against EFS Elastic throughput
     A save is limited by whichever is smaller: the writers' combined per-client throughput, or the
@@ -83,6 +95,9 @@ EFS_ELASTIC_WRITE_USD_PER_GB = 0.06
 FSX_PERSISTENT_2_MBPS_PER_TIB: tuple[int, ...] = (125, 250, 500, 1000)
 FSX_MIN_CAPACITIES_GIB: tuple[int, ...] = (1200, 2400)
 FSX_CAPACITY_STEP_GIB = 2400
+
+# The fp32 master copy of each weight, when the checkpoint holds it (master_weights_in_checkpoint).
+MASTER_WEIGHT_BYTES = 4.0
 
 # Optimizer state bytes per parameter for names accepted by `optimizer_bytes_per_parameter`.
 OPTIMIZER_STATE_BYTES: dict[str, float] = {
@@ -240,14 +255,25 @@ class CheckpointEstimate:
     optimizer_bytes_per_parameter: float
     writers: int
     limits: EfsWriteLimits
+    master_weight_bytes_per_parameter: float = 0.0
+    """4.0 when the checkpoint also holds the fp32 master weights (``master_weights_in_checkpoint``)."""
+
+    @property
+    def bytes_per_parameter(self) -> float:
+        """Every byte one parameter takes in the checkpoint (NxD Training's default: 2 + 8 = 10)."""
+        return (
+            self.weight_bytes_per_parameter
+            + self.optimizer_bytes_per_parameter
+            + self.master_weight_bytes_per_parameter
+        )
 
     @property
     def size_bytes(self) -> float:
-        return self.parameters * (self.weight_bytes_per_parameter + self.optimizer_bytes_per_parameter)
+        return self.parameters * self.bytes_per_parameter
 
     @property
     def size_gb(self) -> float:
-        """Size in decimal GB (70B x 12 bytes = 840 GB)."""
+        """Size in decimal GB (70B x 10 bytes = 700 GB)."""
         return self.size_bytes / GB
 
     @property
@@ -294,9 +320,12 @@ class CheckpointEstimate:
         )
 
     def summary(self) -> str:
+        master = (
+            f" + {self.master_weight_bytes_per_parameter:g}" if self.master_weight_bytes_per_parameter else ""
+        )
         return (
             f"{self.parameters / 1e9:g}B params x ({self.weight_bytes_per_parameter:g} + "
-            f"{self.optimizer_bytes_per_parameter:g}) bytes = {self.size_gb:,.0f} GB per checkpoint; "
+            f"{self.optimizer_bytes_per_parameter:g}{master}) bytes = {self.size_gb:,.0f} GB per checkpoint; "
             f"{self.writers} writer(s) at {self.throughput_mibps:,.0f} MiB/s ({self.limiting_factor} limit) "
             f"save it in {self.save_minutes:.1f} min on EFS; Elastic writes cost about "
             f"${self.write_cost_usd:,.2f} per save"
@@ -327,8 +356,9 @@ class CheckpointEstimate:
 def estimate_checkpoint(
     parameters: float,
     *,
-    weight_bytes_per_parameter: float | str = 4.0,
+    weight_bytes_per_parameter: float | str = 2.0,
     optimizer_bytes_per_parameter: float | str = 8.0,
+    master_weights_in_checkpoint: bool = False,
     writers: int = 1,
     region: str | None = None,
     one_zone: bool = False,
@@ -337,11 +367,15 @@ def estimate_checkpoint(
     """Estimate a checkpoint's size and EFS save time.
 
     :param parameters: model parameter count, e.g. ``70e9``.
-    :param weight_bytes_per_parameter: bytes per weight, or a dtype name (``"fp32"``, ``"bf16"``, ...).
-        Default 4.0: fp32 master weights, what mixed-precision training checkpoints.
+    :param weight_bytes_per_parameter: bytes per saved model weight, or a dtype name (``"fp32"``,
+        ``"bf16"``, ...). Default 2.0: the 16-bit weights of NxD Training's mixed precision (4.0 for a
+        model kept in fp32).
     :param optimizer_bytes_per_parameter: optimizer-state bytes per parameter, or an optimizer name
         (``"adamw"``, ``"adamw-bf16"``, ``"sgd-momentum"``, ``"sgd"``, ``"none"``). Default 8.0:
         Adam's two fp32 moments.
+    :param master_weights_in_checkpoint: the checkpoint also holds the fp32 master weights (NxD
+        Training's ``exp_manager.checkpoint_callback_params.use_master_weights_in_ckpt``). Default
+        False, as in NxD Training's default and every one of its published configurations.
     :param writers: nodes writing shards of the checkpoint at the same time. Default 1.
     :param region: Region of the file system; selects the per-file-system write limit.
         Default None (unknown): the lower limit.
@@ -351,6 +385,10 @@ def estimate_checkpoint(
     :raises NeuronConfigError: non-positive parameters, negative sizes, an unknown dtype or optimizer,
         writers < 1, an empty or non-string region, or a flag that is not a bool.
     """
+    if not isinstance(master_weights_in_checkpoint, bool):
+        raise NeuronConfigError(
+            "master_weights_in_checkpoint", master_weights_in_checkpoint, "must be true or false"
+        )
     params = _parameter_count(parameters)
     weight = _bytes_per_parameter("weight_bytes_per_parameter", weight_bytes_per_parameter, BYTES_PER_DTYPE)
     optimizer = _bytes_per_parameter(
@@ -366,11 +404,13 @@ def estimate_checkpoint(
         optimizer_bytes_per_parameter=optimizer,
         writers=writers,
         limits=efs_elastic_write_limits(region=region, one_zone=one_zone, efs_client_v2=efs_client_v2),
+        master_weight_bytes_per_parameter=MASTER_WEIGHT_BYTES if master_weights_in_checkpoint else 0.0,
     )
 
 
 __all__ = [
     "EFS_HIGH_THROUGHPUT_REGIONS",
+    "MASTER_WEIGHT_BYTES",
     "OPTIMIZER_STATE_BYTES",
     "CheckpointEstimate",
     "EfsWriteLimits",

@@ -35,6 +35,8 @@ class CheckpointSizing:
 
     model_parameters: int
     writers: int = 1
+    master_weights_in_checkpoint: bool = False
+    """The checkpoint also holds the fp32 master weights (NxD Training's ``use_master_weights_in_ckpt``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -582,7 +582,9 @@ def _checkpoint_for(path: str, stores: Sequence[Record]) -> CheckpointSizing | N
     if store is None:
         return None
     return CheckpointSizing(
-        model_parameters=int(store.data["model_parameters"]), writers=int(store.data.get("writers", 1))
+        model_parameters=int(store.data["model_parameters"]),
+        writers=int(store.data.get("writers", 1)),
+        master_weights_in_checkpoint=bool(store.data.get("master_weights_in_checkpoint", False)),
     )
 
 

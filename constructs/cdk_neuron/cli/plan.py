@@ -212,11 +212,15 @@ def checkpoint_section(env: Deployment) -> CheckpointPlan | None:
     if ckpt is None:
         return None
     estimate = estimate_checkpoint(
-        ckpt.model_parameters, writers=ckpt.writers, region=env.region, one_zone=env.storage.one_zone
+        ckpt.model_parameters,
+        writers=ckpt.writers,
+        region=env.region,
+        one_zone=env.storage.one_zone,
+        master_weights_in_checkpoint=ckpt.master_weights_in_checkpoint,
     )
     return CheckpointPlan(
         model_parameters=estimate.parameters,
-        bytes_per_parameter=estimate.weight_bytes_per_parameter + estimate.optimizer_bytes_per_parameter,
+        bytes_per_parameter=estimate.bytes_per_parameter,
         size_gb=round(estimate.size_gb, 1),
         writers=estimate.writers,
         throughput_mibps=round(estimate.throughput_mibps),

@@ -440,10 +440,13 @@ class CheckpointStore(_CheckpointStoreBase):
     :param model_parameters: parameter count of the model that checkpoints here, e.g. ``70e9``. When
         given, ``checkpoint_estimate`` is computed and a warning is added if one save takes longer
         than ``save_time_budget``. Default: None (no estimate).
-    :param weight_bytes_per_parameter: bytes per checkpointed weight or a dtype name. Default: 4.0
-        (fp32 master weights).
+    :param weight_bytes_per_parameter: bytes per checkpointed model weight or a dtype name. Default:
+        2.0 (the 16-bit weights of NxD Training's mixed precision; 4.0 for a model kept in fp32).
     :param optimizer_bytes_per_parameter: optimizer-state bytes per parameter or an optimizer name.
         Default: 8.0 (Adam's two fp32 moments).
+    :param master_weights_in_checkpoint: the checkpoint also holds the fp32 master weights (NxD
+        Training's ``use_master_weights_in_ckpt``). Default: False, as in every NxD Training
+        configuration AWS publishes.
     :param writers: nodes that write checkpoint shards in parallel. The estimate assumes clients
         mount with amazon-efs-utils 2.0+ (Batch's ECS agent and ``mount_commands`` use it), which
         allows 1,500 MiBps per client on Regional Elastic file systems. Default: 1.
@@ -469,8 +472,9 @@ class CheckpointStore(_CheckpointStoreBase):
         posix_uid: int = 1000,
         posix_gid: int = 1000,
         model_parameters: float | None = None,
-        weight_bytes_per_parameter: float | str = 4.0,
+        weight_bytes_per_parameter: float | str = 2.0,
         optimizer_bytes_per_parameter: float | str = 8.0,
+        master_weights_in_checkpoint: bool = False,
         writers: int = 1,
         save_time_budget: cdk.Duration = DEFAULT_SAVE_TIME_BUDGET,
     ) -> None:
@@ -530,6 +534,7 @@ class CheckpointStore(_CheckpointStoreBase):
                     model_parameters,
                     weight_bytes_per_parameter=weight_bytes_per_parameter,
                     optimizer_bytes_per_parameter=optimizer_bytes_per_parameter,
+                    master_weights_in_checkpoint=master_weights_in_checkpoint,
                     writers=writers,
                     region=region,
                     one_zone=one_zone,
@@ -654,6 +659,7 @@ class CheckpointStore(_CheckpointStoreBase):
                 one_zone=one_zone,
                 model_parameters=None if model_parameters is None else int(model_parameters),
                 writers=writers,
+                master_weights_in_checkpoint=master_weights_in_checkpoint,
             )
 
     @property

@@ -220,7 +220,9 @@ def test_an_error_names_the_construct_and_comes_before_any_resource(
 @pytest.mark.parametrize(
     ("props", "field"),
     [
-        ({"startup_timeout_seconds": 9000}, "startup_timeout_seconds"),
+        # Heartbeats hold a launch up to the hook's global timeout (issue 25); CloudFormation's 12 h
+        # creation wait is the lower limit: 43,200 s (timeouts.STARTUP_MAX).
+        ({"startup_timeout_seconds": 43_201}, "startup_timeout_seconds"),
         ({"startup_timeout_seconds": 0}, "startup_timeout_seconds"),
         ({"data_volume_gib": 0}, "data_volume_gib"),
         ({"data_volume_gib": 20_000}, "data_volume_gib"),

@@ -2134,7 +2134,8 @@ class HostIo:
 
 
 _HOST_IO_SOURCES = ("MOTO", "KARP-BW", "EC2-NETBW", "EBS-OPT", "INFERENTIA2")
-_HBM_PER_INF2_CHIP_GIB_S = 820.0
+_HBM_PER_INF2_CHIP_GIB_S = 820e9 / 2**30
+# The source gives 820 GB/s per chip ("32GB of HBM2E ... with 820 GB/sec of bandwidth"): 763.7 GiB/s.
 
 # inf2: network baseline 2.083 / 16.667 / 50 / 100 Gbps (KARP bandwidth table) with "Up to 15" and
 # "Up to 25 Gigabit" for the two single-chip sizes (MOTO NetworkPerformance); EBS 1,250 baseline and

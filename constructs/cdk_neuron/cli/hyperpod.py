@@ -44,6 +44,7 @@ from typing import Any
 from cdk_neuron import timeouts
 from cdk_neuron.cli.aws import AwsLookupError, error_code, error_summary
 from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.stack_lookup import stack_outputs, stack_resource_arn
 from cdk_neuron.deployment import Deployment, HyperPodLocation
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import FILES_DIR
@@ -184,8 +185,6 @@ def cluster_name(ctx: Context, env: Deployment, given: str | None) -> str:
             None,
             f"the app does not say where {env.name}'s HyperPod cluster is: pass --cluster NAME",
         )
-    from cdk_neuron.cli.submit import stack_outputs, stack_resource_arn
-
     cloudformation = ctx.aws("cloudformation", env.region)
     if location.cluster_logical_id is not None:
         # The physical id of an AWS::SageMaker::Cluster is its ARN, which DescribeCluster takes.

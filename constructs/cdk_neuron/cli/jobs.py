@@ -33,9 +33,10 @@ from cdk_neuron.cli.aws import AwsLookupError, error_code
 from cdk_neuron.cli.command import Command, environment_options
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, Report
-from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result, key
+from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.cli.submit import find_job_queue, job_environment, stack_option
+from cdk_neuron.cli.transitions import Transition as Transition
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 
@@ -88,16 +89,6 @@ class Failure:
     log_group: str | None
     log_stream: str | None
     logs_command: str
-
-
-@dataclass(frozen=True)
-class Transition:
-    """A change of the job's or a node's state that ``status --watch`` saw."""
-
-    at: str
-    subject: str
-    from_: str | None = field(metadata=key("from"))
-    to: str | None
 
 
 @dataclass(frozen=True)

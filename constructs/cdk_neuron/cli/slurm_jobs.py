@@ -35,9 +35,9 @@ from cdk_neuron.cli import hyperpod
 from cdk_neuron.cli.aws import AwsLookupError
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.hyperpod import Cluster, Node
-from cdk_neuron.cli.jobs import Transition
 from cdk_neuron.cli.output import Column, Report
 from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result
+from cdk_neuron.cli.transitions import Transition
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 

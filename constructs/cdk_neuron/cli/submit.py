@@ -39,6 +39,8 @@ from cdk_neuron.cli.command import Command, environment_options, in_region, one_
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
+from cdk_neuron.cli.stack_lookup import stack_outputs as stack_outputs
+from cdk_neuron.cli.stack_lookup import stack_resource_arn as stack_resource_arn
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment, HyperPodLocation, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
@@ -80,19 +82,6 @@ class Submitted(Result):
     environment_overrides: dict[str, str]
     watch_command: str
     logs_command: str
-
-
-def stack_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:
-    try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except Exception as error:
-        if "does not exist" in str(error):
-            raise AwsLookupError(
-                f"stack {stack_name} does not exist in this account and Region: deploy the training stack "
-                "first, or pass --stack NAME"
-            ) from None
-        raise
-    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
 
 
 def _output(outputs: dict[str, str], key: str, stack_name: str) -> str:
@@ -264,26 +253,6 @@ def _location(env: Deployment, stack_name: str | None) -> JobQueueLocation:
     if jobs is None:
         return JobQueueLocation(stack_name=str(stack_name))
     return jobs if stack_name is None else replace(jobs, stack_name=stack_name)
-
-
-def stack_resource_arn(cloudformation: Any, stack_name: str, logical_id: str) -> str:
-    """The physical id of a stack's resource: the ARN for ``AWS::Batch::JobQueue`` and ``JobDefinition``."""
-    try:
-        detail = cloudformation.describe_stack_resource(StackName=stack_name, LogicalResourceId=logical_id)
-    except Exception as error:
-        if "does not exist" in str(error):
-            raise AwsLookupError(
-                f"stack {stack_name} has no resource {logical_id} in this account and Region: deploy the "
-                "training stack first, or pass --stack NAME"
-            ) from None
-        raise
-    physical = detail["StackResourceDetail"].get("PhysicalResourceId")
-    if not physical:
-        raise AwsLookupError(
-            f"{logical_id} in stack {stack_name} has no physical id yet "
-            f"({detail['StackResourceDetail'].get('ResourceStatus', '?')}): wait for the deploy to finish"
-        )
-    return str(physical)
 
 
 def job_arns(

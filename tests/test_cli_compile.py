@@ -303,3 +303,50 @@ def test_a_checkpoint_source_carries_its_training_layout() -> None:
     assert (source.uri, source.step, source.tensor_parallel, source.pipeline_parallel, source.hw_backend) == (
         "run-7/step-1200", 1200, 8, 2, "trn2",
     )  # fmt: skip
+
+
+def test_a_training_checkpoints_kv_multiplier_and_config_source_reach_the_task(
+    assembly: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    cloudformation, cf, _, _ = _stubs(IDS)
+    seen: dict[str, Any] = {}
+
+    class Recording:
+        def run_task(self, **request: Any) -> dict[str, Any]:
+            seen.update(request)
+            return {"tasks": [{"taskArn": TASK}], "failures": []}
+
+    with cf:
+        code = _run(
+            assembly,
+            {"cloudformation": cloudformation, "ecs": Recording()},
+            "--source", "checkpoint:run-7/step-1200", "--source-tp", "32", "--source-kv-multiplier", "4",
+            "--config-from", "hub:meta-llama/Llama-3.1-8B", "--artifact-uri", "s3://models/llama-1b/b/",
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    overrides = {
+        c["name"]: {e["name"]: e["value"] for e in c["environment"]}
+        for c in seen["overrides"]["containerOverrides"]
+    }
+    assert overrides["export"]["CONVERT_KV_MULTIPLIER"] == "4"
+    assert (
+        overrides["export"]["CONFIG_FROM"]
+        == overrides["fetch"]["CONFIG_FROM"]
+        == "hub:meta-llama/Llama-3.1-8B"
+    )
+
+
+def test_a_bad_config_source_is_refused_before_any_aws_call(
+    assembly: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_aws(service: str, region: str) -> Any:
+        raise AssertionError(f"called {service}")
+
+    code = main(
+        ["compile", "--app", assembly, "--source", "checkpoint:run", "--config-from", "llama",
+         "--artifact-uri", "s3://models/a/"],
+        clients=no_aws,
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "config_from='llama': use hub:<org/model>[@revision] or s3://" in err

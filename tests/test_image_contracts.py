@@ -13,9 +13,7 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -329,79 +327,3 @@ def test_the_contracts_document_is_generated_and_linked_from_the_readme() -> Non
     section = text.split(BEGIN, 1)[1].split(END, 1)[0]
     assert section == "\n" + render(), "docs/image-and-ami-contracts.md is stale: run `make contracts-doc`"
     assert "(docs/image-and-ami-contracts.md)" in (ROOT / "README.md").read_text()
-
-
-# -- the compile task's containers (ModelCompilation on ECS) ---------------------------------------
-
-
-@pytest.fixture(scope="module")
-def compile_task() -> dict[str, dict[str, Any]]:
-    import aws_cdk as cdk
-    from aws_cdk import aws_ec2 as ec2
-    from aws_cdk import aws_s3 as s3
-    from aws_cdk.assertions import Template
-
-    from cdk_neuron.compilation import ModelCompilation
-    from cdk_support import TEST_ACCOUNT, make_app
-
-    app = make_app()
-    stack = cdk.Stack(app, "Compile", env=cdk.Environment(account=TEST_ACCOUNT, region="us-east-1"))
-    vpc = ec2.Vpc(stack, "Vpc")
-    ModelCompilation(stack, "C", vpc=vpc, artifact_bucket=s3.Bucket.from_bucket_name(stack, "B", "models"))
-    [task] = [
-        r["Properties"]
-        for r in Template.from_stack(stack).to_json()["Resources"].values()
-        if r["Type"] == "AWS::ECS::TaskDefinition"
-    ]
-    return {c["Name"]: c for c in task["ContainerDefinitions"]}
-
-
-def test_the_compile_contracts_name_the_images_the_task_runs(compile_task: dict[str, dict[str, Any]]) -> None:
-    from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
-    from cdk_neuron.serving import ServingEngine
-
-    assert contract("compile-aws-cli").image == AWS_CLI_IMAGE
-    assert compile_task["fetch"]["Image"] == compile_task["upload"]["Image"] == AWS_CLI_IMAGE
-    export_image = ServingEngine.optimum_neuron().image
-    assert contract("compile-export").image == f"{export_image.repository}:{export_image.tag}"
-    assert compile_task["export"]["Image"].endswith(contract("compile-export").image)
-
-
-@pytest.mark.parametrize(("step", "name"), [("fetch", "compile-aws-cli"), ("export", "compile-export")])
-def test_a_compile_step_runs_only_because_the_task_replaces_the_images_entrypoint(
-    compile_task: dict[str, dict[str, Any]], tmp_path: Path, step: str, name: str
-) -> None:
-    """ECS runs the task definition's entryPoint + command; the image's own ENTRYPOINT would not run
-    the program: the AWS CLI would get it as arguments, optimum-neuron's entrypoint would start a server."""
-    definition = compile_task[step]
-    entrypoint, command = definition["EntryPoint"], definition["Command"]
-    assert entrypoint[-2:] == ["bash", "-c"] and not set(entrypoint) & set(contract(name).entrypoint)
-    env = {"SOURCE_KIND": "hub", "SOURCE_URI": "org/model", "WORK_DIR": str(tmp_path / "work")}
-    # Through the image's entrypoint (what a task definition without entryPoint would run).
-    through_image = Container(tmp_path / "image")
-    through_image.record("aws")
-    through_image.record("optimum-cli")
-    through_image.run(name, command, env)
-    [call] = through_image.calls()
-    assert (call.program, call.argv[:1]) == (
-        ("aws", [command[0]]) if step == "fetch" else ("optimum-cli", ["neuron"])
-    )
-    # Through the task definition's entryPoint: the program itself runs (fetch: a Hub source is left
-    # to the export step; export: it stops before any tool, without its other settings and steps).
-    as_ecs = Container(tmp_path / "ecs")
-    for tool in ("mkdir", "chmod", "ls", "touch", "cp", "timeout"):
-        real = shutil.which(tool)
-        if real and not (as_ecs.bin / tool).exists():
-            (as_ecs.bin / tool).symlink_to(real)
-    as_ecs.record("aws")
-    as_ecs.record("optimum-cli")
-    done = subprocess.run(
-        [*entrypoint, *command], env=as_ecs._environment(env), capture_output=True, text=True, timeout=60,
-        cwd=str(as_ecs.root), check=False,
-    )  # fmt: skip
-    assert as_ecs.calls() == []
-    if step == "fetch":
-        assert done.returncode == 0, done.stderr
-        assert "hub source: read by the export step" in done.stderr
-    else:
-        assert done.returncode != 0  # its own refusal, and (above) no server, exporter or CLI was started

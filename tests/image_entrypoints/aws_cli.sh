@@ -1,4 +1,4 @@
 #!/bin/bash
-# Reproduction of the AWS CLI v2 image's entrypoint (aws/aws-cli @64bd0550, tag 2.22.35,
-# docker/Dockerfile: `ENTRYPOINT ["/usr/local/bin/aws"]`): every argument goes to the CLI as is.
+# Reproduction of the AWS CLI v2 image's entrypoint (aws/aws-cli @1c30287a, docker/Dockerfile:
+# ENTRYPOINT ["/usr/local/bin/aws"]): the container's arguments go to the CLI, as given.
 exec aws "$@"

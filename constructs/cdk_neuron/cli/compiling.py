@@ -59,6 +59,7 @@ def parse_source(
     revision: str | None,
     hw_backend: str = "trn1",
     kv_size_multiplier: int = 1,
+    config_from: str | None = None,
 ) -> ModelSource:
     """``--source``: ``checkpoint:PATH``, ``s3://bucket/prefix/`` or ``hub:ORG/MODEL``."""
     kind, _, rest = text.partition(":")
@@ -70,6 +71,7 @@ def parse_source(
             pipeline_parallel=pipeline_parallel,
             hw_backend=hw_backend,
             kv_size_multiplier=kv_size_multiplier,
+            config_from=config_from,
         )
     if kind == "s3":
         return ModelSource.s3(text)
@@ -246,16 +248,22 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--source-pp", type=int, default=1, help="its pipeline-parallel degree (default: 1)")
     parser.add_argument(
-        "--source-kv-multiplier",
-        type=int,
-        default=1,
-        help="the KV-head replication of a neuronx-distributed training run (NxD kv_size_multiplier; default: 1)",
-    )
-    parser.add_argument(
         "--source-hw-backend",
         default="trn1",
         help="the Trainium generation a training checkpoint was saved on: trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3); "
         "NxD's converter orders replicated KV heads by it (default: trn1)",
+    )
+    parser.add_argument(
+        "--source-kv-multiplier",
+        type=int,
+        default=1,
+        help="the KV-head replication of a training checkpoint (NxD kv_size_multiplier, e.g. 4 for Llama 3 8B at "
+        "TP 32; default: 1)",
+    )
+    parser.add_argument(
+        "--config-from",
+        help="where a checkpoint's missing config.json and tokenizer are: hub:<org/model>[@revision] or "
+        "s3://bucket/prefix/ (default: the fleet's model on the Hub)",
     )
     parser.add_argument("--revision", help="the Hub revision of a hub: source")
 
@@ -274,6 +282,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
             revision=args.revision,
             hw_backend=args.source_hw_backend,
             kv_size_multiplier=args.source_kv_multiplier,
+            config_from=args.config_from,
         )
     )
     found.raise_if_any()

@@ -385,8 +385,7 @@ def snapshot_download(repo, local_dir=None, revision=None, allow_patterns=None, 
     (root / ".cache" / "huggingface" / "download").mkdir(parents=True, exist_ok=True)
     (root / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text(f"{COMMIT}\\netag\\n{time.time()}\\n")
     for name, data in _files().items():
-        if name == "model.safetensors" and allow_patterns == ["config.json", "generation_config.json",
-                "special_tokens_map.json", "tokenizer*", "vocab.json", "merges.txt"]:
+        if name == "model.safetensors" and "*.safetensors" not in allow_patterns:
             continue
         (root / name).write_bytes(data)
     return str(root)
@@ -812,6 +811,25 @@ def test_a_training_checkpoint_takes_its_config_and_tokenizer_from_the_fleets_mo
     [converter] = container.calls("nxd-converter")
     assert converter.env["config"] == str(tmp_path / "work" / "config" / "config.json")
     assert (tmp_path / "work" / "model" / "tokenizer.json").exists()
+
+
+def test_a_training_checkpoints_own_config_wins_over_the_fallback_for_its_tokenizer(
+    synthesized: Any, tmp_path: Path
+) -> None:
+    _, template = synthesized
+    checkpoint = tmp_path / "checkpoints" / "run"
+    _nxd_checkpoint(checkpoint)
+    (checkpoint / "config.json").write_text(
+        json.dumps({"num_hidden_layers": _LAYERS, "torch_dtype": "bfloat16"})
+    )
+    container, done = _export(template, tmp_path, ModelSource.checkpoint("run", tensor_parallel=2))
+    assert done.returncode == 0, done.stderr
+    # The Hub's config (1 layer) would not match the converted weights (2): the checkpoint's own is used.
+    model = tmp_path / "work" / "model"
+    assert json.loads((model / "config.json").read_text())["num_hidden_layers"] == _LAYERS
+    assert (model / "tokenizer.json").resolve() == tmp_path / "work" / "config" / "tokenizer.json"
+    [converter] = container.calls("nxd-converter")
+    assert converter.env["config"] == str(checkpoint / "config.json")
 
 
 def test_a_training_checkpoint_takes_its_config_from_s3_when_told(synthesized: Any, tmp_path: Path) -> None:

@@ -84,8 +84,11 @@ class ModelCompilation(Construct):
         granted read/write. Default: None (no cache).
     :param checkpoint_store: mounted read-only at ``/checkpoints`` so a training run's checkpoint can be
         compiled. Default: None (S3 and Hub sources only).
-    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources.
-        Default: None.
+    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources (and a
+        gated base model's config and tokenizer). The execution role reads it, with ``kms:Decrypt`` on
+        its key only when the ``ISecret`` knows the key: import a secret encrypted with your own key
+        with ``Secret.from_secret_attributes(..., encryption_key=key)``, or the task fails to start
+        (``ResourceInitializationError``). Default: None.
     :param vpc_subnets: the task's subnets. Default: private subnets with egress. With a One Zone
         ``checkpoint_store`` the task runs only in the selected subnets of the store's AZ (its only
         mount target is there).

@@ -21,7 +21,7 @@ from image_rehearsal import Container
 
 from cdk_neuron import timeouts
 from cdk_neuron.compilation import CompileRequest, ModelCompilation, ModelSource
-from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
+from cdk_neuron.compilation.construct import AWS_CLI_IMAGE, CONTAINERS
 from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB, compile_task_usd_per_hour
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_neuron.serving import ModelSpec, ServingEngine
@@ -1099,3 +1099,43 @@ def test_the_task_definition_stays_under_the_ecs_size_limit(synthesized: Any) ->
     [task] = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
     size = len(json.dumps(task["Properties"]["ContainerDefinitions"]).encode())
     assert size < 64 * 1024 * 0.75, size  # with room for the overrides and the registry's own fields
+
+
+def test_each_step_runs_with_only_the_tools_its_image_ships(synthesized: Any, tmp_path: Path) -> None:
+    """A whole compile (an S3 config for an NxD checkpoint, conversion, export, upload), each program with
+    only its STEP_TOOLS on the PATH: a command its image does not ship fails here."""
+    from image_rehearsal import CONTAINER_TOOLS
+
+    from cdk_neuron.compilation.construct import STEP_TOOLS
+
+    _, template = synthesized
+    container, fakes = _sandbox(tmp_path)
+    container.record(
+        "aws",
+        then="import pathlib, json\n"
+        "if sys.argv[1:3] == ['s3api', 'list-objects-v2']: print('0')\n"
+        "elif sys.argv[1:2] == ['s3'] and sys.argv[4].endswith('/config/'):\n"
+        "    d = pathlib.Path(sys.argv[4]); d.mkdir(parents=True)\n"
+        "    (d / 'config.json').write_text(json.dumps({'num_hidden_layers': 2})); (d / 'tokenizer.json').write_text('{}')",
+    )
+    _nxd_checkpoint(tmp_path / "checkpoints" / "run")
+    source = ModelSource.checkpoint("run", tensor_parallel=2, config_from="s3://models-bucket/base/llama/")
+    request = _request(source)
+    everything = {p.name for p in container.bin.iterdir()}
+    for name in CONTAINERS:
+        allowed = set(STEP_TOOLS[name])
+        for tool in everything:
+            path = container.bin / tool
+            hidden = container.root / "hidden" / tool
+            hidden.parent.mkdir(exist_ok=True)
+            if tool in allowed and not path.exists() and hidden.exists():
+                hidden.rename(path)
+            elif tool not in allowed and path.exists():
+                path.rename(hidden)
+        assert allowed <= {p.name for p in container.bin.iterdir()}, allowed
+        done = _run(
+            container, template, name, {**_settings(request, tmp_path, name), "PYTHONPATH": str(fakes)}
+        )
+        assert done.returncode == 0, (name, done.stderr)
+    assert (tmp_path / "work" / "export" / MANIFEST_NAME).exists()
+    assert "bash" in CONTAINER_TOOLS  # the rehearsal's shell is the one each image ships

@@ -21,7 +21,7 @@ from image_rehearsal import Container
 
 from cdk_neuron import timeouts
 from cdk_neuron.compilation import CompileRequest, ModelCompilation, ModelSource
-from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
+from cdk_neuron.compilation.construct import AWS_CLI_IMAGE, CONTAINERS
 from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB, compile_task_usd_per_hour
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_neuron.serving import ModelSpec, ServingEngine
@@ -385,8 +385,7 @@ def snapshot_download(repo, local_dir=None, revision=None, allow_patterns=None, 
     (root / ".cache" / "huggingface" / "download").mkdir(parents=True, exist_ok=True)
     (root / ".cache" / "huggingface" / "download" / "config.json.metadata").write_text(f"{COMMIT}\\netag\\n{time.time()}\\n")
     for name, data in _files().items():
-        if name == "model.safetensors" and allow_patterns == ["config.json", "generation_config.json",
-                "special_tokens_map.json", "tokenizer*", "vocab.json", "merges.txt"]:
+        if name == "model.safetensors" and "*.safetensors" not in allow_patterns:
             continue
         (root / name).write_bytes(data)
     return str(root)
@@ -814,6 +813,25 @@ def test_a_training_checkpoint_takes_its_config_and_tokenizer_from_the_fleets_mo
     assert (tmp_path / "work" / "model" / "tokenizer.json").exists()
 
 
+def test_a_training_checkpoints_own_config_wins_over_the_fallback_for_its_tokenizer(
+    synthesized: Any, tmp_path: Path
+) -> None:
+    _, template = synthesized
+    checkpoint = tmp_path / "checkpoints" / "run"
+    _nxd_checkpoint(checkpoint)
+    (checkpoint / "config.json").write_text(
+        json.dumps({"num_hidden_layers": _LAYERS, "torch_dtype": "bfloat16"})
+    )
+    container, done = _export(template, tmp_path, ModelSource.checkpoint("run", tensor_parallel=2))
+    assert done.returncode == 0, done.stderr
+    # The Hub's config (1 layer) would not match the converted weights (2): the checkpoint's own is used.
+    model = tmp_path / "work" / "model"
+    assert json.loads((model / "config.json").read_text())["num_hidden_layers"] == _LAYERS
+    assert (model / "tokenizer.json").resolve() == tmp_path / "work" / "config" / "tokenizer.json"
+    [converter] = container.calls("nxd-converter")
+    assert converter.env["config"] == str(checkpoint / "config.json")
+
+
 def test_a_training_checkpoint_takes_its_config_from_s3_when_told(synthesized: Any, tmp_path: Path) -> None:
     _, template = synthesized
     container, fakes = _sandbox(tmp_path)
@@ -1081,3 +1099,43 @@ def test_the_task_definition_stays_under_the_ecs_size_limit(synthesized: Any) ->
     [task] = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::TaskDefinition"]
     size = len(json.dumps(task["Properties"]["ContainerDefinitions"]).encode())
     assert size < 64 * 1024 * 0.75, size  # with room for the overrides and the registry's own fields
+
+
+def test_each_step_runs_with_only_the_tools_its_image_ships(synthesized: Any, tmp_path: Path) -> None:
+    """A whole compile (an S3 config for an NxD checkpoint, conversion, export, upload), each program with
+    only its STEP_TOOLS on the PATH: a command its image does not ship fails here."""
+    from image_rehearsal import CONTAINER_TOOLS
+
+    from cdk_neuron.compilation.construct import STEP_TOOLS
+
+    _, template = synthesized
+    container, fakes = _sandbox(tmp_path)
+    container.record(
+        "aws",
+        then="import pathlib, json\n"
+        "if sys.argv[1:3] == ['s3api', 'list-objects-v2']: print('0')\n"
+        "elif sys.argv[1:2] == ['s3'] and sys.argv[4].endswith('/config/'):\n"
+        "    d = pathlib.Path(sys.argv[4]); d.mkdir(parents=True)\n"
+        "    (d / 'config.json').write_text(json.dumps({'num_hidden_layers': 2})); (d / 'tokenizer.json').write_text('{}')",
+    )
+    _nxd_checkpoint(tmp_path / "checkpoints" / "run")
+    source = ModelSource.checkpoint("run", tensor_parallel=2, config_from="s3://models-bucket/base/llama/")
+    request = _request(source)
+    everything = {p.name for p in container.bin.iterdir()}
+    for name in CONTAINERS:
+        allowed = set(STEP_TOOLS[name])
+        for tool in everything:
+            path = container.bin / tool
+            hidden = container.root / "hidden" / tool
+            hidden.parent.mkdir(exist_ok=True)
+            if tool in allowed and not path.exists() and hidden.exists():
+                hidden.rename(path)
+            elif tool not in allowed and path.exists():
+                path.rename(hidden)
+        assert allowed <= {p.name for p in container.bin.iterdir()}, allowed
+        done = _run(
+            container, template, name, {**_settings(request, tmp_path, name), "PYTHONPATH": str(fakes)}
+        )
+        assert done.returncode == 0, (name, done.stderr)
+    assert (tmp_path / "work" / "export" / MANIFEST_NAME).exists()
+    assert "bash" in CONTAINER_TOOLS  # the rehearsal's shell is the one each image ships

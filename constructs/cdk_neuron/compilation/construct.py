@@ -64,6 +64,19 @@ AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 CLI version 2 Docker image", AWS CLI User Guide)."""
 CONTAINERS = ("fetch", "export", "upload")
 """The task's containers, in the order they run."""
+STEP_TOOLS: dict[str, tuple[str, ...]] = {
+    "fetch": ("bash", "timeout", "mkdir", "ls", "touch", "aws"),
+    "export": (
+        "bash", "timeout", "python3", "mkdir", "rm", "du", "cut", "find", "wc", "date", "touch", "optimum-cli",
+    ),
+    "upload": ("bash", "timeout", "aws"),
+}  # fmt: skip
+"""The commands each step's program runs, and so what its image must ship (the tests rehearse each
+program with only these on its PATH). ``fetch`` and ``upload`` run in the AWS CLI image, built
+``FROM amazonlinux:2`` (aws/aws-cli ``docker/Dockerfile``), whose base has bash and coreutils
+(``timeout``, ``mkdir``, ``ls``, ``touch``). ``export`` runs in the serving image, built on Ubuntu 22.04
+(the tag's ``ubuntu22.04``; optimum-neuron ``docker/vllm/Dockerfile`` @v0.4.5), whose base has bash,
+coreutils and findutils, and which installs python3 and optimum-cli."""
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
@@ -84,8 +97,11 @@ class ModelCompilation(Construct):
         granted read/write. Default: None (no cache).
     :param checkpoint_store: mounted read-only at ``/checkpoints`` so a training run's checkpoint can be
         compiled. Default: None (S3 and Hub sources only).
-    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources.
-        Default: None.
+    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources (and a
+        gated base model's config and tokenizer). The execution role reads it, with ``kms:Decrypt`` on
+        its key only when the ``ISecret`` knows the key: import a secret encrypted with your own key
+        with ``Secret.from_secret_attributes(..., encryption_key=key)``, or the task fails to start
+        (``ResourceInitializationError``). Default: None.
     :param vpc_subnets: the task's subnets. Default: private subnets with egress. With a One Zone
         ``checkpoint_store`` the task runs only in the selected subnets of the store's AZ (its only
         mount target is there).
@@ -414,4 +430,4 @@ def _zone_of(subnet: ec2.ISubnet) -> str | None:
     return None if cdk.Token.is_unresolved(zone) else zone
 
 
-__all__ = ["AWS_CLI_IMAGE", "CONTAINERS", "ModelCompilation", "step_entry_point"]
+__all__ = ["AWS_CLI_IMAGE", "CONTAINERS", "STEP_TOOLS", "ModelCompilation", "step_entry_point"]

@@ -10,7 +10,11 @@ no Neuron device ("The one-time compilation step from the standard framework-lev
 binary may be performed on any EC2 instance or even on-premises", Neuron Compiler FAQ (neuronx-cc),
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/neuronx-cc/faq.html, read
 2026-12-02), and ``optimum-cli export neuron --instance_type inf2`` names its target rather than
-detecting it (huggingface/optimum-neuron ``optimum/commands/export/neuronx.py``). Compiling in the
+detecting it (huggingface/optimum-neuron ``optimum/commands/export/neuronx.py``). For LLMs, which
+also trace with NxD, optimum-neuron's export guide documents CPU-only compiles with
+``--instance_type`` (``docs/source/guides/export_model.mdx`` @v0.4.5; huggingface/optimum-neuron#974,
+merged 2025-10); its earlier guidance said LLMs export only on Neuron platforms
+(huggingface/optimum-neuron#626, 2024-06), so the integ suites are what will prove it here. Compiling in the
 serving image makes the compiler the one whose runtime will load the graphs. The limit is host
 memory and disk: exporting holds the checkpoint and its shards in memory (about 3 x the weights: this
 project's own estimate, in the serving README's "Precompiled artifacts", not an upstream figure),

@@ -68,11 +68,10 @@ ST_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I8": 1, "U8": 1, "I16": 2,
 ST_DTYPES = {"BF16": "bfloat16", "F16": "float16", "F32": "float32"}
 # What the export reads of a Hugging Face checkpoint directory (and of a training checkpoint: its
 # model/ shards), and so what the source hash covers: never optimizer state, never .cache/.
-READ = ("config.json", "generation_config.json", "special_tokens_map.json", "tokenizer*", "vocab.json",
-        "merges.txt", "*.safetensors", "*.safetensors.index.json")
+READ = ("*.json", "*.safetensors", "tokenizer*", "*.model", "vocab*", "merges.txt", "*.tiktoken")
 TOKENIZER = ("tokenizer.json", "tokenizer.model", "vocab.json")
-CONFIG_FILES = ("config.json", "generation_config.json", "special_tokens_map.json", "tokenizer*",
-                "vocab.json", "merges.txt")
+# The config and tokenizer files (READ without the weights).
+CONFIG_FILES = tuple(p for p in READ if p != "*.safetensors")
 
 
 def fail(*problems):
@@ -159,19 +158,18 @@ elif step == "inputs":
     # checkpoint, or from CONFIG_FROM for those it lacks; config.json's dtype set to the fleet's, as
     # optimum-neuron compiles LLMs in the config's dtype and drops --torch_dtype (get_neuron_config,
     # optimum/neuron/models/inference/modeling_utils.py @v0.4.5).
-    weights, config_dir, target, dtype = args
+    # Each file from the first directory that has it: the weights, the checkpoint, then CONFIG_FROM's.
+    target, dtype, sources = args[0], args[1], args[2:]
     os.makedirs(target)
-    for name in sorted(os.listdir(weights)):
-        if os.path.isfile(os.path.join(weights, name)) and read(name):
-            os.symlink(os.path.join(weights, name), os.path.join(target, name))
-    if config_dir:
-        for name in sorted(os.listdir(config_dir)):
-            if read(name) and not os.path.exists(os.path.join(target, name)):
-                shutil.copy(os.path.join(config_dir, name), os.path.join(target, name))
+    for directory in sources:
+        for name in sorted(os.listdir(directory)):
+            if os.path.isfile(os.path.join(directory, name)) and read(name):
+                if not os.path.lexists(os.path.join(target, name)):
+                    os.symlink(os.path.join(directory, name), os.path.join(target, name))
     path = os.path.join(target, "config.json")
     if not os.path.exists(path):
-        fail(f"no config.json in {weights}" + (f" or {config_dir}" if config_dir else "")
-             + ": give the model's config with --config-from hub:<org/model> or s3://<prefix>/")
+        fail(f"no config.json in {' or '.join(sources)}: give the model's config with --config-from "
+             "hub:<org/model> or s3://<prefix>/")
     with open(path, encoding="utf-8") as handle:
         config = json.load(handle)
     was = config_dtype(config)
@@ -181,7 +179,8 @@ elif step == "inputs":
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(config, handle, indent=2)
     if was != DTYPES[dtype]:
-        print(f"the checkpoint's config says {was}; compiling in {DTYPES[dtype]} as the fleet serves it")
+        said = f"says {was}" if was else "names no dtype"
+        print(f"the checkpoint's config {said}; compiling in {DTYPES[dtype]} as the fleet serves it")
 elif step == "check":
     # Before the compile (which reads no weight: initialize_model_weights=False, the weights are read
     # only when the export is saved): the tokenizer, the weight files and every layer's tensors.
@@ -453,12 +452,14 @@ if ${nxd}; then
     log "converting the tp=${CONVERT_TP} pp=${CONVERT_PP:-1} ${CONVERT_HW_BACKEND:-trn1} training checkpoint to a full state dict"
     helper nxd-convert "${converted}/model.safetensors" "${flags[@]}" || die "checkpoint conversion"
     weights_dir="${converted}"
-    [ -n "${config_dir}" ] || config_dir="${source_dir}"
 fi
 
 # -- 3. the export's input, checked before the compile --------------------------------------------
 rm -rf "${model_dir}"
-cast=$(helper inputs "${weights_dir}" "${config_dir}" "${model_dir}" "${DTYPE}") || die "preparing the export's input"
+inputs=("${weights_dir}")
+if ${nxd}; then inputs+=("${source_dir}"); fi
+if [ -n "${config_dir}" ]; then inputs+=("${config_dir}"); fi
+cast=$(helper inputs "${model_dir}" "${DTYPE}" "${inputs[@]}") || die "preparing the export's input"
 [ -z "${cast}" ] || log "${cast}"
 checked=$(helper check "${model_dir}" "${DTYPE}") || die "the checkpoint in ${source_dir} cannot be exported"
 elements=$(printf '%s' "${checked}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["elements"])')

@@ -37,8 +37,8 @@ case "${CONFIG_FROM:-}" in
     s3://*)
         log "fetching config.json and tokenizer from ${CONFIG_FROM}"
         aws s3 cp "${CONFIG_FROM%/}/" "${WORK_DIR}/config/" --recursive --exclude '*' \
-            --include config.json --include generation_config.json --include special_tokens_map.json \
-            --include 'tokenizer*' --include vocab.json --include merges.txt --only-show-errors ||
+            --include '*.json' --include 'tokenizer*' --include '*.model' --include 'vocab*' \
+            --include merges.txt --include '*.tiktoken' --exclude '*/*' --only-show-errors ||
             die "aws s3 cp ${CONFIG_FROM} (does the task role read it? ModelCompilation.grant_read_source)"
         [ -f "${WORK_DIR}/config/config.json" ] || die "no config.json under ${CONFIG_FROM}"
         ;;

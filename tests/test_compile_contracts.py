@@ -34,15 +34,15 @@ from test_compilation import (  # noqa: F401 - the module-scoped fixture is shar
 )
 
 from cdk_neuron.compilation import ModelSource
-from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
+from cdk_neuron.compilation.construct import AWS_CLI_IMAGE, STEP_TOOLS
 from cdk_neuron.contracts.images import contract
 from cdk_neuron.node_programs import program
 from cdk_neuron.serving import ServingEngine
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME, ArtifactManifest
 
-EXPORT_TOOLS = ("bash", "mkdir", "rm", "cp", "sort", "head", "date", "sha256sum", "wc", "find", "xargs", "grep",
-                "python3", "optimum-cli", "neuronx-cc")  # fmt: skip
-FETCH_UPLOAD_TOOLS = ("bash", "aws", "ls", "mkdir", "chmod")
+# One list of what each step's program runs: the construct's STEP_TOOLS (its images must ship them).
+EXPORT_TOOLS = STEP_TOOLS["export"]
+FETCH_UPLOAD_TOOLS = tuple(dict.fromkeys((*STEP_TOOLS["fetch"], *STEP_TOOLS["upload"])))
 RECORDED = ("optimum-cli", "neuronx-cc", "aws")
 
 
@@ -58,7 +58,9 @@ def test_the_task_replaces_each_entrypoint_as_the_contracts_say(template: dict[s
     assert (export.platform, cli.platform) == ("ecs", "ecs")
     for name, item in (("fetch", cli), ("export", export), ("upload", cli)):
         definition = containers[name]
-        assert tuple(definition["EntryPoint"]) == item.replaced_by == ("bash", "-c")
+        # ECS replaces the image's ENTRYPOINT with the step's: its program under GNU timeout, then bash -c.
+        assert definition["EntryPoint"][0] == "timeout"
+        assert tuple(definition["EntryPoint"][-2:]) == item.replaced_by == ("bash", "-c")
         assert definition["Command"] == [program(f"compile/{name}.sh").read_text()]
     assert containers["export"]["Image"].endswith(export.image)
     assert containers["export"]["Image"] == ServingEngine.optimum_neuron().image.uri(REGION)
@@ -125,13 +127,14 @@ def test_the_programs_run_as_ecs_starts_them_with_only_the_contracts_tools(
     container = Container(tmp_path)
     container.record("optimum-cli", then=_EXPORT)
     container.record("neuronx-cc", then='print("NeuronX Compiler version 2.21.18209.0+043b1bf7")')
-    container.record("aws", then='sys.exit(1 if sys.argv[1:3] == ["s3", "ls"] else 0)')
+    # upload.sh asks ListObjectsV2 for one key under the new prefix: "0" is an empty prefix.
+    container.record("aws", then='print("0") if sys.argv[1:3] == ["s3api", "list-objects-v2"] else None')
     _hf_checkpoint(tmp_path / "checkpoints" / "run-7" / "step-1200")
     request = _request(ModelSource.checkpoint("run-7/step-1200", step=1200))
     for name, tools in (
-        ("fetch", FETCH_UPLOAD_TOOLS),
-        ("export", EXPORT_TOOLS),
-        ("upload", FETCH_UPLOAD_TOOLS),
+        ("fetch", STEP_TOOLS["fetch"]),
+        ("export", STEP_TOOLS["export"]),
+        ("upload", STEP_TOOLS["upload"]),
     ):
         _exactly(container, tuple(t for t in {*tools, *RECORDED}))
         done = _ecs(container, template, name, _settings(request, tmp_path, name))
@@ -142,17 +145,21 @@ def test_the_programs_run_as_ecs_starts_them_with_only_the_contracts_tools(
     assert export.argv[:2] == ["export", "neuron"]
     assert export.argv[export.argv.index("--tensor_parallel_size") + 1] == str(MODEL.plan().tensor_parallel)
     manifest = ArtifactManifest.from_file(tmp_path / "work" / "export" / MANIFEST_NAME)
-    assert manifest.compiler_version == "2.21.18209.0+043b1bf7"
+    # What compiled, read inside the image (its installed neuronx-cc), not what the request asked for.
+    assert manifest.compiler_version == ServingEngine.optimum_neuron().image.neuronx_cc_version
 
 
 def test_a_tool_outside_the_contract_fails_the_rehearsal(template: dict[str, Any], tmp_path: Path) -> None:
-    """The check above can fail: without sha256sum (a tool the contract names) the export stops."""
+    """The check above can fail: without touch (a tool STEP_TOOLS and the contract name) the export fails."""
     container = Container(tmp_path)
     container.record("optimum-cli", then=_EXPORT)
     container.record("neuronx-cc", then='print("2.21.18209.0")')
     _hf_checkpoint(tmp_path / "checkpoints" / "run-7" / "step-1200")
     request = _request(ModelSource.checkpoint("run-7/step-1200", step=1200))
-    _exactly(container, tuple(t for t in {*EXPORT_TOOLS, *RECORDED} if t != "sha256sum"))
-    done = _ecs(container, template, "export", _settings(request, tmp_path, "export"))
+    settings = _settings(request, tmp_path, "export")
+    (Path(settings["WORK_DIR"]) / "status").mkdir(parents=True, exist_ok=True)
+    (Path(settings["WORK_DIR"]) / "status" / "fetch.ok").touch()  # the fetch step succeeded
+    _exactly(container, tuple(t for t in {*EXPORT_TOOLS, *RECORDED} if t != "touch"))
+    done = _ecs(container, template, "export", settings)
     assert done.returncode != 0
-    assert "hashing" in done.stderr
+    assert "touch: command not found" in done.stderr

@@ -265,7 +265,7 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         arguments="argv",
         replaced_by=("bash", "-c"),
         passes=(
-            "the task definition's entryPoint `bash -c` and command `[node_programs/files/compile/export.sh]` "
+            "the task definition's entryPoint `timeout --kill-after=K SECONDS bash -c` and command `[node_programs/files/compile/export.sh]` "
             "(one argument: the program's text); ecs:RunTask's container overrides carry CompileRequest's "
             "settings as environment"
         ),
@@ -284,8 +284,8 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
             "`neuronx-cc --version` for the manifest)",
             "python3 (/opt/venv, first on PATH) with huggingface_hub (Hub sources), neuronx_distributed "
             "(checkpoint conversion), torch and safetensors",
-            "bash (compgen, printf: builtins); coreutils mkdir, rm, cp, sort, head, date, sha256sum, wc; findutils "
-            "find, xargs; grep (the Ubuntu base image's)",
+            "bash (compgen, printf: builtins); coreutils timeout, mkdir, rm, cp, sort, head, date, sha256sum, wc, "
+            "du, cut, touch; findutils find, xargs; grep (the Ubuntu base image's)",
         ),
         notes=(
             "The image's ENTRYPOINT starts the server whatever its arguments (`exec optimum-cli neuron serve "
@@ -305,13 +305,13 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         arguments="argv",
         replaced_by=("bash", "-c"),
         passes=(
-            "the task definition's entryPoint `bash -c` and command `[node_programs/files/compile/fetch.sh]` "
+            "the task definition's entryPoint `timeout --kill-after=K SECONDS bash -c` and command `[node_programs/files/compile/fetch.sh]` "
             "(the fetch container) or `[.../upload.sh]` (the upload container)"
         ),
         reads=("SOURCE_KIND, SOURCE_URI, WORK_DIR (fetch)", "ARTIFACT_URI, WORK_DIR (upload)"),
         needs=(
             "aws (/usr/local/bin/aws: `aws s3 sync`, `aws s3 ls`, `aws s3 cp`)",
-            "bash, ls, mkdir, chmod (Amazon Linux 2's bash and coreutils, the image's base)",
+            "bash, timeout, ls, mkdir, touch (Amazon Linux 2's bash and coreutils, the image's base)",
         ),
         notes=(
             "The ENTRYPOINT is the AWS CLI itself, so a shell program needs the entrypoint replaced (`aws bash "

@@ -799,6 +799,7 @@ def test_scale_wait_polls_until_the_nodes_run(cloud: Cloud, controller: Controll
         (["--workers", "5"], None, r"--workers=5: use 0 to 4 \(environments.dev.training.max_nodes\)"),
         (["--workers", "2"], "Updating", r"cluster dev-Training-Cluster is Updating: HyperPod takes an update only InService"),
         (["--workers", "2", "--group", "gpu"], "InService", r"--group='gpu': cluster dev-Training-Cluster has instance groups controller, trn"),
+        (["--workers", "0", "--group", "controller"], "InService", r"--group='controller': is the Slurm controller's group"),
     ],
 )  # fmt: skip
 def test_scale_refusals(

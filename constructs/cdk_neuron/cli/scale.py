@@ -141,6 +141,12 @@ def scale(
     cluster = hyperpod.find(ctx, env, cluster_name)
     group = cluster.worker_group(group_name)
     name = str(group["InstanceGroupName"])
+    if (group.get("SlurmConfig") or {}).get("NodeType") == "Controller":
+        raise NeuronConfigError(
+            "--group",
+            name,
+            "is the Slurm controller's group, which runs one node while the cluster exists: scale a worker group",
+        )
     before = int(group.get("TargetCount", group.get("CurrentCount", 0)))
     running = int(group.get("CurrentCount", 0))
     note = (

@@ -297,3 +297,16 @@ def test_the_profile_carries_the_launchers_peer_timings_from_one_source() -> Non
         assert PROFILE[name] == value
     assert PROFILE["CDK_NEURON_RANK_ORDER"] == "slurm-topology"
     assert "CDK_NEURON_TOPOLOGY_FILE" not in PROFILE
+
+
+def test_every_job_program_ships_in_the_bundle_and_is_in_the_reach_model() -> None:
+    """What a HyperPod job step runs (hyperpod_jobs.NODE_PROGRAMS) is unpacked from the node-program
+    bundle, and the reach model scans it, so a new call in any of them gets its route checked."""
+    from cdk_neuron.node_programs import BUNDLE_EXCLUDE, reach
+
+    for path in hyperpod_jobs.NODE_PROGRAMS:
+        assert (FILES_DIR / path).is_file(), path
+        assert not any(Path(path).match(pattern) for pattern in BUNDLE_EXCLUDE), path
+        assert any(
+            path == scanned or path.startswith(f"{scanned}/") for scanned in reach.HYPERPOD_PROGRAMS
+        ), path

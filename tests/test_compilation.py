@@ -1139,3 +1139,31 @@ def test_each_step_runs_with_only_the_tools_its_image_ships(synthesized: Any, tm
         assert done.returncode == 0, (name, done.stderr)
     assert (tmp_path / "work" / "export" / MANIFEST_NAME).exists()
     assert "bash" in CONTAINER_TOOLS  # the rehearsal's shell is the one each image ships
+
+
+def test_manifests_can_be_made_write_once_for_everyone_by_the_bucket_policy() -> None:
+    app = make_app()
+    stack = cdk.Stack(app, "WriteOnce", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
+    vpc = ec2.Vpc(stack, "Vpc")
+    bucket = s3.Bucket(stack, "Models")
+    compilation = ModelCompilation(stack, "C", vpc=vpc, artifact_bucket=bucket)
+    assert compilation.enforce_write_once() is True
+    statements = Template.from_stack(stack).to_json()
+    [policy] = [
+        r["Properties"] for r in statements["Resources"].values() if r["Type"] == "AWS::S3::BucketPolicy"
+    ]
+    [deny] = [
+        s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "CdkNeuronManifestsAreWriteOnce"
+    ]
+    assert (deny["Effect"], deny["Action"], deny["Principal"]) == ("Deny", "s3:PutObject", {"AWS": "*"})
+    assert deny["Condition"] == {"Null": {"s3:if-none-match": "true"}}
+    assert json.dumps(deny["Resource"]).endswith(f'/compiled/*/{MANIFEST_NAME}"]]}}')
+    # An imported bucket's policy is not this app's: the statement is for its owner to add.
+    imported = ModelCompilation(
+        stack, "D", vpc=vpc, artifact_bucket=s3.Bucket.from_bucket_name(stack, "Other", "other-bucket")
+    )
+    assert imported.enforce_write_once() is False
+    assert (
+        imported.write_once_statement().to_json()["Resource"]
+        == f"arn:aws:s3:::other-bucket/compiled/*/{MANIFEST_NAME}"
+    )

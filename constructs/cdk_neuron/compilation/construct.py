@@ -53,6 +53,7 @@ from cdk_neuron.compilation.job import (
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.iam_statements import allow_log_encryption
 from cdk_neuron.node_programs import program
+from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.permissions import image_pull_statements
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
@@ -389,6 +390,28 @@ class ModelCompilation(Construct):
     def grant_read_source(self, bucket: s3.IBucket, prefix: str = "*") -> iam.Grant:
         """Let the task read a source checkpoint under ``prefix`` of ``bucket``."""
         return bucket.grant_read(self.task_role, prefix)
+
+    def write_once_statement(self) -> iam.PolicyStatement:
+        """A bucket-policy statement that makes every manifest under ``artifact_prefix`` write-once for
+        everyone: a ``PutObject`` of a ``cdk-neuron-artifact.json`` without ``If-None-Match`` is denied
+        ("Enforce conditional writes on Amazon S3 buckets", Amazon S3 User Guide,
+        https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html, read
+        2026-12-02). The manifest is one ``PutObject`` (never multipart), so no
+        ``s3:ObjectCreationOperation`` exemption is needed; copies onto a manifest key are denied too.
+        Add it to a bucket you own elsewhere with ``bucket.add_to_resource_policy``."""
+        return iam.PolicyStatement(
+            sid="CdkNeuronManifestsAreWriteOnce",
+            effect=iam.Effect.DENY,
+            principals=[iam.AnyPrincipal()],
+            actions=["s3:PutObject"],
+            resources=[self.artifact_bucket.arn_for_objects(f"{self.artifact_prefix}*/{MANIFEST_NAME}")],
+            conditions={"Null": {"s3:if-none-match": "true"}},
+        )
+
+    def enforce_write_once(self) -> bool:
+        """Add :meth:`write_once_statement` to the artifact bucket's policy. Returns False for an
+        imported bucket, whose policy is not this app's (add the statement where the bucket is defined)."""
+        return bool(self.artifact_bucket.add_to_resource_policy(self.write_once_statement()).statement_added)
 
 
 def step_entry_point(seconds: int) -> list[str]:

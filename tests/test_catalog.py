@@ -218,7 +218,12 @@ def test_every_fact_group_cites_a_dated_source() -> None:
         assert source.key == key
         assert source.citation.strip()
         assert re.match(r"^\d{4}(-\d{2}){0,2}$", source.date), (key, source.date)
-    for table in (catalog.ON_DEMAND_PRICES, catalog.SAGEMAKER_PRICES, catalog.SERVICE_PRICES):
+    for table in (
+        catalog.ON_DEMAND_PRICES,
+        catalog.SAGEMAKER_PRICES,
+        catalog.SAGEMAKER_GENERAL_PRICES,
+        catalog.SERVICE_PRICES,
+    ):
         for name, price in table.items():
             assert price.source in SOURCES, (name, price.source)
     assert catalog.OFFERINGS_SOURCE.date == "2026-08-22"
@@ -1038,10 +1043,14 @@ def test_supporting_service_prices_match_the_aws_pricing_pages() -> None:
         "kms_key_month": (1.00, "us-east-1", "SVC-KMS"),
         "alarm_month": (0.10, "us-east-1", "SVC-CW"),
         "dashboard_month": (3.00, "us-east-1", "SVC-CW"),
-        "fargate_vcpu_hour": (0.04048, "us-east-1", "SVC-FARGATE"),
-        "fargate_gb_hour": (0.004445, "us-east-1", "SVC-FARGATE"),
-        "fargate_storage_gb_hour": (0.000111, "us-east-1", "SVC-FARGATE"),
     }
+
+
+def test_every_source_key_is_cited_once() -> None:
+    """Two sources under one key would silently keep the last (the Fargate prices were cited twice)."""
+    keys = [s.key for s in catalog.SOURCE_LIST]
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
+    assert set(catalog.SOURCES) >= set(keys)
 
 
 def test_nat_instance_prices_match_the_price_file() -> None:

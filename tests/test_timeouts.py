@@ -16,14 +16,18 @@ from cdk_support import REPO_ROOT
 from tools.timeouts_doc import BEGIN, DOC, END, example_chains, render
 
 
-@pytest.mark.parametrize("startup", [600, 1910, 3600, timeouts.LIFECYCLE_HEARTBEAT_MAX, timeouts.STARTUP_MAX])
+@pytest.mark.parametrize(
+    ("startup", "compile_gib"),
+    [(600, 0.5), (1910, 2.4), (3600, 15), (timeouts.LIFECYCLE_HEARTBEAT_MAX, 40), (timeouts.STARTUP_MAX, 40)],
+)
 @pytest.mark.parametrize("boot", [120, 600])
-def test_every_chain_nests(startup: int, boot: int) -> None:
+def test_every_chain_nests(startup: int, boot: int, compile_gib: float) -> None:
     for chain in chains(
         ec2_startup_seconds=startup,
         ec2_boot_seconds=boot,
         sagemaker_download_seconds=60,
         sagemaker_startup_seconds=3600,
+        compile_source_gib=compile_gib,
     ):
         assert chain.violations() == [], chain.name
 

@@ -34,7 +34,9 @@ EXAMPLE_INSTANCE = "inf2.xlarge"
 
 
 def example_chains() -> tuple[Any, ...]:
-    """Every chain, for a precompiled 8B model (15 GiB) on inf2.xlarge."""
+    """Every chain, for a precompiled 8B model (15 GiB) on inf2.xlarge, and the compile task's (sized for
+    the largest source a Fargate task takes, as its task definition is)."""
+    from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB
     from cdk_neuron.serving.timing import ec2_startup, sagemaker_timeouts
     from cdk_neuron.timeouts import chains
 
@@ -45,6 +47,7 @@ def example_chains() -> tuple[Any, ...]:
         ec2_boot_seconds=ec2.boot_seconds,
         sagemaker_download_seconds=sagemaker.model_data_download_seconds,
         sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
+        compile_source_gib=FARGATE_MAX_WEIGHTS_GIB,
     )
 
 

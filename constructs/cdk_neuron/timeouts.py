@@ -889,41 +889,239 @@ def peer_settings(image_gib: float = TRAINING_IMAGE_GIB) -> dict[str, str]:
     }
 
 
+# ------------------------------------------------------------------------------------------------
+# Compiling for Inferentia2: the ModelCompilation task (fetch, export, upload)
+# ------------------------------------------------------------------------------------------------
+
+S3_TRANSFER_MIB_PER_SECOND = 100
+"""Assumed: what one Fargate task moves to or from S3 with the AWS CLI's default 10 concurrent
+requests (``aws s3 sync``/``cp``), and what a Hub download reaches. Not measured here."""
+COMPILE_DISK_MIB_PER_SECOND = 150
+"""Assumed: the Fargate task's ephemeral storage for the local passes (conversion, hashing)."""
+LLM_COMPILE_SECONDS = 2 * 3600
+"""Assumed: ``optimum-cli export neuron`` of an LLM at the largest size a Fargate task takes. The
+exporter's guide says only that LLM exports "can take much longer than standard models (sometimes
+more than one hour)" (huggingface/optimum-neuron docs/source/guides/export_model.mdx @v0.4.5)."""
+COMPILE_IMAGE_GIB = 25
+"""Assumed: the serving image (vLLM, torch-neuronx, neuronx-cc) as pulled, compressed. Fargate counts
+it against the task's ephemeral storage too (see :func:`cdk_neuron.compilation.job.disk_budget_gib`)."""
+COMPILE_KILL_AFTER = 30
+"""``timeout --kill-after``: SIGTERM to SIGKILL for a step that ran out of time (GNU coreutils
+``timeout`` signals the step's whole process group)."""
+COMPILE_STEP_FLOOR = 300
+"""The least time any compile step gets, whatever the source's size: interpreter and CLI start-up, S3
+request latency and the CLI's retries on throttling (standard mode: up to 3 attempts with backoff)."""
+TIMED_OUT_EXIT_CODE = 124
+"""The exit status GNU ``timeout`` gives a step it stopped: ``cdk-neuron compile --wait`` reports a
+container that exited with it as timed out."""
+
+
+def _transfer_seconds(gib: float, mib_per_second: float) -> float:
+    return gib * 1024 / mib_per_second
+
+
+def compile_step_seconds(source_gib: float) -> dict[str, int]:
+    """Each step's timeout for a source of ``source_gib`` (``fetch``, ``export``, ``upload``).
+
+    ``fetch`` copies an S3 source; ``export`` downloads a Hub source, converts a training
+    checkpoint (read, then write the full state), hashes the source, compiles, and hashes its
+    output; ``upload`` writes the export (about the weights' size: the pre-sharded copy). Each is
+    :data:`SAFETY` x its work at the assumed rates above, and at least :data:`COMPILE_STEP_FLOOR`.
+    """
+    s3 = _transfer_seconds(source_gib, S3_TRANSFER_MIB_PER_SECOND)
+    disk = _transfer_seconds(source_gib, COMPILE_DISK_MIB_PER_SECOND)
+    work = {"fetch": s3, "export": s3 + 2 * disk + disk + LLM_COMPILE_SECONDS + disk, "upload": s3}
+    return {step: max(COMPILE_STEP_FLOOR, math.ceil(SAFETY * seconds)) for step, seconds in work.items()}
+
+
+def compile_task_seconds(source_gib: float) -> int:
+    """The whole task: both image pulls, every step to its timeout and kill, one ECS stop. The
+    deadline ``cdk-neuron compile --wait`` gives a task before it reports it as lost."""
+    steps = compile_step_seconds(source_gib)
+    pulls = image_pull_seconds(COMPILE_IMAGE_GIB) + image_pull_seconds(1)
+    return pulls + sum(steps.values()) + len(steps) * COMPILE_KILL_AFTER + ECS_CONTAINER_STOP_TIMEOUT
+
+
+def compile_chain(source_gib: float) -> Chain:
+    """A ModelCompilation task for a source of ``source_gib`` (the task definition uses the largest
+    source a Fargate task takes: ``cdk_neuron.compilation.job.FARGATE_MAX_WEIGHTS_GIB``)."""
+    steps = compile_step_seconds(source_gib)
+    rates = f"S3 {S3_TRANSFER_MIB_PER_SECOND} MiB/s, disk {COMPILE_DISK_MIB_PER_SECOND} MiB/s (assumed)"
+    return Chain(
+        name="Compiling: a ModelCompilation task",
+        path="cdk-neuron compile --wait -> Fargate task -> fetch -> export -> upload",
+        timeouts=(
+            Timeout(
+                "compile_task",
+                compile_task_seconds(source_gib),
+                "budget",
+                "cdk-neuron compile --wait (DescribeTasks until STOPPED)",
+                f"pull of {COMPILE_IMAGE_GIB} GiB at {IMAGE_PULL_MIB_PER_SECOND} MiB/s + every step's timeout "
+                f"and kill + ECS stop",
+            ),
+            Timeout(
+                "compile_fetch",
+                steps["fetch"],
+                "timeout",
+                "fetch container entryPoint `timeout` (compile/fetch.sh)",
+                f"{SAFETY} x {source_gib:g} GiB from S3 at {rates}",
+            ),
+            Timeout(
+                "compile_export",
+                steps["export"],
+                "timeout",
+                "export container entryPoint `timeout` (compile/export.sh)",
+                f"{SAFETY} x (Hub download, conversion, hashing of {source_gib:g} GiB at {rates} + "
+                f"{LLM_COMPILE_SECONDS} s of compiling, assumed)",
+            ),
+            Timeout(
+                "compile_upload",
+                steps["upload"],
+                "timeout",
+                "upload container entryPoint `timeout` (compile/upload.sh)",
+                f"{SAFETY} x {source_gib:g} GiB to S3 at {rates}",
+            ),
+            Timeout(
+                "compile_kill_after",
+                COMPILE_KILL_AFTER,
+                "timeout",
+                "`timeout --kill-after` of each step",
+                "SIGTERM to SIGKILL for a step's process group once its time is up",
+            ),
+        ),
+        nesting=(
+            *(
+                Nesting(
+                    "compile_task",
+                    f"compile_{step}",
+                    "within",
+                    margin=COMPILE_KILL_AFTER,
+                    why="a step ends (and the next reports it) before the CLI stops waiting",
+                )
+                for step in ("fetch", "export", "upload")
+            ),
+            Nesting(
+                "compile_fetch",
+                "compile_kill_after",
+                "within",
+                why="a step's kill grace is short beside the step",
+            ),
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# HyperPod: a cdk-neuron job command run on the Slurm controller through a Session Manager session
+# ------------------------------------------------------------------------------------------------
+
+HYPERPOD_SLURM_COMMAND_TIMEOUT = 60
+"""jobs.sh runs each Slurm command (sbatch, scontrol, sacct, squeue, scancel) under ``timeout``.
+Slurm's own client gives up on slurmctld after ``MessageTimeout`` (10 s by default) and retries;
+a minute covers a busy controller without leaving the CLI hanging."""
+HYPERPOD_SESSION_START = 30
+"""What a non-interactive session needs to start: the StartSession call, the plugin's websocket and
+the agent's shell (the plugin's own handshake retries take seconds)."""
+HYPERPOD_LOG_CHUNK_SECONDS = 30
+"""Reading and streaming one chunk of a job's log (jobs.sh LOG_CHUNK bytes) through the session."""
+HYPERPOD_SESSION_TIMEOUT = (
+    HYPERPOD_SESSION_START + 2 * HYPERPOD_SLURM_COMMAND_TIMEOUT + HYPERPOD_LOG_CHUNK_SECONDS
+)
+"""The CLI ends the session-manager-plugin after this long: a session runs at most two Slurm
+commands (``logs``: scontrol, then sacct when scontrol has forgotten the job) and one log chunk."""
+
+
+HYPERPOD_SCALE_POLL = 30
+"""``cdk-neuron scale --wait`` reads DescribeCluster this often: nodes take minutes to start."""
+HYPERPOD_SCALE_WAIT = 3 * 3600
+"""``cdk-neuron scale --wait`` gives up after this long: launching and deep-health-checking many
+Trainium nodes can take more than an hour."""
+
+
+def hyperpod_command_chain() -> Chain:
+    """One cdk-neuron job command (submit, status, logs, cancel, terminate, list) on HyperPod."""
+    return Chain(
+        name="HyperPod: a job command on the controller",
+        path="cdk-neuron -> ssm:StartSession -> session-manager-plugin -> SSM agent (sh -c) -> jobs.sh -> Slurm",
+        timeouts=(
+            Timeout(
+                "session",
+                HYPERPOD_SESSION_TIMEOUT,
+                "timeout",
+                "cdk-neuron: the session-manager-plugin subprocess (cli/hyperpod.py)",
+                f"start {HYPERPOD_SESSION_START} s + 2 Slurm commands + one log chunk "
+                f"{HYPERPOD_LOG_CHUNK_SECONDS} s",
+            ),
+            Timeout(
+                "slurm_command",
+                HYPERPOD_SLURM_COMMAND_TIMEOUT,
+                "timeout",
+                "jobs.sh: timeout(1) around each Slurm command (CDK_NEURON_SLURM_TIMEOUT)",
+                "Slurm's MessageTimeout is 10 s by default, with retries",
+            ),
+        ),
+        nesting=(
+            Nesting(
+                "session",
+                "slurm_command",
+                "within",
+                margin=HYPERPOD_SESSION_START + HYPERPOD_SLURM_COMMAND_TIMEOUT,
+                why="a session may run two Slurm commands after it starts; one that hangs is ended on the "
+                "controller, and reported, before the CLI gives up on the session",
+            ),
+        ),
+    )
+
+
 def chains(
     *,
     ec2_startup_seconds: int,
     ec2_boot_seconds: int,
     sagemaker_download_seconds: int,
     sagemaker_startup_seconds: int,
+    compile_source_gib: float | None = None,
 ) -> tuple[Chain, ...]:
     """Every chain, with one model's start-up budgets (each fleet computes its own with
-    :mod:`cdk_neuron.serving.timing`; ``tools/timeouts_doc.py`` documents an example model's)."""
+    :mod:`cdk_neuron.serving.timing`; ``tools/timeouts_doc.py`` documents an example model's), and
+    the compile task's for a source of ``compile_source_gib`` (None: no compile chain)."""
+    compiling = () if compile_source_gib is None else (compile_chain(compile_source_gib),)
     return (
         serving_request_chain(),
         serving_health_chain(),
         serving_startup_chain(ec2_startup_seconds, ec2_boot_seconds),
         sagemaker_chain(sagemaker_download_seconds, sagemaker_startup_seconds),
         training_job_chain(),
+        hyperpod_command_chain(),
+        *compiling,
     )
 
 
 __all__ = [
     "ALB_IDLE_TIMEOUT",
     "CLIENT_READ_TIMEOUT",
+    "COMPILE_KILL_AFTER",
     "DEREGISTRATION_DELAY",
     "HEALTH_CHECK_GRACE",
+    "HYPERPOD_SCALE_POLL",
+    "HYPERPOD_SCALE_WAIT",
+    "HYPERPOD_SESSION_TIMEOUT",
+    "HYPERPOD_SLURM_COMMAND_TIMEOUT",
     "JOB_ATTEMPT_TIMEOUT",
     "LIFECYCLE_HEARTBEAT_MAX",
     "LIFECYCLE_PROGRESS_WINDOW",
     "PEER_LOST_EXIT_CODE",
     "SAGEMAKER_CLIENT_READ_TIMEOUT",
     "STARTUP_MAX",
+    "TIMED_OUT_EXIT_CODE",
     "Chain",
     "Nesting",
     "Timeout",
     "chains",
+    "compile_chain",
+    "compile_step_seconds",
+    "compile_task_seconds",
     "creation_policy_seconds",
     "hook_heartbeat_seconds",
+    "hyperpod_command_chain",
     "lifecycle_global_seconds",
     "peer_join_seconds",
     "peer_settings",

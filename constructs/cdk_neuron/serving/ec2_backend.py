@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 
 import aws_cdk as cdk
@@ -33,7 +32,7 @@ from cdk_neuron.node_programs.bundle import (
     node_bundle,
 )
 from cdk_neuron.serving.floors import DataVolumePerformance, data_volume_performance, model_dir_in_ram
-from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
+from cdk_neuron.serving.permissions import artifact_policy, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
 from cdk_neuron.serving.user_data import (
@@ -279,30 +278,6 @@ def _instance_policy(
     return policy
 
 
-def _artifact_policy(scope: Construct, settings: Ec2Settings, role: iam.Role) -> iam.ManagedPolicy | None:
-    """Read access to the model artifact, in a policy of its own named after the artifact.
-
-    When the model changes, the new instances need the new artifact while the old ones (an instance
-    refresh keeps them in service until their replacements are) may still start replicas from the old
-    one. A new name is a new policy: CloudFormation creates it before the group changes and deletes
-    the old one only in its cleanup phase, after the update is done.
-    """
-    artifact = settings.model.artifact
-    statements = artifact_read_statements(cdk.Stack.of(scope), settings)
-    if artifact is None or not statements:
-        return None
-    digest = hashlib.sha256(artifact.uri.encode()).hexdigest()[:8].upper()
-    policy = iam.ManagedPolicy(
-        scope,
-        f"ArtifactPolicy{digest}",
-        description=f"cdk-neuron serving instance: read the model artifact {artifact.uri}",
-        statements=[statement for statement, _ in statements],
-        roles=[role],
-    )
-    acknowledge_wildcards(policy, statements)
-    return policy
-
-
 def _security_groups(scope: Construct, settings: Ec2Settings) -> tuple[ec2.SecurityGroup, ec2.SecurityGroup]:
     lb_sg = ec2.SecurityGroup(
         scope,
@@ -402,7 +377,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     lb_sg, instance_sg = _security_groups(scope, settings)
     log_group = _replica_log_group(scope, settings)
     role, bundle, policy = _instance_role(scope, settings, log_group)
-    artifacts = _artifact_policy(scope, settings, role)
+    artifacts = artifact_policy(scope, settings, role, reader="serving instance")
     boot = boot_config(
         spec,
         plan,

@@ -976,6 +976,39 @@ def test_artifact_listings_are_followed_across_pages(
     assert rows(doc, "artifacts")[0]["detail"] == "9 object(s)"
 
 
+@pytest.mark.parametrize(("bucket_region", "fails"), [("eu-west-1", True), (REGION, False), (None, False)])
+def test_artifacts_in_another_region_fail_naming_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bucket_region: str | None, fails: bool
+) -> None:
+    # Review (issue 25, S4): the node's CRT client does not follow S3's Region redirect, and the
+    # gateway endpoint serves only the fleet's Region; S3 names the bucket's Region on the listing.
+    s3, stub = stubbed("s3")
+    headers = {} if bucket_region is None else {"x-amz-bucket-region": bucket_region}
+    stub.add_response(
+        "list_objects_v2",
+        {
+            "IsTruncated": False,
+            "Contents": [{"Key": f"llama3-8b/{k}"} for k in EXPORT],
+            "ResponseMetadata": {"HTTPHeaders": headers},
+        },
+        {"Bucket": "models-bucket", "Prefix": "llama3-8b/"},
+    )
+    quotas, quota_stub = ec2_quotas()
+    with stub, quota_stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas, "s3": s3})
+        )
+    region_rows = rows(doc, "artifact region")
+    if not fails:
+        assert code == 0 and region_rows == [], only_failures(doc)
+        return
+    assert code == 1
+    [row] = region_rows
+    assert row["status"] == "FAIL"
+    assert row["detail"].startswith(f"the bucket is in eu-west-1, the fleet in {REGION}: the node's CRT")
+    assert f"copy the artifacts to a bucket in {REGION}" in row["detail"]
+
+
 _MANIFEST_PREFIXES = itertools.count()
 
 

@@ -526,7 +526,7 @@ FLEET = {
     "FLEET_ID": "c8abc",
     "LOG_GROUP": "dev-Serving-FleetReplicaLogs-AbCdEf",
     "MODEL_TMPFS_GIB": 0,
-    "S3_TARGET_BANDWIDTH": "15Gb/s",
+    "S3_TARGET_BANDWIDTH": "1875000000",  # 15 Gbps in bytes per second (user_data.py)
     "DOCKER_MAX_CONCURRENT_DOWNLOADS": 16,
     # The timings the fleet writes (cdk_neuron.timeouts), for a 1,439 s start-up budget.
     **timeouts.serving_node_settings(1439),
@@ -535,6 +535,7 @@ AWS_OK = """case "$1 $2" in
   "autoscaling complete-lifecycle-action") exit "${LIFECYCLE_EXIT:-0}" ;;
   "cloudformation signal-resource") exit 0 ;;
   "ecr get-login-password") echo PASSWORD ;;
+  "s3 ls") printf 'Total Objects: 3\\n   Total Size: %s\\n' "${ARTIFACT_BYTES:-1048576}" ;;
   *) exit 0 ;;
 esac"""
 
@@ -603,7 +604,7 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
     assert daemon == {"data-root": "/var/lib/cdk-neuron/docker", "max-concurrent-downloads": 16}
     # The CRT transfer client, at the instance's network, for the sync only (docs/fast-start.md).
     assert sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text() == (
-        "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 15Gb/s\n"
+        "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 1875000000\n"
     )
     phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
     assert [line.split("=")[0] for line in phases] == ["node_boot", "image_pull", "artifact_transfer"]
@@ -997,7 +998,7 @@ def test_metrics_setup_fails_loudly_without_neuron_monitor(sandbox: Sandbox) -> 
 
 def test_serving_boot_puts_the_model_in_ram_where_the_fleet_says_so(sandbox: Sandbox) -> None:
     # MODEL_TMPFS_GIB > 0 (cdk_neuron.serving.floors.model_dir_in_ram): a tmpfs before the sync.
-    _serving_box(sandbox, MODEL_TMPFS_GIB=145, S3_TARGET_BANDWIDTH="100Gb/s")
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145, S3_TARGET_BANDWIDTH="12500000000")
     result = sandbox.run("serving/boot.sh")
     assert result.returncode == 0, result.stderr
     calls = sandbox.calls()
@@ -1006,7 +1007,7 @@ def test_serving_boot_puts_the_model_in_ram_where_the_fleet_says_so(sandbox: San
     assert mount < index_of(
         calls, f"aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/ {model}"
     )
-    assert "target_bandwidth = 100Gb/s" in sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text()
+    assert "target_bandwidth = 12500000000" in sandbox.file("/etc/cdk-neuron/s3-transfer.config").read_text()
 
 
 def test_serving_boot_refuses_to_guess_the_fast_path_settings(sandbox: Sandbox) -> None:
@@ -1085,3 +1086,71 @@ def test_a_warm_pool_launch_does_not_carry_its_phases_into_a_later_start(sandbox
     assert result.returncode == 0, result.stderr
     assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
     assert sandbox.calls("aws logs put-log-events") == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Review (issue 25): the RAM-backed model directory against the artifacts' real size, and the warm pool
+
+
+def test_artifacts_larger_than_the_ram_directory_go_to_the_data_volume_once_and_for_good(
+    sandbox: Sandbox,
+) -> None:
+    # S3: the tmpfs is sized from the parameters; an export with more files would fill it, and every
+    # retry and every replacement instance would fail the same way.
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    result = sandbox.run("serving/boot.sh", env={"ARTIFACT_BYTES": str(146 * 2**30)})
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("mount -t tmpfs") == []
+    assert sandbox.calls("aws s3 sync") == [
+        f"aws s3 sync --only-show-errors --region us-east-1 s3://models/llama/ {sandbox.root}/var/lib/cdk-neuron/model"
+    ]
+    assert (
+        f"the artifacts ({146 * 2**30} bytes) do not fit the RAM-backed model directory (145 GiB): they go to "
+        "the data volume"
+    ) in result.stderr
+    assert sandbox.file("/etc/cdk-neuron/model-on-volume").exists()
+    # A later start (out of the warm pool) finds them on the volume: no second fetch.
+    sandbox.log.write_text("")
+    ready = sandbox.run("serving/ready.sh")
+    assert ready.returncode == 0, ready.stderr
+    assert sandbox.calls("aws s3") == []
+
+
+def test_artifacts_that_fit_go_to_ram_after_one_listing(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    result = sandbox.run("serving/boot.sh", env={"ARTIFACT_BYTES": str(145 * 2**30)})
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    listing = index_of(calls, "aws s3 ls --recursive --summarize --region us-east-1 s3://models/llama/")
+    assert listing < index_of(calls, "mount -t tmpfs") < index_of(calls, "aws s3 sync")
+    assert not sandbox.file("/etc/cdk-neuron/model-on-volume").exists()
+
+
+def test_artifacts_that_cannot_be_measured_fail_the_fetch_loudly(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    sandbox.stub("aws", 'case "$1 $2" in "s3 ls") echo "AccessDenied" >&2; exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 1
+    assert len(sandbox.calls("aws s3 ls")) == 3  # retried
+    assert "cannot measure the artifacts under s3://models/llama/" in result.stderr
+    assert "FAILED: cannot sync s3://models/llama/" in result.stderr
+    assert sandbox.calls("aws s3 sync") == [] and sandbox.calls("mount -t tmpfs") == []
+
+
+def test_a_warm_pool_launch_does_not_fill_a_ram_directory_that_the_stop_empties(sandbox: Sandbox) -> None:
+    # N4: launched into the warm pool, the instance is stopped once prepared; the tmpfs would be lost.
+    _serving_box(sandbox, MODEL_TMPFS_GIB=145)
+    result = sandbox.run("serving/boot.sh", env={"TARGET_STATE": "Warmed:Pending:Wait"})
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("aws s3") == [] and sandbox.calls("mount -t tmpfs") == []
+    assert "launched into the warm pool (Warmed:Pending:Wait)" in result.stderr
+    phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text()
+    assert "artifact_transfer" not in phases
+    assert sandbox.calls("docker pull")  # the image is still pulled: a warm start skips that
+
+
+def test_a_warm_pool_launch_onto_the_data_volume_still_syncs(sandbox: Sandbox) -> None:
+    _serving_box(sandbox, MODEL_TMPFS_GIB=0)
+    result = sandbox.run("serving/boot.sh", env={"TARGET_STATE": "Warmed:Pending:Wait"})
+    assert result.returncode == 0, result.stderr
+    assert len(sandbox.calls("aws s3 sync")) == 1  # the volume survives the stop

@@ -153,6 +153,12 @@ def test_readiness_settings() -> None:
     assert (fleet["DATA_DEVICE"], fleet["DATA_LABEL"]) == ("/dev/sdf", "cdkn-data")
     assert fleet["LOG_GROUP"] == "Serving-FleetReplicaLogs-AbCdEf"
     assert fleet["CONCURRENCY_METRICS"] == "vllm:num_requests_running vllm:num_requests_waiting"
+    # The CRT target bandwidth in bytes per second (50 Gbps): the CLI reads "50Gb/s" in powers of 2,
+    # which would ask for 53.7 Gbps (review 25, N2).
+    assert fleet["S3_TARGET_BANDWIDTH"] == "6250000000"
+    # The progress watch's timings (issue 25).
+    assert fleet["PROGRESS_INTERVAL_SECONDS"] == str(timeouts.PROGRESS_INTERVAL)
+    assert fleet["PROGRESS_STALL_SECONDS"] == str(timeouts.PROGRESS_STALL)
 
 
 def test_arguments_with_newlines_are_refused() -> None:
@@ -186,7 +192,9 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
                 bundle.write(file, file.relative_to(FILES_DIR))
     box.stub(
         "aws",
-        f'case "$1 $2" in "s3 cp") cp {archive} "${{@: -1}}" ;; "ecr get-login-password") echo PW ;; *) exit 0 ;; esac',
+        f'case "$1 $2" in "s3 cp") cp {archive} "${{@: -1}}" ;; "ecr get-login-password") echo PW ;; '
+        # The artifacts' size, measured before they go to the RAM-backed model directory.
+        '"s3 ls") printf "Total Objects: 2\\n   Total Size: 1048576\\n" ;; *) exit 0 ;; esac',
     )
     box.stub("blkid", "exit 2")
     box.stub("findmnt", "echo /dev/nvme0n1p1")
@@ -209,6 +217,7 @@ def test_rendered_user_data_boots_an_instance_down_to_each_replicas_container(tm
     assert box.calls("dnf") == ["dnf install -y -q nginx"]  # the host proxy
     assert box.calls("mkfs.xfs") == ["mkfs.xfs -q -L cdkn-data /dev/nvme1n1"]
     assert box.calls("systemctl start") == ["systemctl start --no-block cdk-neuron-ready.service"]
+    assert box.calls("mount -t tmpfs")  # 8B on inf2.24xlarge: the weights go to RAM
     for index in range(3):
         assert box.run("serving/replica.sh", str(index)).returncode == 0
     runs = box.calls("docker run")

@@ -81,7 +81,7 @@ Service limits: SageMaker timeouts are 60-3,600 s; an Auto Scaling lifecycle hoo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cdk_neuron.catalog import INSTANCES, get_instance
@@ -441,6 +441,7 @@ def _startup_model(
     instance_type: str,
     replicas: int,
     measured: MeasuredStartup | None,
+    transfer_start_seconds: int = 0,
 ) -> StartupModel:
     source = measured.source if measured is not None else ""
     phases: list[StartupPhase] = []
@@ -457,11 +458,13 @@ def _startup_model(
         )
     if target is not None:
         figure = floors.artifact_transfer(weights_gib, instance_type=instance_type, target=target)
-        phases.append(
-            _controlled_phase(
-                figure, None if measured is None else measured.artifact_download_seconds, source
-            )
+        transfer = _controlled_phase(
+            figure, None if measured is None else measured.artifact_download_seconds, source
         )
+        if transfer_start_seconds:
+            # The budget is the deployed timeout: SageMaker's fixed start before the copy, then the copy.
+            transfer = replace(transfer, budget_seconds=transfer.budget_seconds + transfer_start_seconds)
+        phases.append(transfer)
     ready = container_ready(weights_gib, instance_type=instance_type, replicas=replicas, measured=measured)
     in_ram = target is not None and target.in_ram
     load_floor, load_floor_why = floors.load_floor(weights_gib, instance_type=instance_type, in_ram=in_ram)
@@ -526,7 +529,9 @@ def sagemaker_startup_model(
 ) -> StartupModel:
     """A SageMaker endpoint instance's start-up as its two timeouts see it: the model download (S3
     artifacts only) and the container's load and warm-up. SageMaker provisions the instance and pulls
-    the image before either starts. ``replicas`` is the plan's (SageMaker runs one container)."""
+    the image before either starts. ``replicas`` is the plan's (SageMaker runs one container). The
+    download's budget is what the variant gets as ``ModelDataDownloadTimeoutInSeconds``: the fixed
+    start and the margined copy (:func:`sagemaker_timeouts`)."""
     return _startup_model(
         "sagemaker",
         weights_gib,
@@ -535,6 +540,7 @@ def sagemaker_startup_model(
         instance_type=instance_type,
         replicas=replicas,
         measured=measured,
+        transfer_start_seconds=SAGEMAKER_DOWNLOAD_START_SECONDS,
     )
 
 

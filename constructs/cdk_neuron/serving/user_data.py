@@ -102,7 +102,8 @@ class BootConfig:
     """Size of the RAM-backed model directory (tmpfs), 0: the artifacts go to the data volume
     (:func:`cdk_neuron.serving.floors.model_dir_in_ram`)."""
     s3_target_bandwidth: str = ""
-    """The CRT transfer client's ``target_bandwidth`` (the instance's network, e.g. ``100Gb/s``); empty:
+    """The CRT transfer client's ``target_bandwidth`` (the instance's network in bytes per second, e.g.
+    ``12500000000`` for 100 Gbps); empty:
     the AWS CLI's own choice."""
     neuron_devices: int = 1
     """/dev/neuronN devices the instance has (its chips): boot.sh checks them before anything else."""
@@ -166,7 +167,9 @@ def boot_config(
         fleet_id=fleet_id,
         log_group=log_group,
         model_tmpfs_gib=floors.tmpfs_size_gib(plan.weights_gib) if in_ram else 0,
-        s3_target_bandwidth=f"{host.network_burst_gbps:g}Gb/s" if host is not None else "",
+        # In bytes per second: the CLI reads a rate suffix in powers of 2 ("100Gb/s" would be 107.4
+        # Gbps; "AWS CLI S3 Configuration", target_bandwidth), the network is published in powers of 10.
+        s3_target_bandwidth=str(round(host.network_burst_gbps * 1e9 / 8)) if host is not None else "",
         neuron_devices=catalog.get_instance(plan.instance_type).chips,
     )
 

@@ -45,21 +45,45 @@ EXPORT_FIX = (
 )
 
 
-def _artifact_keys(s3: Any, bucket: str, prefix: str) -> dict[str, int] | None:
-    """Keys under ``prefix/``, relative to it, with their sizes; None when the bucket does not exist."""
+def _artifact_keys(s3: Any, bucket: str, prefix: str) -> tuple[dict[str, int] | None, str | None]:
+    """Keys under ``prefix/``, relative to it, with their sizes (None when the bucket does not exist),
+    and the bucket's Region as S3 reports it on the listing (``x-amz-bucket-region``), if it does."""
     keys: dict[str, int] = {}
+    region: str | None = None
     kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": f"{prefix}/"}
     while True:
         try:
             page = s3.list_objects_v2(**kwargs)
         except Exception as error:
             if error_code(error) == "NoSuchBucket":
-                return None
+                return None, None
             raise
+        headers = page.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+        region = region or headers.get("x-amz-bucket-region")
         keys.update((o["Key"][len(prefix) + 1 :], o.get("Size", 0)) for o in page.get("Contents", []))
         if not page.get("IsTruncated"):
-            return keys
+            return keys, region
         kwargs["ContinuationToken"] = page["NextContinuationToken"]
+
+
+def _region_rows(ctx: CheckContext, uri: str, bucket_region: str | None) -> list[Row]:
+    """The bucket must be in the fleet's Region: the EC2 node's CRT transfer client fails a request sent
+    to another Region instead of following the redirect ("Region redirects", AWS CLI S3 Configuration,
+    https://docs.aws.amazon.com/cli/latest/topic/s3-config.html), and an S3 gateway endpoint serves
+    only its own Region. No row where S3 did not say."""
+    if bucket_region is None or bucket_region == ctx.env.region:
+        return []
+    return [
+        ctx.row(
+            "artifact region",
+            uri,
+            "FAIL",
+            f"the bucket is in {bucket_region}, the fleet in {ctx.env.region}: the node's CRT transfer client "
+            f"does not follow S3's Region redirect and the gateway endpoint serves only {ctx.env.region}; "
+            f"copy the artifacts to a bucket in {ctx.env.region} (aws s3 sync {uri} s3://<bucket-in-"
+            f"{ctx.env.region}>/...)",
+        )
+    ]
 
 
 def _graph_row(ctx: CheckContext, uri: str, keys: Collection[str]) -> Row:
@@ -245,7 +269,7 @@ def check_artifacts(ctx: CheckContext) -> list[Row]:
     if uri is None:
         return []
     location = parse_s3_uri(uri)
-    keys = _artifact_keys(ctx.client("s3"), location.bucket, location.prefix)
+    keys, bucket_region = _artifact_keys(ctx.client("s3"), location.bucket, location.prefix)
     if keys is None:
         return [ctx.row("artifacts", location.uri, "FAIL", f"bucket {location.bucket} does not exist")]
     if not keys:
@@ -259,6 +283,7 @@ def check_artifacts(ctx: CheckContext) -> list[Row]:
         ]
     return [
         ctx.row("artifacts", location.uri, "PASS", f"{len(keys)} object(s)"),
+        *_region_rows(ctx, location.uri, bucket_region),
         _graph_row(ctx, location.uri, keys),
         _weights_row(ctx, location.uri, keys),
         _files_row(ctx, location.uri, keys),
@@ -270,9 +295,9 @@ CHECK = Check(
     "artifacts",
     check_artifacts,
     passes_when=(
-        "`serving.model.artifact_uri` holds a compiled graph, weights, config and tokenizer, and its "
-        "`cdk-neuron-artifact.json` describes the fleet's shape, engine and image SDK and the files present, "
-        "and equals the app's copy (`serving.model.artifact_manifest`) when there is one"
+        "`serving.model.artifact_uri` is in the fleet's Region and holds a compiled graph, weights, config and "
+        "tokenizer, and its `cdk-neuron-artifact.json` describes the fleet's shape, engine and image SDK and the "
+        "files present, and equals the app's copy (`serving.model.artifact_manifest`) when there is one"
     ),
     calls=("s3:ListBucket", "s3:GetObject"),
 )

@@ -134,6 +134,14 @@ pull_image() {
 }
 
 sync_artifacts() {
+    local state
+    # Launched into the warm pool with a RAM-backed model directory: the stop that follows empties
+    # the tmpfs, and ready.sh fetches it at the start that takes the instance out of the pool.
+    if [ "${MODEL_TMPFS_GIB:-0}" -gt 0 ] && state=$(imds meta-data/autoscaling/target-lifecycle-state) &&
+        [[ "${state}" == Warmed:* ]]; then
+        log "launched into the warm pool (${state}): the RAM-backed model is fetched when it starts"
+        return 0
+    fi
     progress_phase artifact-transfer "${DATA_DIR}/model"
     fetch_model || fail "cannot sync ${ARTIFACT_URI}"
 }

@@ -10,6 +10,10 @@
 # - Where the host's memory allows (MODEL_TMPFS_GIB > 0, cdk_neuron.serving.floors.model_dir_in_ram),
 #   the model directory is a tmpfs: the transfer is bound by the network only and the replicas load
 #   from memory. A stopped instance (the warm pool) loses it, so ready.sh fetches it again at start.
+#   The tmpfs is sized from the model's parameters; the artifacts under ARTIFACT_URI may hold more
+#   (compiled graphs, pre-sharded weights). They are measured first (aws s3 ls --summarize), and
+#   artifacts that do not fit go to the data volume instead, once and for good (MODEL_ON_VOLUME), with
+#   a log line: a tmpfs that fills fails every retry of the sync, on every replacement instance.
 
 # record_phase <name> <seconds>: how long a start-up phase took on this boot, in phases.env, which
 # ready.sh publishes once the instance is ready (publish_phases) and then removes.
@@ -21,6 +25,32 @@ record_phase() {
 # model_dir: where the replicas read the model from.
 model_dir() { printf '%s\n' "${ROOT}${DATA_DIR}/model"; }
 
+# The marker of artifacts too large for the RAM-backed directory: they live on the data volume.
+MODEL_ON_VOLUME="${CDK_NEURON_ETC}/model-on-volume"
+
+# artifact_bytes: the total size of the objects under ARTIFACT_URI.
+artifact_bytes() {
+    local listing
+    listing=$(retry 3 aws s3 ls --recursive --summarize --region "${REGION}" "${ARTIFACT_URI}") || return 1
+    awk '/Total Size:/ { print $3 }' <<<"${listing}"
+}
+
+# in_ram: whether the model directory is to be a tmpfs, deciding it the first time from the artifacts' size.
+in_ram() {
+    local bytes limit
+    [ "${MODEL_TMPFS_GIB:-0}" -gt 0 ] && [ ! -e "${MODEL_ON_VOLUME}" ] || return 1
+    bytes=$(artifact_bytes) && [ -n "${bytes}" ] || {
+        log "cannot measure the artifacts under ${ARTIFACT_URI}"
+        return 2
+    }
+    limit=$((MODEL_TMPFS_GIB * 1024 * 1024 * 1024))
+    if [ "${bytes}" -gt "${limit}" ]; then
+        log "the artifacts (${bytes} bytes) do not fit the RAM-backed model directory (${MODEL_TMPFS_GIB} GiB): they go to the data volume"
+        : >"${MODEL_ON_VOLUME}"
+        return 1
+    fi
+}
+
 # write_transfer_config: the CRT client settings, in ${CDK_NEURON_ETC}/s3-transfer.config.
 write_transfer_config() {
     {
@@ -29,12 +59,17 @@ write_transfer_config() {
     } >"${CDK_NEURON_ETC}/s3-transfer.config"
 }
 
-# prepare_model_dir: mount the tmpfs (RAM-backed) unless it is mounted, or make the directory.
+# prepare_model_dir: mount the tmpfs (RAM-backed) unless it is mounted or the artifacts do not fit,
+# or make the directory.
 prepare_model_dir() {
-    local dir
+    local dir ram
     dir=$(model_dir)
     install -d -m 0755 "${dir}" || return 1
-    if [ "${MODEL_TMPFS_GIB:-0}" -gt 0 ] && ! mountpoint -q "${dir}"; then
+    mountpoint -q "${dir}" && return 0
+    in_ram
+    ram=$?
+    [ "${ram}" -eq 2 ] && return 1
+    if [ "${ram}" -eq 0 ]; then
         mount -t tmpfs -o "size=${MODEL_TMPFS_GIB}g,mode=0755" cdk-neuron-model "${dir}" || return 1
         log "model directory in RAM: tmpfs of ${MODEL_TMPFS_GIB} GiB"
     fi
@@ -56,7 +91,9 @@ fetch_model() {
     record_phase artifact_transfer "$(($(date +%s) - started))"
 }
 
-# model_needs_fetch: true when the RAM-backed directory is gone (the instance was stopped and started).
+# model_needs_fetch: true when the RAM-backed directory is gone (the instance was stopped and started),
+# or was never filled (a warm-pool launch skips it: boot.sh, sync_artifacts).
 model_needs_fetch() {
-    [ -n "${ARTIFACT_URI:-}" ] && [ "${MODEL_TMPFS_GIB:-0}" -gt 0 ] && ! mountpoint -q "$(model_dir)"
+    [ -n "${ARTIFACT_URI:-}" ] && [ "${MODEL_TMPFS_GIB:-0}" -gt 0 ] && [ ! -e "${MODEL_ON_VOLUME}" ] &&
+        ! mountpoint -q "$(model_dir)"
 }

@@ -49,6 +49,7 @@ def test_every_suite_is_here() -> None:
         "serving_ec2",
         "serving_sagemaker",
         "training_efa",
+        "training_hyperpod",
         "training_smoke",
     ]
 
@@ -71,7 +72,9 @@ def test_everything_is_deleted_with_its_stack(assemblies: dict[str, Path], suite
 
 # Buckets emptied otherwise: the EFA installer mirror's custom resource deletes the one object it put
 # ("Delete removes the object so the bucket can be deleted with its stack", custom_resources/efa_mirror.py).
-EMPTIED_BY_THEIR_OWNER = ("ClusterEfaInstallerBucket",)
+# The HyperPod lifecycle bucket is emptied by the custom resource that writes the scripts into it
+# (lifecycle_scripts handler: Delete of the stack's last prefix empties the bucket).
+EMPTIED_BY_THEIR_OWNER = ("ClusterEfaInstallerBucket", "ClusterLifecycleBucket")
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))

@@ -1746,6 +1746,13 @@ SAGEMAKER_UNPRICED: dict[str, str] = {
     "ml.trn2.48xlarge": "no SageMaker hosting price in FMB @00ef155d or any other source we could read",
 }
 
+# SageMaker general-purpose instances at the same source's hosting rate (FMB @00ef155d, 2024-06-11,
+# src/fmbench/configs/pricing.yml). HyperPod's own per-hour rates are in no source we could read; this
+# is the proxy for a HyperPod Slurm controller (ml.m5.xlarge by default), labelled as such wherever used.
+SAGEMAKER_GENERAL_PRICES: dict[str, Price] = {
+    "ml.m5.xlarge": Price(0.23, "us-east-1", "FMB"),
+}
+
 # Supporting services, us-east-1 (SERVICES).
 SERVICE_PRICES: dict[str, Price] = {
     # Hourly rates are per hour; "_month" rates are per unit-month (the cost tool divides by 730 h).
@@ -1842,6 +1849,7 @@ __all__ = [
     "REGIONAL_PRICES",
     "REGION_OFFERINGS",
     "REGION_OFFERINGS_REGIONS",
+    "SAGEMAKER_GENERAL_PRICES",
     "SAGEMAKER_NEURON_AMI_VERSION",
     "SAGEMAKER_PRICES",
     "SAGEMAKER_UNPRICED",

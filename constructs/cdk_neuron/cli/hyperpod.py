@@ -24,7 +24,7 @@ Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jo
   ``agent/session/shell/shell_unix.go``), as ``root`` on HyperPod ("Default SSM non-interactive user
   is ``root``", the hyperpod-ssm skill above; plain Session Manager sessions start as ``ssm-user``)
   unless Session Manager's Run As names another user. The command is ``bash -c "$(printf %s <base64> | base64 -d)" jobs <action> <words>``:
-  the program (``node_programs/files/hyperpod/jobs.sh``) and every argument are base64 or plain
+  the program (``cli/remote/hyperpod-jobs.sh``) and every argument are base64 or plain
   words, so nothing is re-parsed on the way; the output comes back with ``\\r\\n`` line ends (the
   terminal's), which are read as ``\\n``.
 
@@ -39,6 +39,7 @@ import json
 import re
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cdk_neuron import timeouts
@@ -47,7 +48,6 @@ from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.stack_lookup import stack_outputs, stack_resource_arn
 from cdk_neuron.deployment import Deployment, HyperPodLocation
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.node_programs import FILES_DIR
 
 SESSION_DOCUMENT = "AWS-StartNonInteractiveCommand"
 PLUGIN = "session-manager-plugin"
@@ -56,7 +56,10 @@ PLUGIN_INSTALL = "https://docs.aws.amazon.com/systems-manager/latest/userguide/s
 # command line, instead of the response itself (which would show the session token in `ps`).
 PLUGIN_LAST_WITHOUT_ENV = (1, 2, 497, 0)
 PLUGIN_RESPONSE_ENV = "AWS_SSM_START_SESSION_RESPONSE"
-JOBS_PROGRAM = FILES_DIR / "hyperpod" / "jobs.sh"
+JOBS_PROGRAM = Path(__file__).resolve().parent / "remote" / "hyperpod-jobs.sh"
+"""The controller side of the job commands. Package data of the CLI, not a node program: it travels in
+each session, so changing it changes nothing the nodes run (the node-program bundle, and with it the
+launch templates and HyperPod's lifecycle prefix, stays as it is)."""
 PARAMETER_LIMIT = 65535
 """StartSession's ``Parameters`` values are at most 65,535 characters (SSM API model,
 ``SessionManagerParameterValue``)."""

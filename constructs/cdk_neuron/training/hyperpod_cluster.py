@@ -457,8 +457,9 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         return _grant_submit_jobs(self, grantee, self.cluster_arn)
 
     def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` change how many workers run (``cdk-neuron scale``): ``sagemaker:UpdateCluster``
-        and ``sagemaker:DescribeCluster`` on this cluster. Scaling down also reads the queue, which
+        """Let ``grantee`` change how many workers run (``cdk-neuron scale``): ``sagemaker:UpdateCluster``,
+        ``sagemaker:DescribeCluster`` and ``sagemaker:ListClusterNodes`` (scale refuses while deep
+        health checks run on the group) on this cluster. Scaling down also reads the queue, which
         :meth:`grant_submit_jobs` allows."""
         return _grant_scale(grantee, self.cluster_arn)
 
@@ -869,7 +870,8 @@ def _grant_submit_jobs(scope: Construct, grantee: iam.IGrantable, cluster_arn: s
 def _grant_scale(grantee: iam.IGrantable, cluster_arn: str) -> iam.Grant:
     return iam.Grant.add_to_principal(
         grantee=grantee,
-        actions=["sagemaker:UpdateCluster", "sagemaker:DescribeCluster"],
+        # ListClusterNodes: scale refuses while deep health checks run on the group's nodes.
+        actions=["sagemaker:UpdateCluster", "sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
         resource_arns=[cluster_arn],
     )
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # cdk-neuron HyperPod job commands: run on the Slurm controller by the cdk-neuron CLI (submit, status,
-# logs, cancel, terminate, list), one Session Manager session each.
+# logs, cancel, terminate, list), one Session Manager session each. Package data of the CLI, not a node
+# program: it is not in the node-program bundle, so changing it changes nothing the nodes run.
 #
 # How it gets here: the CLI starts a session on the controller with the document
 # AWS-StartNonInteractiveCommand, whose agent runs the command with `sh -c` on a pseudo-terminal

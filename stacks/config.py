@@ -76,7 +76,11 @@ Schema (every key not marked *required* is optional; its default is given)::
         certificate_arn: null, hugging_face_token_secret: null
         model: {model_id: required, parameters: required, artifact_uri: null, dtype: "bf16",
                 sequence_length: 4096, batch_size: 1, tensor_parallel: null,
-                host_memory_override: null}    a reason to skip the host-memory check
+                host_memory_override: null,    a reason to skip the host-memory check
+                artifact_manifest: null}       path (relative to the app directory) of a copy of the
+                                               artifact's cdk-neuron-artifact.json: the fleet is checked
+                                               against it before synthesis (shape, engine, image SDK,
+                                               artifact_uri); `cdk-neuron use-artifact` writes both keys
       monitoring: {alarm_email: null}
       ami_release: cdk_neuron.ami.RELEASE        the ECS-optimized AL2023 Neuron AMI release every node boots
                                                (pinned: a new AMI is a reviewed change; cdk-neuron ami)
@@ -112,6 +116,7 @@ from cdk_neuron.deployment import (
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError, NeuronConfigErrors, one_of
 from cdk_neuron.node_programs import reach
 from cdk_neuron.planner import ServingPlan, TrainingPlan
+from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.training.capacity import BATCH_CAPACITY_BLOCK_FIX, Capacity
@@ -265,6 +270,8 @@ class ServingConfig:
     warm_pool: bool = False
     certificate_arn: str | None = None
     hugging_face_token_secret: str | None = None
+    artifact_manifest: ArtifactManifest | None = None
+    """The artifact's manifest (``serving.model.artifact_manifest``), checked against this fleet."""
 
     def serving_plan(self) -> ServingPlan:
         return self.plan
@@ -977,6 +984,7 @@ def _storage(env: _Section) -> StorageConfig:
 _MODEL_KEYS = (
     "model_id",
     "artifact_uri",
+    "artifact_manifest",
     "parameters",
     "dtype",
     "sequence_length",
@@ -1029,6 +1037,54 @@ def _model(serving: _Section) -> ModelSpec:
             tensor_parallel=tensor_parallel,
             host_memory_override=host_memory_override,
         )
+
+
+def _artifact_manifest(
+    serving: _Section,
+    model: ModelSpec | None,
+    plan: ServingPlan | None,
+    engine: ServingEngine | None,
+    backend: ServingBackend | None,
+) -> ArtifactManifest | None:
+    """``serving.model.artifact_manifest``: read the local copy and check the fleet against it.
+
+    Every difference is one error keyed ``...serving.model.artifact_manifest.<field>``, the fields the
+    fleets use (``shape.batch_size``, ``engine``, ``image.neuron_sdk``, ``model.artifact_uri``), so a
+    wrong shape is refused here, before synthesis, with the cdk.json key to change. The path is relative
+    to the app directory (where ``cdk synth`` runs the app).
+    """
+    raw = serving.raw.get("model")
+    if not isinstance(raw, Mapping) or raw.get("artifact_manifest") is None:
+        return None
+    key = f"{serving.field('model')}.artifact_manifest"
+    path = raw["artifact_manifest"]
+    if not isinstance(path, str) or not path.strip():
+        raise NeuronConfigError(
+            key,
+            path,
+            "give the path of a copy of the artifact's cdk-neuron-artifact.json (cdk-neuron use-artifact)",
+        )
+    try:
+        manifest = ArtifactManifest.from_file(path)
+    except NeuronConfigError as error:
+        errors = error.errors if isinstance(error, NeuronConfigErrors) else (error,)
+        prefixed = [
+            NeuronConfigError(
+                key, path, e.fix if e.field == "artifact_manifest" else f"{e.field}={e.value!r}: {e.fix}"
+            )
+            for e in errors
+        ]
+        raise (NeuronConfigErrors(prefixed) if len(prefixed) > 1 else prefixed[0]) from None
+    if model is None or plan is None or engine is None or backend is None:
+        return manifest  # the fleet's own errors are reported; it cannot be compared yet
+    image = engine.sagemaker_image if backend == "sagemaker" else engine.image
+    found = [
+        NeuronConfigError(f"{key}.{e.field}", e.value, e.fix)
+        for e in manifest.mismatches(model, plan, engine.name, image)
+    ]
+    if found:
+        raise NeuronConfigErrors(found) if len(found) > 1 else found[0]
+    return manifest
 
 
 _ENGINES: Mapping[str, Any] = {
@@ -1166,6 +1222,7 @@ def _serving(
                 "s3:// URI of the model files (reached through the S3 gateway endpoint) or a NAT gateway",
             )
         )
+    manifest = found.run(lambda: _artifact_manifest(section, model, plan, engine, backend))
     found.raise_if_any()
     assert model is not None and engine is not None and plan is not None and backend is not None
     assert min_capacity is not None and max_capacity is not None and warm_pool is not None
@@ -1180,6 +1237,7 @@ def _serving(
         warm_pool=warm_pool,
         certificate_arn=certificate,
         hugging_face_token_secret=token_secret,
+        artifact_manifest=manifest,
     )
 
 

@@ -47,6 +47,8 @@ class ServingStack(PinnedAzStack):
             "availability_zone_ids": {az_id: az_id for az_id in config.az_ids},
             "min_availability_zones": min(2, len(config.az_ids)) if serving.min_capacity >= 2 else 1,
             "removal_policy": removal_policy_of(config),
+            # serving.model.artifact_manifest: config has compared it already; the fleet checks it again.
+            "artifact_manifest": serving.artifact_manifest,
         }
         self.fleet: Ec2InferenceFleet | SageMakerInferenceFleet
         if serving.backend == "sagemaker":

@@ -214,6 +214,7 @@ def test_every_command_result_is_a_typed_result() -> None:
         "stop",
         "list",
         "timings",
+        "use-artifact",
     }
 
 

@@ -702,7 +702,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint, worker_count, efs_utils_package"),
     ("unknown model key", setting("serving.model.quantize", "int8"),
      "serving.model.quantize", "int8",
-     "unknown key; valid keys here: model_id, artifact_uri, parameters, dtype, sequence_length, batch_size, tensor_parallel, "
+     "unknown key; valid keys here: model_id, artifact_uri, artifact_manifest, parameters, dtype, sequence_length, batch_size, tensor_parallel, "
      "host_memory_override"),
     ("id for on-demand", setting("training.capacity", {"type": "on-demand", "reservation_id": "cr-0123456789abcdef0"}),
      "training.capacity.reservation_id", "cr-0123456789abcdef0",
@@ -932,7 +932,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "max_capacity, min_capacity, model, warm_pool"),
     ("missing model", deleting("serving.model"),
      "serving.model", None,
-     "required: an object with keys artifact_uri, batch_size, dtype, host_memory_override, model_id, parameters, "
+     "required: an object with keys artifact_manifest, artifact_uri, batch_size, dtype, host_memory_override, model_id, parameters, "
      "sequence_length, tensor_parallel"),
     ("missing plan nodes", setting("training.plan", {"tensor_parallel": 32}),
      "training.plan.nodes", None,
@@ -1202,6 +1202,7 @@ def test_config_objects_built_in_code_get_the_documented_defaults() -> None:
         "warm_pool": False,
         "certificate_arn": None,
         "hugging_face_token_secret": None,
+        "artifact_manifest": None,
     }
     env = load_one(minimal_env())
     assert env.removal_policy == "retain"

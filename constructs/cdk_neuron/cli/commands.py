@@ -20,6 +20,7 @@ from cdk_neuron.cli import (
     preflight,
     submit,
     timings,
+    use_artifact,
 )
 from cdk_neuron.cli.command import Command
 
@@ -37,6 +38,7 @@ TABLE: tuple[Command, ...] = (
     ami.COMMAND,
     submit.COMMAND,
     compiling.COMMAND,
+    use_artifact.COMMAND,
     *jobs.COMMANDS,
     timings.COMMAND,
     completion.command(build_parser),

@@ -8,8 +8,9 @@ turns that context into Deployments::
       ...
     }
 
-``module:function`` is imported with the cdk.json's folder first on ``sys.path`` (as ``cdk synth``
-runs the app from there) and called with the context mapping; it returns ``{name: Deployment}`` in
+``module:function`` is imported with the cdk.json's folder first on ``sys.path`` and called, in that
+folder as the working directory, with the context mapping (as ``cdk synth`` runs the app from there,
+so relative paths in the context, e.g. ``serving.model.artifact_manifest``, mean the same to both); it returns ``{name: Deployment}`` in
 the order the app defines them. The function must be cheap and must not import ``aws_cdk``:
 ``plan`` and ``cost`` run offline in well under a second.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -76,7 +78,13 @@ def load(path: str | Path = "cdk.json") -> dict[str, Deployment]:
             f'{path} names no loader: add "{LOADER_KEY}": "module:function" to its context '
             "(README, 'The cdk-neuron CLI in your app')",
         )
-    deployments = dict(_loader(context[LOADER_KEY], path)(context))
+    loader = _loader(context[LOADER_KEY], path)
+    here = os.getcwd()
+    os.chdir(path.resolve().parent)
+    try:
+        deployments = dict(loader(context))
+    finally:
+        os.chdir(here)
     if not deployments:
         raise NeuronConfigError(f"context.{LOADER_KEY}", context[LOADER_KEY], "returned no deployment")
     for name, deployment in deployments.items():

@@ -9,6 +9,7 @@ from typing import Any
 
 from cdk_neuron.cli.aws import error_code
 from cdk_neuron.cli.preflight.base import Check, CheckContext, Row
+from cdk_neuron.deployment import ServingDeployment
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME, ArtifactManifest
 from cdk_neuron.serving.engines import ContainerImage
@@ -138,9 +139,12 @@ def _files_row(ctx: CheckContext, uri: str, keys: Collection[str]) -> Row:
 
 
 def _served_image(ctx: CheckContext) -> ContainerImage | None:
+    assert ctx.env.serving is not None
+    return served_image(ctx.env.serving)
+
+
+def served_image(serving: ServingDeployment) -> ContainerImage | None:
     """The image the fleet runs: as synthesized (read from the assembly), else the engine's."""
-    serving = ctx.env.serving
-    assert serving is not None
     if serving.image is not None:
         reference, _, tag = serving.image.rpartition(":")
         registry, _, repository = reference.rpartition("/")

@@ -442,11 +442,26 @@ def test_offered_az_ids_match_reference(name: str) -> None:
             assert region_of_az_id(az_id) == region
 
 
-def test_az_ids_not_in_the_table_are_not_offered_in_covered_regions() -> None:
+def test_an_az_is_not_offered_only_where_both_sources_rule_out_its_region() -> None:
+    # Both Region-level sources cover us-east-1 and ap-northeast-2 and list neither type there.
     assert offering_status("trn2.48xlarge", "use1-az4") == "not-offered"
-    assert offering_status("trn1n.32xlarge", "use1-az4") == "not-offered"
     assert offering_status("inf2.8xlarge", "apne2-az1") == "not-offered"
     assert offering_status("inf2.xlarge", "apne2-az1") == "offered"
+    # MOTO lists trn1n.32xlarge in use1-az6 only; it is the one AZ-level source, so use1-az4 is unknown.
+    assert offering_status("trn1n.32xlarge", "use1-az4") == "unknown"
+    assert catalog.az_offering_note("trn1n.32xlarge", "use1-az4") == (
+        "the AZ snapshot (MOTO, 2026-08-22) lists trn1n.32xlarge in use1-az6 of us-east-1, not in use1-az4; it is "
+        "the only AZ-level source, so this is unknown rather than refused: `cdk-neuron preflight` checks the account"
+    )
+    assert catalog.az_offering_note("trn2.48xlarge", "use1-az4") == (
+        "trn2.48xlarge is not offered anywhere in us-east-1 (MOTO and CFN-LINT both cover us-east-1)"
+    )
+    assert catalog.az_offering_note("trn1n.32xlarge", "use1-az6") == (
+        "the AZ snapshot (MOTO, 2026-08-22) lists trn1n.32xlarge in use1-az6"
+    )
+    assert catalog.az_offering_note("trn2.48xlarge", "aps2-az1") == (
+        "no source lists trn2.48xlarge's AZs in ap-south-2: `cdk-neuron preflight` checks the account"
+    )
 
 
 def test_regions_the_table_does_not_cover_are_unknown() -> None:
@@ -1186,7 +1201,7 @@ def test_region_offerings_use_both_sources(name: str, region: str, status: str) 
         ("trn2.48xlarge", "aps2-az1", "unknown"),  # offered in the region, no AZ data
         ("trn2.3xlarge", "use2-az1", "unknown"),
         ("trn2.3xlarge", "use2-az3", "unknown"),
-        ("trn1.32xlarge", "use1-az1", "not-offered"),  # moto lists trn1.32xlarge's us-east-1 AZs
+        ("trn1.32xlarge", "use1-az1", "unknown"),  # moto lists other us-east-1 AZs: one source, not a refusal
         ("trn1.32xlarge", "euw1-az1", "not-offered"),
         ("trn2.48xlarge", "use1-az4", "not-offered"),
         ("trn1.32xlarge", "use1-az4", "offered"),

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron import ami, planner
+from cdk_neuron import ami, catalog, planner
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
@@ -792,9 +792,6 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "training.instance_type", "p5.48xlarge",
      "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, trn1.2xlarge, trn1.32xlarge, "
      "trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
-    ("not offered in training AZ", setting("az_ids", ["use1-az2", "use1-az6"]),
-     "training.instance_type", "trn1.32xlarge",
-     "not offered in the training AZ az_ids[0]=use1-az2; in us-east-1 it is offered in use1-az4, use1-az5, use1-az6 (catalog offerings; preflight checks the account)"),
     ("zero max nodes", setting("training.max_nodes", 0),
      "training.max_nodes", 0,
      "must be a whole number >= 1"),
@@ -909,9 +906,6 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("certificate in other region", setting("serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"),
      "serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
      "a load balancer needs an ACM certificate in us-east-1"),
-    ("serving type not offered in every AZ", setting("az_ids", ["use1-az6", "use1-az1"]),
-     "serving.instance_type", "inf2.xlarge",
-     "not offered in use1-az1; in us-east-1 it is offered in use1-az2, use1-az4, use1-az5, use1-az6: change az_ids or the type"),
     ("bad email", setting("monitoring.alarm_email", "oncall"),
      "monitoring.alarm_email", "oncall",
      "must be an email address"),
@@ -1039,14 +1033,19 @@ def test_refusals_name_environment_key_value_and_fix(
     assert (raised.value.field, raised.value.value) == (f"environments.qa.{key}", value)
 
 
-def test_trn1n_is_refused_outside_the_one_az_that_offers_it() -> None:
+def test_an_az_only_the_snapshot_omits_is_not_refused() -> None:
+    """Review-24 finding 5: MOTO (the only AZ-level source) lists trn1n.32xlarge in use1-az6 of us-east-1
+    only, and inf2.xlarge not in use1-az1. One source's silence is "unknown" (the constructs warn and
+    preflight asks the account), so neither configuration is refused; a Region both sources rule out is."""
     env = minimal_env()
     env["training"]["instance_type"] = "trn1n.32xlarge"
     env["az_ids"] = ["use1-az4", "use1-az6"]
-    with pytest.raises(NeuronConfigError, match=r"^environments\.qa\.training\.instance_type=.*use1-az6"):
-        load_one(env)
-    env["az_ids"] = ["use1-az6", "use1-az4"]
+    assert catalog.offering_status("trn1n.32xlarge", "use1-az4") == "unknown"
     assert load_one(env).training.instance_type == "trn1n.32xlarge"
+    env = minimal_env()
+    env["az_ids"] = ["use1-az6", "use1-az1"]
+    assert catalog.offering_status("inf2.xlarge", "use1-az1") == "unknown"
+    assert load_one(env).az_ids == ("use1-az6", "use1-az1")
 
 
 def test_the_auto_scaling_group_engine_needs_no_job_image() -> None:

@@ -1542,9 +1542,12 @@ def _region_of_prefix(prefix: str) -> str | None:
 def offering_status(instance_name: str | NeuronInstance, az_id: str) -> OfferingStatus:
     """Whether ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``.
 
-    ``"offered"`` when the AZ snapshot lists it; ``"not-offered"`` when the snapshot lists the type
-    in other AZs of the same region (its data for that region is there) or when
-    :func:`region_offering_status` says the region does not offer it; otherwise ``"unknown"``.
+    ``"offered"`` when the AZ snapshot lists it. ``"not-offered"`` only when both Region-level
+    sources rule out the whole Region (:func:`region_offering_status`). An AZ the snapshot omits in a
+    Region where it lists the type elsewhere is ``"unknown"``: MOTO is the only AZ-level source we
+    hold, a dated one, and AWS adds AZs to a type's offerings, so one source's silence is not a
+    refusal (:func:`az_offering_note` says what it does list; ``cdk-neuron preflight`` asks
+    DescribeInstanceTypeOfferings in the live account).
     """
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)
@@ -1554,9 +1557,30 @@ def offering_status(instance_name: str | NeuronInstance, az_id: str) -> Offering
     region = _region_of_prefix(az_id.split("-az")[0])
     if region is None:
         return "unknown"
-    if table.get(region):
-        return "not-offered"
     return "not-offered" if region_offering_status(inst, region) == "not-offered" else "unknown"
+
+
+def az_offering_note(instance_name: str | NeuronInstance, az_id: str) -> str:
+    """Why :func:`offering_status` answers what it does for ``az_id``, naming the AZs the snapshot lists."""
+    inst = get_instance(instance_name)
+    az_id = _check_az_id(az_id)
+    status = offering_status(inst, az_id)
+    region = _region_of_prefix(az_id.split("-az")[0])
+    listed = OFFERINGS.get(inst.key, {}).get(region or "", ())
+    snapshot = f"the AZ snapshot (MOTO, {SOURCES['MOTO'].date})"
+    if status == "offered":
+        return f"{snapshot} lists {inst.name} in {az_id}"
+    if status == "not-offered":
+        return f"{inst.name} is not offered anywhere in {region} (MOTO and CFN-LINT both cover {region})"
+    if listed:
+        return (
+            f"{snapshot} lists {inst.name} in {', '.join(listed)} of {region}, not in {az_id}; it is the only "
+            "AZ-level source, so this is unknown rather than refused: `cdk-neuron preflight` checks the account"
+        )
+    return (
+        f"no source lists {inst.name}'s AZs in {region or 'the Region of ' + az_id}: `cdk-neuron preflight` "
+        "checks the account"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1831,6 +1855,7 @@ __all__ = [
     "Source",
     "SpotSample",
     "UltraServerType",
+    "az_offering_note",
     "capacity_block_types",
     "efa_network_interfaces",
     "get_inference_instance",

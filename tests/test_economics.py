@@ -65,7 +65,7 @@ def test_the_gpu_comparison_is_published_and_says_where_it_differs() -> None:
         "128 there, 1,024 in the Neuron figure"
     )
     # 70B: 1,602 x 64 = 102,528 tokens/s on 8 p5.48xlarge: 2,709.25 h x $440.32 = $1,192,953.25.
-    big = plan_training("trn1.32xlarge", 32, 32, 8, model=LLAMA3_70B)
+    big = plan_training("trn1.32xlarge", 32, 32, 8, model=LLAMA3_70B, activation_checkpointing="selective")
     gpu70 = economics.gpu_training_comparison(big, TRILLION)
     assert gpu70 is not None and gpu70.usd == pytest.approx(1_192_953.25, abs=0.01)
     assert economics.gpu_training_comparison(plan_training("trn1.32xlarge", 2, 32), TRILLION) is None

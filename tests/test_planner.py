@@ -1410,7 +1410,7 @@ def test_plans_built_by_hand_get_the_documented_defaults() -> None:
         "activation_checkpointing": "none",
         "recompute": (),
         "memory": None,
-        "hbm_headroom": 0.25,
+        "hbm_headroom": 0.5,
     }
     serving = {
         f.name: f.default for f in dataclasses.fields(ServingPlan) if f.default is not dataclasses.MISSING

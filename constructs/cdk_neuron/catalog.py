@@ -387,10 +387,13 @@ SOURCES: dict[str, Source] = {
             "aws-neuron/neuronx-distributed-training examples/conf: hf_llama3_8B_config.yaml and "
             "hf_llama3_70B_config.yaml @9a145a8 (2025-05-20, trn1.32xlarge), hf_llama3_8B_trn2_config.yaml and "
             "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2), "
-            "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute); all "
-            "mixed precision, ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192; selective "
-            "recompute of [CoreAttention] (8B trn1), [CoreAttention, LlamaMLP] (70B trn1), [LlamaRMSNorm, "
-            "ActivationMultiplyMLP] (70B trn2), none (8B trn2), "
+            "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute), "
+            "hf_llama3.1_8B_config.yaml and hf_llama3.1_70B_config.yaml @d9e0bf6 (2025-06-24, 32 x trn1.32xlarge, "
+            "TP 32, PP 1 and 8: the layouts NEURON-TRAIN-PERF measured); all mixed precision, ZeRO-1, sequence "
+            'parallel, flash attention, "micro_batch_size: 1 # limited by TRN memory", sequence 8,192, '
+            "kv_replicator 4 on trn1 (2 for 8B on trn2); selective recompute of [CoreAttention] (8B trn1), "
+            "[CoreAttention, LlamaMLP] (70B trn1, both 3.1 configurations), [LlamaRMSNorm, ActivationMultiplyMLP] "
+            "(70B trn2), none (8B trn2); use_master_weights_in_ckpt False in every one, "
             "https://github.com/aws-neuron/neuronx-distributed-training/tree/main/examples/conf",
             "2025-08-01",
         ),

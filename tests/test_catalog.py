@@ -1263,6 +1263,19 @@ def test_gpu_comparators_have_regional_prices_only_where_sourced() -> None:
     assert catalog.regional_price("p5.48xlarge", "eu-west-1") is None
     price = catalog.regional_price("p5.48xlarge", "us-east-2")
     assert price is not None and price.usd_per_hour == 55.04
+    # Review-24 nit 16: the us-east-1 price is carried only for the types SKY shows equal in us-east-2
+    # and us-west-2 (trn1, trn1n, inf2, p5.48xlarge); p4d, g5 and trn1.2xlarge were not read there.
+    expected = {
+        "trn1.32xlarge", "trn1n.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge",
+        "p5.48xlarge",
+    }  # fmt: skip
+    assert set(catalog.SAME_PRICE_TYPES) == expected
+    for name in ("p4d.24xlarge", "g5.12xlarge", "trn1.2xlarge"):
+        assert catalog.regional_price(name, "us-west-2") is None, name
+        assert catalog.regional_price(name, "us-east-1") is not None, name
+    assert catalog.carried_price(catalog.ON_DEMAND_PRICES["inf2.xlarge"], "us-west-2")
+    assert not catalog.carried_price(catalog.ON_DEMAND_PRICES["inf2.xlarge"], "eu-west-1")
+    assert not catalog.carried_price(catalog.ON_DEMAND_PRICES["g5.xlarge"], "us-west-2")
 
 
 def test_trn2_price_applies_only_where_its_source_priced_it() -> None:

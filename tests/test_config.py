@@ -892,7 +892,8 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "use one of bf16, bfloat16, float16, float32, fp16, fp32, fp8, int8"),
     ("bad TP for instance", setting("serving.model.tensor_parallel", 3),
      "serving.model.tensor_parallel", 3,
-     "the Neuron runtime supports TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64 for inference (NXDI-TP, per instance family)"),
+     "the Neuron runtime supports TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64 for inference (NXDI-TP per instance family; "
+     "TP 12 on Inf2 from TP-APPNOTE; Trn3 from TRN3-TUTORIAL)"),
     # The library's ModelSpec decides: "gpt2"-style root ids are valid Hub ids, three segments are not.
     ("bad model id", setting("serving.model.model_id", "org/name/x"),
      "serving.model.model_id", "org/name/x",

@@ -291,9 +291,11 @@ def test_a_region_no_source_prices_leaves_the_cost_unknown() -> None:
     assert (cost.usd, cost.usd_per_hour, cost.label) == (None, None, "unknown")
     assert cost.hours == pytest.approx(707.1620, abs=1e-3)
     assert cost.note.endswith("; price unknown: no source prices trn1.32xlarge in ap-south-1")
-    # us-west-2 has the us-east-1 price (SAME_PRICE_REGIONS).
-    assert economics.training_run_cost(plan, TRILLION, region="us-west-2").usd == pytest.approx(
-        486_527.49, abs=0.01
+    # us-west-2 has the us-east-1 price (SAME_PRICE_REGIONS, for the SAME_PRICE_TYPES), and the basis says whose.
+    west = economics.training_run_cost(plan, TRILLION, region="us-west-2")
+    assert west.usd == pytest.approx(486_527.49, abs=0.01)
+    assert west.price_basis == (
+        "32 x $21.5000/h (KARP 2026-01-19, us-east-1; the us-east-1 price, equal in us-west-2 per SKY)"
     )
     measured_elsewhere = economics.training_run_cost(
         plan_training("trn1.32xlarge", 64, 32, model=LLAMA3_8B),

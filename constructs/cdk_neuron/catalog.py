@@ -1661,6 +1661,21 @@ def known_price(instance_name: str) -> Price | None:
 # the ones SKY lists, and regional_price() answers None (unknown) for the rest, never the us-east-1
 # figure.
 SAME_PRICE_REGIONS: frozenset[str] = frozenset({"us-east-1", "us-east-2", "us-west-2"})
+# The types SKY shows at the same price in those Regions; no other type's price is carried. p5.48xlarge:
+# SKY lists it at 98.32 in us-east-1, us-east-2 and us-west-2 alike (before the 2025-06 cut KARP's
+# figure reflects), so the cut price is carried on the same evidence; p4d, g5 and g6e were not read.
+SAME_PRICE_TYPES: frozenset[str] = frozenset(
+    {"trn1.32xlarge", "trn1n.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge",
+     "p5.48xlarge"}
+)  # fmt: skip
+
+
+def carried_price(price: Price, region: str) -> bool:
+    """Whether table ``price``, for another Region, holds in ``region`` too (SAME_PRICE_TYPES and
+    SAME_PRICE_REGIONS, per SKY)."""
+    same_type = any(price == ON_DEMAND_PRICES[name] for name in SAME_PRICE_TYPES)
+    return price.source == "KARP" and same_type and {price.region, region} <= SAME_PRICE_REGIONS
+
 
 # On-demand Linux prices outside SAME_PRICE_REGIONS, USD/hour, from SKY's on-demand column.
 REGIONAL_PRICES: dict[str, dict[str, Price]] = {
@@ -1690,14 +1705,14 @@ REGIONAL_PRICES: dict[str, dict[str, Price]] = {
 def regional_price(instance_name: str, region: str) -> Price | None:
     """The on-demand price of ``instance_name`` in ``region``, or None where no source gives one.
 
-    The us-east-1 table price in SAME_PRICE_REGIONS, a REGIONAL_PRICES entry elsewhere; prices are never
-    carried to a region no source prices.
+    The us-east-1 table price in SAME_PRICE_REGIONS for SAME_PRICE_TYPES (SKY shows them equal), a
+    REGIONAL_PRICES entry elsewhere; prices are never carried to a region or type no source shows equal.
     """
     region = _check_region(region)
     price = known_price(instance_name)
     if price is None:
         return None
-    if region == price.region or (price.source == "KARP" and {price.region, region} <= SAME_PRICE_REGIONS):
+    if region == price.region or carried_price(price, region):
         return price
     key = instance_name if instance_name in ON_DEMAND_PRICES else get_instance(instance_name).key
     return REGIONAL_PRICES.get(key, {}).get(region)
@@ -1860,6 +1875,7 @@ __all__ = [
     "UltraServerType",
     "az_offering_note",
     "capacity_block_types",
+    "carried_price",
     "efa_network_interfaces",
     "get_inference_instance",
     "get_instance",

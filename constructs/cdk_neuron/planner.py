@@ -994,6 +994,10 @@ DEFAULT_HEADROOM = 0.35
 # inf2.xlarge, 120 GiB on inf2.8xlarge. Near that edge loading is slow (serving/timing.py doubles the
 # load time on small hosts); past it, size_model's host_memory_override takes a reason.
 DEFAULT_HOST_MEMORY_HEADROOM = 0.0625
+# Weights above this share of the instance's RAM leave a margin that holds only with streaming,
+# shard-on-load loading (the published inf2.xlarge deployments: Llama-3 8B bf16 leaves 1.04 GiB of 16);
+# the plan's explanation says so.
+THIN_HOST_MEMORY = 0.9
 # The head dimension of most mainstream LLMs (Llama 2/3 from 3B up, Mistral, Qwen), not of all:
 # Llama 3.2 1B uses 64 (MODEL-SHAPES). Where the caller gives no head_dim, the nearest reference
 # shape's is used, so a 1B-class model is sized with 64.
@@ -1005,6 +1009,22 @@ DEFAULT_HEAD_DIM = 128
 _SERVING_TP = tuple(
     sorted({tp for lists in INFERENCE_TP_DEGREES.values() for tps in lists.values() for tp in tps})
 )
+# Who lists which degrees (catalog.INFERENCE_TP_DEGREES): NXDI-TP lists none for Trn3 and not Inf2's
+# TP 12, which TP-APPNOTE and OPTN-NB give.
+_SERVING_TP_UNION_SOURCES = (
+    "NXDI-TP per instance family; TP 12 on Inf2 from TP-APPNOTE; Trn3 from TRN3-TUTORIAL"
+)
+
+
+def _serving_tp_sources(instance: NeuronInstance, degrees: Sequence[int]) -> str:
+    """The sources of the inference TP degrees ``degrees`` listed for ``instance``."""
+    if instance.chip == "trainium3":
+        return "TRN3-TUTORIAL"
+    if instance.chip == "inferentia2" and 12 in degrees:
+        return "NXDI-TP; TP 12 from TP-APPNOTE and OPTN-NB"
+    return "NXDI-TP"
+
+
 # 8-bit weight formats on Neuron are weight-only quantization (transformers-neuronx / NxD Inference
 # dequantize to the 16-bit compute type; LMI-TNX's `load_in_8bit`): the KV cache stays 16-bit unless
 # KV-cache quantization is asked for explicitly, so by default it is counted at 2 bytes.
@@ -1294,7 +1314,7 @@ def _check_serving_inputs(
                 "tensor_parallel",
                 tensor_parallel,
                 f"the Neuron runtime supports TP degrees {', '.join(map(str, _SERVING_TP))} for inference "
-                "(NXDI-TP, per instance family)",
+                f"({_SERVING_TP_UNION_SOURCES})",
             )
     return params, kv_dtype, sequence, batch
 
@@ -1422,7 +1442,8 @@ def _tp_on_instance(
             "tensor_parallel",
             tensor_parallel,
             f"{instance.name} has {instance.neuron_cores} NeuronCores; the Neuron runtime supports TP "
-            f"{', '.join(map(str, _serving_tp_allowed(instance)))} for inference there (NXDI-TP)"
+            f"{', '.join(map(str, _serving_tp_allowed(instance)))} for inference there "
+            f"({_serving_tp_sources(instance, _serving_tp_allowed(instance))})"
             + (f"; sources disagree: {disagreement}" if disagreement else ""),
         )
     weights, usable = sizing.weights, sizing.usable(instance)
@@ -1533,6 +1554,12 @@ def _serving_plan(
     )
     if sizing.host_memory_override is not None:
         explanation += f" (host-memory check overridden: {sizing.host_memory_override})"
+    elif sizing.host_need(instance, tp) > THIN_HOST_MEMORY * instance.memory_gib:
+        explanation += (
+            f" (within {1 - THIN_HOST_MEMORY:.0%} of the instance's {instance.memory_gib:g} GiB of RAM: it holds "
+            "while loading streams safetensors and shards them on load, as NxD Inference and optimum-neuron do; "
+            "a .bin checkpoint, or loading without shard-on-load, can run out of host memory)"
+        )
     disagreement = tp_disagreement(instance, None, tp)
     if disagreement is not None:
         explanation += f"; TP {tp}: sources disagree: {disagreement}"

@@ -1053,6 +1053,9 @@ def test_supporting_service_prices_match_the_aws_pricing_pages() -> None:
         "kms_key_month": (1.00, "us-east-1", "SVC-KMS"),
         "alarm_month": (0.10, "us-east-1", "SVC-CW"),
         "dashboard_month": (3.00, "us-east-1", "SVC-CW"),
+        "fargate_vcpu_hour": (0.04048, "us-east-1", "SVC-FARGATE"),
+        "fargate_gb_hour": (0.004445, "us-east-1", "SVC-FARGATE"),
+        "fargate_storage_gb_hour": (0.000111, "us-east-1", "SVC-FARGATE"),
     }
 
 

@@ -109,7 +109,7 @@ def test_compile_runs_the_task_for_the_fleets_shape(
             assembly,
             {"cloudformation": cloudformation, "ecs": ecs},
             "--source", "checkpoint:run-7/step-1200", "--step", "1200", "--source-tp", "8",
-            "--artifact-uri", "s3://models/llama-1b/run-7/",
+            "--source-hw-backend", "trn2", "--artifact-uri", "s3://models/llama-1b/run-7/",
         )  # fmt: skip
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -167,6 +167,10 @@ def test_the_run_task_request_carries_every_containers_settings(
         (["--source", "hub:not a model", "--artifact-uri", "s3://m/a/"], "source='not a model'"),
         (["--source", "hub:org/m", "--artifact-uri", "https://m/a"], "artifact_uri='https://m/a'"),
         (["--source", "checkpoint:../up", "--artifact-uri", "s3://m/a/"], "source='../up'"),
+        (
+            ["--source", "checkpoint:run", "--source-hw-backend", "inf2", "--artifact-uri", "s3://m/a/"],
+            "hw_backend='inf2': use one of trn1, trn2",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_any_aws_call(
@@ -203,3 +207,19 @@ def test_a_task_ecs_refuses_is_a_failure_naming_the_reason(
         )  # fmt: skip
     err = capsys.readouterr().err
     assert code == 1 and "ecs:RunTask started no compile task" in err and "MISSING" in err, err
+
+
+def test_a_checkpoint_source_carries_its_training_layout() -> None:
+    from cdk_neuron.cli.compiling import parse_source
+
+    source = parse_source(
+        "checkpoint:run-7/step-1200",
+        step=1200,
+        tensor_parallel=8,
+        pipeline_parallel=2,
+        revision=None,
+        hw_backend="trn2",
+    )
+    assert (source.uri, source.step, source.tensor_parallel, source.pipeline_parallel, source.hw_backend) == (
+        "run-7/step-1200", 1200, 8, 2, "trn2",
+    )  # fmt: skip

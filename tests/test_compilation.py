@@ -19,7 +19,7 @@ from image_rehearsal import Container
 
 from cdk_neuron.compilation import CompileRequest, ModelCompilation, ModelSource
 from cdk_neuron.compilation.construct import AWS_CLI_IMAGE
-from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB
+from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB, compile_task_usd_per_hour
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_neuron.serving import ModelSpec, ServingEngine
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME, ArtifactManifest
@@ -231,21 +231,59 @@ for rank in range(tp):
     shard.parent.mkdir(parents=True, exist_ok=True)
     shard.write_bytes(b"w" * (rank + 1))
 """
+# NxD's converter as the serving image has it: its argument parser as neuronx-distributed defines it
+# (aws-neuron/neuronx-distributed @fbac349b, src/neuronx_distributed/scripts/checkpoint_converter.py,
+# get_arg_parser: --hw_backend required, boolean flags parsed with type=bool), so a command line the
+# real converter would refuse or misread fails here too; it records what it parsed.
 _NXD = """
-import json, os, sys
+import argparse, json, os, sys
 class CheckpointConverterBase:
     def get_arg_parser(self):
-        import argparse
         parser = argparse.ArgumentParser()
-        for flag in ("--model_style", "--input_dir", "--output_dir", "--config", "--load_xser", "--tp_size",
-                     "--pp_size", "--kv_size_multiplier", "--qkv_linear"):
-            parser.add_argument(flag)
+        parser.add_argument("--input_dir", type=str, default=None)
+        parser.add_argument("--hf_model_name", type=str, default=None)
+        parser.add_argument("--output_dir", type=str, required=True)
+        parser.add_argument("--hw_backend", type=str, required=True)
+        parser.add_argument("--config", type=str)
+        parser.add_argument("--model_key", type=str, default="model")
+        parser.add_argument("--tp_size", type=int, default=1)
+        parser.add_argument("--pp_size", type=int, default=1)
+        parser.add_argument("--ep_size", type=int, default=1)
+        parser.add_argument("--virtual_pp_size", type=int, default=1)
+        parser.add_argument("--n_layers", type=int, default=0)
+        parser.add_argument("--coalesce_qkv", type=bool, default=False)
+        parser.add_argument("--kv_size_multiplier", type=int, default=1)
+        parser.add_argument("--qkv_linear", type=bool, default=False)
+        parser.add_argument("--fuse_qkv", type=bool, default=False)
+        parser.add_argument("--i_tp_round_factor", type=int, default=0)
+        parser.add_argument("--pad_attn_heads", type=bool, default=False)
+        parser.add_argument("--load_xser", type=bool, default=False)
+        parser.add_argument("--save_xser", type=bool, default=False)
+        parser.add_argument("--convert_from_xser", action="store_true")
+        parser.add_argument("--convert_to_xser", action="store_true")
+        parser.add_argument("--convert_from_full_state", action="store_true")
         parser.add_argument("--convert_to_full_state", action="store_true")
+        parser.add_argument("--model_style", type=str, choices=["hf", "megatron"], default="hf")
+        parser.add_argument("--nxdt_yaml_config", type=str)
         return parser
     def run(self, args):
+        assert sum(int(getattr(args, f)) for f in ("convert_from_full_state", "convert_to_full_state",
+                   "convert_from_xser", "convert_to_xser")) == 1
         with open(os.environ["REHEARSAL_LOG"], "a") as log:
-            log.write(json.dumps({"program": "nxd-converter", "argv": sys.argv[1:], "env": {}}) + "\\n")
+            log.write(json.dumps({"program": "nxd-converter", "argv": sys.argv[1:], "env": vars(args)}) + "\\n")
+        os.makedirs(args.output_dir, exist_ok=True)
         open(os.path.join(args.output_dir, "checkpoint.pt"), "w").write("{}")
+"""
+
+
+_TORCH = """
+import json
+def load(path, map_location=None, weights_only=None):
+    try:
+        value = json.loads(open(path).read())
+    except ValueError:
+        return {}
+    return {key: None for key in value} if isinstance(value, list) else value
 """
 
 
@@ -263,7 +301,8 @@ def _sandbox(tmp_path: Path) -> tuple[Container, Path]:
     (fakes / "neuronx_distributed" / "__init__.py").write_text("")
     (fakes / "neuronx_distributed" / "scripts" / "__init__.py").write_text("")
     (fakes / "neuronx_distributed" / "scripts" / "checkpoint_converter.py").write_text(_NXD)
-    (fakes / "torch.py").write_text("def load(path, map_location=None):\n    return {}\n")
+    # torch.load as the programs use it: a shard written by a test as a JSON list of its keys.
+    (fakes / "torch.py").write_text(_TORCH)
     (fakes / "safetensors" / "torch.py").parent.mkdir()
     (fakes / "safetensors" / "__init__.py").write_text("")
     (fakes / "safetensors" / "torch.py").write_text(
@@ -349,24 +388,48 @@ def test_a_checkpoint_is_exported_described_and_uploaded_manifest_last(
     ]
 
 
+_PLAIN = ["model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", "lm_head.weight"]
+_GQA = ["model.embed_tokens.weight", "model.layers.0.self_attn.qkv_proj.weight_q", "lm_head.weight"]
+_FUSED = ["model.embed_tokens.weight", "model.layers.0.self_attn.qkv_proj.weight_qkv", "lm_head.weight"]
+
+
+@pytest.mark.parametrize(
+    ("keys", "xser", "hw_backend", "parsed"),
+    [
+        # A plain model (no NxD attention layer): every boolean flag stays False, left out.
+        (_PLAIN, False, "trn1", {"qkv_linear": False, "fuse_qkv": False, "load_xser": False, "n_layers": 0}),
+        # NxD's GQA QKV layer: --qkv_linear; saved with xser: --load_xser.
+        (_GQA, True, "trn2", {"qkv_linear": True, "fuse_qkv": False, "load_xser": True, "n_layers": 0}),
+        # A fused QKV weight: --fuse_qkv with the layer count from config.json.
+        (_FUSED, False, "trn1", {"qkv_linear": True, "fuse_qkv": True, "load_xser": False, "n_layers": 24}),
+    ],
+)
 def test_a_sharded_training_checkpoint_is_converted_with_the_nxd_converter(
-    synthesized: Any, tmp_path: Path
+    synthesized: Any, tmp_path: Path, keys: list[str], xser: bool, hw_backend: str, parsed: dict[str, Any]
 ) -> None:
     _, template = synthesized
     container, fakes = _sandbox(tmp_path)
     checkpoint = tmp_path / "checkpoints" / "run-7" / "step-1200"
     (checkpoint / "model").mkdir(parents=True)
-    (checkpoint / "model" / "dp_rank_00_tp_rank_00_pp_rank_00.pt").write_text("shard")
-    (checkpoint / "config.json").write_text("{}")
+    for rank in range(2):
+        (checkpoint / "model" / f"dp_rank_00_tp_rank_{rank:02d}_pp_rank_00.pt").write_text(json.dumps(keys))
+        if xser:
+            (checkpoint / "model" / f"dp_rank_00_tp_rank_{rank:02d}_pp_rank_00.pt.tensors").mkdir()
+    (checkpoint / "config.json").write_text(json.dumps({"num_hidden_layers": 24}))
     (checkpoint / "tokenizer.json").write_text("{}")
-    request = _request(ModelSource.checkpoint("run-7/step-1200", tensor_parallel=8, step=1200))
+    source = ModelSource.checkpoint("run-7/step-1200", tensor_parallel=2, step=1200, hw_backend=hw_backend)
+    request = _request(source)
     done = _run(
         container, template, "export", {**_settings(request, tmp_path, "export"), "PYTHONPATH": str(fakes)}
     )
     assert done.returncode == 0, done.stderr
     [converter] = container.calls("nxd-converter")
-    assert converter.argv[converter.argv.index("--tp_size") + 1] == "8"
-    assert "--convert_to_full_state" in converter.argv
+    # What NxD's own parser made of the command line.
+    assert converter.env["tp_size"] == 2 and converter.env["hw_backend"] == hw_backend
+    assert converter.env["convert_to_full_state"] and converter.env["model_style"] == "hf"
+    assert converter.env["input_dir"] == str(checkpoint / "model")
+    assert converter.env["config"] == str(checkpoint / "config.json")
+    assert {key: converter.env[key] for key in parsed} == parsed
     assert sorted(p.name for p in (tmp_path / "work" / "converted").iterdir()) == [
         "config.json",
         "model.safetensors",
@@ -374,6 +437,16 @@ def test_a_sharded_training_checkpoint_is_converted_with_the_nxd_converter(
     ]
     [export] = container.calls("optimum-cli")
     assert export.argv[export.argv.index("--model") + 1] == str(tmp_path / "work" / "converted")
+
+
+def test_a_checkpoint_source_names_the_trainium_generation() -> None:
+    env = _request(ModelSource.checkpoint("run", tensor_parallel=8, hw_backend="trn2")).export_environment(
+        REGION
+    )
+    assert env["CONVERT_HW_BACKEND"] == "trn2"
+    assert ModelSource.checkpoint("run").hw_backend == "trn1"
+    with pytest.raises(NeuronConfigError, match=r"^hw_backend='trn3': use one of trn1, trn2"):
+        ModelSource.checkpoint("run", hw_backend="trn3")
 
 
 def test_a_sharded_checkpoint_without_its_tp_stops_before_exporting(synthesized: Any, tmp_path: Path) -> None:
@@ -433,3 +506,9 @@ def test_the_task_is_recorded_for_the_cli(synthesized: Any) -> None:
         resolved = cdk.Stack.of(compilation).resolve(record[key])
         assert template["Resources"][resolved]["Type"] == kind
     assert record["checkpoints"] is True and len(record["subnets"]) == 2
+
+
+def test_the_compile_task_is_priced_per_vcpu_memory_and_storage_above_the_included() -> None:
+    # 16 vCPU x $0.04048 + 120 GB x $0.004445 + (200 - 20) GB x $0.000111 (catalog SVC-FARGATE).
+    assert compile_task_usd_per_hour() == pytest.approx(16 * 0.04048 + 120 * 0.004445 + 180 * 0.000111)
+    assert compile_task_usd_per_hour() == pytest.approx(1.20106)

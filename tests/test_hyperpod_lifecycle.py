@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import zipfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
@@ -19,13 +20,23 @@ from cdk_neuron.node_programs import FILES_DIR, render_settings
 PREFIX = "lifecycle/0123456789abcdef/"
 
 
+def _bundle_zip(target: Path) -> None:
+    """The node-program bundle as CDK zips a directory asset (paths relative to the directory)."""
+    with zipfile.ZipFile(target, "w") as archive:
+        for file in sorted(FILES_DIR.rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(FILES_DIR))
+
+
 def _lifecycle_dir(sandbox: Sandbox, tmp_path: Path, settings: Mapping[str, str | int | None]) -> Path:
-    """The prefix as HyperPod copies it to a node: the entry script, lib/common.sh and the settings."""
+    """The prefix as HyperPod copies it to a node: the entry script, lib/common.sh, the settings and
+    the node-program bundle."""
     where = tmp_path / "sagemaker-lifecycle"
     (where / "lib").mkdir(parents=True)
     shutil.copy(FILES_DIR / "hyperpod" / "on-init-complete.sh", where / "on-init-complete.sh")
     shutil.copy(FILES_DIR / "lib" / "common.sh", where / "lib" / "common.sh")
-    (where / "hyperpod.env").write_text(render_settings(settings))
+    _bundle_zip(where / "node-programs.zip")
+    (where / "hyperpod.env").write_text(render_settings({"NODE_PROGRAMS": "node-programs.zip", **settings}))
     (where / "training-profile.env").write_text(render_settings({"FI_PROVIDER": "efa", "TP_DEGREE": 32}))
     return where
 
@@ -58,6 +69,44 @@ def test_installs_the_profile_without_checkpoints(sandbox: Sandbox, tmp_path: Pa
     profile = sandbox.file("/etc/profile.d/cdk-neuron-training.sh").read_text()
     assert "set -a\n. /etc/cdk-neuron/training-profile.env\nset +a" in profile
     assert sandbox.calls("mount") == [] and sandbox.calls("dpkg") == []
+
+
+def test_installs_the_job_programs_from_the_bundle_replacing_the_old_tree(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    stale = sandbox.write("/opt/cdk-neuron/hyperpod/dropped-by-a-newer-bundle.sh", "#!/bin/bash\n")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    for path in (
+        "hyperpod/slurm-step.sh",
+        "hyperpod/slurm_order.py",
+        "training/launcher.sh",
+        "training/rank_order.py",
+    ):
+        assert sandbox.file(f"/opt/cdk-neuron/{path}").read_bytes() == (FILES_DIR / path).read_bytes()
+    assert not stale.exists()
+    assert not sandbox.file("/opt/cdk-neuron.new").exists()
+
+
+def test_fails_the_node_without_the_bundle(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    (where / "node-programs.zip").unlink()
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "node-programs.zip is not in the lifecycle prefix" in result.stderr
+
+
+def test_fails_the_node_when_the_bundle_lacks_the_step(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    with zipfile.ZipFile(where / "node-programs.zip", "w") as archive:
+        archive.writestr("training/launcher.sh", "#!/bin/bash\n")
+    before = sandbox.file("/opt/cdk-neuron/hyperpod/slurm-step.sh").read_bytes()
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "node-programs.zip holds no hyperpod/slurm-step.sh" in result.stderr
+    # The programs a previous run installed stay in place.
+    assert sandbox.file("/opt/cdk-neuron/hyperpod/slurm-step.sh").read_bytes() == before
 
 
 def test_installs_efs_utils_from_the_prefix_then_mounts_with_tls_and_iam(

@@ -21,10 +21,11 @@ import pytest
 
 from cdk_support import REPO_ROOT
 from integ_support import estimate, programs, snapshots
+from integ_support.compile_step import handler as compile_step
 from integ_support.probe import handler as probe
 from integ_support.programs import allreduce, smoke
 from integ_support.registry import SUITES as INFO
-from integ_support.settings import Settings, choose_az_ids
+from integ_support.settings import ACCOUNT_VARIABLE, SNAPSHOT_ACCOUNT, Settings, choose_az_ids
 
 SUITES = {snapshots.suite_name(p): p for p in snapshots.suite_files()}
 pytestmark = pytest.mark.slow
@@ -104,6 +105,17 @@ def test_assertions_exist_and_every_waiter_is_bounded(assemblies: dict[str, Path
         (retry,) = definition["States"]["framework-isComplete-task"]["Retry"]
         # A custom resource waits at most an hour for its provider.
         assert retry["IntervalSeconds"] * retry["MaxAttempts"] < 3600
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_the_estimate_counts_every_kms_key(assemblies: dict[str, Path], suite: str) -> None:
+    keys = sum(
+        1
+        for template in _templates(assemblies[suite]).values()
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::KMS::Key"
+    )
+    assert keys == INFO[suite].kms_keys
 
 
 def test_other_regions_get_az_ids_from_the_offerings() -> None:
@@ -255,3 +267,335 @@ def test_the_documented_costs_are_the_estimate(doc: str) -> None:
     default = [suite for suite in INFO.values() if not suite.opt_in]
     _, _, most_default = estimate.render(default, "us-east-1")
     assert f"${most_default:.2f}" in text
+
+
+# -- compile, then serve -----------------------------------------------------------------------------
+
+COMPILING_SUITES = ("scale_from_zero", "serving_ec2", "serving_sagemaker")
+FLEET_TYPES = ("AWS::AutoScaling::AutoScalingGroup", "AWS::SageMaker::Endpoint", "AWS::SageMaker::Model")
+
+
+def _test_template(assembly: Path) -> dict[str, Any]:
+    manifest = json.loads((assembly / "integ.json").read_text())
+    (case,) = manifest["testCases"].values()
+    (stack,) = case["stacks"]
+    return json.loads((assembly / f"{stack}.template.json").read_text())
+
+
+def _compile_step(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    (found,) = [
+        (k, r) for k, r in template["Resources"].items() if r["Type"] == "Custom::CdkNeuronIntegCompile"
+    ]
+    return found
+
+
+def _served(template: dict[str, Any]) -> dict[str, Any]:
+    (record,) = [r for r in template["Metadata"]["cdk-neuron:workloads"].values() if r["kind"] == "serving"]
+    return dict(record)
+
+
+def test_the_compiling_suites_are_the_serving_ones() -> None:
+    assert sorted(name for name, info in INFO.items() if info.compile is not None) == [
+        *COMPILING_SUITES,
+        *(["train_compile_serve"] if "train_compile_serve" in INFO else []),
+    ]
+
+
+@pytest.mark.parametrize("suite", COMPILING_SUITES)
+def test_the_fleet_is_created_only_after_the_compile_step(assemblies: dict[str, Path], suite: str) -> None:
+    template = _test_template(assemblies[suite])
+    step, _ = _compile_step(template)
+    fleet = [(k, r) for k, r in template["Resources"].items() if r["Type"] in FLEET_TYPES]
+    assert fleet
+    for logical_id, resource in fleet:
+        assert step in resource.get("DependsOn", []), f"{logical_id} does not wait for {step}"
+
+
+@pytest.mark.parametrize("suite", COMPILING_SUITES)
+def test_the_compile_step_sends_what_cdk_neuron_compile_sends(
+    assemblies: dict[str, Path], suite: str
+) -> None:
+    """The task overrides are CompileRequest.task_overrides for the fleet's own shape and engine, the
+    artifact is the one the fleet serves, and the manifest is checked for that shape."""
+    from cdk_neuron.compilation import CompileRequest, ModelSource
+    from cdk_neuron.serving import ServingEngine
+    from integ_support.serving import INSTANCE_TYPE, model
+    from integ_support.settings import MODEL_ID
+
+    template = _test_template(assemblies[suite])
+    _, step = _compile_step(template)
+    properties = step["Properties"]
+    served = _served(template)
+    artifact_uri = served["model"]["artifact_uri"]
+    bucket = Settings().artifact_bucket(suite)
+    assert artifact_uri == f"s3://{bucket}/compiled/qwen2.5-0.5b-instruct/" == properties["ArtifactUri"]
+    spec = model()
+    request = CompileRequest(
+        source=ModelSource.hub(MODEL_ID),
+        artifact_uri=artifact_uri,
+        model=spec,
+        plan=spec.plan(INSTANCE_TYPE),
+        engine=ServingEngine.optimum_neuron(),
+    )
+    assert json.loads(properties["Overrides"]) == request.task_overrides("us-east-1")
+    assert json.loads(properties["Shape"]) == {
+        "batch_size": served["model"]["batch_size"],
+        "sequence_length": served["model"]["sequence_length"],
+        "tensor_parallel": served["tensor_parallel"],
+        "dtype": served["model"]["dtype"],
+    }
+    # The task it runs is the suite's ModelCompilation, in the fleet's VPC.
+    (compilation,) = [
+        r for r in template["Metadata"]["cdk-neuron:workloads"].values() if r["kind"] == "compilation"
+    ]
+    assert properties["TaskDefinition"] == {"Ref": compilation["task_definition_logical_id"]}
+    assert properties["Subnets"] == compilation["subnets"]
+    buckets = [
+        r["Properties"].get("BucketName")
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::S3::Bucket"
+    ]
+    assert bucket in buckets
+
+
+@pytest.mark.parametrize("suite", COMPILING_SUITES)
+def test_the_compile_wait_ends_before_cloudformation_gives_up(
+    assemblies: dict[str, Path], suite: str
+) -> None:
+    template = _test_template(assemblies[suite])
+    machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    assert machines
+    for resource in machines:
+        definition = json.loads(
+            "".join(
+                p for p in resource["Properties"]["DefinitionString"]["Fn::Join"][1] if isinstance(p, str)
+            )
+        )
+        (retry,) = definition["States"]["framework-isComplete-task"]["Retry"]
+        assert retry["IntervalSeconds"] * retry["MaxAttempts"] < 3600
+
+
+def test_the_artifact_bucket_is_named_for_the_account_region_and_suite(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert (
+        Settings().artifact_bucket("serving_ec2")
+        == f"cdk-neuron-integ-{SNAPSHOT_ACCOUNT}-us-east-1-serving-ec2"
+    )
+    monkeypatch.setenv(ACCOUNT_VARIABLE, "123456789012")
+    settings = Settings.from_environment()
+    assert (
+        settings.is_default and settings.artifact_bucket("x") == "cdk-neuron-integ-123456789012-us-east-1-x"
+    )
+    with pytest.raises(SystemExit, match="at most 63 characters"):
+        settings.artifact_bucket("a_suite_name_far_too_long_for_a_bucket")
+    monkeypatch.setenv(ACCOUNT_VARIABLE, "12345")
+    with pytest.raises(SystemExit, match=r"CDK_NEURON_INTEG_ACCOUNT='12345': give the 12-digit account id"):
+        Settings.from_environment()
+
+
+def test_a_runs_account_is_compared_as_the_snapshots_account(tmp_path: Path) -> None:
+    snapshot, assembly = tmp_path / "snap", tmp_path / "out"
+    snapshot.mkdir()
+    assembly.mkdir()
+    (snapshot / "s.template.json").write_text(json.dumps({"B": f"cdk-neuron-integ-{SNAPSHOT_ACCOUNT}-x"}))
+    (assembly / "s.template.json").write_text(json.dumps({"B": "cdk-neuron-integ-123456789012-x"}))
+    assert snapshots.differences(snapshot, assembly, account="123456789012") == []
+    assert snapshots.differences(snapshot, assembly) != []
+
+
+# The compile step's functions, against botocore's Stubber.
+
+TASK = "arn:aws:ecs:us-east-1:111111111111:task/cluster/abc"
+CLUSTER = "arn:aws:ecs:us-east-1:111111111111:cluster/c"
+ARTIFACT = "s3://cdk-neuron-integ-111111111111-us-east-1-serving-ec2/compiled/qwen/"
+SHAPE = {"batch_size": 1, "dtype": "bf16", "sequence_length": 4096, "tensor_parallel": 2}
+PROPERTIES = {
+    "Cluster": CLUSTER,
+    "TaskDefinition": "arn:aws:ecs:us-east-1:111111111111:task-definition/t:1",
+    "Subnets": ["subnet-1", "subnet-2"],
+    "SecurityGroups": ["sg-1"],
+    "Overrides": json.dumps({"containerOverrides": [{"name": "export", "environment": []}]}),
+    "ArtifactUri": ARTIFACT,
+    "Shape": json.dumps(SHAPE),
+}
+
+
+def _clients() -> tuple[Any, Any, Any, Any]:
+    import boto3
+    from botocore.stub import Stubber
+
+    keys = {"region_name": "us-east-1", "aws_access_key_id": "x", "aws_secret_access_key": "x"}
+    ecs, s3 = boto3.client("ecs", **keys), boto3.client("s3", **keys)
+    return ecs, Stubber(ecs), s3, Stubber(s3)
+
+
+def _event(kind: str, physical_id: str | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {"RequestType": kind, "ResourceProperties": PROPERTIES}
+    if physical_id:
+        event["PhysicalResourceId"] = physical_id
+    return event
+
+
+def _stopped(exits: dict[str, int], reason: str = "Essential container in task exited") -> dict[str, Any]:
+    return {
+        "tasks": [
+            {
+                "taskArn": TASK,
+                "lastStatus": "STOPPED",
+                "stoppedReason": reason,
+                "containers": [{"name": name, "exitCode": code} for name, code in exits.items()],
+            }
+        ],
+        "failures": [],
+    }
+
+
+def _manifest(**changes: Any) -> bytes:
+    value = {
+        "format": "cdk-neuron-artifact",
+        "version": 1,
+        "artifact_uri": ARTIFACT,
+        "shape": SHAPE,
+        "files": [{"path": "model.pt", "bytes": 1, "sha256": "0" * 64}],
+        "compile_seconds": 312.5,
+        "neuron": {"sdk": "2.26.1", "compiler": "2.21.18209.0+043b1bf7"},
+        **changes,
+    }
+    return json.dumps(value).encode()
+
+
+def test_the_compile_step_starts_the_task_as_cdk_neuron_compile_does() -> None:
+    ecs, ecs_stub, s3, _ = _clients()
+    ecs_stub.add_response(
+        "run_task",
+        {"tasks": [{"taskArn": TASK}], "failures": []},
+        {
+            "cluster": CLUSTER,
+            "taskDefinition": PROPERTIES["TaskDefinition"],
+            "launchType": "FARGATE",
+            "count": 1,
+            "startedBy": "cdk-neuron-integ",
+            "networkConfiguration": {
+                "awsvpcConfiguration": {
+                    "subnets": ["subnet-1", "subnet-2"],
+                    "securityGroups": ["sg-1"],
+                    "assignPublicIp": "DISABLED",
+                }
+            },
+            "overrides": json.loads(PROPERTIES["Overrides"]),
+        },
+    )
+    with ecs_stub:
+        assert compile_step.on_event(_event("Create"), clients=(ecs, s3)) == {"PhysicalResourceId": TASK}
+    ecs_stub.add_response("run_task", {"tasks": [], "failures": [{"arn": "x", "reason": "RESOURCE:MEMORY"}]})
+    with (
+        ecs_stub,
+        pytest.raises(compile_step.CompileFailed, match="started no compile task: x RESOURCE:MEMORY"),
+    ):
+        compile_step.on_event(_event("Create"), clients=(ecs, s3))
+
+
+def test_the_compile_step_waits_while_the_task_runs() -> None:
+    ecs, ecs_stub, s3, _ = _clients()
+    ecs_stub.add_response(
+        "describe_tasks",
+        {"tasks": [{"taskArn": TASK, "lastStatus": "RUNNING"}], "failures": []},
+        {"cluster": CLUSTER, "tasks": [TASK]},
+    )
+    with ecs_stub:
+        assert compile_step.is_complete(_event("Create", TASK), clients=(ecs, s3)) == {"IsComplete": False}
+
+
+def test_the_compile_step_names_the_step_that_failed() -> None:
+    ecs, ecs_stub, s3, _ = _clients()
+    ecs_stub.add_response("describe_tasks", _stopped({"fetch": 0, "export": 1}))
+    with (
+        ecs_stub,
+        pytest.raises(
+            compile_step.CompileFailed,
+            match=r"failed: export: exit code 1; upload: exit code None; task: Essential",
+        ),
+    ):
+        compile_step.is_complete(_event("Create", TASK), clients=(ecs, s3))
+
+
+def test_the_compile_step_completes_on_a_manifest_for_the_fleets_shape() -> None:
+    ecs, ecs_stub, s3, s3_stub = _clients()
+    ecs_stub.add_response("describe_tasks", _stopped({"fetch": 0, "export": 0, "upload": 0}))
+    import io
+
+    from botocore.response import StreamingBody
+
+    body = _manifest()
+    s3_stub.add_response(
+        "get_object",
+        {"Body": StreamingBody(io.BytesIO(body), len(body))},
+        {
+            "Bucket": "cdk-neuron-integ-111111111111-us-east-1-serving-ec2",
+            "Key": "compiled/qwen/cdk-neuron-artifact.json",
+        },
+    )
+    with ecs_stub, s3_stub:
+        done = compile_step.is_complete(_event("Create", TASK), clients=(ecs, s3))
+    assert done == {
+        "IsComplete": True,
+        "Data": {
+            "ManifestUri": f"{ARTIFACT}cdk-neuron-artifact.json",
+            "CompileSeconds": "312.5",
+            "Files": "1",
+            "Compiler": "2.21.18209.0+043b1bf7",
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"shape": {**SHAPE, "tensor_parallel": 1}}, r"shape.tensor_parallel=1, the fleet serves 2"),
+        ({"version": 2}, r"version=2, expected 1"),
+        ({"artifact_uri": "s3://other/p/"}, r"artifact_uri='s3://other/p/'"),
+        ({"files": []}, r"files: the artifact lists no file"),
+    ],
+)
+def test_the_compile_step_refuses_a_manifest_the_fleet_cannot_serve(
+    changes: dict[str, Any], needle: str
+) -> None:
+    ecs, ecs_stub, s3, s3_stub = _clients()
+    ecs_stub.add_response("describe_tasks", _stopped({"fetch": 0, "export": 0, "upload": 0}))
+    import io
+
+    from botocore.response import StreamingBody
+
+    body = _manifest(**changes)
+    s3_stub.add_response("get_object", {"Body": StreamingBody(io.BytesIO(body), len(body))})
+    with ecs_stub, s3_stub, pytest.raises(compile_step.CompileFailed, match=needle):
+        compile_step.is_complete(_event("Create", TASK), clients=(ecs, s3))
+
+
+def test_the_compile_step_fails_without_a_manifest() -> None:
+    ecs, ecs_stub, s3, s3_stub = _clients()
+    ecs_stub.add_response("describe_tasks", _stopped({"fetch": 0, "export": 0, "upload": 0}))
+    s3_stub.add_client_error("get_object", "NoSuchKey")
+    with (
+        ecs_stub,
+        s3_stub,
+        pytest.raises(compile_step.CompileFailed, match=r"no readable s3://.*cdk-neuron-artifact\.json"),
+    ):
+        compile_step.is_complete(_event("Create", TASK), clients=(ecs, s3))
+
+
+def test_deleting_the_step_stops_a_task_still_running() -> None:
+    ecs, ecs_stub, s3, _ = _clients()
+    ecs_stub.add_response(
+        "stop_task", {}, {"cluster": CLUSTER, "task": TASK, "reason": "integ stack deleted"}
+    )
+    with ecs_stub:
+        assert compile_step.on_event(_event("Delete", TASK), clients=(ecs, s3)) == {
+            "PhysicalResourceId": TASK
+        }
+    ecs_stub.assert_no_pending_responses()
+    # A create that never started a task has no task to stop; update and delete complete at once.
+    with ecs_stub:
+        compile_step.on_event(_event("Delete", "request-id"), clients=(ecs, s3))
+        assert compile_step.is_complete(_event("Update", TASK), clients=(ecs, s3)) == {"IsComplete": True}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
+import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3_assets as s3_assets
@@ -141,7 +143,25 @@ def test_lifecycle_scripts_live_in_a_sagemaker_bucket_under_a_content_hash(hyper
         "hyperpod.env",
         "training-profile.env",
     }
-    assert set(write["Copies"]) == {"amazon-efs-utils.deb"}
+    # The stack's node-program bundle (the asset the EC2 engines' nodes download) rides beside them.
+    assert set(write["Copies"]) == {"amazon-efs-utils.deb", "node-programs.zip"}
+    assert "CdkNeuronNodePrograms" not in json.dumps(write["Copies"]["node-programs.zip"])
+    assert json.dumps(write["Copies"]["node-programs.zip"]).count(".zip") == 1
+
+
+def test_a_new_node_program_bundle_moves_the_lifecycle_prefix() -> None:
+    from cdk_neuron.training import hyperpod_cluster
+
+    stack = cdk.Stack()
+    files = {"on-init-complete.sh": "#!/bin/bash\n"}
+
+    class _Asset:
+        def __init__(self, asset_hash: str) -> None:
+            self.asset_hash = asset_hash
+
+    one = hyperpod_cluster._content_hash(stack, files, [None, _Asset("a")])  # type: ignore[list-item]
+    assert one != hyperpod_cluster._content_hash(stack, files, [None, _Asset("b")])  # type: ignore[list-item]
+    assert one == hyperpod_cluster._content_hash(stack, files, [None, _Asset("a")])  # type: ignore[list-item]
 
 
 def test_lifecycle_settings_mount_checkpoints_and_export_the_plan(hyperpod: Scenario) -> None:
@@ -150,9 +170,32 @@ def test_lifecycle_settings_mount_checkpoints_and_export_the_plan(hyperpod: Scen
     for name in ("CLUSTER_NAME", "CHECKPOINT_FILE_SYSTEM_ID", "CHECKPOINT_ACCESS_POINT_ID", "CHECKPOINT_DIR"):
         assert f"{name}=" in settings
     assert "EFS_UTILS_PACKAGE=amazon-efs-utils.deb" in settings
+    assert "NODE_PROGRAMS=node-programs.zip" in settings
     profile = json.dumps(files["training-profile.env"])
-    for name in ("FI_PROVIDER", "NEURON_COMPILE_CACHE_URL", "CHECKPOINT_DIR", "XLA_USE_BF16"):
+    for name in (
+        "FI_PROVIDER",
+        "NEURON_COMPILE_CACHE_URL",
+        "CHECKPOINT_DIR",
+        "XLA_USE_BF16",
+        "NPROC_PER_NODE",
+    ):
         assert f"{name}=" in profile
+    # Ranks follow Slurm's topology: no EC2 topology file exists on a HyperPod node, nor /scratch.
+    assert "CDK_NEURON_RANK_ORDER=slurm-topology" in profile
+    assert "CDK_NEURON_TOPOLOGY_FILE" not in profile and "SCRATCH_DIR" not in profile
+
+
+def test_the_script_writer_reads_only_the_bundle_object(hyperpod: Scenario) -> None:
+    policies = json.dumps(hyperpod.resources("AWS::IAM::ManagedPolicy"))
+    assert '"Sid": "ReadNodePrograms"' in policies
+    statement = next(
+        s
+        for policy in hyperpod.resources("AWS::IAM::ManagedPolicy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "ReadNodePrograms"
+    )
+    assert statement["Action"] == "s3:GetObject"
+    assert ".zip" in json.dumps(statement["Resource"]) and "*" not in json.dumps(statement["Resource"])
 
 
 def test_the_cluster_waits_for_its_role_policy_rules_key_and_scripts(hyperpod: Scenario) -> None:
@@ -209,10 +252,16 @@ def test_sbatch_script_runs_the_plan_with_auto_resume(hyperpod: Scenario) -> Non
     assert "#SBATCH --nodes=4\n" in script
     assert "#SBATCH --partition=train\n" in script
     assert "#SBATCH --job-name=llama\n" in script
-    assert script.rstrip().endswith("srun --auto-resume=1 bash -c 'python train.py --resume latest'")
+    assert "#SBATCH --ntasks-per-node=1\n" in script
+    encoded = base64.b64encode(b"python train.py --resume latest").decode()
+    assert script.rstrip().endswith(
+        f"srun --auto-resume=1 /bin/bash /opt/cdk-neuron/hyperpod/slurm-step.sh --command-base64 {encoded}"
+    )
     assert ". /etc/profile.d/cdk-neuron-training.sh" in script
-    with pytest.raises(NeuronConfigError, match=r"^command="):
-        cluster.sbatch_script("a\nb")
+    with pytest.raises(NeuronConfigError, match=r"^Training/Cluster: command=' '"):
+        cluster.sbatch_script(" ")
+    with pytest.raises(NeuronConfigError, match=r"^Training/Cluster: job_name='a b'"):
+        cluster.sbatch_script("train", job_name="a b")
 
 
 def test_training_interfaces_and_attributes(hyperpod: Scenario) -> None:

@@ -311,6 +311,15 @@ SOURCES: dict[str, Source] = {
             "2026-03",
         ),
         Source(
+            "SVC-FARGATE",
+            "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (US East (N. Virginia), Linux/x86: "
+            "$0.04048 per vCPU-hour, $0.004445 per GB-hour of memory, $0.000111 per GB-hour of ephemeral "
+            "storage above the 20 GB included; billed per second, one-minute minimum), as quoted by Wring, "
+            "'AWS Fargate Pricing: Serverless Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide, "
+            "and Vantage, 'AWS Fargate Pricing Explained', https://www.vantage.sh/blog/fargate-pricing",
+            "2026-03-10",
+        ),
+        Source(
             "SVC-ALB",
             "Elastic Load Balancing pricing, https://aws.amazon.com/elasticloadbalancing/pricing/ (US East "
             "(N. Virginia) $0.0225 per ALB-hour and $0.008 per LCU-hour, as quoted by cloud-horizons.com)",
@@ -344,6 +353,15 @@ SOURCES: dict[str, Source] = {
             "(dashboards $3 each per month); c3x.dev, 'aws_cloudwatch_metric_alarm cost estimation', "
             "https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ($0.10 per standard alarm-month)",
             "2026-06-13",
+        ),
+        Source(
+            "SVC-FARGATE",
+            "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (Linux/x86, US East (N. Virginia): "
+            "$0.04048 per vCPU-hour, $0.004445 per GB-hour, $0.000111 per GB-hour of ephemeral storage above "
+            "the 20 GB every task gets), as quoted by vantage.sh, 'AWS Fargate Pricing Explained', "
+            "https://www.vantage.sh/blog/fargate-pricing, and wring.co, 'AWS Fargate Pricing: Serverless "
+            "Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide (2026-03-10)",
+            "2026-03-10",
         ),
         Source(
             "NXDI-TP",
@@ -1784,7 +1802,24 @@ SERVICE_PRICES: dict[str, Price] = {
     "kms_key_month": Price(1.00, "us-east-1", "SVC-KMS", "plus $1 for each of the first two rotations"),
     "alarm_month": Price(0.10, "us-east-1", "SVC-CW", "standard resolution"),
     "dashboard_month": Price(3.00, "us-east-1", "SVC-CW"),
+    # ModelCompilation's Fargate task (Linux/x86): per vCPU, per GB of memory, per GB of ephemeral
+    # storage above the 20 GB included.
+    "fargate_vcpu_hour": Price(0.04048, "us-east-1", "SVC-FARGATE", "Linux/x86, per vCPU"),
+    "fargate_gb_hour": Price(0.004445, "us-east-1", "SVC-FARGATE", "Linux/x86, per GB of memory"),
+    "fargate_storage_gb_hour": Price(
+        0.000111, "us-east-1", "SVC-FARGATE", "per GB of ephemeral storage above the 20 GB included"
+    ),
 }
+
+# Fargate, Linux/x86 on-demand, us-east-1: what a ModelCompilation task (cdk_neuron.compilation)
+# is billed per second while it runs (vCPU, memory, and ephemeral storage above the 20 GB included).
+FARGATE_PRICES: dict[str, Price] = {
+    "vcpu_hour": Price(0.04048, "us-east-1", "SVC-FARGATE", "per vCPU-hour"),
+    "gb_hour": Price(0.004445, "us-east-1", "SVC-FARGATE", "per GB of memory-hour"),
+    "ephemeral_gb_hour": Price(0.000111, "us-east-1", "SVC-FARGATE", "per GB-hour above the 20 GB included"),
+}
+FARGATE_INCLUDED_EPHEMERAL_GB = 20
+"""Ephemeral storage every Fargate task gets without charge."""
 
 # NAT instances (network.nat_instance_type): the small burstable types a NAT runs on, us-east-1
 # on-demand Linux, from the same Price List API snapshot as ON_DEMAND_PRICES.
@@ -1831,6 +1866,8 @@ SAGEMAKER_NEURON_AMI_VERSION = "al2-ami-sagemaker-inference-neuron-2"
 
 __all__ = [
     "ECS_NEURON_AMI_PARAMETER",
+    "FARGATE_INCLUDED_EPHEMERAL_GB",
+    "FARGATE_PRICES",
     "HBM_GIB_PER_NEURONCORE_V2",
     "INFERENCE_TP_DEGREES",
     "INFERENCE_TP_SOURCES",

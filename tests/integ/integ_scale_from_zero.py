@@ -1,6 +1,7 @@
 """scale_from_zero: a fleet at zero instances wakes on the first request and answers within its budget.
 
-Proves, in the account: with ``min_capacity=0`` nothing runs until a request arrives; the load
+Proves, in the account: the suite's model is compiled during the deploy (as in serving_ec2) and the
+fleet serves that artifact; with ``min_capacity=0`` nothing runs until a request arrives; the load
 balancer's 503 to that request trips the construct's scale-from-zero alarm, which starts one
 instance; the instance becomes healthy and the first streamed token arrives within the documented
 time. The documented time is the fleet's start-up budget (``startup_timeout_seconds``, derived from
@@ -18,7 +19,7 @@ import aws_cdk as cdk
 from aws_cdk.integ_tests_alpha import ActualResult, ExpectedResult
 
 from integ_support import assertions
-from integ_support.serving import chat_event, ec2_fleet
+from integ_support.serving import chat_event, compile_hub_model, ec2_fleet, hub_model_store
 from integ_support.settings import Settings, stack_name
 from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app, integ_test, vpc_probe
 
@@ -29,7 +30,9 @@ ALARM_ALLOWANCE_SECONDS = 180
 def build(app: cdk.App, settings: Settings) -> Suite:
     stack = IntegStack(app, stack_name(SUITE), settings=settings)
     network = IntegNetwork(stack, "Network", settings=settings)
-    fleet = ec2_fleet(stack, network, min_capacity=0)
+    store, served = hub_model_store(stack, network, SUITE)
+    fleet = ec2_fleet(stack, network, min_capacity=0, model=served)
+    compiled = compile_hub_model(stack, store, fleet)
     probe = vpc_probe(stack, "Probe", network=network)
     budget = fleet.startup_timeout_seconds + ALARM_ALLOWANCE_SECONDS
     group_name = fleet.auto_scaling_group.auto_scaling_group_name
@@ -38,6 +41,7 @@ def build(app: cdk.App, settings: Settings) -> Suite:
     # The node writes its start-up phases there (serving/lifecycle.sh, publish_phases).
     cdk.CfnOutput(stack, "ReplicaLogGroupName", value=fleet.log_group.log_group_name)
     cdk.CfnOutput(stack, "WakeBudgetSeconds", value=str(budget))
+    cdk.CfnOutput(stack, "CompileSeconds", value=compiled.resource.get_att_string("CompileSeconds"))
 
     suite = integ_test(app, SUITE, stack)
     integ = suite.integ

@@ -1,6 +1,9 @@
-"""serving_ec2: an inf2.xlarge fleet behind the internal ALB answers a chat completion.
+"""serving_ec2: the suite compiles its model, then an inf2.xlarge fleet behind the internal ALB serves it.
 
-Proves, in the account: an Inf2 instance boots from the Neuron AMI, its replica loads the model onto
+Proves, in the account: a ModelCompilation task (Fargate, the serving image, no Neuron device)
+exports the model for the fleet's shape and uploads it with its manifest, which names the prefix and
+shape the fleet serves (the compile step fails the deploy otherwise, before the fleet exists); an
+Inf2 instance boots from the Neuron AMI, its replica loads that artifact onto
 the NeuronCores, the lifecycle hook puts it in service only once healthy, the ALB routes to it, and a
 client inside the VPC gets an answer from the model it asked for. Asserted (in order): the Auto
 Scaling group's instance is InService; its ALB target is healthy; a Lambda function in the VPC
@@ -16,7 +19,7 @@ import aws_cdk as cdk
 from aws_cdk.integ_tests_alpha import ExpectedResult
 
 from integ_support import assertions
-from integ_support.serving import chat_event, ec2_fleet
+from integ_support.serving import chat_event, compile_hub_model, ec2_fleet, hub_model_store
 from integ_support.settings import MODEL_ID, Settings, stack_name
 from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app, integ_test, vpc_probe
 
@@ -26,7 +29,9 @@ SUITE = "serving_ec2"
 def build(app: cdk.App, settings: Settings) -> Suite:
     stack = IntegStack(app, stack_name(SUITE), settings=settings)
     network = IntegNetwork(stack, "Network", settings=settings)
-    fleet = ec2_fleet(stack, network, min_capacity=1)
+    store, served = hub_model_store(stack, network, SUITE)
+    fleet = ec2_fleet(stack, network, min_capacity=1, model=served)
+    compiled = compile_hub_model(stack, store, fleet)
     probe = vpc_probe(stack, "Probe", network=network)
     group_name = fleet.auto_scaling_group.auto_scaling_group_name
     cdk.CfnOutput(stack, "AutoScalingGroupName", value=group_name)
@@ -34,6 +39,8 @@ def build(app: cdk.App, settings: Settings) -> Suite:
     # The node writes its start-up phases there (serving/lifecycle.sh, publish_phases).
     cdk.CfnOutput(stack, "ReplicaLogGroupName", value=fleet.log_group.log_group_name)
     cdk.CfnOutput(stack, "StartupBudgetSeconds", value=str(fleet.startup_timeout_seconds))
+    cdk.CfnOutput(stack, "CompileSeconds", value=compiled.resource.get_att_string("CompileSeconds"))
+    cdk.CfnOutput(stack, "ArtifactManifestUri", value=compiled.resource.get_att_string("ManifestUri"))
 
     suite = integ_test(app, SUITE, stack)
     integ = suite.integ

@@ -1,6 +1,8 @@
-"""serving_sagemaker: the same model on an ml.inf2.xlarge SageMaker endpoint answers InvokeEndpoint.
+"""serving_sagemaker: the suite compiles its model, then an ml.inf2.xlarge endpoint serves it and answers.
 
-Proves, in the account: SageMaker pulls the optimum-neuron DLC, the container loads the model within
+Proves, in the account: a ModelCompilation task exports the model for the endpoint's shape, with
+its manifest (the compile step fails the deploy otherwise, before the endpoint exists); SageMaker
+pulls the optimum-neuron DLC, the container loads that artifact within
 the timeouts the construct derived, the endpoint reaches InService in the VPC, and an OpenAI-style
 chat request through ``InvokeEndpoint`` gets an assistant answer from the served model. Asserted: the
 endpoint is InService; the answer's ``model`` is the served model name; its first choice is an
@@ -17,7 +19,7 @@ import aws_cdk as cdk
 from aws_cdk.integ_tests_alpha import ExpectedResult
 
 from cdk_neuron.serving import SageMakerInferenceFleet
-from integ_support.serving import INSTANCE_TYPE, MAX_TOKENS, PROMPT, acknowledge_hub_model, model
+from integ_support.serving import INSTANCE_TYPE, MAX_TOKENS, PROMPT, compile_hub_model, hub_model_store
 from integ_support.settings import MODEL_ID, Settings, stack_name
 from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app, integ_test
 
@@ -27,11 +29,12 @@ SUITE = "serving_sagemaker"
 def build(app: cdk.App, settings: Settings) -> Suite:
     stack = IntegStack(app, stack_name(SUITE), settings=settings)
     network = IntegNetwork(stack, "Network", settings=settings)
+    store, served = hub_model_store(stack, network, SUITE)
     fleet = SageMakerInferenceFleet(
         stack,
         "Fleet",
         vpc=network.vpc,
-        model=model(),
+        model=served,
         instance_type=INSTANCE_TYPE,
         min_capacity=1,
         max_capacity=1,
@@ -39,8 +42,9 @@ def build(app: cdk.App, settings: Settings) -> Suite:
         availability_zone_ids={az_id: az_id for az_id in settings.az_ids},
         removal_policy=cdk.RemovalPolicy.DESTROY,
     )
-    acknowledge_hub_model(fleet)
+    compiled = compile_hub_model(stack, store, fleet)
     cdk.CfnOutput(stack, "EndpointName", value=fleet.endpoint_name)
+    cdk.CfnOutput(stack, "CompileSeconds", value=compiled.resource.get_att_string("CompileSeconds"))
 
     suite = integ_test(app, SUITE, stack)
     integ = suite.integ

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from integ_support import estimate, snapshots
 from integ_support.collect import write_report
 from integ_support.registry import SUITES, SuiteInfo, selected
-from integ_support.settings import STACK_PREFIX, Settings, stack_name
+from integ_support.settings import ACCOUNT_VARIABLE, STACK_PREFIX, Settings, stack_name
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "build" / "integ"
@@ -52,7 +52,9 @@ def _synthesize(suite: str, settings: Settings) -> Path:
     env = {**os.environ, "CDK_OUTDIR": str(assembly)}
     subprocess.run([sys.executable, str(snapshots.suite_file(suite))], check=True, env=env, cwd=REPO)
     if settings.is_default:
-        diffs = snapshots.differences(snapshots.snapshot_dir(snapshots.suite_file(suite)), assembly)
+        diffs = snapshots.differences(
+            snapshots.snapshot_dir(snapshots.suite_file(suite)), assembly, account=settings.account
+        )
         if diffs:
             raise SystemExit(
                 f"{suite}: the committed snapshot differs; run `make test` first:\n" + "\n".join(diffs)
@@ -129,6 +131,15 @@ def _session() -> Any:
     return boto3.session.Session()
 
 
+def deploying_account(session: Any) -> str:
+    """The account the credentials deploy to (``sts:GetCallerIdentity``, which needs no permission).
+
+    It names the suites' artifact buckets (S3 bucket names are global); the runner exports it as
+    ``CDK_NEURON_INTEG_ACCOUNT`` before synthesizing.
+    """
+    return str(session.client("sts").get_caller_identity()["Account"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="run.py", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -140,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confirm", default="", help="'yes' to deploy (and pay for) the suites")
     parser.add_argument("--reports", default=str(BUILD / "reports"), help="where timing reports go")
     args = parser.parse_args(argv)
+    if args.command == "run" and args.confirm == "yes" and not os.environ.get(ACCOUNT_VARIABLE):
+        os.environ[ACCOUNT_VARIABLE] = deploying_account(_session())
     settings = Settings.from_environment()
     suites = (
         selected(args.suites) if args.command != "destroy" else [SUITES[n] for n in (args.suites or SUITES)]

@@ -51,13 +51,23 @@ class Compiling(Result):
 
 
 def parse_source(
-    text: str, *, step: int | None, tensor_parallel: int | None, pipeline_parallel: int, revision: str | None
+    text: str,
+    *,
+    step: int | None,
+    tensor_parallel: int | None,
+    pipeline_parallel: int,
+    revision: str | None,
+    hw_backend: str = "trn1",
 ) -> ModelSource:
     """``--source``: ``checkpoint:PATH``, ``s3://bucket/prefix/`` or ``hub:ORG/MODEL``."""
     kind, _, rest = text.partition(":")
     if kind == "checkpoint":
         return ModelSource.checkpoint(
-            rest, step=step, tensor_parallel=tensor_parallel, pipeline_parallel=pipeline_parallel
+            rest,
+            step=step,
+            tensor_parallel=tensor_parallel,
+            pipeline_parallel=pipeline_parallel,
+            hw_backend=hw_backend,
         )
     if kind == "s3":
         return ModelSource.s3(text)
@@ -178,6 +188,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="the TP a neuronx-distributed training checkpoint was saved with (to convert it)",
     )
     parser.add_argument("--source-pp", type=int, default=1, help="its pipeline-parallel degree (default: 1)")
+    parser.add_argument(
+        "--source-hw-backend",
+        default="trn1",
+        help="the Trainium generation a training checkpoint was saved on: trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3); "
+        "NxD's converter orders replicated KV heads by it (default: trn1)",
+    )
     parser.add_argument("--revision", help="the Hub revision of a hub: source")
 
 
@@ -193,6 +209,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
             tensor_parallel=args.source_tp,
             pipeline_parallel=args.source_pp,
             revision=args.revision,
+            hw_backend=args.source_hw_backend,
         )
     )
     found.raise_if_any()

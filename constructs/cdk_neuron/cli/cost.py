@@ -21,7 +21,7 @@ from typing import Any
 
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
-from cdk_neuron.cli import assembly, result_costs
+from cdk_neuron.cli import artifact_cache, assembly, result_costs
 from cdk_neuron.cli.command import Command, environment_options, in_region, selected
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, ColumnKind, Report, usd
@@ -1238,6 +1238,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="price every line with the AWS Price List API in the environment's Region (needs credentials)",
     )
     parser.add_argument(
+        "--check-artifacts",
+        action="store_true",
+        help="look in S3 whether each fleet's shape is compiled already (its artifact, or one beside it) and "
+        "use the model's measured compile time (s3:GetObject, s3:ListBucket; needs credentials)",
+    )
+    parser.add_argument(
         "--diff",
         nargs=2,
         metavar=("OLD_ASSEMBLY", "NEW_ASSEMBLY"),
@@ -1249,7 +1255,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _diff(args: argparse.Namespace) -> CostDiffResult:
     """``cost --diff OLD NEW``: two cloud assemblies, each environment's lines compared."""
-    for option, value in (("--live-prices", args.live_prices), ("--app", args.app), ("--synth", args.synth),
+    for option, value in (("--live-prices", args.live_prices), ("--check-artifacts", args.check_artifacts),
+                          ("--app", args.app), ("--synth", args.synth),
                           ("--config", args.config), ("--region", args.region)):  # fmt: skip
         if value:
             raise NeuronConfigError(
@@ -1301,10 +1308,17 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
                 sagemaker_types=sagemaker_types(env),
                 services=service_keys(env),
             )
-    ctx.show(
-        build(envs, books, lambda env: result_costs.from_arguments(env, args)),
-        lambda result: render(result, details=args.details),
-    )
+
+    def costs(env: Deployment) -> result_costs.ResultCosts:
+        found = result_costs.from_arguments(env, args)
+        if not args.check_artifacts or env.serving is None:
+            return found
+        status = artifact_cache.look_up(ctx.aws("s3", env.region), env.serving, env=env.name)
+        return result_costs.with_cache(
+            env, found, cache=status.text, compiled=status.compiled, measured_seconds=status.measured_seconds
+        )
+
+    ctx.show(build(envs, books, costs), lambda result: render(result, details=args.details))
     return ExitStatus.OK
 
 

@@ -10,10 +10,11 @@ own measurements; they replace the published figures and are labelled measured.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cdk_neuron import economics, validation
 from cdk_neuron.cli.output import Report
+from cdk_neuron.compilation.tax import CompileTax, compile_tax
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 
@@ -59,6 +60,60 @@ class ResultCostLine:
         )
 
 
+CACHE_UNKNOWN = (
+    "unknown offline: cdk-neuron cost --check-artifacts looks for this shape's artifact in S3 "
+    "(preflight checks the configured one)"
+)
+
+
+@dataclass(frozen=True)
+class CompileTaxLine:
+    """Compiling the fleet's shape anew (:mod:`cdk_neuron.compilation.tax`), as its ``--json`` object."""
+
+    minutes: float
+    label: str
+    """``estimated`` or ``measured``."""
+    low_minutes: float
+    high_minutes: float | None
+    time_basis: str
+    where: str
+    usd: float | None
+    usd_per_hour: float | None
+    price_basis: str
+    cache: str
+    """Whether the shape is compiled already: unknown offline, else what S3 holds."""
+    compiled: bool | None
+    """True: an artifact of this shape exists (no compile needed); None: unknown."""
+    instance_can_compile: bool
+    per_start_usd: float | None
+    break_even_starts: float | None
+    formula: str
+    advice: str
+    sources: list[str]
+
+    @staticmethod
+    def of(tax: CompileTax, *, cache: str = CACHE_UNKNOWN, compiled: bool | None = None) -> CompileTaxLine:
+        return CompileTaxLine(
+            minutes=round(tax.time.minutes, 1),
+            label=tax.time.label,
+            low_minutes=tax.time.low_minutes,
+            high_minutes=tax.time.high_minutes,
+            time_basis=tax.time.basis,
+            where=tax.where,
+            usd=None if tax.usd is None else round(tax.usd, 2),
+            usd_per_hour=None if tax.usd_per_hour is None else round(tax.usd_per_hour, 4),
+            price_basis=tax.price_basis,
+            cache=cache,
+            compiled=compiled,
+            instance_can_compile=tax.instance_can_compile,
+            per_start_usd=None if tax.per_start_usd is None else round(tax.per_start_usd, 2),
+            break_even_starts=None if tax.break_even_starts is None else round(tax.break_even_starts, 2),
+            formula=tax.formula,
+            advice=tax.advice,
+            sources=list(tax.time.sources),
+        )
+
+
 @dataclass(frozen=True)
 class ResultCosts:
     """The costs of a result of one environment; None where it has no training or serving."""
@@ -68,6 +123,8 @@ class ResultCosts:
     training_gpu: ResultCostLine | None
     serving: ResultCostLine | None
     serving_gpu: ResultCostLine | None
+    compile: CompileTaxLine | None = None
+    """Compiling the fleet's shape (None: no fleet)."""
 
 
 def from_arguments(env: Deployment, args: argparse.Namespace) -> ResultCosts:
@@ -122,6 +179,7 @@ def result_costs(
     """The environment's costs of a result: training ``tokens`` tokens, and a million generated tokens."""
     validation.number("--tokens", tokens, above=0)
     training = serving = training_gpu = serving_gpu = None
+    compiling = None
     if env.training is not None:
         plan = env.training.plan
         measured = _measured(training_tokens_per_second, "--tokens-per-second")
@@ -152,7 +210,37 @@ def result_costs(
             region=env.region,
         )
         serving_gpu = None if gpu is None else ResultCostLine.of(gpu)
-    return ResultCosts(tokens, training, training_gpu, serving, serving_gpu)
+        compiling = CompileTaxLine.of(
+            compile_tax(
+                env.serving.plan,
+                parameters=model.parameters,
+                region=env.region,
+                sagemaker=env.serving.backend == "sagemaker",
+            )
+        )
+    return ResultCosts(tokens, training, training_gpu, serving, serving_gpu, compiling)
+
+
+def with_cache(
+    env: Deployment,
+    costs: ResultCosts,
+    *,
+    cache: str,
+    compiled: bool | None,
+    measured_seconds: float | None,
+) -> ResultCosts:
+    """``costs`` with what S3 says of the fleet's shape (``cost --check-artifacts``): whether it is
+    compiled, and the model's measured compile time in place of the published estimate."""
+    if env.serving is None:
+        return costs
+    tax = compile_tax(
+        env.serving.plan,
+        parameters=env.serving.model.parameters,
+        region=env.region,
+        sagemaker=env.serving.backend == "sagemaker",
+        measured_seconds=measured_seconds,
+    )
+    return replace(costs, compile=CompileTaxLine.of(tax, cache=cache, compiled=compiled))
 
 
 def _money(line: ResultCostLine | None, missing: str) -> str:
@@ -199,15 +287,45 @@ def render(name: str, costs: ResultCosts, out: Report) -> None:
         if line is not None and line.throughput_basis is not None
     ]
     out.notes("Throughput and price behind each figure", sources)
+    if costs.compile is not None:
+        render_compile(name, costs.compile, out)
+
+
+def render_compile(name: str, line: CompileTaxLine, out: Report) -> None:
+    """Compiling the fleet's shape: time, cost, whether it is compiled already, and when it pays."""
+    band = (
+        f"{line.low_minutes:g}-{line.high_minutes:g} min"
+        if line.high_minutes is not None
+        else f"{line.low_minutes:g} min to more than an hour"
+    )
+    cost = "unknown" if line.usd is None else f"${line.usd:,.2f}"
+    per_start = "unknown" if line.per_start_usd is None else f"${line.per_start_usd:,.2f}"
+    out.pairs(
+        f"{name}: compile tax of a new shape",
+        [
+            ("time", f"{line.minutes:.0f} min ({line.label}; published: {band})"),
+            ("cost", f"{cost} on {line.where}, {line.price_basis}"),
+            ("compiled already", line.cache),
+            ("or compile on start", f"{per_start} per instance start"
+             + ("" if line.instance_can_compile else " (not possible: too little host memory)")),
+            ("break-even", line.formula),
+            ("worth it", ("nothing to compile now; for a new shape: " if line.compiled else "") + line.advice),
+        ],
+    )  # fmt: skip
+    out.notes("Compile times published", [f"{s}" for s in line.sources] + [f"time: {line.time_basis}"])
 
 
 __all__ = [
+    "CACHE_UNKNOWN",
     "DEFAULT_TRAINING_TOKENS",
+    "CompileTaxLine",
     "ResultCostLine",
     "ResultCosts",
     "arguments",
     "from_arguments",
     "render",
+    "render_compile",
     "result_costs",
     "short",
+    "with_cache",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cdk_neuron import catalog
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.artifact_manifest import image_sdk
@@ -48,9 +49,29 @@ EXPORT_MEMORY_FACTOR = 3
 """Host memory an export holds, in multiples of the weights (checkpoint + shards; serving README)."""
 FARGATE_MAX_WEIGHTS_GIB = FARGATE_MEMORY_MIB / 1024 / EXPORT_MEMORY_FACTOR
 """40 GiB of weights (about 20B parameters in bf16): the most a Fargate compile task can export."""
+FARGATE_INCLUDED_STORAGE_GIB = 20
+"""Ephemeral storage every Fargate task gets without charge; above it, storage is billed per GB-hour."""
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
 _DTYPES = ("bf16", "fp16", "fp32")
+HW_BACKENDS = ("trn1", "trn2")
+"""NxD's checkpoint converter ``--hw_backend`` values (required by it since Neuron 2.21)."""
+
+
+def compile_task_usd_per_hour() -> float:
+    """What one ModelCompilation task costs per hour at the catalog's Fargate prices (us-east-1).
+
+    16 vCPU, 120 GiB of memory and 180 GiB of ephemeral storage above the 20 included, each at its
+    per-hour rate (``catalog.SERVICE_PRICES``, source SVC-FARGATE; Fargate bills per second with a
+    one-minute minimum).
+    """
+    prices = catalog.SERVICE_PRICES
+    return (
+        FARGATE_CPU_UNITS / 1024 * prices["fargate_vcpu_hour"].usd_per_hour
+        + FARGATE_MEMORY_MIB / 1024 * prices["fargate_gb_hour"].usd_per_hour
+        + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB)
+        * prices["fargate_storage_gb_hour"].usd_per_hour
+    )
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,9 @@ class ModelSource:
         convert one). Default: None.
     :ivar pipeline_parallel: its pipeline-parallel degree. Default: 1.
     :ivar kv_size_multiplier: its KV replication factor (NxD ``kv_size_multiplier``). Default: 1.
+    :ivar hw_backend: the Trainium generation the checkpoint was trained on, ``trn1`` or ``trn2`` (NxD's
+        converter ``--hw_backend``: Trn2 replicates KV heads in blocks, Trn1 interleaved, and the query
+        heads are put back in order accordingly). Default: ``trn1``.
     """
 
     kind: SourceKind
@@ -74,6 +98,7 @@ class ModelSource:
     tensor_parallel: int | None = None
     pipeline_parallel: int = 1
     kv_size_multiplier: int = 1
+    hw_backend: str = "trn1"
 
     @staticmethod
     def checkpoint(
@@ -83,6 +108,7 @@ class ModelSource:
         tensor_parallel: int | None = None,
         pipeline_parallel: int = 1,
         kv_size_multiplier: int = 1,
+        hw_backend: str = "trn1",
     ) -> ModelSource:
         """A checkpoint directory on the CheckpointStore, e.g. ``"run-7/step-1200"``: a Hugging Face
         checkpoint, or a neuronx-distributed training checkpoint (``model/dp_rank_*``) given its
@@ -108,6 +134,13 @@ class ModelSource:
                 isinstance(value, bool) or not isinstance(value, int) or value < minimum
             ):
                 raise NeuronConfigError(field, value, f"must be a whole number >= {minimum}")
+        if hw_backend not in HW_BACKENDS:
+            raise NeuronConfigError(
+                "hw_backend",
+                hw_backend,
+                f"use one of {', '.join(HW_BACKENDS)}: the Trainium generation the checkpoint was trained on "
+                "(trn1 for Trn1/Trn1n, trn2 for Trn2/Trn3)",
+            )
         return ModelSource(
             "checkpoint",
             path.strip("/"),
@@ -115,6 +148,7 @@ class ModelSource:
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
             kv_size_multiplier=kv_size_multiplier,
+            hw_backend=hw_backend,
         )
 
     @staticmethod
@@ -207,6 +241,7 @@ class CompileRequest:
             "CONVERT_TP": "" if self.source.tensor_parallel is None else str(self.source.tensor_parallel),
             "CONVERT_PP": str(self.source.pipeline_parallel),
             "CONVERT_KV_MULTIPLIER": str(self.source.kv_size_multiplier),
+            "CONVERT_HW_BACKEND": self.source.hw_backend,
             "BATCH_SIZE": str(self.model.graph_batch_size),
             "SEQUENCE_LENGTH": str(self.model.graph_sequence_length),
             "TENSOR_PARALLEL": str(self.plan.tensor_parallel),
@@ -247,10 +282,13 @@ __all__ = [
     "EXPORT_MEMORY_FACTOR",
     "FARGATE_CPU_UNITS",
     "FARGATE_EPHEMERAL_GIB",
+    "FARGATE_INCLUDED_STORAGE_GIB",
     "FARGATE_MAX_WEIGHTS_GIB",
     "FARGATE_MEMORY_MIB",
+    "HW_BACKENDS",
     "WORK_DIR",
     "CompileRequest",
     "ModelSource",
     "SourceKind",
+    "compile_task_usd_per_hour",
 ]

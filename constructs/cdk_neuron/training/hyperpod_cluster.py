@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -25,10 +24,11 @@ from cdk_neuron._scope import reported_by
 from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError, one_of
 from cdk_neuron.node_programs import FILES_DIR, render_settings
+from cdk_neuron.node_programs.bundle import bundle_object_arn, node_bundle
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import ICompileCache
-from cdk_neuron.training import acknowledgments, hyperpod_facts, security
+from cdk_neuron.training import acknowledgments, hyperpod_facts, hyperpod_jobs, security
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.cluster import (
@@ -37,7 +37,6 @@ from cdk_neuron.training.cluster import (
     checked_placement,
     checked_storage,
 )
-from cdk_neuron.training.launcher import node_environment
 
 if TYPE_CHECKING:
     from cdk_neuron.training.hyperpod_facts import DeepHealthCheck
@@ -50,6 +49,9 @@ WORKER_GROUP = "trn"
 DEFAULT_PARTITION = "train"
 # Writing a few small objects takes seconds; a minute leaves room for a package copy.
 WRITE_TIMEOUT = cdk.Duration.minutes(2)
+# The node-program bundle (the stack's asset the EC2 engines' nodes download), copied beside the
+# scripts: the lifecycle script unpacks it into /opt/cdk-neuron, for the job step and the launcher.
+PROGRAMS_FILE = "node-programs.zip"
 # The lifecycle files, from the node-program bundle (shipped as package data).
 _LIFECYCLE_FILES = {
     ENTRY_SCRIPT: FILES_DIR / "hyperpod" / ENTRY_SCRIPT,
@@ -303,9 +305,10 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 acknowledgments.compile_cache_prefix(self.role, compile_cache)
             acknowledgments.grant_policies(self.role)
             files = self._lifecycle_files(name, environment or {})
-            prefix = "lifecycle/" + _content_hash(stack, files, efs_utils_package) + "/"
+            programs = node_bundle(self)
+            prefix = "lifecycle/" + _content_hash(stack, files, [efs_utils_package, programs]) + "/"
             self.lifecycle_uri = f"s3://{self.lifecycle_bucket.bucket_name}/{prefix}"
-            scripts = self._write_lifecycle(prefix, files, efs_utils_package)
+            scripts = self._write_lifecycle(prefix, files, efs_utils_package, programs)
 
             storage = [{"ebsVolumeConfig": {"rootVolume": True, "volumeKmsKeyId": self.kms_key.key_arn}}]
             lifecycle = {"sourceS3Uri": self.lifecycle_uri, "onInitComplete": ENTRY_SCRIPT}
@@ -375,33 +378,15 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         return self.role
 
     def sbatch_script(self, command: str, *, job_name: str = "train") -> str:
-        """An sbatch script that runs ``command`` once per node over the plan's nodes, with HyperPod's
-        auto-resume: a failed step on a replaced node is re-run with the same command
-        (``srun --auto-resume=1``), so ``command`` must resume from its latest checkpoint.
-
-        The environment is the cluster's (``/etc/profile.d/cdk-neuron-training.sh``); Slurm gives
-        the rendezvous (``SLURM_NODEID``, the first node of ``SLURM_JOB_NODELIST``).
+        """An sbatch script that runs ``command`` on the plan's nodes of this cluster's partition, one
+        task per node through the shared launcher, in Slurm's topology order, with HyperPod's
+        auto-resume (:func:`cdk_neuron.training.hyperpod_jobs.sbatch_script`): ``command`` must resume
+        from its latest checkpoint, e.g. ``torchrun $TORCHRUN_ARGS train.py --resume latest``.
         """
-        validation.matching(
-            "job_name", job_name, hyperpod_facts.GROUP_NAME, fix="letters, digits and hyphens, e.g. 'train'"
-        )
-        if not isinstance(command, str) or not command.strip() or "\n" in command:
-            raise NeuronConfigError("command", command, "give one shell command line")
-        lines = [
-            "#!/bin/bash",
-            f"#SBATCH --job-name={job_name}",
-            f"#SBATCH --partition={self.partition}",
-            f"#SBATCH --nodes={self.plan.nodes}",
-            "#SBATCH --ntasks-per-node=1",
-            "#SBATCH --exclusive",
-            "#SBATCH --output=%x-%j.out",
-            "set -euo pipefail",
-            ". /etc/profile.d/cdk-neuron-training.sh",
-            'MASTER_ADDR=$(scontrol show hostnames "${SLURM_JOB_NODELIST}" | head -n 1)',
-            "export MASTER_ADDR",
-            f"srun --auto-resume=1 bash -c {shlex.quote(command)}",
-        ]
-        return "\n".join(lines) + "\n"
+        with reported_by(self):
+            return hyperpod_jobs.sbatch_script(
+                nodes=self.plan.nodes, partition=self.partition, command=command, job_name=job_name
+            )
 
     # -- construction -----------------------------------------------------------------------------
 
@@ -456,7 +441,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
 
     def _lifecycle_files(self, name: str, environment: dict[str, str]) -> dict[str, str]:
         store, cache = self.checkpoints, self.compile_cache
-        settings: dict[str, str | int | None] = {"CLUSTER_NAME": name}
+        settings: dict[str, str | int | None] = {"CLUSTER_NAME": name, "NODE_PROGRAMS": PROGRAMS_FILE}
         if store is not None:
             settings.update(
                 {
@@ -466,7 +451,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                     "EFS_UTILS_PACKAGE": EFS_UTILS_FILE,
                 }
             )
-        profile = node_environment(
+        profile = hyperpod_jobs.hyperpod_environment(
             self.instance,
             self.plan,
             compile_cache_url=cache.url if cache else None,
@@ -479,7 +464,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         return files
 
     def _write_lifecycle(
-        self, prefix: str, files: dict[str, str], package: s3_assets.Asset | None
+        self, prefix: str, files: dict[str, str], package: s3_assets.Asset | None, programs: s3_assets.Asset
     ) -> cdk.CustomResource:
         writer = Construct(self, "LifecycleScripts")
         objects = self.lifecycle_bucket.arn_for_objects("lifecycle/*")
@@ -502,7 +487,17 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 "",
             ),
         ]
-        copies: dict[str, str] = {}
+        copies: dict[str, str] = {PROGRAMS_FILE: programs.s3_object_url}
+        statements.append(
+            (
+                iam.PolicyStatement(
+                    sid="ReadNodePrograms",
+                    actions=["s3:GetObject"],
+                    resources=[bundle_object_arn(programs)],
+                ),
+                "",
+            )
+        )
         if package is not None:
             copies[EFS_UTILS_FILE] = package.s3_object_url
             statements.append(
@@ -619,8 +614,9 @@ def _deep_health_checks(given: object, nodes: int) -> tuple[DeepHealthCheck, ...
     return tuple(cast("list[DeepHealthCheck]", list(given)))
 
 
-def _content_hash(stack: cdk.Stack, files: dict[str, str], package: s3_assets.Asset | None) -> str:
-    resolved = stack.resolve({"files": files, "package": package.asset_hash if package else None})
+def _content_hash(stack: cdk.Stack, files: dict[str, str], assets: Sequence[s3_assets.Asset | None]) -> str:
+    hashes = [asset.asset_hash if asset is not None else None for asset in assets]
+    resolved = stack.resolve({"files": files, "assets": hashes})
     return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -5,11 +5,13 @@
   and their network.
 - :mod:`.programs`: the programs the training jobs run, shipped inside the job definition.
 - :mod:`.probe`: the Lambda function that calls a fleet from inside the VPC.
+- :mod:`.compiled` and :mod:`.compile_step`: the serving suites' compile step (a ModelCompilation
+  task run during the deploy, before the fleet, its manifest checked).
 - :mod:`.registry`: every suite, what it proves and what it runs (for the cost estimate).
 - :mod:`.estimate`: the cost of a run, from ``cdk_neuron``'s own price tables.
 - :mod:`.snapshots`: offline verification of the committed snapshots (``make test``).
 - :mod:`.collect`: the timing report a live run writes (``cdk_neuron.measurements`` format).
 
 The suites import only this package, ``aws_cdk`` and ``cdk_neuron``; nothing here calls AWS except
-:mod:`.collect` and the runner (``tests/integ/run.py``), and only on a confirmed live run.
+:mod:`.collect`, the compile step's function (in the account, during a deploy) and the runner (``tests/integ/run.py``), and only on a confirmed live run.
 """

@@ -1,6 +1,7 @@
 """What a run costs, priced with ``cdk_neuron``'s own tables (the prices ``cdk-neuron cost`` uses).
 
-Lines per suite: its accelerators for their hours; the NAT gateway and its public IPv4 address, and
+Lines per suite: its accelerators for their hours; its ModelCompilation task (Fargate) for the
+compile's hours; the NAT gateway and its public IPv4 address, and
 the load balancer where there is one, for the whole run; each KMS key for a whole key-month (an upper
 bound: a key is billed per month, prorated, and the integ keys are scheduled for deletion with the
 stack). Left out as too small to show at this scale: Lambda, Step Functions, CloudWatch, EFS and
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from cdk_neuron.catalog import PRICES_DATE
 from cdk_neuron.cli.pricing import PriceBook
+from cdk_neuron.compilation.job import FARGATE_CPU_UNITS, FARGATE_MEMORY_MIB, compile_task_usd_per_hour
 from integ_support.registry import SuiteInfo
 
 HOURS_PER_MONTH = 730
@@ -44,6 +46,18 @@ def lines(suite: SuiteInfo, prices: PriceBook | None = None) -> list[Line]:
             f"(at most {acc.most_hours:g} h)",
         )
     ]
+    if suite.compile is not None:
+        task = compile_task_usd_per_hour()
+        out.append(
+            Line(
+                suite.name,
+                "ModelCompilation task",
+                task * suite.compile.expected_hours,
+                task * suite.compile.most_hours,
+                f"${task:.4f}/h (Fargate {FARGATE_CPU_UNITS // 1024} vCPU, {FARGATE_MEMORY_MIB // 1024} GB; "
+                f"SVC-FARGATE) x {suite.compile.expected_hours:g} h (at most {suite.compile.most_hours:g} h)",
+            )
+        )
     hourly = [("nat_gateway_hour", "NAT gateway"), ("public_ipv4_hour", "public IPv4 address")]
     if suite.load_balancer:
         hourly.append(("alb_hour", "application load balancer"))

@@ -1,22 +1,28 @@
-"""What the serving suites share: the model they serve and the fleet on EC2."""
+"""What the serving suites share: the model they serve, compiled by the suite itself, and the fleet on EC2.
+
+Every serving suite compiles its model with a ModelCompilation during the deploy and serves that
+artifact (:mod:`.compiled`): the fleet is created once the artifact and its manifest are in S3.
+"""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
-from constructs import Construct
 
+from cdk_neuron.compilation import ModelSource
 from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec
-from cdk_neuron.serving.fleet import HUB_MODEL_WARNING_ID
+from cdk_neuron.serving.fleet import InferenceFleetBase
+from integ_support.compiled import ArtifactStore, CompileStep, artifact_store, compiled_model
 from integ_support.settings import MODEL_ID, MODEL_PARAMETERS, MODEL_SEQUENCE_LENGTH, MODEL_TENSOR_PARALLEL
 from integ_support.stacks import IntegNetwork, IntegStack, emptied_bucket
 
 INSTANCE_TYPE = "inf2.xlarge"
 PROMPT = "Name one planet of the solar system."
 MAX_TOKENS = 16
+ARTIFACT_NAME = "qwen2.5-0.5b-instruct"
 
 
 def model() -> ModelSpec:
-    """The suites' model: small and ungated, served at the shape of a cached Neuron configuration."""
+    """The suites' model: small and ungated; the suite's compile step exports it at this shape."""
     return ModelSpec(
         model_id=MODEL_ID,
         parameters=MODEL_PARAMETERS,
@@ -26,13 +32,15 @@ def model() -> ModelSpec:
     )
 
 
-def ec2_fleet(stack: IntegStack, network: IntegNetwork, *, min_capacity: int) -> Ec2InferenceFleet:
-    """One inf2.xlarge at most, behind the internal ALB, in both AZs of the suite's VPC."""
-    fleet = Ec2InferenceFleet(
+def ec2_fleet(
+    stack: IntegStack, network: IntegNetwork, *, min_capacity: int, model: ModelSpec
+) -> Ec2InferenceFleet:
+    """One inf2.xlarge at most, behind the internal ALB, in both AZs of the suite's VPC, serving ``model``."""
+    return Ec2InferenceFleet(
         stack,
         "Fleet",
         vpc=network.vpc,
-        model=model(),
+        model=model,
         instance_type=INSTANCE_TYPE,
         min_capacity=min_capacity,
         max_capacity=1,
@@ -41,19 +49,17 @@ def ec2_fleet(stack: IntegStack, network: IntegNetwork, *, min_capacity: int) ->
         removal_policy=cdk.RemovalPolicy.DESTROY,
         access_log_bucket=emptied_bucket(stack, "AccessLogs"),
     )
-    acknowledge_hub_model(fleet)
-    return fleet
 
 
-HUB_MODEL_REASON = (
-    "The integ suites serve a small Hub model on purpose: they prove a fresh instance or endpoint loads it; "
-    "nothing scales out."
-)
+def hub_model_store(stack: IntegStack, network: IntegNetwork, suite: str) -> tuple[ArtifactStore, ModelSpec]:
+    """The suite's artifact bucket and compilation, and :func:`model` served from the artifact."""
+    store = artifact_store(stack, network, suite, name=ARTIFACT_NAME)
+    return store, compiled_model(model(), store)
 
 
-def acknowledge_hub_model(fleet: Construct) -> None:
-    """The suites serve from the Hub deliberately (see :data:`HUB_MODEL_REASON`)."""
-    cdk.Annotations.of(fleet).acknowledge_warning(HUB_MODEL_WARNING_ID, HUB_MODEL_REASON)
+def compile_hub_model(stack: IntegStack, store: ArtifactStore, fleet: InferenceFleetBase) -> CompileStep:
+    """Compile :data:`MODEL_ID` from the Hub for ``fleet``; the fleet is created after it."""
+    return CompileStep(stack, "Compile", store=store, source=ModelSource.hub(MODEL_ID), fleet=fleet)
 
 
 def chat_event(url: str, action: str = "chat") -> dict[str, object]:

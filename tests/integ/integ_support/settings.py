@@ -18,6 +18,10 @@ DEFAULT_REGION = "us-east-1"
 # inf2.xlarge (catalog.OFFERINGS). The first is the training AZ; the ALB needs the second.
 DEFAULT_AZ_IDS = ("use1-az6", "use1-az4")
 REGION_VARIABLE = "CDK_NEURON_INTEG_REGION"
+ACCOUNT_VARIABLE = "CDK_NEURON_INTEG_ACCOUNT"
+"""The account a run deploys to: the runner sets it (``sts:GetCallerIdentity``) before synthesizing."""
+SNAPSHOT_ACCOUNT = "000000000000"
+"""The account the committed snapshots are synthesized for; a run's own account is masked back to it."""
 
 STACK_PREFIX = "CdkNeuronInteg"
 """Every integ stack's name starts with it: the runner's clean-up finds leftovers by it."""
@@ -29,8 +33,8 @@ TRAINING_IMAGE_TAG = "2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
 DLC_ACCOUNT = "763104351884"
 
 # The model the serving suites serve: small, ungated (Apache-2.0), 0.49B parameters on its model
-# card, two KV heads (so TP 2 divides them). optimum-neuron serves a Hub model only from a cached
-# or precompiled configuration: check `optimum-cli neuron cache lookup` before a run (docs/integ.md).
+# card, two KV heads (so TP 2 divides them). Each serving suite compiles it with a ModelCompilation
+# before its fleet exists and serves that artifact (integ_support/compiled.py, docs/integ.md).
 MODEL_ID = "Qwen/Qwen2.5-0.5B-Instruct"
 MODEL_PARAMETERS = 494_000_000
 MODEL_TENSOR_PARALLEL = 2
@@ -43,6 +47,9 @@ class Settings:
 
     region: str = DEFAULT_REGION
     az_ids: tuple[str, ...] = DEFAULT_AZ_IDS
+    account: str = SNAPSHOT_ACCOUNT
+    """Only names the suites' artifact buckets (bucket names are global, so they carry it); the
+    stacks themselves stay account-agnostic."""
 
     @property
     def training_az_id(self) -> str:
@@ -50,8 +57,21 @@ class Settings:
 
     @property
     def is_default(self) -> bool:
-        """Whether these are the settings the committed snapshots were made with."""
-        return self == Settings()
+        """Whether these are the settings the committed snapshots were made with (any account: the
+        snapshot comparison masks a run's account back to :data:`SNAPSHOT_ACCOUNT`)."""
+        return (self.region, self.az_ids) == (DEFAULT_REGION, DEFAULT_AZ_IDS)
+
+    def artifact_bucket(self, suite: str) -> str:
+        """The name of ``suite``'s artifact bucket: ``cdk-neuron-integ-<account>-<region>-<suite>``.
+
+        A fleet's ``artifact_uri`` names its bucket literally (its IAM read and the node's download
+        are scoped to it), and bucket names are global: the account and Region keep it unique, the
+        suite keeps suites of one run apart.
+        """
+        name = f"cdk-neuron-integ-{self.account}-{self.region}-{suite.replace('_', '-')}"
+        if len(name) > 63:
+            raise SystemExit(f"{name}: an S3 bucket name has at most 63 characters; shorten the suite name")
+        return name
 
     @property
     def training_image(self) -> str:
@@ -60,9 +80,12 @@ class Settings:
     @staticmethod
     def from_environment() -> Settings:
         region = os.environ.get(REGION_VARIABLE, "").strip() or DEFAULT_REGION
+        account = os.environ.get(ACCOUNT_VARIABLE, "").strip() or SNAPSHOT_ACCOUNT
+        if not (account.isdigit() and len(account) == 12):
+            raise SystemExit(f"{ACCOUNT_VARIABLE}={account!r}: give the 12-digit account id")
         if region == DEFAULT_REGION:
-            return Settings()
-        return Settings(region=region, az_ids=choose_az_ids(region))
+            return Settings(account=account)
+        return Settings(region=region, az_ids=choose_az_ids(region), account=account)
 
 
 NEEDED_IN_TRAINING_AZ = ("trn1.2xlarge", "trn1.32xlarge", "inf2.xlarge")

@@ -121,8 +121,20 @@ def _paths(expected: Any, actual: Any, where: str = "") -> Iterator[str]:
         yield f"{where or '/'}: {json.dumps(expected)[:120]} -> {json.dumps(actual)[:120]}"
 
 
-def differences(snapshot: Path, assembly: Path, limit: int = 25) -> list[str]:
-    """What differs between a committed snapshot and a new synthesis (empty when they agree)."""
+def _in_snapshot_account(value: Any, account: str | None) -> Any:
+    """``value`` with a run's ``account`` written as the snapshots' (it names the artifact buckets)."""
+    from integ_support.settings import SNAPSHOT_ACCOUNT
+
+    if account is None or account == SNAPSHOT_ACCOUNT:
+        return value
+    return json.loads(json.dumps(value).replace(account, SNAPSHOT_ACCOUNT))
+
+
+def differences(snapshot: Path, assembly: Path, limit: int = 25, *, account: str | None = None) -> list[str]:
+    """What differs between a committed snapshot and a new synthesis (empty when they agree).
+
+    ``account``: the account the synthesis was made for; it is compared as the snapshots' account.
+    """
     if not snapshot.is_dir():
         return [f"{snapshot.name}: no snapshot; create it with `make integ-snapshots`"]
     found: list[str] = []
@@ -130,9 +142,8 @@ def differences(snapshot: Path, assembly: Path, limit: int = 25) -> list[str]:
     found += [f"{name}: only in the snapshot" for name in sorted(expected - actual)]
     found += [f"{name}: only in the new synthesis" for name in sorted(actual - expected)]
     for name in sorted(expected & actual):
-        found += [
-            f"{name} {change}" for change in _paths(normalized(snapshot / name), normalized(assembly / name))
-        ]
+        actual_value = _in_snapshot_account(normalized(assembly / name), account)
+        found += [f"{name} {change}" for change in _paths(normalized(snapshot / name), actual_value)]
     return found[:limit] + ([f"... and {len(found) - limit} more"] if len(found) > limit else [])
 
 

@@ -118,11 +118,13 @@ def pin_subnets_to_az_ids(vpc: ec2.Vpc) -> None:
         cfn_subnet.availability_zone = None
 
 
-def emptied_bucket(scope: Construct, id: str) -> s3.Bucket:
-    """An SSE-S3, SSL-only bucket that CloudFormation empties before deleting it (ALB access logs)."""
+def emptied_bucket(scope: Construct, id: str, *, bucket_name: str | None = None) -> s3.Bucket:
+    """An SSE-S3, SSL-only bucket that CloudFormation empties before deleting it (ALB access logs,
+    compiled artifacts)."""
     return s3.Bucket(
         scope,
         id,
+        bucket_name=bucket_name,
         encryption=s3.BucketEncryption.S3_MANAGED,
         enforce_ssl=True,
         block_public_access=s3.BlockPublicAccess.BLOCK_ALL,

@@ -14,7 +14,8 @@
 # Settings (container environment, written by cdk-neuron compile):
 #   SOURCE_KIND s3 | checkpoint | hub; SOURCE_URI (prefix, path under CHECKPOINT_MOUNT, or Hub id);
 #   SOURCE_STEP; MODEL_ID; MODEL_REVISION; HF_TOKEN (hub sources, from Secrets Manager);
-#   CONVERT_TP, CONVERT_PP, CONVERT_KV_MULTIPLIER (a neuronx-distributed training checkpoint's layout);
+#   CONVERT_TP, CONVERT_PP, CONVERT_KV_MULTIPLIER, CONVERT_HW_BACKEND (a neuronx-distributed training
+#   checkpoint's layout, and trn1 or trn2);
 #   BATCH_SIZE, SEQUENCE_LENGTH, TENSOR_PARALLEL, DTYPE; ENGINE, ENGINE_VERSION, IMAGE, NEURON_SDK;
 #   ARTIFACT_URI; WORK_DIR; CHECKPOINT_MOUNT; NEURON_COMPILE_CACHE_URL (the shared S3 compile cache).
 set -euo pipefail
@@ -64,13 +65,39 @@ if compgen -G "${source_dir}/model/dp_rank_*" >/dev/null; then
     : "${CONVERT_TP:?a sharded training checkpoint needs CONVERT_TP, the TP of the training run}"
     converted="${WORK_DIR}/converted"
     mkdir -p "${converted}"
-    load_xser=False
-    if compgen -G "${source_dir}/model/*.tensors" >/dev/null; then load_xser=True; fi
-    log "converting the tp=${CONVERT_TP} pp=${CONVERT_PP:-1} training checkpoint to a full state dict"
-    python3 - --model_style hf --input_dir "${source_dir}/model" --output_dir "${converted}" \
-        --config "${source_dir}/config.json" --load_xser "${load_xser}" --tp_size "${CONVERT_TP}" \
-        --pp_size "${CONVERT_PP:-1}" --kv_size_multiplier "${CONVERT_KV_MULTIPLIER:-1}" \
-        --qkv_linear True --convert_to_full_state <<'PY' || die "checkpoint conversion"
+    # The converter's flags. Its boolean flags are argparse `type=bool`, so any value given, "False"
+    # included, reads as True: a flag that must be False is left out. --hw_backend is required (NxD
+    # 2.21+). Whether the run used NxD's GQA QKV layer (keys ...qkv_proj.weight_q/_k/_v: --qkv_linear)
+    # or a fused one (...qkv_proj.weight_qkv: --fuse_qkv with --n_layers) is read from the first shard's
+    # keys, because converting with the wrong layout silently scrambles the attention weights.
+    flags=(--model_style hf --input_dir "${source_dir}/model" --output_dir "${converted}"
+        --config "${source_dir}/config.json" --hw_backend "${CONVERT_HW_BACKEND:-trn1}"
+        --tp_size "${CONVERT_TP}" --pp_size "${CONVERT_PP:-1}"
+        --kv_size_multiplier "${CONVERT_KV_MULTIPLIER:-1}" --convert_to_full_state)
+    if compgen -G "${source_dir}/model/*.tensors" >/dev/null; then flags+=(--load_xser True); fi
+    layout=$(python3 - "${source_dir}" <<'PY'
+import glob, json, sys
+import torch
+source = sys.argv[1]
+first = sorted(glob.glob(f"{source}/model/dp_rank_*_tp_rank_00_pp_rank_00.pt"))[0]
+state = torch.load(first, map_location="cpu", weights_only=False)
+if isinstance(state, dict) and isinstance(state.get("model"), dict):
+    state = state["model"]
+keys = list(state)
+if any(k.endswith("qkv_proj.weight_qkv") for k in keys):
+    with open(f"{source}/config.json", encoding="utf-8") as handle:
+        layers = json.load(handle)["num_hidden_layers"]
+    print("--fuse_qkv\nTrue\n--qkv_linear\nTrue\n--n_layers\n%d" % layers)
+elif any(k.endswith("qkv_proj.weight_q") for k in keys):
+    print("--qkv_linear\nTrue")
+PY
+    ) || die "reading the layout of ${source_dir}/model"
+    if [ -n "${layout}" ]; then
+        mapfile -t layout_flags <<<"${layout}"
+        flags+=("${layout_flags[@]}")
+    fi
+    log "converting the tp=${CONVERT_TP} pp=${CONVERT_PP:-1} ${CONVERT_HW_BACKEND:-trn1} training checkpoint to a full state dict"
+    python3 - "${flags[@]}" <<'PY' || die "checkpoint conversion"
 from neuronx_distributed.scripts.checkpoint_converter import CheckpointConverterBase
 converter = CheckpointConverterBase()
 converter.run(converter.get_arg_parser().parse_args())
@@ -80,7 +107,15 @@ import sys
 import torch
 from safetensors.torch import save_file
 state = torch.load(sys.argv[1], map_location="cpu")
-save_file({k: v.contiguous() for k, v in state.items()}, sys.argv[2])
+# safetensors refuses tensors that share memory (tied embeddings): each gets its own copy.
+seen, tensors = set(), {}
+for key, value in state.items():
+    value = value.contiguous()
+    if value.data_ptr() in seen:
+        value = value.clone()
+    seen.add(value.data_ptr())
+    tensors[key] = value
+save_file(tensors, sys.argv[2])
 PY
     rm -f "${converted}/checkpoint.pt"
     for file in "${source_dir}"/*.json "${source_dir}"/tokenizer*; do

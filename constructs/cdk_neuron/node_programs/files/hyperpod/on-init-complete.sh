@@ -7,8 +7,14 @@
 # ("ClusterLifeCycleConfig", Amazon SageMaker API Reference). So this script reaches no network
 # beyond the VPC:
 # - the training environment (training-profile.env: the plan's degrees, EFA settings,
-#   NEURON_COMPILE_CACHE_URL, CHECKPOINT_DIR) is installed for login shells and for the jobs the
-#   cdk-neuron CLI submits (it sources /etc/profile.d/cdk-neuron-training.sh before sbatch);
+#   NEURON_COMPILE_CACHE_URL, CHECKPOINT_DIR) is installed for login shells and for the jobs
+#   (their sbatch script sources /etc/profile.d/cdk-neuron-training.sh; srun passes it to each node);
+# - the node programs (the stack's bundle, copied beside this script as NODE_PROGRAMS) are unpacked
+#   into /opt/cdk-neuron with python3's zipfile (the image has python3: HyperPod's own sample
+#   lifecycle scripts are Python, run as `python3 -u lifecycle_script.py` by their on_create.sh,
+#   aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/
+#   base-config/on_create.sh @5195cad): hyperpod/slurm-step.sh, which each job step runs, and the
+#   launcher;
 # - with a checkpoint store: amazon-efs-utils, from the package copied beside this script when the
 #   image lacks mount.efs (the HyperPod Slurm image is Ubuntu, whose archive has no efs-utils), then
 #   the file system mounted with TLS and IAM through its access point (the store refuses anything
@@ -24,7 +30,8 @@ ROOT="${CDK_NEURON_ROOT:-}"
 # shellcheck source=../lib/common.sh
 . "${HERE}/lib/common.sh"
 load_settings "${HERE}/hyperpod.env"
-require CLUSTER_NAME
+require CLUSTER_NAME NODE_PROGRAMS
+INSTALL_DIR="${ROOT}/opt/cdk-neuron"
 
 install_profile() {
     install -d "${ROOT}/etc/cdk-neuron" "${ROOT}/etc/profile.d"
@@ -36,6 +43,20 @@ set -a
 set +a
 PROFILE
     chmod 0644 "${ROOT}/etc/profile.d/cdk-neuron-training.sh"
+}
+
+install_programs() {
+    [ -r "${HERE}/${NODE_PROGRAMS}" ] || die "${NODE_PROGRAMS} is not in the lifecycle prefix"
+    command -v python3 >/dev/null 2>&1 || die "python3 is missing: the job step and the launcher need it"
+    # A fresh tree each time: a re-run (UpdateClusterSoftware) must not keep programs a new bundle dropped.
+    rm -rf "${INSTALL_DIR}.new"
+    install -d "${INSTALL_DIR}.new"
+    python3 -m zipfile -e "${HERE}/${NODE_PROGRAMS}" "${INSTALL_DIR}.new" ||
+        die "cannot unpack ${NODE_PROGRAMS}"
+    [ -r "${INSTALL_DIR}.new/hyperpod/slurm-step.sh" ] || die "${NODE_PROGRAMS} holds no hyperpod/slurm-step.sh"
+    rm -rf "${INSTALL_DIR}"
+    mv "${INSTALL_DIR}.new" "${INSTALL_DIR}"
+    chmod -R a+rX,go-w "${INSTALL_DIR}"
 }
 
 install_efs_utils() {
@@ -61,6 +82,7 @@ mount_checkpoints() {
 main() {
     log "setting up a node of HyperPod cluster ${CLUSTER_NAME}"
     install_profile
+    install_programs
     if [ -n "${CHECKPOINT_FILE_SYSTEM_ID:-}" ]; then
         require CHECKPOINT_ACCESS_POINT_ID CHECKPOINT_DIR
         install_efs_utils

@@ -1,0 +1,1 @@
+"""The compile step's custom-resource function (``handler.py``), shipped as a Lambda asset."""

@@ -1,0 +1,204 @@
+"""Compile, then serve: the artifact a serving suite's fleet serves, compiled during the deploy.
+
+Each serving suite builds, in its test stack:
+
+- an artifact bucket (``Settings.artifact_bucket``: the fleet's ``artifact_uri`` names it literally),
+  emptied and deleted with the stack;
+- a :class:`~cdk_neuron.compilation.ModelCompilation` in the suite's VPC;
+- a compile step (:class:`CompileStep`): a custom resource that runs the compilation's task with
+  exactly the overrides ``cdk-neuron compile`` would send
+  (:meth:`~cdk_neuron.compilation.CompileRequest.task_overrides`, built from the fleet's own model,
+  plan and engine), waits until it stopped, and fails the deploy unless every step exited 0 and the
+  manifest it uploaded last describes the prefix and the shape the fleet serves
+  (``compile_step/handler.py``);
+- the fleet, depending on the compile step: CloudFormation creates it only once the artifact and its
+  manifest exist.
+
+Why a custom resource and not ``cdk-neuron compile`` between two deploys: the command reads an app's
+environments from ``cdk.json`` and its cloud assembly, which the integ stacks are not part of, and a
+second deploy would split each suite in two. The custom resource sends the same request and waits the
+way a user does (``aws ecs wait tasks-stopped``), inside one deploy that the runner already destroys
+whatever happens. ``cdk-neuron compile`` itself is exercised offline (tests/test_cli_compile.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from cdk_neuron.compilation import CompileRequest, ModelCompilation, ModelSource
+from cdk_neuron.serving import ModelSpec
+from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
+from cdk_neuron.serving.fleet import InferenceFleetBase
+from cdk_neuron.storage import ICheckpointStore
+from integ_support.stacks import IntegNetwork, IntegStack, emptied_bucket
+
+HANDLER_DIR = Path(__file__).resolve().parent / "compile_step"
+COMPILE_TIMEOUT = cdk.Duration.minutes(50)
+"""The longest the step waits for the task: under the hour CloudFormation waits for a custom
+resource (``ServiceTimeout``, AWS::CloudFormation::CustomResource)."""
+POLL_INTERVAL = cdk.Duration.seconds(30)
+ARTIFACT_PREFIX = "compiled"
+
+
+@dataclass(frozen=True)
+class ArtifactStore:
+    """A suite's artifact bucket, the ModelCompilation that writes it, and the prefix to write."""
+
+    bucket: s3.Bucket
+    compilation: ModelCompilation
+    artifact_uri: str
+    subnet_ids: list[str]
+    """The task's subnets (``ecs:RunTask`` names them, as ``cdk-neuron compile`` does)."""
+
+
+def artifact_store(
+    stack: IntegStack,
+    network: IntegNetwork,
+    suite: str,
+    *,
+    name: str,
+    checkpoint_store: ICheckpointStore | None = None,
+) -> ArtifactStore:
+    """The bucket and the ModelCompilation; ``name`` is the artifact's prefix under ``compiled/``."""
+    bucket = emptied_bucket(stack, "Artifacts", bucket_name=stack.settings.artifact_bucket(suite))
+    compilation = ModelCompilation(
+        stack,
+        "Compilation",
+        vpc=network.vpc,
+        vpc_subnets=network.private,
+        artifact_bucket=bucket,
+        checkpoint_store=checkpoint_store,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+        log_retention=logs.RetentionDays.ONE_WEEK,
+    )
+    return ArtifactStore(
+        bucket,
+        compilation,
+        f"s3://{stack.settings.artifact_bucket(suite)}/{ARTIFACT_PREFIX}/{name}/",
+        network.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS).subnet_ids,
+    )
+
+
+def compiled_model(model: ModelSpec, store: ArtifactStore) -> ModelSpec:
+    """``model`` served from the store's artifact (``model_id`` still names it to clients)."""
+    return replace(model, artifact_uri=store.artifact_uri)
+
+
+class CompileStep(Construct):
+    """Compile ``source`` for ``fleet`` during the deploy; the fleet is created after it.
+
+    :ivar resource: the custom resource (``get_att_string("CompileSeconds")``, ``"ManifestUri"``,
+        ``"Files"``, ``"Compiler"``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        store: ArtifactStore,
+        source: ModelSource,
+        fleet: InferenceFleetBase,
+    ) -> None:
+        super().__init__(scope, id)
+        stack = cdk.Stack.of(self)
+        compilation = store.compilation
+        request = CompileRequest(
+            source=source,
+            artifact_uri=store.artifact_uri,
+            model=fleet.model,
+            plan=fleet.plan,
+            engine=fleet.engine,
+        )
+        code = lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
+        functions = {}
+        for handler in ("on_event", "is_complete"):
+            functions[handler] = lambda_.Function(
+                self,
+                "OnEvent" if handler == "on_event" else "IsComplete",
+                runtime=lambda_.Runtime.PYTHON_3_12,
+                architecture=lambda_.Architecture.ARM_64,
+                handler=f"handler.{handler}",
+                code=code,
+                timeout=cdk.Duration.minutes(1),
+                log_group=logs.LogGroup(
+                    self,
+                    f"{handler}Logs",
+                    retention=logs.RetentionDays.ONE_WEEK,
+                    removal_policy=cdk.RemovalPolicy.DESTROY,
+                ),
+                description="cdk-neuron integ: compile the suite's model before its fleet",
+            )
+        task_definition = compilation.task_definition
+        functions["on_event"].add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:RunTask"],
+                resources=[task_definition.task_definition_arn],
+                conditions={"ArnEquals": {"ecs:cluster": compilation.cluster.cluster_arn}},
+            )
+        )
+        functions["on_event"].add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:StopTask"],
+                resources=["*"],
+                conditions={"ArnEquals": {"ecs:cluster": compilation.cluster.cluster_arn}},
+            )
+        )
+        roles = [compilation.task_role, task_definition.obtain_execution_role()]
+        for role in roles:
+            role.grant_pass_role(functions["on_event"].grant_principal)
+        functions["is_complete"].add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:DescribeTasks"],
+                resources=["*"],
+                conditions={"ArnEquals": {"ecs:cluster": compilation.cluster.cluster_arn}},
+            )
+        )
+        manifest_key = f"{request.artifact.split('/', 3)[3]}{MANIFEST_NAME}"
+        store.bucket.grant_read(functions["is_complete"], manifest_key)
+        provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=functions["on_event"],
+            is_complete_handler=functions["is_complete"],
+            query_interval=POLL_INTERVAL,
+            total_timeout=COMPILE_TIMEOUT,
+        )
+        subnets = store.subnet_ids
+        self.request = request
+        self.resource = cdk.CustomResource(
+            self,
+            "Resource",
+            service_token=provider.service_token,
+            resource_type="Custom::CdkNeuronIntegCompile",
+            properties={
+                "Cluster": compilation.cluster.cluster_arn,
+                "TaskDefinition": task_definition.task_definition_arn,
+                "Subnets": subnets,
+                "SecurityGroups": [compilation.security_group.security_group_id],
+                "Overrides": json.dumps(request.task_overrides(stack.region), sort_keys=True),
+                "ArtifactUri": request.artifact,
+                "Shape": json.dumps(
+                    {
+                        "batch_size": fleet.model.graph_batch_size,
+                        "sequence_length": fleet.model.graph_sequence_length,
+                        "tensor_parallel": fleet.plan.tensor_parallel,
+                        "dtype": fleet.model.dtype.lower(),
+                    },
+                    sort_keys=True,
+                ),
+            },
+        )
+        # The fleet, all of it, is created once the artifact is compiled and described.
+        fleet.node.add_dependency(self.resource)

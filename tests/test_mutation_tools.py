@@ -369,6 +369,18 @@ def test_the_committed_summary_has_its_markers() -> None:
     assert text.count(mutation_summary.BEGIN) == 1 and text.count(mutation_summary.END) == 1
 
 
+def test_also_copy_names_top_level_files_or_folders_mutmut_can_copy() -> None:
+    """mutmut 3.8.1 copies a file entry to mutants/<path> without creating its folder (a
+    FileNotFoundError before any mutant runs): files below the top level go in by their folder."""
+    for entry in mutation.mutmut_config()["also_copy"]:
+        path = mutation.ROOT / entry
+        assert path.exists(), entry
+        assert path.is_dir() or "/" not in entry, entry
+    # The pure tests read these; mutmut runs them from mutants/.
+    copied = mutation.mutmut_config()["also_copy"]
+    assert "cdk.json" in copied and "docs" in copied
+
+
 # --------------------------------------------------------------------------------------------
 # tools/table_mutation.py
 # --------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ class ResultCost:
 
 
 def _price(
-    instance_type: str, instances: float, region: str, sagemaker: bool = False
+    instance_type: str, instances: float, region: str, sagemaker: bool
 ) -> tuple[float | None, str, bool]:
     """(hourly price of ``instances`` of the type, its basis, whether the price is an estimate: a fraction of
     an instance, or a price its source calls uncertain)."""

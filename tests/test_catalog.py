@@ -1307,3 +1307,30 @@ def test_sagemaker_types_without_a_published_price_are_recorded_unknown() -> Non
     accepted = {f"ml.{t}" for t in SAGEMAKER_TYPES}
     assert accepted == set(catalog.SAGEMAKER_PRICES) | set(catalog.SAGEMAKER_UNPRICED)
     assert not set(catalog.SAGEMAKER_PRICES) & set(catalog.SAGEMAKER_UNPRICED)
+
+
+def test_supports_efa_reads_the_interface_count_and_the_bandwidth_only_when_the_count_is_unknown() -> None:
+    """Review-24 (the mutation blind spot it named): supports_efa's bandwidth fallback applies only where
+    no source gives the EFA interface count (Trn3); a published count of 0 is no EFA, whatever else."""
+    from dataclasses import replace
+
+    trn1 = catalog.get_instance("trn1.32xlarge")
+    assert trn1.supports_efa and not catalog.get_instance("inf2.xlarge").supports_efa
+    # A published count of 0 with a bandwidth figure: no EFA (the count is what the launch uses).
+    assert not replace(trn1, efa_interfaces=0, efa_gbps=800).supports_efa
+    # Count unknown: the bandwidth decides, and 0 Gbps is no EFA, 1 Gbps is.
+    unknown = replace(trn1, efa_interfaces=0, unknown=("efa_interfaces",))
+    assert not replace(unknown, efa_gbps=0).supports_efa
+    assert replace(unknown, efa_gbps=1).supports_efa
+
+
+def test_host_io_start_up_rates_are_the_burst_figures_in_binary_units() -> None:
+    # inf2.xlarge: 15 Gbps burst network = 15e9 / 8 / 2**30 = 1.7462 GiB/s; 10,000 Mbps burst EBS =
+    # 1e10 / 8 / 2**20 = 1,192.09 MiB/s.
+    io = catalog.host_io("inf2.xlarge")
+    assert io is not None
+    assert io.startup_network_gib_per_second == pytest.approx(1.74623, abs=1e-5)
+    assert io.startup_ebs_mib_per_second == pytest.approx(1192.0929, abs=1e-4)
+    big = catalog.host_io("ml.inf2.48xlarge")
+    assert big is not None and big.startup_network_gib_per_second == pytest.approx(11.64153, abs=1e-5)
+    assert catalog.host_io("trn1.32xlarge") is None

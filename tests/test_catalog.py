@@ -447,11 +447,26 @@ def test_offered_az_ids_match_reference(name: str) -> None:
             assert region_of_az_id(az_id) == region
 
 
-def test_az_ids_not_in_the_table_are_not_offered_in_covered_regions() -> None:
+def test_an_az_is_not_offered_only_where_both_sources_rule_out_its_region() -> None:
+    # Both Region-level sources cover us-east-1 and ap-northeast-2 and list neither type there.
     assert offering_status("trn2.48xlarge", "use1-az4") == "not-offered"
-    assert offering_status("trn1n.32xlarge", "use1-az4") == "not-offered"
     assert offering_status("inf2.8xlarge", "apne2-az1") == "not-offered"
     assert offering_status("inf2.xlarge", "apne2-az1") == "offered"
+    # MOTO lists trn1n.32xlarge in use1-az6 only; it is the one AZ-level source, so use1-az4 is unknown.
+    assert offering_status("trn1n.32xlarge", "use1-az4") == "unknown"
+    assert catalog.az_offering_note("trn1n.32xlarge", "use1-az4") == (
+        "the AZ snapshot (MOTO, 2026-08-22) lists trn1n.32xlarge in use1-az6 of us-east-1, not in use1-az4; it is "
+        "the only AZ-level source, so this is unknown rather than refused: `cdk-neuron preflight` checks the account"
+    )
+    assert catalog.az_offering_note("trn2.48xlarge", "use1-az4") == (
+        "trn2.48xlarge is not offered anywhere in us-east-1 (MOTO and CFN-LINT both cover us-east-1)"
+    )
+    assert catalog.az_offering_note("trn1n.32xlarge", "use1-az6") == (
+        "the AZ snapshot (MOTO, 2026-08-22) lists trn1n.32xlarge in use1-az6"
+    )
+    assert catalog.az_offering_note("trn2.48xlarge", "aps2-az1") == (
+        "no source lists trn2.48xlarge's AZs in ap-south-2: `cdk-neuron preflight` checks the account"
+    )
 
 
 def test_regions_the_table_does_not_cover_are_unknown() -> None:
@@ -1198,7 +1213,7 @@ def test_region_offerings_use_both_sources(name: str, region: str, status: str) 
         ("trn2.48xlarge", "aps2-az1", "unknown"),  # offered in the region, no AZ data
         ("trn2.3xlarge", "use2-az1", "unknown"),
         ("trn2.3xlarge", "use2-az3", "unknown"),
-        ("trn1.32xlarge", "use1-az1", "not-offered"),  # moto lists trn1.32xlarge's us-east-1 AZs
+        ("trn1.32xlarge", "use1-az1", "unknown"),  # moto lists other us-east-1 AZs: one source, not a refusal
         ("trn1.32xlarge", "euw1-az1", "not-offered"),
         ("trn2.48xlarge", "use1-az4", "not-offered"),
         ("trn1.32xlarge", "use1-az4", "offered"),
@@ -1260,6 +1275,19 @@ def test_gpu_comparators_have_regional_prices_only_where_sourced() -> None:
     assert catalog.regional_price("p5.48xlarge", "eu-west-1") is None
     price = catalog.regional_price("p5.48xlarge", "us-east-2")
     assert price is not None and price.usd_per_hour == 55.04
+    # Review-24 nit 16: the us-east-1 price is carried only for the types SKY shows equal in us-east-2
+    # and us-west-2 (trn1, trn1n, inf2, p5.48xlarge); p4d, g5 and trn1.2xlarge were not read there.
+    expected = {
+        "trn1.32xlarge", "trn1n.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge",
+        "p5.48xlarge",
+    }  # fmt: skip
+    assert set(catalog.SAME_PRICE_TYPES) == expected
+    for name in ("p4d.24xlarge", "g5.12xlarge", "trn1.2xlarge"):
+        assert catalog.regional_price(name, "us-west-2") is None, name
+        assert catalog.regional_price(name, "us-east-1") is not None, name
+    assert catalog.carried_price(catalog.ON_DEMAND_PRICES["inf2.xlarge"], "us-west-2")
+    assert not catalog.carried_price(catalog.ON_DEMAND_PRICES["inf2.xlarge"], "eu-west-1")
+    assert not catalog.carried_price(catalog.ON_DEMAND_PRICES["g5.xlarge"], "us-west-2")
 
 
 def test_trn2_price_applies_only_where_its_source_priced_it() -> None:
@@ -1288,3 +1316,30 @@ def test_sagemaker_types_without_a_published_price_are_recorded_unknown() -> Non
     accepted = {f"ml.{t}" for t in SAGEMAKER_TYPES}
     assert accepted == set(catalog.SAGEMAKER_PRICES) | set(catalog.SAGEMAKER_UNPRICED)
     assert not set(catalog.SAGEMAKER_PRICES) & set(catalog.SAGEMAKER_UNPRICED)
+
+
+def test_supports_efa_reads_the_interface_count_and_the_bandwidth_only_when_the_count_is_unknown() -> None:
+    """Review-24 (the mutation blind spot it named): supports_efa's bandwidth fallback applies only where
+    no source gives the EFA interface count (Trn3); a published count of 0 is no EFA, whatever else."""
+    from dataclasses import replace
+
+    trn1 = catalog.get_instance("trn1.32xlarge")
+    assert trn1.supports_efa and not catalog.get_instance("inf2.xlarge").supports_efa
+    # A published count of 0 with a bandwidth figure: no EFA (the count is what the launch uses).
+    assert not replace(trn1, efa_interfaces=0, efa_gbps=800).supports_efa
+    # Count unknown: the bandwidth decides, and 0 Gbps is no EFA, 1 Gbps is.
+    unknown = replace(trn1, efa_interfaces=0, unknown=("efa_interfaces",))
+    assert not replace(unknown, efa_gbps=0).supports_efa
+    assert replace(unknown, efa_gbps=1).supports_efa
+
+
+def test_host_io_start_up_rates_are_the_burst_figures_in_binary_units() -> None:
+    # inf2.xlarge: 15 Gbps burst network = 15e9 / 8 / 2**30 = 1.7462 GiB/s; 10,000 Mbps burst EBS =
+    # 1e10 / 8 / 2**20 = 1,192.09 MiB/s.
+    io = catalog.host_io("inf2.xlarge")
+    assert io is not None
+    assert io.startup_network_gib_per_second == pytest.approx(1.74623, abs=1e-5)
+    assert io.startup_ebs_mib_per_second == pytest.approx(1192.0929, abs=1e-4)
+    big = catalog.host_io("ml.inf2.48xlarge")
+    assert big is not None and big.startup_network_gib_per_second == pytest.approx(11.64153, abs=1e-5)
+    assert catalog.host_io("trn1.32xlarge") is None

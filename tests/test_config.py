@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cdk_neuron import ami, planner
+from cdk_neuron import ami, catalog, planner
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
 from stacks.config import (
@@ -792,9 +792,6 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "training.instance_type", "p5.48xlarge",
      "not a Neuron instance type; known types: inf2.24xlarge, inf2.48xlarge, inf2.8xlarge, inf2.xlarge, trn1.2xlarge, trn1.32xlarge, "
      "trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge, trn3-gen2-server, trn3.48xlarge"),
-    ("not offered in training AZ", setting("az_ids", ["use1-az2", "use1-az6"]),
-     "training.instance_type", "trn1.32xlarge",
-     "not offered in the training AZ az_ids[0]=use1-az2; in us-east-1 it is offered in use1-az4, use1-az5, use1-az6 (catalog offerings; preflight checks the account)"),
     ("zero max nodes", setting("training.max_nodes", 0),
      "training.max_nodes", 0,
      "must be a whole number >= 1"),
@@ -895,7 +892,8 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "use one of bf16, bfloat16, float16, float32, fp16, fp32, fp8, int8"),
     ("bad TP for instance", setting("serving.model.tensor_parallel", 3),
      "serving.model.tensor_parallel", 3,
-     "the Neuron runtime supports TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64 for inference (NXDI-TP, per instance family)"),
+     "the Neuron runtime supports TP degrees 1, 2, 4, 8, 12, 16, 24, 32, 64 for inference (NXDI-TP per instance family; "
+     "TP 12 on Inf2 from TP-APPNOTE; Trn3 from TRN3-TUTORIAL)"),
     # The library's ModelSpec decides: "gpt2"-style root ids are valid Hub ids, three segments are not.
     ("bad model id", setting("serving.model.model_id", "org/name/x"),
      "serving.model.model_id", "org/name/x",
@@ -909,9 +907,6 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("certificate in other region", setting("serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666"),
      "serving.certificate_arn", "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-1111-2222-3333-444455556666",
      "a load balancer needs an ACM certificate in us-east-1"),
-    ("serving type not offered in every AZ", setting("az_ids", ["use1-az6", "use1-az1"]),
-     "serving.instance_type", "inf2.xlarge",
-     "not offered in use1-az1; in us-east-1 it is offered in use1-az2, use1-az4, use1-az5, use1-az6: change az_ids or the type"),
     ("bad email", setting("monitoring.alarm_email", "oncall"),
      "monitoring.alarm_email", "oncall",
      "must be an email address"),
@@ -1039,14 +1034,19 @@ def test_refusals_name_environment_key_value_and_fix(
     assert (raised.value.field, raised.value.value) == (f"environments.qa.{key}", value)
 
 
-def test_trn1n_is_refused_outside_the_one_az_that_offers_it() -> None:
+def test_an_az_only_the_snapshot_omits_is_not_refused() -> None:
+    """Review-24 finding 5: MOTO (the only AZ-level source) lists trn1n.32xlarge in use1-az6 of us-east-1
+    only, and inf2.xlarge not in use1-az1. One source's silence is "unknown" (the constructs warn and
+    preflight asks the account), so neither configuration is refused; a Region both sources rule out is."""
     env = minimal_env()
     env["training"]["instance_type"] = "trn1n.32xlarge"
     env["az_ids"] = ["use1-az4", "use1-az6"]
-    with pytest.raises(NeuronConfigError, match=r"^environments\.qa\.training\.instance_type=.*use1-az6"):
-        load_one(env)
-    env["az_ids"] = ["use1-az6", "use1-az4"]
+    assert catalog.offering_status("trn1n.32xlarge", "use1-az4") == "unknown"
     assert load_one(env).training.instance_type == "trn1n.32xlarge"
+    env = minimal_env()
+    env["az_ids"] = ["use1-az6", "use1-az1"]
+    assert catalog.offering_status("inf2.xlarge", "use1-az1") == "unknown"
+    assert load_one(env).az_ids == ("use1-az6", "use1-az1")
 
 
 def test_the_auto_scaling_group_engine_needs_no_job_image() -> None:
@@ -1304,8 +1304,8 @@ def test_two_mistakes_in_one_section_are_reported_together(
 
 def test_shipped_plans_estimate_memory_per_neuroncore(shipped: dict[str, EnvironmentConfig]) -> None:
     # prod: NXDT hf_llama3_70B_config.yaml's layout (16 x trn1.32xlarge, TP 32 PP 8, selective
-    # recomputation of CoreAttention and LlamaMLP, sequence 8,192): 0.5133 + 1.0267 + 1.5400 + 3.3254
-    # (80 x 8,192 x 8,192 x 20.5 / 32 bytes + logits) = 6.41 GiB of 12 usable.
+    # recomputation of CoreAttention and LlamaMLP, sequence 8,192): 0.5133 + 1.0267 + 1.5400 + 3.5598
+    # (80 x 8,192 x 8,192 x 22 / 32 bytes + logits) = 6.64 GiB of 8 usable.
     prod = shipped["prod"].training.plan
     assert prod.model is not None and prod.model.parameters == 70_553_706_496
     assert (prod.model.sequence_length, prod.activation_checkpointing, prod.zero1) == (
@@ -1314,7 +1314,7 @@ def test_shipped_plans_estimate_memory_per_neuroncore(shipped: dict[str, Environ
         True,
     )
     assert prod.recompute == ("CoreAttention", "LlamaMLP")
-    assert prod.memory is not None and round(prod.memory.total_gib, 2) == 6.41
+    assert prod.memory is not None and round(prod.memory.total_gib, 2) == 6.64
     # dev and staging train Llama 3.1 8B at TP 32 on 2 and 4 nodes.
     for name, sequence in (("dev", 4096), ("staging", 8192)):
         plan = shipped[name].training.plan
@@ -1442,17 +1442,17 @@ def test_a_plan_that_cannot_fit_is_refused_under_the_cdk_json_key_of_its_knob() 
     env["training"]["plan"]["model"] = {"parameters": 70e9, "sequence_length": 8192}
     with pytest.raises(NeuronConfigError) as raised:
         load_one(env)
-    # 70B on 2 trn1 nodes at TP 32: 4.07 + 8.15 + 12.22 + 7.70 = 32.15 GiB. No single change fits; a
-    # 256-token sequence leaves the least (activations / 32: 24.69 GiB), less than PP 2 (the largest that
-    # divides 64 ranks, 26.04) or full recompute (24.98).
+    # 70B on 2 trn1 nodes at TP 32: 4.07 + 8.15 + 12.22 + 7.93 = 32.38 GiB. No single change fits; a
+    # 256-token sequence leaves the least (activations / 32: 24.70 GiB), less than PP 2 (the largest that
+    # divides 64 ranks, 26.27) or full recompute (24.98).
     assert (raised.value.field, raised.value.value) == (
         "environments.qa.training.plan.model.sequence_length",
         8192,
     )
     assert (
-        "; sequence_length=256 frees the most: 24.69 GiB per NeuronCore (still too much" in raised.value.fix
+        "; sequence_length=256 frees the most: 24.70 GiB per NeuronCore (still too much" in raised.value.fix
     )
-    assert "activation_checkpointing='full': 24.98 GiB; pipeline_parallel=2: 26.04 GiB" in raised.value.fix
+    assert "activation_checkpointing='full': 24.98 GiB; pipeline_parallel=2: 26.27 GiB" in raised.value.fix
     env["training"]["plan"]["model"] = {"parameters": 1_235_814_400, "sequence_length": 65536}
     env["training"].update(instance_type="trn1.2xlarge", max_nodes=1)
     env["training"]["plan"].update(nodes=1, tensor_parallel=2)

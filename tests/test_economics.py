@@ -25,6 +25,7 @@ import re
 import pytest
 
 from cdk_neuron import economics
+from cdk_neuron.catalog import PUBLISHED_THROUGHPUT
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import TrainingModel, plan_training, size_model
 
@@ -65,7 +66,7 @@ def test_the_gpu_comparison_is_published_and_says_where_it_differs() -> None:
         "128 there, 1,024 in the Neuron figure"
     )
     # 70B: 1,602 x 64 = 102,528 tokens/s on 8 p5.48xlarge: 2,709.25 h x $440.32 = $1,192,953.25.
-    big = plan_training("trn1.32xlarge", 32, 32, 8, model=LLAMA3_70B)
+    big = plan_training("trn1.32xlarge", 32, 32, 8, model=LLAMA3_70B, activation_checkpointing="selective")
     gpu70 = economics.gpu_training_comparison(big, TRILLION)
     assert gpu70 is not None and gpu70.usd == pytest.approx(1_192_953.25, abs=0.01)
     assert economics.gpu_training_comparison(plan_training("trn1.32xlarge", 2, 32), TRILLION) is None
@@ -291,9 +292,11 @@ def test_a_region_no_source_prices_leaves_the_cost_unknown() -> None:
     assert (cost.usd, cost.usd_per_hour, cost.label) == (None, None, "unknown")
     assert cost.hours == pytest.approx(707.1620, abs=1e-3)
     assert cost.note.endswith("; price unknown: no source prices trn1.32xlarge in ap-south-1")
-    # us-west-2 has the us-east-1 price (SAME_PRICE_REGIONS).
-    assert economics.training_run_cost(plan, TRILLION, region="us-west-2").usd == pytest.approx(
-        486_527.49, abs=0.01
+    # us-west-2 has the us-east-1 price (SAME_PRICE_REGIONS, for the SAME_PRICE_TYPES), and the basis says whose.
+    west = economics.training_run_cost(plan, TRILLION, region="us-west-2")
+    assert west.usd == pytest.approx(486_527.49, abs=0.01)
+    assert west.price_basis == (
+        "32 x $21.5000/h (KARP 2026-01-19, us-east-1; the us-east-1 price, equal in us-west-2 per SKY)"
     )
     measured_elsewhere = economics.training_run_cost(
         plan_training("trn1.32xlarge", 64, 32, model=LLAMA3_8B),
@@ -335,3 +338,135 @@ def test_a_sagemaker_fleet_is_priced_at_its_hosting_price_or_unknown() -> None:
     assert unpriced.note == (
         "price unknown: no SageMaker hosting price in FMB @00ef155d or any other source we could read"
     )
+
+
+# Tests for the economics survivors a partial mutmut run found (2026-12-02): each pins a whole text or
+# value a user reads, where the tests above checked only part of it.
+
+
+def test_every_figure_carries_its_source_date_and_row_and_no_note_when_it_matched() -> None:
+    exact = plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B)
+    figure, note = economics.training_throughput(exact)
+    assert note == "" and figure is not None and figure.row is not None
+    assert (figure.label, figure.source, figure.date, figure.row.model) == (
+        "published", "NEURON-TRAIN-PERF", "2026-02-19", "Llama-3.1-8B",
+    )  # fmt: skip
+    fewer = plan_training("trn1.32xlarge", 16, 32, 8, model=LLAMA3_70B, activation_checkpointing="selective")
+    scaled, note = economics.training_throughput(fewer)
+    assert note == "" and scaled is not None and scaled.row is not None
+    assert (scaled.label, scaled.source, scaled.date, scaled.row.model) == (
+        "estimated", "NEURON-TRAIN-PERF", "2026-02-19", "Llama-3.1-70B",
+    )  # fmt: skip
+    # A Transformers NeuronX row: estimated, with its own source, date and row, and no note.
+    plan = size_model(8_030_261_248, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=8)
+    legacy, note = economics.serving_throughput(
+        plan, parameters=8_030_261_248, batch_size=8, sequence_length=4096, dtype="int8"
+    )
+    assert note == "" and legacy is not None and legacy.row is not None
+    assert (legacy.label, legacy.source, legacy.date, legacy.row.tokens_per_second) == (
+        "estimated", "NEURON-INF-PERF", "2026-02-26", 859.09,
+    )  # fmt: skip
+    # serving_throughput's own default dtype is bf16, as size_model's.
+    prod = size_model(70_553_706_496, instance_type="inf2.48xlarge", batch_size=4, sequence_length=4096)
+    default, _ = economics.serving_throughput(prod, parameters=70e9, batch_size=4, sequence_length=4096)
+    assert default is not None and default.source == "OPTN-BENCH"
+
+
+def test_unknown_notes_list_every_nearest_figure_and_none_when_there_is_none() -> None:
+    plan = size_model(8_030_261_248, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=8)
+    bf16 = economics.serving_token_cost(plan, parameters=8_030_261_248, batch_size=8, sequence_length=4096)
+    assert bf16.note.endswith(
+        "int8 weights: 859.09 tokens/s (Transformers NeuronX, Neuron 2.18.1; published, NEURON-INF-PERF "
+        "2026-02-26); Llama-3-8B on inf2.48xlarge, TP 24, batch 8, 4,096 tokens, 2,048 input / 2,048 output "
+        "tokens, FP16, matmul BF16, int8 weights: 759.15 tokens/s (Transformers NeuronX, Neuron 2.18.1; "
+        "published, NEURON-INF-PERF 2026-02-26))"
+    )
+    small = size_model(3.21e9, instance_type="inf2.xlarge", batch_size=1, sequence_length=4096)
+    assert economics.serving_token_cost(
+        small, parameters=3.21e9, batch_size=1, sequence_length=4096
+    ).note == (
+        "no published figure for 3.2B parameters on inf2.xlarge at TP 1, batch 1, 4,096 tokens, bf16 weights"
+    )
+    more = economics.training_run_cost(plan_training("trn1.32xlarge", 64, 32, model=LLAMA3_8B), TRILLION)
+    assert "NEURON-TRAIN-PERF 2026-02-19); Llama-3-8B on p5.48xlarge, TP 1" in more.note
+
+
+def test_the_note_names_the_other_instance_even_where_no_price_is_known() -> None:
+    plan = plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B)
+    cost = economics.training_run_cost(plan, TRILLION, region="ap-south-1")
+    assert cost.note == (
+        "NEURON-TRAIN-PERF names trn1.32xlarge/trn1n.32xlarge and does not say which ran: priced as trn1.32xlarge "
+        "(800 Gbps EFA); the figure may have been measured on trn1n.32xlarge (1,600 Gbps EFA); price unknown: no "
+        "source prices trn1.32xlarge in ap-south-1"
+    )
+    assert cost.line() == (
+        f"training run of 1e+12 tokens on 32 x trn1.32xlarge (TP 32, PP 1, DP 32): unknown ({cost.note})"
+    )
+
+
+def test_a_line_gives_hours_from_one_hour_minutes_below_and_no_empty_note() -> None:
+    # 900,000 tokens at 250 tokens/s = 3,600 s: exactly 1.0 h.
+    hour = economics.training_run_cost(
+        plan_training("trn1.32xlarge", 1, 32), 900_000, throughput=economics.measured(250, "x")
+    )
+    assert hour.line() == (
+        "training run of 9e+05 tokens on 1 x trn1.32xlarge (TP 32, PP 1, DP 1): $21.50 (measured; 1.0 h at 250.00 "
+        "tokens/s and $21.5000/h; throughput: x; price: $21.5000/h (KARP 2026-01-19, us-east-1))"
+    )
+    # 1,600,000 tokens at 250 tokens/s: 1.78 h, still hours.
+    longer = economics.training_run_cost(
+        plan_training("trn1.32xlarge", 1, 32), 1_600_000, throughput=economics.measured(250, "x")
+    )
+    assert " (measured; 1.8 h at 250.00 tokens/s" in longer.line()
+    # Under an hour: minutes. 1e6 / 859.09 / 3,600 = 0.3233 h = 19.4 min.
+    plan = size_model(8_030_261_248, instance_type="inf2.48xlarge", tensor_parallel=24, batch_size=8)
+    int8 = economics.serving_token_cost(
+        plan, parameters=8_030_261_248, batch_size=8, sequence_length=4096, dtype="int8"
+    )
+    assert ": $4.20 (estimated; 19.4 min at 859.09 tokens/s and $12.9813/h; " in int8.line()
+
+
+def test_the_gpu_comparisons_name_their_result_and_configuration() -> None:
+    plan = plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B)
+    training = economics.gpu_training_comparison(plan, TRILLION)
+    assert training is not None
+    assert (training.result, training.configuration) == (
+        "training run of 1e+12 tokens",
+        "1 x p5.48xlarge (H100)",
+    )
+    serving = economics.gpu_serving_comparison(parameters=70_553_706_496, batch_size=1)
+    assert serving is not None
+    assert (serving.result, serving.configuration) == ("1M generated tokens", "0.25 of a p5.48xlarge (H100)")
+    assert economics._tokens_text(None) == "?" and economics._tokens_text(2048) == "2,048"
+
+
+def test_price_bases_read_whole() -> None:
+    # One instance: no count; two: "2 x"; part of one: "0.25 of", marked estimated.
+    prod = size_model(70_553_706_496, instance_type="inf2.48xlarge", batch_size=4, sequence_length=4096)
+    serving = economics.serving_token_cost(prod, parameters=70e9, batch_size=4, sequence_length=4096)
+    assert (serving.result, serving.price_basis, serving.price_estimated) == (
+        "1M generated tokens", "$12.9813/h (KARP 2026-01-19, us-east-1)", False,
+    )  # fmt: skip
+    two = economics.training_run_cost(
+        plan_training("trn1.32xlarge", 2, 32), TRILLION, throughput=economics.measured(1e5, "x")
+    )
+    assert two.price_basis == "2 x $21.5000/h (KARP 2026-01-19, us-east-1)"
+    gpu = economics.gpu_serving_comparison(parameters=70_553_706_496, batch_size=1)
+    assert gpu is not None and gpu.price_basis == (
+        "0.25 of $55.0400/h (KARP 2026-01-19, us-east-1; after the 2025-06 price cut (was 98.32)) (estimated: no "
+        "instance type has that part of its accelerators)"
+    )
+    # No price: nothing to call an estimate.
+    unpriced = economics.training_run_cost(
+        plan_training("trn1.32xlarge", 32, 32, model=LLAMA3_8B), TRILLION, region="ap-south-1"
+    )
+    assert (unpriced.usd_per_hour, unpriced.price_estimated) == (None, False)
+    hosting = economics.serving_token_cost(
+        prod, parameters=70e9, batch_size=4, sequence_length=4096, sagemaker=True, region="eu-west-1"
+    )
+    assert (hosting.usd_per_hour, hosting.price_estimated) == (None, False)
+
+
+def test_a_row_measured_on_one_instance_type_leaves_nothing_open() -> None:
+    gpu = next(r for r in PUBLISHED_THROUGHPUT if r.kind == "training" and r.instance_type == "p5.48xlarge")
+    assert gpu.also_on == () and economics._which_instance(gpu, "p5.48xlarge", 1, 10.0, "us-east-1") == ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import re
 import sys
 import textwrap
 from datetime import date
@@ -367,6 +368,28 @@ def test_replace_section_rewrites_only_between_the_markers() -> None:
 def test_the_committed_summary_has_its_markers() -> None:
     text = mutation_summary.DOC.read_text()
     assert text.count(mutation_summary.BEGIN) == 1 and text.count(mutation_summary.END) == 1
+
+
+def test_also_copy_names_top_level_files_or_folders_mutmut_can_copy() -> None:
+    """mutmut 3.8.1 copies a file entry to mutants/<path> without creating its folder (a
+    FileNotFoundError before any mutant runs): files below the top level go in by their folder."""
+    for entry in mutation.mutmut_config()["also_copy"]:
+        path = mutation.ROOT / entry
+        assert path.exists(), entry
+        assert path.is_dir() or "/" not in entry, entry
+    # The pure tests read these; mutmut runs them from mutants/.
+    copied = mutation.mutmut_config()["also_copy"]
+    assert "cdk.json" in copied and "docs" in copied
+
+
+def test_the_results_name_every_mutated_module() -> None:
+    """Review-24 finding 6: a module added to ``only_mutate`` (economics) must have a row in the results,
+    generated or dated by hand, or the page claims a measurement that was never made."""
+    text = mutation_summary.DOC.read_text()
+    results = text[text.index("## Results") :]
+    for path in mutation.mutmut_config()["only_mutate"]:
+        module = path.removesuffix(".py").replace("/", ".").removeprefix("constructs.")
+        assert re.search(rf"^\| `{re.escape(module)}` \| \d+ \| \d+ \|", results, re.MULTILINE), module
 
 
 # --------------------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def _child_count(env: Env) -> int:
         ({"instance_type": "trn1.2xlarge", "max_nodes": 2}, "max_nodes", "has no EFA"),
         ({"max_nodes": 0}, "max_nodes", ">= 1"),
         ({"max_nodes": True}, "max_nodes", ">= 1"),
-        ({"availability_zone_id": "use1-az3"}, "availability_zone_id", "not offered in use1-az3"),
+        ({"instance_type": "trn2.48xlarge", "availability_zone_id": "use1-az4"}, "availability_zone_id", "not offered in use1-az4"),
         ({"availability_zone_id": "us-east-1a"}, "availability_zone_id", "AZ names .us-east-1a. map to different AZs"),
         ({"availability_zone_id": "use2-az3"}, "availability_zone_id", "stack deploys to us-east-1"),
         ({"capacity": Capacity.capacity_block(RESERVATION), "placement_group": True}, "placement_group", "UltraCluster"),
@@ -106,18 +106,27 @@ def test_bad_props_are_refused(env: Env, overrides: dict[str, Any], field: str, 
     assert _child_count(env) - before <= 1
 
 
-def test_an_az_without_the_type_names_where_the_stacks_region_offers_it(env: Env) -> None:
-    """Rough edge 8: use1-az3 is in no offerings row, so the AZ table gives no region for it; the
-    message takes the stack's (it said "not offered in None")."""
+def test_an_az_the_snapshot_omits_is_a_warning_naming_the_zones_it_lists(env: Env) -> None:
+    """Review-24 finding 5: MOTO lists trn1.32xlarge in other us-east-1 AZs, not use1-az3. It is the only
+    AZ-level source, so the cluster is built with a warning that names what it lists, not refused."""
     from cdk_neuron.catalog import offered_az_ids
 
+    cluster = env.cluster(availability_zone_id="use1-az3")
+    warnings = [str(entry.data) for entry in cluster.node.metadata if entry.type == "aws:cdk:warning"]
+    offered = ", ".join(offered_az_ids("trn1.32xlarge", "us-east-1"))
+    assert [w for w in warnings if OFFERING_WARNING_ID in w] == [
+        f"whether use1-az3 offers trn1.32xlarge is unknown: the AZ snapshot (MOTO, 2026-08-22) lists trn1.32xlarge in "
+        f"{offered} of us-east-1, not in use1-az3; it is the only AZ-level source, so this is unknown rather than "
+        f"refused: `cdk-neuron preflight` checks the account [ack: {OFFERING_WARNING_ID}]"
+    ]
+
+
+def test_an_az_in_a_region_both_sources_rule_out_is_refused(env: Env) -> None:
     with pytest.raises(NeuronConfigError) as raised:
-        env.cluster(availability_zone_id="use1-az3")
-    offered = ", ".join(sorted(offered_az_ids("trn1.32xlarge", "us-east-1")))
-    assert offered and raised.value.fix == (
-        f"trn1.32xlarge is not offered in use1-az3; in us-east-1 it is offered in {offered} (offerings snapshot)"
+        env.cluster(instance_type="trn2.48xlarge", availability_zone_id="use1-az4")
+    assert raised.value.fix == (
+        "trn2.48xlarge is not offered in use1-az4; it is not offered anywhere in us-east-1 (MOTO and CFN-LINT offerings)"
     )
-    assert "None" not in str(raised.value)
 
 
 def test_plan_for_another_instance_is_refused(env: Env) -> None:

@@ -394,10 +394,13 @@ SOURCE_LIST: tuple[Source, ...] = (
         "aws-neuron/neuronx-distributed-training examples/conf: hf_llama3_8B_config.yaml and "
         "hf_llama3_70B_config.yaml @9a145a8 (2025-05-20, trn1.32xlarge), hf_llama3_8B_trn2_config.yaml and "
         "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2), "
-        "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute); all "
-        "mixed precision, ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192; selective "
-        "recompute of [CoreAttention] (8B trn1), [CoreAttention, LlamaMLP] (70B trn1), [LlamaRMSNorm, "
-        "ActivationMultiplyMLP] (70B trn2), none (8B trn2), "
+        "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute), "
+        "hf_llama3.1_8B_config.yaml and hf_llama3.1_70B_config.yaml @d9e0bf6 (2025-06-24, 32 x trn1.32xlarge, "
+        "TP 32, PP 1 and 8: the layouts NEURON-TRAIN-PERF measured); all mixed precision, ZeRO-1, sequence "
+        'parallel, flash attention, "micro_batch_size: 1 # limited by TRN memory", sequence 8,192, '
+        "kv_replicator 4 on trn1 (2 for 8B on trn2); selective recompute of [CoreAttention] (8B trn1), "
+        "[CoreAttention, LlamaMLP] (70B trn1, both 3.1 configurations), [LlamaRMSNorm, ActivationMultiplyMLP] "
+        "(70B trn2), none (8B trn2); use_master_weights_in_ckpt False in every one, "
         "https://github.com/aws-neuron/neuronx-distributed-training/tree/main/examples/conf",
         "2025-08-01",
     ),
@@ -1550,9 +1553,12 @@ def _region_of_prefix(prefix: str) -> str | None:
 def offering_status(instance_name: str | NeuronInstance, az_id: str) -> OfferingStatus:
     """Whether ``az_id`` (an AZ ID such as ``use1-az4``) offers ``instance_name``.
 
-    ``"offered"`` when the AZ snapshot lists it; ``"not-offered"`` when the snapshot lists the type
-    in other AZs of the same region (its data for that region is there) or when
-    :func:`region_offering_status` says the region does not offer it; otherwise ``"unknown"``.
+    ``"offered"`` when the AZ snapshot lists it. ``"not-offered"`` only when both Region-level
+    sources rule out the whole Region (:func:`region_offering_status`). An AZ the snapshot omits in a
+    Region where it lists the type elsewhere is ``"unknown"``: MOTO is the only AZ-level source we
+    hold, a dated one, and AWS adds AZs to a type's offerings, so one source's silence is not a
+    refusal (:func:`az_offering_note` says what it does list; ``cdk-neuron preflight`` asks
+    DescribeInstanceTypeOfferings in the live account).
     """
     inst = get_instance(instance_name)
     az_id = _check_az_id(az_id)
@@ -1562,9 +1568,30 @@ def offering_status(instance_name: str | NeuronInstance, az_id: str) -> Offering
     region = _region_of_prefix(az_id.split("-az")[0])
     if region is None:
         return "unknown"
-    if table.get(region):
-        return "not-offered"
     return "not-offered" if region_offering_status(inst, region) == "not-offered" else "unknown"
+
+
+def az_offering_note(instance_name: str | NeuronInstance, az_id: str) -> str:
+    """Why :func:`offering_status` answers what it does for ``az_id``, naming the AZs the snapshot lists."""
+    inst = get_instance(instance_name)
+    az_id = _check_az_id(az_id)
+    status = offering_status(inst, az_id)
+    region = _region_of_prefix(az_id.split("-az")[0])
+    listed = OFFERINGS.get(inst.key, {}).get(region or "", ())
+    snapshot = f"the AZ snapshot (MOTO, {SOURCES['MOTO'].date})"
+    if status == "offered":
+        return f"{snapshot} lists {inst.name} in {az_id}"
+    if status == "not-offered":
+        return f"{inst.name} is not offered anywhere in {region} (MOTO and CFN-LINT both cover {region})"
+    if listed:
+        return (
+            f"{snapshot} lists {inst.name} in {', '.join(listed)} of {region}, not in {az_id}; it is the only "
+            "AZ-level source, so this is unknown rather than refused: `cdk-neuron preflight` checks the account"
+        )
+    return (
+        f"no source lists {inst.name}'s AZs in {region or 'the Region of ' + az_id}: `cdk-neuron preflight` "
+        "checks the account"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1642,6 +1669,21 @@ def known_price(instance_name: str) -> Price | None:
 # the ones SKY lists, and regional_price() answers None (unknown) for the rest, never the us-east-1
 # figure.
 SAME_PRICE_REGIONS: frozenset[str] = frozenset({"us-east-1", "us-east-2", "us-west-2"})
+# The types SKY shows at the same price in those Regions; no other type's price is carried. p5.48xlarge:
+# SKY lists it at 98.32 in us-east-1, us-east-2 and us-west-2 alike (before the 2025-06 cut KARP's
+# figure reflects), so the cut price is carried on the same evidence; p4d, g5 and g6e were not read.
+SAME_PRICE_TYPES: frozenset[str] = frozenset(
+    {"trn1.32xlarge", "trn1n.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge", "inf2.48xlarge",
+     "p5.48xlarge"}
+)  # fmt: skip
+
+
+def carried_price(price: Price, region: str) -> bool:
+    """Whether table ``price``, for another Region, holds in ``region`` too (SAME_PRICE_TYPES and
+    SAME_PRICE_REGIONS, per SKY)."""
+    same_type = any(price == ON_DEMAND_PRICES[name] for name in SAME_PRICE_TYPES)
+    return price.source == "KARP" and same_type and {price.region, region} <= SAME_PRICE_REGIONS
+
 
 # On-demand Linux prices outside SAME_PRICE_REGIONS, USD/hour, from SKY's on-demand column.
 REGIONAL_PRICES: dict[str, dict[str, Price]] = {
@@ -1671,14 +1713,14 @@ REGIONAL_PRICES: dict[str, dict[str, Price]] = {
 def regional_price(instance_name: str, region: str) -> Price | None:
     """The on-demand price of ``instance_name`` in ``region``, or None where no source gives one.
 
-    The us-east-1 table price in SAME_PRICE_REGIONS, a REGIONAL_PRICES entry elsewhere; prices are never
-    carried to a region no source prices.
+    The us-east-1 table price in SAME_PRICE_REGIONS for SAME_PRICE_TYPES (SKY shows them equal), a
+    REGIONAL_PRICES entry elsewhere; prices are never carried to a region or type no source shows equal.
     """
     region = _check_region(region)
     price = known_price(instance_name)
     if price is None:
         return None
-    if region == price.region or (price.source == "KARP" and {price.region, region} <= SAME_PRICE_REGIONS):
+    if region == price.region or carried_price(price, region):
         return price
     key = instance_name if instance_name in ON_DEMAND_PRICES else get_instance(instance_name).key
     return REGIONAL_PRICES.get(key, {}).get(region)
@@ -1860,7 +1902,9 @@ __all__ = [
     "Source",
     "SpotSample",
     "UltraServerType",
+    "az_offering_note",
     "capacity_block_types",
+    "carried_price",
     "efa_network_interfaces",
     "get_inference_instance",
     "get_instance",

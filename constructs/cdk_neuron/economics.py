@@ -117,7 +117,7 @@ class ResultCost:
 
 
 def _price(
-    instance_type: str, instances: float, region: str, sagemaker: bool = False
+    instance_type: str, instances: float, region: str, sagemaker: bool
 ) -> tuple[float | None, str, bool]:
     """(hourly price of ``instances`` of the type, its basis, whether the price is an estimate: a fraction of
     an instance, or a price its source calls uncertain)."""
@@ -137,7 +137,8 @@ def _price(
     date = catalog.SOURCES[price.source].date
     part = instances != int(instances)
     share = f"{instances:g} of " if part else (f"{instances:g} x " if instances != 1 else "")
-    basis = f"{share}${price.usd_per_hour:,.4f}/h ({price.source} {date}, {price.region}{note})"
+    carried = f"; the {price.region} price, equal in {region} per SKY" if price.region != region else ""
+    basis = f"{share}${price.usd_per_hour:,.4f}/h ({price.source} {date}, {price.region}{carried}{note})"
     if part:
         basis += " (estimated: no instance type has that part of its accelerators)"
     # A price its own source calls uncertain (trn2.48xlarge: SKY and Vantage differ 2.4x) cannot make a

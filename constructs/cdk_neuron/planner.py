@@ -93,7 +93,7 @@ class TrainingPlan:
     """The modules recomputed under ``activation_checkpointing="selective"``; empty otherwise."""
     memory: TrainingMemory | None = None
     """The estimated HBM per NeuronCore (:class:`TrainingMemory`); None without a ``model``."""
-    hbm_headroom: float = 0.25
+    hbm_headroom: float = 0.5  # DEFAULT_TRAINING_HEADROOM, defined below
 
     @property
     def efa_traffic(self) -> str:
@@ -217,11 +217,20 @@ OPTIMIZER_BYTES = 12
 # The loss is computed on FP32 logits, vocabulary-parallel over TP (s x b x vocab x 4 / TP).
 LOGIT_BYTES = 4
 # The share of each NeuronCore's HBM left for what the estimate does not count: compiled graphs
-# (NEFFs), runtime and collective buffers, XLA temporaries. The published NxD Training configurations
-# (NXDT-CONF) use at most 42 % of their cores' HBM by this estimate (70B on trn2), the 32-node
-# benchmark runs (NEURON-TRAIN-PERF) at most 63 % (70B, counted without recompute, which the page
-# does not state): inside the 75 % it allows.
-DEFAULT_TRAINING_HEADROOM = 0.25
+# (NEFFs), runtime and collective buffers, XLA temporaries, the all-gathered sequence-parallel inputs
+# and fused projections' outputs. Calibrated from both sides on NXDT-CONF, whose every configuration
+# runs micro-batch 1 with the comment "limited by TRN memory":
+# - from below, every published configuration must fit: by this estimate they use 15 % (Llama 3.1 8B
+#   on 32 trn1, hf_llama3.1_8B_config.yaml, the layout NEURON-TRAIN-PERF measured) to 42.5 % (70B on
+#   8 trn2.48xlarge) of their cores' HBM;
+# - from above, micro-batch 2 of the three 70B configurations estimates at 59 % (32 trn1), 64 % (16
+#   trn1) and 66 % (trn2), and must not fit. The same comment stands on the 8B and 405B
+#   configurations, whose micro-batch 2 estimates at 20 to 46 %: some below the published 70B trn2 at
+#   micro-batch 1, so no limit on this estimate refuses them all. The estimate is a lower bound.
+# Half the HBM sits between the two sides, with room for the estimate's own error. A plan above the
+# highest published share (PUBLISHED_TRAINING_HBM_SHARE) and within the limit carries a note.
+DEFAULT_TRAINING_HEADROOM = 0.5
+PUBLISHED_TRAINING_HBM_SHARE = 0.43
 TRAINING_MEMORY_SOURCES = ("NXD-SMP", "ZERO", "ACT-MEM", "NXDT-LLAMA", "MODEL-SHAPES", "NXDT-CONF")
 
 
@@ -310,7 +319,15 @@ class TrainingMemory:
       CoreAttention and LlamaMLP: 20.5 for 70B; LlamaRMSNorm and ActivationMultiplyMLP: 33.5);
       ``full`` keeps each layer's input (2) and recomputes one layer at a time.
 
-    The limit is the core's HBM at the plan's LNC less ``headroom``.
+    K and V count one whole head per rank when TP exceeds the KV heads (NxD Training replicates them,
+    ``kv_replicator``). Pipeline stages are averaged: ``P / (TP x PP)`` spreads the embedding and the
+    LM head over every stage, while the first stage really holds the embedding (1.05 B parameters for
+    Llama 3 70B: about 9 % above the average at PP 8) and the last the LM head and the logits; the
+    estimate does not pick the heaviest stage.
+
+    The limit is the core's HBM at the plan's LNC less ``headroom`` (default half, calibrated on
+    NxD Training's configurations from both sides: see ``DEFAULT_TRAINING_HEADROOM``). The estimate
+    is a lower bound: what it leaves out is as large as what it counts.
     """
 
     weights_gib: float
@@ -335,6 +352,16 @@ class TrainingMemory:
     def fits(self) -> bool:
         return self.total_gib <= self.usable_gib
 
+    @property
+    def share(self) -> float:
+        """The estimate's share of the core's HBM."""
+        return self.total_gib / self.hbm_gib
+
+    @property
+    def beyond_published(self) -> bool:
+        """Above every published configuration's share of HBM (:data:`PUBLISHED_TRAINING_HBM_SHARE`)."""
+        return self.share > PUBLISHED_TRAINING_HBM_SHARE
+
     def breakdown(self) -> str:
         return (
             f"weights {self.weights_gib:.2f} + gradients {self.gradients_gib:.2f} + optimizer "
@@ -356,20 +383,29 @@ def activation_bytes_per_layer(
     intermediate_size: int,
     hidden_size: int,
     recompute: tuple[str, ...] = (),
+    tensor_parallel: int = 1,
 ) -> float:
     """Bytes one layer keeps per ``s x b x h`` when ``recompute``'s modules are recomputed
-    (:data:`ACTIVATION_TERMS`; before dividing by TP)."""
-    kv_ratio, mlp_ratio = kv_heads / attention_heads, intermediate_size / hidden_size
+    (:data:`ACTIVATION_TERMS`; before dividing by TP).
+
+    With TP above the KV heads, NxD Training replicates them so each rank holds one whole KV head
+    (``kv_replicator``: 4 in its trn1 Llama 3 configurations, 8 KV heads x 4 = TP 32; NXDT-CONF), so
+    K and V count ``max(kv, TP) / a`` rather than ``kv / a``: 4 bytes instead of 1 per ``s x b x h``
+    for Llama 3 8B at TP 32."""
+    kv = max(kv_heads, min(tensor_parallel, attention_heads))
+    kv_ratio, mlp_ratio = kv / attention_heads, intermediate_size / hidden_size
     return sum(t.size(kv_ratio, mlp_ratio) for t in ACTIVATION_TERMS if t.stored(recompute))
 
 
-def _activation_factor(shape: _TrainingShape, checkpointing: str, recompute: tuple[str, ...]) -> float:
+def _activation_factor(
+    shape: _TrainingShape, checkpointing: str, recompute: tuple[str, ...], tp: int
+) -> float:
     """Bytes stored per layer and per s x b x h (see :class:`TrainingMemory`)."""
     if checkpointing == "full":
         return 2
     return activation_bytes_per_layer(
         shape.kv_heads, shape.attention_heads, shape.intermediate_size, shape.hidden_size,
-        recompute if checkpointing == "selective" else (),
+        recompute if checkpointing == "selective" else (), tp,
     )  # fmt: skip
 
 
@@ -411,10 +447,10 @@ def _training_memory(
 ) -> TrainingMemory:
     per_core = model.parameters / (tp * pp)
     tokens = model.sequence_length * model.micro_batch_size
-    factor = _activation_factor(shape, checkpointing, recompute)
+    factor = _activation_factor(shape, checkpointing, recompute, tp)
     activations = shape.layers * tokens * shape.hidden_size * factor / tp
     if checkpointing == "full":  # one layer is recomputed at a time, with all its activations
-        activations += tokens * shape.hidden_size * _activation_factor(shape, "none", ()) / tp
+        activations += tokens * shape.hidden_size * _activation_factor(shape, "none", (), tp) / tp
     logits = tokens * shape.vocab_size * LOGIT_BYTES / tp
     return TrainingMemory(
         weights_gib=WEIGHT_BYTES * per_core / _GIB,
@@ -493,7 +529,9 @@ def plan_training(
 
     ``model`` (a :class:`TrainingModel`): what is trained. With it the plan estimates the HBM each
     NeuronCore needs (:class:`TrainingMemory`: weights, gradients, optimizer state and activations)
-    and refuses a plan whose estimate exceeds the core's HBM less ``hbm_headroom`` (default 0.25),
+    and refuses a plan whose estimate exceeds the core's HBM less ``hbm_headroom`` (default 0.5,
+    calibrated from both sides on NxD Training's published configurations; the plan's notes say when
+    the estimate is above every published one),
     naming the change that frees the most memory: a larger TP or PP, ZeRO-1, activation
     checkpointing, a shorter sequence or a smaller micro-batch. Without it memory is not checked and
     the plan's notes say so. ``zero1`` (default True): the optimizer state is sharded across the
@@ -714,6 +752,12 @@ def plan_training(
         memory = knobs.estimate()
         if not memory.fits:
             knobs.refuse(memory)
+        if memory.beyond_published:
+            notes.append(
+                f"HBM per NeuronCore: the estimate ({memory.share:.0%} of HBM) is above every published NxD "
+                f"Training configuration ({PUBLISHED_TRAINING_HBM_SHARE:.0%} at most), which all run micro-batch 1 "
+                "'limited by TRN memory'; it is a lower bound: measure before relying on it"
+            )
         if ep > 1:
             notes.append(
                 "HBM per NeuronCore is estimated as for a dense model; experts sharded by EP need less"
@@ -950,6 +994,10 @@ DEFAULT_HEADROOM = 0.35
 # inf2.xlarge, 120 GiB on inf2.8xlarge. Near that edge loading is slow (serving/timing.py doubles the
 # load time on small hosts); past it, size_model's host_memory_override takes a reason.
 DEFAULT_HOST_MEMORY_HEADROOM = 0.0625
+# Weights above this share of the instance's RAM leave a margin that holds only with streaming,
+# shard-on-load loading (the published inf2.xlarge deployments: Llama-3 8B bf16 leaves 1.04 GiB of 16);
+# the plan's explanation says so.
+THIN_HOST_MEMORY = 0.9
 # The head dimension of most mainstream LLMs (Llama 2/3 from 3B up, Mistral, Qwen), not of all:
 # Llama 3.2 1B uses 64 (MODEL-SHAPES). Where the caller gives no head_dim, the nearest reference
 # shape's is used, so a 1B-class model is sized with 64.
@@ -961,6 +1009,22 @@ DEFAULT_HEAD_DIM = 128
 _SERVING_TP = tuple(
     sorted({tp for lists in INFERENCE_TP_DEGREES.values() for tps in lists.values() for tp in tps})
 )
+# Who lists which degrees (catalog.INFERENCE_TP_DEGREES): NXDI-TP lists none for Trn3 and not Inf2's
+# TP 12, which TP-APPNOTE and OPTN-NB give.
+_SERVING_TP_UNION_SOURCES = (
+    "NXDI-TP per instance family; TP 12 on Inf2 from TP-APPNOTE; Trn3 from TRN3-TUTORIAL"
+)
+
+
+def _serving_tp_sources(instance: NeuronInstance, degrees: Sequence[int]) -> str:
+    """The sources of the inference TP degrees ``degrees`` listed for ``instance``."""
+    if instance.chip == "trainium3":
+        return "TRN3-TUTORIAL"
+    if instance.chip == "inferentia2" and 12 in degrees:
+        return "NXDI-TP; TP 12 from TP-APPNOTE and OPTN-NB"
+    return "NXDI-TP"
+
+
 # 8-bit weight formats on Neuron are weight-only quantization (transformers-neuronx / NxD Inference
 # dequantize to the 16-bit compute type; LMI-TNX's `load_in_8bit`): the KV cache stays 16-bit unless
 # KV-cache quantization is asked for explicitly, so by default it is counted at 2 bytes.
@@ -1250,7 +1314,7 @@ def _check_serving_inputs(
                 "tensor_parallel",
                 tensor_parallel,
                 f"the Neuron runtime supports TP degrees {', '.join(map(str, _SERVING_TP))} for inference "
-                "(NXDI-TP, per instance family)",
+                f"({_SERVING_TP_UNION_SOURCES})",
             )
     return params, kv_dtype, sequence, batch
 
@@ -1378,7 +1442,8 @@ def _tp_on_instance(
             "tensor_parallel",
             tensor_parallel,
             f"{instance.name} has {instance.neuron_cores} NeuronCores; the Neuron runtime supports TP "
-            f"{', '.join(map(str, _serving_tp_allowed(instance)))} for inference there (NXDI-TP)"
+            f"{', '.join(map(str, _serving_tp_allowed(instance)))} for inference there "
+            f"({_serving_tp_sources(instance, _serving_tp_allowed(instance))})"
             + (f"; sources disagree: {disagreement}" if disagreement else ""),
         )
     weights, usable = sizing.weights, sizing.usable(instance)
@@ -1489,6 +1554,12 @@ def _serving_plan(
     )
     if sizing.host_memory_override is not None:
         explanation += f" (host-memory check overridden: {sizing.host_memory_override})"
+    elif sizing.host_need(instance, tp) > THIN_HOST_MEMORY * instance.memory_gib:
+        explanation += (
+            f" (within {1 - THIN_HOST_MEMORY:.0%} of the instance's {instance.memory_gib:g} GiB of RAM: it holds "
+            "while loading streams safetensors and shards them on load, as NxD Inference and optimum-neuron do; "
+            "a .bin checkpoint, or loading without shard-on-load, can run out of host memory)"
+        )
     disagreement = tp_disagreement(instance, None, tp)
     if disagreement is not None:
         explanation += f"; TP {tp}: sources disagree: {disagreement}"
@@ -1522,6 +1593,7 @@ __all__ = [
     "FABRIC_EFA",
     "FABRIC_INSTANCE",
     "FABRIC_ULTRASERVER",
+    "PUBLISHED_TRAINING_HBM_SHARE",
     "RECOMPUTE_MODULES",
     "ActivationTerm",
     "ServingPlan",

@@ -115,12 +115,13 @@ class PriceBook:
 def regional(price: Price | None, region: str) -> bool:
     """Whether ``price`` is a price for ``region``.
 
-    Live prices are; table prices are for their own Region, and the Neuron instance prices also for
-    the Regions :data:`catalog.SAME_PRICE_REGIONS` lists (SkyPilot's catalog shows the same figures).
+    Live prices are; table prices are for their own Region, and the prices of
+    :data:`catalog.SAME_PRICE_TYPES` also for the Regions :data:`catalog.SAME_PRICE_REGIONS` lists
+    (SkyPilot's catalog shows the same figures).
     """
     if price is None or price.region == region:
         return True
-    return price.source == "KARP" and {price.region, region} <= catalog.SAME_PRICE_REGIONS
+    return catalog.carried_price(price, region)
 
 
 def _filters(instance_type: str, region: str) -> list[dict[str, str]]:

@@ -2,8 +2,12 @@
 
 Plain Python (no ``aws_cdk``). AZ *names* (``us-east-1a``) map to different physical zones in every
 account; AZ *IDs* (``use1-az4``) do not, and offerings are published per AZ ID (catalog, MOTO). The
-fleet therefore takes an explicit name -> ID mapping for the VPC's zones and keeps only the zones
-whose ID offers the instance type, refusing when too few remain.
+fleet therefore takes an explicit name -> ID mapping for the VPC's zones and keeps the zones whose
+ID offers the instance type. A zone the AZ snapshot omits (while it lists the type in other zones of
+the Region) is left out when enough listed zones remain, and kept with a warning when they do not:
+the snapshot is the only AZ-level source, so its silence is never a refusal (``cdk-neuron
+preflight`` asks the live account). Too few zones are refused only when both offerings sources rule
+out the rest.
 """
 
 from __future__ import annotations
@@ -11,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from cdk_neuron.catalog import OFFERINGS, OFFERINGS_NOTE, get_instance, offering_status, region_of_az_id
+from cdk_neuron.catalog import (
+    OFFERINGS,
+    OFFERINGS_NOTE,
+    az_offering_note,
+    get_instance,
+    offering_status,
+    region_of_az_id,
+)
 from cdk_neuron.errors import NeuronConfigError, one_of
 
 
@@ -19,8 +30,10 @@ from cdk_neuron.errors import NeuronConfigError, one_of
 class Placement:
     """The AZ names to deploy into, and what could not be verified.
 
-    :param availability_zones: the AZ names that offer the instance type. Required.
-    :param dropped: the selected AZ names that do not offer it. Default: none.
+    :param availability_zones: the AZ names to deploy into: those that offer the instance type, and
+        those no source rules out (each with a warning). Required.
+    :param dropped: the selected AZ names left out: both offerings sources rule out their Region, or
+        the AZ snapshot lists the type only in other zones and enough listed ones remain. Default: none.
     :param warnings: what the offerings snapshot could not vouch for. Default: none.
     """
 
@@ -84,6 +97,7 @@ def select_availability_zones(
     else:
         kept_list: list[str] = []
         dropped_list: list[str] = []
+        unlisted: list[tuple[str, str]] = []
         for az in azs:
             if _is_token(az):
                 kept_list.append(az)
@@ -107,13 +121,28 @@ def select_availability_zones(
             if status == "not-offered":
                 dropped_list.append(az)
                 continue
+            if status == "unknown" and table.get(az_region or concrete_region or ""):
+                # The AZ snapshot lists the type elsewhere in the Region, not here: one source's
+                # silence, so the zone is avoided while enough listed ones remain, never refused.
+                unlisted.append((az, az_id))
+                continue
             if status == "unknown":
                 warnings.append(
-                    f"whether {az} ({az_id}) offers {instance.name} is unknown to the catalog; "
-                    "`cdk-neuron preflight` checks the live account"
+                    f"whether {az} ({az_id}) offers {instance.name} is unknown: "
+                    f"{az_offering_note(instance.name, az_id)}"
                 )
             kept_list.append(az)
-        kept, dropped = tuple(kept_list), tuple(dropped_list)
+        use_unlisted = len(kept_list) < min_availability_zones
+        for az, az_id in unlisted:
+            (kept_list if use_unlisted else dropped_list).append(az)
+            action = (
+                "kept (too few listed zones remain)"
+                if use_unlisted
+                else "left out while listed zones suffice"
+            )
+            warnings.append(f"{az} ({az_id}) {action}: {az_offering_note(instance.name, az_id)}")
+        kept = tuple(az for az in azs if az in kept_list)
+        dropped = tuple(az for az in azs if az in dropped_list)
         if not kept:
             offered = table.get(concrete_region or "", ())
             raise NeuronConfigError(

@@ -239,8 +239,10 @@ class SageMakerInferenceFleet(SageMakerFleetMetrics, InferenceFleetBase):
     :param max_capacity: the most endpoint instances scaling may run. Default: twice ``min_capacity``.
     :param vpc_subnets: subnets for the model's network interfaces. Default: private subnets with egress.
     :param availability_zone_ids: AZ name -> AZ ID of the selected subnets' zones in this account, e.g.
-        ``{"us-east-1a": "use1-az4"}``. Zones whose ID does not offer the instance type are dropped
-        (catalog offerings) and a fleet with none is refused. Default: None - only the region is checked.
+        ``{"us-east-1a": "use1-az4"}``. Zones in a Region both offerings sources rule out are dropped, and
+        a fleet with none is refused; a zone only the AZ snapshot omits is left out while enough listed
+        zones remain, else kept with a warning (one source's silence is never a refusal). Default:
+        None - only the region is checked.
     :param min_availability_zones: fewest zones the model's interfaces must span. Also the floor for
         ``min_capacity``. Default: 1.
     :param artifact_key: KMS key of the artifact bucket, granted decrypt. Default: None (SSE-S3).

@@ -18,6 +18,7 @@ from cdk_neuron.catalog import (
     INSTANCES,
     EfaLayout,
     NeuronInstance,
+    az_offering_note,
     efa_network_interfaces,
     get_training_instance,
     known_instances,
@@ -211,13 +212,10 @@ def availability_zone_id(instance: NeuronInstance, az_id: object, stack: cdk.Sta
         raise NeuronConfigError(
             "availability_zone_id",
             az_id,
-            f"{instance.name} is not offered in {az_id}{where} (offerings snapshot)",
+            f"{instance.name} is not offered in {az_id}{where} (MOTO and CFN-LINT offerings)",
         )
     if status == "unknown":
-        return (
-            f"cannot tell from the offerings snapshot whether {az_id} offers {instance.name}; "
-            "run `cdk-neuron preflight` against the account"
-        )
+        return f"whether {az_id} offers {instance.name} is unknown: {az_offering_note(instance, az_id)}"
     return None
 
 

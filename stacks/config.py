@@ -106,6 +106,7 @@ from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
     CheckpointSizing,
     Deployment,
+    HyperPodLocation,
     JobQueueLocation,
     NetworkDeployment,
     ServingDeployment,
@@ -779,7 +780,9 @@ def _training(
     engine: TrainingEngine | None = found.run(lambda: section.choice("engine", TRAINING_ENGINES, "batch"))
     if engine is not None and engine != "batch" and section.has("job_image"):
         why = (
-            "HyperPod jobs run on the host's Neuron software through sbatch/srun, not in a job container"
+            "HyperPod jobs run through sbatch/srun on the hosts, which have the Neuron runtime and tools but no "
+            "ML framework; this engine does not run job containers (Enroot/Pyxis) yet, so bring the training "
+            "environment to the nodes (e.g. a venv on shared storage)"
             if engine == "hyperpod"
             else "the auto-scaling-group engine runs no job containers"
         )
@@ -1371,11 +1374,14 @@ def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destinati
     """Every host each kind of node in the environment reaches (see :mod:`cdk_neuron.node_programs.reach`).
 
     Keys name the node: ``training node``, ``serving node`` (EC2 backend) or ``SageMaker model``.
-    The stacks give both workloads ``NodeMetrics``, so both publish Neuron metrics.
+    The stacks give both workloads ``NodeMetrics``, so both publish Neuron metrics (HyperPod nodes
+    publish none: :func:`reach.hyperpod_node`).
     """
     training = env.training
     nodes = {
-        "training node": reach.training_node(
+        "training node": reach.hyperpod_node()
+        if training.engine == "hyperpod"
+        else reach.training_node(
             job_image=training.job_image if training.engine == "batch" else None,
             region=env.region,
             node_metrics=True,
@@ -1546,6 +1552,9 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             worker_count=training.worker_count,
             jobs=JobQueueLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
             if training.engine == "batch"
+            else None,
+            hyperpod=HyperPodLocation(stack_name=TRAINING_STACK_NAME.format(env=env.name))
+            if training.engine == "hyperpod"
             else None,
         ),
         serving=ServingDeployment(

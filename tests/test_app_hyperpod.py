@@ -71,7 +71,7 @@ def test_other_environments_run_max_nodes_workers_and_take_a_training_plan(packa
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1"}, r"training.job_image=.*host's Neuron software"),
+        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1"}, r"training.job_image=.*Neuron runtime and tools but no ML framework"),
         ({"efs_utils_package": None}, r"training.efs_utils_package=None: required with engine hyperpod.*build-deb.sh"),
         ({"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}, r"capacity.type='capacity-block'.*no capacity-reservation field"),
         ({"worker_count": 3}, r"training.worker_count=3: use 0 to max_nodes \(2\)"),
@@ -111,7 +111,20 @@ def test_cost_shows_the_standing_cluster_instead_of_scaling_to_zero(package: str
 
     lines = idle(deployment(config), PriceBook())
     (cluster,) = [line for line in lines if line.item == "HyperPod cluster (standing)"]
-    assert cluster.quantity == "1 x controller + 0 x ml.trn1.32xlarge, always on"
+    assert cluster.quantity == "1 x ml.m5.xlarge (controller) + 0 x ml.trn1.32xlarge, always on"
     assert cluster.usd_per_hour is None
     assert "does not scale to zero" in cluster.basis
     assert not any("scales to zero" in line.basis and "training" in line.item for line in lines)
+
+
+def test_hyperpod_nodes_reach_what_their_programs_call_and_ssm(package: str) -> None:
+    from stacks.config import node_destinations, unreachable
+
+    environments = shipped_environments()
+    environments["dev"] = _hyperpod(environments["dev"], package)
+    env = load_environments(environments)["dev"]
+    services = {d.service for d in node_destinations(env)["training node"]}
+    # The EC2 engines' node set-up (topology, lifecycle hooks, signals) and publisher do not run there.
+    assert not services & {"ec2", "autoscaling", "cloudformation", "monitoring", "ecs", "ecr.api"}
+    assert {"ssm", "ssmmessages", "ec2messages"} <= services
+    assert unreachable(env) == []

@@ -218,7 +218,12 @@ def test_every_fact_group_cites_a_dated_source() -> None:
         assert source.key == key
         assert source.citation.strip()
         assert re.match(r"^\d{4}(-\d{2}){0,2}$", source.date), (key, source.date)
-    for table in (catalog.ON_DEMAND_PRICES, catalog.SAGEMAKER_PRICES, catalog.SERVICE_PRICES):
+    for table in (
+        catalog.ON_DEMAND_PRICES,
+        catalog.SAGEMAKER_PRICES,
+        catalog.SAGEMAKER_GENERAL_PRICES,
+        catalog.SERVICE_PRICES,
+    ):
         for name, price in table.items():
             assert price.source in SOURCES, (name, price.source)
     assert catalog.OFFERINGS_SOURCE.date == "2026-08-22"

@@ -213,6 +213,7 @@ def test_every_command_result_is_a_typed_result() -> None:
         "logs",
         "stop",
         "list",
+        "scale",
         "timings",
         "use-artifact",
     }

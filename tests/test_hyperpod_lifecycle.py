@@ -34,6 +34,7 @@ def _lifecycle_dir(sandbox: Sandbox, tmp_path: Path, settings: Mapping[str, str 
     where = tmp_path / "sagemaker-lifecycle"
     (where / "lib").mkdir(parents=True)
     shutil.copy(FILES_DIR / "hyperpod" / "on-init-complete.sh", where / "on-init-complete.sh")
+    shutil.copy(FILES_DIR / "hyperpod" / "controller.sh", where / "controller.sh")
     shutil.copy(FILES_DIR / "lib" / "common.sh", where / "lib" / "common.sh")
     _bundle_zip(where / "node-programs.zip")
     (where / "hyperpod.env").write_text(render_settings({"NODE_PROGRAMS": "node-programs.zip", **settings}))
@@ -50,12 +51,27 @@ CHECKPOINTS = {
 }
 
 
+# apt-get as it treats local packages offline: amazon-efs-utils depends on stunnel4 and nfs-common
+# (aws/efs-utils dist/amazon-efs-utils.control), which the HyperPod image may lack; with --no-download
+# a dependency that is neither installed (a marker file here) nor among the given .debs fails the
+# install, naming it, and nothing is installed.
+APT_GET = """debs=" $* "
+for dep in stunnel4 nfs-common; do
+  if [ ! -e "$CDK_NEURON_ROOT/installed-$dep" ] && [[ "$debs" != *"/$dep"_* ]]; then
+    echo "amazon-efs-utils : Depends: $dep but it is not installable" >&2
+    echo "E: Unable to correct problems, you have held broken packages." >&2
+    exit 100
+  fi
+done
+printf '#!/bin/bash\\nexit 0\\n' > {bin}/mount.efs; chmod +x {bin}/mount.efs"""
+
+
 @pytest.fixture
 def sandbox(tmp_path: Path) -> Sandbox:
     box = Sandbox(tmp_path)
     # The HyperPod Slurm image is Ubuntu without efs-utils: the ECS AMI's mount.efs stub does not apply.
     (box.bin / "mount.efs").unlink()
-    box.stub("dpkg", f'printf "#!/bin/bash\\nexit 0\\n" > {box.bin}/mount.efs; chmod +x {box.bin}/mount.efs')
+    box.stub("apt-get", APT_GET.format(bin=box.bin))
     return box
 
 
@@ -68,7 +84,7 @@ def test_installs_the_profile_without_checkpoints(sandbox: Sandbox, tmp_path: Pa
     )
     profile = sandbox.file("/etc/profile.d/cdk-neuron-training.sh").read_text()
     assert "set -a\n. /etc/cdk-neuron/training-profile.env\nset +a" in profile
-    assert sandbox.calls("mount") == [] and sandbox.calls("dpkg") == []
+    assert sandbox.calls("mount") == [] and sandbox.calls("apt-get") == []
 
 
 def test_installs_the_job_programs_from_the_bundle_replacing_the_old_tree(
@@ -109,16 +125,76 @@ def test_fails_the_node_when_the_bundle_lacks_the_step(sandbox: Sandbox, tmp_pat
     assert sandbox.file("/opt/cdk-neuron/hyperpod/slurm-step.sh").read_bytes() == before
 
 
+def _with_controller_program(where: Path) -> None:
+    (where / "controller-program.sh").write_text("#!/bin/bash\necho smoke\n")
+    (where / "controller-program.env").write_text("JOB_SCRIPT_B64=abc\n")
+
+
+def test_the_controller_starts_its_program_in_the_background(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run")
+    sandbox.stub("systemctl", '[ "$1" = is-active ] && exit 3; exit 0')
+    result = sandbox.run_script(str(where / "controller.sh"))
+    assert result.returncode == 0, result.stderr
+    assert sandbox.file("/etc/cdk-neuron/controller-program.sh").read_text() == "#!/bin/bash\necho smoke\n"
+    assert sandbox.file("/etc/cdk-neuron/controller-program.env").read_text() == "JOB_SCRIPT_B64=abc\n"
+    [run] = sandbox.calls("systemd-run")
+    assert "--unit=cdk-neuron-controller-program --collect --no-block" in run
+    assert "--setenv=CDK_NEURON_CONTROLLER_SETTINGS=/etc/cdk-neuron/controller-program.env" in run
+    assert (
+        ". /etc/profile.d/cdk-neuron-training.sh && exec /bin/bash /etc/cdk-neuron/controller-program.sh"
+        in run
+    )
+    assert sandbox.calls("systemctl stop") == []
+
+
+def test_a_rerun_stops_the_running_program_first(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run")
+    result = sandbox.run_script(str(where / "controller.sh"))  # the systemctl stub says "active"
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    assert index_of(calls, "systemctl stop cdk-neuron-controller-program.service") < index_of(
+        calls, "systemd-run"
+    )
+
+
+def test_workers_do_not_start_the_controller_program(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    assert sandbox.calls("systemd-run") == []
+    assert not sandbox.file("/etc/cdk-neuron/controller-program.sh").exists()
+
+
+def test_a_controller_that_cannot_start_its_program_fails(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {"CLUSTER_NAME": "dev-training"})
+    _with_controller_program(where)
+    sandbox.stub("systemd-run", "exit 1")
+    sandbox.stub("systemctl", '[ "$1" = is-active ] && exit 3; exit 0')
+    result = sandbox.run_script(str(where / "controller.sh"))
+    assert result.returncode != 0
+    assert "cannot start the controller program (systemd-run)" in result.stderr
+
+
 def test_installs_efs_utils_from_the_prefix_then_mounts_with_tls_and_iam(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
     where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
     (where / "amazon-efs-utils.deb").write_bytes(b"deb")
+    for dependency in ("stunnel4", "nfs-common"):  # this image has them
+        sandbox.write(f"/installed-{dependency}", "")
     sandbox.stub("mountpoint", "exit 1")
     result = sandbox.run_script(str(where / "on-init-complete.sh"))
     assert result.returncode == 0, result.stderr
     calls = sandbox.calls()
-    assert index_of(calls, f"dpkg -i {where}/amazon-efs-utils.deb") < index_of(calls, "mount -t efs")
+    assert index_of(calls, f"apt-get install -y --no-download {where}/amazon-efs-utils.deb") < index_of(
+        calls, "mount -t efs"
+    )
     assert "mount -t efs -o tls,iam,accesspoint=fsap-0123456789abcdef0 fs-0123456789abcdef0:/ " in "\n".join(
         calls
     )
@@ -126,7 +202,55 @@ def test_installs_efs_utils_from_the_prefix_then_mounts_with_tls_and_iam(
         "fs-0123456789abcdef0:/ /checkpoints efs _netdev,tls,iam,accesspoint=fsap-0123456789abcdef0 0 0"
         in (sandbox.file("/etc/fstab").read_text())
     )
-    assert not any(c.startswith(("curl", "apt-get", "wget", "pip")) for c in calls)  # nothing beyond the VPC
+    # Nothing beyond the VPC: apt-get installs only the local files.
+    assert not any(c.startswith(("curl", "wget", "pip")) for c in calls)
+    assert all("--no-download" in c for c in sandbox.calls("apt-get"))
+
+
+def test_a_dependency_the_image_lacks_fails_the_node_by_name(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
+    (where / "amazon-efs-utils.deb").write_bytes(b"deb")
+    sandbox.stub("mountpoint", "exit 1")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "Depends: stunnel4 but it is not installable" in result.stderr
+    assert "apt-get download stunnel4 nfs-common" in result.stderr  # the fix
+    assert sandbox.calls("mount -t efs") == []
+
+
+def test_a_directory_of_debs_brings_the_missing_dependencies(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(
+        sandbox, tmp_path, {**CHECKPOINTS, "EFS_UTILS_PACKAGE": "amazon-efs-utils-debs.zip"}
+    )
+    with zipfile.ZipFile(where / "amazon-efs-utils-debs.zip", "w") as archive:
+        for name in (
+            "amazon-efs-utils-2.4.0-1_amd64.deb",
+            "stunnel4_5.72-1_amd64.deb",
+            "nfs-common_2.6.4_amd64.deb",
+        ):
+            archive.writestr(name, "deb")
+    sandbox.stub("mountpoint", "exit 1")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    [install] = sandbox.calls("apt-get")
+    assert install.startswith("apt-get install -y --no-download ")
+    assert sorted(Path(p).name for p in install.split()[4:]) == [
+        "amazon-efs-utils-2.4.0-1_amd64.deb",
+        "nfs-common_2.6.4_amd64.deb",
+        "stunnel4_5.72-1_amd64.deb",
+    ]
+    assert sandbox.calls("mount -t efs")
+
+
+def test_an_archive_without_debs_fails_the_node(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(
+        sandbox, tmp_path, {**CHECKPOINTS, "EFS_UTILS_PACKAGE": "amazon-efs-utils-debs.zip"}
+    )
+    with zipfile.ZipFile(where / "amazon-efs-utils-debs.zip", "w") as archive:
+        archive.writestr("README", "no packages")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert "amazon-efs-utils-debs.zip holds no .deb file" in result.stderr
 
 
 def test_an_image_with_efs_utils_installs_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -135,7 +259,7 @@ def test_an_image_with_efs_utils_installs_nothing(sandbox: Sandbox, tmp_path: Pa
     sandbox.stub("mountpoint", "exit 1")
     result = sandbox.run_script(str(where / "on-init-complete.sh"))
     assert result.returncode == 0, result.stderr
-    assert sandbox.calls("dpkg") == []
+    assert sandbox.calls("apt-get") == []
     assert sandbox.calls("mount -t efs")
 
 

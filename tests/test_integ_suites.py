@@ -49,6 +49,7 @@ def test_every_suite_is_here() -> None:
         "serving_ec2",
         "serving_sagemaker",
         "training_efa",
+        "training_hyperpod",
         "training_smoke",
     ]
 
@@ -71,7 +72,9 @@ def test_everything_is_deleted_with_its_stack(assemblies: dict[str, Path], suite
 
 # Buckets emptied otherwise: the EFA installer mirror's custom resource deletes the one object it put
 # ("Delete removes the object so the bucket can be deleted with its stack", custom_resources/efa_mirror.py).
-EMPTIED_BY_THEIR_OWNER = ("ClusterEfaInstallerBucket",)
+# The HyperPod lifecycle bucket is emptied by the custom resource that writes the scripts into it
+# (lifecycle_scripts handler: Delete of the stack's last prefix empties the bucket).
+EMPTIED_BY_THEIR_OWNER = ("ClusterEfaInstallerBucket", "ClusterLifecycleBucket")
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
@@ -454,15 +457,22 @@ def _stopped(exits: dict[str, int], reason: str = "Essential container in task e
 def _manifest(**changes: Any) -> bytes:
     value = {
         "format": "cdk-neuron-artifact",
-        "version": 1,
+        "version": 2,
         "artifact_uri": ARTIFACT,
         "shape": SHAPE,
         "files": [{"path": "model.pt", "bytes": 1, "sha256": "0" * 64}],
         "compile_seconds": 312.5,
-        "neuron": {"sdk": "2.26.1", "compiler": "2.21.18209.0+043b1bf7"},
+        "neuron": {"sdk": "2.26.1", "compiler": "2.21.33363.0", "target": "trn1"},
         **changes,
     }
     return json.dumps(value).encode()
+
+
+def test_the_compile_step_requires_the_manifest_version_the_export_writes() -> None:
+    from cdk_neuron.serving.artifact_manifest import MANIFEST_VERSION
+
+    # The Lambda bundle cannot import cdk_neuron: its copy of the version is held equal here.
+    assert compile_step.MANIFEST_VERSION == MANIFEST_VERSION
 
 
 def test_the_compile_step_starts_the_task_as_cdk_neuron_compile_does() -> None:
@@ -544,7 +554,7 @@ def test_the_compile_step_completes_on_a_manifest_for_the_fleets_shape() -> None
             "ManifestUri": f"{ARTIFACT}cdk-neuron-artifact.json",
             "CompileSeconds": "312.5",
             "Files": "1",
-            "Compiler": "2.21.18209.0+043b1bf7",
+            "Compiler": "2.21.33363.0",
         },
     }
 
@@ -553,7 +563,7 @@ def test_the_compile_step_completes_on_a_manifest_for_the_fleets_shape() -> None
     ("changes", "needle"),
     [
         ({"shape": {**SHAPE, "tensor_parallel": 1}}, r"shape.tensor_parallel=1, the fleet serves 2"),
-        ({"version": 2}, r"version=2, expected 1"),
+        ({"version": 1}, r"version=1, expected 2"),
         ({"artifact_uri": "s3://other/p/"}, r"artifact_uri='s3://other/p/'"),
         ({"files": []}, r"files: the artifact lists no file"),
     ],

@@ -560,3 +560,28 @@ def test_hyperpod_replaces_the_cluster_on_a_create_only_change(change: dict[str,
     found = _one(_hyperpod(2), _hyperpod(2, **change))
     assert found["Hp"].change is Change.REPLACED
     assert "every node of the HyperPod cluster: a new cluster" in str(found["Hp"].restarts)
+
+
+def test_a_new_volume_key_on_an_existing_hyperpod_group_fails() -> None:
+    def keyed(key: str, workers: int = 2) -> dict[str, Any]:
+        template = _hyperpod(workers)
+        group = template["Resources"]["Hp"]["Properties"]["InstanceGroups"][1]
+        group["InstanceStorageConfigs"] = [
+            {"EbsVolumeConfig": {"VolumeSizeInGB": 500, "VolumeKmsKeyId": key}}
+        ]
+        return template
+
+    found = _one(keyed("key-1"), keyed("key-2"))["Hp"]
+    assert found.change is Change.UPDATED
+    assert found.fails is not None and "the volume key of trn changes" in found.fails
+    scaled = _one(keyed("key-1"), keyed("key-1", workers=4))["Hp"]
+    assert scaled.change is Change.UPDATED and scaled.fails is None
+
+
+def test_a_hyperpod_replacement_that_keeps_its_name_fails() -> None:
+    """CreateCluster refuses a name that exists (ResourceInUse), and CloudFormation creates the
+    replacement before deleting the old cluster: a VpcConfig change must come with a new name."""
+    kept = _one(_hyperpod(2), _hyperpod(2, subnet="subnet-2"))["Hp"]
+    assert kept.fails is not None and "keeps its ClusterName" in kept.fails
+    renamed = _one(_hyperpod(2), _hyperpod(2, subnet="subnet-2", name="training2"))["Hp"]
+    assert renamed.change is Change.REPLACED and renamed.fails is None

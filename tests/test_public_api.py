@@ -46,6 +46,7 @@ def test_every_interface_stands_beside_its_classes_at_the_top() -> None:
         "ICheckpointStore",
         "ICompileCache",
         "IEc2InferenceFleet",
+        "IHyperPodTrainingCluster",
         "IInferenceFleet",
         "ISageMakerInferenceFleet",
         "ITrainingCluster",

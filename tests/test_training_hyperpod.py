@@ -95,7 +95,11 @@ def test_one_az_subnet_and_a_security_group_open_only_to_itself(hyperpod: Scenar
     )
 
 
-def test_root_volumes_use_the_rotating_customer_key(hyperpod: Scenario) -> None:
+def test_root_volumes_keep_hyperpods_key_and_the_scripts_use_the_rotating_customer_key(
+    hyperpod: Scenario,
+) -> None:
+    """HyperPod takes a volume key only in continuous provisioning mode (EKS only, per the API): the
+    root volumes keep the AWS owned key, and deploy rule E9609 holds the template to it."""
     key_id = next(
         iter(
             hyperpod.template.find_resources(
@@ -105,9 +109,18 @@ def test_root_volumes_use_the_rotating_customer_key(hyperpod: Scenario) -> None:
     )
     assert hyperpod.json["Resources"][key_id]["Properties"]["EnableKeyRotation"] is True
     for group in _groups(hyperpod).values():
-        assert group["InstanceStorageConfigs"] == [
-            {"EbsVolumeConfig": {"RootVolume": True, "VolumeKmsKeyId": {"Fn::GetAtt": [key_id, "Arn"]}}}
-        ]
+        assert "InstanceStorageConfigs" not in group
+    assert (
+        "NodeProvisioningMode"
+        not in next(iter(hyperpod.resources("AWS::SageMaker::Cluster").values()))["Properties"]
+    )
+    bucket = next(
+        b["Properties"]
+        for b in hyperpod.resources("AWS::S3::Bucket").values()
+        if str(b["Properties"].get("BucketName", "")).startswith("sagemaker-")
+    )
+    rule = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
+    assert rule["KMSMasterKeyID"] == {"Fn::GetAtt": [key_id, "Arn"]}
 
 
 def test_lifecycle_scripts_live_in_a_sagemaker_bucket_under_a_content_hash(hyperpod: Scenario) -> None:
@@ -130,15 +143,17 @@ def test_lifecycle_scripts_live_in_a_sagemaker_bucket_under_a_content_hash(hyper
     write = _write(hyperpod)
     assert write["Bucket"] == {"Ref": bucket_id}
     assert write["Prefix"].startswith("lifecycle/") and len(write["Prefix"]) == len("lifecycle/") + 17
+    entries = {name: group["LifeCycleConfig"]["OnInitComplete"] for name, group in _groups(hyperpod).items()}
+    assert entries == {"controller": "controller.sh", "trn": "on-init-complete.sh"}
     for group in _groups(hyperpod).values():
         config = group["LifeCycleConfig"]
-        assert config["OnInitComplete"] == "on-init-complete.sh"
         assert "OnCreate" not in config
         assert config["SourceS3Uri"] == {
             "Fn::Join": ["", ["s3://", {"Ref": bucket_id}, "/" + write["Prefix"]]]
         }
     assert set(write["Files"]) == {
         "on-init-complete.sh",
+        "controller.sh",
         "lib/common.sh",
         "hyperpod.env",
         "training-profile.env",
@@ -230,7 +245,7 @@ def test_execution_role_is_sagemakers_with_grants_to_cache_store_and_scripts(hyp
         "ec2:CreateNetworkInterface",
         "elasticfilesystem:ClientWrite",
         "s3:PutObject",
-        "kms:CreateGrant",
+        "kms:Decrypt",
         "s3:GetObject",
     ):
         assert action in policy, action
@@ -269,7 +284,10 @@ def test_training_interfaces_and_attributes(hyperpod: Scenario) -> None:
     assert cluster.grant_principal is cluster.role
     assert cluster.connections.security_groups == [cluster.security_group]
     assert cluster.plan.nodes == 4
-    with pytest.raises(NeuronConfigError, match=r"^Training/Cluster: node_metrics=None"):
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^Training/Cluster: node_metrics=None: .*HyperPodTrainingCluster has no node publisher",
+    ):
         cluster.metric_neuron_core_utilization()
 
 
@@ -310,6 +328,10 @@ def _try(region: str = "us-east-1", **overrides: Any) -> None:
             {"deep_health_checks": ["InstanceConnectivity"], "max_nodes": 1},
             r"deep_health_checks='InstanceConnectivity'.*at least 2",
         ),
+        (
+            {"deep_health_checks": ["InstanceStress", "InstanceConnectivity"], "worker_count": 1},
+            r"deep_health_checks='InstanceConnectivity'.*at least 2 in the group, but worker_count=1",
+        ),
         ({"deep_health_checks": ["Stress"]}, r"deep_health_checks='Stress'"),
         ({"deep_health_checks": []}, r"deep_health_checks=\[\]"),
         ({"worker_count": 3}, r"worker_count=3"),
@@ -318,6 +340,11 @@ def _try(region: str = "us-east-1", **overrides: Any) -> None:
         ({"cluster_name": "a" * 64}, r"cluster_name="),
         ({"controller_instance_type": "m5.xlarge"}, r"controller_instance_type='m5.xlarge'"),
         ({"partition": "a b"}, r"partition='a b'"),
+        (
+            {"controller_settings": {"A": "1"}},
+            r"controller_settings=\{'A': '1'\}: settings need a controller_program",
+        ),
+        ({"controller_program": "/nonexistent/smoke.sh"}, r"controller_program='/nonexistent/smoke.sh'"),
     ],
 )
 def test_refusals(overrides: dict[str, Any], message: str) -> None:
@@ -339,6 +366,27 @@ def test_checkpoints_need_the_efs_utils_package() -> None:
 
 def test_trn2_48xlarge_is_accepted_where_hyperpod_sells_it() -> None:
     _try(region="us-east-2", instance_type="trn2.48xlarge")
+
+
+def test_connectivity_checks_on_a_group_scaled_to_zero_are_accepted() -> None:
+    _try(deep_health_checks=["InstanceStress", "InstanceConnectivity"], worker_count=0)
+
+
+def test_a_training_plan_outside_the_price_list_regions_is_a_warning() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn2.48xlarge", max_nodes=2,
+        vpc_subnets=first_zone(stack), capacity=Capacity.training_plan(PLAN_ARN),
+    )  # fmt: skip
+    warnings = [
+        str(entry.data)
+        for construct in stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == "aws:cdk:warning" and "hyperpodRegionUnlisted" in str(entry.data)
+    ]
+    assert len(warnings) == 1 and "no trn2.48xlarge in us-east-1" in warnings[0]
 
 
 def test_worker_count_defaults_to_max_nodes_and_zero_is_allowed() -> None:
@@ -379,3 +427,186 @@ def test_ec2_engines_refuse_a_training_plan() -> None:
             stack, "Group", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
             vpc_subnets=first_zone(stack), capacity=Capacity.training_plan(PLAN_ARN),
         )  # fmt: skip
+
+
+def test_grants_for_the_job_commands_and_scaling() -> None:
+    from aws_cdk import aws_iam as iam
+
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    cluster = HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, vpc_subnets=first_zone(stack)
+    )
+    runner = iam.Role(stack, "Runner", assumed_by=iam.AccountRootPrincipal())
+    operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+    cluster.grant_submit_jobs(runner)
+    cluster.grant_scale(operator)
+    resources = app.synth().get_stack_by_name("T").template["Resources"]
+    cluster_id = next(k for k, v in resources.items() if v["Type"] == "AWS::SageMaker::Cluster")
+
+    def statements(role: iam.Role) -> list[dict[str, Any]]:
+        role_id = stack.get_logical_id(role.node.default_child)  # type: ignore[arg-type]
+        return [
+            s
+            for p in resources.values()
+            if p["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+        ]
+
+    arn = {"Fn::GetAtt": [cluster_id, "ClusterArn"]}
+    ran = statements(runner)
+    reads = next(s for s in ran if "sagemaker:ListClusterNodes" in s["Action"])
+    assert sorted(reads["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"]
+    assert reads["Resource"] == arn
+    start = next(s for s in ran if s["Action"] == "ssm:StartSession")
+    assert "document/AWS-StartNonInteractiveCommand" in json.dumps(start["Resource"])
+    terminate = next(s for s in ran if s["Action"] == "ssm:TerminateSession")
+    assert "session/${aws:userid}-*" in json.dumps(terminate["Resource"])
+    assert "UpdateCluster" not in json.dumps(ran)
+    [scale] = statements(operator)
+    assert sorted(scale["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"]
+    assert scale["Resource"] == arn
+
+
+def test_the_security_group_description_is_pinned_apart_from_the_ec2_engines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The description is create-only: a new group changes the cluster's create-only VpcConfig. The
+    cluster passes its own pinned text, so an EC2 engine's wording change cannot reach HyperPod."""
+    from cdk_neuron.training import security
+
+    given: list[object] = []
+    real = security.node_security_group
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        given.append(kwargs.get("description"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(security, "node_security_group", recording)
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2,
+        vpc_subnets=first_zone(stack),
+    )  # fmt: skip
+    assert given == ["cdk-neuron training nodes: EFA within the group, HTTPS out"]
+
+
+def test_a_controller_program_and_its_settings_ride_in_the_lifecycle_prefix(tmp_path: Any) -> None:
+    program = tmp_path / "smoke.sh"
+    program.write_text("#!/bin/bash\nsinfo\n")
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2,
+        vpc_subnets=first_zone(stack), controller_program=str(program),
+        controller_settings={"REPORT_DIR": "/checkpoints/smoke"},
+    )  # fmt: skip
+    resources = app.synth().get_stack_by_name("T").template["Resources"]
+    [write] = [
+        r["Properties"] for r in resources.values() if r["Type"] == "Custom::CdkNeuronLifecycleScripts"
+    ]
+    assert write["Files"]["controller-program.sh"] == "#!/bin/bash\nsinfo\n"
+    assert write["Files"]["controller-program.env"] == "REPORT_DIR=/checkpoints/smoke\n"
+    bad = tmp_path / "bad.sh"
+    bad.write_text("sinfo\n")
+    with pytest.raises(NeuronConfigError, match=r"controller_program=.*#!/bin/bash"):
+        _try(controller_program=str(bad))
+
+
+def test_a_directory_of_debs_is_copied_as_one_archive(tmp_path: Any) -> None:
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    (debs / "amazon-efs-utils_2.4.0_amd64.deb").write_bytes(b"deb")
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
+    HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, vpc_subnets=first_zone(stack),
+        checkpoints=store, efs_utils_package=s3_assets.Asset(stack, "EfsUtils", path=str(debs)),
+    )  # fmt: skip
+    resources = app.synth().get_stack_by_name("T").template["Resources"]
+    [write] = [
+        r["Properties"] for r in resources.values() if r["Type"] == "Custom::CdkNeuronLifecycleScripts"
+    ]
+    assert set(write["Copies"]) == {"amazon-efs-utils-debs.zip", "node-programs.zip"}
+    assert "EFS_UTILS_PACKAGE=amazon-efs-utils-debs.zip" in json.dumps(write["Files"]["hyperpod.env"])
+
+
+def test_a_job_for_more_nodes_than_run_warns_that_it_waits() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    cluster = HyperPodTrainingCluster(
+        stack, "Cluster", vpc=network(stack), instance_type="trn1.32xlarge", max_nodes=2, worker_count=0,
+        vpc_subnets=first_zone(stack),
+    )  # fmt: skip
+
+    def warnings() -> list[str]:
+        return [
+            str(e.data)
+            for e in cluster.node.metadata
+            if e.type == "aws:cdk:warning" and "hyperpodJobPends" in str(e.data)
+        ]
+
+    assert warnings() == []
+    cluster.sbatch_script("torchrun $TORCHRUN_ARGS train.py")
+    [warning] = warnings()
+    assert "asks for the plan's 2 node(s) but worker_count is 0" in warning
+
+
+def test_an_imported_cluster_grants_the_job_commands_and_connects() -> None:
+    from aws_cdk import aws_iam as iam
+
+    from cdk_neuron import IHyperPodTrainingCluster
+
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    arn = "arn:aws:sagemaker:us-east-1:111111111111:cluster/abcdef123456"
+    imported: IHyperPodTrainingCluster = HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes(
+        stack, "Imported", cluster_arn=arn, cluster_name="training", security_group_id="sg-0123456789abcdef0"
+    )
+    assert (imported.cluster_arn, imported.cluster_name) == (arn, "training")
+    assert [g.security_group_id for g in imported.connections.security_groups] == ["sg-0123456789abcdef0"]
+    role = iam.Role(stack, "Ci", assumed_by=iam.AccountRootPrincipal())
+    imported.grant_submit_jobs(role)
+    imported.grant_scale(role)
+    policy = json.dumps(
+        [
+            r
+            for r in app.synth().get_stack_by_name("T").template["Resources"].values()
+            if r["Type"] == "AWS::IAM::Policy"
+        ]
+    )
+    for action in (
+        "sagemaker:ListClusterNodes",
+        "ssm:StartSession",
+        "ssm:TerminateSession",
+        "sagemaker:UpdateCluster",
+    ):
+        assert action in policy
+    assert arn in policy
+    with pytest.raises(NeuronConfigError, match=r"HyperPodTrainingCluster has no node publisher"):
+        imported.metric_neuron_core_utilization()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"cluster_arn": "arn:aws:sagemaker:us-east-1:111111111111:cluster/training"}, r"cluster_arn="),
+        ({"cluster_name": "bad_name"}, r"cluster_name='bad_name'"),
+        ({"security_group_id": "sg-x"}, r"security_group_id='sg-x'"),
+    ],
+)
+def test_an_import_refuses_bad_attributes(overrides: dict[str, str], message: str) -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    attributes = {
+        "cluster_arn": "arn:aws:sagemaker:us-east-1:111111111111:cluster/abcdef123456",
+        "cluster_name": "training",
+        "security_group_id": "sg-0123456789abcdef0",
+        **overrides,
+    }
+    with pytest.raises(NeuronConfigError, match=message):
+        HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes(stack, "Imported", **attributes)

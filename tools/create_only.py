@@ -22,6 +22,18 @@ REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "constructs" / "cdk_neuron" / "lifecycle" / "create_only.json"
 
 
+# Names the schemas do not mark (not the primary identifier) but the service still holds unique: a
+# replacement that keeps one fails the same way. Each with its source.
+NAME_EXTRAS: dict[str, tuple[str, str]] = {
+    # The schema's primaryIdentifier is ClusterArn, but CreateCluster refuses a ClusterName that exists
+    # (ResourceInUse: "CreateCluster", Amazon SageMaker API Reference, Errors; botocore 1.44 model).
+    "AWS::SageMaker::Cluster": (
+        "ClusterName",
+        "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html",
+    ),
+}
+
+
 def build() -> dict[str, Any]:
     """``{"source": ..., "types": {type: [json pointer, ...]}}`` from the installed cfn-lint."""
     import cfnlint
@@ -42,6 +54,9 @@ def build() -> dict[str, Any]:
         identifier = schema.get("primaryIdentifier") or []
         if len(identifier) == 1 and identifier[0] not in (schema.get("readOnlyProperties") or []):
             names[kind] = identifier[0].removeprefix("/properties/")
+    for kind, (name, _source) in NAME_EXTRAS.items():
+        names.setdefault(kind, name)
+    names = dict(sorted(names.items()))
     version = json.loads((schemas / "version.json").read_text())
     return {
         "source": {

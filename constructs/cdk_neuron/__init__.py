@@ -38,6 +38,7 @@ _LAZY: dict[str, str] = {
     "HyperPodTrainingCluster": "cdk_neuron.training",
     "ITrainingCluster": "cdk_neuron.training",
     "IBatchTrainingCluster": "cdk_neuron.training",
+    "IHyperPodTrainingCluster": "cdk_neuron.training",
     "NodeOptions": "cdk_neuron.training",
     "Capacity": "cdk_neuron.training",
     "CheckpointStore": "cdk_neuron.storage",
@@ -69,6 +70,7 @@ __all__ = [
     "ICheckpointStore",
     "ICompileCache",
     "IEc2InferenceFleet",
+    "IHyperPodTrainingCluster",
     "IInferenceFleet",
     "ISageMakerInferenceFleet",
     "ITrainingCluster",
@@ -122,6 +124,7 @@ if TYPE_CHECKING:  # static names for type checkers and IDEs; at run time they l
         Capacity,
         HyperPodTrainingCluster,
         IBatchTrainingCluster,
+        IHyperPodTrainingCluster,
         ITrainingCluster,
         NodeOptions,
     )

@@ -50,6 +50,8 @@ class Capacity(Protocol):
     def resource_group_arn(self) -> str | None: ...
     @property
     def placement_group_name(self) -> str | None: ...
+    @property
+    def training_plan_arn(self) -> str | None: ...
 
 
 class ModelSpec(Protocol):
@@ -136,12 +138,15 @@ def _plan(plan: TrainingPlan) -> dict[str, Any]:
 
 
 def _capacity(capacity: Capacity) -> dict[str, Any]:
-    return {
+    record: dict[str, Any] = {
         "kind": capacity.kind,
         "reservation_id": capacity.reservation_id,
         "resource_group_arn": capacity.resource_group_arn,
         "placement_group_name": capacity.placement_group_name,
     }
+    if capacity.training_plan_arn is not None:  # HyperPod only; other records keep their keys
+        record["training_plan_arn"] = _literal(capacity.training_plan_arn)
+    return record
 
 
 def record_training(
@@ -156,9 +161,24 @@ def record_training(
     job_image: str | None = None,
     job_queue: cdk.CfnResource | None = None,
     job_definition: cdk.CfnResource | None = None,
+    cluster: cdk.CfnResource | None = None,
+    worker_count: int | None = None,
+    controller_instance_type: str | None = None,
 ) -> None:
-    """A training cluster: enough to plan it, price it, preflight it and submit jobs to it."""
+    """A training cluster: enough to plan it, price it, preflight it and submit jobs to it.
+
+    ``cluster``, ``worker_count`` and ``controller_instance_type`` are HyperPod's (the
+    ``AWS::SageMaker::Cluster``, whose physical id is its ARN; the workers running; the controller's
+    type); they are recorded only when given, so the other engines' records keep their keys.
+    """
     stack = cdk.Stack.of(scope)
+    hyperpod: dict[str, Any] = {}
+    if cluster is not None:
+        hyperpod = {
+            "cluster_logical_id": stack.get_logical_id(cluster),
+            "worker_count": worker_count,
+            "controller_instance_type": controller_instance_type,
+        }
     _record(
         scope,
         "training",
@@ -174,6 +194,7 @@ def record_training(
             "job_definition_logical_id": stack.get_logical_id(job_definition)
             if job_definition is not None
             else None,
+            **hyperpod,
         },
     )
 
@@ -242,8 +263,11 @@ def record_compilation(
     security_group: cdk.IResource,
     subnets: list[str],
     checkpoints: bool,
+    artifact_bucket: str,
+    artifact_prefix: str,
 ) -> None:
-    """A model compilation task: what ``cdk-neuron compile`` needs for ``ecs:RunTask``.
+    """A model compilation task: what ``cdk-neuron compile`` needs for ``ecs:RunTask``, and where it
+    may write (the bucket's name when it is known at synthesis, and the prefix it is granted).
 
     The cluster, task definition and security group are kept as logical ids (the CLI turns them into
     physical ids with ``cloudformation:DescribeStackResource``); subnets as the template resolves them
@@ -267,6 +291,8 @@ def record_compilation(
             "security_group_logical_id": logical_id(security_group),
             "subnets": subnets,
             "checkpoints": checkpoints,
+            "artifact_bucket": _literal(artifact_bucket),
+            "artifact_prefix": artifact_prefix,
         },
     )
 

@@ -1736,6 +1736,13 @@ SAGEMAKER_UNPRICED: dict[str, str] = {
     "ml.trn2.48xlarge": "no SageMaker hosting price in FMB @00ef155d or any other source we could read",
 }
 
+# SageMaker general-purpose instances at the same source's hosting rate (FMB @00ef155d, 2024-06-11,
+# src/fmbench/configs/pricing.yml). HyperPod's own per-hour rates are in no source we could read; this
+# is the proxy for a HyperPod Slurm controller (ml.m5.xlarge by default), labelled as such wherever used.
+SAGEMAKER_GENERAL_PRICES: dict[str, Price] = {
+    "ml.m5.xlarge": Price(0.23, "us-east-1", "FMB"),
+}
+
 # Supporting services, us-east-1 (SERVICES).
 SERVICE_PRICES: dict[str, Price] = {
     # Hourly rates are per hour; "_month" rates are per unit-month (the cost tool divides by 730 h).
@@ -1825,6 +1832,7 @@ __all__ = [
     "REGIONAL_PRICES",
     "REGION_OFFERINGS",
     "REGION_OFFERINGS_REGIONS",
+    "SAGEMAKER_GENERAL_PRICES",
     "SAGEMAKER_NEURON_AMI_VERSION",
     "SAGEMAKER_PRICES",
     "SAGEMAKER_UNPRICED",
@@ -2126,7 +2134,8 @@ class HostIo:
 
 
 _HOST_IO_SOURCES = ("MOTO", "KARP-BW", "EC2-NETBW", "EBS-OPT", "INFERENTIA2")
-_HBM_PER_INF2_CHIP_GIB_S = 820.0
+_HBM_PER_INF2_CHIP_GIB_S = 820e9 / 2**30
+# The source gives 820 GB/s per chip ("32GB of HBM2E ... with 820 GB/sec of bandwidth"): 763.7 GiB/s.
 
 # inf2: network baseline 2.083 / 16.667 / 50 / 100 Gbps (KARP bandwidth table) with "Up to 15" and
 # "Up to 25 Gigabit" for the two single-chip sizes (MOTO NetworkPerformance); EBS 1,250 baseline and

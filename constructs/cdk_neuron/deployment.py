@@ -59,6 +59,27 @@ class JobQueueLocation:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HyperPodLocation:
+    """Where the job commands and ``scale`` find a HyperPod cluster: by logical id when the cloud
+    assembly names it (``cloudformation:DescribeStackResource``), else from the stack's output
+    (``cloudformation:DescribeStacks``), unless the app names the cluster itself.
+
+    ``--cluster NAME_OR_ARN`` on the command line replaces both.
+    """
+
+    stack_name: str | None = None
+    """The stack with the cluster-name output; None: ``cluster_name`` must be given."""
+    cluster_name_output: str = "HyperPodClusterName"
+    cluster_name: str | None = None
+    """The cluster's name (or ARN) when the app knows it; None: read the stack."""
+    cluster_logical_id: str | None = None
+    """The ``AWS::SageMaker::Cluster``'s logical id in the stack (read from a cloud assembly): its
+    physical id is the cluster's ARN (``cloudformation:DescribeStackResource``); None: use the output."""
+    controller_instance_type: str = "ml.m5.xlarge"
+    """The controller group's SageMaker type (``preflight`` counts it against its cluster quota)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainingDeployment:
     """A training cluster: the instance, the most nodes it runs, its plan and how it buys capacity."""
 
@@ -73,6 +94,8 @@ class TrainingDeployment:
     """Where the Batch queue and definition are published (None: ``submit`` is not available)."""
     worker_count: int | None = None
     """HyperPod's running workers (they bill while the cluster exists); None with the other engines."""
+    hyperpod: HyperPodLocation | None = None
+    """Where the HyperPod cluster is found (None: the job commands need ``--cluster``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,6 +144,13 @@ class CompilationDeployment:
     engine: str = "optimum-neuron"
     checkpoints: bool = False
     """Whether the CheckpointStore is mounted (``checkpoint:`` sources)."""
+    image: str | None = None
+    """The image the task's export container runs (``<registry>/<repository>:<tag>``); None in records
+    written before it was kept."""
+    artifact_bucket: str | None = None
+    """The bucket the task writes to; None when its name is a token or the record predates it."""
+    artifact_prefix: str | None = None
+    """The key prefix the task is granted (``compiled/``); None in records written before it was kept."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,6 +237,7 @@ __all__ = [
     "PLACEHOLDER_ACCOUNT",
     "CheckpointSizing",
     "Deployment",
+    "HyperPodLocation",
     "JobQueueLocation",
     "NetworkDeployment",
     "ServingDeployment",

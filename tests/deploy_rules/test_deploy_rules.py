@@ -222,3 +222,18 @@ def test_the_missing_cfn_lint_hint_is_the_lint_extra() -> None:
     with (Path(__file__).resolve().parents[2] / "pyproject.toml").open("rb") as f:
         lint = tomllib.load(f)["project"]["optional-dependencies"]["lint"]
     assert lint == [CFN_LINT_REQUIREMENT]
+
+
+def test_hyperpod_region_check_covers_every_region_linted() -> None:
+    """E9606 reads every region of a multi-region lint, not the first one only."""
+    from cfnlint.api import lint
+    from cfnlint.rules import RulesCollection
+
+    rules = RulesCollection()
+    for cls in rule_classes():
+        rules.register(cls())
+    text = (FIXTURES / "rules" / "E9606" / "fail-2.json").read_text()
+    found = [
+        m.message for m in lint(text, rules=rules, regions=["us-east-2", "eu-west-1"]) if m.rule.id == "E9606"
+    ]
+    assert len(found) == 1 and "does not sell in eu-west-1" in found[0], found

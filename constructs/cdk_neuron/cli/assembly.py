@@ -41,6 +41,7 @@ from cdk_neuron.deployment import (
     CheckpointSizing,
     CompilationDeployment,
     Deployment,
+    HyperPodLocation,
     JobQueueLocation,
     NetworkDeployment,
     ServingDeployment,
@@ -332,13 +333,15 @@ def _capacity(data: Mapping[str, Any]) -> Capacity:
         return Capacity.reservation_group(data["resource_group_arn"], placement_group_name=group)
     if kind == "capacity-block":
         return Capacity.capacity_block(data["reservation_id"])
+    if kind == "training-plan" and isinstance(data.get("training_plan_arn"), str):
+        return Capacity.training_plan(data["training_plan_arn"])
     if kind == "on-demand":
         return Capacity.on_demand()
     raise NeuronConfigError(
         "capacity.kind",
         kind,
-        "this cdk-neuron knows on-demand, reservation, reservation-group and capacity-block: use the "
-        "cdk-neuron the app synthesizes with",
+        "this cdk-neuron knows on-demand, reservation, reservation-group, capacity-block and training-plan "
+        "(with its ARN): use the cdk-neuron the app synthesizes with",
     )
 
 
@@ -353,7 +356,14 @@ def compilation(record: Record, stack: Stack) -> CompilationDeployment:
         subnets=tuple(data.get("subnets") or ()),
         engine=str(data.get("engine", "optimum-neuron")),
         checkpoints=bool(data.get("checkpoints", False)),
+        image=_optional_text(data.get("image")),
+        artifact_bucket=_optional_text(data.get("artifact_bucket")),
+        artifact_prefix=_optional_text(data.get("artifact_prefix")),
     )
+
+
+def _optional_text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) -> TrainingDeployment:
@@ -362,11 +372,19 @@ def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) 
     instance_type = str(data["instance_type"])
     engine = data.get("engine", "batch")
     jobs = None
+    hyperpod = None
     if engine == "batch":
         jobs = JobQueueLocation(
             stack_name=stack.stack_name,
             job_queue_logical_id=data.get("job_queue_logical_id"),
             job_definition_logical_id=data.get("job_definition_logical_id"),
+        )
+    elif engine == "hyperpod":
+        controller = data.get("controller_instance_type")
+        hyperpod = HyperPodLocation(
+            stack_name=stack.stack_name,
+            cluster_logical_id=data.get("cluster_logical_id"),
+            **({"controller_instance_type": str(controller)} if controller else {}),
         )
     return TrainingDeployment(
         instance_type=instance_type,
@@ -389,6 +407,8 @@ def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) 
         job_image=data.get("job_image"),
         checkpoint=checkpoint,
         jobs=jobs,
+        worker_count=data.get("worker_count") if engine == "hyperpod" else None,
+        hyperpod=hyperpod,
     )
 
 

@@ -18,6 +18,7 @@ from cdk_neuron.cli import (
     parser,
     plan,
     preflight,
+    scale,
     submit,
     timings,
     use_artifact,
@@ -40,6 +41,7 @@ TABLE: tuple[Command, ...] = (
     compiling.COMMAND,
     use_artifact.COMMAND,
     *jobs.COMMANDS,
+    scale.COMMAND,
     timings.COMMAND,
     completion.command(build_parser),
 )

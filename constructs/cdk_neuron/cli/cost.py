@@ -29,7 +29,13 @@ from cdk_neuron.cli.plan import omitted
 from cdk_neuron.cli.pricing import PRICING_API_REGION, SERVICE_QUERIES, PriceBook, live_price_book, regional
 from cdk_neuron.cli.result import NOT_IN_JSON, Result
 from cdk_neuron.cli.status import ExitStatus
-from cdk_neuron.deployment import CheckpointSizing, Deployment, ServingDeployment
+from cdk_neuron.deployment import (
+    CheckpointSizing,
+    Deployment,
+    HyperPodLocation,
+    ServingDeployment,
+    TrainingDeployment,
+)
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
 
@@ -463,6 +469,63 @@ def _checkpoint(env: Deployment) -> CheckpointSizing | None:
     return env.training.checkpoint if env.training is not None else None
 
 
+HYPERPOD_PRICING = "the SageMaker pricing page, HyperPod tab (https://aws.amazon.com/sagemaker/pricing/)"
+
+
+def _controller_type(training: TrainingDeployment) -> str:
+    return (training.hyperpod or HyperPodLocation()).controller_instance_type
+
+
+def _hyperpod_standing_line(env: Deployment, prices: PriceBook) -> Line:
+    """HyperPod's standing cost: the controller and the running workers, every hour the cluster exists.
+
+    HyperPod bills its own per-instance-hour rates, not EC2's, and no table holds them: the line is
+    priced with ``--live-prices`` when the Price List answers for both types, and says so otherwise.
+    """
+    training = env.training
+    assert training is not None
+    workers = training.max_nodes if training.worker_count is None else training.worker_count
+    controller = _controller_type(training)
+    worker_type = f"ml.{training.instance_type}"
+    plan = training.capacity.kind == "training-plan"
+    paid = (
+        "the workers draw on the training plan, whose fee is paid up front at purchase (its offering's "
+        "UpfrontFee), so only the controller bills hourly here; "
+        if plan
+        else ""
+    )
+    controller_price = prices.hyperpod(controller)
+    worker_price = None if plan or workers == 0 else prices.hyperpod(worker_type)
+    quantity = f"1 x {controller} (controller) + {workers} x {worker_type}, always on"
+    needed = [controller_price] + ([] if plan or workers == 0 else [worker_price])
+    if all(p is not None for p in needed):
+        assert controller_price is not None
+        hourly = controller_price.usd_per_hour + (
+            0.0 if worker_price is None else workers * worker_price.usd_per_hour
+        )
+        basis = f"{paid}HyperPod does not scale to zero: {_price_basis(controller, controller_price)}"
+        if worker_price is not None:
+            basis += f" + {workers} x {_price_basis(worker_type, worker_price)}"
+        return _priced(env, "HyperPod cluster (standing)", quantity, hourly, basis, needed)
+    missing = [controller] if controller_price is None else []
+    if worker_price is None and not (plan or workers == 0):
+        missing.append(worker_type)
+    return Line(
+        "HyperPod cluster (standing)",
+        quantity,
+        None,
+        "not priced: HyperPod does not scale to zero; it bills every node per instance-hour while the "
+        f"cluster exists (cdk-neuron scale --workers 0 between runs; the controller bills still). {paid}"
+        "HyperPod's rates are not EC2's and no table holds them: "
+        + (
+            f"the Price List API gave no HyperPod price for {', '.join(missing)}"
+            if prices.is_live
+            else "run with --live-prices"
+        )
+        + f", or see {HYPERPOD_PRICING}",
+    )
+
+
 def _idle_training_line(env: Deployment, prices: PriceBook) -> Line | None:
     training = env.training
     if training is None:
@@ -470,21 +533,7 @@ def _idle_training_line(env: Deployment, prices: PriceBook) -> Line | None:
     price = prices.ec2(training.instance_type)
     kind = training.capacity.kind
     if training.engine == "hyperpod":
-        workers = training.max_nodes if training.worker_count is None else training.worker_count
-        paid = (
-            "the training plan's fee is paid up front at purchase (its offering's UpfrontFee), not hourly; "
-            if kind == "training-plan"
-            else ""
-        )
-        return Line(
-            "HyperPod cluster (standing)",
-            f"1 x controller + {workers} x ml.{training.instance_type}, always on",
-            None,
-            "not priced: HyperPod does not scale to zero; it bills every node per instance-hour while the "
-            f"cluster exists (scale the workers to 0 between runs; the controller bills still). {paid}No "
-            "HyperPod rate is in the price book: see the SageMaker pricing page, HyperPod tab "
-            "(https://aws.amazon.com/sagemaker/pricing/)",
-        )
+        return _hyperpod_standing_line(env, prices)
     if kind in ("reservation", "reservation-group"):
         return _priced(
             env,
@@ -548,10 +597,46 @@ def idle(env: Deployment, prices: PriceBook) -> list[Line]:
     return [*lines, *infrastructure_lines(env, prices)]
 
 
+def _hyperpod_full_line(env: Deployment, prices: PriceBook) -> Line:
+    """Every HyperPod worker ``scale`` may start (max_nodes), at HyperPod's rate (the controller is in
+    the standing line)."""
+    training = env.training
+    assert training is not None
+    name = f"ml.{training.instance_type}"
+    quantity = f"{training.max_nodes} x {name}"
+    if training.capacity.kind == "training-plan":
+        return Line(
+            "training nodes (max_nodes)",
+            quantity,
+            0.0,
+            "prepaid: the training plan's fee is paid up front at purchase (its offering's UpfrontFee)",
+        )
+    price = prices.hyperpod(name)
+    if price is None:
+        return Line(
+            "training nodes (max_nodes)",
+            quantity,
+            None,
+            "not priced: HyperPod's rates are not EC2's and no table holds them; "
+            + ("the Price List API gave none for it" if prices.is_live else "run with --live-prices")
+            + f", or see {HYPERPOD_PRICING}",
+        )
+    return _priced(
+        env,
+        "training nodes (max_nodes)",
+        quantity,
+        _times(training.max_nodes, price),
+        _price_basis(name, price),
+        [price],
+    )
+
+
 def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
     lines = []
     training = env.training
-    if training is not None:
+    if training is not None and training.engine == "hyperpod":
+        lines.append(_hyperpod_full_line(env, prices))
+    elif training is not None:
         train_price = prices.ec2(training.instance_type)
         cb = (
             " (Capacity Block: the block fee replaces this on-demand rate)"
@@ -596,7 +681,9 @@ def training_comparison(env: Deployment, prices: PriceBook) -> list[TrainingComp
     rows = [
         TrainingComparison(
             instance_type=trn.name,
-            basis="configured cluster",
+            # HyperPod bills its own rate; the comparison stays EC2 against EC2, and says so.
+            basis="configured cluster"
+            + (" (EC2 rates; HyperPod bills its own)" if env.training.engine == "hyperpod" else ""),
             nodes=nodes,
             accelerator_memory_gib=hbm,
             usd_per_hour=_round(trn_hourly),
@@ -759,6 +846,14 @@ def ec2_types(env: Deployment) -> set[str]:
     if env.network.nat_instance_type is not None:
         types.add(env.network.nat_instance_type)
     return types
+
+
+def hyperpod_types(env: Deployment) -> set[str]:
+    """The SageMaker HyperPod types the estimate prices (for ``--live-prices``): the workers' and the controller's."""
+    training = env.training
+    if training is None or training.engine != "hyperpod":
+        return set()
+    return {f"ml.{training.instance_type}", _controller_type(training)}
 
 
 def sagemaker_types(env: Deployment) -> set[str]:
@@ -1307,6 +1402,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
                 ec2_types(env),
                 sagemaker_types=sagemaker_types(env),
                 services=service_keys(env),
+                hyperpod_types=hyperpod_types(env),
             )
 
     def costs(env: Deployment) -> result_costs.ResultCosts:

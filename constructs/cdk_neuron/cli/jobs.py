@@ -15,6 +15,9 @@ configuration log to ``/aws/batch/job``.
 - ``cancel`` (``batch:CancelJob``) stops a job that has not started; ``terminate``
   (``batch:TerminateJob``) stops one in any state. Both act on the whole job, every node.
 - ``list`` lists the environment's job queue (``batch:ListJobs``), found as ``submit`` finds it.
+
+On a HyperPod cluster (``training.engine: "hyperpod"``) the same commands run Slurm on the controller
+through Session Manager: :mod:`cdk_neuron.cli.slurm_jobs`.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from cdk_neuron.cli import hyperpod
 from cdk_neuron.cli.aws import AwsLookupError, error_code
 from cdk_neuron.cli.command import Command, environment_options
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, Report
-from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result, key
+from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.cli.submit import find_job_queue, job_environment, stack_option
+from cdk_neuron.cli.transitions import Transition as Transition
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
 
@@ -84,16 +89,6 @@ class Failure:
     log_group: str | None
     log_stream: str | None
     logs_command: str
-
-
-@dataclass(frozen=True)
-class Transition:
-    """A change of the job's or a node's state that ``status --watch`` saw."""
-
-    at: str
-    subject: str
-    from_: str | None = field(metadata=key("from"))
-    to: str | None
 
 
 @dataclass(frozen=True)
@@ -706,7 +701,9 @@ def render_list(result: JobList) -> Report:
 
 
 def _job_id(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job_id", metavar="JOB_ID", help="the AWS Batch job id (submit prints it)")
+    parser.add_argument(
+        "job_id", metavar="JOB_ID", help="the job id submit printed (AWS Batch, or Slurm's on HyperPod)"
+    )
 
 
 def _interval(parser: argparse.ArgumentParser) -> None:
@@ -723,6 +720,7 @@ def _interval(parser: argparse.ArgumentParser) -> None:
 def _status_arguments(parser: argparse.ArgumentParser) -> None:
     environment_options(parser, one=True)
     _job_id(parser)
+    hyperpod.cluster_option(parser)
     parser.add_argument(
         "--watch",
         action="store_true",
@@ -732,7 +730,9 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _status(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, _ = job_environment(ctx, args, "status")
+    env, training = job_environment(ctx, args, "status")
+    if training.engine == "hyperpod":
+        return _slurm_status(args, ctx, env)
     if args.watch:
         interval = check_interval(args.interval)
         quiet = ctx.output == "json"
@@ -752,6 +752,7 @@ def _status(args: argparse.Namespace, ctx: Context) -> ExitStatus:
 def _logs_arguments(parser: argparse.ArgumentParser) -> None:
     environment_options(parser, one=True)
     _job_id(parser)
+    hyperpod.cluster_option(parser)
     parser.add_argument(
         "--node", type=int, metavar="N", help="node index of a multi-node job (default: the main node)"
     )
@@ -762,7 +763,9 @@ def _logs_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _logs(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, _ = job_environment(ctx, args, "logs")
+    env, training = job_environment(ctx, args, "logs")
+    if training.engine == "hyperpod":
+        return _slurm_logs(args, ctx, env)
     interval = check_interval(args.interval)
     quiet = ctx.output == "json"
     result = logs(
@@ -782,12 +785,15 @@ def _logs(args: argparse.Namespace, ctx: Context) -> ExitStatus:
 def _stop_arguments(parser: argparse.ArgumentParser) -> None:
     environment_options(parser, one=True)
     _job_id(parser)
+    hyperpod.cluster_option(parser)
     parser.add_argument("--reason", help="why, recorded as the job's status reason")
 
 
 def _stopper(action: str) -> Callable[[argparse.Namespace, Context], ExitStatus]:
     def run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-        env, _ = job_environment(ctx, args, action)
+        env, training = job_environment(ctx, args, action)
+        if training.engine == "hyperpod":
+            return _slurm_stop(args, ctx, env, action)
         ctx.show(stop(ctx, env, args.job_id, action=action, reason=args.reason), render_stop)
         return ExitStatus.OK
 
@@ -796,55 +802,124 @@ def _stopper(action: str) -> Callable[[argparse.Namespace, Context], ExitStatus]
 
 def _list_arguments(parser: argparse.ArgumentParser) -> None:
     environment_options(parser, one=True)
+    from cdk_neuron.cli.slurm_jobs import STATES as SLURM_STATES
+
     parser.add_argument(
         "--state",
-        choices=("active", "all", *STATES),
+        choices=("active", "all", *dict.fromkeys((*STATES, *SLURM_STATES))),
         default="active",
-        help="one state, 'active' (default: SUBMITTED through RUNNING) or 'all'",
+        help="one state (AWS Batch's, or Slurm's on HyperPod), 'active' (default: not yet ended) or 'all'",
     )
     parser.add_argument("--limit", type=int, default=50, help="most jobs to show per state (default: 50)")
     stack_option(parser)
 
 
 def _list(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, _ = job_environment(ctx, args, "list")
+    env, training = job_environment(ctx, args, "list")
+    if training.engine == "hyperpod":
+        from cdk_neuron.cli import slurm_jobs
+
+        result = slurm_jobs.list_jobs(ctx, env, state=args.state, limit=args.limit, cluster_name=args.cluster)
+        ctx.show(result, slurm_jobs.render_list)
+        return ExitStatus.OK
+    if args.state not in ("active", "all", *STATES):
+        raise NeuronConfigError("--state", args.state, f"AWS Batch job states are {', '.join(STATES)}")
     states = {"active": ACTIVE_STATES, "all": STATES}.get(args.state, (args.state,))
     ctx.show(list_jobs(ctx, env, states=states, limit=args.limit, stack_name=args.stack), render_list)
+    return ExitStatus.OK
+
+
+# -- HyperPod (Slurm) ---------------------------------------------------------------------------
+
+
+def _slurm_status(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
+    from cdk_neuron.cli import slurm_jobs
+
+    if args.watch:
+        interval = check_interval(args.interval)
+        quiet = ctx.output == "json"
+        result = slurm_jobs.watch(
+            ctx,
+            env,
+            args.job_id,
+            cluster_name=args.cluster,
+            interval=interval,
+            on_transition=(lambda t: None) if quiet else (lambda t: ctx.line(transition_line(t))),
+        )
+    else:
+        result = slurm_jobs.status(ctx, env, args.job_id, cluster_name=args.cluster)
+    ctx.show(result, slurm_jobs.render_status)
+    return ExitStatus.FAILED if result.failed else ExitStatus.OK
+
+
+def _slurm_logs(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
+    from cdk_neuron.cli import slurm_jobs
+
+    if args.node is not None:
+        raise NeuronConfigError(
+            "--node",
+            args.node,
+            "on HyperPod every node's output goes to the job's one Slurm output file: omit --node",
+        )
+    interval = check_interval(args.interval)
+    quiet = ctx.output == "json"
+    result = slurm_jobs.logs(
+        ctx,
+        env,
+        args.job_id,
+        cluster_name=args.cluster,
+        follow=args.follow,
+        interval=interval,
+        write=None if quiet else ctx.line,
+        announce=None if quiet else ctx.note,
+    )
+    ctx.show(result, None)  # the text was printed as it came
+    failed = result.state in slurm_jobs.TERMINAL_STATES and result.state != "COMPLETED"
+    return ExitStatus.FAILED if args.follow and failed else ExitStatus.OK
+
+
+def _slurm_stop(args: argparse.Namespace, ctx: Context, env: Deployment, action: str) -> ExitStatus:
+    from cdk_neuron.cli import slurm_jobs
+
+    if args.reason is not None:
+        raise NeuronConfigError("--reason", args.reason, "Slurm's scancel records no reason: omit --reason")
+    result = slurm_jobs.stop(ctx, env, args.job_id, action=action, cluster_name=args.cluster)
+    ctx.show(result, slurm_jobs.render_stop)
     return ExitStatus.OK
 
 
 COMMANDS = (
     Command(
         "status",
-        "A job's status, nodes and attempts; on FAILED, where the failing node logged.",
+        "A job's status, nodes and attempts; on FAILED, where the failing node logged (Slurm's view on HyperPod).",
         _status,
         arguments=_status_arguments,
         aws=True,
     ),
     Command(
         "logs",
-        "One node's CloudWatch Logs stream; --follow until the job ends.",
+        "One node's CloudWatch Logs stream (the Slurm output file on HyperPod); --follow until the job ends.",
         _logs,
         arguments=_logs_arguments,
         aws=True,
     ),
     Command(
         "cancel",
-        "Cancel a job that has not started (SUBMITTED, PENDING, RUNNABLE).",
+        "Cancel a job that has not started (SUBMITTED, PENDING, RUNNABLE; PENDING on HyperPod).",
         _stopper("cancel"),
         arguments=_stop_arguments,
         aws=True,
     ),
     Command(
         "terminate",
-        "Terminate a job in any state: every node's container is stopped.",
+        "Terminate a job in any state: every node's container (Slurm step on HyperPod) is stopped.",
         _stopper("terminate"),
         arguments=_stop_arguments,
         aws=True,
     ),
     Command(
         "list",
-        "Jobs in the environment's job queue, newest first.",
+        "Jobs in the environment's job queue (Slurm's queue on HyperPod), newest first.",
         _list,
         arguments=_list_arguments,
         aws=True,

@@ -9,6 +9,14 @@ NAT gateway hours, public IPv4 addresses, interface endpoint hours, the load bal
 and One Zone storage, S3 Standard storage, KMS keys, CloudWatch alarms and dashboards. A line the
 API does not price keeps the table's price, and says so.
 
+SageMaker HyperPod instances (``--live-prices`` only: no table holds them) are the
+``AmazonSageMaker`` products of the instance (``instanceName``, ``regionCode``) whose ``component``,
+usage type or operation names a cluster or HyperPod; the Price List's attribute values for HyperPod
+are not in any page we could read, so cdk-neuron matches on those words, names the usage type it
+took in the price's note, and leaves the line unpriced when no product matches. HyperPod sells the
+instances at its own rates, not EC2's ("Amazon SageMaker pricing", HyperPod tab,
+https://aws.amazon.com/sagemaker/pricing/, read 2026-12-02).
+
 Products are found with ``TERM_MATCH`` on ``regionCode`` (and a product family or instance where
 that pins them) plus ``CONTAINS`` on the usage type; the product is then chosen by the exact usage
 type (``NatGateway-Hours``, ``USW2-NatGateway-Hours`` elsewhere) and the unit of its price
@@ -74,6 +82,8 @@ class PriceBook:
     """SageMaker hosting prices by ``ml.`` name."""
     live_services: Mapping[str, Price] = field(default_factory=dict)
     """Service prices by :data:`SERVICE_QUERIES` key."""
+    live_hyperpod: Mapping[str, Price] = field(default_factory=dict)
+    """SageMaker HyperPod cluster prices by ``ml.`` name (no table: live only)."""
 
     def ec2(self, instance_type: str) -> Price | None:
         return self.live.get(instance_type) or catalog.ON_DEMAND_PRICES.get(instance_type)
@@ -81,6 +91,10 @@ class PriceBook:
     def sagemaker(self, instance_type: str) -> Price | None:
         name = f"ml.{instance_type.removeprefix('ml.')}"
         return self.live_sagemaker.get(name) or catalog.SAGEMAKER_PRICES.get(name)
+
+    def hyperpod(self, instance_type: str) -> Price | None:
+        """A HyperPod cluster instance's price; None unless ``--live-prices`` found one."""
+        return self.live_hyperpod.get(f"ml.{instance_type.removeprefix('ml.')}")
 
     def instance(self, instance_type: str, *, sagemaker: bool = False) -> Price | None:
         return self.sagemaker(instance_type) if sagemaker else self.ec2(instance_type)
@@ -189,6 +203,26 @@ def _service_price(pricing: Any, query: ServiceQuery, region: str) -> float | No
     return None
 
 
+_HYPERPOD_WORDS = ("hyperpod", "cluster")
+
+
+def _hyperpod_price(pricing: Any, name: str, region: str) -> tuple[float, str] | None:
+    """The hourly on-demand price of ``name`` in a HyperPod cluster, and the usage type it came from."""
+    filters = [
+        {"Type": "TERM_MATCH", "Field": "instanceName", "Value": name},
+        {"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+    ]
+    for product in _products(pricing, "AmazonSageMaker", filters):
+        attributes = product.get("product", {}).get("attributes", {})
+        label = " ".join(str(attributes.get(k, "")) for k in ("component", "usagetype", "operation")).lower()
+        if not any(word in label for word in _HYPERPOD_WORDS):
+            continue
+        usd = _on_demand_usd(product)
+        if usd is not None:
+            return usd, str(attributes.get("usagetype", "?"))
+    return None
+
+
 def live_price_book(
     pricing: Any,
     region: str,
@@ -196,6 +230,7 @@ def live_price_book(
     *,
     sagemaker_types: Iterable[str] = (),
     services: Iterable[str] = (),
+    hyperpod_types: Iterable[str] = (),
 ) -> PriceBook:
     """Look up every price the estimate uses in ``region``; what the API does not price keeps the table's.
 
@@ -221,7 +256,19 @@ def live_price_book(
         usd = _service_price(pricing, query, region)
         if usd is not None:
             service_prices[key] = Price(usd, region, LIVE_SOURCE, note)
-    return PriceBook(live=live, live_date=today, live_sagemaker=sagemaker, live_services=service_prices)
+    hyperpod: dict[str, Price] = {}
+    for instance_type in sorted(set(hyperpod_types)):
+        name = f"ml.{instance_type.removeprefix('ml.')}"
+        found = _hyperpod_price(pricing, name, region)
+        if found is not None:
+            hyperpod[name] = Price(found[0], region, LIVE_SOURCE, f"{note}; usage type {found[1]}")
+    return PriceBook(
+        live=live,
+        live_date=today,
+        live_sagemaker=sagemaker,
+        live_services=service_prices,
+        live_hyperpod=hyperpod,
+    )
 
 
 __all__ = [

@@ -33,13 +33,16 @@ from datetime import datetime
 from typing import Any
 
 from cdk_neuron import planner
+from cdk_neuron.cli import hyperpod
 from cdk_neuron.cli.aws import AwsLookupError
 from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
+from cdk_neuron.cli.stack_lookup import stack_outputs as stack_outputs
+from cdk_neuron.cli.stack_lookup import stack_resource_arn as stack_resource_arn
 from cdk_neuron.cli.status import ExitStatus
-from cdk_neuron.deployment import Deployment, JobQueueLocation, TrainingDeployment
+from cdk_neuron.deployment import Deployment, HyperPodLocation, JobQueueLocation, TrainingDeployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.training.launcher import TRAINING_COMMAND_PARAMETER, encode_training_command
 from cdk_neuron.validation import pinned_image
@@ -81,19 +84,6 @@ class Submitted(Result):
     logs_command: str
 
 
-def stack_outputs(cloudformation: Any, stack_name: str) -> dict[str, str]:
-    try:
-        stacks = cloudformation.describe_stacks(StackName=stack_name)["Stacks"]
-    except Exception as error:
-        if "does not exist" in str(error):
-            raise AwsLookupError(
-                f"stack {stack_name} does not exist in this account and Region: deploy the training stack "
-                "first, or pass --stack NAME"
-            ) from None
-        raise
-    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-
-
 def _output(outputs: dict[str, str], key: str, stack_name: str) -> str:
     if key not in outputs:
         raise AwsLookupError(
@@ -109,22 +99,31 @@ def batch_training(env: Deployment, command: str) -> TrainingDeployment:
         raise NeuronConfigError(
             "--env",
             env.name,
-            f"{command} runs AWS Batch training jobs and {env.name} has no training cluster: choose an "
-            "environment with a BatchTrainingCluster (--env NAME or --path CONSTRUCT_PATH)",
+            f"{command} runs training jobs and {env.name} has no training cluster: choose an environment "
+            "with a BatchTrainingCluster or HyperPodTrainingCluster (--env NAME or --path CONSTRUCT_PATH)",
         )
     if training.engine != "batch":
         raise NeuronConfigError(
             f"environments.{env.name}.training.engine",
             training.engine,
-            f"{command} runs AWS Batch jobs; this cluster is an Auto Scaling group: start jobs with your own "
-            "scheduler",
+            f"{command} runs AWS Batch and HyperPod (Slurm) jobs; this cluster is an Auto Scaling group: start "
+            "jobs with your own scheduler",
         )
     return training
 
 
+def job_training(env: Deployment, command: str) -> TrainingDeployment:
+    """The environment's AWS Batch or HyperPod training cluster (the engines the job commands drive),
+    or a refusal naming why ``command`` cannot run."""
+    training = env.training
+    if training is not None and training.engine == "hyperpod":
+        return training
+    return batch_training(env, command)
+
+
 def validate_nodes(env: Deployment, nodes: int) -> None:
-    """--nodes must fit the compute environment and keep the configured TP x PP layout valid."""
-    training = batch_training(env, "submit")
+    """--nodes must fit the cluster and keep the configured TP x PP layout valid."""
+    training = job_training(env, "submit")
     if not 1 <= nodes <= training.max_nodes:
         raise NeuronConfigError(
             "--nodes", nodes, f"use 1..{training.max_nodes} (environments.{env.name}.training.max_nodes)"
@@ -254,26 +253,6 @@ def _location(env: Deployment, stack_name: str | None) -> JobQueueLocation:
     if jobs is None:
         return JobQueueLocation(stack_name=str(stack_name))
     return jobs if stack_name is None else replace(jobs, stack_name=stack_name)
-
-
-def stack_resource_arn(cloudformation: Any, stack_name: str, logical_id: str) -> str:
-    """The physical id of a stack's resource: the ARN for ``AWS::Batch::JobQueue`` and ``JobDefinition``."""
-    try:
-        detail = cloudformation.describe_stack_resource(StackName=stack_name, LogicalResourceId=logical_id)
-    except Exception as error:
-        if "does not exist" in str(error):
-            raise AwsLookupError(
-                f"stack {stack_name} has no resource {logical_id} in this account and Region: deploy the "
-                "training stack first, or pass --stack NAME"
-            ) from None
-        raise
-    physical = detail["StackResourceDetail"].get("PhysicalResourceId")
-    if not physical:
-        raise AwsLookupError(
-            f"{logical_id} in stack {stack_name} has no physical id yet "
-            f"({detail['StackResourceDetail'].get('ResourceStatus', '?')}): wait for the deploy to finish"
-        )
-    return str(physical)
 
 
 def job_arns(
@@ -433,13 +412,31 @@ def job_environment(
     ctx: Context, args: argparse.Namespace, command: str
 ) -> tuple[Deployment, TrainingDeployment]:
     """The one environment a job command acts on (``--env``/``--path``, ``--region``), and its AWS
-    Batch training cluster: a refusal naming why ``command`` cannot run without one."""
+    Batch or HyperPod training cluster: a refusal naming why ``command`` cannot run without one.
+
+    ``--stack`` replaces the stack the app names (the job queue's for Batch, the cluster name's for
+    HyperPod); ``--cluster`` is HyperPod's only."""
     env = in_region([one_environment(ctx.deployments, args)], args.region)[0]
-    return env, batch_training(env, command)
+    training = job_training(env, command)
+    if training.engine == "hyperpod":
+        stack = getattr(args, "stack", None)
+        if stack is not None:
+            location = replace(training.hyperpod or HyperPodLocation(), stack_name=stack)
+            training = replace(training, hyperpod=location)
+            env = replace(env, training=training)
+    elif getattr(args, "cluster", None) is not None:
+        raise NeuronConfigError(
+            "--cluster", args.cluster, f"{env.name} trains on AWS Batch, not HyperPod: omit --cluster"
+        )
+    return env, training
 
 
 def stack_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stack", help="the stack that publishes the job queue (default: as the app says)")
+    parser.add_argument(
+        "--stack",
+        help="the stack that publishes the job queue (Batch) or the cluster name (HyperPod) (default: as the app says)",
+    )
+    hyperpod.cluster_option(parser)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -456,15 +453,80 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="environment variable for every node (a container override); repeatable",
     )
     parser.add_argument("--name", help="job name (default: <env>-train-<UTC timestamp>)")
+    parser.add_argument(
+        "--as-user",
+        metavar="USER",
+        help="HyperPod: the OS user the job runs as when the session is root (default: ubuntu; 'root' to keep root)",
+    )
     stack_option(parser)
+
+
+def _hyperpod_errors(
+    args: argparse.Namespace, found: ErrorCollector, env: Deployment, training: TrainingDeployment
+) -> None:
+    """What HyperPod refuses of submit's arguments, beside the other mistakes."""
+    from cdk_neuron.training import hyperpod_jobs
+
+    found.run(lambda: validate_nodes(env, training.plan.nodes if args.nodes is None else args.nodes))
+    if args.image is not None:
+        found.add(
+            NeuronConfigError(
+                "--image",
+                args.image,
+                "HyperPod jobs run on the nodes' own Neuron software, not in a container image (the hyperpod "
+                "engine refuses job_image): omit --image",
+            )
+        )
+    if args.as_user is not None:
+        from cdk_neuron.cli.slurm_jobs import job_user
+
+        found.run(lambda: job_user(args.as_user))
+    if args.name is not None and not hyperpod_jobs.JOB_NAME.match(args.name):
+        found.add(
+            NeuronConfigError(
+                "--name", args.name, "a Slurm job name here: letters, digits and single hyphens, at most 63"
+            )
+        )
+
+
+def _run_hyperpod(
+    args: argparse.Namespace, ctx: Context, env: Deployment, training: TrainingDeployment
+) -> ExitStatus:
+    from cdk_neuron.cli import slurm_jobs
+
+    nodes = training.plan.nodes if args.nodes is None else args.nodes
+    result = slurm_jobs.submit(
+        ctx,
+        env,
+        cluster_name=args.cluster,
+        nodes=nodes,
+        command=_training_command(args.job_command),
+        env_vars={e["name"]: e["value"] for e in parse_env_vars(args.env_var)},
+        job_name=args.name or default_job_name(env, ctx.clock.now()),
+        as_user=args.as_user or slurm_jobs.DEFAULT_JOB_USER,
+    )
+    ctx.show(result, slurm_jobs.render_submit)
+    return ExitStatus.OK
 
 
 def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
     found = _argument_errors(args)
     chosen = found.run(lambda: job_environment(ctx, args, "submit"))
+    if chosen is not None and chosen[1].engine == "hyperpod":
+        _hyperpod_errors(args, found, *chosen)
+    elif chosen is not None and args.as_user is not None:
+        found.add(
+            NeuronConfigError(
+                "--as-user",
+                args.as_user,
+                "only HyperPod jobs take it: an AWS Batch job runs as its job definition's container user",
+            )
+        )
     found.raise_if_any()
     assert chosen is not None
     env, training = chosen
+    if training.engine == "hyperpod":
+        return _run_hyperpod(args, ctx, env, training)
     result = submit(
         ctx,
         env,
@@ -481,7 +543,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
 
 COMMAND = Command(
     "submit",
-    "Submit a multi-node AWS Batch training job: submit --nodes N -- 'torchrun $TORCHRUN_ARGS train.py'",
+    "Submit a multi-node training job (AWS Batch, or Slurm on HyperPod): submit --nodes N -- 'torchrun $TORCHRUN_ARGS train.py'",
     _run,
     arguments=_arguments,
     aws=True,

@@ -1,12 +1,15 @@
 """SageMaker HyperPod clusters (``AWS::SageMaker::Cluster``): what CreateCluster refuses that the schema allows.
 
 The resource schema gives ``InstanceType`` no enum, lets ``OnCreate`` and ``OnInitComplete`` appear
-together, and accepts any ``SourceS3Uri``; the SageMaker API refuses or breaks on each (sources on each
-rule; the facts are :mod:`cdk_neuron.training.hyperpod_facts`).
+together, accepts any ``SourceS3Uri`` and a volume key in any provisioning mode; the SageMaker API
+refuses or breaks on each (sources on each rule; the facts are
+:mod:`cdk_neuron.training.hyperpod_facts`). E9608's one-partition check repeats the schema's
+``maxItems: 1`` for its message, which names the fix.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,9 +27,9 @@ def _groups(resource: dict[str, Any]) -> Iterator[tuple[_base.Path, dict[str, An
             yield ("Properties", "InstanceGroups", index), group
 
 
-def _region(rule: _base.DeployRule, cfn: Any) -> str | None:
+def _regions(cfn: Any) -> list[str]:
     regions = getattr(cfn, "regions", None)
-    return regions[0] if isinstance(regions, list) and regions else None
+    return [r for r in regions if isinstance(r, str)] if isinstance(regions, list) else []
 
 
 class TrainiumInstanceType(_base.DeployRule):
@@ -35,7 +38,9 @@ class TrainiumInstanceType(_base.DeployRule):
     description = (
         "CreateCluster accepts ml.trn1.32xlarge, ml.trn1n.32xlarge, ml.trn2.3xlarge and ml.trn2.48xlarge (the "
         "ClusterInstanceType enum; not ml.trn1.2xlarge, which cfn-lint's price-list enum lets through), and each "
-        "only in the regions whose price list carries it (cfn-lint E3644's table)."
+        "only in the regions whose price list carries it (cfn-lint E3644's table), checked for every region the "
+        "lint runs for. A group on a SageMaker training plan (TrainingPlanArn) skips the region check: the table "
+        "follows published prices and can lag capacity that only training plans sell."
     )
     source_url = (
         "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html"
@@ -44,11 +49,11 @@ class TrainiumInstanceType(_base.DeployRule):
     resource_types = (CLUSTER,)
 
     def match(self, cfn: Any) -> list[Any]:
-        self._region_now = _region(self, cfn)
+        self._regions_now = _regions(cfn)
         return super().match(cfn)
 
     def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
-        region = getattr(self, "_region_now", None)
+        regions: list[str] = getattr(self, "_regions_now", [])
         for path, group in _groups(resource):
             instance_type = _base.as_str(group.get("InstanceType"))
             if instance_type is None or not instance_type.startswith("ml.trn"):
@@ -61,22 +66,31 @@ class TrainiumInstanceType(_base.DeployRule):
                     f"{name}: InstanceGroups[{path[2]}].InstanceType is {instance_type}; HyperPod accepts {accepted}. "
                     "Fix: use one of them, or an EC2 engine (AWS Batch, Auto Scaling) for this type.",
                 )
-            elif region is not None and catalog_name not in hyperpod_facts.types_in(region):
+                continue
+            if group.get("TrainingPlanArn") is not None:
+                continue
+            for region in regions:
+                if catalog_name in hyperpod_facts.types_in(region):
+                    continue
                 where = ", ".join(hyperpod_facts.regions_for(catalog_name))
                 yield Finding(
                     (*path, "InstanceType"),
                     f"{name}: InstanceGroups[{path[2]}].InstanceType is {instance_type}, which HyperPod does not sell "
-                    f"in {region}. Fix: deploy in a region that sells it ({where}).",
+                    f"in {region}. Fix: deploy in a region that sells it ({where}), or use a SageMaker training plan "
+                    "that holds it (TrainingPlanArn).",
                 )
 
 
 class LifecycleBucketPrefix(_base.DeployRule):
     id = "E9607"
-    shortdesc = "HyperPod lifecycle scripts in a bucket named sagemaker-*"
+    shortdesc = "HyperPod lifecycle scripts readable by the nodes: a sagemaker-* bucket or an explicit grant"
     description = (
-        "The SourceS3Uri of a lifecycle configuration must start with s3://sagemaker-: the managed "
-        "AmazonSageMakerClusterInstanceRolePolicy reads only buckets with that prefix, and nodes fail to start "
-        "when they cannot read their scripts."
+        "The managed AmazonSageMakerClusterInstanceRolePolicy reads only s3://sagemaker-* buckets, and nodes fail "
+        "to start when they cannot read their scripts. A SourceS3Uri in another bucket is refused when the group's "
+        "ExecutionRole is a role of the same template whose policies grant no s3:GetObject on that bucket; a role "
+        "from outside the template is not judged. (AWS's HyperPod EKS sample keeps its scripts in another bucket "
+        "and grants s3:GetObject explicitly: aws-samples/awsome-distributed-training "
+        "1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml.)"
     )
     source_url = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html"
     source_title = "Amazon SageMaker API Reference: ClusterLifeCycleConfig (SourceS3Uri)"
@@ -90,11 +104,15 @@ class LifecycleBucketPrefix(_base.DeployRule):
             uri = self._uri(template, config.get("SourceS3Uri"))
             if uri is None or uri.startswith(f"s3://{hyperpod_facts.LIFECYCLE_BUCKET_PREFIX}"):
                 continue
+            role = template.target(group.get("ExecutionRole"), "AWS::IAM::Role")
+            if role is None or _grants_get_object(template, role[0], role[1], config.get("SourceS3Uri")):
+                continue
             yield Finding(
                 (*path, "LifeCycleConfig", "SourceS3Uri"),
                 f"{name}: InstanceGroups[{path[2]}].LifeCycleConfig.SourceS3Uri is {uri}; HyperPod's managed "
-                "instance policy reads only s3://sagemaker-* buckets. Fix: put the scripts in a bucket whose name "
-                "starts with sagemaker-.",
+                f"instance policy reads only s3://sagemaker-* buckets and the execution role {role[0]} grants no "
+                "s3:GetObject on this one. Fix: put the scripts in a bucket whose name starts with sagemaker-, or "
+                "grant the role s3:GetObject (and s3:ListBucket) on the bucket.",
             )
 
     @staticmethod
@@ -124,6 +142,51 @@ class LifecycleBucketPrefix(_base.DeployRule):
         return str(join[0]).join(parts)
 
 
+def _bucket_refs(template: _base.Template, uri_value: Any) -> set[str]:
+    """How a policy may name the URI's bucket: its same-template logical id, or its literal name."""
+    found: set[str] = set()
+    join = uri_value.get("Fn::Join") if isinstance(uri_value, dict) else None
+    parts = (
+        join[1] if isinstance(join, list) and len(join) == 2 and isinstance(join[1], list) else [uri_value]
+    )
+    for part in parts:
+        target = template.target(part, "AWS::S3::Bucket")
+        if target is not None:
+            found.add(target[0])
+            literal = _base.text(_base.props(target[1]).get("BucketName"))
+            if literal:
+                found.add(literal)
+        literal = _base.text(part)
+        if literal and literal.startswith("s3://"):
+            found.add(literal.removeprefix("s3://").split("/", 1)[0])
+    return found
+
+
+def _grants_get_object(template: _base.Template, role_id: str, role: dict[str, Any], uri_value: Any) -> bool:
+    """Whether the role's inline, attached or same-template policies allow s3:GetObject on the bucket."""
+    inline = [_base.as_dict(p) for p in _base.as_list(_base.props(role).get("Policies")) or []]
+    documents: list[Any] = [p.get("PolicyDocument") for p in inline if p is not None]
+    for _name, policy in template.of_type("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+        roles = _base.as_list(_base.props(policy).get("Roles")) or []
+        if any(_base.ref_target(r) == role_id for r in roles):
+            documents.append(_base.props(policy).get("PolicyDocument"))
+    for managed in _base.as_list(_base.props(role).get("ManagedPolicyArns")) or []:
+        target = template.target(managed, "AWS::IAM::ManagedPolicy")
+        if target is not None:
+            documents.append(_base.props(target[1]).get("PolicyDocument"))
+    names = _bucket_refs(template, uri_value)
+    for document in documents:
+        for statement in _base.statements(document) or []:
+            if statement.get("Effect") != "Allow" or not _base.actions_cover(
+                statement.get("Action"), "s3:GetObject"
+            ):
+                continue
+            resources = json.dumps(statement.get("Resource"))
+            if '"*"' in resources or any(name in resources for name in names):
+                return True
+    return False
+
+
 class LifecycleAndHealthChecks(_base.DeployRule):
     id = "E9608"
     shortdesc = "HyperPod groups: one lifecycle entry point, InstanceConnectivity on 2+ nodes, one partition"
@@ -147,11 +210,12 @@ class LifecycleAndHealthChecks(_base.DeployRule):
                 )
             checks = _base.as_list(group.get("OnStartDeepHealthChecks")) or []
             count = _base.as_int(group.get("InstanceCount"))
-            if "InstanceConnectivity" in checks and count is not None and count < 2:
+            refusal = hyperpod_facts.connectivity_refusal(count) if count is not None else None
+            if "InstanceConnectivity" in checks and refusal is not None:
                 yield Finding(
                     (*path, "OnStartDeepHealthChecks"),
-                    f"{where} runs InstanceConnectivity with InstanceCount {count}; the check needs at least 2 "
-                    "nodes. Fix: keep InstanceStress only, or run 2 or more nodes.",
+                    f"{where} runs InstanceConnectivity with InstanceCount {count}; {refusal}. Fix: keep "
+                    "InstanceStress only, or run 2 or more nodes (0, a group scaled down, runs no check).",
                 )
             slurm = _base.as_dict(group.get("SlurmConfig")) or {}
             partitions = _base.as_list(slurm.get("PartitionNames")) or []
@@ -160,4 +224,40 @@ class LifecycleAndHealthChecks(_base.DeployRule):
                     (*path, "SlurmConfig", "PartitionNames"),
                     f"{where}.SlurmConfig.PartitionNames has {len(partitions)} partitions ({', '.join(map(str, partitions))}); "
                     "a group belongs to at most one. Fix: split the group, one partition each.",
+                )
+
+
+class VolumeKeyNeedsContinuousProvisioning(_base.DeployRule):
+    id = "E9609"
+    shortdesc = "HyperPod volume keys only with NodeProvisioningMode: Continuous"
+    description = (
+        "HyperPod supports a customer managed KMS key on a group's root or secondary EBS volume "
+        "(InstanceStorageConfigs EbsVolumeConfig RootVolume / VolumeKmsKeyId) only on clusters in continuous node "
+        "provisioning mode. The API reference documents that mode for EKS-orchestrated clusters only, so on a "
+        "Slurm cluster the combination is outside what AWS documents either way."
+    )
+    source_url = "https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-cmk.html"
+    source_title = (
+        "Amazon SageMaker AI Developer Guide: Customer managed AWS KMS key encryption for SageMaker HyperPod"
+    )
+    resource_types = (CLUSTER,)
+
+    def check(self, template: _base.Template, name: str, resource: dict[str, Any]) -> Iterator[Finding]:
+        mode = _base.as_str(_base.props(resource).get("NodeProvisioningMode"))
+        if mode == hyperpod_facts.CONTINUOUS_PROVISIONING:
+            return
+        for path, group in _groups(resource):
+            for index, config in enumerate(_base.as_list(group.get("InstanceStorageConfigs")) or []):
+                volume = _base.as_dict((_base.as_dict(config) or {}).get("EbsVolumeConfig"))
+                if volume is None:
+                    continue
+                if volume.get("VolumeKmsKeyId") is None and volume.get("RootVolume") is not True:
+                    continue
+                which = "root" if volume.get("RootVolume") is True else "secondary"
+                yield Finding(
+                    (*path, "InstanceStorageConfigs", index, "EbsVolumeConfig"),
+                    f"{name}: InstanceGroups[{path[2]}].InstanceStorageConfigs[{index}] encrypts the {which} volume "
+                    f"with a customer managed key, but NodeProvisioningMode is {mode or 'not set'}; HyperPod supports "
+                    "volume keys only in continuous provisioning mode. Fix: drop RootVolume/VolumeKmsKeyId (the volume "
+                    "uses an AWS owned key), or set NodeProvisioningMode: Continuous on an EKS-orchestrated cluster.",
                 )

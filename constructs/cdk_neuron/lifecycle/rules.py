@@ -73,6 +73,11 @@ HYPERPOD_UPDATE = Source(
     "UpdateCluster, Amazon SageMaker API Reference",
     "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html",
 )
+HYPERPOD_CMK = Source(
+    "Customer managed AWS KMS key encryption for SageMaker HyperPod, Amazon SageMaker AI Developer Guide "
+    '("KMS key transition isn\'t currently supported")',
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-cmk.html",
+)
 NAME_TYPE = Source(
     'Name type, CloudFormation template reference ("If you specify a name, you cannot perform updates that '
     'require replacement of this resource")',
@@ -376,6 +381,14 @@ def _groups_by_name(resource: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]
     return found
 
 
+def _volume_keys(group: Mapping[str, Any]) -> list[Any]:
+    configs = group.get("InstanceStorageConfigs")
+    return [
+        _mapping(_mapping(config).get("EbsVolumeConfig")).get("VolumeKmsKeyId")
+        for config in (configs if isinstance(configs, list) else [])
+    ]
+
+
 def sagemaker_cluster(
     before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
 ) -> ServiceEffect | None:
@@ -384,6 +397,15 @@ def sagemaker_cluster(
     if not any(path[:1] == ("InstanceGroups",) for path in changed):
         return None
     old, new = _groups_by_name(before), _groups_by_name(after)
+    rekeyed = sorted(
+        name for name, group in old.items() if name in new and _volume_keys(group) != _volume_keys(new[name])
+    )
+    if rekeyed:
+        return ServiceEffect(
+            HYPERPOD_CMK,
+            fails=f"the volume key of {', '.join(rekeyed)} changes: HyperPod cannot move an existing group to "
+            "another KMS key, and the update fails (create a new group with the key, then remove the old one)",
+        )
     shrunk = [
         name
         for name, group in old.items()

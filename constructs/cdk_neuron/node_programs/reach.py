@@ -193,6 +193,13 @@ def model_destinations(artifact_uri: str | None, caller: str) -> tuple[Destinati
 TRAINING_PROGRAMS = ("bootstrap.sh", "lib", "training")
 SERVING_PROGRAMS = ("bootstrap.sh", "lib", "serving")
 MONITORING_PROGRAMS = ("monitoring",)
+HYPERPOD_PROGRAMS = (
+    "hyperpod",
+    "lib",
+    "training/launcher.sh",
+    "training/rank_order.py",
+    "training/peer_watch.py",
+)
 
 
 def training_node(*, job_image: str | None, region: str, node_metrics: bool) -> tuple[Destination, ...]:
@@ -203,6 +210,18 @@ def training_node(*, job_image: str | None, region: str, node_metrics: bool) -> 
     if job_image is not None:
         destinations += [*ECS_AGENT, *image_destinations(job_image, region, "training job image")]
     return tuple(destinations)
+
+
+def hyperpod_node() -> tuple[Destination, ...]:
+    """A HyperPod node: what its lifecycle script and job programs call, and SSM (the job commands'
+    sessions).
+
+    HyperPod installs and runs its own agents (Slurm, health monitoring, log delivery) and copies the
+    lifecycle prefix to the node itself; those are the service's paths, not listed here. The
+    lifecycle script fetches nothing (the node programs and efs-utils come in the prefix), so
+    with no NAT only the SSM endpoints and the S3 gateway are needed from the programs' side.
+    """
+    return (*program_calls(*HYPERPOD_PROGRAMS), *SSM_AGENT)
 
 
 def serving_node(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from cdk_neuron.training.cluster import (
         OFFERING_WARNING_ID,
         IBatchTrainingCluster,
+        IHyperPodTrainingCluster,
         ITrainingCluster,
         NodeOptions,
         TrainingClusterBase,
@@ -54,6 +55,7 @@ _LAZY: dict[str, str] = {
     "DEFAULT_SECURITY_GROUP_WARNING_ID": "cdk_neuron.training.security",
     "ITrainingCluster": "cdk_neuron.training.cluster",
     "IBatchTrainingCluster": "cdk_neuron.training.cluster",
+    "IHyperPodTrainingCluster": "cdk_neuron.training.cluster",
     "TrainingClusterBase": "cdk_neuron.training.cluster",
     "NodeOptions": "cdk_neuron.training.cluster",
     "BatchTrainingCluster": "cdk_neuron.training.batch_cluster",
@@ -77,6 +79,7 @@ __all__ = [
     "EfaLayout",
     "HyperPodTrainingCluster",
     "IBatchTrainingCluster",
+    "IHyperPodTrainingCluster",
     "ITrainingCluster",
     "NodeOptions",
     "TrainingClusterBase",

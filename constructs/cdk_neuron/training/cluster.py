@@ -114,12 +114,37 @@ class IBatchTrainingCluster(ITrainingCluster, Protocol):
         ...
 
 
+class IHyperPodTrainingCluster(ITrainingCluster, Protocol):
+    """A SageMaker HyperPod Slurm cluster: its identity, and the grants of the job commands."""
+
+    @property
+    def cluster_arn(self) -> str:
+        """The cluster's ARN."""
+        ...
+
+    @property
+    def cluster_name(self) -> str:
+        """HyperPod's name of the cluster."""
+        ...
+
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` find the controller and run the job commands through Session Manager."""
+        ...
+
+    def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` change how many workers run."""
+        ...
+
+
 @jsii.implements(ec2.IConnectable)
 class _TrainingClusterRef(Construct):
     """What a built and an imported cluster share: ``connections`` and the node metrics."""
 
     _connections: ec2.Connections
     _node_metrics: NodeMetrics | None
+    # What the error of a metric without node metrics tells the user to do (an engine without a
+    # publisher says why instead).
+    _NO_METRICS_FIX: ClassVar[str] = "give the cluster node_metrics=NodeMetrics(environment=...)"
 
     @property
     def connections(self) -> ec2.Connections:
@@ -157,8 +182,7 @@ class _TrainingClusterRef(Construct):
                 raise NeuronConfigError(
                     "node_metrics",
                     None,
-                    f"the nodes publish no Neuron metrics, so {metric_name} has no data: give the cluster "
-                    "node_metrics=NodeMetrics(environment=...)",
+                    f"the nodes publish no Neuron metrics, so {metric_name} has no data: {self._NO_METRICS_FIX}",
                 )
         metric = series.neuron(
             published.namespace,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import aws_cdk as cdk
@@ -17,7 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from cdk_neuron import _cdk_values, validation
+from cdk_neuron import _cdk_values, _manifest, validation
 from cdk_neuron._custom_resource import handler_function
 from cdk_neuron._nag import acknowledge
 from cdk_neuron._scope import reported_by
@@ -32,7 +33,7 @@ from cdk_neuron.training import acknowledgments, hyperpod_facts, hyperpod_jobs, 
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.cluster import (
-    ITrainingCluster,
+    IHyperPodTrainingCluster,
     _TrainingClusterRef,
     checked_placement,
     checked_storage,
@@ -42,11 +43,25 @@ if TYPE_CHECKING:
     from cdk_neuron.training.hyperpod_facts import DeepHealthCheck
 
 CLUSTER_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+# The Session Manager document the job commands open their non-interactive sessions with.
+SESSION_DOCUMENT = "AWS-StartNonInteractiveCommand"
 ENTRY_SCRIPT = "on-init-complete.sh"
+# The controller group's entry point: marks the node as the controller, then runs ENTRY_SCRIPT.
+CONTROLLER_ENTRY_SCRIPT = "controller.sh"
+CONTROLLER_PROGRAM_FILE = "controller-program.sh"
+CONTROLLER_SETTINGS_FILE = "controller-program.env"
 EFS_UTILS_FILE = "amazon-efs-utils.deb"
+# A directory asset (CDK zips it): amazon-efs-utils and the dependency .debs the image lacks.
+EFS_UTILS_ARCHIVE = "amazon-efs-utils-debs.zip"
 CONTROLLER_GROUP = "controller"
 WORKER_GROUP = "trn"
 DEFAULT_PARTITION = "train"
+REGION_WARNING_ID = "@cdk-neuron/training:hyperpodRegionUnlisted"
+JOB_PENDS_WARNING_ID = "@cdk-neuron/training:hyperpodJobPends"
+# The nodes' security group description, pinned here: it is create-only, and a new group changes the
+# cluster's create-only VpcConfig, which replaces the cluster (and fails while its name is kept). The
+# EC2 engines' wording may change; this may not. Same text as the EC2 engines' today.
+SECURITY_GROUP_DESCRIPTION = "cdk-neuron training nodes: EFA within the group, HTTPS out"
 # Writing a few small objects takes seconds; a minute leaves room for a package copy.
 WRITE_TIMEOUT = cdk.Duration.minutes(2)
 # The node-program bundle (the stack's asset the EC2 engines' nodes download), copied beside the
@@ -55,6 +70,7 @@ PROGRAMS_FILE = "node-programs.zip"
 # The lifecycle files, from the node-program bundle (shipped as package data).
 _LIFECYCLE_FILES = {
     ENTRY_SCRIPT: FILES_DIR / "hyperpod" / ENTRY_SCRIPT,
+    CONTROLLER_ENTRY_SCRIPT: FILES_DIR / "hyperpod" / CONTROLLER_ENTRY_SCRIPT,
     "lib/common.sh": FILES_DIR / "lib" / "common.sh",
 }
 # The ENI actions HyperPod takes with the execution role to attach nodes to the VPC (awsome-distributed-
@@ -96,9 +112,17 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
       the node programs, written with its settings into a ``sagemaker-`` bucket (the prefix HyperPod's
       managed policy reads) under a content-hashed prefix, so a replaced node runs what the cluster was
       built with. It reaches nothing outside the VPC.
-    - **Encryption:** a customer-managed, rotating key for the nodes' root volumes and the lifecycle
-      bucket. HyperPod's own CloudWatch log group (``/aws/sagemaker/Clusters/<name>/<id>``) is created
-      by the service and uses its encryption.
+    - **Encryption:** a customer-managed, rotating key for the lifecycle bucket (and the script
+      writer's logs). The nodes' root volumes use HyperPod's default, an AWS owned key: HyperPod takes
+      a customer managed key only on clusters in continuous provisioning mode ("Customer managed AWS
+      KMS key encryption for SageMaker HyperPod", https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-cmk.html,
+      read 2026-12-02), which the API documents for EKS-orchestrated clusters only ("CreateCluster",
+      ``NodeProvisioningMode``, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html);
+      the two pages disagree about Slurm, and either way a Slurm cluster with a root-volume key is
+      outside what AWS documents (deploy rule E9609). Nothing durable lives on a root volume:
+      ``UpdateClusterSoftware`` replaces it, and checkpoints go to the store. HyperPod's own CloudWatch
+      log group (``/aws/sagemaker/Clusters/<name>/<id>``) is created by the service and uses its
+      encryption.
 
     HyperPod owns the instances: the EFA launch template, placement group, AMI, IMDS settings and
     ``/scratch`` of the other engines do not apply. It does not scale to zero: the controller bills
@@ -115,27 +139,41 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :param availability_zone_id: checked against the catalog's offerings. Default: None.
     :param checkpoints: a checkpoint store, mounted with TLS and IAM on every node; needs
         ``efs_utils_package``. Default: None.
-    :param efs_utils_package: an amazon-efs-utils ``.deb`` for Ubuntu (built with efs-utils'
-        ``./build-deb.sh``) as an S3 asset: the HyperPod Slurm image is Ubuntu, whose archive has no
-        efs-utils, and the lifecycle script installs it without internet. Default: None.
+    :param efs_utils_package: amazon-efs-utils for the HyperPod image's Ubuntu release as an S3 asset:
+        its ``.deb`` (built with efs-utils' ``./build-deb.sh``), or a directory holding it and the
+        ``.deb`` files of the dependencies the image lacks (``apt-get download stunnel4 nfs-common`` on
+        the same release). The HyperPod Slurm image is Ubuntu, whose archive has no efs-utils; the
+        lifecycle script installs it with ``apt-get install --no-download``, so a dependency neither the
+        image nor the directory has fails the node by name. Default: None.
     :param compile_cache: the S3 compile cache (``NEURON_COMPILE_CACHE_URL``). Default: None.
     :param capacity: ``Capacity.on_demand()`` (default) or ``Capacity.training_plan(arn)``.
     :param cluster_name: HyperPod's name (create-only: a change replaces the cluster). Default: from
-        the construct path, at most 63 characters.
+        the construct path, at most 63 characters. A change of ``vpc_subnets`` or of the security group
+        replaces the cluster too (``VpcConfig`` is create-only), and CreateCluster refuses a name that
+        still exists, so such a change must come with a new ``cluster_name`` (``cdk-neuron impact``
+        reports the update as failing otherwise).
     :param controller_instance_type: the controller's SageMaker type. Default: ``ml.m5.xlarge``.
     :param partition: the workers' Slurm partition. Default: ``train``.
     :param deep_health_checks: run on every worker HyperPod starts. Default: ``("InstanceStress",)``;
         ``InstanceConnectivity`` needs ``max_nodes`` of at least 2.
-    :param kms_key: the key of root volumes and the lifecycle bucket. Default: a new rotating key.
+    :param kms_key: the key of the lifecycle bucket. Default: a new rotating key.
     :param removal_policy: for the key. Default: ``RETAIN_ON_UPDATE_OR_DELETE``. The cluster itself is
         deleted with the stack (it holds no data: root volumes are replaced on every software update).
     :param environment: extra variables for the training code. Default: none.
+    :param controller_program: path of a bash program the controller runs once, in the background,
+        after its lifecycle script (a transient systemd unit, ``cdk-neuron-controller-program``, with
+        the training profile loaded and its output in ``/var/log/cdk-neuron-controller-program.log``):
+        e.g. a smoke job submitted when Slurm answers. It ships in the lifecycle prefix, so it runs again
+        on a replaced controller; it must be idempotent, and everything it reaches must be routed.
+        Default: None.
+    :param controller_settings: ``KEY=value`` settings for ``controller_program`` (upper-case names,
+        single-line values), in the file ``$CDK_NEURON_CONTROLLER_SETTINGS``. Default: none.
 
     :ivar cluster: the ``AWS::SageMaker::Cluster`` L1.
     :ivar role: the execution role of every node (HyperPod's managed policy, the VPC interfaces, the
         lifecycle scripts, and the grants of the checkpoint store and compile cache).
     :ivar security_group: the nodes' security group (all traffic within it, HTTPS out).
-    :ivar kms_key: the key of the root volumes and the lifecycle bucket.
+    :ivar kms_key: the key of the lifecycle bucket.
     :ivar lifecycle_bucket: the ``sagemaker-`` bucket holding the lifecycle scripts.
     :ivar lifecycle_uri: the scripts' content-hashed prefix (``SourceS3Uri``).
     :ivar instance: the workers' catalog instance.
@@ -149,6 +187,12 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :ivar availability_zone: the AZ name of the subnets when known at synthesis, else None.
     :ivar availability_zone_id: the AZ ID given, else None.
     """
+
+    _NO_METRICS_FIX = (
+        "HyperPodTrainingCluster has no node publisher yet (the publisher needs boto3 in the system Python, "
+        "which no public source shows on the HyperPod Slurm image, and a dev network cannot install it); "
+        "read HyperPod's health events in the log group /aws/sagemaker/Clusters/<name>/<id>"
+    )
 
     cluster: sagemaker.CfnCluster
     role: iam.Role
@@ -190,6 +234,8 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         kms_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         environment: dict[str, str] | None = None,
+        controller_program: str | None = None,
+        controller_settings: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -198,12 +244,12 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 "max_nodes", max_nodes, minimum=1, maximum=hyperpod_facts.MAX_INSTANCE_COUNT
             )
             instance = checks.training_instance(instance_type, nodes)
-            _hyperpod_type(instance, stack.region)
             workers = nodes if worker_count is None else worker_count
             workers = validation.whole_number("worker_count", workers, minimum=0, maximum=nodes)
             checked_plan = checks.checked_plan(instance, nodes, plan)
             capacity = Capacity.on_demand() if capacity is None else capacity
             _hyperpod_capacity(capacity)
+            region_warning = _hyperpod_type(instance, stack.region, capacity)
             checks.plan_fits_capacity(checked_plan, instance, capacity)
             name = _cluster_name(self, cluster_name)
             controller = validation.matching(
@@ -218,7 +264,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 hyperpod_facts.GROUP_NAME,
                 fix="letters, digits and single hyphens, at most 63 characters, e.g. 'train'",
             )
-            health_checks = _deep_health_checks(deep_health_checks, nodes)
+            health_checks = _deep_health_checks(deep_health_checks, nodes, workers)
             checkpoints, compile_cache = checked_storage(checkpoints, compile_cache)
             if checkpoints is not None and efs_utils_package is None:
                 raise NeuronConfigError(
@@ -245,6 +291,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 environment=environment,
             )
             policy = _cdk_values.removal_policy("removal_policy", removal_policy)
+            self._efs_utils_package = efs_utils_package
 
             self.instance = instance
             self.plan = checked_plan
@@ -261,22 +308,24 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 from cdk_neuron.training.cluster import OFFERING_WARNING_ID
 
                 cdk.Annotations.of(self).add_warning_v2(OFFERING_WARNING_ID, offering_warning)
+            if region_warning is not None:
+                cdk.Annotations.of(self).add_warning_v2(REGION_WARNING_ID, region_warning)
 
             self.kms_key = kms_key or kms.Key(
                 self,
                 "Key",
-                description=f"cdk-neuron HyperPod cluster {self.node.path}: root volumes, lifecycle scripts",
+                description=f"cdk-neuron HyperPod cluster {self.node.path}: lifecycle scripts",
                 enable_key_rotation=True,
                 removal_policy=policy,
             )
-            self.security_group = security.node_security_group(self, "SecurityGroup", vpc)
+            self.security_group = security.node_security_group(
+                self, "SecurityGroup", vpc, description=SECURITY_GROUP_DESCRIPTION
+            )
             acknowledgments.efa_self_ingress(self.security_group)
             self._connections = ec2.Connections(security_groups=[self.security_group])
             self.role = self._execution_role()
-            # The nodes' encrypted root volumes, and reading the lifecycle scripts.
-            self.kms_key.grant(
-                self.role, "kms:Decrypt", "kms:GenerateDataKey", "kms:CreateGrant", "kms:DescribeKey"
-            )
+            # Reading the lifecycle scripts (SSE-KMS objects).
+            self.kms_key.grant(self.role, "kms:Decrypt")
             self.lifecycle_bucket = self._lifecycle_bucket()
             # HyperPod copies the lifecycle prefix to each node with the execution role.
             iam.Grant.add_to_principal(
@@ -305,13 +354,17 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 acknowledgments.compile_cache_prefix(self.role, compile_cache)
             acknowledgments.grant_policies(self.role)
             files = self._lifecycle_files(name, environment or {})
+            files.update(_controller_files(controller_program, controller_settings))
             programs = node_bundle(self)
             prefix = "lifecycle/" + _content_hash(stack, files, [efs_utils_package, programs]) + "/"
             self.lifecycle_uri = f"s3://{self.lifecycle_bucket.bucket_name}/{prefix}"
             scripts = self._write_lifecycle(prefix, files, efs_utils_package, programs)
 
-            storage = [{"ebsVolumeConfig": {"rootVolume": True, "volumeKmsKeyId": self.kms_key.key_arn}}]
             lifecycle = {"sourceS3Uri": self.lifecycle_uri, "onInitComplete": ENTRY_SCRIPT}
+            controller_lifecycle = {
+                "sourceS3Uri": self.lifecycle_uri,
+                "onInitComplete": CONTROLLER_ENTRY_SCRIPT,
+            }
             worker_group: dict[str, object] = {
                 "instanceGroupName": WORKER_GROUP,
                 "instanceType": hyperpod_facts.ml_type(instance.name),
@@ -319,7 +372,6 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 "executionRole": self.role.role_arn,
                 "threadsPerCore": 1,
                 "lifeCycleConfig": lifecycle,
-                "instanceStorageConfigs": storage,
                 "onStartDeepHealthChecks": list(health_checks),
                 "slurmConfig": {"nodeType": "Compute", "partitionNames": [partition]},
             }
@@ -342,8 +394,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                         "instanceCount": 1,
                         "executionRole": self.role.role_arn,
                         "threadsPerCore": 1,
-                        "lifeCycleConfig": lifecycle,
-                        "instanceStorageConfigs": storage,
+                        "lifeCycleConfig": controller_lifecycle,
                         "slurmConfig": {"nodeType": "Controller"},
                     },
                     worker_group,
@@ -354,6 +405,19 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             self.cluster.node.add_dependency(self.role, self.security_group, scripts)
             if isinstance(self.kms_key, kms.Key):
                 self.cluster.node.add_dependency(self.kms_key)
+            # What the cdk-neuron CLI reads from a cloud assembly (plan, cost, preflight, the job loop).
+            _manifest.record_training(
+                self,
+                engine="hyperpod",
+                instance_type=self.instance.name,
+                max_nodes=self.max_nodes,
+                plan=self.plan,
+                capacity=self.capacity,
+                availability_zone_id=self.availability_zone_id,
+                cluster=self.cluster,
+                worker_count=self.worker_count,
+                controller_instance_type=controller,
+            )
 
     # -- attributes -----------------------------------------------------------------------------
 
@@ -377,6 +441,53 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         """The execution role: the nodes, and the jobs on them, run as it."""
         return self.role
 
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` run the job commands (``cdk-neuron submit``, ``status``, ``logs``, ``cancel``,
+        ``list``): find the controller and open non-interactive Session Manager sessions on the nodes.
+
+        ``sagemaker:DescribeCluster`` and ``sagemaker:ListClusterNodes`` on this cluster;
+        ``ssm:StartSession`` on the cluster's nodes and the ``AWS-StartNonInteractiveCommand`` document
+        (a ``sagemaker-cluster:`` target has no ARN a policy can name, so the node side is ``*``:
+        cdk-nag reports ``AwsSolutions-IAM5[Resource::*]`` on the grantee's policy for its owner to
+        acknowledge); ``ssm:TerminateSession`` on the grantee's own sessions ("Accessing your
+        SageMaker HyperPod cluster nodes", Amazon SageMaker AI Developer Guide,
+        https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html,
+        read 2026-12-02). docs/cli.md lists the same statements for identities outside the app.
+        """
+        return _grant_submit_jobs(self, grantee, self.cluster_arn)
+
+    def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` change how many workers run (``cdk-neuron scale``): ``sagemaker:UpdateCluster``
+        and ``sagemaker:DescribeCluster`` on this cluster. Scaling down also reads the queue, which
+        :meth:`grant_submit_jobs` allows."""
+        return _grant_scale(grantee, self.cluster_arn)
+
+    @staticmethod
+    def from_hyperpod_training_cluster_attributes(
+        scope: Construct,
+        id: str,
+        *,
+        cluster_arn: str,
+        cluster_name: str,
+        security_group_id: str,
+    ) -> IHyperPodTrainingCluster:
+        """A HyperPod cluster built elsewhere (another stack or app): grant its job commands, reach it.
+
+        - ``grant_submit_jobs(grantee)`` and ``grant_scale(grantee)``: ``cluster_arn``;
+        - ``connections``: ``security_group_id`` (the cluster's ``security_group``);
+        - ``metric_*()`` refuse, as on the built cluster: HyperPod nodes publish no Neuron metrics.
+
+        It creates no resource.
+
+        :param cluster_arn: e.g. the cluster stack's ``HyperPodClusterArn`` output, or a token
+            (``arn:aws:sagemaker:<region>:<account>:cluster/<id>``).
+        :param cluster_name: HyperPod's name of the cluster (``HyperPodClusterName``).
+        :param security_group_id: the nodes' security group, e.g. ``sg-0123456789abcdef0``.
+        """
+        return _ImportedHyperPodTrainingCluster(
+            scope, id, cluster_arn=cluster_arn, cluster_name=cluster_name, security_group_id=security_group_id
+        )
+
     def sbatch_script(self, command: str, *, job_name: str = "train") -> str:
         """An sbatch script that runs ``command`` on the plan's nodes of this cluster's partition, one
         task per node through the shared launcher, in Slurm's topology order, with HyperPod's
@@ -384,9 +495,16 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         from its latest checkpoint, e.g. ``torchrun $TORCHRUN_ARGS train.py --resume latest``.
         """
         with reported_by(self):
-            return hyperpod_jobs.sbatch_script(
+            script = hyperpod_jobs.sbatch_script(
                 nodes=self.plan.nodes, partition=self.partition, command=command, job_name=job_name
             )
+        if self.worker_count < self.plan.nodes:
+            cdk.Annotations.of(self).add_warning_v2(
+                JOB_PENDS_WARNING_ID,
+                f"the job asks for the plan's {self.plan.nodes} node(s) but worker_count is {self.worker_count}: "
+                "it waits in the queue until the workers run (cdk-neuron scale, or worker_count)",
+            )
+        return script
 
     # -- construction -----------------------------------------------------------------------------
 
@@ -448,7 +566,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                     "CHECKPOINT_FILE_SYSTEM_ID": store.file_system_id,
                     "CHECKPOINT_ACCESS_POINT_ID": store.access_point_id,
                     "CHECKPOINT_DIR": store.mount_path,
-                    "EFS_UTILS_PACKAGE": EFS_UTILS_FILE,
+                    "EFS_UTILS_PACKAGE": _efs_utils_name(self._efs_utils_package),
                 }
             )
         profile = hyperpod_jobs.hyperpod_environment(
@@ -499,7 +617,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             )
         )
         if package is not None:
-            copies[EFS_UTILS_FILE] = package.s3_object_url
+            copies[_efs_utils_name(package)] = package.s3_object_url
             statements.append(
                 (
                     iam.PolicyStatement(
@@ -540,7 +658,9 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         )
 
 
-def _hyperpod_type(instance: NeuronInstance, region: str) -> None:
+def _hyperpod_type(instance: NeuronInstance, region: str, capacity: Capacity) -> str | None:
+    """Refuses a type HyperPod does not run; a region whose price list lacks the type is refused, or a
+    warning (returned) on a training plan, whose capacity the price-list table can lag."""
     if instance.name not in hyperpod_facts.HYPERPOD_TYPES:
         raise NeuronConfigError(
             "instance_type",
@@ -548,17 +668,52 @@ def _hyperpod_type(instance: NeuronInstance, region: str) -> None:
             f"SageMaker HyperPod runs {one_of(hyperpod_facts.HYPERPOD_TYPES)} (the API's ClusterInstanceType); "
             "use one of them, or BatchTrainingCluster / AutoScalingTrainingCluster for this type",
         )
-    if cdk.Token.is_unresolved(region):
-        return  # the deploy rule checks the synthesized template's region
-    if instance.name not in hyperpod_facts.types_in(region):
-        where = hyperpod_facts.regions_for(instance.name)
-        raise NeuronConfigError(
-            "instance_type",
-            f"{instance.name} in {region}",
-            f"HyperPod sells {one_of(hyperpod_facts.types_in(region)) if hyperpod_facts.types_in(region) else 'no Trainium type'} "
-            f"in {region} (cfn-lint E3644, from the AWS price list); {instance.name} is sold in "
-            f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan in a region that lists it",
+    if cdk.Token.is_unresolved(region) or instance.name in hyperpod_facts.types_in(region):
+        return None  # an unresolved region: the deploy rule checks the synthesized template's region
+    where = hyperpod_facts.regions_for(instance.name)
+    sold = one_of(hyperpod_facts.types_in(region)) if hyperpod_facts.types_in(region) else "no Trainium type"
+    if capacity.kind == "training-plan":
+        return (
+            f"HyperPod's price list has no {instance.name} in {region} (cfn-lint E3644 lists {sold} there); "
+            "the training plan may still hold it, since the table follows published prices. CreateCluster "
+            "fails if the plan does not cover this type in this region."
         )
+    raise NeuronConfigError(
+        "instance_type",
+        f"{instance.name} in {region}",
+        f"HyperPod sells {sold} in {region} (cfn-lint E3644, from the AWS price list); {instance.name} is sold in "
+        f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan (Capacity.training_plan) that "
+        "holds it",
+    )
+
+
+def _efs_utils_name(package: s3_assets.Asset | None) -> str:
+    """The package's name in the lifecycle prefix: a .deb, or the zip of a directory of .debs."""
+    return EFS_UTILS_ARCHIVE if package is not None and package.is_zip_archive else EFS_UTILS_FILE
+
+
+def _controller_files(program: object, settings: object) -> dict[str, str]:
+    """The controller program and its settings as lifecycle files; {} without a program."""
+    if program is None:
+        if settings:
+            raise NeuronConfigError(
+                "controller_settings", dict(settings) if isinstance(settings, Mapping) else settings,
+                "settings need a controller_program to read them",
+            )  # fmt: skip
+        return {}
+    path = Path(program) if isinstance(program, str) else None
+    if path is None or not path.is_file():
+        raise NeuronConfigError("controller_program", program, "give the path of a bash program file")
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("#!"):
+        raise NeuronConfigError("controller_program", program, "start the program with a #!/bin/bash line")
+    if settings is not None and not isinstance(settings, Mapping):
+        raise NeuronConfigError("controller_settings", settings, "give a mapping of NAME to value")
+    values: dict[str, str | int | None] = dict(settings or {})
+    return {
+        CONTROLLER_PROGRAM_FILE: text,
+        CONTROLLER_SETTINGS_FILE: render_settings(values),
+    }
 
 
 def _hyperpod_capacity(capacity: object) -> None:
@@ -591,7 +746,7 @@ def _cluster_name(scope: Construct, given: object) -> str:
     return cleaned[:63].rstrip("-")
 
 
-def _deep_health_checks(given: object, nodes: int) -> tuple[DeepHealthCheck, ...]:
+def _deep_health_checks(given: object, nodes: int, workers: int) -> tuple[DeepHealthCheck, ...]:
     if isinstance(given, str) or not isinstance(given, (list, tuple)) or not given:
         raise NeuronConfigError(
             "deep_health_checks",
@@ -605,12 +760,21 @@ def _deep_health_checks(given: object, nodes: int) -> tuple[DeepHealthCheck, ...
             )
     if len(set(given)) != len(given):
         raise NeuronConfigError("deep_health_checks", list(given), "name each check once")
-    if "InstanceConnectivity" in given and nodes < 2:
-        raise NeuronConfigError(
-            "deep_health_checks",
-            "InstanceConnectivity",
-            f"tests connectivity between nodes and needs at least 2 (max_nodes={nodes}); use ['InstanceStress']",
-        )
+    if "InstanceConnectivity" in given:
+        if nodes < 2:
+            raise NeuronConfigError(
+                "deep_health_checks",
+                "InstanceConnectivity",
+                f"tests connectivity between nodes and needs at least 2 (max_nodes={nodes}); use ['InstanceStress']",
+            )
+        refusal = hyperpod_facts.connectivity_refusal(workers)
+        if refusal is not None:
+            raise NeuronConfigError(
+                "deep_health_checks",
+                "InstanceConnectivity",
+                f"{refusal}, but worker_count={workers} (the group's InstanceCount): run 0 or at least 2 workers, "
+                "or use ['InstanceStress']",
+            )
     return tuple(cast("list[DeepHealthCheck]", list(given)))
 
 
@@ -620,7 +784,98 @@ def _content_hash(stack: cdk.Stack, files: dict[str, str], assets: Sequence[s3_a
     return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
 
 
-if TYPE_CHECKING:  # mypy proves the class meets the interface
-    _BUILT: type[ITrainingCluster] = HyperPodTrainingCluster
+class _ImportedHyperPodTrainingCluster(_TrainingClusterRef):
+    """An existing HyperPod cluster (see :meth:`HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes`)."""
+
+    _NO_METRICS_FIX = HyperPodTrainingCluster._NO_METRICS_FIX
+
+    def __init__(
+        self, scope: Construct, id: str, *, cluster_arn: str, cluster_name: str, security_group_id: str
+    ) -> None:
+        super().__init__(scope, id)
+        with reported_by(self):
+            self._cluster_arn = _cdk_values.identifier(
+                "cluster_arn",
+                cluster_arn,
+                hyperpod_facts.CLUSTER_ARN,
+                "a HyperPod cluster ARN, e.g. arn:aws:sagemaker:us-east-1:111111111111:cluster/abcdef123456",
+            )
+            self._cluster_name = _cdk_values.identifier(
+                "cluster_name",
+                cluster_name,
+                hyperpod_facts.CLUSTER_NAME,
+                "HyperPod's name of the cluster: letters, digits and single hyphens, at most 63 characters",
+            )
+            _cdk_values.identifier(
+                "security_group_id",
+                security_group_id,
+                validation.SECURITY_GROUP_ID,
+                "a security group id such as sg-0123456789abcdef0",
+            )
+            self._node_metrics = None
+            self._connections = ec2.Connections(
+                security_groups=[
+                    ec2.SecurityGroup.from_security_group_id(
+                        self, "SecurityGroup", security_group_id, allow_all_outbound=False
+                    )
+                ]
+            )
+
+    @property
+    def cluster_arn(self) -> str:
+        """The cluster's ARN."""
+        return self._cluster_arn
+
+    @property
+    def cluster_name(self) -> str:
+        """HyperPod's name of the cluster."""
+        return self._cluster_name
+
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """As :meth:`HyperPodTrainingCluster.grant_submit_jobs`."""
+        return _grant_submit_jobs(self, grantee, self._cluster_arn)
+
+    def grant_scale(self, grantee: iam.IGrantable) -> iam.Grant:
+        """As :meth:`HyperPodTrainingCluster.grant_scale`."""
+        return _grant_scale(grantee, self._cluster_arn)
+
+
+def _grant_submit_jobs(scope: Construct, grantee: iam.IGrantable, cluster_arn: str) -> iam.Grant:
+    stack = cdk.Stack.of(scope)
+    document = stack.format_arn(
+        service="ssm", account="", resource="document", resource_name=SESSION_DOCUMENT
+    )
+    grant = iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+        resource_arns=[cluster_arn],
+    )
+    grant = grant.combine(
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["ssm:StartSession"], resource_arns=[document, "*"]
+        )
+    )
+    return grant.combine(
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["ssm:TerminateSession"],
+            resource_arns=[
+                stack.format_arn(service="ssm", resource="session", resource_name="${aws:userid}-*")
+            ],
+        )
+    )
+
+
+def _grant_scale(grantee: iam.IGrantable, cluster_arn: str) -> iam.Grant:
+    return iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["sagemaker:UpdateCluster", "sagemaker:DescribeCluster"],
+        resource_arns=[cluster_arn],
+    )
+
+
+if TYPE_CHECKING:  # mypy proves the classes meet the interface
+    _BUILT: type[IHyperPodTrainingCluster] = HyperPodTrainingCluster
+    _IMPORTED: type[IHyperPodTrainingCluster] = _ImportedHyperPodTrainingCluster
 
 __all__ = ["HyperPodTrainingCluster"]

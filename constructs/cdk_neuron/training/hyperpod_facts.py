@@ -32,6 +32,16 @@ Sources (read 2026-12-02):
 - HP-DHC: "Deep health checks" (Slurm), Amazon SageMaker Developer Guide,
   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-deep-health-checks.html
   (``InstanceConnectivity`` needs at least two nodes).
+- HP-CMK: "Customer managed AWS KMS key encryption for SageMaker HyperPod", Amazon SageMaker AI
+  Developer Guide, https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-cmk.html ("Customer
+  managed key encryption is only supported for clusters using the continuous node provisioning
+  mode"; "KMS key transition isn't currently supported"), against "CreateCluster",
+  ``NodeProvisioningMode``, Amazon SageMaker API Reference (continuous provisioning "is only
+  supported for EKS orchestrated clusters"). The pages disagree about Slurm; either way a volume key
+  without ``NodeProvisioningMode: Continuous`` is outside what AWS documents.
+- HP-DHC-API: the API's ``DeepHealthCheckType`` (botocore 1.44) also lists
+  ``MultiNodeTrainingValidation``, which the CloudFormation schema's ``OnStartDeepHealthChecks`` does
+  not accept; :data:`DEEP_HEALTH_CHECKS` is the schema's list.
 - HP-SG: aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/
   sagemaker-hyperpod.yaml`` (2025-04-10): the security group must allow all traffic to and from
   itself, or trn1 clusters fail with "EFA health checks did not run successfully".
@@ -72,10 +82,23 @@ CLUSTER_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 GROUP_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 MAX_INSTANCE_COUNT = 6758
 CREATE_ONLY: tuple[str, ...] = ("ClusterName", "VpcConfig", "Orchestrator/Eks")
+# DescribeCluster's ClusterArn pattern (botocore 1.44 ``ClusterArn``): the id, not the name, ends it.
+CLUSTER_ARN = re.compile(r"arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:cluster/[a-z0-9]{12}\Z")
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-"  # HP-LCC
 
 DeepHealthCheck = Literal["InstanceStress", "InstanceConnectivity"]
 DEEP_HEALTH_CHECKS: tuple[DeepHealthCheck, ...] = ("InstanceStress", "InstanceConnectivity")
+CONTINUOUS_PROVISIONING = "Continuous"  # HP-CMK: the only mode in which a volume key is supported
+
+
+def connectivity_refusal(instance_count: int) -> str | None:
+    """Why ``InstanceConnectivity`` cannot run on a group of ``instance_count`` nodes (HP-DHC: it tests
+    between nodes, so it needs at least two); None when it can, or when the group runs no node (0)."""
+    if instance_count == 1:
+        return "InstanceConnectivity tests connectivity between nodes and needs at least 2 in the group"
+    return None
+
+
 # InstanceStress alone by default: the Slurm page documents InstanceConnectivity as an NCCL test for
 # GPUs (HP-DHC); its Trainium behaviour on Slurm is undocumented, so it is opt-in.
 DEFAULT_DEEP_HEALTH_CHECKS: tuple[DeepHealthCheck, ...] = ("InstanceStress",)
@@ -101,7 +124,9 @@ def regions_for(catalog_name: str) -> tuple[str, ...]:
 
 
 __all__ = [
+    "CLUSTER_ARN",
     "CLUSTER_NAME",
+    "CONTINUOUS_PROVISIONING",
     "CONTROLLER_TYPE",
     "CREATE_ONLY",
     "DEEP_HEALTH_CHECKS",
@@ -114,6 +139,7 @@ __all__ = [
     "REGION_TYPES",
     "RESOURCE_TYPE",
     "DeepHealthCheck",
+    "connectivity_refusal",
     "ml_type",
     "regions_for",
     "types_in",

@@ -15,8 +15,16 @@ SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
 ECS_INSTANCE_POLICY = "service-role/AmazonEC2ContainerServiceforEC2Role"
 
 
-def node_security_group(scope: Construct, id: str, vpc: ec2.IVpc) -> ec2.SecurityGroup:
+NODE_GROUP_DESCRIPTION = "cdk-neuron training nodes: EFA within the group, HTTPS out"
+
+
+def node_security_group(
+    scope: Construct, id: str, vpc: ec2.IVpc, *, description: str = NODE_GROUP_DESCRIPTION
+) -> ec2.SecurityGroup:
     """The nodes' security group. Every rule is here, each with its reason.
+
+    ``description`` is create-only (a change replaces the group): an engine whose group must never be
+    replaced by accident pins its own copy (HyperPod: its VpcConfig is create-only too).
 
     - all traffic from and to the group itself: EFA's SRD transport is not TCP or UDP, so the EFA
       user guide requires an all-protocols self rule in both directions (EFA-SG). The same rules carry
@@ -33,7 +41,7 @@ def node_security_group(scope: Construct, id: str, vpc: ec2.IVpc) -> ec2.Securit
         id,
         vpc=vpc,
         allow_all_outbound=False,
-        description="cdk-neuron training nodes: EFA within the group, HTTPS out",
+        description=description,
     )
     group.add_ingress_rule(group, ec2.Port.all_traffic(), "EFA and collectives between training nodes")
     group.add_egress_rule(group, ec2.Port.all_traffic(), "EFA and collectives between training nodes")

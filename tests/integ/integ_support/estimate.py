@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdk_neuron import catalog
 from cdk_neuron.catalog import PRICES_DATE
 from cdk_neuron.cli.pricing import PriceBook
 from cdk_neuron.compilation.job import FARGATE_CPU_UNITS, FARGATE_MEMORY_MIB, compile_task_usd_per_hour
@@ -46,6 +47,32 @@ def lines(suite: SuiteInfo, prices: PriceBook | None = None) -> list[Line]:
             f"(at most {acc.most_hours:g} h)",
         )
     ]
+    if acc.sagemaker and suite.hyperpod_controller is not None:
+        # HyperPod's own rates are in no source the catalog could read: the SageMaker hosting rates of
+        # the same types stand in for them, and the basis says so.
+        out[0] = Line(
+            suite.name,
+            out[0].item,
+            out[0].expected_usd,
+            out[0].most_usd,
+            out[0].basis + "; SageMaker hosting rate as proxy: no HyperPod rate on record",
+        )
+        controller = catalog.SAGEMAKER_GENERAL_PRICES.get(suite.hyperpod_controller)
+        if controller is None:
+            raise SystemExit(
+                f"no price on record for {suite.hyperpod_controller}: cannot estimate {suite.name}"
+            )
+        out.append(
+            Line(
+                suite.name,
+                f"1 x {suite.hyperpod_controller} (Slurm controller)",
+                controller.usd_per_hour * suite.run_expected_hours,
+                controller.usd_per_hour * suite.run_most_hours,
+                f"${controller.usd_per_hour:g}/h ({controller.source}, {controller.region}, hosting rate as "
+                f"proxy) x {suite.run_expected_hours:g} h (at most {suite.run_most_hours:g} h): bills while "
+                "the cluster exists",
+            )
+        )
     if suite.compile is not None:
         task = compile_task_usd_per_hour()
         out.append(
@@ -88,6 +115,19 @@ def lines(suite: SuiteInfo, prices: PriceBook | None = None) -> list[Line]:
     return out
 
 
+def standing_usd_per_hour(suite: SuiteInfo, prices: PriceBook | None = None) -> float | None:
+    """What a HyperPod suite's cluster bills per hour while it exists (worker + controller); None otherwise."""
+    if suite.hyperpod_controller is None:
+        return None
+    book = prices or PriceBook()
+    acc = suite.accelerators
+    worker = book.instance(acc.instance_type, sagemaker=acc.sagemaker)
+    controller = catalog.SAGEMAKER_GENERAL_PRICES.get(suite.hyperpod_controller)
+    if worker is None or controller is None:
+        return None
+    return acc.count * worker.usd_per_hour + controller.usd_per_hour
+
+
 def render(suites: list[SuiteInfo], region: str) -> tuple[str, float, float]:
     """The estimate as text, with its expected and most totals (USD)."""
     all_lines = [line for suite in suites for line in lines(suite)]
@@ -102,6 +142,12 @@ def render(suites: list[SuiteInfo], region: str) -> tuple[str, float, float]:
             f"  {suite.name}: ~${sum(x.expected_usd for x in mine):.2f}, at most ${sum(x.most_usd for x in mine):.2f}"
             + ("   [opt-in]" if suite.opt_in else "")
         )
+        standing = standing_usd_per_hour(suite)
+        if standing is not None:
+            rows.append(
+                f"      standing cost while the cluster exists: ${standing:.2f}/h (HyperPod does not scale to "
+                "zero; the stack's deletion ends it)"
+            )
         for line in mine:
             rows.append(
                 f"      {line.item:<30} ${line.expected_usd:>7.2f}  (max ${line.most_usd:.2f})  {line.basis}"

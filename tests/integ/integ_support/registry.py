@@ -47,6 +47,8 @@ class SuiteInfo:
     load_balancer: bool = False
     opt_in: bool = False
     compile: Compile | None = None
+    hyperpod_controller: str | None = None
+    """A HyperPod suite's controller type (``ml.m5.xlarge``): it bills for the whole run, like the worker."""
 
 
 SUITES: dict[str, SuiteInfo] = {
@@ -69,6 +71,19 @@ SUITES: dict[str, SuiteInfo] = {
             run_most_hours=2.5,
             kms_keys=1,
             opt_in=True,
+        ),
+        SuiteInfo(
+            "training_hyperpod",
+            "a HyperPod Slurm cluster (controller + one trn1.32xlarge) is InService; on it sinfo shows the "
+            "worker idle, the cluster's sbatch script runs a two-rank nccom-test all-reduce, and a checkpoint "
+            "written into the store reads back with its SHA-256",
+            # HyperPod does not scale to zero: the worker bills from creation to deletion, i.e. the run.
+            Accelerators("trn1.32xlarge", 1, expected_hours=2.0, most_hours=3.5, sagemaker=True),
+            run_expected_hours=2.0,
+            run_most_hours=3.5,
+            kms_keys=2,
+            opt_in=True,
+            hyperpod_controller="ml.m5.xlarge",
         ),
         SuiteInfo(
             "serving_ec2",

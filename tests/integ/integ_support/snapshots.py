@@ -34,6 +34,9 @@ _SALTED_ID = re.compile(r"[0-9a-f]{32}")
 _KERNEL_DIR = re.compile(r"jsii-kernel-[A-Za-z0-9]+")
 # Asset publishing destinations are named after the asset's hash.
 _DESTINATION = re.compile(r"(current_account-[a-z0-9-]+)-[0-9a-f]{8}$")
+# A HyperPod cluster's lifecycle prefix is a hash of its files (compared themselves) and of its asset
+# hashes (masked above): a change to any node program in the bundle would move it.
+_LIFECYCLE_PREFIX = re.compile(r"lifecycle/[0-9a-f]{16}/")
 _SKIPPED_DIRS = ("asset.", ".cache")
 
 
@@ -81,6 +84,7 @@ def snapshot_files(assembly: Path) -> list[str]:
 
 def _text(value: str) -> str:
     value = _KERNEL_DIR.sub("jsii-kernel", _SALTED_ID.sub("<id>", _HASH.sub("<hash>", value)))
+    value = _LIFECYCLE_PREFIX.sub("lifecycle/<hash>/", value)
     return _DESTINATION.sub(r"\1-<hash>", value)
 
 

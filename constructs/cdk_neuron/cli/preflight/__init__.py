@@ -4,7 +4,11 @@
 - every configured AZ ID offers the instance types (``ec2:DescribeInstanceTypeOfferings`` with
   location type ``availability-zone-id``);
 - the On-Demand vCPU quotas cover max nodes and the max fleet (``servicequotas:GetServiceQuota``),
-  and for SageMaker the endpoint-instance quota (``servicequotas:ListServiceQuotas``);
+  and for SageMaker the endpoint-instance quota (``servicequotas:ListServiceQuotas``); a HyperPod
+  cluster is counted against SageMaker's cluster quotas instead of EC2's (per ``ml.*`` type, per
+  cluster, and in total: ``ListServiceQuotas``, ``ListAWSDefaultServiceQuotas``);
+- a HyperPod environment's training plan exists, serves HyperPod clusters, is Active or Scheduled,
+  reserves the worker type and does so in the training AZ (``sagemaker:DescribeTrainingPlan``);
 - a configured capacity reservation or Capacity Block exists, is active and matches the instance
   type and the training AZ ID (``ec2:DescribeCapacityReservations``; groups via
   ``resource-groups:GetGroup`` / ``ListGroupResources``); a reservation made in a cluster placement
@@ -26,6 +30,7 @@
   permissions the stack grants (``secretsmanager:DescribeSecret``, ``kms:DescribeKey``);
 - the service-linked roles the stacks rely on exist (``iam:GetRole``); one the deploying service
   creates on first use is INFO when missing, one a key policy names is FAIL;
+- for HyperPod, the Session Manager plugin the job commands need is on PATH (local, WARN when missing);
 - a model ``artifact_uri`` holds a self-contained precompiled model: a compiled graph, weights,
   and the config and tokenizer (``s3:ListBucket`` on the prefix, i.e. ``ListObjectsV2``).
 
@@ -52,12 +57,15 @@ from cdk_neuron.cli.preflight import (
     capacity,
     certificate,
     ec2_quotas,
+    hyperpod_quotas,
     images,
     offerings,
     sagemaker_quota,
     scope,
     secret,
     service_linked_roles,
+    session_plugin,
+    training_plan,
     ultraserver,
 )
 from cdk_neuron.cli.preflight.base import DEFAULT_QUALIFIER, Check, CheckContext, Finding, Row
@@ -74,8 +82,10 @@ CHECKS: tuple[Check, ...] = (
     bootstrap.CHECK,
     offerings.CHECK,
     ec2_quotas.CHECK,
+    hyperpod_quotas.CHECK,
     sagemaker_quota.CHECK,
     capacity.CHECK,
+    training_plan.CHECK,
     ultraserver.CHECK,
     amis.CHECK,
     images.CHECK,
@@ -83,6 +93,7 @@ CHECKS: tuple[Check, ...] = (
     secret.CHECK,
     service_linked_roles.CHECK,
     artifacts.CHECK,
+    session_plugin.CHECK,
 )
 """Every check, in the order it runs (and docs/cli.md lists it). A new check is a module with a
 ``CHECK`` added here."""

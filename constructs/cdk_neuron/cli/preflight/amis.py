@@ -35,7 +35,8 @@ def _parameter_row(ctx: CheckContext, name: str, role: str) -> Row:
 def check_amis(ctx: CheckContext) -> list[Row]:
     """One row for the AMI release parameter the nodes resolve at deploy time, naming who boots it."""
     roles = []
-    if ctx.env.training is not None:
+    # HyperPod nodes boot HyperPod's own image, not the ECS Neuron AMI.
+    if ctx.env.training is not None and ctx.env.training.engine != "hyperpod":
         roles.append("training")
     if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
         roles.append("serving")

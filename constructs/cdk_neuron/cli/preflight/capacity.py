@@ -191,6 +191,8 @@ def check_capacity(ctx: CheckContext) -> list[Row]:
     if ctx.env.training is None:
         return []
     capacity = ctx.env.training.capacity
+    if capacity.kind == "training-plan":
+        return []  # a SageMaker training plan, not EC2 capacity: the "training plan" check reads it
     if capacity.kind == "on-demand":
         return [
             ctx.row(

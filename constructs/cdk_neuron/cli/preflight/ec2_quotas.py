@@ -39,7 +39,12 @@ def _vcpu_needs(ctx: CheckContext) -> dict[str, list[tuple[str, int]]]:
     for env in ctx.all_envs:
         if env.region != region or env.resolve_account() != account:
             continue
-        if env.training is not None and env.training.capacity.kind != "capacity-block":
+        # HyperPod's instances are SageMaker's, counted by its cluster quotas (hyperpod_quotas).
+        if (
+            env.training is not None
+            and env.training.capacity.kind != "capacity-block"
+            and env.training.engine != "hyperpod"
+        ):
             training = catalog.get_instance(env.training.instance_type)
             needs[_family(training.name)].append(
                 (
@@ -74,7 +79,7 @@ def check_ec2_quotas(ctx: CheckContext) -> list[Row]:
     quotas = ctx.client("service-quotas")
     needs = _vcpu_needs(ctx)
     own_families = set()
-    if ctx.env.training is not None:
+    if ctx.env.training is not None and ctx.env.training.engine != "hyperpod":
         own_families.add(_family(ctx.env.training.instance_type))
     if ctx.env.serving is not None and ctx.env.serving.backend == "ec2":
         own_families.add(_family(ctx.env.serving.resolved_instance_type))
@@ -119,6 +124,6 @@ def check_ec2_quotas(ctx: CheckContext) -> list[Row]:
 CHECK = Check(
     "quota",
     check_ec2_quotas,
-    passes_when="the On-Demand Trn and Inf vCPU quotas cover the max nodes and max fleet of every environment in the account and Region (a Capacity Block is INFO: not counted)",
+    passes_when="the On-Demand Trn and Inf vCPU quotas cover the max nodes and max fleet of every environment in the account and Region (a Capacity Block is INFO: not counted; HyperPod clusters count against SageMaker's quotas instead)",
     calls=("servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota"),
 )

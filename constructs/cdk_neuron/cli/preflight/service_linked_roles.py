@@ -23,7 +23,9 @@ class ServiceLinkedRole:
 def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
     roles: list[ServiceLinkedRole] = []
     serving_backend = env.serving.backend if env.serving is not None else None
-    if serving_backend == "ec2" or env.training is not None:
+    training_engine = env.training.engine if env.training is not None else None
+    # HyperPod launches its nodes itself: no Auto Scaling group behind them.
+    if serving_backend == "ec2" or training_engine in ("batch", "auto-scaling-group"):
         roles.append(
             ServiceLinkedRole(
                 "AWSServiceRoleForAutoScaling",
@@ -71,6 +73,20 @@ def _service_linked_roles(env: Deployment) -> list[ServiceLinkedRole]:
                 "the serving load balancer",
                 "INFO",
                 "Elastic Load Balancing creates it with the first load balancer",
+            )
+        )
+    if training_engine == "hyperpod":
+        # "created automatically on first cluster creation" (awslabs/agent-plugins,
+        # hyperpod-cluster-debugger SKILL.md, "Service-linked role (SLR)", read 2026-12-02);
+        # AmazonSageMakerHyperPodServiceRolePolicy, Amazon SageMaker AI Developer Guide.
+        roles.append(
+            ServiceLinkedRole(
+                "AWSServiceRoleForSageMakerHyperPod",
+                "hyperpod.sagemaker.amazonaws.com",
+                "the HyperPod cluster",
+                "INFO",
+                "SageMaker HyperPod creates it with the first cluster (an SCP or permission boundary that blocks "
+                "iam:CreateServiceLinkedRole fails that cluster's creation)",
             )
         )
     if env.training is not None:

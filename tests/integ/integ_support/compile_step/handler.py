@@ -30,7 +30,7 @@ from typing import Any
 
 MANIFEST_NAME = "cdk-neuron-artifact.json"
 MANIFEST_FORMAT = "cdk-neuron-artifact"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 CONTAINERS = ("fetch", "export", "upload")
 STARTED_BY = "cdk-neuron-integ"
 

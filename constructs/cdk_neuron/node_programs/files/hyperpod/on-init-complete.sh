@@ -15,10 +15,15 @@
 #   aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/LifecycleScripts/
 #   base-config/on_create.sh @5195cad): hyperpod/slurm-step.sh, which each job step runs, and the
 #   launcher;
-# - with a checkpoint store: amazon-efs-utils, from the package copied beside this script when the
-#   image lacks mount.efs (the HyperPod Slurm image is Ubuntu, whose archive has no efs-utils), then
+# - with a checkpoint store: amazon-efs-utils, from the package (or directory of packages) copied
+#   beside this script when the image lacks mount.efs (the HyperPod Slurm image is Ubuntu, whose
+#   archive has no efs-utils), installed with apt-get without downloading anything, then
 #   the file system mounted with TLS and IAM through its access point (the store refuses anything
 #   else), over NFS to its mount target in the VPC.
+# - on the controller (controller.sh runs this script with CDK_NEURON_NODE_ROLE=controller), the
+#   cluster's controller_program, when it has one, starts in the background as a transient systemd
+#   unit with the training profile loaded; this script does not wait for it (Slurm may not answer
+#   until every node's lifecycle script has finished).
 # Any failure exits non-zero: HyperPod then fails the node's creation and reports the lifecycle
 # script's log in CloudWatch (/aws/sagemaker/Clusters/<name>/<id>), instead of a node that runs jobs
 # without its checkpoints.
@@ -62,9 +67,25 @@ install_programs() {
 install_efs_utils() {
     command -v mount.efs >/dev/null 2>&1 && return 0
     require EFS_UTILS_PACKAGE
-    [ -r "${HERE}/${EFS_UTILS_PACKAGE}" ] ||
-        die "mount.efs is missing and ${EFS_UTILS_PACKAGE} is not in the lifecycle prefix"
-    dpkg -i "${HERE}/${EFS_UTILS_PACKAGE}" || die "cannot install ${EFS_UTILS_PACKAGE} (dpkg -i)"
+    local package="${HERE}/${EFS_UTILS_PACKAGE}" staged=() unpacked
+    [ -r "${package}" ] || die "mount.efs is missing and ${EFS_UTILS_PACKAGE} is not in the lifecycle prefix"
+    case "${package}" in
+        *.zip) # a directory of .debs: amazon-efs-utils and the dependencies the image lacks
+            unpacked="$(mktemp -d)"
+            python3 -m zipfile -e "${package}" "${unpacked}" || die "cannot unpack ${EFS_UTILS_PACKAGE}"
+            shopt -s nullglob
+            staged=("${unpacked}"/*.deb)
+            shopt -u nullglob
+            ;;
+        *) staged=("${package}") ;;
+    esac
+    ((${#staged[@]} > 0)) || die "${EFS_UTILS_PACKAGE} holds no .deb file"
+    # apt-get installs local .debs with their dependencies resolved among them and what the image has;
+    # --no-download: nothing is fetched (no route may exist), so a missing dependency fails here, by
+    # name, instead of leaving dpkg's half-configured package (apt-get(8); efs-utils' Debian control
+    # file depends on python3, nfs-common, stunnel4, openssl and util-linux, aws/efs-utils).
+    apt-get install -y --no-download "${staged[@]}" ||
+        die "cannot install ${EFS_UTILS_PACKAGE} offline: apt-get names the dependency the image lacks above. Stage it beside the package: on the HyperPod image's Ubuntu release, put amazon-efs-utils*.deb and the .debs of 'apt-get download stunnel4 nfs-common' (and their missing dependencies) in one directory and pass that directory as efs_utils_package"
     command -v mount.efs >/dev/null 2>&1 || die "${EFS_UTILS_PACKAGE} installed no mount.efs"
 }
 
@@ -79,6 +100,24 @@ mount_checkpoints() {
         echo "${source} ${CHECKPOINT_DIR} efs _netdev,${options} 0 0" >>"${ROOT}/etc/fstab"
 }
 
+start_controller_program() {
+    local program="${ROOT}/etc/cdk-neuron/controller-program.sh"
+    install -m 0700 "${HERE}/controller-program.sh" "${program}"
+    install -m 0600 "${HERE}/controller-program.env" "${ROOT}/etc/cdk-neuron/controller-program.env"
+    command -v systemd-run >/dev/null 2>&1 || die "systemd-run is missing: cannot start the controller program"
+    # A replaced or re-run controller starts it again; a unit of the same name still running is stopped first.
+    if systemctl is-active --quiet cdk-neuron-controller-program.service; then
+        systemctl stop cdk-neuron-controller-program.service || die "cannot stop the running controller program"
+    fi
+    systemd-run --unit=cdk-neuron-controller-program --collect --no-block \
+        --setenv=CDK_NEURON_CONTROLLER_SETTINGS=/etc/cdk-neuron/controller-program.env \
+        --property=StandardOutput=append:/var/log/cdk-neuron-controller-program.log \
+        --property=StandardError=append:/var/log/cdk-neuron-controller-program.log \
+        /bin/bash -c '. /etc/profile.d/cdk-neuron-training.sh && exec /bin/bash /etc/cdk-neuron/controller-program.sh' ||
+        die "cannot start the controller program (systemd-run)"
+    log "controller program started (unit cdk-neuron-controller-program, log /var/log/cdk-neuron-controller-program.log)"
+}
+
 main() {
     log "setting up a node of HyperPod cluster ${CLUSTER_NAME}"
     install_profile
@@ -87,6 +126,9 @@ main() {
         require CHECKPOINT_ACCESS_POINT_ID CHECKPOINT_DIR
         install_efs_utils
         mount_checkpoints
+    fi
+    if [ "${CDK_NEURON_NODE_ROLE:-worker}" = controller ] && [ -r "${HERE}/controller-program.sh" ]; then
+        start_controller_program
     fi
     log "done"
 }

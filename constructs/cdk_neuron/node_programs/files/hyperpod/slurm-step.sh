@@ -14,6 +14,9 @@
 #    DP degree and TORCHRUN_ARGS exactly as on the other engines, watches the peers, and runs the command.
 #    Everything is computed inside the step, never in the batch script: after a node is replaced the
 #    re-run step has a new node list, and rank 0 may be a new node.
+#
+# Slurm gives every task SLURM_STEP_NODELIST (the step's nodes) and SLURMD_NODENAME (the node running
+# the task): srun(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/srun.html.
 set -euo pipefail
 CDK_NEURON_PROGRAM=hyperpod-step
 HOME_DIR="${CDK_NEURON_HOME:-/opt/cdk-neuron}"

@@ -20,6 +20,16 @@ REGION = "us-east-1"
 CLUSTER = f"arn:aws:ecs:{REGION}:111111111111:cluster/dev-Compile"
 TASK_DEF = f"arn:aws:ecs:{REGION}:111111111111:task-definition/devCompileTask:3"
 TASK = f"arn:aws:ecs:{REGION}:111111111111:task/dev-Compile/0123456789abcdef"
+DEFINITION = {
+    "taskDefinition": {
+        "containerDefinitions": [
+            {"name": n, "logConfiguration": {"logDriver": "awslogs", "options": {
+                "awslogs-group": "devCompileLogs", "awslogs-stream-prefix": n}}}
+            for n in ("fetch", "export", "upload")
+        ]
+    }
+}  # fmt: skip
+"""What ecs:DescribeTaskDefinition answers for the task: where each container logs."""
 
 
 def compilation_record(**overrides: Any) -> dict[str, Any]:
@@ -104,6 +114,7 @@ def test_compile_runs_the_task_for_the_fleets_shape(
     use_fake_aws_credentials(monkeypatch, REGION)
     cloudformation, cf, ecs, stub = _stubs(IDS)
     stub.add_response("run_task", {"tasks": [{"taskArn": TASK}], "failures": []})
+    stub.add_response("describe_task_definition", DEFINITION, {"taskDefinition": TASK_DEF})
     with cf, stub:
         code = _run(
             assembly,
@@ -134,6 +145,9 @@ def test_the_run_task_request_carries_every_containers_settings(
         def run_task(self, **request: Any) -> dict[str, Any]:
             seen.update(request)
             return {"tasks": [{"taskArn": TASK}], "failures": []}
+
+        def describe_task_definition(self, **request: Any) -> dict[str, Any]:
+            return DEFINITION
 
     with cf:
         code = _run(
@@ -279,6 +293,7 @@ def test_an_artifact_under_the_granted_prefix_of_the_right_bucket_is_run(
     )
     cloudformation, cf, ecs, stub = _stubs(IDS)
     stub.add_response("run_task", {"tasks": [{"taskArn": TASK}], "failures": []})
+    stub.add_response("describe_task_definition", DEFINITION, {"taskDefinition": TASK_DEF})
     with cf, stub:
         code = _run(
             assembly,
@@ -316,6 +331,9 @@ def test_a_training_checkpoints_kv_multiplier_and_config_source_reach_the_task(
         def run_task(self, **request: Any) -> dict[str, Any]:
             seen.update(request)
             return {"tasks": [{"taskArn": TASK}], "failures": []}
+
+        def describe_task_definition(self, **request: Any) -> dict[str, Any]:
+            return DEFINITION
 
     with cf:
         code = _run(

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from image_rehearsal import Container
 from test_compilation import (  # noqa: F401 - the module-scoped fixture is shared
+    _AWS_EMPTY_PREFIX,
     _EXPORT,
     MODEL,
     REGION,
@@ -33,16 +34,29 @@ from test_compilation import (  # noqa: F401 - the module-scoped fixture is shar
     synthesized,
 )
 
+from cdk_neuron import timeouts
 from cdk_neuron.compilation import ModelSource
-from cdk_neuron.compilation.construct import AWS_CLI_IMAGE, STEP_TOOLS
+from cdk_neuron.compilation.construct import AWS_CLI_IMAGE, step_entry_point
+from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB
 from cdk_neuron.contracts.images import contract
 from cdk_neuron.node_programs import program
 from cdk_neuron.serving import ServingEngine
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME, ArtifactManifest
 
-# One list of what each step's program runs: the construct's STEP_TOOLS (its images must ship them).
-EXPORT_TOOLS = STEP_TOOLS["export"]
-FETCH_UPLOAD_TOOLS = tuple(dict.fromkeys((*STEP_TOOLS["fetch"], *STEP_TOOLS["upload"])))
+EXPORT_TOOLS = (
+    "timeout",
+    "bash",
+    "mkdir",
+    "rm",
+    "touch",
+    "date",
+    "wc",
+    "du",
+    "find",
+    "python3",
+    "optimum-cli",
+)
+FETCH_UPLOAD_TOOLS = ("timeout", "bash", "aws", "ls", "mkdir", "touch")
 RECORDED = ("optimum-cli", "neuronx-cc", "aws")
 
 
@@ -56,11 +70,12 @@ def test_the_task_replaces_each_entrypoint_as_the_contracts_say(template: dict[s
     containers = _containers(template)
     export, cli = contract("optimum-neuron-compile"), contract("aws-cli-compile")
     assert (export.platform, cli.platform) == ("ecs", "ecs")
+    budgets = timeouts.compile_step_seconds(FARGATE_MAX_WEIGHTS_GIB)
     for name, item in (("fetch", cli), ("export", export), ("upload", cli)):
         definition = containers[name]
-        # ECS replaces the image's ENTRYPOINT with the step's: its program under GNU timeout, then bash -c.
-        assert definition["EntryPoint"][0] == "timeout"
-        assert tuple(definition["EntryPoint"][-2:]) == item.replaced_by == ("bash", "-c")
+        # The contract's entryPoint, with this step's budget in place of its placeholder.
+        expected = [str(budgets[name]) if w == "<step seconds>" else w for w in item.replaced_by]
+        assert definition["EntryPoint"] == expected == step_entry_point(budgets[name])
         assert definition["Command"] == [program(f"compile/{name}.sh").read_text()]
     assert containers["export"]["Image"].endswith(export.image)
     assert containers["export"]["Image"] == ServingEngine.optimum_neuron().image.uri(REGION)
@@ -112,9 +127,9 @@ def test_every_tool_the_programs_call_is_in_the_contract(name: str) -> None:
 def _ecs(
     container: Container, template: dict[str, Any], name: str, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    """What ECS starts: the contract's replaced_by, then the task definition's command."""
-    item = contract("optimum-neuron-compile" if name == "export" else "aws-cli-compile")
-    argv = [*item.replaced_by, *_containers(template)[name]["Command"]]
+    """What ECS starts: the task definition's entryPoint (the contract's ``replaced_by``, checked above),
+    then its command."""
+    argv = [*_containers(template)[name]["EntryPoint"], *_containers(template)[name]["Command"]]
     return subprocess.run(
         argv, env={**container._environment(None), **env}, capture_output=True, text=True, timeout=60,
         check=False, cwd=str(container.root),
@@ -127,14 +142,13 @@ def test_the_programs_run_as_ecs_starts_them_with_only_the_contracts_tools(
     container = Container(tmp_path)
     container.record("optimum-cli", then=_EXPORT)
     container.record("neuronx-cc", then='print("NeuronX Compiler version 2.21.18209.0+043b1bf7")')
-    # upload.sh asks ListObjectsV2 for one key under the new prefix: "0" is an empty prefix.
-    container.record("aws", then='print("0") if sys.argv[1:3] == ["s3api", "list-objects-v2"] else None')
+    container.record("aws", then=_AWS_EMPTY_PREFIX)  # a new prefix
     _hf_checkpoint(tmp_path / "checkpoints" / "run-7" / "step-1200")
     request = _request(ModelSource.checkpoint("run-7/step-1200", step=1200))
     for name, tools in (
-        ("fetch", STEP_TOOLS["fetch"]),
-        ("export", STEP_TOOLS["export"]),
-        ("upload", STEP_TOOLS["upload"]),
+        ("fetch", FETCH_UPLOAD_TOOLS),
+        ("export", EXPORT_TOOLS),
+        ("upload", FETCH_UPLOAD_TOOLS),
     ):
         _exactly(container, tuple(t for t in {*tools, *RECORDED}))
         done = _ecs(container, template, name, _settings(request, tmp_path, name))
@@ -145,21 +159,20 @@ def test_the_programs_run_as_ecs_starts_them_with_only_the_contracts_tools(
     assert export.argv[:2] == ["export", "neuron"]
     assert export.argv[export.argv.index("--tensor_parallel_size") + 1] == str(MODEL.plan().tensor_parallel)
     manifest = ArtifactManifest.from_file(tmp_path / "work" / "export" / MANIFEST_NAME)
-    # What compiled, read inside the image (its installed neuronx-cc), not what the request asked for.
-    assert manifest.compiler_version == ServingEngine.optimum_neuron().image.neuronx_cc_version
+    assert manifest.shape.tensor_parallel == MODEL.plan().tensor_parallel
 
 
 def test_a_tool_outside_the_contract_fails_the_rehearsal(template: dict[str, Any], tmp_path: Path) -> None:
-    """The check above can fail: without touch (a tool STEP_TOOLS and the contract name) the export fails."""
+    """The check above can fail: without touch (a tool the contract names) the export stops."""
     container = Container(tmp_path)
     container.record("optimum-cli", then=_EXPORT)
     container.record("neuronx-cc", then='print("2.21.18209.0")')
     _hf_checkpoint(tmp_path / "checkpoints" / "run-7" / "step-1200")
     request = _request(ModelSource.checkpoint("run-7/step-1200", step=1200))
-    settings = _settings(request, tmp_path, "export")
-    (Path(settings["WORK_DIR"]) / "status").mkdir(parents=True, exist_ok=True)
-    (Path(settings["WORK_DIR"]) / "status" / "fetch.ok").touch()  # the fetch step succeeded
+    container.record("aws", then=_AWS_EMPTY_PREFIX)
+    _exactly(container, tuple({*FETCH_UPLOAD_TOOLS, *RECORDED}))
+    assert _ecs(container, template, "fetch", _settings(request, tmp_path, "fetch")).returncode == 0
     _exactly(container, tuple(t for t in {*EXPORT_TOOLS, *RECORDED} if t != "touch"))
-    done = _ecs(container, template, "export", settings)
+    done = _ecs(container, template, "export", _settings(request, tmp_path, "export"))
     assert done.returncode != 0
     assert "touch: command not found" in done.stderr

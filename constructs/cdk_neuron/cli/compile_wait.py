@@ -19,7 +19,7 @@ it bills until stopped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -66,10 +66,11 @@ class CompileOutcome:
     next_command: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
-def _logs_commands(ecs: Any, task: Mapping[str, Any], region: str) -> dict[str, str]:
-    """``aws logs tail`` of each container's stream (awslogs: ``<prefix>/<container>/<task id>``)."""
-    definition = ecs.describe_task_definition(taskDefinition=task["taskDefinitionArn"])["taskDefinition"]
-    task_id = str(task["taskArn"]).rsplit("/", 1)[-1]
+def logs_tail_commands(ecs: Any, task_definition: str, task_arn: str, region: str) -> dict[str, str]:
+    """``aws logs tail`` of each container's stream (awslogs: ``<prefix>/<container>/<task id>``), by
+    container name, from the task definition's log configuration (``ecs:DescribeTaskDefinition``)."""
+    definition = ecs.describe_task_definition(taskDefinition=task_definition)["taskDefinition"]
+    task_id = task_arn.rsplit("/", 1)[-1]
     commands = {}
     for container in definition.get("containerDefinitions", []):
         options = (container.get("logConfiguration") or {}).get("options") or {}
@@ -161,7 +162,7 @@ def wait_for_compile(
                 containers=[],
             )
         ctx.clock.sleep(poll_seconds)
-    logs = _logs_commands(ecs, task, region)
+    logs = logs_tail_commands(ecs, str(task["taskDefinitionArn"]), task_arn, region)
     containers = [
         ContainerEnd(
             name=str(c["name"]),
@@ -226,4 +227,12 @@ def render_outcome(outcome: CompileOutcome, out: Report) -> None:
         out.commands("Serve it:", [outcome.next_command])
 
 
-__all__ = ["POLL_SECONDS", "CompileOutcome", "ContainerEnd", "Outcome", "render_outcome", "wait_for_compile"]
+__all__ = [
+    "POLL_SECONDS",
+    "CompileOutcome",
+    "ContainerEnd",
+    "Outcome",
+    "logs_tail_commands",
+    "render_outcome",
+    "wait_for_compile",
+]

@@ -16,17 +16,24 @@ checkpoint) or ``hub:<org/model>``.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cdk_neuron import timeouts
 from cdk_neuron.cli.aws import AwsLookupError
 from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
+from cdk_neuron.cli.compile_wait import CompileOutcome, logs_tail_commands, render_outcome, wait_for_compile
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
-from cdk_neuron.cli.result import Result
+from cdk_neuron.cli.result import OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.cli.submit import stack_resource_arn
-from cdk_neuron.compilation.job import CompileRequest, ModelSource, artifact_key_prefix
+from cdk_neuron.compilation.job import (
+    FARGATE_MAX_WEIGHTS_GIB,
+    CompileRequest,
+    ModelSource,
+    artifact_key_prefix,
+)
 from cdk_neuron.deployment import CompilationDeployment, Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
@@ -48,6 +55,8 @@ class Compiling(Result):
     image: str
     wait_command: str
     logs_command: str
+    outcome: CompileOutcome | None = field(default=None, metadata=OMIT_IF_NONE)
+    """With ``--wait``: how the task ended (:mod:`cdk_neuron.cli.compile_wait`)."""
 
 
 def parse_source(
@@ -196,6 +205,8 @@ def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Com
         )
         raise AwsLookupError(f"ecs:RunTask started no compile task: {reasons}")
     task_arn = str(tasks[0]["taskArn"])
+    # Where the export logs: the task definition's awslogs group and stream prefix (ecs:DescribeTaskDefinition).
+    logs = logs_tail_commands(ctx.aws("ecs", env.region), task_definition, task_arn, env.region)
     model = request.model
     return Compiling(
         environment=env.name,
@@ -211,7 +222,9 @@ def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Com
         ),
         image=request.engine.image.uri(env.region),
         wait_command=f"aws ecs wait tasks-stopped --region {env.region} --cluster {cluster} --tasks {task_arn}",
-        logs_command=f"aws ecs describe-tasks --region {env.region} --cluster {cluster} --tasks {task_arn}",
+        logs_command=f"{logs['export']} --follow"
+        if "export" in logs
+        else f"aws ecs describe-tasks --region {env.region} --cluster {cluster} --tasks {task_arn}",
     )
 
 
@@ -228,7 +241,12 @@ def render_compile(result: Compiling) -> Report:
             ("manifest", result.manifest_uri),
         ],
     )
-    out.commands("Wait for it with:", [result.wait_command, result.logs_command])
+    if result.outcome is not None:
+        render_outcome(result.outcome, out)
+    else:
+        out.commands(
+            "Follow it with:", [result.logs_command, result.wait_command + "  # gives up after 10 min"]
+        )
     return out
 
 
@@ -266,6 +284,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         "s3://bucket/prefix/ (default: the fleet's model on the Hub)",
     )
     parser.add_argument("--revision", help="the Hub revision of a hub: source")
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the task to its end (up to the task's own budget), report every step's exit and read the "
+        "manifest back; exit 1 unless the artifact was written and fits the fleet",
+    )
 
 
 def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
@@ -295,8 +319,26 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
         plan=serving.plan,
         engine=serving.engine,
     )
-    ctx.show(compile_model(ctx, env, request), render_compile)
-    return ExitStatus.OK
+    result = compile_model(ctx, env, request)
+    if args.wait:
+        outcome = wait_for_compile(
+            ctx,
+            env=env.name,
+            region=env.region,
+            cluster=result.cluster,
+            task_arn=result.task_arn,
+            artifact_uri=result.artifact_uri,
+            serving=serving,
+            # The task definition's step timeouts are sized for the largest source a task takes.
+            deadline_seconds=timeouts.compile_task_seconds(FARGATE_MAX_WEIGHTS_GIB),
+            timed_out_exit_code=timeouts.TIMED_OUT_EXIT_CODE,
+            on_poll=lambda state: print(f"cdk-neuron compile: {state}", file=ctx.err, flush=True),
+        )
+        result = replace(result, outcome=outcome)
+    ctx.show(result, render_compile)
+    return (
+        ExitStatus.OK if result.outcome is None or result.outcome.status == "succeeded" else ExitStatus.FAILED
+    )
 
 
 COMMAND = Command(

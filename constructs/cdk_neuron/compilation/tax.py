@@ -232,7 +232,8 @@ def compile_tax(
     if not can_compile:
         advice = (
             f"precompile: {shown} cannot compile it at start-up (an export holds about {EXPORT_MEMORY_FACTOR} x "
-            f"{plan.weights_gib:.1f} GiB = {export_memory:.0f} GiB of host memory; it has {instance.memory_gib} GiB)"
+            f"{plan.weights_gib:.1f} GiB = {export_memory:.0f} GiB of host memory, cdk-neuron's own estimate; it has "
+            f"{instance.memory_gib} GiB)"
         )
     elif break_even is None:
         advice = f"precompile to save {minutes} of every start; the break-even is unknown ({formula})"

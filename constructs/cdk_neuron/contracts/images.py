@@ -32,6 +32,7 @@ from cdk_neuron.serving.engines.vllm_neuron import (
     VLLM_NEURON_REPOSITORY,
     VLLM_NEURON_TAG,
 )
+from cdk_neuron.timeouts import COMPILE_KILL_AFTER
 from cdk_neuron.training.efa_installer import AWS_EFA_KEY_FINGERPRINT
 from cdk_neuron.training.efa_installer import DEFAULT_VERSION as EFA_HOST_VERSION
 
@@ -59,7 +60,8 @@ class ImageContract:
         image has them.
     :ivar notes: anything else the meeting point depends on (versions, listening port, caveats).
     :ivar replaced_by: the ENTRYPOINT the platform sets instead of the image's (an ECS task definition's
-        ``entryPoint``; AWS Batch and SageMaker cannot replace it). Empty: the image's runs.
+        ``entryPoint``; AWS Batch and SageMaker cannot replace it), ``<step seconds>`` standing for each
+        step's budget. Empty: the image's runs.
     """
 
     name: str
@@ -100,15 +102,14 @@ _TRAINING_SOURCE = (
     "pytorch/training/2.9.0/Dockerfile.neuronx, common/start_with_right_hostname.sh"
 )
 
-OPTIMUM_NEURON_PYPROJECT_COMMIT = "021989dc"
-"""huggingface/optimum-neuron ``pyproject.toml`` as read (2026-12-02): its ``neuronx`` extra, which the
-vLLM image installs (``uv pip install .[neuronx,vllm]``), pins ``neuronx-cc==2.21.18209.0``,
-``neuronx_distributed==0.15.22404`` and ``torch==2.8.0``: the compiler of Neuron SDK 2.26, the SDK the
-pinned tag names (``sdk2.26.1``)."""
-
 AWS_CLI_DOCKERFILE_COMMIT = "1c30287a"
 """aws/aws-cli ``docker/Dockerfile`` as read (2026-12-02): Amazon Linux 2 plus less, groff and jq, the
 CLI under /usr/local/bin, ``ENTRYPOINT ["/usr/local/bin/aws"]``."""
+
+COMPILE_STEP_ENTRYPOINT = ("timeout", f"--kill-after={COMPILE_KILL_AFTER}", "<step seconds>", "bash", "-c")
+"""What the ModelCompilation task definition sets as each step's entryPoint: the program under GNU
+``timeout`` with the step's budget (``cdk_neuron.timeouts.compile_step_seconds``; exit 124 when it
+stops the step)."""
 
 _SAGEMAKER_SERVE = (
     "SageMaker runs `docker run IMAGE serve` (your-algorithms-inference-code.html) and passes the "
@@ -258,14 +259,14 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         platform="ecs",
         source=(
             "huggingface/optimum-neuron @abf59858 (tag v0.4.5): docker/vllm/Dockerfile (entrypoint.sh); "
-            f"pyproject.toml @{OPTIMUM_NEURON_PYPROJECT_COMMIT} (the neuronx extra)"
+            "pyproject.toml @abf59858 (the neuronx extra the image installs: `uv pip install .[neuronx,vllm]`)"
         ),
         entrypoint=("./entrypoint.sh",),
         cmd=(),
         arguments="argv",
-        replaced_by=("bash", "-c"),
+        replaced_by=COMPILE_STEP_ENTRYPOINT,
         passes=(
-            "the task definition's entryPoint `timeout --kill-after=K SECONDS bash -c` and command `[node_programs/files/compile/export.sh]` "
+            "the task definition's entryPoint `timeout ... bash -c` and command `[node_programs/files/compile/export.sh]` "
             "(one argument: the program's text); ecs:RunTask's container overrides carry CompileRequest's "
             "settings as environment"
         ),
@@ -279,13 +280,12 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         ),
         needs=(
             "optimum-cli (optimum-neuron 0.4.5: `optimum-cli export neuron --instance_type inf2 ...`, the "
-            "image's own exporter)",
-            "neuronx-cc (2.21.18209.0 from the neuronx extra: the compiler optimum-cli runs, and "
-            "`neuronx-cc --version` for the manifest)",
+            "image's own exporter, which runs the image's neuronx-cc)",
             "python3 (/opt/venv, first on PATH) with huggingface_hub (Hub sources), neuronx_distributed "
-            "(checkpoint conversion), torch and safetensors",
-            "bash (compgen, printf: builtins); coreutils timeout, mkdir, rm, cp, sort, head, date, sha256sum, wc, "
-            "du, cut, touch; findutils find, xargs; grep (the Ubuntu base image's)",
+            "(checkpoint conversion), torch and safetensors; it also hashes the files and reads the export's "
+            "neuron_config.json back into the manifest",
+            "bash; coreutils timeout (the entryPoint), mkdir, rm, touch, date, wc, du; findutils find (the "
+            "Ubuntu base image's)",
         ),
         notes=(
             "The image's ENTRYPOINT starts the server whatever its arguments (`exec optimum-cli neuron serve "
@@ -303,15 +303,15 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         entrypoint=("/usr/local/bin/aws",),
         cmd=(),
         arguments="argv",
-        replaced_by=("bash", "-c"),
+        replaced_by=COMPILE_STEP_ENTRYPOINT,
         passes=(
-            "the task definition's entryPoint `timeout --kill-after=K SECONDS bash -c` and command `[node_programs/files/compile/fetch.sh]` "
+            "the task definition's entryPoint `timeout ... bash -c` and command `[node_programs/files/compile/fetch.sh]` "
             "(the fetch container) or `[.../upload.sh]` (the upload container)"
         ),
         reads=("SOURCE_KIND, SOURCE_URI, WORK_DIR (fetch)", "ARTIFACT_URI, WORK_DIR (upload)"),
         needs=(
             "aws (/usr/local/bin/aws: `aws s3 sync`, `aws s3 ls`, `aws s3 cp`)",
-            "bash, timeout, ls, mkdir, touch (Amazon Linux 2's bash and coreutils, the image's base)",
+            "bash; coreutils timeout (the entryPoint), ls, mkdir, touch (Amazon Linux 2's, the image's base)",
         ),
         notes=(
             "The ENTRYPOINT is the AWS CLI itself, so a shell program needs the entrypoint replaced (`aws bash "
@@ -331,8 +331,8 @@ def contract(name: str) -> ImageContract:
 
 __all__ = [
     "AWS_CLI_DOCKERFILE_COMMIT",
+    "COMPILE_STEP_ENTRYPOINT",
     "IMAGE_CONTRACTS",
-    "OPTIMUM_NEURON_PYPROJECT_COMMIT",
     "TRAINING_DLC_COMMIT",
     "TRAINING_DLC_EFA_INSTALLER",
     "TRAINING_DLC_IMAGE",

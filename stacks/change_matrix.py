@@ -67,10 +67,17 @@ _MODEL = "serving.model"
 
 CHANGES: tuple[Change, ...] = (
     Change(
-        "serving model",
+        "serving artifact (EC2)",
         "prod",
         {
             f"{_MODEL}.artifact_uri": "s3://cdk-neuron-prod-models/meta-llama/Meta-Llama-3-70B-Instruct/neuron-tp24-bs4-seq4096-v2/"
+        },
+    ),
+    Change(
+        "serving artifact (SageMaker)",
+        "staging",
+        {
+            f"{_MODEL}.artifact_uri": "s3://cdk-neuron-staging-models/meta-llama/Llama-3.2-3B-Instruct/run-7-step-1200/"
         },
     ),
     Change("serving instance type (SageMaker)", "staging", {"serving.instance_type": "inf2.8xlarge"}),

@@ -1568,6 +1568,7 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             instance_type=serving.instance_type,
             certificate_arn=serving.certificate_arn,
             token_secret=serving.hugging_face_token_secret,
+            artifact_manifest=serving.artifact_manifest,
         ),
         storage=StorageDeployment(one_zone=env.storage.one_zone),
         ami_release=env.ami_release,

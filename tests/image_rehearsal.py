@@ -32,6 +32,10 @@ ENTRYPOINT_COMMANDS: dict[str, tuple[str, ...]] = {
     "vllm-neuron-ec2": (sys.executable, str(ENTRYPOINTS / "vllm_neuron_dlc.py")),
     "tgi-ec2": (str(ENTRYPOINTS / "tgi_neuron.sh"),),
     "tgi-sagemaker": (str(ENTRYPOINTS / "tgi_sagemaker.sh"),),
+    # ModelCompilation's containers: their ENTRYPOINT is replaced by the task definition (bash -c);
+    # the reproductions show what the images would do with the command if it were not.
+    "optimum-neuron-compile": (str(ENTRYPOINTS / "optimum_neuron_vllm.sh"),),
+    "aws-cli-compile": (str(ENTRYPOINTS / "aws_cli.sh"),),
 }
 
 # Real tools an image's shell may use; none of them reaches the network or the host.

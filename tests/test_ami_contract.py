@@ -18,9 +18,14 @@ from cdk_neuron.contracts import ami
 from cdk_neuron.node_programs import FILES_DIR
 
 # training/launcher.sh, peer_watch.py and rank_order.py run inside the job container: the training
-# image contract (cdk_neuron.contracts.images) lists what they need there.
+# image contract (cdk_neuron.contracts.images) lists what they need there. compile/ runs in the
+# compile task's containers (their image contracts) and hyperpod/ on HyperPod's Ubuntu Slurm image,
+# not on the ECS AMI this contract describes.
+OTHER_HOSTS = ("compile", "hyperpod")
 HOST_PROGRAMS = sorted(
-    p for p in (*FILES_DIR.rglob("*.sh"), *FILES_DIR.rglob("*.service")) if p.name != "launcher.sh"
+    p
+    for p in (*FILES_DIR.rglob("*.sh"), *FILES_DIR.rglob("*.service"))
+    if p.name != "launcher.sh" and p.relative_to(FILES_DIR).parts[0] not in OTHER_HOSTS
 )
 
 

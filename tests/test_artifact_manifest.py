@@ -17,6 +17,7 @@ from cdk_neuron.serving.artifact_manifest import (
     MANIFEST_NAME,
     MANIFEST_VERSION,
     ArtifactManifest,
+    fleet_target,
     image_sdk,
     source_hash,
 )
@@ -30,12 +31,12 @@ def manifest_data(**replace: Any) -> dict[str, Any]:
     """A manifest as cdk-neuron compile writes it: Llama-3.1-8B for inf2.xlarge (TP 2, batch 1, 4096)."""
     data: dict[str, Any] = {
         "format": "cdk-neuron-artifact",
-        "version": 1,
+        "version": 2,
         "artifact_uri": URI,
         "model": {"id": "meta-llama/Llama-3.1-8B-Instruct", "revision": "0e9e39f249a16976918f6564b8830bc894c89659"},
         "source": {"kind": "checkpoint", "uri": "/checkpoints/run-7/step-1200", "step": 1200, "sha256": DIGEST},
-        "engine": {"name": "optimum-neuron", "version": "0.4.5", "image": OPTIMUM_IMAGE},
-        "neuron": {"sdk": "2.26.1", "compiler": "2.21.18209.0+043b1bf7"},
+        "engine": {"name": "optimum-neuron", "version": "0.4.5", "image": OPTIMUM_IMAGE, "image_id": "sha256:" + "d" * 64},
+        "neuron": {"sdk": "2.26.1", "compiler": "2.21.33363.0", "target": "trn1"},
         "shape": {"batch_size": 1, "sequence_length": 4096, "tensor_parallel": 2, "dtype": "bf16"},
         "files": [
             {"path": "model.pt", "bytes": 1234, "sha256": "b" * 64},
@@ -99,7 +100,7 @@ def test_text_that_is_not_json_is_refused() -> None:
     [
         ([], r"cdk-neuron-artifact.json='list': must hold a JSON object"),
         ({"format": "other"}, r":format='other': must be \"cdk-neuron-artifact\""),
-        (manifest_data(version=MANIFEST_VERSION + 1), r":version=2: this cdk-neuron reads manifest versions 1 to 1"),
+        (manifest_data(version=MANIFEST_VERSION + 1), r":version=3: this cdk-neuron reads manifest versions 1 to 2"),
         (manifest_data(version=0), r":version=0"),
         (manifest_data(version=True), r":version=True"),
     ],
@@ -211,10 +212,12 @@ def test_a_matching_artifact_has_no_mismatch() -> None:
     [
         ({"shape__batch_size": 4}, "shape.batch_size", "compiled for batch_size 4 and the fleet's graph is 1"),
         ({"shape__sequence_length": 2048}, "shape.sequence_length", "compiled for sequence_length 2048"),
-        ({"shape__tensor_parallel": 8}, "shape.tensor_parallel", "sharded for TP 8: set model.tensor_parallel=8"),
-        ({"shape__dtype": "fp16"}, "shape.dtype", "compiled in fp16: set model.dtype='fp16'"),
+        ({"shape__tensor_parallel": 8}, "shape.tensor_parallel", "sharded for TP 8: set serving.model.tensor_parallel to 8"),
+        ({"shape__dtype": "fp16"}, "shape.dtype", "compiled in fp16: set serving.model.dtype to 'fp16' and redeploy"),
         ({"engine__name": "tgi"}, "engine", "exported for tgi"),
-        ({"neuron__sdk": "2.25.0"}, "image.neuron_sdk", "compiled by Neuron SDK 2.25.0"),
+        ({"engine__version": "0.4.4"}, "engine.version", "exported by optimum-neuron 0.4.4"),
+        ({"neuron__compiler": "2.21.18209.0"}, "neuron.compiler", "compiled by neuronx-cc 2.21.18209.0 and"),
+        ({"neuron__target": "trn2"}, "neuron.target", "compiled for target trn2 and inf2.xlarge runs trn1 graphs"),
         ({"artifact_uri": "s3://my-models/other/"}, "model.artifact_uri", "describes another artifact"),
     ],
 )  # fmt: skip
@@ -222,6 +225,73 @@ def test_each_field_that_differs_is_named(replace: dict[str, Any], field: str, n
     found = _mismatches(parse(manifest_data(**replace)))
     assert list(found) == [field]
     assert needle in found[field]
+    # Every fix is one a user can carry out: a cdk.json key, or a new compile (no made-up flags).
+    assert "--batch-size" not in found[field] and "--tensor-parallel" not in found[field]
+
+
+def test_the_fix_of_a_shape_difference_names_the_cdk_json_key_or_a_new_compile() -> None:
+    fix = _mismatches(parse(manifest_data(shape__batch_size=4)))["shape.batch_size"]
+    assert fix == (
+        "the artifact was compiled for batch_size 4 and the fleet's graph is 1 (Neuron graphs have static "
+        "shapes): set serving.model.compiled_batch_size (else serving.model.batch_size) to 4 and redeploy, or run "
+        "cdk-neuron compile again (it compiles the fleet's current shape and image) to a new --artifact-uri"
+    )
+
+
+def test_a_version_1_manifest_is_still_read_and_compared_without_a_target() -> None:
+    data = manifest_data(version=1)
+    del data["engine"]["image_id"], data["neuron"]["target"]
+    manifest = parse(data)
+    assert (manifest.target, manifest.image_id) == (None, None)
+    assert _mismatches(manifest) == {}
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "target"),
+    [
+        ("inf2.xlarge", "trn1"),
+        ("trn1.32xlarge", "trn1"),
+        ("trn1n.32xlarge", "trn1"),
+        ("trn2.48xlarge", "trn2"),
+        ("g5.xlarge", None),
+    ],
+)
+def test_the_target_an_instance_runs(instance_type: str, target: str | None) -> None:
+    assert fleet_target(instance_type) == target
+
+
+def test_a_bad_target_is_named() -> None:
+    with pytest.raises(NeuronConfigError, match=r":neuron.target='inf2': must be one of trn1, trn2 or null"):
+        parse(manifest_data(neuron__target="inf2"))
+
+
+def test_the_compiler_of_each_known_optimum_release_is_pinned() -> None:
+    """optimum-neuron 0.4.5 pins neuronx-cc==2.21.33363.0 (its pyproject.toml @v0.4.5)."""
+    assert ServingEngine.optimum_neuron().image.neuronx_cc_version == "2.21.33363.0"
+    assert ContainerImage("r", "repo", "0.11.0-optimum0.4.9-sdk2.30.0").neuronx_cc_version is None
+
+
+def test_every_fix_names_only_options_cdk_neuron_compile_has() -> None:
+    """A fix that says "run cdk-neuron compile ... --flag" must name a flag the command takes (review-27 S6)."""
+    import re
+
+    from cdk_neuron.cli.commands import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    options = set(subparsers.choices["compile"]._option_string_actions)  # type: ignore[attr-defined]
+    manifest = parse(
+        manifest_data(
+            shape__batch_size=4, shape__sequence_length=2048, shape__tensor_parallel=8, shape__dtype="fp16",
+            engine__name="tgi", neuron__sdk="2.25.0",
+        )
+    )  # fmt: skip
+    fixes = _mismatches(manifest)
+    assert len(fixes) == 6
+    for field, fix in fixes.items():
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", fix):
+            assert flag in options, (field, flag, fix)
+    assert "--artifact-uri" in fixes["shape.batch_size"]
 
 
 def test_every_mismatch_is_reported_together() -> None:
@@ -256,6 +326,14 @@ def test_an_sdk_named_to_the_minor_release_matches_its_patch() -> None:
     assert _mismatches(parse(manifest_data()), engine=engine) == {}
 
 
+def test_an_image_that_names_no_optimum_release_falls_back_to_the_sdk() -> None:
+    engine = ServingEngine.optimum_neuron(image=ContainerImage("r", "repo", "1.0-sdk2.26"))
+    found = _mismatches(parse(manifest_data(neuron__sdk="2.25.0")), engine=engine)
+    assert (
+        list(found) == ["image.neuron_sdk"] and "compiled by Neuron SDK 2.25.0" in found["image.neuron_sdk"]
+    )
+
+
 def test_an_image_without_an_sdk_in_its_tag_must_be_the_compiling_image() -> None:
     tgi = ServingEngine.tgi()
     same = manifest_data(
@@ -267,13 +345,15 @@ def test_an_image_without_an_sdk_in_its_tag_must_be_the_compiling_image() -> Non
     found = _mismatches(parse(other), engine=tgi)
     assert list(found) == ["image"]
     assert (
-        "its tag names no Neuron SDK, and the artifact was compiled in text-generation-inference:3.2.1"
-        in found["image"]
+        "its tag names no optimum-neuron release or Neuron SDK, and the artifact was compiled in "
+        "text-generation-inference:3.2.1" in found["image"]
     )
 
 
-def test_a_manifest_without_an_sdk_compares_the_image() -> None:
-    found = _mismatches(parse(manifest_data(neuron__sdk=None, engine__image="repo:other")))
+def test_a_manifest_without_versions_compares_the_image() -> None:
+    found = _mismatches(
+        parse(manifest_data(neuron__sdk=None, engine__version=None, engine__image="repo:other"))
+    )
     assert list(found) == ["image"]
 
 

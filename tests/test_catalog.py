@@ -1043,10 +1043,14 @@ def test_supporting_service_prices_match_the_aws_pricing_pages() -> None:
         "kms_key_month": (1.00, "us-east-1", "SVC-KMS"),
         "alarm_month": (0.10, "us-east-1", "SVC-CW"),
         "dashboard_month": (3.00, "us-east-1", "SVC-CW"),
-        "fargate_vcpu_hour": (0.04048, "us-east-1", "SVC-FARGATE"),
-        "fargate_gb_hour": (0.004445, "us-east-1", "SVC-FARGATE"),
-        "fargate_storage_gb_hour": (0.000111, "us-east-1", "SVC-FARGATE"),
     }
+
+
+def test_every_source_key_is_cited_once() -> None:
+    """Two sources under one key would silently keep the last (the Fargate prices were cited twice)."""
+    keys = [s.key for s in catalog.SOURCE_LIST]
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
+    assert set(catalog.SOURCES) >= set(keys)
 
 
 def test_nat_instance_prices_match_the_price_file() -> None:

@@ -90,7 +90,7 @@ def test_what_restarts_is_said_for_batch_sagemaker_and_the_serving_group(matrix:
     assert compute.change is Kind.UPDATED
     assert "running jobs may run 360 more minutes (6 h), then are terminated" in str(compute.restarts)
     # The serving group stays, and so does its capacity: its instances are refreshed, new ones first.
-    model = {r.logical_id: r for s in matrix[_by_name("serving model")] for r in s.resources}
+    model = {r.logical_id: r for s in matrix[_by_name("serving artifact (EC2)")] for r in s.resources}
     for found in (ami, model):
         group = next(r for k, r in found.items() if k.startswith("FleetGroupASG"))
         assert group.change is Kind.UPDATED
@@ -164,7 +164,7 @@ def test_a_new_model_keeps_the_fleet_its_capacity_warm_pool_and_the_old_grant_th
     resources", AWS CloudFormation User Guide), so the old model's grant, a separate managed policy,
     outlives the old instances; the new one exists before the group is updated (the group depends on it).
     """
-    impacts = {s.stack: s for s in matrix[_by_name("serving model")]}
+    impacts = {s.stack: s for s in matrix[_by_name("serving artifact (EC2)")]}
     serving = impacts["prod-Serving"]
     grants = sorted(
         (r.change.value for r in serving.resources if r.logical_id.startswith("FleetArtifactPolicy")),
@@ -180,3 +180,29 @@ def test_a_new_model_keeps_the_fleet_its_capacity_warm_pool_and_the_old_grant_th
     assert "DesiredCapacity" not in group["Properties"]  # a deploy never resets what auto scaling set
     assert "AutoScalingReplacingUpdate" not in group["UpdatePolicy"]
     assert any(d.startswith("FleetArtifactPolicy") for d in group["DependsOn"])
+
+
+@pytest.mark.slow
+def test_a_new_sagemaker_artifact_updates_the_endpoint_blue_green_and_keeps_the_old_grant(
+    matrix: Results,
+) -> None:
+    """The SageMaker side of the same rule: a new model and endpoint config, the endpoint updated (not
+    replaced: its name and clients stay), and the old artifact's read grant a policy of its own that
+    CloudFormation deletes only at clean-up, after the endpoint update completed."""
+    (serving,) = [s for s in matrix[_by_name("serving artifact (SageMaker)")] if s.stack == "staging-Serving"]
+    by_type: dict[str, list[Any]] = {}
+    for r in serving.resources:
+        by_type.setdefault(r.type, []).append(r)
+    grants = sorted(
+        r.change.value for r in serving.resources if r.logical_id.startswith("FleetSageMakerArtifactPolicy")
+    )
+    assert grants == [Kind.ADDED.value, Kind.DELETED.value]
+    (model,) = by_type["AWS::SageMaker::Model"]
+    (config,) = by_type["AWS::SageMaker::EndpointConfig"]
+    (endpoint,) = by_type["AWS::SageMaker::Endpoint"]
+    assert (model.change, config.change, endpoint.change) == (Kind.REPLACED, Kind.REPLACED, Kind.UPDATED)
+    assert "starts the new configuration's instances, shifts traffic, then stops the old ones" in str(
+        endpoint.restarts
+    )
+    (execution,) = [r for r in serving.resources if r.logical_id.startswith("FleetExecutionPolicy")]
+    assert execution.change is Kind.UNCHANGED  # the artifact grant no longer lives in it

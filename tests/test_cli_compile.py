@@ -171,6 +171,10 @@ def test_the_run_task_request_carries_every_containers_settings(
             ["--source", "checkpoint:run", "--source-hw-backend", "inf2", "--artifact-uri", "s3://m/a/"],
             "hw_backend='inf2': use one of trn1, trn2",
         ),
+        (
+            ["--source", "checkpoint:run", "--source-kv-multiplier", "0", "--artifact-uri", "s3://m/a/"],
+            "kv_size_multiplier=0: must be a whole number >= 1",
+        ),
     ],
 )
 def test_bad_input_is_refused_before_any_aws_call(
@@ -209,6 +213,82 @@ def test_a_task_ecs_refuses_is_a_failure_naming_the_reason(
     assert code == 1 and "ecs:RunTask started no compile task" in err and "MISSING" in err, err
 
 
+def _assembly_with(tmp_path: Path, **record: Any) -> str:
+    serving = serving_record(
+        backend="ec2",
+        instance_type="inf2.xlarge",
+        model={
+            "model_id": "meta-llama/Llama-3.2-1B-Instruct",
+            "parameters": 1_240_000_000,
+            "tensor_parallel": 2,
+        },
+        tensor_parallel=2,
+    )
+    folder = tmp_path / "cdk.out"
+    records = {"/dev/Serving/Fleet": serving, "/dev/Serving/Compile": compilation_record(**record)}
+    write_manifest(
+        folder, {"devServing": write_stack(folder, "devServing", stack_name="dev-Serving", records=records)}
+    )
+    return str(folder)
+
+
+def test_what_the_deployed_task_cannot_do_is_refused_before_any_aws_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cdk_neuron.serving import ServingEngine
+
+    fleet_image = ServingEngine.optimum_neuron().image.uri(REGION)
+    older = fleet_image.replace("sdk2.26.1", "sdk2.25.0")
+    assembly = _assembly_with(
+        tmp_path, checkpoints=False, artifact_bucket="models", artifact_prefix="compiled/", image=older
+    )
+
+    def no_aws(service: str, region: str) -> Any:
+        raise AssertionError(f"called {service}")
+
+    code = main(
+        ["compile", "--app", assembly, "--source", "checkpoint:run-7/step-1200", "--source-tp", "8",
+         "--artifact-uri", "s3://other/llama/"],
+        clients=no_aws,
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert (
+        "--source='checkpoint:run-7/step-1200': the environment's ModelCompilation mounts no CheckpointStore"
+        in err
+    )
+    assert "may write only under compiled/ (its artifact_prefix): use s3://models/compiled/<name>/" in err
+    assert "the ModelCompilation writes to bucket models" in err
+    assert (
+        f"image='{older}': the ModelCompilation compiles with this image and the fleet serves {fleet_image}"
+        in err
+    )
+
+
+def test_an_artifact_under_the_granted_prefix_of_the_right_bucket_is_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cdk_neuron.serving import ServingEngine
+
+    use_fake_aws_credentials(monkeypatch, REGION)
+    assembly = _assembly_with(
+        tmp_path,
+        artifact_bucket="models",
+        artifact_prefix="compiled/",
+        image=ServingEngine.optimum_neuron().image.uri(REGION),
+    )
+    cloudformation, cf, ecs, stub = _stubs(IDS)
+    stub.add_response("run_task", {"tasks": [{"taskArn": TASK}], "failures": []})
+    with cf, stub:
+        code = _run(
+            assembly,
+            {"cloudformation": cloudformation, "ecs": ecs},
+            "--source", "checkpoint:run-7/step-1200", "--source-tp", "8",
+            "--artifact-uri", "s3://models/compiled/llama-1b/run-7/",
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+
+
 def test_a_checkpoint_source_carries_its_training_layout() -> None:
     from cdk_neuron.cli.compiling import parse_source
 
@@ -223,3 +303,50 @@ def test_a_checkpoint_source_carries_its_training_layout() -> None:
     assert (source.uri, source.step, source.tensor_parallel, source.pipeline_parallel, source.hw_backend) == (
         "run-7/step-1200", 1200, 8, 2, "trn2",
     )  # fmt: skip
+
+
+def test_a_training_checkpoints_kv_multiplier_and_config_source_reach_the_task(
+    assembly: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    cloudformation, cf, _, _ = _stubs(IDS)
+    seen: dict[str, Any] = {}
+
+    class Recording:
+        def run_task(self, **request: Any) -> dict[str, Any]:
+            seen.update(request)
+            return {"tasks": [{"taskArn": TASK}], "failures": []}
+
+    with cf:
+        code = _run(
+            assembly,
+            {"cloudformation": cloudformation, "ecs": Recording()},
+            "--source", "checkpoint:run-7/step-1200", "--source-tp", "32", "--source-kv-multiplier", "4",
+            "--config-from", "hub:meta-llama/Llama-3.1-8B", "--artifact-uri", "s3://models/llama-1b/b/",
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    overrides = {
+        c["name"]: {e["name"]: e["value"] for e in c["environment"]}
+        for c in seen["overrides"]["containerOverrides"]
+    }
+    assert overrides["export"]["CONVERT_KV_MULTIPLIER"] == "4"
+    assert (
+        overrides["export"]["CONFIG_FROM"]
+        == overrides["fetch"]["CONFIG_FROM"]
+        == "hub:meta-llama/Llama-3.1-8B"
+    )
+
+
+def test_a_bad_config_source_is_refused_before_any_aws_call(
+    assembly: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_aws(service: str, region: str) -> Any:
+        raise AssertionError(f"called {service}")
+
+    code = main(
+        ["compile", "--app", assembly, "--source", "checkpoint:run", "--config-from", "llama",
+         "--artifact-uri", "s3://models/a/"],
+        clients=no_aws,
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "config_from='llama': use hub:<org/model>[@revision] or s3://" in err

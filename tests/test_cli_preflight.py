@@ -1014,9 +1014,7 @@ def test_an_artifact_without_a_manifest_is_a_warning(
 def test_a_manifest_for_another_shape_fails_naming_each_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    manifest = export_manifest(
-        shape__batch_size=4, shape__dtype="fp16", engine__name="tgi", neuron__sdk="2.27.0"
-    )
+    manifest = export_manifest(shape__batch_size=4, shape__dtype="fp16", engine__version="0.4.4")
     code, doc = _with_manifest(tmp_path, capsys, manifest)
     assert code == 1
     assert only_failures(doc) == [("artifact manifest", "s3://models-bucket/llama3-8b/")]
@@ -1024,8 +1022,7 @@ def test_a_manifest_for_another_shape_fails_naming_each_field(
     assert [part.split("=")[0] for part in detail.split("; ") if "=" in part.split(":")[0]] == [
         "shape.batch_size",
         "shape.dtype",
-        "engine",
-        "image.neuron_sdk",
+        "engine.version",
     ]
 
 
@@ -1044,7 +1041,7 @@ def test_an_invalid_manifest_fails_with_its_error(tmp_path: Path, capsys: pytest
     assert code == 1
     assert rows(doc, "artifact manifest")[0]["detail"] == (
         "s3://models-bucket/llama3-8b/cdk-neuron-artifact.json:version=9: this cdk-neuron reads manifest "
-        "versions 1 to 1; upgrade cdk-neuron to read it"
+        "versions 1 to 2; upgrade cdk-neuron to read it"
     )
     code, doc = _with_manifest(tmp_path, capsys, "{")
     assert code == 1 and "is not JSON" in rows(doc, "artifact manifest")[0]["detail"]

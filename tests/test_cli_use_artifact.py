@@ -121,7 +121,7 @@ def test_a_manifest_that_does_not_fit_is_refused_naming_every_field_and_nothing_
     manifest = _manifest(
         tmp_path / "m.json",
         shape={"batch_size": 4, "sequence_length": 4096, "tensor_parallel": 8, "dtype": "bf16"},
-        neuron={"sdk": "2.25.0", "compiler": None},
+        neuron={"sdk": "2.26.1", "compiler": "2.21.18209.0", "target": "trn1"},
     )
     status, out, _ = _run(
         ["use-artifact", "--config", str(config), "--env", "dev", str(manifest), "--json"], tmp_path
@@ -130,7 +130,7 @@ def test_a_manifest_that_does_not_fit_is_refused_naming_every_field_and_nothing_
     doc = json.loads(out)
     assert doc["written"] is False
     fields = [m.split("=")[0] for m in doc["mismatches"]]
-    assert fields == ["shape.batch_size", "shape.tensor_parallel", "image.neuron_sdk"]
+    assert fields == ["shape.batch_size", "shape.tensor_parallel", "neuron.compiler"]
     assert "recompile" in doc["summary"]
     assert config.read_text() == (REPO_ROOT / "cdk.json").read_text()
     assert not (tmp_path / "artifacts").exists()

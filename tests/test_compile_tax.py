@@ -18,11 +18,11 @@ from cdk_neuron.cli.artifact_cache import look_up
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.main import main
 from cdk_neuron.cli.status import ExitStatus
+from cdk_neuron.compilation.job import compile_task_usd_per_hour
 from cdk_neuron.compilation.tax import (
     LARGE_MODEL_PARAMETERS,
     compile_tax,
     compile_time,
-    fargate_task_usd_per_hour,
 )
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.serving import ModelSpec
@@ -45,7 +45,7 @@ def test_the_fargate_prices_are_the_published_us_east_1_rates() -> None:
 
 
 def test_the_compile_task_costs_its_vcpus_memory_and_the_storage_above_20_gb() -> None:
-    assert fargate_task_usd_per_hour() == pytest.approx(FARGATE_HOUR)
+    assert compile_task_usd_per_hour() == pytest.approx(FARGATE_HOUR)
     assert round(FARGATE_HOUR, 4) == 1.2011
 
 
@@ -212,7 +212,9 @@ def test_an_artifact_of_the_shape_beside_it_is_found_and_named_with_use_artifact
 def test_a_new_shape_needs_a_compile_timed_by_the_models_earlier_compiles(s3: Any) -> None:
     _put(s3, f"{PARENT}/neuron-bs4", shape={"batch_size": 4, "sequence_length": 4096, "tensor_parallel": 2,
                                             "dtype": "bf16"}, compile_seconds=1800.0)  # fmt: skip
-    _put(s3, f"{PARENT}/neuron-sdk225", neuron={"sdk": "2.25.0", "compiler": None}, compile_seconds=1200.0)
+    # Another compiler release: optimum-neuron loads it only under that neuronx-cc, so not this fleet's.
+    _put(s3, f"{PARENT}/neuron-cc-other", neuron={"sdk": "2.26.1", "compiler": "2.21.18209.0", "target": "trn1"},
+         compile_seconds=1200.0)  # fmt: skip
     s3.put_object(Bucket=BUCKET, Key=f"{PARENT}/broken/cdk-neuron-artifact.json", Body=b"{not json")
     status = look_up(s3, _dev().serving, env="dev")  # type: ignore[arg-type]
     assert (status.compiled, status.measured_seconds) == (False, 1800.0)

@@ -67,7 +67,7 @@ def test_without_the_key_there_is_no_manifest() -> None:
         ({"shape__tensor_parallel": 8}, "shape.tensor_parallel", 2, "the artifact is sharded for TP 8"),
         ({"shape__dtype": "fp16"}, "shape.dtype", "bf16", "the artifact was compiled in fp16"),
         ({"engine__name": "vllm-neuron"}, "engine", "optimum-neuron", "exported for vllm-neuron"),
-        ({"neuron__sdk": "2.25.0"}, "image.neuron_sdk", "2.26.1", "compiled by Neuron SDK 2.25.0"),
+        ({"engine__version": "0.4.4"}, "engine.version", "0.4.5", "exported by optimum-neuron 0.4.4"),
         (
             {"artifact_uri": "s3://models-bucket/other/"},
             "model.artifact_uri",

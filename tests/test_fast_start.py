@@ -8,6 +8,8 @@ and pull, the artifacts at 125 MiB/s); the load follows the published figure.
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +39,38 @@ def test_gp3_is_sized_to_the_instance_and_iops_follow() -> None:
     unknown = floors.data_volume_performance("trn1.32xlarge")
     assert (unknown.throughput_mibps, unknown.iops) == (500, 3000)
     assert "publishes no EBS bandwidth for trn1.32xlarge" in unknown.why
+
+
+def test_a_volume_that_takes_only_the_image_is_not_provisioned_to_the_instance() -> None:
+    # Review (issue 25, S8): with the weights in RAM the volume receives only the image; gp3 bills
+    # throughput above 125 MiB/s and IOPS above 3,000 per month, also on stopped warm-pool instances.
+    in_ram = floors.data_volume_performance("inf2.48xlarge", in_ram=True)
+    assert (in_ram.throughput_mibps, in_ram.iops) == (500, 3000)
+    assert "the weights are in RAM" in in_ram.why
+    assert floors.data_volume_performance("inf2.48xlarge").throughput_mibps == 2000
+
+
+def test_the_transfer_estimate_is_the_best_published_client_rate_not_the_floor() -> None:
+    # Review (issue 25, S1): estimate and floor were the same number (ratio 1.00 by construction). The
+    # estimate now takes the share of a 100 Gbps network the best published S3 download reached
+    # (8,003 MB/s on c5n.18xlarge, dvassallo/s3-benchmark), the floor stays the network or the volume.
+    assert round(floors.S3_CLIENT_NETWORK_SHARE, 6) == round(8003 / 12500, 6)
+    prod = floors.artifact_transfer(
+        130.385,
+        instance_type="inf2.48xlarge",
+        target=floors.node_target(130.385, instance_type="inf2.48xlarge"),
+    )
+    assert prod.ratio == pytest.approx(1 / floors.S3_CLIENT_NETWORK_SHARE)
+    # Onto a volume slower than the client, the volume bounds both.
+    slow = floors.TransferTarget("a slow volume", 125, "CRT client")
+    onto = floors.artifact_transfer(10.0, instance_type="inf2.48xlarge", target=slow)
+    assert onto.ratio == pytest.approx(1.0)
+
+
+def test_hbm_is_820_gb_per_second_per_chip_not_gib() -> None:
+    # Review (issue 25, N1): the source gives GB/s.
+    host = catalog.host_io("inf2.xlarge")
+    assert host is not None and host.hbm_gib_per_second == pytest.approx(820e9 / 2**30)
 
 
 @pytest.mark.parametrize(
@@ -70,7 +104,7 @@ def test_a_single_flow_bounds_the_pull_without_published_bandwidth() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
-def test_every_phase_we_control_is_within_twice_its_floor(name: str) -> None:
+def test_boot_and_transfer_are_within_twice_their_floor(name: str) -> None:
     serving = ENVIRONMENTS[name].serving
     assert serving is not None
     model = STARTUP_MODELS[serving.backend](
@@ -79,17 +113,38 @@ def test_every_phase_we_control_is_within_twice_its_floor(name: str) -> None:
         instance_type=serving.plan.instance_type,
         replicas=serving.plan.replicas_per_instance,
     )
-    controlled = [p for p in model.phases if p.controlled]
+    controlled = [p for p in model.phases if p.controlled and p.name != "image pull"]
     assert controlled, name
     for phase in controlled:
         assert phase.ratio is not None and phase.ratio <= 2.0, (name, phase)
         assert phase.budget_seconds >= phase.estimate_seconds
     load = model.phase("load and warm-up")
     assert not load.controlled and load.basis == "published"
+    # Review (issue 25, S6): no host-to-device figure is published, so the load has no floor.
+    assert load.floor_seconds is None and load.ratio is None
 
 
-@pytest.mark.parametrize(("name", "before"), [("prod", 1368), ("dev", 349)])
-def test_boot_pull_and_transfer_drop_at_least_by_half(name: str, before: int) -> None:
+@pytest.mark.parametrize("name", ["prod", "dev"])
+def test_the_image_pull_is_the_published_figure_and_misses_the_two_x_goal(name: str) -> None:
+    # Review (issue 25, B1): the pull was modelled at 68-71 s, below AWS's published 4-6 minutes for a
+    # 15-20 GB image. It is now that figure (budget: the slowest, 360 s) until the integ kit measures
+    # it, and its floor is the hardware's (network, volume, gzip on every core), so the goal of at most
+    # 2 x the floor is NOT met for this phase (docs/fast-start.md says so).
+    serving = ENVIRONMENTS[name].serving
+    assert serving is not None and serving.backend == "ec2"
+    model = timing.ec2_startup_model(
+        serving.plan.weights_gib, precompiled=True, instance_type=serving.plan.instance_type
+    )
+    pull = model.phase("image pull")
+    assert (pull.estimate_seconds, pull.budget_seconds) == (240.0, 360)
+    assert pull.ratio is not None and pull.ratio > 2.0
+    assert "AWS's published pull of a 15-20 GB image" in pull.estimate_why
+
+
+@pytest.mark.parametrize(("name", "before", "halved"), [("prod", 1368, True), ("dev", 349, False)])
+def test_boot_pull_and_transfer_drop_by_half_in_prod_only(name: str, before: int, halved: bool) -> None:
+    # With the published pull (B1), dev's controlled phases are 326 s against 349 s before: the goal
+    # "drops at least by half" is met for prod and NOT for dev.
     serving = ENVIRONMENTS[name].serving
     assert serving is not None and serving.backend == "ec2"
     weights = serving.plan.weights_gib
@@ -100,14 +155,14 @@ def test_boot_pull_and_transfer_drop_at_least_by_half(name: str, before: int) ->
         instance_type=serving.plan.instance_type,
     )
     ours = sum(p.estimate_seconds for p in model.phases if p.controlled)
-    assert ours <= before / 2, (name, ours)
+    assert (ours <= before / 2) is halved, (name, ours)
 
 
-def test_prod_start_up_is_now_under_an_hour() -> None:
+def test_prod_start_up_is_under_an_hour() -> None:
     serving = ENVIRONMENTS["prod"].serving
     assert serving is not None
     startup = timing.ec2_startup(serving.plan.weights_gib, precompiled=True, instance_type="inf2.48xlarge")
-    assert startup.seconds == 3014  # was 4,677 s (issue 25)
+    assert startup.seconds == 3281  # was 4,677 s before issue 25 (3,014 s before review B1 and S1)
     assert startup.seconds < 3600
 
 
@@ -149,7 +204,7 @@ def test_plan_prints_estimate_budget_floor_ratio_and_the_load_source(
         "ratio": 2.0,
         "budget_ratio": 3.0,
     }
-    assert startup["budget_seconds"] == 3014
+    assert startup["budget_seconds"] == 3281
     assert "M4 Llama-3.3-70B" in startup["load_source"]
     assert main(["plan", "--env", "prod"]) == 0
     text = capsys.readouterr().out
@@ -182,6 +237,7 @@ def test_every_timeout_derived_from_the_new_start_up_still_nests(name: str) -> N
     )
     chains = timeouts.chains(
         ec2_startup_seconds=ec2.seconds,
+        ec2_boot_seconds=ec2.boot_seconds,
         sagemaker_download_seconds=sagemaker.model_data_download_seconds,
         sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
     )
@@ -200,23 +256,109 @@ def test_the_fast_path_download_is_found_by_the_route_scan_and_goes_through_s3()
     assert "aws s3 sync" in syncs[0].caller
 
 
-def test_the_before_and_after_table_in_the_docs_matches_the_model() -> None:
-    from pathlib import Path
+# -- docs/fast-start.md: its before/after table is the model's, recomputed -----------------------
 
-    doc = (Path(__file__).parent.parent / "docs" / "fast-start.md").read_text()
-    budgets = {}
-    for name in ("prod", "dev"):
-        serving = ENVIRONMENTS[name].serving
-        assert serving is not None
-        budgets[name] = timing.ec2_startup(
-            serving.plan.weights_gib, precompiled=True, instance_type=serving.plan.instance_type
-        ).seconds
-    assert f"2,008 s / **{budgets['prod']:,} s**" in doc
-    assert f"699 s / **{budgets['dev']:,} s**" in doc
-    staging = ENVIRONMENTS["staging"].serving
-    assert staging is not None
-    sagemaker = timing.sagemaker_timeouts(
-        staging.plan.weights_gib, precompiled=True, instance_type=staging.plan.instance_type
+DOC = (Path(__file__).resolve().parent.parent / "docs" / "fast-start.md").read_text()
+BEFORE_RATE_MIBPS = 125
+"""The model before issue 25: boot and image pull 300 s together (no margin), artifacts at 125 MiB/s."""
+
+
+def _s(seconds: float) -> str:
+    return f"{round(seconds):,} s"
+
+
+def _ec2_rows(name: str) -> list[str]:
+    serving = ENVIRONMENTS[name].serving
+    assert serving is not None and serving.backend == "ec2"
+    weights = serving.plan.weights_gib
+    model = timing.ec2_startup_model(
+        weights, precompiled=serving.model.precompiled, instance_type=serving.plan.instance_type
     )
-    assert f"48 s / {sagemaker.model_data_download_seconds} s" in doc
-    assert f"543 s / {sagemaker.container_startup_health_check_seconds} s" in doc
+    boot, pull = model.phase("instance boot"), model.phase("image pull")
+    transfer, load = model.phase("artifact transfer"), model.phase("load and warm-up")
+    assert boot.floor_seconds and pull.floor_seconds and transfer.floor_seconds
+    assert boot.ratio and pull.ratio and transfer.ratio
+    before_transfer = weights * 1024 / BEFORE_RATE_MIBPS
+    before_transfer_budget = math.ceil(timeouts.SAFETY * before_transfer)
+    budget = timing.ec2_startup(
+        weights, precompiled=serving.model.precompiled, instance_type=serving.plan.instance_type
+    ).seconds
+    return [
+        f"| boot + image pull | 300 s / 300 s | {_s(boot.estimate_seconds + pull.estimate_seconds)} / "
+        f"{_s(boot.budget_seconds + pull.budget_seconds)} ({round(boot.estimate_seconds)} + "
+        f"{round(pull.estimate_seconds)}) | {_s(boot.floor_seconds)}; {_s(pull.floor_seconds)} | "
+        f"{boot.ratio:.2f}; {pull.ratio:.2f} |",
+        f"| artifact transfer | {_s(before_transfer)} / {_s(before_transfer_budget)} | "
+        f"{_s(transfer.estimate_seconds)} / {_s(transfer.budget_seconds)} (",
+        f"| {_s(transfer.floor_seconds)} | {transfer.ratio:.2f} |",
+        f"| load and warm-up | {_s(load.estimate_seconds)} / {_s(load.budget_seconds)} | "
+        f"{_s(load.estimate_seconds)} / {_s(load.budget_seconds)} (published) | - | runtime |",
+        f"| **total** | {_s(300 + before_transfer + load.estimate_seconds)} / "
+        f"**{_s(300 + before_transfer_budget + load.budget_seconds)}** | {_s(model.estimate_seconds)} / "
+        f"**{_s(budget)}** |",
+    ]
+
+
+@pytest.mark.parametrize("name", ["prod", "dev"])
+def test_the_documented_before_and_after_table_is_the_model(name: str) -> None:
+    section = DOC.split("## Before and after, per phase", 1)[1].split("\n## ", 1)[0]
+    block = section.split(f"| {name}: EC2", 1)[1].split("\n| staging" if name == "dev" else "\n| dev", 1)[0]
+    for cells in _ec2_rows(name):
+        assert cells in block, (name, cells)
+
+
+def test_the_documented_sagemaker_row_is_the_model() -> None:
+    serving = ENVIRONMENTS["staging"].serving
+    assert serving is not None and serving.backend == "sagemaker"
+    weights, instance = serving.plan.weights_gib, serving.plan.instance_type
+    model = timing.sagemaker_startup_model(weights, precompiled=True, instance_type=instance)
+    download, load = model.phase("artifact transfer"), model.phase("load and warm-up")
+    timeouts_now = timing.sagemaker_timeouts(weights, precompiled=True, instance_type=instance)
+    before = weights * 1024 / BEFORE_RATE_MIBPS
+    before_budget = timing.SAGEMAKER_DOWNLOAD_START_SECONDS + math.ceil(timeouts.SAFETY * before)
+    assert download.floor_seconds is not None
+    assert (
+        f"| {_s(before)} / {_s(before_budget)} | {_s(download.estimate_seconds)} / "
+        f"{_s(timeouts_now.model_data_download_seconds)} | {_s(download.floor_seconds)} (SageMaker's gp2 volume"
+    ) in DOC
+    assert (
+        f"| {_s(load.estimate_seconds)} / {_s(load.budget_seconds)} | {_s(load.estimate_seconds)} / "
+        f"{_s(timeouts_now.container_startup_health_check_seconds)} | - | runtime |"
+    ) in DOC
+
+
+def test_the_documented_hook_wait_and_start_up_limit_are_the_timeouts() -> None:
+    window = timeouts.LIFECYCLE_PROGRESS_WINDOW
+    budgets = {
+        name: timing.ec2_startup(
+            env.serving.plan.weights_gib, precompiled=True, instance_type=env.serving.plan.instance_type
+        ).seconds
+        for name, env in ENVIRONMENTS.items()
+        if env.serving is not None and env.serving.backend == "ec2"
+    }
+    assert (
+        f"| prod: a dead instance is abandoned after | 4,677 s | {budgets['prod']:,} s | {window} s |" in DOC
+    )
+    assert f"| dev: a dead instance is abandoned after | 1,189 s | {budgets['dev']:,} s | {window} s |" in DOC
+    assert (
+        f"| the longest start-up a fleet may budget | 7,200 s | 7,200 s | {timeouts.STARTUP_MAX:,} s |" in DOC
+    )
+    assert f"{timeouts.lifecycle_global_seconds():,} s with a {window} s window" in DOC
+
+
+def test_the_documented_sagemaker_options_match_what_the_fleet_builds() -> None:
+    # Used: uncompressed S3Prefix model data and the high-resolution concurrency metric.
+    backend = (
+        Path(__file__).resolve().parent.parent / "constructs/cdk_neuron/serving/sagemaker_backend.py"
+    ).read_text()
+    assert 's3_data_type="S3Prefix", compression_type="None"' in backend
+    assert "SAGEMAKER_VARIANT_CONCURRENT_REQUESTS_PER_MODEL_HIGH_RESOLUTION" in backend
+    table = DOC.split("| Feature | What it does | Inferentia2 | cdk-neuron |", 1)[1].split("\n\n", 1)[0]
+    rows = {line.split("|")[1].strip().split(" (")[0]: line for line in table.splitlines()[1:]}
+    assert "**used**" in rows["Uncompressed model data"]
+    assert "**used**" in rows["Sub-minute scaling metrics"]
+    assert "**not adopted**" in rows["Inference component data caching"]
+    assert "**not used**" in rows["Fast Model Loader"]
+    assert "**nothing to configure**" in rows["Container image caching"]
+    # The fleet builds no inference component: the doc's "not adopted" stays true.
+    assert "CfnInferenceComponent" not in backend

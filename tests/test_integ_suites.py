@@ -21,11 +21,12 @@ import pytest
 
 from cdk_support import REPO_ROOT
 from integ_support import estimate, programs, snapshots
-from integ_support.compile_step import handler as compile_step
 from integ_support.probe import handler as probe
-from integ_support.programs import allreduce, smoke
+from integ_support.programs import allreduce, finetune, smoke
 from integ_support.registry import SUITES as INFO
 from integ_support.settings import ACCOUNT_VARIABLE, SNAPSHOT_ACCOUNT, Settings, choose_az_ids
+from integ_support.steps import compile_task as compile_step
+from integ_support.steps import training_job
 
 SUITES = {snapshots.suite_name(p): p for p in snapshots.suite_files()}
 pytestmark = pytest.mark.slow
@@ -48,6 +49,7 @@ def test_every_suite_is_here() -> None:
         "scale_from_zero",
         "serving_ec2",
         "serving_sagemaker",
+        "train_compile_serve",
         "training_efa",
         "training_hyperpod",
         "training_smoke",
@@ -274,7 +276,8 @@ def test_the_documented_costs_are_the_estimate(doc: str) -> None:
 
 # -- compile, then serve -----------------------------------------------------------------------------
 
-COMPILING_SUITES = ("scale_from_zero", "serving_ec2", "serving_sagemaker")
+SERVING_SUITES = ("scale_from_zero", "serving_ec2", "serving_sagemaker")
+COMPILING_SUITES = (*SERVING_SUITES, "train_compile_serve")
 FLEET_TYPES = ("AWS::AutoScaling::AutoScalingGroup", "AWS::SageMaker::Endpoint", "AWS::SageMaker::Model")
 
 
@@ -298,10 +301,8 @@ def _served(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_compiling_suites_are_the_serving_ones() -> None:
-    assert sorted(name for name, info in INFO.items() if info.compile is not None) == [
-        *COMPILING_SUITES,
-        *(["train_compile_serve"] if "train_compile_serve" in INFO else []),
-    ]
+    assert sorted(name for name, info in INFO.items() if info.compile is not None) == sorted(COMPILING_SUITES)
+    assert INFO["train_compile_serve"].opt_in
 
 
 @pytest.mark.parametrize("suite", COMPILING_SUITES)
@@ -314,7 +315,7 @@ def test_the_fleet_is_created_only_after_the_compile_step(assemblies: dict[str, 
         assert step in resource.get("DependsOn", []), f"{logical_id} does not wait for {step}"
 
 
-@pytest.mark.parametrize("suite", COMPILING_SUITES)
+@pytest.mark.parametrize("suite", SERVING_SUITES)
 def test_the_compile_step_sends_what_cdk_neuron_compile_sends(
     assemblies: dict[str, Path], suite: str
 ) -> None:
@@ -378,6 +379,97 @@ def test_the_compile_wait_ends_before_cloudformation_gives_up(
         assert retry["IntervalSeconds"] * retry["MaxAttempts"] < 3600
 
 
+def test_train_compile_serve_trains_then_compiles_that_checkpoint_then_serves(
+    assemblies: dict[str, Path],
+) -> None:
+    from integ_train_compile_serve import RUN_NAME, STEPS, checkpoint_source, served_model
+
+    from cdk_neuron.compilation import CompileRequest
+    from cdk_neuron.serving import ServingEngine
+
+    template = _test_template(assemblies["train_compile_serve"])
+    resources = template["Resources"]
+    (train,) = [k for k, r in resources.items() if r["Type"] == "Custom::CdkNeuronIntegTrainingJob"]
+    compile_id, step = _compile_step(template)
+    # Train, then compile, then serve.
+    assert train in step["DependsOn"]
+    (group,) = [r for r in resources.values() if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    assert compile_id in group["DependsOn"]
+    # The job is the cluster's, and it saves where the compile reads.
+    workloads = template["Metadata"]["cdk-neuron:workloads"]
+    (training,) = [r for r in workloads.values() if r["kind"] == "training"]
+    assert resources[train]["Properties"]["JobQueue"] == {
+        "Fn::GetAtt": [training["job_queue_logical_id"], "JobQueueArn"]
+    }
+    assert resources[train]["Properties"]["JobDefinition"] == {"Ref": training["job_definition_logical_id"]}
+    assert training["plan"] == {"nodes": 1, "tensor_parallel": 1, "pipeline_parallel": 1}
+    assert (
+        finetune.checkpoint_dir("/checkpoints", RUN_NAME, STEPS)
+        == Path("/checkpoints") / checkpoint_source().uri
+    )
+    (compilation,) = [r for r in workloads.values() if r["kind"] == "compilation"]
+    assert compilation["checkpoints"] is True
+    properties = step["Properties"]
+    assert json.loads(properties["Source"]) == {
+        "kind": "checkpoint",
+        "uri": f"{RUN_NAME}/step-{STEPS}",
+        "step": STEPS,
+    }
+    spec = served_model()
+    request = CompileRequest(
+        source=checkpoint_source(),
+        artifact_uri=properties["ArtifactUri"],
+        model=spec,
+        plan=spec.plan("inf2.xlarge"),
+        engine=ServingEngine.optimum_neuron(),
+    )
+    assert json.loads(properties["Overrides"]) == request.task_overrides("us-east-1")
+    export = request.export_environment("us-east-1")
+    assert (export["CONVERT_TP"], export["CONVERT_HW_BACKEND"], export["TENSOR_PARALLEL"]) == (
+        "1",
+        "trn1",
+        "1",
+    )
+    # The job carries the program and its settings.
+    [definition] = [r for r in resources.values() if r["Type"] == "AWS::Batch::JobDefinition"]
+    (node,) = definition["Properties"]["NodeProperties"]["NodeRangeProperties"]
+    env = {e["Name"]: e["Value"] for e in node["Container"]["Environment"]}
+    assert (env["NEURON_TP_DEGREE"], env["NPROC_PER_NODE"]) == ("1", "2")
+    assert env[programs.PROGRAM_VARIABLE] == programs.environment("finetune")[programs.PROGRAM_VARIABLE]
+    assert (env["RUN_NAME"], env["TRAIN_STEPS"], env["MODEL_ID"]) == (RUN_NAME, str(STEPS), spec.model_id)
+
+
+def test_the_finetune_program_checks_what_the_compile_needs(tmp_path: Path) -> None:
+    target = finetune.checkpoint_dir(str(tmp_path), "run", 5)
+    assert target == tmp_path / "run" / "step-5"
+    (target / "model").mkdir(parents=True)
+    assert finetune.missing_files(target) == [finetune.SHARD, "config.json", "tokenizer*"]
+    (target / finetune.SHARD).write_text("shard")
+    model = tmp_path / "hub"
+    model.mkdir()
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                 "special_tokens_map.json", "vocab.json", "merges.txt", "model.safetensors", "README.md"):  # fmt: skip
+        (model / name).write_text(name)
+    copied = finetune.copy_beside(model, target)
+    assert "model.safetensors" not in copied and "README.md" not in copied
+    assert {"config.json", "tokenizer.json", "merges.txt", "vocab.json"} <= set(copied)
+    assert finetune.missing_files(target) == []
+
+
+def test_the_finetune_program_refuses_missing_settings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("MODEL_ID", "RUN_NAME", "CHECKPOINT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MODEL_ID", "org/m")
+    with pytest.raises(SystemExit) as exited:
+        finetune.main()
+    assert exited.value.code == 1
+    assert programs.events(capsys.readouterr().out.splitlines()) == [
+        {"event": "settings", "ok": False, "unset": ["run", "root"]}
+    ]
+
+
 def test_the_artifact_bucket_is_named_for_the_account_region_and_suite(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -421,6 +513,7 @@ PROPERTIES = {
     "Overrides": json.dumps({"containerOverrides": [{"name": "export", "environment": []}]}),
     "ArtifactUri": ARTIFACT,
     "Shape": json.dumps(SHAPE),
+    "Source": json.dumps({"kind": "checkpoint", "uri": "run/step-5", "step": 5}),
 }
 
 
@@ -457,15 +550,23 @@ def _stopped(exits: dict[str, int], reason: str = "Essential container in task e
 def _manifest(**changes: Any) -> bytes:
     value = {
         "format": "cdk-neuron-artifact",
-        "version": 1,
+        "version": 2,
         "artifact_uri": ARTIFACT,
         "shape": SHAPE,
         "files": [{"path": "model.pt", "bytes": 1, "sha256": "0" * 64}],
         "compile_seconds": 312.5,
-        "neuron": {"sdk": "2.26.1", "compiler": "2.21.18209.0+043b1bf7"},
+        "neuron": {"sdk": "2.26.1", "compiler": "2.21.33363.0", "target": "trn1"},
+        "source": {"kind": "checkpoint", "uri": "run/step-5", "step": 5, "sha256": "a" * 64},
         **changes,
     }
     return json.dumps(value).encode()
+
+
+def test_the_compile_step_requires_the_manifest_version_the_export_writes() -> None:
+    from cdk_neuron.serving.artifact_manifest import MANIFEST_VERSION
+
+    # The Lambda bundle cannot import cdk_neuron: its copy of the version is held equal here.
+    assert compile_step.MANIFEST_VERSION == MANIFEST_VERSION
 
 
 def test_the_compile_step_starts_the_task_as_cdk_neuron_compile_does() -> None:
@@ -547,7 +648,8 @@ def test_the_compile_step_completes_on_a_manifest_for_the_fleets_shape() -> None
             "ManifestUri": f"{ARTIFACT}cdk-neuron-artifact.json",
             "CompileSeconds": "312.5",
             "Files": "1",
-            "Compiler": "2.21.18209.0+043b1bf7",
+            "Compiler": "2.21.33363.0",
+            "SourceSha256": "a" * 64,
         },
     }
 
@@ -556,9 +658,13 @@ def test_the_compile_step_completes_on_a_manifest_for_the_fleets_shape() -> None
     ("changes", "needle"),
     [
         ({"shape": {**SHAPE, "tensor_parallel": 1}}, r"shape.tensor_parallel=1, the fleet serves 2"),
-        ({"version": 2}, r"version=2, expected 1"),
+        ({"version": 1}, r"version=1, expected 2"),
         ({"artifact_uri": "s3://other/p/"}, r"artifact_uri='s3://other/p/'"),
         ({"files": []}, r"files: the artifact lists no file"),
+        (
+            {"source": {"kind": "checkpoint", "uri": "run/step-4", "step": 4}},
+            r"source.uri='run/step-4', the compile was asked for 'run/step-5'; source.step=4",
+        ),
     ],
 )
 def test_the_compile_step_refuses_a_manifest_the_fleet_cannot_serve(
@@ -602,3 +708,105 @@ def test_deleting_the_step_stops_a_task_still_running() -> None:
     with ecs_stub:
         compile_step.on_event(_event("Delete", "request-id"), clients=(ecs, s3))
         assert compile_step.is_complete(_event("Update", TASK), clients=(ecs, s3)) == {"IsComplete": True}
+
+
+# The training step's functions, against botocore's Stubber.
+
+JOB_PROPERTIES = {
+    "JobName": "cdk-neuron-integ-train-compile-serve",
+    "JobQueue": "arn:aws:batch:us-east-1:111111111111:job-queue/q",
+    "JobDefinition": "arn:aws:batch:us-east-1:111111111111:job-definition/d:1",
+}
+
+
+def _batch() -> tuple[Any, Any]:
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client("batch", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    return client, Stubber(client)
+
+
+def _job(status: str, **extra: Any) -> dict[str, Any]:
+    job = {
+        "jobName": "j", "jobId": "job-1", "jobQueue": "q", "status": status, "jobDefinition": "d",
+        "startedAt": 1_000_000, "stoppedAt": 1_600_000, **extra,
+    }  # fmt: skip
+    return {"jobs": [job]}
+
+
+def test_the_training_step_submits_the_clusters_job() -> None:
+    batch, stub = _batch()
+    stub.add_response(
+        "submit_job",
+        {"jobName": "j", "jobId": "job-1"},
+        {"jobName": JOB_PROPERTIES["JobName"], "jobQueue": JOB_PROPERTIES["JobQueue"],
+         "jobDefinition": JOB_PROPERTIES["JobDefinition"]},
+    )  # fmt: skip
+    with stub:
+        done = training_job.on_event(
+            {"RequestType": "Create", "ResourceProperties": JOB_PROPERTIES}, batch=batch
+        )
+    assert done == {"PhysicalResourceId": "job-1"}
+
+
+def test_the_training_step_waits_then_completes_on_success() -> None:
+    batch, stub = _batch()
+    event = {"RequestType": "Create", "ResourceProperties": JOB_PROPERTIES, "PhysicalResourceId": "job-1"}
+    stub.add_response("describe_jobs", _job("RUNNING"), {"jobs": ["job-1"]})
+    stub.add_response("describe_jobs", _job("SUCCEEDED"), {"jobs": ["job-1"]})
+    with stub:
+        assert training_job.is_complete(event, batch=batch) == {"IsComplete": False}
+        assert training_job.is_complete(event, batch=batch) == {
+            "IsComplete": True,
+            "Data": {"JobId": "job-1", "RunningSeconds": "600"},
+        }
+
+
+def test_a_failed_training_job_fails_the_step_with_batchs_reasons() -> None:
+    batch, stub = _batch()
+    event = {"RequestType": "Create", "ResourceProperties": JOB_PROPERTIES, "PhysicalResourceId": "job-1"}
+    failed = _job(
+        "FAILED",
+        statusReason="Essential container in task exited",
+        container={"exitCode": 1, "reason": "OutOfMemoryError"},
+    )
+    stub.add_response("describe_jobs", failed)
+    with (
+        stub,
+        pytest.raises(
+            training_job.TrainingFailed,
+            match=r"job-1 FAILED: Essential container in task exited; OutOfMemoryError; exit code 1",
+        ),
+    ):
+        training_job.is_complete(event, batch=batch)
+
+
+def test_deleting_the_training_step_terminates_a_job_still_running() -> None:
+    batch, stub = _batch()
+    stub.add_response("describe_jobs", _job("RUNNING"), {"jobs": ["job-1"]})
+    stub.add_response("terminate_job", {}, {"jobId": "job-1", "reason": "integ stack deleted"})
+    stub.add_response("describe_jobs", _job("SUCCEEDED"), {"jobs": ["job-1"]})
+    delete = {"RequestType": "Delete", "ResourceProperties": JOB_PROPERTIES, "PhysicalResourceId": "job-1"}
+    with stub:
+        training_job.on_event(delete, batch=batch)
+        training_job.on_event(delete, batch=batch)  # finished: nothing to terminate
+    stub.assert_no_pending_responses()
+
+
+def test_a_compiling_suites_report_carries_the_compile_time() -> None:
+    """The collector reads CompileSeconds from the outputs; what it cannot read is listed, not fatal."""
+    from cdk_neuron.measurements import TimingReport
+    from integ_support.collect import Collector
+
+    class NoAws:
+        def client(self, name: str, region_name: str) -> Any:
+            raise RuntimeError(f"no {name} here")
+
+    outputs = {"CdkNeuronInteg-TrainCompileServe": {"CompileSeconds": "312.5", "JobId": "job-1"}}
+    report = Collector("train_compile_serve", "us-east-1", outputs, NoAws()).report("passed")
+    assert isinstance(report, TimingReport)
+    assert report.timings == {"compile_seconds": 312.5}
+    assert report.model is not None and report.model["model_id"] == "HuggingFaceTB/SmolLM2-360M-Instruct"
+    assert any(error.startswith("batch job: RuntimeError") for error in report.errors)
+    assert any(error.startswith("fleet: ") for error in report.errors)

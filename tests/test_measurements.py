@@ -28,9 +28,9 @@ def test_ec2_report_becomes_a_measured_startup_that_the_budget_uses() -> None:
     measured = MeasuredStartup.from_report(SAMPLES / "serving_ec2.json")
     # 652.4 s launch -> InService, less the model's estimated boot and image pull on inf2.xlarge.
     before = math.ceil(floors.boot().estimate_seconds + floors.image_pull("inf2.xlarge").estimate_seconds)
-    assert before == 152  # 80 s boot + 71.3 s pull
+    assert before == 320  # 80 s boot + 240 s pull (AWS's published figure for a 15-20 GB image)
     assert measured.container_ready_seconds == 653 - before
-    assert "serving_ec2" in measured.source and "estimated 152 s" in measured.source
+    assert "serving_ec2" in measured.source and "estimated 320 s" in measured.source
     budget = ec2_startup(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
     model = ec2_startup_model(0.92, precompiled=False, instance_type="inf2.xlarge", measured=measured)
     boot_and_pull = model.phase("instance boot").budget_seconds + model.phase("image pull").budget_seconds
@@ -56,9 +56,8 @@ def test_training_and_failed_reports_are_refused() -> None:
 def test_compare_sets_measurements_beside_the_models() -> None:
     rows = timings.compare(measurements.load_report(SAMPLES / "serving_ec2.json"))
     assert [(r.what, r.verdict) for r in rows] == [("EC2 launch -> InService", "within budget")]
-    # Beside the budget, the floor: boot 40 s + pull 67.4 s + the 0.92 GiB load read at 1,192 MiB/s.
-    assert rows[0].floor == pytest.approx(40 + 18e9 / 267e6 + 0.92 / (1192 / 1024), abs=0.1)
-    assert rows[0].over_floor == pytest.approx(652.4 / rows[0].floor)
+    # No floor for the whole start-up: the load has none (no host-to-device figure is published).
+    assert rows[0].floor is None and rows[0].over_floor is None
     rows = timings.compare(measurements.load_report(SAMPLES / "training_smoke.json"))
     assert [(r.what, r.unit, r.verdict) for r in rows] == [
         ("checkpoint write, one client", "MiB/s", "SLOWER than assumed")
@@ -69,7 +68,7 @@ def test_timings_command_prints_every_report(capsys: pytest.CaptureFixture[str])
     assert main(["timings", "-o", "text", *map(str, sorted(SAMPLES.glob("*.json")))]) == 0
     out = capsys.readouterr().out
     assert "EC2 launch -> InService\t652.4 s\t" in out and "within budget" in out
-    assert "\t108.2 s\t6.03x" in out  # floor and measured / floor
+    assert "within budget\t-\t-" in out  # no floor for launch -> InService: the load has none
     assert "checkpoint_write_mib_per_second: " in out
     assert out.count("(passed)") + out.count("(failed)") == len(list(SAMPLES.glob("*.json")))
 
@@ -145,10 +144,11 @@ def test_compare_sets_each_measured_phase_beside_its_budget_and_floor() -> None:
         outcome="passed",
         instance_type="inf2.xlarge",
         model={"model_id": "m", "parameters": 494_000_000, "dtype": "bf16"},
-        timings={"instance_launch_to_in_service_seconds": 760.0, "image_pull_seconds": 200.0},
+        timings={"instance_launch_to_in_service_seconds": 900.0, "image_pull_seconds": 400.0},
     )
     rows = {r.what: r for r in timings.compare(report)}
     pull = rows["image pull"]
-    assert (pull.modelled, pull.verdict) == (107.0, "OVER budget")
-    assert pull.floor == pytest.approx(18e9 / 267e6)
+    # Budget: 1.5 x AWS's published 240 s; floor: the image decompressed on inf2.xlarge's 4 cores.
+    assert (pull.modelled, pull.verdict) == (360.0, "OVER budget")
+    assert pull.floor == pytest.approx(18e9 / (267e6 * 4))
     assert "artifact transfer" not in rows  # not measured: no row, never an estimate in its place

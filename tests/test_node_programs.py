@@ -539,8 +539,20 @@ AWS_OK = """case "$1 $2" in
 esac"""
 
 
-def _serving_box(sandbox: Sandbox, *, uptime: int = 100, **overrides: str | int) -> None:
+PROGRESS_RECORDER = """#!/bin/bash
+printf 'progress.sh %s\\n' "$*" >> "${CDK_NEURON_ROOT}/../calls.log"
+"""
+"""Stands in for serving/progress.sh where a test rehearses boot.sh or ready.sh: it records that the
+program started its progress watch, and with which process. tests/test_node_progress.py rehearses
+the watch itself, and boot.sh and ready.sh with it."""
+
+
+def _serving_box(
+    sandbox: Sandbox, *, uptime: int = 100, progress_watch: bool = False, **overrides: str | int
+) -> None:
     sandbox.settings("fleet.env", {**FLEET, **overrides})
+    if not progress_watch:
+        sandbox.write("/opt/cdk-neuron/serving/progress.sh", PROGRESS_RECORDER)
     sandbox.stub("aws", AWS_OK)
     sandbox.stub("blkid", "exit 2")  # no labelled data volume, no file system yet
     sandbox.stub("findmnt", "echo /dev/nvme0n1p1")

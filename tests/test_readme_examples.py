@@ -51,6 +51,7 @@ NOT_RUNNABLE = {
     ("docs/acknowledgments.md", 1): "the shape of a call: `construct` and the reason are placeholders",
     ("docs/integ.md", 1): "`Ec2InferenceFleet(...)` stands for a fleet's other props",
     ("docs/cli.md", 1): "a training script's checkpoint code: needs torch-neuronx on a Neuron device",
+    ("docs/compile.md", 4): "a training script's save step: needs neuronx-distributed on a Neuron device",
 }
 
 # Build output, dependencies and make mutate's copy of the sources (mutants/), none of them ours to check.
@@ -178,15 +179,19 @@ def test_the_snapshot_test_recipe_passes_when_pasted(
     assert list((pytester.path / "tests" / "__snapshots__").rglob("*.json"))
 
 
-def test_the_compile_examples_run() -> None:
-    """docs/compile.md: the construct on a stack with a VPC, cache, checkpoints and token, then the request."""
+def test_the_compile_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/compile.md: the construct on a stack with a VPC, cache, checkpoints and token, then the request,
+    then the walkthrough's app: without an artifact (the fleet at zero), with the manifest of one compiled
+    for its fleet (served, checked at synthesis), and with one compiled for another batch (refused)."""
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_secretsmanager as secretsmanager
 
+    from cdk_neuron.errors import NeuronConfigError
+    from cdk_neuron.serving import ModelSpec, ServingEngine
     from cdk_neuron.storage import CheckpointStore, CompileCache
 
-    construct, request = runnable_blocks("docs/compile.md")
+    construct, request, app_py = runnable_blocks("docs/compile.md")
     app = make_app()
     stack = cdk.Stack(app, "Compile", env=cdk.Environment(account="111111111111", region="us-east-1"))
     vpc = ec2.Vpc(stack, "Vpc")
@@ -200,6 +205,77 @@ def test_the_compile_examples_run() -> None:
     exec(compile(construct, "docs/compile.md (construct)", "exec"), namespace)
     assert nag_violations(namespace["compilation"]) == []
     exec(compile(request, "docs/compile.md (request)", "exec"), {})
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "cdk.out"))
+
+    def synth() -> dict[str, Any]:
+        scope: dict[str, Any] = {"__name__": "__main__"}
+        exec(compile(app_py, "docs/compile.md (app.py)", "exec"), scope)
+        stack = scope["app"].node.find_child("TinyLlama")
+        return template_of(stack)
+
+    before = synth()
+    groups = [r for r in before["Resources"].values() if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    assert [g["Properties"]["MinSize"] for g in groups] == ["0"]
+    assert any(r["Type"] == "AWS::ECS::TaskDefinition" for r in before["Resources"].values())
+    # The artifact `cdk-neuron compile` would write for that fleet: its shape, engine and image.
+    spec = ModelSpec(
+        model_id="TinyLlama/TinyLlama-1.1B-Chat-v1.0", parameters=1_100_048_384, sequence_length=2048
+    )
+    image = ServingEngine.optimum_neuron().image
+    uri = "s3://my-models/compiled/tinyllama-sft-step-1000/"
+    manifest = {
+        "format": "cdk-neuron-artifact", "version": 1, "artifact_uri": uri,
+        "model": {"id": spec.model_id, "revision": None},
+        "source": {"kind": "checkpoint", "uri": "tinyllama-sft/step-1000", "step": 1000, "sha256": "a" * 64},
+        "engine": {"name": "optimum-neuron", "version": "0.4.5", "image": f"{image.repository}:{image.tag}"},
+        "neuron": {"sdk": "2.26.1", "compiler": None},
+        "shape": {"batch_size": 1, "sequence_length": 2048,
+                  "tensor_parallel": spec.plan("inf2.xlarge").tensor_parallel, "dtype": "bf16"},
+        "files": [{"path": "model.pt", "bytes": 1, "sha256": "b" * 64}],
+        "compile_seconds": 900.0, "created": "2026-12-02T04:00:00Z",
+    }  # fmt: skip
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "tinyllama.json").write_text(json.dumps(manifest))
+    after = synth()
+    groups = [r for r in after["Resources"].values() if r["Type"] == "AWS::AutoScaling::AutoScalingGroup"]
+    assert [g["Properties"]["MinSize"] for g in groups] == ["1"]
+    assert uri.rstrip("/") in json.dumps(after)
+    (tmp_path / "artifacts" / "tinyllama.json").write_text(
+        json.dumps({**manifest, "shape": {**manifest["shape"], "batch_size": 4}})
+    )
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"artifact_manifest.shape.batch_size=1: the artifact was compiled for batch_size 4",
+    ):
+        synth()
+
+
+def test_every_cdk_neuron_command_of_the_walkthrough_parses() -> None:
+    """docs/compile.md's commands are the CLI's: each `cdk-neuron ...` line parses with its own parser."""
+    import shlex
+
+    from cdk_neuron.cli.commands import build_parser
+    from cdk_neuron.cli.main import _split_job_command
+
+    text = (REPO_ROOT / "docs" / "compile.md").read_text()
+    commands = [
+        line
+        for block in re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
+        for line in block.splitlines()
+        if line.startswith("cdk-neuron ")
+    ]
+    assert {shlex.split(c)[1] for c in commands} >= {"submit", "status", "compile", "preflight", "impact"}
+    parser = build_parser()
+    for command in commands:
+        words, job = _split_job_command(shlex.split(command)[1:])  # as main() splits a job's command off
+        try:
+            parser.parse_args(words)
+        except SystemExit as exited:  # argparse's way of refusing
+            raise AssertionError(f"docs/compile.md: {command!r} does not parse") from exited
+        assert bool(job) == (words[0] == "submit"), command
+    assert "--source-kv-multiplier 2" in text and "use-artifact --env dev" in text
 
 
 def test_catalog_and_planner_example_runs() -> None:

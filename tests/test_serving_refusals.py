@@ -220,7 +220,9 @@ def test_an_error_names_the_construct_and_comes_before_any_resource(
 @pytest.mark.parametrize(
     ("props", "field"),
     [
-        ({"startup_timeout_seconds": 9000}, "startup_timeout_seconds"),
+        # Heartbeats hold a launch up to the hook's global timeout (issue 25); CloudFormation's 12 h
+        # creation wait is the lower limit: 43,200 s (timeouts.STARTUP_MAX).
+        ({"startup_timeout_seconds": 43_201}, "startup_timeout_seconds"),
         ({"startup_timeout_seconds": 0}, "startup_timeout_seconds"),
         ({"data_volume_gib": 0}, "data_volume_gib"),
         ({"data_volume_gib": 20_000}, "data_volume_gib"),
@@ -280,7 +282,7 @@ _MANIFEST_FIELDS = [
     ({"shape__tensor_parallel": 8}, "artifact_manifest.shape.tensor_parallel", r"=2: the artifact is sharded for TP 8"),
     ({"shape__dtype": "fp16"}, "artifact_manifest.shape.dtype", r"='bf16': the artifact was compiled in fp16"),
     ({"engine__name": "vllm-neuron"}, "artifact_manifest.engine", r"='optimum-neuron': the artifact was exported for vllm-neuron"),
-    ({"neuron__sdk": "2.25.0"}, "artifact_manifest.image.neuron_sdk", r"='2.26.1': the artifact was compiled by Neuron SDK 2.25.0"),
+    ({"engine__version": "0.4.4"}, "artifact_manifest.engine.version", r"='0.4.5': the artifact was exported by optimum-neuron 0.4.4"),
     ({"artifact_uri": "s3://my-models/other/"}, "artifact_manifest.model.artifact_uri", r"=.s3://my-models/llama-3.1-8b/neuron.: the manifest describes another artifact"),
 ]  # fmt: skip
 
@@ -316,7 +318,7 @@ def test_a_fleet_names_every_mismatch_at_once(scope: tuple[Any, Any]) -> None:
             artifact_uri="s3://my-models/llama-3.1-8b/neuron",
             shape__batch_size=4,
             shape__dtype="fp16",
-            neuron__sdk="2.27.0",
+            engine__version="0.4.4",
         )
     )
     with pytest.raises(NeuronConfigErrors) as raised:
@@ -324,7 +326,7 @@ def test_a_fleet_names_every_mismatch_at_once(scope: tuple[Any, Any]) -> None:
     assert [(e.construct is not None, e.field) for e in raised.value.errors] == [
         (True, "artifact_manifest.shape.batch_size"),
         (True, "artifact_manifest.shape.dtype"),
-        (True, "artifact_manifest.image.neuron_sdk"),
+        (True, "artifact_manifest.engine.version"),
     ]
 
 

@@ -75,6 +75,42 @@ def _props(template: dict[str, Any], type_: str) -> dict[str, Any]:
     return _one(template, type_)[1]["Properties"]  # type: ignore[no-any-return]
 
 
+def _policies(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The execution role's managed policies by logical id (``...ExecutionPolicy...``, ``...ArtifactPolicy<hash>...``)."""
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::IAM::ManagedPolicy"}
+
+
+def _policy(template: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [v["Properties"] for k, v in _policies(template).items() if name in k]
+    return found  # type: ignore[no-any-return]
+
+
+def test_the_artifact_grant_is_a_policy_of_its_own_named_after_the_artifact(built: Built) -> None:
+    """A new artifact is a new policy: the old fleet keeps reading the old prefix until clean-up."""
+    import hashlib
+
+    digest = hashlib.sha256(b"s3://my-models/llama-3.1-70b/neuron/").hexdigest()[:8].upper()
+    artifact_ids = [k for k in _policies(built.template) if "ArtifactPolicy" in k]
+    assert len(artifact_ids) == 1 and f"SageMakerArtifactPolicy{digest}" in artifact_ids[0]
+    artifact = built.template["Resources"][artifact_ids[0]]["Properties"]
+    assert {s["Sid"] for s in artifact["PolicyDocument"]["Statement"]} == {
+        "ReadModelArtifacts",
+        "ListModelArtifacts",
+    }
+    (role_id,) = [
+        k
+        for k, v in built.template["Resources"].items()
+        if v["Type"] == "AWS::IAM::Role" and "ExecutionRole" in k
+    ]
+    assert artifact["Roles"] == [{"Ref": role_id}]
+    execution = _policy(built.template, "ExecutionPolicy")
+    assert not {"ReadModelArtifacts", "ListModelArtifacts"} & {
+        s["Sid"] for s in execution["PolicyDocument"]["Statement"]
+    }
+    _, model = _one(built.template, "AWS::SageMaker::Model")
+    assert artifact_ids[0] in model["DependsOn"]
+
+
 def test_model_runs_isolated_in_the_vpc_from_s3_artifacts(built: Built) -> None:
     props = _props(built.template, "AWS::SageMaker::Model")
     assert props["EnableNetworkIsolation"] is True
@@ -115,7 +151,8 @@ def test_execution_role_is_least_privilege(built: Built) -> None:
         "ManagedPolicyArns" not in role["Properties"]
     )  # no AmazonSageMakerFullAccess, no AWS-managed policy
     assert "Policies" not in role["Properties"]
-    statements = _props(built.template, "AWS::IAM::ManagedPolicy")["PolicyDocument"]["Statement"]
+    policies = _policies(built.template)
+    statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
     by_sid = {s["Sid"]: s for s in statements}
     assert by_sid["ReadModelArtifacts"]["Action"] == "s3:GetObject"
     assert by_sid["ReadModelArtifacts"]["Resource"] == "arn:aws:s3:::my-models/llama-3.1-70b/neuron/*"
@@ -257,7 +294,7 @@ def test_execution_role_pulls_the_sagemaker_image_not_the_ec2_one() -> None:
         engine=ServingEngine.tgi(),
         instance_type="inf2.8xlarge",
     )
-    policy = _props(template_of(stack), "AWS::IAM::ManagedPolicy")
+    policy = _policy(template_of(stack), "ExecutionPolicy")
     (pull,) = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "EcrPullServingImage"]
     assert f"repository/{TGI_SAGEMAKER_REPOSITORY}" in json.dumps(pull["Resource"])
     # TGI has no served-name setting: its API lists the artifact path, and the synth says so.

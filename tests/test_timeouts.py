@@ -16,22 +16,54 @@ from cdk_support import REPO_ROOT
 from tools.timeouts_doc import BEGIN, DOC, END, example_chains, render
 
 
-@pytest.mark.parametrize("startup", [600, 1910, 3600, timeouts.LIFECYCLE_HEARTBEAT_MAX])
-def test_every_chain_nests(startup: int) -> None:
+@pytest.mark.parametrize(
+    ("startup", "compile_gib"),
+    [(600, 0.5), (1910, 2.4), (3600, 15), (timeouts.LIFECYCLE_HEARTBEAT_MAX, 40), (timeouts.STARTUP_MAX, 40)],
+)
+@pytest.mark.parametrize("boot", [120, 600])
+def test_every_chain_nests(startup: int, boot: int, compile_gib: float) -> None:
     for chain in chains(
-        ec2_startup_seconds=startup, sagemaker_download_seconds=60, sagemaker_startup_seconds=3600
+        ec2_startup_seconds=startup,
+        ec2_boot_seconds=boot,
+        sagemaker_download_seconds=60,
+        sagemaker_startup_seconds=3600,
+        compile_source_gib=compile_gib,
     ):
         assert chain.violations() == [], chain.name
+
+
+def test_the_startup_chain_catches_a_start_up_longer_than_heartbeats_can_hold() -> None:
+    # Issue 25: the hook's heartbeat is the progress window; the start-up budget must stay within
+    # what heartbeats can extend it to (the global timeout), or the hook, not the node, ends it.
+    longest = timeouts.lifecycle_global_seconds() + 1
+    chain = timeouts.serving_startup_chain(longest, 120)
+    assert (
+        f"EC2 serving: start-up: startup_budget ({longest} s) must end 1 s before "
+        f"hook_global ({timeouts.lifecycle_global_seconds()} s)"
+    ) in chain.violations()
+    assert timeouts.STARTUP_MAX == timeouts.CREATION_POLICY_MAX < timeouts.lifecycle_global_seconds()
+
+
+def test_the_startup_chain_catches_a_stall_the_hook_would_notice_first() -> None:
+    chain = timeouts.serving_startup_chain(3000, 120)
+    longer = replace(
+        chain,
+        timeouts=tuple(
+            replace(t, seconds=timeouts.LIFECYCLE_PROGRESS_WINDOW) if t.key == "progress_stall" else t
+            for t in chain.timeouts
+        ),
+    )
+    assert any("progress_stall" in v and "hook_heartbeat" in v for v in longer.violations())
 
 
 def test_the_documented_example_nests_and_its_startup_is_the_fleet_estimate() -> None:
     for chain in example_chains():
         assert chain.violations() == []
     startup = next(c for c in example_chains() if c.name == "EC2 serving: start-up")
-    assert (
-        startup.seconds("hook_heartbeat")
-        == ec2_startup(14.96, precompiled=True, instance_type="inf2.xlarge").seconds
-    )
+    fleet = ec2_startup(14.96, precompiled=True, instance_type="inf2.xlarge")
+    assert startup.seconds("startup_budget") == fleet.seconds
+    # The hook waits a progress window, not the start-up: the node extends it while it moves.
+    assert startup.seconds("hook_heartbeat") == timeouts.LIFECYCLE_PROGRESS_WINDOW < fleet.seconds
 
 
 def test_a_broken_rule_is_reported_in_words() -> None:

@@ -31,6 +31,7 @@ def _image(item: ImageContract) -> list[str]:
         f"| Started by | {item.platform} |",
         f"| Source | {table_cell(item.source)} |",
         f"| ENTRYPOINT | {_words(item.entrypoint)} |",
+        *([f"| Replaced by the platform with | {_words(item.replaced_by)} |"] if item.replaced_by else []),
         f"| CMD | {_words(item.cmd)} |",
         f"| Its arguments are | {item.arguments} |",
         f"| cdk-neuron passes | {table_cell(item.passes)} |",

@@ -20,7 +20,8 @@ def _duration(seconds: int) -> str:
     if seconds >= 86400 and seconds % 86400 == 0:
         return f"{seconds} s ({seconds // 86400} d)"
     if seconds >= 3600 and seconds % 60 == 0:
-        return f"{seconds} s ({seconds / 3600:g} h)"
+        hours = f"{seconds / 3600:.1f}".removesuffix(".0")
+        return f"{seconds} s ({hours} h)"
     if seconds >= 120:
         minutes = f"{seconds / 60:.1f}".removesuffix(".0")
         return f"{seconds} s ({minutes} min)"
@@ -33,7 +34,9 @@ EXAMPLE_INSTANCE = "inf2.xlarge"
 
 
 def example_chains() -> tuple[Any, ...]:
-    """Every chain, for a precompiled 8B model (15 GiB) on inf2.xlarge."""
+    """Every chain, for a precompiled 8B model (15 GiB) on inf2.xlarge, and the compile task's (sized for
+    the largest source a Fargate task takes, as its task definition is)."""
+    from cdk_neuron.compilation.job import FARGATE_MAX_WEIGHTS_GIB
     from cdk_neuron.serving.timing import ec2_startup, sagemaker_timeouts
     from cdk_neuron.timeouts import chains
 
@@ -41,8 +44,10 @@ def example_chains() -> tuple[Any, ...]:
     sagemaker = sagemaker_timeouts(EXAMPLE_WEIGHTS_GIB, precompiled=True, instance_type=EXAMPLE_INSTANCE)
     return chains(
         ec2_startup_seconds=ec2.seconds,
+        ec2_boot_seconds=ec2.boot_seconds,
         sagemaker_download_seconds=sagemaker.model_data_download_seconds,
         sagemaker_startup_seconds=sagemaker.container_startup_health_check_seconds,
+        compile_source_gib=FARGATE_MAX_WEIGHTS_GIB,
     )
 
 

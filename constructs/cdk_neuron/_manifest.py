@@ -263,8 +263,11 @@ def record_compilation(
     security_group: cdk.IResource,
     subnets: list[str],
     checkpoints: bool,
+    artifact_bucket: str,
+    artifact_prefix: str,
 ) -> None:
-    """A model compilation task: what ``cdk-neuron compile`` needs for ``ecs:RunTask``.
+    """A model compilation task: what ``cdk-neuron compile`` needs for ``ecs:RunTask``, and where it
+    may write (the bucket's name when it is known at synthesis, and the prefix it is granted).
 
     The cluster, task definition and security group are kept as logical ids (the CLI turns them into
     physical ids with ``cloudformation:DescribeStackResource``); subnets as the template resolves them
@@ -288,6 +291,8 @@ def record_compilation(
             "security_group_logical_id": logical_id(security_group),
             "subnets": subnets,
             "checkpoints": checkpoints,
+            "artifact_bucket": _literal(artifact_bucket),
+            "artifact_prefix": artifact_prefix,
         },
     )
 

@@ -32,498 +32,488 @@ class Source:
     date: str
 
 
-SOURCES: dict[str, Source] = {
-    s.key: s
-    for s in (
-        Source(
-            "TRN1-ARCH",
-            "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/trn1-arch.rst @60224f42",
-            "2025",
-        ),
-        Source(
-            "TRN2-ARCH",
-            "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trn2-arch.rst (current revision)",
-            "2026",
-        ),
-        Source(
-            "LNC",
-            "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/logical-neuroncore-config.rst @732f514",
-            "2026",
-        ),
-        Source(
-            "INF2-ARCH",
-            "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/inf2-arch.rst @36f05ba",
-            "2025",
-        ),
-        Source(
-            "MOTO",
-            "getmoto/moto @0af643a moto/ec2/resources/instance_types.json and "
-            "instance_type_offerings/availability-zone-id/*.json (generated from DescribeInstanceTypes / "
-            "DescribeInstanceTypeOfferings)",
-            "2026-08-22",
-        ),
-        Source(
-            "KARP",
-            "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go @031e72b6 "
-            "(AWS Price List API, us-east-1)",
-            "2026-01-19",
-        ),
-        Source(
-            "EC2-NETBW",
-            'Amazon EC2 User Guide, "Amazon EC2 instance network bandwidth" '
-            "(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-network-bandwidth.html): traffic "
-            "within the Region can use the instance's full bandwidth; a single flow is limited to 5 Gbps outside "
-            'a cluster placement group; "up to" types burst above their baseline for a limited time',
-            "2026-12-02",
-        ),
-        Source(
-            "KARP-BW",
-            "aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go (baseline network "
-            "bandwidth per instance type, generated from the EC2 documentation)",
-            "2026-08-18",
-        ),
-        Source(
-            "EBS-OPT",
-            'Amazon EBS User Guide, "Amazon EBS-optimized instance types" '
-            '(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-optimized.html): instances with "up to" '
-            "EBS bandwidth reach their maximum for 30 minutes at least once every 24 hours",
-            "2026-12-02",
-        ),
-        Source(
-            "INFERENTIA2",
-            "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/inferentia2.rst @4c317ca: 32 GiB of HBM "
-            "at 820 GiB/s per Inferentia2 chip",
-            "2025",
-        ),
-        Source("SKY", "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @001367d2", "2025-05"),
-        Source("FMB", "aws-samples/foundation-model-benchmarking-tool pricing.yml @00ef155d", "2024-06-11"),
-        Source(
-            "EFA-MULTI", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html", "2026"
-        ),
-        Source(
-            "EFA-SETUP",
-            "aws-neuron/aws-neuron-sdk frameworks/torch/torch-neuronx/setup-trn1-multi-node-execution.rst @5389790",
-            "2025",
-        ),
-        Source(
-            "NXD-PS",
-            "aws-neuron/neuronx-distributed src/neuronx_distributed/parallel_layers/parallel_state.py "
-            "@fbac349 get_logic_chosen (trn2 replica groups that work, need Logic2, or are not supported)",
-            "2026-04-09",
-        ),
-        Source(
-            "TP-APPNOTE",
-            "aws-neuron/aws-neuron-sdk about-neuron/transformers/generative-llm-inference-with-neuron.rst "
-            '@b207f98 ("the Neuron runtime supports tensor-parallelism degrees 2, 8, and 32 on Trn1 and '
-            'supports tensor-parallelism degrees 2, 4, 8, 12 and 24 on Inf2")',
-            "2026-07-22",
-        ),
-        Source(
-            "RT-2.21",
-            "aws-neuron/aws-neuron-sdk release-notes/components/runtime.rst @a3247f5, Neuron Runtime 2.23 "
-            '(Neuron 2.21.0): "Added support for 4-rank replica group on adjacent Neuron cores on '
-            'TRN1/TRN1N"; neuronx-distributed parallel_state.py @fbac349 builds trn1 TP=4 groups from '
-            "locally connected ranks (needs LOCAL_WORLD_SIZE)",
-            "2024-12-20",
-        ),
-        Source(
-            "NXDI-GQA",
-            "aws-neuron/neuronx-distributed-inference src/neuronx_distributed_inference/modules/attention/"
-            "gqa.py @c63afe0 (determine_sharding_strategy, get_shardable_head_counts: KV heads replicated "
-            "to the TP degree, or converted to MHA when TP is not a multiple of them); aws-neuron-sdk "
-            "libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286 (GQA sharding strategies)",
-            "2026-04-09",
-        ),
-        Source(
-            "HOST-MEM",
-            "https://docs.aws.amazon.com/dlami/latest/devguide/inferentia.html (Recommended Inferentia "
-            "Instances: \"If your model exceeds an instance's available RAM, choose a different instance "
-            'type with enough memory"); aws-neuron-sdk libraries/nxd-inference/developer_guides/'
-            "weights-sharding-guide.rst @49ee15c (loading reads the checkpoint on the host and shards it "
-            "per rank; shard-on-load is the default since Neuron 2.23); margin calibrated on "
-            "huggingface.co/aws-neuron/CodeLlama-7b-hf-neuron-8xlarge README @64c28e7 (7B fp16, 12.6 GiB "
-            'of weights, on inf2.xlarge\'s 16 GiB "pretty much maxes out the RAM")',
-            "2026-12-01",
-        ),
-        Source(
-            "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
-        ),
-        Source(
-            "CB-DOC",
-            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (Capacity Blocks "
-            "for ML: instance Capacity Blocks for trn1.32xlarge and trn2.48xlarge; no Inf2, no trn1n)",
-            "2026",
-        ),
-        Source(
-            "CB-HOW",
-            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-how.html, read in AWS's "
-            "de_de and ja_jp editions (the English page was not in our copy): Capacity Blocks reserve "
-            "p6-b200, p5, p5e, p5en, p4d, p4de, trn1 and trn2 instances; the UltraServer types P6e-GB200 "
-            "and Trn2 (preview) are sold as UltraServer Capacity Blocks, one Capacity Block per UltraServer",
-            "2026-12-01",
-        ),
-        Source(
-            "CB-API",
-            "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlock.html (a Capacity Block "
-            "has a capacityBlockId, an ultraserverType and a capacityReservationIdSet: instances launch into "
-            "its cr- Capacity Reservations, as for instance Capacity Blocks (capacity-blocks-launch.html))",
-            "2026-12-01",
-        ),
-        Source(
-            "BATCH-LT",
-            "https://docs.aws.amazon.com/batch/latest/userguide/launch-templates.html (Use Amazon EC2 launch "
-            'templates with AWS Batch: "The following launch template parameters are ignored by AWS Batch" '
-            'lists instance type, instance role, network interface subnets, "Instance market options (AWS '
-            'Batch must control Spot Instance configuration)" and disable API termination); no AWS Batch page '
-            "documents Capacity Blocks (the EC2 guide's capacity-blocks-launch.html names EC2 Fleet, Auto "
-            "Scaling, EKS managed node groups and ParallelCluster, looked 2026-12-02)",
-            "2026-12-02",
-        ),
-        Source(
-            "ASG-CB",
-            "https://docs.aws.amazon.com/autoscaling/ec2/userguide/launch-template-capacity-blocks.html (Use "
-            "Capacity Blocks for machine learning workloads: a launch template with the Capacity Block's "
-            "reservation id and market type capacity-block, an Auto Scaling group in the block's AZ, scaled "
-            "to zero more than 30 minutes before the block ends)",
-            "2026-12-02",
-        ),
-        Source(
-            "ODCR",
-            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-reservations.html (On-Demand "
-            "Capacity Reservations reserve an instance type in one AZ; the guide lists no exclusion for the "
-            "Trn1/Trn2/Inf2 types sold On-Demand, looked 2026-12-01); skypilot-org/skypilot#8054 "
-            "(a trn2.48xlarge ODCR, 2025-11-21)",
-            "2026-12-01",
-        ),
-        Source(
-            "CR-CPG",
-            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html (Capacity Reservations in "
-            "cluster placement groups: created in the group, cannot be moved in or out, the group cannot be "
-            "deleted while they are active) and capacity-reservations-launch.html (select the cluster "
-            "placement group when launching into the reservation); using-cpg-odcr-crg.html (targeting a "
-            "reservation group without the placement group launches outside it)",
-            "2026-12-01",
-        ),
-        Source(
-            "US-EKS",
-            "aws-neuron/aws-neuron-sdk deploy/eks/ultraserver.rst @3afa0fd (UltraServer jobs need a "
-            "topology-aware launcher: pod affinity per UltraServer and NEURON_RT_ULTRASERVER_MODE / "
-            "_SERVER_ID / _NODE_ID for the runtime)",
-            "2026-05-21",
-        ),
-        Source(
-            "ECS-AMI-NEURON",
-            "aws/amazon-ecs-ami scripts/enable-ecs-agent-inferentia-support.sh @130a7f3 (installs "
-            "aws-neuronx-dkms, aws-neuronx-oci-hook, oci-add-hooks and aws-neuronx-tools for AMI type "
-            "al2023neu; no EFA packages)",
-            "2026-01-05",
-        ),
-        Source(
-            "ECS-AMI-BASE",
-            "aws/amazon-ecs-ami release-al2023.auto.pkrvars.hcl @a2532d3 (source_ami_al2023 = "
-            "al2023-ami-minimal-...; al2023neu.pkr.hcl builds from var.source_ami_al2023)",
-            "2026-08-21",
-        ),
-        Source(
-            "TRN3-ARCH",
-            'aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trn3-arch.rst @539a73c5, "Amazon EC2 '
-            'Trn3 Architecture" (Trn3 is sold in two UltraServer configurations: Gen1, 4 servers x 16 '
-            "Trainium3 = 64 chips; Gen2, 36 servers x 4 Trainium3 = 144 chips; both one all-to-all scale-up "
-            "domain over NeuronLink-v4 and NeuronSwitch-v1; per-UltraServer host vCPUs, memory, HBM and EFA "
-            "Gbps in its specification table)",
-            "2026-04-09",
-        ),
-        Source(
-            "TRAINIUM3",
-            "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trainium3.rst @ee7d6e00 (a "
-            "Trainium3 chip has eight NeuronCore-v4 and 144 GiB of device memory) and "
-            "about-neuron/arch/neuron-features/logical-neuroncore-config.rst (LNC is 1 or 2 and applies to "
-            "Trn2 and Trn3; its default of 2 is stated for Trn2 only)",
-            "2026-07-07",
-        ),
-        Source(
-            "TRN3-TUTORIAL",
-            "aws-neuron/aws-neuron-sdk libraries/nxd-inference/tutorials/trn3-gpt-oss-120b-tutorial.rst "
-            "@ee7d6e00 (8 endpoints per Trn3 instance, each TP 8 at LNC=2: 64 logical, 128 physical "
-            "NeuronCores per instance)",
-            "2026-07-07",
-        ),
-        Source(
-            "NEURON-DRIVER",
-            "aws-neuron/aws-neuron-driver v4/neuron_dhal_v4.c @9cc489e (v4_platform_map: trn3.48xlarge, "
-            "trn3sn.48xlarge and trn3s-es.48xlarge -> the 16-device PDS platform; trn3p.48xlarge -> ULTRASERVER "
-            "(pod election, as on trn2u); trn3e.24xlarge -> MAX, whose device table has 4 entries; four "
-            '"3xl" one-device names: trn3pd98.3xlarge, trn3s-es.3xlarge, trn3sn.3xlarge, trn3sn-es.3xlarge)',
-            "2026-12-01",
-        ),
-        Source(
-            "EC2-MODEL",
-            "boto/botocore 1.44.8 botocore/data/ec2/2016-11-15/service-2.json InstanceType enum (lists "
-            "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge and "
-            "the inf2 sizes; no Trn3 type), read 2026-12-01",
-            "2026-12-01",
-        ),
-        Source(
-            "MOTO-525",
-            "getmoto/moto 5.2.5 moto/ec2/resources/instance_types.json.gz and "
-            "instance_type_offerings/availability-zone-id (generated from DescribeInstanceTypes / "
-            "DescribeInstanceTypeOfferings): trn2.3xlarge and trn2u.48xlarge, read through "
-            "ec2.describe_instance_types",
-            "2026-12-01",
-        ),
-        Source(
-            "TOPOLOGY-API",
-            "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstanceTopology.html and "
-            "API_DescribeInstanceTopology.html (networkNodeSet: the network nodes above an instance, "
-            "hashed per account; capacityBlockId: only for UltraServer instances, identifies the "
-            "UltraServer domain, and may be null right after launch by eventual consistency); "
-            "ec2-instance-topology-prerequisites.html (3 network nodes for trn1, trn1n, trn2 and trn2u; no "
-            "Trn3 type listed, looked 2026-12-01; IAM: ec2:DescribeInstanceTopology)",
-            "2026-12-01",
-        ),
-        Source(
-            "US-CB",
-            "dev.classmethod.jp, 'Amazon EC2 Capacity Blocks for ML の Instance CB と UltraServer CB の違い', "
-            "https://dev.classmethod.jp/articles/ec2-capacity-blocks-for-ml-instance-cb-vs-ultraserver-cb "
-            "(UltraServer Capacity Blocks are bought by UltraServer count, can be targeted through resource "
-            "groups, cannot be shared with AWS RAM)",
-            "2026-02-08",
-        ),
-        Source(
-            "IAM-EC2",
-            "AWS Service Authorization Reference, 'Actions, resources, and condition keys for Amazon EC2', "
-            "https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html "
-            '(DescribeInstanceTopology lists no resource type: it is granted on "*")',
-            "2026-12-01",
-        ),
-        Source(
-            "SVC-NAT",
-            "cloudburn.io, 'AWS NAT Gateway Pricing: Complete Guide with Calculator', "
-            "https://cloudburn.io/blog/aws-nat-gateway-pricing (US East: $0.045 per NAT gateway-hour, "
-            "$0.005 per public IPv4 address-hour)",
-            "2026-02-24",
-        ),
-        Source(
-            "SVC-ENDPOINT",
-            "AWS PrivateLink pricing, https://aws.amazon.com/privatelink/pricing/ (billed per endpoint per "
-            "AZ-hour); the rate from egresscost.com, 'AWS NAT Gateway Costs: The $0.045/GB Tax', "
-            "https://egresscost.com/nat-gateway ($7.20 per AZ-month)",
-            "2026-03",
-        ),
-        Source(
-            "SVC-FARGATE",
-            "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (US East (N. Virginia), Linux/x86: "
-            "$0.04048 per vCPU-hour, $0.004445 per GB-hour of memory, $0.000111 per GB-hour of ephemeral "
-            "storage above the 20 GB included; billed per second, one-minute minimum), as quoted by Wring, "
-            "'AWS Fargate Pricing: Serverless Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide, "
-            "and Vantage, 'AWS Fargate Pricing Explained', https://www.vantage.sh/blog/fargate-pricing",
-            "2026-03-10",
-        ),
-        Source(
-            "SVC-ALB",
-            "Elastic Load Balancing pricing, https://aws.amazon.com/elasticloadbalancing/pricing/ (US East "
-            "(N. Virginia) $0.0225 per ALB-hour and $0.008 per LCU-hour, as quoted by cloud-horizons.com)",
-            "2026-05-08",
-        ),
-        Source(
-            "SVC-EFS",
-            "factualminds.com, 'Amazon EFS Pricing: The Throughput Mode and Storage Class Decisions That "
-            "Decide the Bill', https://www.factualminds.com/blog/amazon-efs-pricing-throughput-modes-storage-classes/ "
-            "(us-east-1, June 2026: Standard $0.30/GB-month); also https://aws.amazon.com/efs/pricing/",
-            "2026-06-13",
-        ),
-        Source(
-            "SVC-S3",
-            "zeonedge.com, 'Cloud Storage Cost Guide: S3, EBS, EFS, and FSx', "
-            "https://zeonedge.com/blog/cloud-storage-cost-guide-s3-ebs-efs-fsx-choosing-right-tier "
-            "(us-east-1 S3 Standard $0.023/GB-month)",
-            "2026-04-09",
-        ),
-        Source(
-            "SVC-KMS",
-            "AWS KMS pricing, https://aws.amazon.com/kms/pricing/ ('Each AWS KMS key that you create in KMS "
-            "costs $1/month'; each rotation adds $1/month, capped after the second since May 2024 per "
-            "cloudburn.io 'AWS KMS Pricing', https://cloudburn.io/blog/aws-kms-pricing, 2026-03-14)",
-            "2026-03-14",
-        ),
-        Source(
-            "SVC-CW",
-            "factualminds.com, 'Amazon CloudWatch Pricing: The 10 Billing Dimensions Behind Your Observability "
-            "Bill', https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/ "
-            "(dashboards $3 each per month); c3x.dev, 'aws_cloudwatch_metric_alarm cost estimation', "
-            "https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ($0.10 per standard alarm-month)",
-            "2026-06-13",
-        ),
-        Source(
-            "SVC-FARGATE",
-            "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (Linux/x86, US East (N. Virginia): "
-            "$0.04048 per vCPU-hour, $0.004445 per GB-hour, $0.000111 per GB-hour of ephemeral storage above "
-            "the 20 GB every task gets), as quoted by vantage.sh, 'AWS Fargate Pricing Explained', "
-            "https://www.vantage.sh/blog/fargate-pricing, and wring.co, 'AWS Fargate Pricing: Serverless "
-            "Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide (2026-03-10)",
-            "2026-03-10",
-        ),
-        Source(
-            "NXDI-TP",
-            "aws-neuron/aws-neuron-sdk libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286, "
-            '"NxD Inference Features Configuration Guide", section "Tensor-parallelism support", '
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/developer_guides/"
-            'feature-guide.html ("The Neuron runtime supports the following tensor-parallelism degrees: Trn2: '
-            '1, 2, 4, 8, 16, 32, and 64 (with LNC2); Inf2: 1, 2, 4, 8, and 24; Trn1: 1, 2, 8, 16, and 32"; '
-            "unchanged since @2086a70, 2024-12-03)",
-            "2026-02-26",
-        ),
-        Source(
-            "OPTN-NB",
-            "huggingface/optimum-neuron notebooks/ec2/text-generation/CodeLlama-7B-Compilation.ipynb @8eafa20 "
-            "(CodeLlama-7B fp16, precompiled for 2 cores, runs on inf2.xlarge; compile with num_cores=12 for "
-            "inf2.24xlarge and 24 for inf2.48xlarge)",
-            "2026-02-19",
-        ),
-        Source(
-            "LMI-TNX",
-            "deepjavalibrary/djl-serving serving/docs/lmi/tuning_guides/tnx_tuning_guide.md @0827345 (Llama-2 7B "
-            "fp16, 14 GB, TP 2 on inf2.xlarge at batch 4 x 2,048; tested on Neuron 2.15)",
-            "2024",
-        ),
-        Source(
-            "HF-SM-LLAMA3",
-            "dacorvo/deploy-inference-image-sagemaker deploy_snippet.py @0e336628 (Meta-Llama-3-8B on "
-            "ml.inf2.xlarge, HF_NUM_CORES=2, batch 8, 4,096 tokens, the Hugging Face neuronx LLM image)",
-            "2024-06-18",
-        ),
-        Source(
-            "CFN-LINT",
-            "aws-cloudformation/cfn-lint 1.58.0 (PyPI; the version requirements-dev.txt pins) "
-            "src/cfnlint/data/schemas/extensions/aws_ec2_instance/instancetype_enum.json: the InstanceType values "
-            "valid per Region, read 2026-12-01. Its earlier release v1.55.1 (@249ff3d, schemas of 2026-08-10) "
-            "lists trn2.48xlarge in us-east-2 only",
-            "2026-12-01",
-        ),
-        Source(
-            "NXDT-CONF",
-            "aws-neuron/neuronx-distributed-training examples/conf: hf_llama3_8B_config.yaml and "
-            "hf_llama3_70B_config.yaml @9a145a8 (2025-05-20, trn1.32xlarge), hf_llama3_8B_trn2_config.yaml and "
-            "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2), "
-            "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute); all "
-            "mixed precision, ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192; selective "
-            "recompute of [CoreAttention] (8B trn1), [CoreAttention, LlamaMLP] (70B trn1), [LlamaRMSNorm, "
-            "ActivationMultiplyMLP] (70B trn2), none (8B trn2), "
-            "https://github.com/aws-neuron/neuronx-distributed-training/tree/main/examples/conf",
-            "2025-08-01",
-        ),
-        Source(
-            "NXDT-LLAMA",
-            "aws-neuron/neuronx-distributed-training src/neuronx_distributed_training/models/hf_models/"
-            "modeling_llama.py @9a145a8 and @9169aa0 (LlamaRMSNorm casts to get_cast_dtype(), FP32; LlamaMLP's "
-            "fused gate_up_proj, ActivationMultiplyMLP = act_fn(gate) * up, down_proj; CoreAttention) and "
-            "lightning_modules/model/hf_models/llama_model.py (activations_checkpoint_recompute names these "
-            "modules), https://github.com/aws-neuron/neuronx-distributed-training",
-            "2025-09-12",
-        ),
-        Source(
-            "NXD-SMP",
-            "aws-neuron/aws-neuron-sdk libraries/neuronx-distributed/standard_mixed_precision.rst @81ce03a "
-            '("Use FP32 master weights and optimizer states for ZeRO-1 optimizer", "Use FP32 in local gradients '
-            'accumulation") and archive/nxd-training/config_overview.rst (precision type mixed_precision "uses the '
-            'zero1 optimizer ... and keeps the master copy of the weights in fp32")',
-            "2026-08-21",
-        ),
-        Source(
-            "ZERO",
-            "Rajbhandari et al., 'ZeRO: Memory Optimizations Toward Training Trillion Parameter Models', SC20, "
-            "https://arxiv.org/abs/1910.02054 (mixed-precision Adam holds 2 + 2 + 12 = 16 bytes per parameter; "
-            "ZeRO stage 1 partitions the 12 bytes of optimizer state across the data-parallel ranks)",
-            "2020-05-13",
-        ),
-        Source(
-            "ACT-MEM",
-            "Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer Models', "
-            "https://arxiv.org/abs/2205.05198 (activations per layer s*b*h*(34 + 5*a*s/h) bytes in 16-bit; tensor "
-            "with sequence parallelism divides them by t; selective recomputation drops the 5*a*s/h attention "
-            "term; with 1F1B the first pipeline stage holds the activations of L layers)",
-            "2022-05-10",
-        ),
-        Source(
-            "MODEL-SHAPES",
-            "config.json of each reference model: aws-neuron/neuronx-distributed examples/training/llama/ "
-            "tp_zero1_llama_hf_pretrain/8B_config_llama3.1, tp_pp_llama_hf_pretrain/70B_config_llama3.1 @c9ee222 "
-            "and 13B_config_llama2 @a070deb; huggingface.co/meta-llama/Llama-3.2-1B, Llama-3.2-3B and "
-            "Llama-3.1-405B config.json (hidden size, intermediate size, heads, KV heads, layers, vocabulary)",
-            "2026-04-09",
-        ),
-        Source(
-            "NEURON-TRAIN-PERF",
-            "aws-neuron/aws-neuron-sdk about-neuron/benchmarks/trn1/training_data_decoder.csv @81ce03a, shown on "
-            '"Trn1/Trn1n Training Performance" ("Last update: February 19th, 2026"), '
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
-            "trn1-training-performance.html (rows measured with Neuron 2.24.0)",
-            "2026-02-19",
-        ),
-        Source(
-            "NEURON-INF-PERF",
-            "aws-neuron/aws-neuron-sdk about-neuron/benchmarks/inf2/throughput_data_decoder.csv and "
-            'trn1/throughput_data_decoder.csv @81ce03a, shown on "Inf2 Inference Performance" ("Last update: '
-            'Feb 26th, 2026"), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/'
-            "inf2/inf2-performance.html (Transformers NeuronX rows measured with Neuron 2.18)",
-            "2026-02-26",
-        ),
-        Source(
-            "OPTN-BENCH",
-            "huggingface/optimum-neuron docs/source/benchmarks/inferentia-llama3.3-70b.mdx and "
-            'docs/assets/benchmarks/inferentia-llama3.3-70b/throughput.png @2bb1c70 (2025-07-10), "Llama-3.3-70b '
-            'performance on AWS Inferentia2 (Latency & Throughput)", https://huggingface.co/docs/optimum-neuron/'
-            "benchmarks/inferentia-llama3.3-70b: DeepSeek-R1-Distill-Llama-70B (the Llama 3.3 70B architecture), "
-            "bf16, 24 cores of an inf2.48xlarge, batch 1 / 4 / 8, sequence length 4,096; generated tokens per "
-            "second end to end, as the chart labels them; run by benchmark/text-generation/performance/"
-            "llama3.3-70b.py and benchmark.py at the same commit (256 new tokens after 256 to 1,792 input "
-            "tokens) with optimum-neuron 0.3.0.dev5 on Neuron SDK 2.24.0, its NxD-based inference backend",
-            "2025-07-10",
-        ),
-        Source(
-            "TNX-EOS",
-            "aws-neuron/aws-neuron-sdk release-notes/prev/2.25.0/index.rst @81ce03a (Neuron 2.25.0, 2025-07-31: "
-            '"In Neuron Release 2.26, Neuron will end support for transformers-neuronx ... advised to migrate to '
-            'NeuronX Distributed Inference") and release-notes/prev/2.26.0/index.rst (2025-09-18: "End-of-support '
-            'for the Transformers NeuronX library starts with the 2.26.0 release"), '
-            "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/prev/2.26.0/index.html",
-            "2025-09-18",
-        ),
-        Source(
-            "NEMO-PERF",
-            'NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md @00b7660, section "25.11 NeMo Container", '
-            "System: DGX-H100 (8 x H100 80GB per node), https://docs.nvidia.com/nemo/megatron-bridge/latest/"
-            "performance-summary.html",
-            "2025-11",
-        ),
-        Source(
-            "NIM-PERF",
-            'NVIDIA NIM LLMs Benchmarking, "Performance", https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/'
-            "performance.md (Llama-3.3-70b-instruct, NIM 1.8.0, 2 x H100 80G, fp8 TP2, 500 input / 2,000 output "
-            "tokens; site last updated 2026-07-20)",
-            "2026-07-20",
-        ),
-        Source(
-            "NRT-H",
-            "aws-neuron/aws-neuron-sdk src/libnrt/include/nrt/nrt.h @86a9286 (instance families NRT_INSTANCE_TRN3 = "
-            "14 and NRT_INSTANCE_TRN3PDS98 = 15); deploy/eks/ultraserver-operator.rst @ee7d6e00, 2026-07-07 "
-            '("Trn3pds instance type for the UltraServer nodes", topologySize "1, 2, or 4")',
-            "2026-07-07",
-        ),
-        Source(
-            "MNP-SPOT",
-            "https://docs.aws.amazon.com/batch/latest/userguide/mnp-ce.html (AWS Batch multi-node parallel jobs "
-            "are not supported on Spot compute environments)",
-            "2026-12-01",
-        ),
-        Source(
-            "NEURON-DRIVER-SHARED",
-            "aws-neuron/aws-neuron-driver share/neuron_driver_shared.h @6bbfbe2 (UltraServer modes X4, X2H, X2V "
-            "and X1: 4-, 2- and 1-node configurations)",
-            "2026-12-01",
-        ),
-    )
-}
+SOURCE_LIST: tuple[Source, ...] = (
+    Source(
+        "TRN1-ARCH",
+        "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/trn1-arch.rst @60224f42",
+        "2025",
+    ),
+    Source(
+        "TRN2-ARCH",
+        "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trn2-arch.rst (current revision)",
+        "2026",
+    ),
+    Source(
+        "LNC",
+        "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-features/logical-neuroncore-config.rst @732f514",
+        "2026",
+    ),
+    Source(
+        "INF2-ARCH",
+        "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/inf2-arch.rst @36f05ba",
+        "2025",
+    ),
+    Source(
+        "MOTO",
+        "getmoto/moto @0af643a moto/ec2/resources/instance_types.json and "
+        "instance_type_offerings/availability-zone-id/*.json (generated from DescribeInstanceTypes / "
+        "DescribeInstanceTypeOfferings)",
+        "2026-08-22",
+    ),
+    Source(
+        "KARP",
+        "aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go @031e72b6 "
+        "(AWS Price List API, us-east-1)",
+        "2026-01-19",
+    ),
+    Source(
+        "EC2-NETBW",
+        'Amazon EC2 User Guide, "Amazon EC2 instance network bandwidth" '
+        "(https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-network-bandwidth.html): traffic "
+        "within the Region can use the instance's full bandwidth; a single flow is limited to 5 Gbps outside "
+        'a cluster placement group; "up to" types burst above their baseline for a limited time',
+        "2026-12-02",
+    ),
+    Source(
+        "KARP-BW",
+        "aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go (baseline network "
+        "bandwidth per instance type, generated from the EC2 documentation)",
+        "2026-08-18",
+    ),
+    Source(
+        "EBS-OPT",
+        'Amazon EBS User Guide, "Amazon EBS-optimized instance types" '
+        '(https://docs.aws.amazon.com/ebs/latest/userguide/ebs-optimized.html): instances with "up to" '
+        "EBS bandwidth reach their maximum for 30 minutes at least once every 24 hours",
+        "2026-12-02",
+    ),
+    Source(
+        "INFERENTIA2",
+        "aws-neuron/aws-neuron-sdk general/arch/neuron-hardware/inferentia2.rst @4c317ca: 32 GiB of HBM "
+        "at 820 GiB/s per Inferentia2 chip",
+        "2025",
+    ),
+    Source("SKY", "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv @001367d2", "2025-05"),
+    Source("FMB", "aws-samples/foundation-model-benchmarking-tool pricing.yml @00ef155d", "2024-06-11"),
+    Source(
+        "EFA-MULTI", "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html", "2026"
+    ),
+    Source(
+        "EFA-SETUP",
+        "aws-neuron/aws-neuron-sdk frameworks/torch/torch-neuronx/setup-trn1-multi-node-execution.rst @5389790",
+        "2025",
+    ),
+    Source(
+        "NXD-PS",
+        "aws-neuron/neuronx-distributed src/neuronx_distributed/parallel_layers/parallel_state.py "
+        "@fbac349 get_logic_chosen (trn2 replica groups that work, need Logic2, or are not supported)",
+        "2026-04-09",
+    ),
+    Source(
+        "TP-APPNOTE",
+        "aws-neuron/aws-neuron-sdk about-neuron/transformers/generative-llm-inference-with-neuron.rst "
+        '@b207f98 ("the Neuron runtime supports tensor-parallelism degrees 2, 8, and 32 on Trn1 and '
+        'supports tensor-parallelism degrees 2, 4, 8, 12 and 24 on Inf2")',
+        "2026-07-22",
+    ),
+    Source(
+        "RT-2.21",
+        "aws-neuron/aws-neuron-sdk release-notes/components/runtime.rst @a3247f5, Neuron Runtime 2.23 "
+        '(Neuron 2.21.0): "Added support for 4-rank replica group on adjacent Neuron cores on '
+        'TRN1/TRN1N"; neuronx-distributed parallel_state.py @fbac349 builds trn1 TP=4 groups from '
+        "locally connected ranks (needs LOCAL_WORLD_SIZE)",
+        "2024-12-20",
+    ),
+    Source(
+        "NXDI-GQA",
+        "aws-neuron/neuronx-distributed-inference src/neuronx_distributed_inference/modules/attention/"
+        "gqa.py @c63afe0 (determine_sharding_strategy, get_shardable_head_counts: KV heads replicated "
+        "to the TP degree, or converted to MHA when TP is not a multiple of them); aws-neuron-sdk "
+        "libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286 (GQA sharding strategies)",
+        "2026-04-09",
+    ),
+    Source(
+        "HOST-MEM",
+        "https://docs.aws.amazon.com/dlami/latest/devguide/inferentia.html (Recommended Inferentia "
+        "Instances: \"If your model exceeds an instance's available RAM, choose a different instance "
+        'type with enough memory"); aws-neuron-sdk libraries/nxd-inference/developer_guides/'
+        "weights-sharding-guide.rst @49ee15c (loading reads the checkpoint on the host and shards it "
+        "per rank; shard-on-load is the default since Neuron 2.23); margin calibrated on "
+        "huggingface.co/aws-neuron/CodeLlama-7b-hf-neuron-8xlarge README @64c28e7 (7B fp16, 12.6 GiB "
+        'of weights, on inf2.xlarge\'s 16 GiB "pretty much maxes out the RAM")',
+        "2026-12-01",
+    ),
+    Source(
+        "TGI-DOC", "huggingface/text-generation-inference docs/source/backends/neuron.md @0b28aab", "2025"
+    ),
+    Source(
+        "CB-DOC",
+        "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html (Capacity Blocks "
+        "for ML: instance Capacity Blocks for trn1.32xlarge and trn2.48xlarge; no Inf2, no trn1n)",
+        "2026",
+    ),
+    Source(
+        "CB-HOW",
+        "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-how.html, read in AWS's "
+        "de_de and ja_jp editions (the English page was not in our copy): Capacity Blocks reserve "
+        "p6-b200, p5, p5e, p5en, p4d, p4de, trn1 and trn2 instances; the UltraServer types P6e-GB200 "
+        "and Trn2 (preview) are sold as UltraServer Capacity Blocks, one Capacity Block per UltraServer",
+        "2026-12-01",
+    ),
+    Source(
+        "CB-API",
+        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlock.html (a Capacity Block "
+        "has a capacityBlockId, an ultraserverType and a capacityReservationIdSet: instances launch into "
+        "its cr- Capacity Reservations, as for instance Capacity Blocks (capacity-blocks-launch.html))",
+        "2026-12-01",
+    ),
+    Source(
+        "BATCH-LT",
+        "https://docs.aws.amazon.com/batch/latest/userguide/launch-templates.html (Use Amazon EC2 launch "
+        'templates with AWS Batch: "The following launch template parameters are ignored by AWS Batch" '
+        'lists instance type, instance role, network interface subnets, "Instance market options (AWS '
+        'Batch must control Spot Instance configuration)" and disable API termination); no AWS Batch page '
+        "documents Capacity Blocks (the EC2 guide's capacity-blocks-launch.html names EC2 Fleet, Auto "
+        "Scaling, EKS managed node groups and ParallelCluster, looked 2026-12-02)",
+        "2026-12-02",
+    ),
+    Source(
+        "ASG-CB",
+        "https://docs.aws.amazon.com/autoscaling/ec2/userguide/launch-template-capacity-blocks.html (Use "
+        "Capacity Blocks for machine learning workloads: a launch template with the Capacity Block's "
+        "reservation id and market type capacity-block, an Auto Scaling group in the block's AZ, scaled "
+        "to zero more than 30 minutes before the block ends)",
+        "2026-12-02",
+    ),
+    Source(
+        "ODCR",
+        "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-reservations.html (On-Demand "
+        "Capacity Reservations reserve an instance type in one AZ; the guide lists no exclusion for the "
+        "Trn1/Trn2/Inf2 types sold On-Demand, looked 2026-12-01); skypilot-org/skypilot#8054 "
+        "(a trn2.48xlarge ODCR, 2025-11-21)",
+        "2026-12-01",
+    ),
+    Source(
+        "CR-CPG",
+        "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html (Capacity Reservations in "
+        "cluster placement groups: created in the group, cannot be moved in or out, the group cannot be "
+        "deleted while they are active) and capacity-reservations-launch.html (select the cluster "
+        "placement group when launching into the reservation); using-cpg-odcr-crg.html (targeting a "
+        "reservation group without the placement group launches outside it)",
+        "2026-12-01",
+    ),
+    Source(
+        "US-EKS",
+        "aws-neuron/aws-neuron-sdk deploy/eks/ultraserver.rst @3afa0fd (UltraServer jobs need a "
+        "topology-aware launcher: pod affinity per UltraServer and NEURON_RT_ULTRASERVER_MODE / "
+        "_SERVER_ID / _NODE_ID for the runtime)",
+        "2026-05-21",
+    ),
+    Source(
+        "ECS-AMI-NEURON",
+        "aws/amazon-ecs-ami scripts/enable-ecs-agent-inferentia-support.sh @130a7f3 (installs "
+        "aws-neuronx-dkms, aws-neuronx-oci-hook, oci-add-hooks and aws-neuronx-tools for AMI type "
+        "al2023neu; no EFA packages)",
+        "2026-01-05",
+    ),
+    Source(
+        "ECS-AMI-BASE",
+        "aws/amazon-ecs-ami release-al2023.auto.pkrvars.hcl @a2532d3 (source_ami_al2023 = "
+        "al2023-ami-minimal-...; al2023neu.pkr.hcl builds from var.source_ami_al2023)",
+        "2026-08-21",
+    ),
+    Source(
+        "TRN3-ARCH",
+        'aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trn3-arch.rst @539a73c5, "Amazon EC2 '
+        'Trn3 Architecture" (Trn3 is sold in two UltraServer configurations: Gen1, 4 servers x 16 '
+        "Trainium3 = 64 chips; Gen2, 36 servers x 4 Trainium3 = 144 chips; both one all-to-all scale-up "
+        "domain over NeuronLink-v4 and NeuronSwitch-v1; per-UltraServer host vCPUs, memory, HBM and EFA "
+        "Gbps in its specification table)",
+        "2026-04-09",
+    ),
+    Source(
+        "TRAINIUM3",
+        "aws-neuron/aws-neuron-sdk about-neuron/arch/neuron-hardware/trainium3.rst @ee7d6e00 (a "
+        "Trainium3 chip has eight NeuronCore-v4 and 144 GiB of device memory) and "
+        "about-neuron/arch/neuron-features/logical-neuroncore-config.rst (LNC is 1 or 2 and applies to "
+        "Trn2 and Trn3; its default of 2 is stated for Trn2 only)",
+        "2026-07-07",
+    ),
+    Source(
+        "TRN3-TUTORIAL",
+        "aws-neuron/aws-neuron-sdk libraries/nxd-inference/tutorials/trn3-gpt-oss-120b-tutorial.rst "
+        "@ee7d6e00 (8 endpoints per Trn3 instance, each TP 8 at LNC=2: 64 logical, 128 physical "
+        "NeuronCores per instance)",
+        "2026-07-07",
+    ),
+    Source(
+        "NEURON-DRIVER",
+        "aws-neuron/aws-neuron-driver v4/neuron_dhal_v4.c @9cc489e (v4_platform_map: trn3.48xlarge, "
+        "trn3sn.48xlarge and trn3s-es.48xlarge -> the 16-device PDS platform; trn3p.48xlarge -> ULTRASERVER "
+        "(pod election, as on trn2u); trn3e.24xlarge -> MAX, whose device table has 4 entries; four "
+        '"3xl" one-device names: trn3pd98.3xlarge, trn3s-es.3xlarge, trn3sn.3xlarge, trn3sn-es.3xlarge)',
+        "2026-12-01",
+    ),
+    Source(
+        "EC2-MODEL",
+        "boto/botocore 1.44.8 botocore/data/ec2/2016-11-15/service-2.json InstanceType enum (lists "
+        "trn1.2xlarge, trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge and "
+        "the inf2 sizes; no Trn3 type), read 2026-12-01",
+        "2026-12-01",
+    ),
+    Source(
+        "MOTO-525",
+        "getmoto/moto 5.2.5 moto/ec2/resources/instance_types.json.gz and "
+        "instance_type_offerings/availability-zone-id (generated from DescribeInstanceTypes / "
+        "DescribeInstanceTypeOfferings): trn2.3xlarge and trn2u.48xlarge, read through "
+        "ec2.describe_instance_types",
+        "2026-12-01",
+    ),
+    Source(
+        "TOPOLOGY-API",
+        "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_InstanceTopology.html and "
+        "API_DescribeInstanceTopology.html (networkNodeSet: the network nodes above an instance, "
+        "hashed per account; capacityBlockId: only for UltraServer instances, identifies the "
+        "UltraServer domain, and may be null right after launch by eventual consistency); "
+        "ec2-instance-topology-prerequisites.html (3 network nodes for trn1, trn1n, trn2 and trn2u; no "
+        "Trn3 type listed, looked 2026-12-01; IAM: ec2:DescribeInstanceTopology)",
+        "2026-12-01",
+    ),
+    Source(
+        "US-CB",
+        "dev.classmethod.jp, 'Amazon EC2 Capacity Blocks for ML の Instance CB と UltraServer CB の違い', "
+        "https://dev.classmethod.jp/articles/ec2-capacity-blocks-for-ml-instance-cb-vs-ultraserver-cb "
+        "(UltraServer Capacity Blocks are bought by UltraServer count, can be targeted through resource "
+        "groups, cannot be shared with AWS RAM)",
+        "2026-02-08",
+    ),
+    Source(
+        "IAM-EC2",
+        "AWS Service Authorization Reference, 'Actions, resources, and condition keys for Amazon EC2', "
+        "https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html "
+        '(DescribeInstanceTopology lists no resource type: it is granted on "*")',
+        "2026-12-01",
+    ),
+    Source(
+        "SVC-NAT",
+        "cloudburn.io, 'AWS NAT Gateway Pricing: Complete Guide with Calculator', "
+        "https://cloudburn.io/blog/aws-nat-gateway-pricing (US East: $0.045 per NAT gateway-hour, "
+        "$0.005 per public IPv4 address-hour)",
+        "2026-02-24",
+    ),
+    Source(
+        "SVC-ENDPOINT",
+        "AWS PrivateLink pricing, https://aws.amazon.com/privatelink/pricing/ (billed per endpoint per "
+        "AZ-hour); the rate from egresscost.com, 'AWS NAT Gateway Costs: The $0.045/GB Tax', "
+        "https://egresscost.com/nat-gateway ($7.20 per AZ-month)",
+        "2026-03",
+    ),
+    Source(
+        "SVC-FARGATE",
+        "AWS Fargate pricing, https://aws.amazon.com/fargate/pricing/ (US East (N. Virginia), Linux/x86: "
+        "$0.04048 per vCPU-hour, $0.004445 per GB-hour of memory, $0.000111 per GB-hour of ephemeral "
+        "storage above the 20 GB included; billed per second, one-minute minimum), as quoted by Wring, "
+        "'AWS Fargate Pricing: Serverless Container Costs', https://www.wring.co/blog/aws-fargate-pricing-guide, "
+        "and Vantage, 'AWS Fargate Pricing Explained', https://www.vantage.sh/blog/fargate-pricing",
+        "2026-03-10",
+    ),
+    Source(
+        "SVC-ALB",
+        "Elastic Load Balancing pricing, https://aws.amazon.com/elasticloadbalancing/pricing/ (US East "
+        "(N. Virginia) $0.0225 per ALB-hour and $0.008 per LCU-hour, as quoted by cloud-horizons.com)",
+        "2026-05-08",
+    ),
+    Source(
+        "SVC-EFS",
+        "factualminds.com, 'Amazon EFS Pricing: The Throughput Mode and Storage Class Decisions That "
+        "Decide the Bill', https://www.factualminds.com/blog/amazon-efs-pricing-throughput-modes-storage-classes/ "
+        "(us-east-1, June 2026: Standard $0.30/GB-month); also https://aws.amazon.com/efs/pricing/",
+        "2026-06-13",
+    ),
+    Source(
+        "SVC-S3",
+        "zeonedge.com, 'Cloud Storage Cost Guide: S3, EBS, EFS, and FSx', "
+        "https://zeonedge.com/blog/cloud-storage-cost-guide-s3-ebs-efs-fsx-choosing-right-tier "
+        "(us-east-1 S3 Standard $0.023/GB-month)",
+        "2026-04-09",
+    ),
+    Source(
+        "SVC-KMS",
+        "AWS KMS pricing, https://aws.amazon.com/kms/pricing/ ('Each AWS KMS key that you create in KMS "
+        "costs $1/month'; each rotation adds $1/month, capped after the second since May 2024 per "
+        "cloudburn.io 'AWS KMS Pricing', https://cloudburn.io/blog/aws-kms-pricing, 2026-03-14)",
+        "2026-03-14",
+    ),
+    Source(
+        "SVC-CW",
+        "factualminds.com, 'Amazon CloudWatch Pricing: The 10 Billing Dimensions Behind Your Observability "
+        "Bill', https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/ "
+        "(dashboards $3 each per month); c3x.dev, 'aws_cloudwatch_metric_alarm cost estimation', "
+        "https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ($0.10 per standard alarm-month)",
+        "2026-06-13",
+    ),
+    Source(
+        "NXDI-TP",
+        "aws-neuron/aws-neuron-sdk libraries/nxd-inference/developer_guides/feature-guide.rst @86a9286, "
+        '"NxD Inference Features Configuration Guide", section "Tensor-parallelism support", '
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/libraries/nxd-inference/developer_guides/"
+        'feature-guide.html ("The Neuron runtime supports the following tensor-parallelism degrees: Trn2: '
+        '1, 2, 4, 8, 16, 32, and 64 (with LNC2); Inf2: 1, 2, 4, 8, and 24; Trn1: 1, 2, 8, 16, and 32"; '
+        "unchanged since @2086a70, 2024-12-03)",
+        "2026-02-26",
+    ),
+    Source(
+        "OPTN-NB",
+        "huggingface/optimum-neuron notebooks/ec2/text-generation/CodeLlama-7B-Compilation.ipynb @8eafa20 "
+        "(CodeLlama-7B fp16, precompiled for 2 cores, runs on inf2.xlarge; compile with num_cores=12 for "
+        "inf2.24xlarge and 24 for inf2.48xlarge)",
+        "2026-02-19",
+    ),
+    Source(
+        "LMI-TNX",
+        "deepjavalibrary/djl-serving serving/docs/lmi/tuning_guides/tnx_tuning_guide.md @0827345 (Llama-2 7B "
+        "fp16, 14 GB, TP 2 on inf2.xlarge at batch 4 x 2,048; tested on Neuron 2.15)",
+        "2024",
+    ),
+    Source(
+        "HF-SM-LLAMA3",
+        "dacorvo/deploy-inference-image-sagemaker deploy_snippet.py @0e336628 (Meta-Llama-3-8B on "
+        "ml.inf2.xlarge, HF_NUM_CORES=2, batch 8, 4,096 tokens, the Hugging Face neuronx LLM image)",
+        "2024-06-18",
+    ),
+    Source(
+        "CFN-LINT",
+        "aws-cloudformation/cfn-lint 1.58.0 (PyPI; the version requirements-dev.txt pins) "
+        "src/cfnlint/data/schemas/extensions/aws_ec2_instance/instancetype_enum.json: the InstanceType values "
+        "valid per Region, read 2026-12-01. Its earlier release v1.55.1 (@249ff3d, schemas of 2026-08-10) "
+        "lists trn2.48xlarge in us-east-2 only",
+        "2026-12-01",
+    ),
+    Source(
+        "NXDT-CONF",
+        "aws-neuron/neuronx-distributed-training examples/conf: hf_llama3_8B_config.yaml and "
+        "hf_llama3_70B_config.yaml @9a145a8 (2025-05-20, trn1.32xlarge), hf_llama3_8B_trn2_config.yaml and "
+        "hf_llama3_70B_trn2_config.yaml @d9a345e (2025-08-01, trn2.48xlarge at LNC 2), "
+        "hf_llama3.1_405B_trn1_config.yaml @9a145a8 (64 x trn1.32xlarge, TP 32 PP 32, full recompute); all "
+        "mixed precision, ZeRO-1, sequence parallel, flash attention, micro-batch 1, sequence 8,192; selective "
+        "recompute of [CoreAttention] (8B trn1), [CoreAttention, LlamaMLP] (70B trn1), [LlamaRMSNorm, "
+        "ActivationMultiplyMLP] (70B trn2), none (8B trn2), "
+        "https://github.com/aws-neuron/neuronx-distributed-training/tree/main/examples/conf",
+        "2025-08-01",
+    ),
+    Source(
+        "NXDT-LLAMA",
+        "aws-neuron/neuronx-distributed-training src/neuronx_distributed_training/models/hf_models/"
+        "modeling_llama.py @9a145a8 and @9169aa0 (LlamaRMSNorm casts to get_cast_dtype(), FP32; LlamaMLP's "
+        "fused gate_up_proj, ActivationMultiplyMLP = act_fn(gate) * up, down_proj; CoreAttention) and "
+        "lightning_modules/model/hf_models/llama_model.py (activations_checkpoint_recompute names these "
+        "modules), https://github.com/aws-neuron/neuronx-distributed-training",
+        "2025-09-12",
+    ),
+    Source(
+        "NXD-SMP",
+        "aws-neuron/aws-neuron-sdk libraries/neuronx-distributed/standard_mixed_precision.rst @81ce03a "
+        '("Use FP32 master weights and optimizer states for ZeRO-1 optimizer", "Use FP32 in local gradients '
+        'accumulation") and archive/nxd-training/config_overview.rst (precision type mixed_precision "uses the '
+        'zero1 optimizer ... and keeps the master copy of the weights in fp32")',
+        "2026-08-21",
+    ),
+    Source(
+        "ZERO",
+        "Rajbhandari et al., 'ZeRO: Memory Optimizations Toward Training Trillion Parameter Models', SC20, "
+        "https://arxiv.org/abs/1910.02054 (mixed-precision Adam holds 2 + 2 + 12 = 16 bytes per parameter; "
+        "ZeRO stage 1 partitions the 12 bytes of optimizer state across the data-parallel ranks)",
+        "2020-05-13",
+    ),
+    Source(
+        "ACT-MEM",
+        "Korthikanti et al., 'Reducing Activation Recomputation in Large Transformer Models', "
+        "https://arxiv.org/abs/2205.05198 (activations per layer s*b*h*(34 + 5*a*s/h) bytes in 16-bit; tensor "
+        "with sequence parallelism divides them by t; selective recomputation drops the 5*a*s/h attention "
+        "term; with 1F1B the first pipeline stage holds the activations of L layers)",
+        "2022-05-10",
+    ),
+    Source(
+        "MODEL-SHAPES",
+        "config.json of each reference model: aws-neuron/neuronx-distributed examples/training/llama/ "
+        "tp_zero1_llama_hf_pretrain/8B_config_llama3.1, tp_pp_llama_hf_pretrain/70B_config_llama3.1 @c9ee222 "
+        "and 13B_config_llama2 @a070deb; huggingface.co/meta-llama/Llama-3.2-1B, Llama-3.2-3B and "
+        "Llama-3.1-405B config.json (hidden size, intermediate size, heads, KV heads, layers, vocabulary)",
+        "2026-04-09",
+    ),
+    Source(
+        "NEURON-TRAIN-PERF",
+        "aws-neuron/aws-neuron-sdk about-neuron/benchmarks/trn1/training_data_decoder.csv @81ce03a, shown on "
+        '"Trn1/Trn1n Training Performance" ("Last update: February 19th, 2026"), '
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
+        "trn1-training-performance.html (rows measured with Neuron 2.24.0)",
+        "2026-02-19",
+    ),
+    Source(
+        "NEURON-INF-PERF",
+        "aws-neuron/aws-neuron-sdk about-neuron/benchmarks/inf2/throughput_data_decoder.csv and "
+        'trn1/throughput_data_decoder.csv @81ce03a, shown on "Inf2 Inference Performance" ("Last update: '
+        'Feb 26th, 2026"), https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/'
+        "inf2/inf2-performance.html (Transformers NeuronX rows measured with Neuron 2.18)",
+        "2026-02-26",
+    ),
+    Source(
+        "OPTN-BENCH",
+        "huggingface/optimum-neuron docs/source/benchmarks/inferentia-llama3.3-70b.mdx and "
+        'docs/assets/benchmarks/inferentia-llama3.3-70b/throughput.png @2bb1c70 (2025-07-10), "Llama-3.3-70b '
+        'performance on AWS Inferentia2 (Latency & Throughput)", https://huggingface.co/docs/optimum-neuron/'
+        "benchmarks/inferentia-llama3.3-70b: DeepSeek-R1-Distill-Llama-70B (the Llama 3.3 70B architecture), "
+        "bf16, 24 cores of an inf2.48xlarge, batch 1 / 4 / 8, sequence length 4,096; generated tokens per "
+        "second end to end, as the chart labels them; run by benchmark/text-generation/performance/"
+        "llama3.3-70b.py and benchmark.py at the same commit (256 new tokens after 256 to 1,792 input "
+        "tokens) with optimum-neuron 0.3.0.dev5 on Neuron SDK 2.24.0, its NxD-based inference backend",
+        "2025-07-10",
+    ),
+    Source(
+        "TNX-EOS",
+        "aws-neuron/aws-neuron-sdk release-notes/prev/2.25.0/index.rst @81ce03a (Neuron 2.25.0, 2025-07-31: "
+        '"In Neuron Release 2.26, Neuron will end support for transformers-neuronx ... advised to migrate to '
+        'NeuronX Distributed Inference") and release-notes/prev/2.26.0/index.rst (2025-09-18: "End-of-support '
+        'for the Transformers NeuronX library starts with the 2.26.0 release"), '
+        "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/prev/2.26.0/index.html",
+        "2025-09-18",
+    ),
+    Source(
+        "NEMO-PERF",
+        'NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md @00b7660, section "25.11 NeMo Container", '
+        "System: DGX-H100 (8 x H100 80GB per node), https://docs.nvidia.com/nemo/megatron-bridge/latest/"
+        "performance-summary.html",
+        "2025-11",
+    ),
+    Source(
+        "NIM-PERF",
+        'NVIDIA NIM LLMs Benchmarking, "Performance", https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/'
+        "performance.md (Llama-3.3-70b-instruct, NIM 1.8.0, 2 x H100 80G, fp8 TP2, 500 input / 2,000 output "
+        "tokens; site last updated 2026-07-20)",
+        "2026-07-20",
+    ),
+    Source(
+        "NRT-H",
+        "aws-neuron/aws-neuron-sdk src/libnrt/include/nrt/nrt.h @86a9286 (instance families NRT_INSTANCE_TRN3 = "
+        "14 and NRT_INSTANCE_TRN3PDS98 = 15); deploy/eks/ultraserver-operator.rst @ee7d6e00, 2026-07-07 "
+        '("Trn3pds instance type for the UltraServer nodes", topologySize "1, 2, or 4")',
+        "2026-07-07",
+    ),
+    Source(
+        "MNP-SPOT",
+        "https://docs.aws.amazon.com/batch/latest/userguide/mnp-ce.html (AWS Batch multi-node parallel jobs "
+        "are not supported on Spot compute environments)",
+        "2026-12-01",
+    ),
+    Source(
+        "NEURON-DRIVER-SHARED",
+        "aws-neuron/aws-neuron-driver share/neuron_driver_shared.h @6bbfbe2 (UltraServer modes X4, X2H, X2V "
+        "and X1: 4-, 2- and 1-node configurations)",
+        "2026-12-01",
+    ),
+)
+"""Every source, once: a key names one citation (a test holds them unique)."""
+SOURCES: dict[str, Source] = {s.key: s for s in SOURCE_LIST}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1767,13 +1757,6 @@ SERVICE_PRICES: dict[str, Price] = {
     "kms_key_month": Price(1.00, "us-east-1", "SVC-KMS", "plus $1 for each of the first two rotations"),
     "alarm_month": Price(0.10, "us-east-1", "SVC-CW", "standard resolution"),
     "dashboard_month": Price(3.00, "us-east-1", "SVC-CW"),
-    # ModelCompilation's Fargate task (Linux/x86): per vCPU, per GB of memory, per GB of ephemeral
-    # storage above the 20 GB included.
-    "fargate_vcpu_hour": Price(0.04048, "us-east-1", "SVC-FARGATE", "Linux/x86, per vCPU"),
-    "fargate_gb_hour": Price(0.004445, "us-east-1", "SVC-FARGATE", "Linux/x86, per GB of memory"),
-    "fargate_storage_gb_hour": Price(
-        0.000111, "us-east-1", "SVC-FARGATE", "per GB of ephemeral storage above the 20 GB included"
-    ),
 }
 
 # Fargate, Linux/x86 on-demand, us-east-1: what a ModelCompilation task (cdk_neuron.compilation)
@@ -1855,6 +1838,7 @@ __all__ = [
     "SAGEMAKER_UNPRICED",
     "SERVICE_PRICES",
     "SOURCES",
+    "SOURCE_LIST",
     "SPOT_SAMPLES",
     "TP_DISAGREEMENTS",
     "TRAINING_TP_DEGREES",
@@ -2150,7 +2134,8 @@ class HostIo:
 
 
 _HOST_IO_SOURCES = ("MOTO", "KARP-BW", "EC2-NETBW", "EBS-OPT", "INFERENTIA2")
-_HBM_PER_INF2_CHIP_GIB_S = 820.0
+_HBM_PER_INF2_CHIP_GIB_S = 820e9 / 2**30
+# The source gives 820 GB/s per chip ("32GB of HBM2E ... with 820 GB/sec of bandwidth"): 763.7 GiB/s.
 
 # inf2: network baseline 2.083 / 16.667 / 50 / 100 Gbps (KARP bandwidth table) with "Up to 15" and
 # "Up to 25 Gigabit" for the two single-chip sizes (MOTO NetworkPerformance); EBS 1,250 baseline and

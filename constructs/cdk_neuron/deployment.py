@@ -18,6 +18,7 @@ from typing import Literal
 
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.planner import ServingPlan, TrainingPlan
+from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.training.capacity import Capacity
@@ -120,6 +121,9 @@ class ServingDeployment:
     availability_zones: tuple[str, ...] = ()
     """AZ names the fleet is placed in, when known by name only (read from a cloud assembly); empty:
     the fleet spans the deployment's ``az_ids``."""
+    artifact_manifest: ArtifactManifest | None = None
+    """The local copy of the artifact's manifest the app checks the fleet against at synthesis (cdk.json
+    ``serving.model.artifact_manifest``); preflight compares it with the one in S3. None: no copy."""
 
     @property
     def resolved_instance_type(self) -> str:
@@ -140,6 +144,13 @@ class CompilationDeployment:
     engine: str = "optimum-neuron"
     checkpoints: bool = False
     """Whether the CheckpointStore is mounted (``checkpoint:`` sources)."""
+    image: str | None = None
+    """The image the task's export container runs (``<registry>/<repository>:<tag>``); None in records
+    written before it was kept."""
+    artifact_bucket: str | None = None
+    """The bucket the task writes to; None when its name is a token or the record predates it."""
+    artifact_prefix: str | None = None
+    """The key prefix the task is granted (``compiled/``); None in records written before it was kept."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -40,9 +40,18 @@ from cdk_neuron.errors import NeuronConfigError
 
 FORMAT = "cdk-neuron/integ-timings"
 VERSION = 1
-SUITES = ("training_smoke", "training_efa", "serving_ec2", "serving_sagemaker", "scale_from_zero")
+SUITES = (
+    "training_smoke",
+    "training_efa",
+    "serving_ec2",
+    "serving_sagemaker",
+    "scale_from_zero",
+    "train_compile_serve",
+)
 
 TIMINGS: dict[str, str] = {
+    "compile_seconds": "ModelCompilation: the export's wall-clock seconds, as the artifact manifest records "
+    "them (compile_seconds; the suite's compile step reads it back)",
     "node_launch_to_ready_seconds": "training node: EC2 launch until its ECS agent registered with the "
     "Batch compute environment (DescribeInstances LaunchTime -> DescribeContainerInstances registeredAt)",
     "job_submitted_to_running_seconds": "Batch job: submitted until RUNNING (DescribeJobs createdAt -> startedAt)",

@@ -13,7 +13,9 @@ Two rules decide the nesting, each link states which one it follows:
 - **within**: an inner step must give up before the step around it does, so the innermost layer
   reports the failure (with its own log line) instead of an outer one cutting it off blind. A
   request's proxy read timeout is within the load balancer's idle timeout; a node's start-up
-  deadline is within the lifecycle hook's heartbeat, which is within CloudFormation's wait.
+  deadline is within its start-up budget, which is within CloudFormation's wait and within what
+  the lifecycle hook's heartbeats can hold; a stalled start-up fails before the hook's heartbeat
+  timeout ends.
 - **outlasts**: on a reused connection the side that *receives* requests must keep an idle
   connection open longer than the side that *sends* them, or the sender writes a request into a
   connection the receiver is closing and gets a reset (Elastic Load Balancing: "we recommend that
@@ -361,30 +363,78 @@ def serving_health_chain() -> Chain:
 
 
 LIFECYCLE_HEARTBEAT_MAX = 7200
-"""An Auto Scaling lifecycle hook waits at most 7,200 s (HeartbeatTimeout, AWS::AutoScaling::
-LifecycleHook / LifecycleHookSpecification)."""
+"""An Auto Scaling lifecycle hook's ``HeartbeatTimeout`` ranges from 30 to 7,200 s (PutLifecycleHook,
+Amazon EC2 Auto Scaling API Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutLifecycleHook.html,
+read 2026-12-02; deploy rule E9303)."""
+LIFECYCLE_GLOBAL_MAX = 48 * 3600
+LIFECYCLE_GLOBAL_FACTOR = 100
+"""An instance stays in a wait state at most ``GlobalTimeout``: "The maximum is 172800 seconds (48 hours)
+or 100 times HeartbeatTimeout, whichever is smaller" (LifecycleHook, Amazon EC2 Auto Scaling API
+Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_LifecycleHook.html, read
+2026-12-02). Each ``RecordLifecycleActionHeartbeat`` "extends the timeout by the length of time defined
+using the PutLifecycleHook API call" (RecordLifecycleActionHeartbeat, same reference,
+https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_RecordLifecycleActionHeartbeat.html)."""
 CREATION_POLICY_MAX = 12 * 3600
 """CloudFormation's CreationPolicy ResourceSignal Timeout is at most 12 hours (PT12H)."""
 LAUNCH_ATTEMPTS = 2
 """Launches the first deployment tolerates per instance: an abandoned first instance is replaced and
 the stack waits for the replacement instead of failing (defect: one abandoned launch failed creation)."""
 READY_MARGIN = 120
-"""``ready.sh`` gives up this long before the hook's heartbeat ends, so its ABANDON, its log line and
+"""``ready.sh`` gives up this long before the start-up budget ends, so its ABANDON, its log line and
 its launch-failure metric happen before Auto Scaling's default result does. Its deadline counts
-from the kernel's boot (``/proc/uptime``) while the heartbeat counts from the hook's start a little
-earlier (an instance is in ``Pending:Wait`` while EC2 starts it), so the margin also covers the time
-from ``Pending:Wait`` to the kernel's first tick."""
+from the kernel's boot (``/proc/uptime``) while the hook counts from its start a little earlier (an
+instance is in ``Pending:Wait`` while EC2 starts it), so the margin also covers the time from
+``Pending:Wait`` to the kernel's first tick."""
 LIFECYCLE_POLL_INTERVAL = 5
 """How often ``serving/lifecycle-watch.sh`` reads the instance's target lifecycle state from instance
 metadata (``autoscaling/target-lifecycle-state``), to see an instance that scale-in returns to the
 warm pool (``Warmed:Pending:Wait``, which only the instance can complete)."""
+PROGRESS_INTERVAL = 60
+"""How often ``serving/progress.sh`` looks at the start-up, and records a lifecycle action heartbeat
+when it moved since the last look."""
+PROGRESS_STALL = 300
+"""A start-up that made no progress for this long fails (``progress.sh``: logged where it outlives the
+instance, then ABANDON): longer than every step that shows no progress while it runs correctly (the
+data volume's 120 s wait, the Neuron devices' ``NEURON_DEVICE_WAIT``, the 50 s of back-off in five
+retries)."""
+PROGRESS_REPORT = 30
+"""What a stalled start-up needs to say so and abandon (``fail``: a log line, a metric, the ABANDON
+call; each an AWS request with the CLI's own retries)."""
+LIFECYCLE_PROGRESS_WINDOW = PROGRESS_STALL + 2 * PROGRESS_INTERVAL + PROGRESS_REPORT
+"""The launch hook's ``HeartbeatTimeout``: the longest a starting instance may go without a heartbeat,
+no longer the whole start-up. A stall is seen at most one interval after it reaches
+:data:`PROGRESS_STALL` and reported within :data:`PROGRESS_REPORT`, and the heartbeat of the last
+look that saw progress may itself have failed (one more interval back to the one before), so the
+node's own failure always comes first; an instance whose programs died (a hung kernel, a failed
+cloud-init) is abandoned after this window instead of after the worst-case start-up."""
 
 
-def serving_startup_chain(startup_seconds: int) -> Chain:
-    """From launch until an EC2 serving instance is in service, for a model that needs ``startup_seconds``."""
+def lifecycle_global_seconds(heartbeat_seconds: int = LIFECYCLE_PROGRESS_WINDOW) -> int:
+    """The longest an instance can be held in ``Pending:Wait`` by heartbeats of a hook with this
+    ``HeartbeatTimeout``: ``min(48 h, 100 x HeartbeatTimeout)``."""
+    return min(LIFECYCLE_GLOBAL_MAX, LIFECYCLE_GLOBAL_FACTOR * heartbeat_seconds)
+
+
+def hook_heartbeat_seconds(boot_seconds: int) -> int:
+    """The launch hook's ``HeartbeatTimeout``: the progress window, or longer where the boot (launch
+    until the node programs run, when no heartbeat can come yet) needs it, at most 7,200 s."""
+    return min(max(LIFECYCLE_PROGRESS_WINDOW, boot_seconds + PROGRESS_INTERVAL), LIFECYCLE_HEARTBEAT_MAX)
+
+
+STARTUP_MAX = min(lifecycle_global_seconds() - 1, CREATION_POLICY_MAX)
+"""The longest start-up budget an EC2 serving fleet may have: below the hook's global timeout with the
+shortest heartbeat timeout, so the node's own deadline ends the wait and says why, and within
+CloudFormation's 12-hour creation wait: 43,200 s."""
+
+
+def serving_startup_chain(startup_seconds: int, boot_seconds: int) -> Chain:
+    """From launch until an EC2 serving instance is in service, for a model that needs ``startup_seconds``;
+    ``boot_seconds`` is the boot phase's budget (launch until the node programs run,
+    :func:`cdk_neuron.serving.timing.ec2_startup_model`), before which no heartbeat can come."""
     return Chain(
         name="EC2 serving: start-up",
-        path="CloudFormation (create) -> Auto Scaling launch hook -> ready.sh (every boot) -> replicas",
+        path="CloudFormation (create) -> Auto Scaling launch hook -> boot.sh, ready.sh (every boot) and "
+        "progress.sh -> replicas",
         timeouts=(
             Timeout(
                 "creation_wait",
@@ -394,18 +444,54 @@ def serving_startup_chain(startup_seconds: int) -> Chain:
                 f"{LAUNCH_ATTEMPTS} launches x the start-up budget, at most 12 h",
             ),
             Timeout(
-                "hook_heartbeat",
+                "hook_global",
+                lifecycle_global_seconds(hook_heartbeat_seconds(boot_seconds)),
+                "limit",
+                "launch lifecycle hook GlobalTimeout (Auto Scaling, not configurable)",
+                f"min(48 h, {LIFECYCLE_GLOBAL_FACTOR} x HeartbeatTimeout): the longest heartbeats can hold an instance",
+            ),
+            Timeout(
+                "startup_budget",
                 startup_seconds,
-                "timeout",
-                "launch lifecycle hook HeartbeatTimeout (default result ABANDON)",
+                "budget",
                 "the model's start-up budget (cdk_neuron.serving.timing), counted from launch",
+                "every phase's estimate x SAFETY; the load at the published figure",
             ),
             Timeout(
                 "ready_deadline",
                 ready_deadline_seconds(startup_seconds),
                 "timeout",
-                "ready.sh STARTUP_DEADLINE_SECONDS, counted from boot (uptime)",
-                f"the heartbeat less {READY_MARGIN} s, so ready.sh abandons and logs first",
+                "STARTUP_DEADLINE_SECONDS (boot.sh's pull and sync, ready.sh), counted from boot (uptime)",
+                f"the budget less {READY_MARGIN} s, so the node abandons and logs first",
+            ),
+            Timeout(
+                "hook_heartbeat",
+                hook_heartbeat_seconds(boot_seconds),
+                "timeout",
+                "launch lifecycle hook HeartbeatTimeout (default result ABANDON)",
+                "the longest silence: a stall, an interval to see it, one failed heartbeat and the time to report it; "
+                "progress.sh extends it while the start-up moves",
+            ),
+            Timeout(
+                "progress_stall",
+                PROGRESS_STALL,
+                "timeout",
+                "progress.sh PROGRESS_STALL_SECONDS",
+                "no bytes written, or a replica down, for this long: the node fails and says why",
+            ),
+            Timeout(
+                "boot",
+                boot_seconds,
+                "budget",
+                "launch until boot.sh starts progress.sh (the timing model's boot phase)",
+                "no heartbeat can come before the node programs run",
+            ),
+            Timeout(
+                "progress_interval",
+                PROGRESS_INTERVAL,
+                "interval",
+                "progress.sh PROGRESS_INTERVAL_SECONDS (RecordLifecycleActionHeartbeat on progress)",
+                "several looks per stall window",
             ),
             Timeout(
                 "instance_refresh_warmup",
@@ -425,17 +511,44 @@ def serving_startup_chain(startup_seconds: int) -> Chain:
         nesting=(
             Nesting(
                 "creation_wait",
-                "hook_heartbeat",
+                "startup_budget",
                 "within",
                 margin=0,
                 why="a replacement launch fits the wait",
             ),
             Nesting(
-                "hook_heartbeat",
+                "hook_global",
+                "startup_budget",
+                "within",
+                why="heartbeats can hold the instance for the whole start-up",
+            ),
+            Nesting(
+                "startup_budget",
                 "ready_deadline",
                 "within",
                 margin=READY_MARGIN,
-                why="ready.sh fails loudly first",
+                why="the node fails loudly first",
+            ),
+            Nesting(
+                "hook_heartbeat",
+                "progress_stall",
+                "within",
+                margin=2 * PROGRESS_INTERVAL + PROGRESS_REPORT,
+                why="a stall is seen within an interval, after a heartbeat that may have failed, and "
+                "reported before the hook gives up",
+            ),
+            Nesting(
+                "hook_heartbeat",
+                "boot",
+                "within",
+                why="the first heartbeat comes before the hook gives up on a booting instance",
+            ),
+            Nesting(
+                "progress_stall",
+                "progress_interval",
+                "within",
+                margin=3 * PROGRESS_INTERVAL,
+                why="a stall is declared only after several looks saw nothing move",
             ),
             Nesting(
                 "hook_heartbeat",
@@ -459,7 +572,8 @@ def ready_deadline_seconds(startup_seconds: int) -> int:
 
 def serving_node_settings(startup_seconds: int) -> dict[str, int]:
     """The serving node programs' timing settings (``fleet.env``): ``ready.sh``'s deadline, the host
-    nginx's timeouts and keep-alives, the replica units' stop and restart, the lifecycle watch."""
+    nginx's timeouts and keep-alives, the replica units' stop and restart, the lifecycle watch, the
+    progress watch."""
     return {
         "NEURON_DEVICE_WAIT": NEURON_DEVICE_WAIT,
         "STARTUP_DEADLINE_SECONDS": ready_deadline_seconds(startup_seconds),
@@ -473,6 +587,8 @@ def serving_node_settings(startup_seconds: int) -> dict[str, int]:
         "REPLICA_UNIT_STOP_TIMEOUT": REPLICA_UNIT_STOP_TIMEOUT,
         "REPLICA_RESTART_DELAY": REPLICA_RESTART_DELAY,
         "LIFECYCLE_POLL_SECONDS": LIFECYCLE_POLL_INTERVAL,
+        "PROGRESS_INTERVAL_SECONDS": PROGRESS_INTERVAL,
+        "PROGRESS_STALL_SECONDS": PROGRESS_STALL,
     }
 
 
@@ -774,6 +890,127 @@ def peer_settings(image_gib: float = TRAINING_IMAGE_GIB) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------------
+# Compiling for Inferentia2: the ModelCompilation task (fetch, export, upload)
+# ------------------------------------------------------------------------------------------------
+
+S3_TRANSFER_MIB_PER_SECOND = 100
+"""Assumed: what one Fargate task moves to or from S3 with the AWS CLI's default 10 concurrent
+requests (``aws s3 sync``/``cp``), and what a Hub download reaches. Not measured here."""
+COMPILE_DISK_MIB_PER_SECOND = 150
+"""Assumed: the Fargate task's ephemeral storage for the local passes (conversion, hashing)."""
+LLM_COMPILE_SECONDS = 2 * 3600
+"""Assumed: ``optimum-cli export neuron`` of an LLM at the largest size a Fargate task takes. The
+exporter's guide says only that LLM exports "can take much longer than standard models (sometimes
+more than one hour)" (huggingface/optimum-neuron docs/source/guides/export_model.mdx @v0.4.5)."""
+COMPILE_IMAGE_GIB = 25
+"""Assumed: the serving image (vLLM, torch-neuronx, neuronx-cc) as pulled, compressed. Fargate counts
+it against the task's ephemeral storage too (see :func:`cdk_neuron.compilation.job.disk_budget_gib`)."""
+COMPILE_KILL_AFTER = 30
+"""``timeout --kill-after``: SIGTERM to SIGKILL for a step that ran out of time (GNU coreutils
+``timeout`` signals the step's whole process group)."""
+COMPILE_STEP_FLOOR = 300
+"""The least time any compile step gets, whatever the source's size: interpreter and CLI start-up, S3
+request latency and the CLI's retries on throttling (standard mode: up to 3 attempts with backoff)."""
+TIMED_OUT_EXIT_CODE = 124
+"""The exit status GNU ``timeout`` gives a step it stopped: ``cdk-neuron compile --wait`` reports a
+container that exited with it as timed out."""
+
+
+def _transfer_seconds(gib: float, mib_per_second: float) -> float:
+    return gib * 1024 / mib_per_second
+
+
+def compile_step_seconds(source_gib: float) -> dict[str, int]:
+    """Each step's timeout for a source of ``source_gib`` (``fetch``, ``export``, ``upload``).
+
+    ``fetch`` copies an S3 source; ``export`` downloads a Hub source, converts a training
+    checkpoint (read, then write the full state), hashes the source, compiles, and hashes its
+    output; ``upload`` writes the export (about the weights' size: the pre-sharded copy). Each is
+    :data:`SAFETY` x its work at the assumed rates above, and at least :data:`COMPILE_STEP_FLOOR`.
+    """
+    s3 = _transfer_seconds(source_gib, S3_TRANSFER_MIB_PER_SECOND)
+    disk = _transfer_seconds(source_gib, COMPILE_DISK_MIB_PER_SECOND)
+    work = {"fetch": s3, "export": s3 + 2 * disk + disk + LLM_COMPILE_SECONDS + disk, "upload": s3}
+    return {step: max(COMPILE_STEP_FLOOR, math.ceil(SAFETY * seconds)) for step, seconds in work.items()}
+
+
+def compile_task_seconds(source_gib: float) -> int:
+    """The whole task: both image pulls, every step to its timeout and kill, one ECS stop. The
+    deadline ``cdk-neuron compile --wait`` gives a task before it reports it as lost."""
+    steps = compile_step_seconds(source_gib)
+    pulls = image_pull_seconds(COMPILE_IMAGE_GIB) + image_pull_seconds(1)
+    return pulls + sum(steps.values()) + len(steps) * COMPILE_KILL_AFTER + ECS_CONTAINER_STOP_TIMEOUT
+
+
+def compile_chain(source_gib: float) -> Chain:
+    """A ModelCompilation task for a source of ``source_gib`` (the task definition uses the largest
+    source a Fargate task takes: ``cdk_neuron.compilation.job.FARGATE_MAX_WEIGHTS_GIB``)."""
+    steps = compile_step_seconds(source_gib)
+    rates = f"S3 {S3_TRANSFER_MIB_PER_SECOND} MiB/s, disk {COMPILE_DISK_MIB_PER_SECOND} MiB/s (assumed)"
+    return Chain(
+        name="Compiling: a ModelCompilation task",
+        path="cdk-neuron compile --wait -> Fargate task -> fetch -> export -> upload",
+        timeouts=(
+            Timeout(
+                "compile_task",
+                compile_task_seconds(source_gib),
+                "budget",
+                "cdk-neuron compile --wait (DescribeTasks until STOPPED)",
+                f"pull of {COMPILE_IMAGE_GIB} GiB at {IMAGE_PULL_MIB_PER_SECOND} MiB/s + every step's timeout "
+                f"and kill + ECS stop",
+            ),
+            Timeout(
+                "compile_fetch",
+                steps["fetch"],
+                "timeout",
+                "fetch container entryPoint `timeout` (compile/fetch.sh)",
+                f"{SAFETY} x {source_gib:g} GiB from S3 at {rates}",
+            ),
+            Timeout(
+                "compile_export",
+                steps["export"],
+                "timeout",
+                "export container entryPoint `timeout` (compile/export.sh)",
+                f"{SAFETY} x (Hub download, conversion, hashing of {source_gib:g} GiB at {rates} + "
+                f"{LLM_COMPILE_SECONDS} s of compiling, assumed)",
+            ),
+            Timeout(
+                "compile_upload",
+                steps["upload"],
+                "timeout",
+                "upload container entryPoint `timeout` (compile/upload.sh)",
+                f"{SAFETY} x {source_gib:g} GiB to S3 at {rates}",
+            ),
+            Timeout(
+                "compile_kill_after",
+                COMPILE_KILL_AFTER,
+                "timeout",
+                "`timeout --kill-after` of each step",
+                "SIGTERM to SIGKILL for a step's process group once its time is up",
+            ),
+        ),
+        nesting=(
+            *(
+                Nesting(
+                    "compile_task",
+                    f"compile_{step}",
+                    "within",
+                    margin=COMPILE_KILL_AFTER,
+                    why="a step ends (and the next reports it) before the CLI stops waiting",
+                )
+                for step in ("fetch", "export", "upload")
+            ),
+            Nesting(
+                "compile_fetch",
+                "compile_kill_after",
+                "within",
+                why="a step's kill grace is short beside the step",
+            ),
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
 # HyperPod: a cdk-neuron job command run on the Slurm controller through a Session Manager session
 # ------------------------------------------------------------------------------------------------
 
@@ -836,23 +1073,32 @@ def hyperpod_command_chain() -> Chain:
 
 
 def chains(
-    *, ec2_startup_seconds: int, sagemaker_download_seconds: int, sagemaker_startup_seconds: int
+    *,
+    ec2_startup_seconds: int,
+    ec2_boot_seconds: int,
+    sagemaker_download_seconds: int,
+    sagemaker_startup_seconds: int,
+    compile_source_gib: float | None = None,
 ) -> tuple[Chain, ...]:
     """Every chain, with one model's start-up budgets (each fleet computes its own with
-    :mod:`cdk_neuron.serving.timing`; ``tools/timeouts_doc.py`` documents an example model's)."""
+    :mod:`cdk_neuron.serving.timing`; ``tools/timeouts_doc.py`` documents an example model's), and
+    the compile task's for a source of ``compile_source_gib`` (None: no compile chain)."""
+    compiling = () if compile_source_gib is None else (compile_chain(compile_source_gib),)
     return (
         serving_request_chain(),
         serving_health_chain(),
-        serving_startup_chain(ec2_startup_seconds),
+        serving_startup_chain(ec2_startup_seconds, ec2_boot_seconds),
         sagemaker_chain(sagemaker_download_seconds, sagemaker_startup_seconds),
         training_job_chain(),
         hyperpod_command_chain(),
+        *compiling,
     )
 
 
 __all__ = [
     "ALB_IDLE_TIMEOUT",
     "CLIENT_READ_TIMEOUT",
+    "COMPILE_KILL_AFTER",
     "DEREGISTRATION_DELAY",
     "HEALTH_CHECK_GRACE",
     "HYPERPOD_SCALE_POLL",
@@ -861,14 +1107,22 @@ __all__ = [
     "HYPERPOD_SLURM_COMMAND_TIMEOUT",
     "JOB_ATTEMPT_TIMEOUT",
     "LIFECYCLE_HEARTBEAT_MAX",
+    "LIFECYCLE_PROGRESS_WINDOW",
     "PEER_LOST_EXIT_CODE",
     "SAGEMAKER_CLIENT_READ_TIMEOUT",
+    "STARTUP_MAX",
+    "TIMED_OUT_EXIT_CODE",
     "Chain",
     "Nesting",
     "Timeout",
     "chains",
+    "compile_chain",
+    "compile_step_seconds",
+    "compile_task_seconds",
     "creation_policy_seconds",
+    "hook_heartbeat_seconds",
     "hyperpod_command_chain",
+    "lifecycle_global_seconds",
     "peer_join_seconds",
     "peer_settings",
     "ready_deadline_seconds",

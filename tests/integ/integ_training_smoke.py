@@ -13,22 +13,18 @@ Run offline by ``make test`` (snapshot) and live by ``make integ SUITES=training
 from __future__ import annotations
 
 import aws_cdk as cdk
-from aws_cdk import aws_events as events
 from aws_cdk import aws_logs as logs
 
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import BatchTrainingCluster
 from integ_support import assertions, programs
 from integ_support.settings import Settings, stack_name
-from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app
+from integ_support.stacks import NEVER, IntegNetwork, IntegStack, Suite, integ_app
 
 SUITE = "training_smoke"
 INSTANCE_TYPE = "trn1.2xlarge"
 JOB_TIMEOUT = cdk.Duration.minutes(30)
 WAIT = cdk.Duration.minutes(50)
-# AWS Backup would run the store's plan daily at 05:00 UTC; a recovery point in the vault would stop
-# the stack from deleting it. This rule never fires during a run.
-NEVER = events.Schedule.cron(minute="0", hour="5", day="1", month="1", year="2199")
 
 
 def build(app: cdk.App, settings: Settings) -> Suite:

@@ -356,7 +356,14 @@ def compilation(record: Record, stack: Stack) -> CompilationDeployment:
         subnets=tuple(data.get("subnets") or ()),
         engine=str(data.get("engine", "optimum-neuron")),
         checkpoints=bool(data.get("checkpoints", False)),
+        image=_optional_text(data.get("image")),
+        artifact_bucket=_optional_text(data.get("artifact_bucket")),
+        artifact_prefix=_optional_text(data.get("artifact_prefix")),
     )
+
+
+def _optional_text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def training(record: Record, stack: Stack, checkpoint: CheckpointSizing | None) -> TrainingDeployment:

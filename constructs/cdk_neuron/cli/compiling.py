@@ -26,7 +26,7 @@ from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.cli.submit import stack_resource_arn
-from cdk_neuron.compilation.job import CompileRequest, ModelSource
+from cdk_neuron.compilation.job import CompileRequest, ModelSource, artifact_key_prefix
 from cdk_neuron.deployment import CompilationDeployment, Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
@@ -58,6 +58,8 @@ def parse_source(
     pipeline_parallel: int,
     revision: str | None,
     hw_backend: str = "trn1",
+    kv_size_multiplier: int = 1,
+    config_from: str | None = None,
 ) -> ModelSource:
     """``--source``: ``checkpoint:PATH``, ``s3://bucket/prefix/`` or ``hub:ORG/MODEL``."""
     kind, _, rest = text.partition(":")
@@ -68,6 +70,8 @@ def parse_source(
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
             hw_backend=hw_backend,
+            kv_size_multiplier=kv_size_multiplier,
+            config_from=config_from,
         )
     if kind == "s3":
         return ModelSource.s3(text)
@@ -106,8 +110,63 @@ def _subnet(cloudformation: Any, stack: str, value: object) -> str:
     )
 
 
+def check_request(compilation: CompilationDeployment, request: CompileRequest, region: str) -> None:
+    """What the deployed task cannot do, refused before ``ecs:RunTask`` (every problem at once).
+
+    - a ``checkpoint:`` source when the task mounts no CheckpointStore;
+    - an artifact URI outside the bucket and prefix the task may write (its grant is ``<prefix>*``);
+    - a fleet whose image is not the one the task compiles with: the artifact would be compiled by
+      another optimum-neuron and neuronx-cc than the fleet loads it with, which optimum-neuron refuses
+      (``NeuronConfig.from_dict``, optimum/neuron/configuration_utils.py @v0.4.5).
+    """
+    found = ErrorCollector()
+    if request.source.kind == "checkpoint" and not compilation.checkpoints:
+        found.add(
+            NeuronConfigError(
+                "--source",
+                f"checkpoint:{request.source.uri}",
+                "the environment's ModelCompilation mounts no CheckpointStore: give it checkpoint_store= "
+                "and deploy, or copy the checkpoint to S3 and compile --source s3://bucket/prefix/",
+            )
+        )
+    bucket, key = artifact_key_prefix(request.artifact)
+    if compilation.artifact_prefix is not None and (
+        not key.startswith(compilation.artifact_prefix) or key == compilation.artifact_prefix
+    ):
+        found.add(
+            NeuronConfigError(
+                "--artifact-uri",
+                request.artifact,
+                f"the ModelCompilation may write only under {compilation.artifact_prefix} (its artifact_prefix): "
+                f"use s3://{compilation.artifact_bucket or bucket}/{compilation.artifact_prefix}<name>/",
+            )
+        )
+    if compilation.artifact_bucket is not None and bucket != compilation.artifact_bucket:
+        found.add(
+            NeuronConfigError(
+                "--artifact-uri",
+                request.artifact,
+                f"the ModelCompilation writes to bucket {compilation.artifact_bucket}: use "
+                f"s3://{compilation.artifact_bucket}/{compilation.artifact_prefix or ''}<name>/",
+            )
+        )
+    fleet_image = request.engine.image.uri(region)
+    if compilation.image is not None and compilation.image != fleet_image:
+        found.add(
+            NeuronConfigError(
+                "image",
+                compilation.image,
+                f"the ModelCompilation compiles with this image and the fleet serves {fleet_image}: an artifact "
+                "loads only under the optimum-neuron and neuronx-cc that exported it; give the ModelCompilation "
+                "the fleet's engine (engine=) and deploy it",
+            )
+        )
+    found.raise_if_any()
+
+
 def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Compiling:
     compilation = _compilation(env)
+    check_request(compilation, request, env.region)
     cloudformation = ctx.aws("cloudformation", env.region)
     stack = compilation.stack_name
     cluster = stack_resource_arn(cloudformation, stack, compilation.cluster_logical_id)
@@ -194,6 +253,18 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="the Trainium generation a training checkpoint was saved on: trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3); "
         "NxD's converter orders replicated KV heads by it (default: trn1)",
     )
+    parser.add_argument(
+        "--source-kv-multiplier",
+        type=int,
+        default=1,
+        help="the KV-head replication of a training checkpoint (NxD kv_size_multiplier, e.g. 4 for Llama 3 8B at "
+        "TP 32; default: 1)",
+    )
+    parser.add_argument(
+        "--config-from",
+        help="where a checkpoint's missing config.json and tokenizer are: hub:<org/model>[@revision] or "
+        "s3://bucket/prefix/ (default: the fleet's model on the Hub)",
+    )
     parser.add_argument("--revision", help="the Hub revision of a hub: source")
 
 
@@ -210,6 +281,8 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
             pipeline_parallel=args.source_pp,
             revision=args.revision,
             hw_backend=args.source_hw_backend,
+            kv_size_multiplier=args.source_kv_multiplier,
+            config_from=args.config_from,
         )
     )
     found.raise_if_any()

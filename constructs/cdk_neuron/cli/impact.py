@@ -68,6 +68,18 @@ class StackChange:
 
 
 @dataclass(frozen=True)
+class ArtifactChange:
+    """The fleet serves another artifact: how the change rolls out and what happens to the old one."""
+
+    backend: str
+    before: str | None
+    """The artifact served now (None: the Hub checkpoint, compiled on each instance)."""
+    after: str | None
+    rollout: str
+    old_artifact: str
+
+
+@dataclass(frozen=True)
 class EnvironmentImpact:
     name: str
     stacks: list[StackChange]
@@ -79,6 +91,8 @@ class EnvironmentImpact:
     blocked: list[str]
     """Stacks whose failed first create termination protection keeps cdk deploy from retrying."""
     unblocked: list[str]
+    artifacts: list[ArtifactChange] = field(default_factory=list)
+    """A change of the artifact the fleet serves (docs/lifecycle.md, "serving artifact")."""
 
     @property
     def at_risk(self) -> bool:
@@ -107,6 +121,41 @@ def _resource(stack: str, found: lifecycle.ResourceImpact) -> ResourceChange:
     )
 
 
+def artifact_changes(old: Deployment | None, new: Deployment | None) -> list[ArtifactChange]:
+    """What a change of the served artifact does, from the two sides' workload records."""
+    if old is None or new is None or old.serving is None or new.serving is None:
+        return []
+    before, after = old.serving.model.artifact_uri, new.serving.model.artifact_uri
+    if before == after:
+        return []
+    reads = f"the new instances read {after}" if after else "the new instances download the Hub checkpoint"
+    if new.serving.backend == "sagemaker":
+        rollout = (
+            "a new SageMaker model and endpoint config; the endpoint update starts the new configuration's "
+            "instances at the current count, shifts traffic once they are healthy, then stops the old ones "
+            f"(blue/green, no capacity drop); {reads}, and the old model keeps its read grant on the old "
+            "artifact until CloudFormation's clean-up phase"
+        )
+    else:
+        rollout = (
+            "an instance refresh that keeps 100% of the desired capacity healthy, launching each replacement "
+            f"before terminating the instance it replaces (no capacity drop); {reads}, and the instances not yet "
+            "replaced keep their read grant on the old artifact until CloudFormation's clean-up phase"
+        )
+    if before is None:
+        kept = "none: the fleet served the Hub checkpoint"
+    else:
+        kept = (
+            f"{before} is kept: cdk-neuron never deletes an artifact; delete it yourself once nothing serves it "
+            "and you will not roll back to it"
+        )
+    return [
+        ArtifactChange(
+            backend=new.serving.backend, before=before, after=after, rollout=rollout, old_artifact=kept
+        )
+    ]
+
+
 def _environment(
     name: str,
     impacts: Sequence[lifecycle.StackImpact],
@@ -114,6 +163,7 @@ def _environment(
     cost_line: str | None,
     blocked: Sequence[str] = (),
     unblocked: Sequence[str] = (),
+    artifacts: Sequence[ArtifactChange] = (),
 ) -> EnvironmentImpact:
     def every(predicate: Any) -> list[ResourceChange]:
         return [_resource(s.stack, r) for s in impacts for r in s.resources if predicate(r)]
@@ -136,6 +186,7 @@ def _environment(
         cost=cost_line,
         blocked=list(blocked),
         unblocked=list(unblocked),
+        artifacts=list(artifacts),
     )
 
 
@@ -194,26 +245,32 @@ UNPRICED_DEPLOYED = (
 )
 
 
-def _deployed_cost_line(
+def _deployed_sides(
     name: str, stacks: Mapping[str, assembly.Stack], deployed: Mapping[str, DeployedStack]
-) -> str | None:
-    """``cost --diff`` from what is deployed to the new synthesis: the deployed side is priced from the
-    records each template carries in its Metadata (:data:`cdk_neuron.cli.assembly.TEMPLATE_METADATA`),
-    with the stacks' places taken from the new assembly. None: the environment records no workload."""
+) -> tuple[str | None, list[ArtifactChange]]:
+    """``cost --diff`` from what is deployed to the new synthesis, and the artifact change: the deployed
+    side is read from the records each template carries in its Metadata
+    (:data:`cdk_neuron.cli.assembly.TEMPLATE_METADATA`), with the stacks' places taken from the new
+    assembly. (None, []): the environment records no workload."""
     try:
         new = list(assembly.deployments(stacks.values()).values())
     except NeuronConfigError:
-        return None
+        return None, []
     present = [
         dataclasses.replace(s, template=template, records=assembly.template_records(template))
         for s in stacks.values()
         if (template := deployed[s.stack_name].template) is not None
     ]
     if present and not any(s.records for s in present):
-        return UNPRICED_DEPLOYED
+        return UNPRICED_DEPLOYED, []
     old = list(assembly.deployments(present).values()) if present else []
     # Nothing deployed yet: the whole environment is added, and priced as such.
-    return _cost_lines(old, new, named=name).get(name)
+    artifacts = artifact_changes(_named(old, name), _named(new, name))
+    return _cost_lines(old, new, named=name).get(name), artifacts
+
+
+def _named(deployments: Sequence[Deployment], name: str) -> Deployment | None:
+    return next((d for d in deployments if d.name == name), None)
 
 
 def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool) -> ImpactResult:
@@ -227,9 +284,9 @@ def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool)
     before = _by_environment(old_stacks)
     after = _by_environment(new_stacks)
     names = _selected([*after, *(n for n in before if n not in after)], env)
-    costs = _cost_lines(
-        list(assembly.load(old, field="OLD").values()), list(assembly.load(new, field="NEW").values())
-    )
+    old_deployments = assembly.load(old, field="OLD")
+    new_deployments = assembly.load(new, field="NEW")
+    costs = _cost_lines(list(old_deployments.values()), list(new_deployments.values()))
     environments = []
     for name in names:
         impacts = lifecycle.impact(
@@ -237,7 +294,8 @@ def _between_assemblies(old: str, new: str, env: str | None, new_releases: bool)
             {k: dict(s.template) for k, s in after.get(name, {}).items()},
             new_releases=new_releases,
         )
-        environments.append(_environment(name, impacts, cost_line=costs.get(name)))
+        artifacts = artifact_changes(old_deployments.get(name), new_deployments.get(name))
+        environments.append(_environment(name, impacts, cost_line=costs.get(name), artifacts=artifacts))
     return ImpactResult(before=old, after=new, environments=environments, summary=_summary(environments))
 
 
@@ -288,13 +346,15 @@ def _against_deployed(args: argparse.Namespace, ctx: Context, directory: str) ->
             {k: dict(s.template) for k, s in after[name].items()},
             new_releases=args.new_releases,
         )
+        cost_line, artifacts = _deployed_sides(name, after[name], deployed)
         environments.append(
             _environment(
                 name,
                 impacts,
-                cost_line=_deployed_cost_line(name, after[name], deployed),
+                cost_line=cost_line,
                 blocked=[s for s in blocked if s not in unblocked],
                 unblocked=unblocked,
+                artifacts=artifacts,
             )
         )
     return ImpactResult(
@@ -332,6 +392,16 @@ def render(result: ImpactResult) -> Report:
                 f"{env.name}: replaced",
                 _columns("why"),
                 [(c.stack, c.logical_id, "; ".join(c.reasons)) for c in env.replaced],
+            )
+        for change in env.artifacts:
+            out.pairs(
+                f"{env.name}: serving artifact ({change.backend})",
+                [
+                    ("now", change.before or "the Hub checkpoint"),
+                    ("after the deploy", change.after or "the Hub checkpoint (compiled on each instance)"),
+                    ("rollout", change.rollout),
+                    ("old artifact", change.old_artifact),
+                ],
             )
         if env.restarts:
             out.table(f"{env.name}: what restarts", _columns("what"), _rows(env.restarts, "restarts"))
@@ -439,4 +509,13 @@ COMMAND = Command(
 )
 
 
-__all__ = ["COMMAND", "EnvironmentImpact", "ImpactResult", "ResourceChange", "StackChange", "render"]
+__all__ = [
+    "COMMAND",
+    "ArtifactChange",
+    "EnvironmentImpact",
+    "ImpactResult",
+    "ResourceChange",
+    "StackChange",
+    "artifact_changes",
+    "render",
+]

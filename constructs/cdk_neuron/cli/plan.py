@@ -404,10 +404,10 @@ def _render_startup(name: str, startup: ServingStartup, out: Report) -> None:
         return "-" if value is None else f"{value:,.0f} s" if value >= 10 else f"{value:.1f} s"
 
     def ratio(line: StartupPhaseLine) -> str:
-        if line.ratio is None or line.budget_ratio is None:
-            return "no floor published"
         if not line.controlled:
             return "runtime (not ours)"
+        if line.ratio is None or line.budget_ratio is None:
+            return "no floor published"
         return f"{line.ratio:.2f}x / {line.budget_ratio:.2f}x"
 
     out.table(

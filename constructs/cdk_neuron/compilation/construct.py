@@ -3,9 +3,18 @@
 One ECS cluster and one Fargate task definition of three containers sharing the task's ephemeral
 storage: ``fetch`` (the AWS CLI image: an S3 source onto the volume), ``export`` (the serving image:
 convert a training checkpoint, ``optimum-cli export neuron``, write ``cdk-neuron-artifact.json``) and
-``upload`` (the AWS CLI image: the export, then its manifest). Each starts only when the one before
-exited 0 (container ``dependsOn`` ``SUCCESS``). ``cdk-neuron compile`` runs the task
-(``ecs:RunTask``) with the request's settings as container environment overrides.
+``upload`` (the AWS CLI image: the export, then its manifest). Each starts when the one before has
+stopped (container ``dependsOn`` ``COMPLETE``) and first checks that it succeeded: a step that
+succeeds leaves ``<WORK_DIR>/status/<step>.ok`` on the shared volume, and a step that finds its
+predecessor's missing exits 1 at once. Only ``upload`` is essential, so the task always stops with
+it, its exit code saying whether the artifact was written. (With ``SUCCESS`` a failed step leaves the
+next one waiting on a condition that can never be met; a dependent container "stuck in PENDING"
+is a reported outcome, aws/containers-roadmap#817, and a status file is the workaround it names.)
+Every step runs under GNU ``timeout`` with its budget from :func:`cdk_neuron.timeouts.compile_step_seconds`
+(both images are Linux images with coreutils: Ubuntu 22.04 for the serving image, Amazon Linux 2 for
+the AWS CLI image, ``aws/aws-cli`` docker/Dockerfile ``FROM amazonlinux:2``), so a hung compile
+stops billing. ``cdk-neuron compile`` runs the task (``ecs:RunTask``) with the request's settings as
+container environment overrides.
 
 The task definition replaces each image's ENTRYPOINT with ``bash -c <program>``: the serving image's
 own entrypoint starts the server (``optimum-cli neuron serve``) whatever its arguments, and ECS, unlike
@@ -26,19 +35,23 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from cdk_neuron import _cdk_values, _manifest
+from cdk_neuron import _cdk_values, _manifest, timeouts
 from cdk_neuron._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron._scope import reported_by
-from cdk_neuron._subnets import select_subnets
+from cdk_neuron._subnets import describe_selection, select_subnets
 from cdk_neuron.compilation.job import (
     CHECKPOINT_MOUNT,
     COMPILE_ENGINES,
+    DEFAULT_ARTIFACT_PREFIX,
     FARGATE_CPU_UNITS,
     FARGATE_EPHEMERAL_GIB,
+    FARGATE_MAX_WEIGHTS_GIB,
     FARGATE_MEMORY_MIB,
     WORK_DIR,
+    check_artifact_prefix,
 )
 from cdk_neuron.errors import NeuronConfigError
+from cdk_neuron.iam_statements import allow_log_encryption
 from cdk_neuron.node_programs import program
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.permissions import image_pull_statements
@@ -51,6 +64,19 @@ AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 CLI version 2 Docker image", AWS CLI User Guide)."""
 CONTAINERS = ("fetch", "export", "upload")
 """The task's containers, in the order they run."""
+STEP_TOOLS: dict[str, tuple[str, ...]] = {
+    "fetch": ("bash", "timeout", "mkdir", "ls", "touch", "aws"),
+    "export": (
+        "bash", "timeout", "python3", "mkdir", "rm", "du", "cut", "find", "wc", "date", "touch", "optimum-cli",
+    ),
+    "upload": ("bash", "timeout", "aws"),
+}  # fmt: skip
+"""The commands each step's program runs, and so what its image must ship (the tests rehearse each
+program with only these on its PATH). ``fetch`` and ``upload`` run in the AWS CLI image, built
+``FROM amazonlinux:2`` (aws/aws-cli ``docker/Dockerfile``), whose base has bash and coreutils
+(``timeout``, ``mkdir``, ``ls``, ``touch``). ``export`` runs in the serving image, built on Ubuntu 22.04
+(the tag's ``ubuntu22.04``; optimum-neuron ``docker/vllm/Dockerfile`` @v0.4.5), whose base has bash,
+coreutils and findutils, and which installs python3 and optimum-cli."""
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
@@ -59,17 +85,26 @@ class ModelCompilation(Construct):
 
     :param vpc: where the task runs (private subnets; it needs S3, ECR, CloudWatch Logs, and the Hub
         for Hub sources). Required.
-    :param artifact_bucket: where artifacts are written (any prefix; ``cdk-neuron compile
-        --artifact-uri``). Required.
+    :param artifact_bucket: where artifacts are written (``cdk-neuron compile --artifact-uri``, a new
+        prefix under ``artifact_prefix``). Required.
+    :param artifact_prefix: the key prefix the task may write under, e.g. ``"compiled/"``: the grant
+        covers only it, so a compile cannot overwrite anything else in the bucket (a fleet's data,
+        other artifacts are still write-once: the upload refuses a non-empty prefix, and the manifest
+        is written with ``If-None-Match``). Default: ``"compiled/"``.
     :param engine: the serving engine whose image compiles. Default: ``ServingEngine.optimum_neuron()``
         (the only engine the task exports for).
     :param compile_cache: the shared Neuron compile cache, set as ``NEURON_COMPILE_CACHE_URL`` and
         granted read/write. Default: None (no cache).
     :param checkpoint_store: mounted read-only at ``/checkpoints`` so a training run's checkpoint can be
         compiled. Default: None (S3 and Hub sources only).
-    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources.
-        Default: None.
-    :param vpc_subnets: the task's subnets. Default: private subnets with egress.
+    :param hugging_face_token: secret whose string is a Hugging Face token, for gated Hub sources (and a
+        gated base model's config and tokenizer). The execution role reads it, with ``kms:Decrypt`` on
+        its key only when the ``ISecret`` knows the key: import a secret encrypted with your own key
+        with ``Secret.from_secret_attributes(..., encryption_key=key)``, or the task fails to start
+        (``ResourceInitializationError``). Default: None.
+    :param vpc_subnets: the task's subnets. Default: private subnets with egress. With a One Zone
+        ``checkpoint_store`` the task runs only in the selected subnets of the store's AZ (its only
+        mount target is there).
     :param kms_key: key of the log group. Default: a new key with rotation.
     :param removal_policy: for the key and the log group. Default: ``RETAIN_ON_UPDATE_OR_DELETE``.
     :param log_retention: how long the compile logs are kept. Default: one month.
@@ -88,6 +123,7 @@ class ModelCompilation(Construct):
         *,
         vpc: ec2.IVpc,
         artifact_bucket: s3.IBucket,
+        artifact_prefix: str = DEFAULT_ARTIFACT_PREFIX,
         engine: ServingEngine | None = None,
         compile_cache: ICompileCache | None = None,
         checkpoint_store: ICheckpointStore | None = None,
@@ -112,6 +148,7 @@ class ModelCompilation(Construct):
             stack = cdk.Stack.of(self)
             self.engine = engine
             self.artifact_bucket = artifact_bucket
+            self.artifact_prefix = check_artifact_prefix(artifact_prefix)
             self.kms_key = kms_key or kms.Key(
                 self,
                 "Key",
@@ -119,7 +156,7 @@ class ModelCompilation(Construct):
                 enable_key_rotation=True,
                 removal_policy=removal_policy,
             )
-            self.kms_key.grant_encrypt_decrypt(iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com"))
+            allow_log_encryption(self.kms_key, sid="CloudWatchLogsEncryptsCompileLogs")
             self.log_group = logs.LogGroup(
                 self,
                 "Logs",
@@ -138,6 +175,7 @@ class ModelCompilation(Construct):
                 allow_all_outbound=True,
             )
             self.subnets = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            subnet_ids = _task_subnets(vpc, self.subnets, checkpoint_store)
             self.task_role = iam.Role(
                 self,
                 "TaskRole",
@@ -164,7 +202,7 @@ class ModelCompilation(Construct):
             containers = self._containers(stack, engine, environment, hugging_face_token)
             if checkpoint_store is not None:
                 self._mount_checkpoints(checkpoint_store, containers["export"])
-            self._grant_artifact_writes(stack, artifact_bucket)
+            self._grant_artifact_writes(artifact_bucket)
             self._grant_image_pull(stack, engine)
             self._acknowledge(compile_cache)
             _manifest.record_compilation(
@@ -174,8 +212,10 @@ class ModelCompilation(Construct):
                 cluster=self.cluster,
                 task_definition=self.task_definition,
                 security_group=self.security_group,
-                subnets=[s.subnet_id for s in select_subnets(vpc, self.subnets).subnets],
+                subnets=subnet_ids,
                 checkpoints=checkpoint_store is not None,
+                artifact_bucket=artifact_bucket.bucket_name,
+                artifact_prefix=self.artifact_prefix,
             )
 
     # -- pieces ------------------------------------------------------------------------------------
@@ -189,6 +229,7 @@ class ModelCompilation(Construct):
     ) -> dict[str, ecs.ContainerDefinition]:
         made: dict[str, ecs.ContainerDefinition] = {}
         previous: ecs.ContainerDefinition | None = None
+        budgets = timeouts.compile_step_seconds(FARGATE_MAX_WEIGHTS_GIB)
         for name in CONTAINERS:
             image = (
                 ecs.ContainerImage.from_registry(engine.image.uri(stack.region))
@@ -199,10 +240,12 @@ class ModelCompilation(Construct):
                 name,
                 image=image,
                 essential=name == "upload",  # the task ends with the upload (or with a failed step)
-                entry_point=["bash", "-c"],
+                entry_point=step_entry_point(budgets[name]),
                 command=[program(f"compile/{name}.sh").read_text()],
                 environment={**environment, "WORK_DIR": WORK_DIR}
                 if name == "export"
+                else {"WORK_DIR": WORK_DIR, "ARTIFACT_PREFIX": self.artifact_prefix}
+                if name == "upload"
                 else {"WORK_DIR": WORK_DIR},
                 secrets={"HF_TOKEN": ecs.Secret.from_secrets_manager(token)}
                 if token and name == "export"
@@ -213,9 +256,11 @@ class ModelCompilation(Construct):
                 ecs.MountPoint(container_path=WORK_DIR, source_volume="work", read_only=False)
             )
             if previous is not None:
+                # COMPLETE, not SUCCESS: the step starts whatever the previous one's exit, and its
+                # program stops at once when the previous left no status/<step>.ok.
                 container.add_container_dependencies(
                     ecs.ContainerDependency(
-                        container=previous, condition=ecs.ContainerDependencyCondition.SUCCESS
+                        container=previous, condition=ecs.ContainerDependencyCondition.COMPLETE
                     )
                 )
             if name == "export" and engine.image.is_private_ecr:
@@ -243,23 +288,27 @@ class ModelCompilation(Construct):
         )
         store.grant_read(self.task_role, peer=self.security_group)
 
-    def _grant_artifact_writes(self, stack: cdk.Stack, bucket: s3.IBucket) -> None:
-        """List the bucket and write objects: no delete, no overwrite check beyond the upload's own."""
+    def _grant_artifact_writes(self, bucket: s3.IBucket) -> None:
+        """List and write under ``artifact_prefix`` only: no read, no delete, nothing outside it."""
+        prefix = self.artifact_prefix
         statements: list[tuple[iam.PolicyStatement, str]] = [
             (
                 iam.PolicyStatement(
-                    sid="ListArtifacts", actions=["s3:ListBucket"], resources=[bucket.bucket_arn]
+                    sid="ListArtifactPrefix",
+                    actions=["s3:ListBucket"],
+                    resources=[bucket.bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
                 ),
-                "the upload lists the destination prefix (aws s3 sync, and the check for an existing manifest)",
+                f"the upload lists the destination prefix under {prefix} to refuse a non-empty one",
             ),
             (
                 iam.PolicyStatement(
                     sid="WriteArtifacts",
-                    actions=["s3:PutObject", "s3:GetObject"],
-                    resources=[bucket.arn_for_objects("*")],
+                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                    resources=[bucket.arn_for_objects(f"{prefix}*")],
                 ),
-                "each compile writes a new prefix chosen when it runs (cdk-neuron compile --artifact-uri); "
-                "put and get only, never delete",
+                f"each compile writes a new prefix under {prefix} chosen when it runs (cdk-neuron compile "
+                "--artifact-uri); put (and abort its own multipart uploads) only, never read or delete",
             ),
         ]
         if bucket.encryption_key is not None:
@@ -270,7 +319,7 @@ class ModelCompilation(Construct):
                         actions=["kms:GenerateDataKey", "kms:Decrypt"],
                         resources=[bucket.encryption_key.key_arn],
                     ),
-                    "the artifact bucket's key",
+                    "the artifact bucket's key (a multipart upload decrypts its parts to complete)",
                 )
             )
         policy = iam.ManagedPolicy(
@@ -281,7 +330,6 @@ class ModelCompilation(Construct):
             statements=[s for s, _ in statements],
         )
         acknowledge_wildcards(policy, statements)
-        del stack
 
     def _grant_image_pull(self, stack: cdk.Stack, engine: ServingEngine) -> None:
         if not engine.image.is_private_ecr:
@@ -343,4 +391,43 @@ class ModelCompilation(Construct):
         return bucket.grant_read(self.task_role, prefix)
 
 
-__all__ = ["AWS_CLI_IMAGE", "CONTAINERS", "ModelCompilation"]
+def step_entry_point(seconds: int) -> list[str]:
+    """A step's ENTRYPOINT: its program under GNU ``timeout`` (the whole process group is signalled,
+    then killed ``COMPILE_KILL_AFTER`` later), exit 124 when it ran out of time."""
+    return ["timeout", f"--kill-after={timeouts.COMPILE_KILL_AFTER}", str(seconds), "bash", "-c"]
+
+
+def _task_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection, store: ICheckpointStore | None) -> list[str]:
+    """The subnets ``ecs:RunTask`` is given: the selection, narrowed to a One Zone store's AZ.
+
+    A One Zone file system has one mount target, and an ECS EFS volume mounts it by the file system
+    id, which resolves only in that AZ ("Mounting One Zone file systems", Amazon EFS User Guide,
+    https://docs.aws.amazon.com/efs/latest/ug/mounting-one-zone.html, read 2026-12-02).
+    """
+    subnets = select_subnets(vpc, selection).subnets
+    zone = store.availability_zone if store is not None else None
+    if zone is None or cdk.Token.is_unresolved(zone):
+        return [s.subnet_id for s in subnets]
+    zones = {s.subnet_id: _zone_of(s) for s in subnets}
+    if None in zones.values():
+        return [s.subnet_id for s in subnets]  # imported without AZs: nothing to narrow by
+    inside = [s.subnet_id for s in subnets if zones[s.subnet_id] == zone]
+    if not inside:
+        raise NeuronConfigError(
+            "vpc_subnets",
+            describe_selection(selection),
+            f"the One Zone checkpoint_store is in {zone}, where its only mount target is, and no selected "
+            f"subnet is ({', '.join(sorted({str(z) for z in zones.values()}))}): select a subnet in {zone}",
+        )
+    return inside
+
+
+def _zone_of(subnet: ec2.ISubnet) -> str | None:
+    try:
+        zone = subnet.availability_zone
+    except RuntimeError:  # imported without an AZ
+        return None
+    return None if cdk.Token.is_unresolved(zone) else zone
+
+
+__all__ = ["AWS_CLI_IMAGE", "CONTAINERS", "STEP_TOOLS", "ModelCompilation", "step_entry_point"]

@@ -10,10 +10,17 @@ no Neuron device ("The one-time compilation step from the standard framework-lev
 binary may be performed on any EC2 instance or even on-premises", Neuron Compiler FAQ (neuronx-cc),
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/neuronx-cc/faq.html, read
 2026-12-02), and ``optimum-cli export neuron --instance_type inf2`` names its target rather than
-detecting it (huggingface/optimum-neuron ``optimum/commands/export/neuronx.py``). Compiling in the
+detecting it (huggingface/optimum-neuron ``optimum/commands/export/neuronx.py``). For LLMs, which
+also trace with NxD, optimum-neuron's export guide documents CPU-only compiles with
+``--instance_type`` (``docs/source/guides/export_model.mdx`` @v0.4.5; huggingface/optimum-neuron#974,
+merged 2025-10); its earlier guidance said LLMs export only on Neuron platforms
+(huggingface/optimum-neuron#626, 2024-06), so the integ suites are what will prove it here. Compiling in the
 serving image makes the compiler the one whose runtime will load the graphs. The limit is host
-memory and disk: exporting holds the checkpoint and its shards in memory (about 3 x the weights; the
-serving README's "Precompiled artifacts"), and Fargate offers at most 16 vCPU, 120 GiB of memory and
+memory and disk: exporting holds the checkpoint and its shards in memory (about 3 x the weights: this
+project's own estimate, in the serving README's "Precompiled artifacts", not an upstream figure),
+and the disk holds the images, the source, a converted copy and the export (:func:`disk_budget_gib`;
+the export program also measures the free space before each phase, from the source's real size and
+dtype). Fargate offers at most 16 vCPU, 120 GiB of memory and
 200 GiB of ephemeral storage per task ("Fargate task definition parameters" and "Fargate task
 ephemeral storage", Amazon ECS Developer Guide, read 2026-12-02), so models above
 :data:`FARGATE_MAX_WEIGHTS_GIB` of weights are refused with the way to compile them by hand.
@@ -24,10 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cdk_neuron import catalog
+from cdk_neuron import catalog, timeouts
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import ServingPlan
-from cdk_neuron.serving.artifact_manifest import image_sdk
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec, parse_s3_uri
 from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI
@@ -46,10 +52,13 @@ FARGATE_MEMORY_MIB = 122880
 FARGATE_EPHEMERAL_GIB = 200
 """The most ephemeral storage a Fargate task takes (platform 1.4.0)."""
 EXPORT_MEMORY_FACTOR = 3
-"""Host memory an export holds, in multiples of the weights (checkpoint + shards; serving README)."""
+"""Host memory an export holds, in multiples of the weights (checkpoint + shards). This project's
+estimate (serving README, "Precompiled artifacts"), not a figure optimum-neuron publishes."""
 FARGATE_MAX_WEIGHTS_GIB = FARGATE_MEMORY_MIB / 1024 / EXPORT_MEMORY_FACTOR
 """40 GiB of weights (about 20B parameters in bf16): the most a Fargate compile task can export."""
-FARGATE_INCLUDED_STORAGE_GIB = 20
+DEFAULT_ARTIFACT_PREFIX = "compiled/"
+"""The key prefix a ModelCompilation may write under by default (its ``artifact_prefix``)."""
+FARGATE_INCLUDED_STORAGE_GIB = catalog.FARGATE_INCLUDED_EPHEMERAL_GB
 """Ephemeral storage every Fargate task gets without charge; above it, storage is billed per GB-hour."""
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
@@ -62,15 +71,71 @@ def compile_task_usd_per_hour() -> float:
     """What one ModelCompilation task costs per hour at the catalog's Fargate prices (us-east-1).
 
     16 vCPU, 120 GiB of memory and 180 GiB of ephemeral storage above the 20 included, each at its
-    per-hour rate (``catalog.SERVICE_PRICES``, source SVC-FARGATE; Fargate bills per second with a
-    one-minute minimum).
+    per-hour rate (``catalog.FARGATE_PRICES``, source SVC-FARGATE; Fargate bills per second with a
+    one-minute minimum). The one price of the task: the integ estimate and the compile tax
+    (:mod:`cdk_neuron.compilation.tax`) both use it.
     """
-    prices = catalog.SERVICE_PRICES
+    prices = catalog.FARGATE_PRICES
     return (
-        FARGATE_CPU_UNITS / 1024 * prices["fargate_vcpu_hour"].usd_per_hour
-        + FARGATE_MEMORY_MIB / 1024 * prices["fargate_gb_hour"].usd_per_hour
-        + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB)
-        * prices["fargate_storage_gb_hour"].usd_per_hour
+        FARGATE_CPU_UNITS / 1024 * prices["vcpu_hour"].usd_per_hour
+        + FARGATE_MEMORY_MIB / 1024 * prices["gb_hour"].usd_per_hour
+        + (FARGATE_EPHEMERAL_GIB - FARGATE_INCLUDED_STORAGE_GIB) * prices["ephemeral_gb_hour"].usd_per_hour
+    )
+
+
+def disk_budget_gib(weights_gib: float) -> float:
+    """The ephemeral storage one compile of ``weights_gib`` uses at most.
+
+    Fargate counts the images against the task's storage, pulled and unpacked ("the pulled,
+    compressed, and the uncompressed container image", "Fargate task ephemeral storage for Amazon
+    ECS", Amazon ECS Developer Guide, read 2026-12-02): the serving image twice
+    (:data:`cdk_neuron.timeouts.COMPILE_IMAGE_GIB`, assumed) and the AWS CLI image's 1 GiB. Then the
+    source (downloaded or fetched), one converted copy (a training checkpoint) and the export (the
+    TP-sharded weights), each about the weights' size.
+    """
+    return 2 * timeouts.COMPILE_IMAGE_GIB + 1 + 3 * weights_gib
+
+
+def check_artifact_prefix(prefix: object) -> str:
+    """A ModelCompilation's ``artifact_prefix``: a key prefix ending in ``/`` (one is added), no
+    leading ``/``, no wildcard or ``..``; the task's write grant is ``<prefix>*``."""
+    if (
+        not isinstance(prefix, str)
+        or not prefix.strip("/")
+        or prefix.startswith("/")
+        or any(c in prefix for c in "*?")
+        or any(c.isspace() for c in prefix)
+        or ".." in prefix.split("/")
+    ):
+        raise NeuronConfigError(
+            "artifact_prefix",
+            prefix,
+            'give a key prefix such as "compiled/" (no leading /, no wildcard): the task may write only under it',
+        )
+    return prefix.rstrip("/") + "/"
+
+
+def artifact_key_prefix(artifact_uri: str) -> tuple[str, str]:
+    """``s3://bucket/a/b/`` -> ``("bucket", "a/b/")``."""
+    uri = parse_s3_uri(artifact_uri).uri
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def check_config_from(value: object) -> str | None:
+    """``config_from``: None, ``hub:<org/model>[@revision]`` or ``s3://bucket/prefix/``."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.startswith("hub:"):
+        repo, _, revision = value[4:].partition("@")
+        if HF_MODEL_ID.match(repo) and not any(c.isspace() for c in revision):
+            return value
+    elif isinstance(value, str) and S3_PREFIX_URI.match(value) and ".." not in value:
+        return parse_s3_uri(value, field="config_from").uri
+    raise NeuronConfigError(
+        "config_from",
+        value,
+        "use hub:<org/model>[@revision] or s3://<bucket>/<prefix>/ holding the model's config.json and tokenizer",
     )
 
 
@@ -89,6 +154,9 @@ class ModelSource:
     :ivar hw_backend: the Trainium generation the checkpoint was trained on, ``trn1`` or ``trn2`` (NxD's
         converter ``--hw_backend``: Trn2 replicates KV heads in blocks, Trn1 interleaved, and the query
         heads are put back in order accordingly). Default: ``trn1``.
+    :ivar config_from: where config.json and the tokenizer come from when the checkpoint lacks them
+        (a neuronx-distributed checkpoint has neither): ``hub:<org/model>[@revision]`` or an ``s3://``
+        prefix. Default: None (the fleet's ``model_id`` on the Hub).
     """
 
     kind: SourceKind
@@ -99,6 +167,7 @@ class ModelSource:
     pipeline_parallel: int = 1
     kv_size_multiplier: int = 1
     hw_backend: str = "trn1"
+    config_from: str | None = None
 
     @staticmethod
     def checkpoint(
@@ -109,10 +178,12 @@ class ModelSource:
         pipeline_parallel: int = 1,
         kv_size_multiplier: int = 1,
         hw_backend: str = "trn1",
+        config_from: str | None = None,
     ) -> ModelSource:
         """A checkpoint directory on the CheckpointStore, e.g. ``"run-7/step-1200"``: a Hugging Face
         checkpoint, or a neuronx-distributed training checkpoint (``model/dp_rank_*``) given its
-        ``tensor_parallel`` (and ``pipeline_parallel``), which the task converts."""
+        ``tensor_parallel`` (and ``pipeline_parallel``), which the task converts; ``config_from`` for
+        the config and tokenizer it lacks."""
         if (
             not isinstance(path, str)
             or not path.strip("/")
@@ -144,6 +215,7 @@ class ModelSource:
         return ModelSource(
             "checkpoint",
             path.strip("/"),
+            config_from=check_config_from(config_from),
             step=step,
             tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel,
@@ -225,7 +297,12 @@ class CompileRequest:
 
     def fetch_environment(self) -> dict[str, str]:
         """The ``fetch`` container's settings."""
-        return {"SOURCE_KIND": self.source.kind, "SOURCE_URI": self.source.uri, "WORK_DIR": WORK_DIR}
+        return {
+            "SOURCE_KIND": self.source.kind,
+            "SOURCE_URI": self.source.uri,
+            "CONFIG_FROM": self.source.config_from or "",
+            "WORK_DIR": WORK_DIR,
+        }
 
     def export_environment(self, region: str) -> dict[str, str]:
         """The ``export`` container's settings (no secret: the Hub token arrives as a container secret)."""
@@ -242,6 +319,7 @@ class CompileRequest:
             "CONVERT_PP": str(self.source.pipeline_parallel),
             "CONVERT_KV_MULTIPLIER": str(self.source.kv_size_multiplier),
             "CONVERT_HW_BACKEND": self.source.hw_backend,
+            "CONFIG_FROM": self.source.config_from or "",
             "BATCH_SIZE": str(self.model.graph_batch_size),
             "SEQUENCE_LENGTH": str(self.model.graph_sequence_length),
             "TENSOR_PARALLEL": str(self.plan.tensor_parallel),
@@ -249,7 +327,6 @@ class CompileRequest:
             "ENGINE": self.engine.name,
             "ENGINE_VERSION": ".".join(map(str, optimum)) if optimum else "",
             "IMAGE": f"{image.repository}:{image.tag}",
-            "NEURON_SDK": image_sdk(image) or "",
             "ARTIFACT_URI": self.artifact,
             "WORK_DIR": WORK_DIR,
             "CHECKPOINT_MOUNT": CHECKPOINT_MOUNT,
@@ -279,6 +356,7 @@ class CompileRequest:
 __all__ = [
     "CHECKPOINT_MOUNT",
     "COMPILE_ENGINES",
+    "DEFAULT_ARTIFACT_PREFIX",
     "EXPORT_MEMORY_FACTOR",
     "FARGATE_CPU_UNITS",
     "FARGATE_EPHEMERAL_GIB",
@@ -290,5 +368,9 @@ __all__ = [
     "CompileRequest",
     "ModelSource",
     "SourceKind",
+    "artifact_key_prefix",
+    "check_artifact_prefix",
+    "check_config_from",
     "compile_task_usd_per_hour",
+    "disk_budget_gib",
 ]

@@ -6,7 +6,8 @@ compile. ``plan`` and ``cost`` show, per fleet:
 - **the time**, from published figures (:data:`COMPILE_TIME_FIGURES`, each with its source), or the
   ``compile_seconds`` a previous compile of the model measured (its manifest);
 - **the cost**: the :class:`~cdk_neuron.compilation.ModelCompilation` Fargate task (16 vCPU, 120 GiB,
-  200 GiB of ephemeral storage) at the Fargate prices of :data:`cdk_neuron.catalog.FARGATE_PRICES`, or,
+  200 GiB of ephemeral storage) at the Fargate prices of :data:`cdk_neuron.catalog.FARGATE_PRICES`
+  (:func:`~cdk_neuron.compilation.job.compile_task_usd_per_hour`), or,
   for weights the task cannot hold, an inf2.48xlarge compiling by hand;
 - **whether it pays**: the alternative is the fleet's own instances compiling at start-up (no
   ``artifact_uri``: the engine exports from the Hub checkpoint on boot, every boot). That costs the
@@ -58,9 +59,9 @@ from cdk_neuron import catalog
 from cdk_neuron.compilation.job import (
     EXPORT_MEMORY_FACTOR,
     FARGATE_CPU_UNITS,
-    FARGATE_EPHEMERAL_GIB,
     FARGATE_MAX_WEIGHTS_GIB,
     FARGATE_MEMORY_MIB,
+    compile_task_usd_per_hour,
 )
 from cdk_neuron.planner import ServingPlan
 
@@ -147,17 +148,6 @@ def compile_time(parameters: float, *, measured_seconds: float | None = None) ->
     )
 
 
-def fargate_task_usd_per_hour() -> float:
-    """The ModelCompilation task's hourly price: 16 vCPU, 120 GB, 200 GB of ephemeral storage."""
-    prices = catalog.FARGATE_PRICES
-    extra_storage = max(0, FARGATE_EPHEMERAL_GIB - catalog.FARGATE_INCLUDED_EPHEMERAL_GB)
-    return (
-        FARGATE_CPU_UNITS / 1024 * prices["vcpu_hour"].usd_per_hour
-        + FARGATE_MEMORY_MIB / 1024 * prices["gb_hour"].usd_per_hour
-        + extra_storage * prices["ephemeral_gb_hour"].usd_per_hour
-    )
-
-
 @dataclass(frozen=True)
 class CompileTax:
     """What compiling a new shape for one fleet costs, and from how many instance starts it pays."""
@@ -202,7 +192,7 @@ def compile_tax(
     hours = time.minutes / 60
     on_fargate = plan.weights_gib <= FARGATE_MAX_WEIGHTS_GIB
     if on_fargate:
-        usd_per_hour: float | None = fargate_task_usd_per_hour()
+        usd_per_hour: float | None = compile_task_usd_per_hour()
         where = (
             f"Fargate ({FARGATE_CPU_UNITS // 1024} vCPU, {FARGATE_MEMORY_MIB // 1024} GiB): ModelCompilation"
         )
@@ -293,5 +283,4 @@ __all__ = [
     "CompileTimeFigure",
     "compile_tax",
     "compile_time",
-    "fargate_task_usd_per_hour",
 ]

@@ -64,7 +64,7 @@ AMI_TOOLS: tuple[AmiTool, ...] = (
     *_base("bash sh", "bash", "the login shell; cloud-init runs user data with it"),
     *_base(
         "cat cp mv rm mkdir install ln chmod touch ls mktemp basename dirname readlink sort head tail "
-        "wc cut tr date env printf seq sleep sha256sum timeout",
+        "wc cut tr date env printf seq sleep sha256sum timeout df",
         "coreutils",
         "every AL2023 image (rpm and dnf depend on it)",
     ),

@@ -35,7 +35,7 @@ from cdk_neuron.serving.engines.vllm_neuron import (
 from cdk_neuron.training.efa_installer import AWS_EFA_KEY_FINGERPRINT
 from cdk_neuron.training.efa_installer import DEFAULT_VERSION as EFA_HOST_VERSION
 
-Platform = Literal["batch", "ec2", "sagemaker"]
+Platform = Literal["batch", "ec2", "sagemaker", "ecs"]
 ArgumentHandling = Literal["eval", "argv", "word-split", "ignored"]
 
 
@@ -45,7 +45,8 @@ class ImageContract:
 
     :ivar name: short key (``training-dlc``, ``optimum-neuron-ec2``, ...).
     :ivar image: the repository and pinned tag cdk-neuron runs by default.
-    :ivar platform: who starts the container (``batch``, ``ec2`` through ``docker run``, ``sagemaker``).
+    :ivar platform: who starts the container (``batch``, ``ec2`` through ``docker run``, ``sagemaker``,
+        ``ecs``: a Fargate task of :class:`~cdk_neuron.compilation.ModelCompilation`).
     :ivar source: repository, path(s) and commit of the Dockerfile and entrypoint script.
     :ivar entrypoint: the image's ENTRYPOINT, exactly.
     :ivar cmd: the image's CMD (replaced by what the platform passes).
@@ -57,6 +58,8 @@ class ImageContract:
     :ivar needs: tools cdk-neuron's own code runs inside the container (the launcher's), and where the
         image has them.
     :ivar notes: anything else the meeting point depends on (versions, listening port, caveats).
+    :ivar replaced_by: the ENTRYPOINT the platform sets instead of the image's (an ECS task definition's
+        ``entryPoint``; AWS Batch and SageMaker cannot replace it). Empty: the image's runs.
     """
 
     name: str
@@ -70,6 +73,7 @@ class ImageContract:
     reads: tuple[str, ...]
     needs: tuple[str, ...] = ()
     notes: str = ""
+    replaced_by: tuple[str, ...] = ()
 
 
 TRAINING_DLC_COMMIT = "6776548882d6fc2cefc979eb941a6a76095aeb2d"
@@ -95,6 +99,16 @@ _TRAINING_SOURCE = (
     f"aws-neuron/deep-learning-containers @{TRAINING_DLC_COMMIT[:7]} (tag 2.28.0): "
     "pytorch/training/2.9.0/Dockerfile.neuronx, common/start_with_right_hostname.sh"
 )
+
+OPTIMUM_NEURON_PYPROJECT_COMMIT = "021989dc"
+"""huggingface/optimum-neuron ``pyproject.toml`` as read (2026-12-02): its ``neuronx`` extra, which the
+vLLM image installs (``uv pip install .[neuronx,vllm]``), pins ``neuronx-cc==2.21.18209.0``,
+``neuronx_distributed==0.15.22404`` and ``torch==2.8.0``: the compiler of Neuron SDK 2.26, the SDK the
+pinned tag names (``sdk2.26.1``)."""
+
+AWS_CLI_DOCKERFILE_COMMIT = "1c30287a"
+"""aws/aws-cli ``docker/Dockerfile`` as read (2026-12-02): Amazon Linux 2 plus less, groff and jq, the
+CLI under /usr/local/bin, ``ENTRYPOINT ["/usr/local/bin/aws"]``."""
 
 _SAGEMAKER_SERVE = (
     "SageMaker runs `docker run IMAGE serve` (your-algorithms-inference-code.html) and passes the "
@@ -238,6 +252,72 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         reads=("HF_MODEL_ID (required; becomes MODEL_ID)", "HF_MODEL_REVISION", "the TGI variables above"),
         notes="The script ignores its arguments (`serve`) and starts `text-generation-launcher --port 8080`.",
     ),
+    ImageContract(
+        name="optimum-neuron-compile",
+        image=f"{OPTIMUM_NEURON_REPOSITORY}:{OPTIMUM_NEURON_TAG}",
+        platform="ecs",
+        source=(
+            "huggingface/optimum-neuron @abf59858 (tag v0.4.5): docker/vllm/Dockerfile (entrypoint.sh); "
+            f"pyproject.toml @{OPTIMUM_NEURON_PYPROJECT_COMMIT} (the neuronx extra)"
+        ),
+        entrypoint=("./entrypoint.sh",),
+        cmd=(),
+        arguments="argv",
+        replaced_by=("bash", "-c"),
+        passes=(
+            "the task definition's entryPoint `bash -c` and command `[node_programs/files/compile/export.sh]` "
+            "(one argument: the program's text); ecs:RunTask's container overrides carry CompileRequest's "
+            "settings as environment"
+        ),
+        reads=(
+            "SOURCE_KIND, SOURCE_URI, SOURCE_STEP, MODEL_ID, MODEL_REVISION",
+            "CONVERT_TP, CONVERT_PP, CONVERT_KV_MULTIPLIER (a neuronx-distributed training checkpoint)",
+            "BATCH_SIZE, SEQUENCE_LENGTH, TENSOR_PARALLEL, DTYPE (the fleet's shape)",
+            "ENGINE, ENGINE_VERSION, IMAGE, NEURON_SDK, ARTIFACT_URI, WORK_DIR, CHECKPOINT_MOUNT",
+            "NEURON_COMPILE_CACHE_URL (the shared S3 compile cache)",
+            "HF_TOKEN (a Secrets Manager container secret, gated Hub sources)",
+        ),
+        needs=(
+            "optimum-cli (optimum-neuron 0.4.5: `optimum-cli export neuron --instance_type inf2 ...`, the "
+            "image's own exporter)",
+            "neuronx-cc (2.21.18209.0 from the neuronx extra: the compiler optimum-cli runs, and "
+            "`neuronx-cc --version` for the manifest)",
+            "python3 (/opt/venv, first on PATH) with huggingface_hub (Hub sources), neuronx_distributed "
+            "(checkpoint conversion), torch and safetensors",
+            "bash (compgen, printf: builtins); coreutils mkdir, rm, cp, sort, head, date, sha256sum, wc; findutils "
+            "find, xargs; grep (the Ubuntu base image's)",
+        ),
+        notes=(
+            "The image's ENTRYPOINT starts the server whatever its arguments (`exec optimum-cli neuron serve "
+            '"${ARGS[@]}" ${ARGS_CLI}`), so the export cannot be passed to it as a command: ECS, unlike AWS '
+            "Batch and SageMaker, lets a task definition replace the ENTRYPOINT, and the ModelCompilation task "
+            "does. Compiling in the serving image makes the compiler the one whose runtime loads the graphs. "
+            "No Neuron device is needed (Neuron Compiler FAQ); the task runs on Fargate, CPU only."
+        ),
+    ),
+    ImageContract(
+        name="aws-cli-compile",
+        image="public.ecr.aws/aws-cli/aws-cli:2.22.35",
+        platform="ecs",
+        source=f"aws/aws-cli @{AWS_CLI_DOCKERFILE_COMMIT}: docker/Dockerfile",
+        entrypoint=("/usr/local/bin/aws",),
+        cmd=(),
+        arguments="argv",
+        replaced_by=("bash", "-c"),
+        passes=(
+            "the task definition's entryPoint `bash -c` and command `[node_programs/files/compile/fetch.sh]` "
+            "(the fetch container) or `[.../upload.sh]` (the upload container)"
+        ),
+        reads=("SOURCE_KIND, SOURCE_URI, WORK_DIR (fetch)", "ARTIFACT_URI, WORK_DIR (upload)"),
+        needs=(
+            "aws (/usr/local/bin/aws: `aws s3 sync`, `aws s3 ls`, `aws s3 cp`)",
+            "bash, ls, mkdir, chmod (Amazon Linux 2's bash and coreutils, the image's base)",
+        ),
+        notes=(
+            "The ENTRYPOINT is the AWS CLI itself, so a shell program needs the entrypoint replaced (`aws bash "
+            "-c ...` would be an unknown AWS CLI command)."
+        ),
+    ),
 )
 
 
@@ -250,7 +330,9 @@ def contract(name: str) -> ImageContract:
 
 
 __all__ = [
+    "AWS_CLI_DOCKERFILE_COMMIT",
     "IMAGE_CONTRACTS",
+    "OPTIMUM_NEURON_PYPROJECT_COMMIT",
     "TRAINING_DLC_COMMIT",
     "TRAINING_DLC_EFA_INSTALLER",
     "TRAINING_DLC_IMAGE",

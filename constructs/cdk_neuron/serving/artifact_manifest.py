@@ -35,8 +35,13 @@ MANIFEST_NAME = "cdk-neuron-artifact.json"
 """The manifest's file name, at the root of the artifact prefix."""
 MANIFEST_FORMAT = "cdk-neuron-artifact"
 """The ``format`` every manifest declares (a JSON file that is not one is refused, not misread)."""
-MANIFEST_VERSION = 1
-"""The version this library writes and the newest it reads."""
+MANIFEST_VERSION = 2
+"""The version this library writes and the newest it reads. Version 2 added ``engine.image_id`` and
+``neuron.target``; a version 1 manifest is still read (those fields None)."""
+TARGETS = ("trn1", "trn2")
+"""``neuron.target``: the Neuron target the graphs were compiled for, as optimum-neuron names it
+(``optimum/neuron/utils/instance.py`` @v0.4.5 ``INSTANCE_VALUE_MAP``: inf2, trn1 and trn1n compile for
+``trn1``; trn2 for ``trn2``). An export loads only on its target (``_from_pretrained``)."""
 
 SourceKind = Literal["checkpoint", "s3", "hub"]
 SOURCE_KINDS: tuple[SourceKind, ...] = ("checkpoint", "s3", "hub")
@@ -85,8 +90,11 @@ class ArtifactSource:
         Face checkpoint under an S3 prefix) or ``hub`` (a Hugging Face Hub id). Required.
     :param uri: the checkpoint directory, ``s3://`` prefix or Hub id. Required.
     :param step: the training step of a ``checkpoint`` source. Default: None.
-    :param sha256: the hash of the source files: SHA-256 of the ``sha256sum`` lines (``<hex>  <path>``,
-        sorted by path) of every file read. Default: None (a Hub source at a ``revision`` is pinned by it).
+    :param sha256: the hash of the source: SHA-256 of the ``sha256sum`` lines (``<hex>  <path>``, sorted
+        by path) of every file the export reads (config, tokenizer and weights; a training checkpoint's
+        ``model/`` shards, never ``optim/``; files taken from ``config_from`` as ``config-from/<name>``).
+        A Hub source's weights are hashed by the Hub (their LFS sha256), so the same commit always gives
+        the same hash. Default: None.
     """
 
     kind: SourceKind
@@ -114,10 +122,15 @@ class ArtifactManifest:
     :param source: where the weights came from. Required.
     :param engine: the serving engine the export is for (``optimum-neuron``, ``vllm-neuron``, ``tgi``).
         Required.
-    :param engine_version: the exporter's version (optimum-neuron, NxD Inference). Default: None.
-    :param image: ``repository:tag`` of the image that compiled it (the serving image). Required.
-    :param neuron_sdk: the Neuron SDK release of that image, e.g. ``"2.26.1"``. Default: None (unknown).
-    :param compiler_version: ``neuronx-cc --version`` in that image. Default: None (unknown).
+    :param engine_version: the exporter's version as the export records it (optimum-neuron's
+        ``neuron_config.json`` ``optimum_neuron_version``). Default: None (unknown).
+    :param image: ``repository:tag`` of the image that compiled it (the serving image, as the task
+        metadata endpoint reports it). Required.
+    :param image_id: that image's ID (``sha256:...``) from the task metadata endpoint. Default: None.
+    :param neuron_sdk: the Neuron SDK release that image's tag names, e.g. ``"2.26.1"``. Default: None.
+    :param compiler_version: the neuronx-cc that compiled it (``neuron_config.json``
+        ``neuronxcc_version``). Default: None (unknown).
+    :param target: the Neuron target compiled for (:data:`TARGETS`). Default: None (a version 1 manifest).
     :param shape: the compiled shape. Required.
     :param files: every file of the artifact, with size and hash. Required (at least one).
     :param compile_seconds: wall-clock seconds the export took. Required.
@@ -131,8 +144,10 @@ class ArtifactManifest:
     engine: str
     engine_version: str | None = None
     image: str
+    image_id: str | None = None
     neuron_sdk: str | None = None
     compiler_version: str | None = None
+    target: str | None = None
     shape: ArtifactShape
     files: tuple[ArtifactFile, ...] = field(default_factory=tuple)
     compile_seconds: float
@@ -158,8 +173,13 @@ class ArtifactManifest:
                 "step": self.source.step,
                 "sha256": self.source.sha256,
             },
-            "engine": {"name": self.engine, "version": self.engine_version, "image": self.image},
-            "neuron": {"sdk": self.neuron_sdk, "compiler": self.compiler_version},
+            "engine": {
+                "name": self.engine,
+                "version": self.engine_version,
+                "image": self.image,
+                "image_id": self.image_id,
+            },
+            "neuron": {"sdk": self.neuron_sdk, "compiler": self.compiler_version, "target": self.target},
             "shape": {
                 "batch_size": self.shape.batch_size,
                 "sequence_length": self.shape.sequence_length,
@@ -215,12 +235,18 @@ class ArtifactManifest:
 
         Compared: the artifact URI (the manifest must describe the artifact served), the compiled
         batch, sequence length, TP and dtype against the fleet's graph shape (``ModelSpec`` compiled
-        fields, else its served ones; the plan's TP), the engine, and the Neuron SDK of the fleet's
-        image (from its tag, e.g. ``sdk2.26.1``; an image whose tag names no SDK must be the very
-        image that compiled it). ``image`` None: the image is not compared.
+        fields, else its served ones; the plan's TP), the target against the plan's instance family,
+        the engine, and the versions the fleet's image loads. optimum-neuron refuses an export whose
+        ``optimum_neuron_version`` or ``neuronxcc_version`` is not exactly the installed one
+        (``NeuronConfig.from_dict``, optimum/neuron/configuration_utils.py @v0.4.5), so when the
+        fleet's tag names its optimum-neuron release, ``engine.version`` must equal it, and
+        ``neuron.compiler`` must equal the neuronx-cc that release pins
+        (:data:`~cdk_neuron.serving.engines.image.OPTIMUM_NEURON_COMPILERS`). For an image whose tag
+        names no optimum-neuron release, the Neuron SDK release the tags name is compared, and an image
+        that names neither must be the very image that compiled it. ``image`` None: no image check.
         """
         found: list[NeuronConfigError] = []
-        recompile = "or recompile for the fleet with cdk-neuron compile"
+        again = "or run cdk-neuron compile again (it compiles the fleet's current shape and image) to a new --artifact-uri"
         if model.artifact_uri is None:
             found.append(
                 NeuronConfigError(
@@ -248,8 +274,8 @@ class ArtifactManifest:
                         f"shape.{name}",
                         served,
                         f"the artifact was compiled for {name} {compiled} and the fleet's graph is {served} "
-                        f"(model.compiled_{name}, else model.{name}; Neuron graphs have static shapes): set it "
-                        f"to {compiled} {recompile} --{name.replace('_', '-')} {served}",
+                        f"(Neuron graphs have static shapes): set serving.model.compiled_{name} (else "
+                        f"serving.model.{name}) to {compiled} and redeploy, {again}",
                     )
                 )
         if plan.tensor_parallel != self.shape.tensor_parallel:
@@ -258,8 +284,8 @@ class ArtifactManifest:
                     "shape.tensor_parallel",
                     plan.tensor_parallel,
                     f"the artifact is sharded for TP {self.shape.tensor_parallel}: set "
-                    f"model.tensor_parallel={self.shape.tensor_parallel} (and an instance with that many "
-                    f"NeuronCores) {recompile} --tensor-parallel {plan.tensor_parallel}",
+                    f"serving.model.tensor_parallel to {self.shape.tensor_parallel} (on an instance with that "
+                    f"many NeuronCores) and redeploy, {again}",
                 )
             )
         if model.dtype.lower() != self.shape.dtype:
@@ -267,8 +293,18 @@ class ArtifactManifest:
                 NeuronConfigError(
                     "shape.dtype",
                     model.dtype,
-                    f"the artifact was compiled in {self.shape.dtype}: set model.dtype={self.shape.dtype!r} "
-                    f"{recompile} --dtype {model.dtype.lower()}",
+                    f"the artifact was compiled in {self.shape.dtype}: set serving.model.dtype to "
+                    f"{self.shape.dtype!r} and redeploy, {again}",
+                )
+            )
+        wanted = fleet_target(plan.instance_type)
+        if self.target is not None and wanted is not None and self.target != wanted:
+            found.append(
+                NeuronConfigError(
+                    "neuron.target",
+                    plan.instance_type,
+                    f"the artifact was compiled for target {self.target} and {plan.instance_type} runs {wanted} "
+                    f"graphs (optimum-neuron refuses another target): serve it on a {self.target} instance, {again}",
                 )
             )
         if engine_name != self.engine:
@@ -277,29 +313,62 @@ class ArtifactManifest:
                     "engine",
                     engine_name,
                     f"the artifact was exported for {self.engine}, whose layout this engine does not load: "
-                    f"serve it with engine {self.engine!r} {recompile} --engine {engine_name}",
+                    f"set serving.engine to {self.engine!r} and redeploy, {again}",
                 )
             )
         if image is not None:
-            found.extend(self._image_mismatch(image))
+            # The versions an export records are its engine's: compared only with a fleet of that engine.
+            found.extend(self._image_mismatch(image, again, same_engine=engine_name == self.engine))
         return found
 
-    def _image_mismatch(self, image: ContainerImage) -> list[NeuronConfigError]:
-        served = image_sdk(image)
+    def _image_mismatch(
+        self, image: ContainerImage, again: str, *, same_engine: bool
+    ) -> list[NeuronConfigError]:
         reference = f"{image.repository}:{image.tag}"
-        if served is not None and self.neuron_sdk is not None:
+        optimum = image.optimum_neuron_version
+        if same_engine and optimum is not None and self.engine_version is not None:
+            served = ".".join(map(str, optimum))
+            found = []
+            if served != self.engine_version:
+                found.append(
+                    NeuronConfigError(
+                        "engine.version",
+                        served,
+                        f"the artifact was exported by optimum-neuron {self.engine_version} ({self.image}) and "
+                        f"{reference} runs {served}, which refuses an export of another version: serve with an "
+                        f"image of optimum-neuron {self.engine_version}, {again}",
+                    )
+                )
+            compiler = image.neuronx_cc_version
+            if (
+                compiler is not None
+                and self.compiler_version is not None
+                and compiler != self.compiler_version
+            ):
+                found.append(
+                    NeuronConfigError(
+                        "neuron.compiler",
+                        compiler,
+                        f"the artifact was compiled by neuronx-cc {self.compiler_version} and {reference} has "
+                        f"{compiler} (optimum-neuron {served} pins it), which refuses graphs of another compiler: "
+                        f"serve with the compiling image, {again}",
+                    )
+                )
+            return found
+        served_sdk = image_sdk(image)
+        if served_sdk is not None and self.neuron_sdk is not None:
             # Compare the components both name (a tag may say sdk2.26 or sdk2.26.1).
-            a, b = served.split("."), self.neuron_sdk.split(".")
+            a, b = served_sdk.split("."), self.neuron_sdk.split(".")
             width = min(len(a), len(b))
             if a[:width] == b[:width]:
                 return []
             return [
                 NeuronConfigError(
                     "image.neuron_sdk",
-                    served,
+                    served_sdk,
                     f"the artifact was compiled by Neuron SDK {self.neuron_sdk} ({self.image}) and {reference} runs "
-                    f"{served}: a Neuron runtime loads graphs of its own compiler release; serve with an image "
-                    f"of SDK {self.neuron_sdk} or recompile with this one (cdk-neuron compile uses the fleet's image)",
+                    f"{served_sdk}: a Neuron runtime loads graphs of its own compiler release; serve with an image "
+                    f"of SDK {self.neuron_sdk}, {again}",
                 )
             ]
         if reference == self.image:
@@ -308,9 +377,9 @@ class ArtifactManifest:
             NeuronConfigError(
                 "image",
                 reference,
-                f"its tag names no Neuron SDK, and the artifact was compiled in {self.image}"
+                f"its tag names no optimum-neuron release or Neuron SDK, and the artifact was compiled in {self.image}"
                 + (f" (SDK {self.neuron_sdk})" if self.neuron_sdk else "")
-                + ": serve with that image, or recompile with this one (cdk-neuron compile uses the fleet's image)",
+                + f": serve with that image, {again}",
             )
         ]
 
@@ -323,6 +392,13 @@ class ArtifactManifest:
             raise NeuronConfigErrors(found) if len(found) > 1 else found[0]
 
 
+def fleet_target(instance_type: str) -> str | None:
+    """The Neuron target an instance type runs (:data:`TARGETS`): inf2, trn1 and trn1n run ``trn1``
+    graphs, trn2 ``trn2``; None for a family optimum-neuron does not name."""
+    family = instance_type.split(".", 1)[0]
+    return {"inf2": "trn1", "trn1": "trn1", "trn1n": "trn1", "trn2": "trn2"}.get(family)
+
+
 def image_sdk(image: ContainerImage) -> str | None:
     """The Neuron SDK release an image's tag names (``...-sdk2.26.1-...`` -> ``"2.26.1"``), or None."""
     match = _SDK_IN_TAG.search(image.tag)
@@ -331,7 +407,7 @@ def image_sdk(image: ContainerImage) -> str | None:
 
 def source_hash(lines: Mapping[str, str]) -> str:
     """The :attr:`ArtifactSource.sha256` of files given as ``{path: sha256}``: SHA-256 of the
-    ``sha256sum`` lines sorted by path (what the compile program computes with ``sha256sum``)."""
+    ``sha256sum`` lines sorted by path (what the compile program computes)."""
     import hashlib
 
     text = "".join(f"{digest}  {path}\n" for path, digest in sorted(lines.items()))
@@ -416,7 +492,7 @@ class _Reader:
         model_id = self.text(model, "id", "model.id", optional=True)
         revision = self.text(model, "revision", "model.revision", optional=True)
         source = self._source(data)
-        engine = self.section(data, "engine", ("name", "version", "image"))
+        engine = self.section(data, "engine", ("name", "version", "image", "image_id"))
         engine_name = self.text(engine, "name", "engine.name")
         engine_version = self.text(
             engine,
@@ -427,7 +503,10 @@ class _Reader:
             what="a version such as 0.4.5",
         )
         image = self.text(engine, "image", "engine.image", what="the compiling image's repository:tag")
-        neuron = self.section(data, "neuron", ("sdk", "compiler"))
+        image_id = self.text(
+            engine, "image_id", "engine.image_id", optional=True, what="an image ID such as sha256:..."
+        )
+        neuron = self.section(data, "neuron", ("sdk", "compiler", "target"))
         sdk = self.text(
             neuron,
             "sdk",
@@ -442,8 +521,12 @@ class _Reader:
             "neuron.compiler",
             optional=True,
             pattern=_VERSION,
-            what="a neuronx-cc version such as 2.21.18209.0",
+            what="a neuronx-cc version such as 2.21.33363.0",
         )
+        target = neuron.get("target")
+        if target is not None and target not in TARGETS:
+            self.error("neuron.target", target, f"must be one of {', '.join(TARGETS)} or null")
+            target = None
         shape = self._shape(data)
         files = self._files(data)
         seconds = data.get("compile_seconds")
@@ -466,8 +549,10 @@ class _Reader:
             engine=engine_name,
             engine_version=engine_version,
             image=image,
+            image_id=image_id,
             neuron_sdk=sdk,
             compiler_version=compiler,
+            target=target,
             shape=shape,
             files=files,
             compile_seconds=float(seconds),  # type: ignore[arg-type]
@@ -530,11 +615,13 @@ __all__ = [
     "MANIFEST_NAME",
     "MANIFEST_VERSION",
     "SOURCE_KINDS",
+    "TARGETS",
     "ArtifactFile",
     "ArtifactManifest",
     "ArtifactShape",
     "ArtifactSource",
     "SourceKind",
+    "fleet_target",
     "image_sdk",
     "source_hash",
 ]

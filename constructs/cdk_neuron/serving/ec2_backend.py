@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 
 import aws_cdk as cdk
@@ -32,8 +31,8 @@ from cdk_neuron.node_programs.bundle import (
     limit_user_data_size,
     node_bundle,
 )
-from cdk_neuron.serving.floors import data_volume_performance
-from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
+from cdk_neuron.serving.floors import DataVolumePerformance, data_volume_performance, model_dir_in_ram
+from cdk_neuron.serving.permissions import artifact_policy, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
 from cdk_neuron.serving.timing import Ec2Startup, ec2_data_volume_gib, ec2_startup
 from cdk_neuron.serving.user_data import (
@@ -230,7 +229,11 @@ def _instance_policy(
         (
             iam.PolicyStatement(
                 sid="CompleteLaunchLifecycle",
-                actions=["autoscaling:CompleteLifecycleAction"],
+                # Complete the launch action, and extend it while the start-up makes progress
+                # (serving/progress.sh). Both take the group as resource and its tags as condition
+                # keys ("Actions, resources, and condition keys for Amazon EC2 Auto Scaling", Service
+                # Authorization Reference, read 2026-12-02).
+                actions=["autoscaling:CompleteLifecycleAction", "autoscaling:RecordLifecycleActionHeartbeat"],
                 resources=[
                     stack.format_arn(
                         service="autoscaling",
@@ -275,30 +278,6 @@ def _instance_policy(
     return policy
 
 
-def _artifact_policy(scope: Construct, settings: Ec2Settings, role: iam.Role) -> iam.ManagedPolicy | None:
-    """Read access to the model artifact, in a policy of its own named after the artifact.
-
-    When the model changes, the new instances need the new artifact while the old ones (an instance
-    refresh keeps them in service until their replacements are) may still start replicas from the old
-    one. A new name is a new policy: CloudFormation creates it before the group changes and deletes
-    the old one only in its cleanup phase, after the update is done.
-    """
-    artifact = settings.model.artifact
-    statements = artifact_read_statements(cdk.Stack.of(scope), settings)
-    if artifact is None or not statements:
-        return None
-    digest = hashlib.sha256(artifact.uri.encode()).hexdigest()[:8].upper()
-    policy = iam.ManagedPolicy(
-        scope,
-        f"ArtifactPolicy{digest}",
-        description=f"cdk-neuron serving instance: read the model artifact {artifact.uri}",
-        statements=[statement for statement, _ in statements],
-        roles=[role],
-    )
-    acknowledge_wildcards(policy, statements)
-    return policy
-
-
 def _security_groups(scope: Construct, settings: Ec2Settings) -> tuple[ec2.SecurityGroup, ec2.SecurityGroup]:
     lb_sg = ec2.SecurityGroup(
         scope,
@@ -322,14 +301,25 @@ def _security_groups(scope: Construct, settings: Ec2Settings) -> tuple[ec2.Secur
     return lb_sg, instance_sg
 
 
+def _data_volume_performance(settings: Ec2Settings) -> DataVolumePerformance:
+    """The data volume's gp3 throughput and IOPS: to the instance, or to the image where the weights
+    go to a RAM-backed directory (the same rule as the node's ``MODEL_TMPFS_GIB``, user_data.py)."""
+    plan = settings.plan
+    in_ram = settings.model.artifact is not None and model_dir_in_ram(
+        plan.weights_gib, instance_type=plan.instance_type, replicas=plan.replicas_per_instance
+    )
+    return data_volume_performance(plan.instance_type, in_ram=in_ram)
+
+
 def _block_devices(settings: Ec2Settings, size_gib: int) -> list[dict[str, object]]:
     """Both mappings; the root keeps the AMI's snapshot size (no VolumeSize) but is encrypted with our key.
 
     The data volume's gp3 throughput and IOPS are sized to the instance's EBS bandwidth
     (:func:`cdk_neuron.serving.floors.data_volume_performance`): 1,192 MiB/s on inf2.xlarge, 2,000 MiB/s
-    (gp3's maximum) on inf2.48xlarge.
+    (gp3's maximum) on inf2.48xlarge; 500 MiB/s where the weights go to RAM and the volume takes only
+    the image.
     """
-    performance = data_volume_performance(settings.plan.instance_type)
+    performance = _data_volume_performance(settings)
     return [
         {
             "DeviceName": ROOT_DEVICE,
@@ -387,7 +377,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     lb_sg, instance_sg = _security_groups(scope, settings)
     log_group = _replica_log_group(scope, settings)
     role, bundle, policy = _instance_role(scope, settings, log_group)
-    artifacts = _artifact_policy(scope, settings, role)
+    artifacts = artifact_policy(scope, settings, role, reader="serving instance")
     boot = boot_config(
         spec,
         plan,
@@ -405,7 +395,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     # Rendered after the group exists: the script signals CloudFormation with the group's logical ID.
     user_data = ec2.UserData.for_linux(shebang="#!/bin/bash")
     launch_template = _launch_template(scope, settings, role, instance_sg, user_data, volume_gib)
-    group = _auto_scaling_group(scope, settings, launch_template, startup_seconds)
+    group = _auto_scaling_group(scope, settings, launch_template, startup_seconds, startup.boot_seconds)
     group.node.add_dependency(policy)
     if artifacts is not None:
         group.node.add_dependency(artifacts)
@@ -443,7 +433,9 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         access_log_bucket=front.bucket,
         connections=connections,
         url=f"{front.scheme}://{front.load_balancer.load_balancer_dns_name}",
-        startup=Ec2Startup(seconds=startup_seconds, explanation=startup.explanation),
+        startup=Ec2Startup(
+            seconds=startup_seconds, explanation=startup.explanation, boot_seconds=startup.boot_seconds
+        ),
         user_data=user_data,
         log_group=log_group,
     )
@@ -518,8 +510,8 @@ def _launch_template(
                     encrypted=True,
                     kms_key=settings.key,
                     volume_type=ec2.EbsDeviceVolumeType.GP3,
-                    throughput=data_volume_performance(settings.plan.instance_type).throughput_mibps,
-                    iops=data_volume_performance(settings.plan.instance_type).iops,
+                    throughput=_data_volume_performance(settings).throughput_mibps,
+                    iops=_data_volume_performance(settings).iops,
                     delete_on_termination=True,
                 ),
             )
@@ -584,12 +576,17 @@ def max_healthy_percentage(min_healthy_percentage: int) -> int:
 
 
 def _auto_scaling_group(
-    scope: Construct, settings: Ec2Settings, launch_template: ec2.LaunchTemplate, startup_seconds: int
+    scope: Construct,
+    settings: Ec2Settings,
+    launch_template: ec2.LaunchTemplate,
+    startup_seconds: int,
+    boot_seconds: int,
 ) -> autoscaling.AutoScalingGroup:
     """The group: ELB health checks, readiness signals, a launch lifecycle hook and the update policy.
 
     Every wait comes from :mod:`cdk_neuron.timeouts` (``serving_startup_chain``): the hook's heartbeat
-    is the start-up budget; CloudFormation's creation wait covers a replacement launch; the health
+    is the progress window, which the node extends while its start-up moves (``progress.sh``), up to
+    the start-up budget; CloudFormation's creation wait covers a replacement launch; the health
     check grace only covers the load balancer confirming an instance the hook already held until
     its replicas answered.
     """
@@ -639,7 +636,7 @@ def _auto_scaling_group(
             lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
             lifecycle_transition="autoscaling:EC2_INSTANCE_LAUNCHING",
             default_result="ABANDON",
-            heartbeat_timeout=startup_seconds,
+            heartbeat_timeout=timeouts.hook_heartbeat_seconds(boot_seconds),
         )
     ]
     return group

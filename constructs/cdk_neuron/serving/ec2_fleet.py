@@ -48,7 +48,7 @@ from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.fleet import IInferenceFleet, InferenceFleetBase, attribute
 from cdk_neuron.serving.model_spec import ModelSpec
 from cdk_neuron.serving.settings import Ec2Settings
-from cdk_neuron.serving.timing import LIFECYCLE_HEARTBEAT_MAX_SECONDS, MeasuredStartup, ec2_startup
+from cdk_neuron.serving.timing import STARTUP_MAX_SECONDS, MeasuredStartup, ec2_startup
 from cdk_neuron.serving.user_data import MODEL_MOUNT
 from cdk_neuron.validation import (
     ALB_FULL_NAME,
@@ -373,8 +373,10 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
     :param node_metrics: run the Neuron metrics publisher on every instance and let the instance role
         publish into its namespace only. Default: None (no node metrics).
     :param startup_timeout_seconds: how long an instance may take from launch until every replica is
-        healthy: the launch lifecycle hook's heartbeat, at most 7,200; ``ready.sh`` gives up (and
-        says why) shortly before it, and CloudFormation's creation wait allows a replacement launch
+        healthy, at most :data:`cdk_neuron.timeouts.STARTUP_MAX`; the node gives up (and says why)
+        shortly before it, records lifecycle heartbeats while it makes progress (the launch hook's
+        heartbeat timeout is the progress window, not this), and CloudFormation's creation wait
+        allows a replacement launch
         (``cdk_neuron.timeouts``, docs/timeouts-and-keep-alives.md). Default: derived from the model size (:func:`cdk_neuron.serving.timing.ec2_startup`).
     :param data_volume_gib: size of the encrypted gp3 data volume holding images, weights and compiled
         artifacts, 1 to 16,384. Default: 40 GiB + 3 x weights + 20 GiB, rounded up to 10 GiB.
@@ -475,12 +477,12 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                 )
             if startup_timeout_seconds is not None:
                 whole_number("startup_timeout_seconds", startup_timeout_seconds, unit="seconds")
-                if startup_timeout_seconds > LIFECYCLE_HEARTBEAT_MAX_SECONDS:
+                if startup_timeout_seconds > STARTUP_MAX_SECONDS:
                     raise NeuronConfigError(
                         "startup_timeout_seconds",
                         startup_timeout_seconds,
-                        f"a lifecycle hook waits at most {LIFECYCLE_HEARTBEAT_MAX_SECONDS} s; "
-                        f"use <= {LIFECYCLE_HEARTBEAT_MAX_SECONDS}",
+                        f"heartbeats hold a launch lifecycle action at most {STARTUP_MAX_SECONDS + 1} s "
+                        f"(100 x its heartbeat timeout); use <= {STARTUP_MAX_SECONDS}",
                     )
             if data_volume_gib is not None:
                 whole_number("data_volume_gib", data_volume_gib, maximum=_GP3_MAX_GIB, unit="GiB")

@@ -27,9 +27,18 @@ The fast path the estimates assume (``node_programs/files/serving/boot.sh``, ``m
   for it (0.25 MiB/s per IOPS; both limits as aws-cdk-lib 2.275.0 validates them, and the EC2 API
   Reference, CreateVolume, ``Throughput``: "Valid Range: 125 - 2000 MiB/s").
 - **The image**: Docker pulls up to ``DOCKER_MAX_CONCURRENT_DOWNLOADS`` layers at once (its default
-  is 3, dockerd ``--max-concurrent-downloads``); layers are applied one after another, each
-  decompressed (gzip) on one core, so the pull's floor includes that decompression. On the warm
-  pool the image is pulled before the instance is stopped, so a warm start skips the pull.
+  is 3, dockerd ``--max-concurrent-downloads``), each layer over one connection ("Each layer is
+  retrieved by one thread", "Optimize containers and AMIs", AWS Batch User Guide,
+  https://docs.aws.amazon.com/batch/latest/userguide/bestpractice3.html), and applies them one after
+  another, each decompressed (gzip) on one core. Without the image's layer list that cannot be
+  modelled from the hardware, so the estimate is AWS's published pull time for an image of this
+  size, "Standard Docker image pulls of 15-20 GB can take 4-6 minutes per instance" ("Reducing
+  container cold start times using SOCI index on DLAMI and DLC", AWS Machine Learning Blog,
+  https://aws.amazon.com/blogs/machine-learning/reducing-container-cold-start-times-using-soci-index-on-dlami-and-dlc/,
+  2026-06): 240 s, whose budget (x 1.5) is the slowest, 360 s. The *floor* is the hardware's: the
+  compressed layers over the network, the unpacked image onto the volume, and decompression on
+  every core (SOCI's parallel pull unpacks layers in parallel; Docker does not). On the warm pool
+  the image is pulled before the instance is stopped, so a warm start skips the pull.
 
 Published figures (each phase cites its own)
 --------------------------------------------
@@ -40,8 +49,13 @@ Published figures (each phase cites its own)
   2025-11-12) - the size ``docker images`` reports, i.e. unpacked. Compressed layers are taken as
   unpacked / ``IMAGE_COMPRESSION_RATIO`` (an assumption until measured).
 - zlib decompresses at 267 MB/s on one core (level 6; inikep/lzbench README @00484c45, its
-  benchmark table).
-- Network, EBS and HBM bandwidths: :data:`cdk_neuron.catalog.HOST_IO`.
+  benchmark table, measured on a 2013 laptop core: a floor figure, not a server's).
+- The transfer client: the best published S3 download to one 100 Gbps instance is 8,003 MB/s
+  (c5n.18xlarge, "S3 to EC2 Bandwidth", dvassallo/s3-benchmark README @02f467f7, measured
+  2019-04-02), 64 % of its network; the estimate takes that share of the instance's network
+  (:data:`S3_CLIENT_NETWORK_SHARE`) until the integ kit measures ``phase artifact-transfer``.
+- Network and EBS bandwidths: :data:`cdk_neuron.catalog.HOST_IO`. No host-to-device (load) figure
+  is published, so the load phase has no floor.
 """
 
 from __future__ import annotations
@@ -70,13 +84,23 @@ SINGLE_FLOW_GBPS = 5.0
 """EC2's single-flow limit outside a cluster placement group (catalog source EC2-NETBW)."""
 DOCKER_MAX_CONCURRENT_DOWNLOADS = 16
 """``max-concurrent-downloads`` boot.sh writes into Docker's daemon.json (Docker's default: 3)."""
+PUBLISHED_PULL_SECONDS = 240.0
+PUBLISHED_PULL_IMAGE_GB = (15.0, 20.0)
+"""AWS: "Standard Docker image pulls of 15-20 GB can take 4-6 minutes per instance" (AWS Machine
+Learning Blog, 2026-06; see the module docstring). The estimate for an image of that size, until
+measured; its budget (x SAFETY) is the range's slowest, 360 s."""
+S3_CLIENT_NETWORK_SHARE = 8003e6 / (100e9 / 8)
+"""The share of a 100 Gbps network the best published single-instance S3 download reached: 8,003 MB/s
+on c5n.18xlarge (dvassallo/s3-benchmark README @02f467f7, 2019-04-02): 0.64."""
 
 GP3_BASELINE_MIBPS = 125
 GP3_MAX_MIBPS = 2000
 GP3_BASELINE_IOPS = 3000
 GP3_MIBPS_PER_IOPS = 0.25
 DEFAULT_DATA_VOLUME_MIBPS = 500
-"""Where the catalog publishes no EBS bandwidth for the instance type: the previous fixed setting."""
+"""Where the catalog publishes no EBS bandwidth for the instance type: the previous fixed setting.
+Also the setting where the weights are in RAM: the volume then only takes the image, whose published
+pull (16.8 GiB in 240 s, 72 MiB/s) needs far less."""
 GP2_SMALL_MIBPS = 128
 GP2_LARGE_MIBPS = 250
 GP2_LARGE_FROM_GIB = 170
@@ -120,12 +144,19 @@ class DataVolumePerformance:
     why: str
 
 
-def data_volume_performance(instance_type: str) -> DataVolumePerformance:
-    """The lesser of gp3's maximum and the instance's EBS bandwidth, with the IOPS gp3 needs for it."""
+def data_volume_performance(instance_type: str, *, in_ram: bool = False) -> DataVolumePerformance:
+    """The lesser of gp3's maximum and the instance's EBS bandwidth, with the IOPS gp3 needs for it;
+    with ``in_ram`` (the weights go to a RAM-backed directory, :func:`model_dir_in_ram`) the volume
+    only takes the image, and gets :data:`DEFAULT_DATA_VOLUME_MIBPS`: gp3 bills throughput above
+    125 MiB/s and IOPS above 3,000 per provisioned month, also while a warm-pool instance is stopped
+    ("Amazon EBS pricing", https://aws.amazon.com/ebs/pricing/)."""
     host = catalog.host_io(instance_type)
     if host is None:
         throughput = DEFAULT_DATA_VOLUME_MIBPS
         why = f"{throughput} MiB/s: the catalog publishes no EBS bandwidth for {instance_type}"
+    elif in_ram:
+        throughput = min(DEFAULT_DATA_VOLUME_MIBPS, int(host.startup_ebs_mib_per_second))
+        why = f"{throughput} MiB/s: the weights are in RAM, the volume takes only the image"
     else:
         ebs = int(host.startup_ebs_mib_per_second)
         throughput = max(GP3_BASELINE_MIBPS, min(GP3_MAX_MIBPS, ebs))
@@ -167,36 +198,38 @@ def boot() -> PhaseFloor:
     )
 
 
-def image_pull(instance_type: str) -> PhaseFloor:
-    """Docker's pull of the serving image onto the data volume (EC2)."""
+def image_pull(instance_type: str, *, in_ram: bool = False) -> PhaseFloor:
+    """Docker's pull of the serving image onto the data volume (EC2): the published pull time for an
+    image of its size as the estimate, the hardware's limits as the floor (module docstring)."""
     host = catalog.host_io(instance_type)
     unpacked = IMAGE_UNPACKED_GIB
     compressed = unpacked / IMAGE_COMPRESSION_RATIO
-    extract = unpacked * GIB / ZLIB_DECOMPRESS_BYTES_PER_SECOND
+    low, high = PUBLISHED_PULL_IMAGE_GB
+    estimate_why = (
+        f"{PUBLISHED_PULL_SECONDS:.0f} s: AWS's published pull of a {low:g}-{high:g} GB image "
+        f"(the image is {unpacked * GIB / 1e9:.0f} GB; AWS ML Blog, SOCI on DLAMI and DLC, 2026-06), until measured"
+    )
     if host is None:
         return PhaseFloor(
             "image pull",
-            extract + compressed * GIB / (SINGLE_FLOW_GBPS * 1e9 / 8),
+            PUBLISHED_PULL_SECONDS,
             None,
-            f"{compressed:.1f} GiB over one 5 Gbps flow, then {unpacked:.1f} GiB decompressed on one core",
+            estimate_why,
             f"no published network or EBS bandwidth for {instance_type}",
         )
     network = host.startup_network_gib_per_second
-    streams = min(network, DOCKER_MAX_CONCURRENT_DOWNLOADS * SINGLE_FLOW_GBPS * 1e9 / 8 / GIB)
-    disk = data_volume_performance(instance_type).throughput_mibps * MIB / GIB
-    download, download_floor = compressed / streams, compressed / network
-    write = unpacked / disk
-    estimate = download + max(extract, write)
-    floor = max(download_floor, write, extract)
+    disk = data_volume_performance(instance_type, in_ram=in_ram).throughput_mibps * MIB / GIB
+    cores = catalog.get_instance(instance_type).vcpus
+    download, write = compressed / network, unpacked / disk
+    extract = unpacked * GIB / (ZLIB_DECOMPRESS_BYTES_PER_SECOND * cores)
+    floor = max(download, write, extract)
     return PhaseFloor(
         "image pull",
-        estimate,
+        PUBLISHED_PULL_SECONDS,
         floor,
-        f"{compressed:.1f} GiB in {DOCKER_MAX_CONCURRENT_DOWNLOADS} parallel layer downloads at "
-        f"{streams:.2f} GiB/s ({download:.0f} s), then {unpacked:.1f} GiB applied layer by layer "
-        f"({max(extract, write):.0f} s)",
-        f"max(download {download_floor:.0f} s at {network:.2f} GiB/s, write {write:.0f} s at {disk:.2f} GiB/s, "
-        f"gzip on one core {extract:.0f} s at {ZLIB_DECOMPRESS_BYTES_PER_SECOND / 1e6:.0f} MB/s)",
+        estimate_why,
+        f"max(download {download:.0f} s at {network:.2f} GiB/s, write {write:.0f} s at {disk:.2f} GiB/s, "
+        f"gzip on {cores} cores {extract:.0f} s at {ZLIB_DECOMPRESS_BYTES_PER_SECOND / 1e6:.0f} MB/s each)",
     )
 
 
@@ -244,36 +277,38 @@ def artifact_transfer(weights_gib: float, *, instance_type: str, target: Transfe
             f"no published network bandwidth for {instance_type}",
         )
     network = host.startup_network_gib_per_second
-    rate = min(network, disk) if disk is not None else network
-    seconds = weights_gib / rate
+    floor_rate = min(network, disk) if disk is not None else network
+    client = network * S3_CLIENT_NETWORK_SHARE
+    rate = min(client, disk) if disk is not None else client
     bound = "the network" if disk is None or network <= disk else "the volume"
+    by = (
+        f"{S3_CLIENT_NETWORK_SHARE:.0%} of the network, the best published S3 download to one instance"
+        if disk is None or client <= disk
+        else "the volume's write rate"
+    )
     return PhaseFloor(
         "artifact transfer",
-        seconds,
-        seconds,
-        f"{weights_gib:.1f} GiB at {rate:.2f} GiB/s onto {target.destination}, {target.client}",
-        f"{weights_gib:.1f} GiB / {rate:.2f} GiB/s ({bound})",
+        weights_gib / rate,
+        weights_gib / floor_rate,
+        f"{weights_gib:.1f} GiB at {rate:.2f} GiB/s onto {target.destination}, {target.client} ({by})",
+        f"{weights_gib:.1f} GiB / {floor_rate:.2f} GiB/s ({bound})",
     )
 
 
 def load_floor(weights_gib: float, *, instance_type: str, in_ram: bool) -> tuple[float | None, str]:
-    """The least time to read the weights and write them to HBM: from the volume (EBS bandwidth) or
-    memory, into all chips' HBM at their bandwidth. Far below the published load times, which are
-    the runtime's own work (allocation, graph loading, warm-up)."""
-    host = catalog.host_io(instance_type)
-    if host is None:
-        return None, f"no published HBM or EBS bandwidth for {instance_type}"
-    hbm = weights_gib / host.hbm_gib_per_second
-    if in_ram:
-        return hbm, f"{weights_gib:.1f} GiB into HBM at {host.hbm_gib_per_second:,.0f} GiB/s (weights in RAM)"
-    disk = data_volume_performance(instance_type).throughput_mibps * MIB / GIB
-    read = weights_gib / disk
-    return max(hbm, read), f"{weights_gib:.1f} GiB read from the data volume at {disk:.2f} GiB/s"
+    """No floor: loading weights into HBM is bounded by the host-to-device path, for which no figure is
+    published (aws-neuron-sdk ``inferentia2.rst`` gives HBM's 820 GB/s and on-chip DMA's 1 TB/s, both
+    inside the device), and the published load times are the runtime's own work (allocation, graph
+    loading, warm-up). ``in_ram`` and ``instance_type`` stay for a floor once one is sourced."""
+    del in_ram
+    return None, f"no published host-to-device bandwidth for {instance_type}: the load is the runtime's"
 
 
 __all__ = [
     "BOOT_FLOOR_SECONDS",
     "DOCKER_MAX_CONCURRENT_DOWNLOADS",
+    "PUBLISHED_PULL_SECONDS",
+    "S3_CLIENT_NETWORK_SHARE",
     "DataVolumePerformance",
     "PhaseFloor",
     "TransferTarget",

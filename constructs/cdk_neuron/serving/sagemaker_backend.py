@@ -20,7 +20,7 @@ from cdk_neuron import catalog
 from cdk_neuron._nag import acknowledge_wildcards
 from cdk_neuron._subnets import select_subnets
 from cdk_neuron.iam_statements import PUT_METRIC_DATA_REASON, put_metric_data
-from cdk_neuron.serving.permissions import artifact_read_statements, image_pull_statements
+from cdk_neuron.serving.permissions import artifact_policy, image_pull_statements
 from cdk_neuron.serving.settings import SageMakerSettings
 from cdk_neuron.serving.timing import SageMakerTimeouts, sagemaker_storage_gb, sagemaker_timeouts
 
@@ -134,11 +134,10 @@ def _execution_policy(
             eni_reason,
         ),
     ]
-    statements += artifact_read_statements(stack, settings)
     policy = iam.ManagedPolicy(
         scope,
         "ExecutionPolicy",
-        description="cdk-neuron SageMaker model: pull the image, read artifacts, logs, VPC interfaces",
+        description="cdk-neuron SageMaker model: pull the image, logs, VPC interfaces",
         statements=[statement for statement, _ in statements],
         roles=[role],
     )
@@ -202,6 +201,11 @@ def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> Sage
         description="cdk-neuron SageMaker model execution role (least privilege)",
     )
     policy = _execution_policy(scope, settings, role, subnet_ids, security_group)
+    # The artifact's read grant is a policy of its own per artifact (permissions.artifact_policy): a
+    # new artifact adds one, and the old fleet keeps reading the old prefix until clean-up.
+    artifacts = artifact_policy(
+        scope, settings, role, reader="SageMaker model", id_prefix="SageMakerArtifactPolicy"
+    )
 
     model_location = SAGEMAKER_MODEL_DIR if spec.precompiled else spec.served_model_name
     artifact = spec.artifact
@@ -229,6 +233,8 @@ def build_sagemaker_fleet(scope: Construct, settings: SageMakerSettings) -> Sage
     )
     # SageMaker checks the role's permissions when it creates the model.
     model.node.add_dependency(policy)
+    if artifacts is not None:
+        model.node.add_dependency(artifacts)
 
     endpoint_config = sagemaker.CfnEndpointConfig(
         scope,

@@ -88,7 +88,7 @@ from cdk_neuron.catalog import INSTANCES, get_instance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.measurements import TimingReport, load_report
 from cdk_neuron.serving import floors
-from cdk_neuron.timeouts import LIFECYCLE_HEARTBEAT_MAX, SAFETY
+from cdk_neuron.timeouts import SAFETY, STARTUP_MAX
 from cdk_neuron.validation import whole_number
 
 LOAD_FLOOR_SECONDS = 480.0
@@ -101,8 +101,9 @@ SAGEMAKER_DOWNLOAD_START_SECONDS = 60
 SAGEMAKER_TIMEOUT_MIN_SECONDS = 60
 SAGEMAKER_TIMEOUT_MAX_SECONDS = 3600
 SAGEMAKER_VOLUME_MAX_GB = 512
-# An Auto Scaling lifecycle hook waits at most 7,200 s (heartbeat timeout limit; cdk_neuron.timeouts).
-LIFECYCLE_HEARTBEAT_MAX_SECONDS = LIFECYCLE_HEARTBEAT_MAX
+# The longest start-up an EC2 fleet may budget: the node extends its launch lifecycle action while it
+# makes progress, up to the hook's global timeout (cdk_neuron.timeouts.STARTUP_MAX).
+STARTUP_MAX_SECONDS = STARTUP_MAX
 
 # Disk for the EC2 data volume: container images (the DLCs unpack to well over their compressed
 # size; 40 GiB holds two image versions during a rolling update), three copies' worth of weights
@@ -241,7 +242,7 @@ class MeasuredStartup:
                 source=f"{loaded.label}: endpoint creating -> InService",
                 container_ready_seconds=_ceil_seconds(loaded.timings[key]),
             )
-        if loaded.suite in ("serving_ec2", "scale_from_zero"):
+        if loaded.suite in ("serving_ec2", "scale_from_zero", "train_compile_serve"):
             key = "instance_launch_to_in_service_seconds"
             if key not in loaded.timings:
                 raise NeuronConfigError("report", loaded.label, f"has no {key}")
@@ -449,7 +450,7 @@ def _startup_model(
         )
         phases.append(
             _controlled_phase(
-                floors.image_pull(instance_type),
+                floors.image_pull(instance_type, in_ram=target is not None and target.in_ram),
                 None if measured is None else measured.image_pull_seconds,
                 source,
             )
@@ -539,10 +540,15 @@ def sagemaker_startup_model(
 
 @dataclass(frozen=True)
 class Ec2Startup:
-    """How long an EC2 serving instance may take to become ready, and why."""
+    """How long an EC2 serving instance may take to become ready, and why.
+
+    :ivar boot_seconds: the boot phase's budget: launch until the node programs run and can record
+        their first lifecycle heartbeat (:func:`cdk_neuron.timeouts.hook_heartbeat_seconds`).
+    """
 
     seconds: int
     explanation: str
+    boot_seconds: int
 
 
 def ec2_startup(
@@ -555,8 +561,9 @@ def ec2_startup(
 ) -> Ec2Startup:
     """Time from launch until every replica on an instance answers its health check.
 
-    Used for the lifecycle-hook heartbeat, the CloudFormation signal timeout and the ELB health-check
-    grace period. Artifacts from S3 are synced before the containers start; a Hub model is
+    Used for the node's start-up deadline and the CloudFormation signal timeout; the launch hook's
+    heartbeat is the progress window (:data:`cdk_neuron.timeouts.LIFECYCLE_PROGRESS_WINDOW`), which
+    the node extends while it makes progress. Artifacts from S3 are synced before the containers start; a Hub model is
     downloaded by the container, which the container budget already covers. The phases are those of
     :func:`ec2_startup_model`.
     """
@@ -575,15 +582,17 @@ def ec2_startup(
         for p in model.phases
     ]
     explanation = " + ".join(parts) + f" = {seconds} s"
-    if seconds > LIFECYCLE_HEARTBEAT_MAX_SECONDS:
+    if seconds > STARTUP_MAX_SECONDS:
         raise NeuronConfigError(
             "parameters",
             round(weights_gib, 1),
             f"an instance would need ~{seconds} s to start ({explanation}), more than the "
-            f"{LIFECYCLE_HEARTBEAT_MAX_SECONDS} s an Auto Scaling lifecycle hook can wait; quantize the model, "
+            f"{STARTUP_MAX_SECONDS} s an Auto Scaling lifecycle hook can be extended; quantize the model, "
             "or time a deployment and pass the measurements (MeasuredStartup)",
         )
-    return Ec2Startup(seconds=seconds, explanation=explanation)
+    return Ec2Startup(
+        seconds=seconds, explanation=explanation, boot_seconds=model.phase("instance boot").budget_seconds
+    )
 
 
 @dataclass(frozen=True)
@@ -602,7 +611,7 @@ def _check_sagemaker_limit(field: str, seconds: int, why: str) -> int:
             seconds,
             f"SageMaker allows at most {SAGEMAKER_TIMEOUT_MAX_SECONDS} s ({why}); quantize the model, pass "
             "measured start-up times (MeasuredStartup) if a deployment was timed, or use Ec2InferenceFleet, "
-            f"whose start-up may take up to {LIFECYCLE_HEARTBEAT_MAX_SECONDS} s",
+            f"whose start-up may take up to {STARTUP_MAX_SECONDS} s",
         )
     return max(SAGEMAKER_TIMEOUT_MIN_SECONDS, seconds)
 
@@ -705,6 +714,7 @@ __all__ = [
     "LOAD_SECONDS_PER_GIB",
     "PUBLISHED_LOAD_TIMES",
     "SAFETY",
+    "STARTUP_MAX_SECONDS",
     "Ec2Startup",
     "LoadTime",
     "MeasuredStartup",

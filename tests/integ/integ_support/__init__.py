@@ -5,8 +5,8 @@
   and their network.
 - :mod:`.programs`: the programs the training jobs run, shipped inside the job definition.
 - :mod:`.probe`: the Lambda function that calls a fleet from inside the VPC.
-- :mod:`.compiled` and :mod:`.compile_step`: the serving suites' compile step (a ModelCompilation
-  task run during the deploy, before the fleet, its manifest checked).
+- :mod:`.compiled` and :mod:`.steps`: steps a suite runs during its deploy, before the fleet: a
+  ModelCompilation task (its manifest checked) and, in train_compile_serve, the training job.
 - :mod:`.registry`: every suite, what it proves and what it runs (for the cost estimate).
 - :mod:`.estimate`: the cost of a run, from ``cdk_neuron``'s own price tables.
 - :mod:`.snapshots`: offline verification of the committed snapshots (``make test``).

@@ -17,7 +17,7 @@ from cdk_neuron.measurements import TimingReport
 from integ_support.programs import LOG_MARKER, events
 from integ_support.registry import SUITES
 from integ_support.serving import INSTANCE_TYPE
-from integ_support.settings import MODEL_ID, MODEL_PARAMETERS
+from integ_support.settings import MODEL_ID, MODEL_PARAMETERS, TRAIN_MODEL_ID, TRAIN_MODEL_PARAMETERS
 
 
 def _seconds(start: Any, end: Any) -> float:
@@ -170,6 +170,14 @@ class Collector:
         for key, value in node_phases(lines[0]).items():
             self.record(key, value, f"fleet log group: the first instance's phases line ({key})")
 
+    def compile_step(self) -> None:
+        seconds = self.output("CompileSeconds")
+        if seconds in (None, "", "None"):
+            raise LookupError("no CompileSeconds output: the compile step did not complete")
+        self.record(
+            "compile_seconds", float(seconds), "the artifact manifest's compile_seconds (compile step)"
+        )
+
     def endpoint(self) -> None:
         described = self.client("sagemaker").describe_endpoint(EndpointName=self.output("EndpointName"))
         self.record(
@@ -195,9 +203,11 @@ class Collector:
 
     def report(self, outcome: str) -> TimingReport:
         info = SUITES[self.suite]
-        if self.suite.startswith("training"):
+        if self.suite.startswith("training") or self.suite == "train_compile_serve":
             self.attempt("batch job", self.batch)
-        else:
+        if info.compile is not None:
+            self.attempt("compile", self.compile_step)
+        if not self.suite.startswith("training"):
             if self.suite == "serving_sagemaker":
                 self.attempt("endpoint", self.endpoint)
             else:
@@ -210,14 +220,19 @@ class Collector:
             run_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             outcome=outcome,
             instance_type=INSTANCE_TYPE if serving else info.accelerators.instance_type,
-            model={"model_id": MODEL_ID, "parameters": MODEL_PARAMETERS, "dtype": "bf16"}
-            if serving
-            else None,
+            model=served_model(self.suite) if serving else None,
             timings=self.timings,
             values=self.values,
             sources=self.sources,
             errors=self.errors,
         )
+
+
+def served_model(suite: str) -> dict[str, object]:
+    """The model a serving suite's fleet serves (train_compile_serve: the one it fine-tuned)."""
+    if suite == "train_compile_serve":
+        return {"model_id": TRAIN_MODEL_ID, "parameters": TRAIN_MODEL_PARAMETERS, "dtype": "bf16"}
+    return {"model_id": MODEL_ID, "parameters": MODEL_PARAMETERS, "dtype": "bf16"}
 
 
 def write_report(

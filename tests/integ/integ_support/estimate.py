@@ -32,22 +32,23 @@ class Line:
 
 def lines(suite: SuiteInfo, prices: PriceBook | None = None) -> list[Line]:
     book = prices or PriceBook()
-    acc = suite.accelerators
-    name = f"ml.{acc.instance_type}" if acc.sagemaker else acc.instance_type
-    price = book.instance(acc.instance_type, sagemaker=acc.sagemaker)
-    if price is None:
-        raise SystemExit(f"no price on record for {name}: cannot estimate {suite.name}")
-    out = [
-        Line(
-            suite.name,
-            f"{acc.count} x {name}",
-            acc.count * price.usd_per_hour * acc.expected_hours,
-            acc.count * price.usd_per_hour * acc.most_hours,
-            f"${price.usd_per_hour:g}/h ({price.source}, {price.region}) x {acc.expected_hours:g} h "
-            f"(at most {acc.most_hours:g} h)",
+    out = []
+    for acc in suite.all_accelerators:
+        name = f"ml.{acc.instance_type}" if acc.sagemaker else acc.instance_type
+        price = book.instance(acc.instance_type, sagemaker=acc.sagemaker)
+        if price is None:
+            raise SystemExit(f"no price on record for {name}: cannot estimate {suite.name}")
+        out.append(
+            Line(
+                suite.name,
+                f"{acc.count} x {name}",
+                acc.count * price.usd_per_hour * acc.expected_hours,
+                acc.count * price.usd_per_hour * acc.most_hours,
+                f"${price.usd_per_hour:g}/h ({price.source}, {price.region}) x {acc.expected_hours:g} h "
+                f"(at most {acc.most_hours:g} h)",
+            )
         )
-    ]
-    if acc.sagemaker and suite.hyperpod_controller is not None:
+    if suite.accelerators.sagemaker and suite.hyperpod_controller is not None:
         # HyperPod's own rates are in no source the catalog could read: the SageMaker hosting rates of
         # the same types stand in for them, and the basis says so.
         out[0] = Line(

@@ -31,6 +31,8 @@ class Compile:
 
 
 SERVING_COMPILE = Compile(expected_hours=0.25, most_hours=0.85)
+TRAINED_COMPILE = Compile(expected_hours=0.25, most_hours=0.85)
+"""Converting and exporting the fine-tuned 0.36B checkpoint: as for the serving suites."""
 """Exporting the 0.49B serving model from the Hub at TP 2 on 16 vCPU: a quarter hour expected (this
 project's estimate, not measured), at most the step's 50-minute timeout."""
 
@@ -47,8 +49,14 @@ class SuiteInfo:
     load_balancer: bool = False
     opt_in: bool = False
     compile: Compile | None = None
+    more_accelerators: tuple[Accelerators, ...] = ()
+    """Instances the suite runs besides :attr:`accelerators` (train_compile_serve: the serving fleet)."""
     hyperpod_controller: str | None = None
     """A HyperPod suite's controller type (``ml.m5.xlarge``): it bills for the whole run, like the worker."""
+
+    @property
+    def all_accelerators(self) -> tuple[Accelerators, ...]:
+        return (self.accelerators, *self.more_accelerators)
 
 
 SUITES: dict[str, SuiteInfo] = {
@@ -117,6 +125,22 @@ SUITES: dict[str, SuiteInfo] = {
             kms_keys=2,
             load_balancer=True,
             compile=SERVING_COMPILE,
+        ),
+        SuiteInfo(
+            "train_compile_serve",
+            "a trn1.2xlarge Batch job fine-tunes a model a few steps and saves an NxD checkpoint on the "
+            "checkpoint store; the ModelCompilation task converts and compiles that checkpoint; an "
+            "inf2.xlarge fleet serves the artifact and answers a chat completion with the model's name",
+            # The job: node launch, image pull, Hub download, graph compile, 5 steps, save; at most the
+            # training step's 55-minute wait (the job's own timeout is 45 minutes).
+            Accelerators("trn1.2xlarge", 1, expected_hours=0.75, most_hours=1.5),
+            run_expected_hours=2.25,
+            run_most_hours=4.0,
+            kms_keys=4,
+            load_balancer=True,
+            opt_in=True,
+            compile=TRAINED_COMPILE,
+            more_accelerators=(Accelerators("inf2.xlarge", 1, expected_hours=0.75, most_hours=1.5),),
         ),
     )
 }

@@ -110,3 +110,16 @@ def stack_name(suite: str, part: str = "") -> str:
     """``CdkNeuronInteg-TrainingSmoke`` (and ``-Assert`` for the assertion stack)."""
     camel = "".join(word.capitalize() for word in suite.split("_"))
     return f"{STACK_PREFIX}-{camel}" + (f"-{part}" if part else "")
+
+
+# The model train_compile_serve fine-tunes, compiles and serves: HuggingFaceTB/SmolLM2-360M-Instruct
+# (Apache-2.0, ungated), a Llama architecture without attention biases (NxD's checkpoint converter
+# maps q/k/v weights only: a model with q/k/v biases, such as Qwen2, stops it with a KeyError;
+# aws-neuron/neuronx-distributed @fbac349b, checkpoint_converter.py get_weight_key). 15 query and 5
+# KV heads, so it is served at TP 1 (two replicas on an inf2.xlarge); 32 layers, hidden size 960,
+# tied embeddings: 361,821,120 parameters counted from that shape.
+TRAIN_MODEL_ID = "HuggingFaceTB/SmolLM2-360M-Instruct"
+TRAIN_MODEL_PARAMETERS = 361_821_120
+TRAIN_MODEL_LAYERS = 32
+TRAIN_MODEL_KV_HEADS = 5
+TRAIN_MODEL_SEQUENCE_LENGTH = 2048

@@ -16,6 +16,7 @@ from typing import Any
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk.integ_tests_alpha import IntegTest
@@ -24,6 +25,10 @@ from constructs import Construct, IConstruct
 from integ_support.settings import Settings, stack_name
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+NEVER = events.Schedule.cron(minute="0", hour="5", day="1", month="1", year="2199")
+"""The checkpoint stores' backup schedule in the suites: AWS Backup would run the plan daily at
+05:00 UTC, and a recovery point in the vault would stop the stack from deleting it; this never fires
+during a run."""
 KMS_PENDING_WINDOW_DAYS = 7
 """The shortest waiting period KMS allows before it deletes a key scheduled for deletion."""
 

@@ -175,6 +175,19 @@ def _manifest_rows(ctx: CheckContext, bucket: str, prefix: str, uri: str, keys: 
         return [ctx.row("artifact manifest", uri, "FAIL", str(error))]
     serving = ctx.env.serving
     assert serving is not None
+    copy = serving.artifact_manifest
+    if copy is not None and copy.to_dict() != manifest.to_dict():
+        differs = sorted(k for k, v in copy.to_dict().items() if manifest.to_dict().get(k) != v)
+        return [
+            ctx.row(
+                "artifact manifest",
+                uri,
+                "FAIL",
+                f"the app's copy (serving.model.artifact_manifest) differs from {MANIFEST_NAME} in S3 in "
+                f"{', '.join(differs)}: synthesis checked the fleet against a manifest that does not describe "
+                "this artifact; take the copy again with cdk-neuron use-artifact",
+            )
+        ]
     mismatches = manifest.mismatches(serving.model, serving.plan, serving.engine.name, _served_image(ctx))
     if mismatches:
         return [
@@ -258,7 +271,8 @@ CHECK = Check(
     check_artifacts,
     passes_when=(
         "`serving.model.artifact_uri` holds a compiled graph, weights, config and tokenizer, and its "
-        "`cdk-neuron-artifact.json` describes the fleet's shape, engine and image SDK and the files present"
+        "`cdk-neuron-artifact.json` describes the fleet's shape, engine and image SDK and the files present, "
+        "and equals the app's copy (`serving.model.artifact_manifest`) when there is one"
     ),
     calls=("s3:ListBucket", "s3:GetObject"),
 )

@@ -15,6 +15,14 @@ DLC_REGISTRY = "763104351884.dkr.ecr.{region}.amazonaws.com"
 _SDK_IN_TAG = re.compile(r"sdk(\d+)\.(\d+)")
 # The Hugging Face vLLM DLC names the optimum-neuron release in its tag ("...-optimum0.4.5-...").
 _OPTIMUM_IN_TAG = re.compile(r"optimum(\d+)\.(\d+)\.(\d+)")
+# The neuronx-cc each optimum-neuron release pins (its pyproject.toml ``neuronx`` extra). optimum-neuron
+# loads an export only under the very optimum-neuron and neuronx-cc versions recorded in its
+# neuron_config.json (NeuronConfig.from_dict, optimum/neuron/configuration_utils.py), so a fleet's tag
+# names the compiler its artifacts must come from.
+OPTIMUM_NEURON_COMPILERS: dict[tuple[int, int, int], str] = {
+    # huggingface/optimum-neuron tag v0.4.5 @abf59858 (2026-02-11), pyproject.toml: neuronx-cc==2.21.33363.0
+    (0, 4, 5): "2.21.33363.0",
+}
 # A regional registry ("...ecr.{region}.amazonaws.com") is matched against the shared ECR pattern with
 # this stand-in for its region; no AWS region has this name.
 _REGION_PLACEHOLDER = "cdk-neuron-region-0"
@@ -82,6 +90,12 @@ class ContainerImage:
         match = _OPTIMUM_IN_TAG.search(self.tag)
         return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
+    @property
+    def neuronx_cc_version(self) -> str | None:
+        """The neuronx-cc the image's optimum-neuron pins (:data:`OPTIMUM_NEURON_COMPILERS`), or None."""
+        optimum = self.optimum_neuron_version
+        return OPTIMUM_NEURON_COMPILERS.get(optimum) if optimum else None
+
 
 def resolve_image(image: ContainerImage | None, tag: str | None, default: ContainerImage) -> ContainerImage:
     """``image`` if given, else ``default`` with ``tag`` if given; refuses both together."""
@@ -96,4 +110,4 @@ def resolve_image(image: ContainerImage | None, tag: str | None, default: Contai
     return default if tag is None else ContainerImage(default.registry, default.repository, tag)
 
 
-__all__ = ["DLC_REGISTRY", "ContainerImage", "resolve_image"]
+__all__ = ["DLC_REGISTRY", "OPTIMUM_NEURON_COMPILERS", "ContainerImage", "resolve_image"]

@@ -6,7 +6,10 @@
 # CheckpointStore checkpoint is mounted read-only into the export container, and a Hub source is
 # downloaded there with the serving image's own huggingface_hub.
 #
-# Settings (container environment): SOURCE_KIND (s3 | checkpoint | hub), SOURCE_URI, WORK_DIR.
+# Settings (container environment): SOURCE_KIND (s3 | checkpoint | hub), SOURCE_URI, CONFIG_FROM
+# (hub:... or s3://...: where a checkpoint's missing config.json and tokenizer are), WORK_DIR.
+# On success it leaves ${WORK_DIR}/status/fetch.ok: the export step (dependsOn COMPLETE) starts only
+# with it.
 set -euo pipefail
 CDK_NEURON_PROGRAM=compile-fetch
 log() { printf 'cdk-neuron[%s]: %s\n' "${CDK_NEURON_PROGRAM}" "$*" >&2; }
@@ -16,9 +19,9 @@ die() {
 }
 
 : "${SOURCE_KIND:?}" "${SOURCE_URI:?}" "${WORK_DIR:?}"
-mkdir -p "${WORK_DIR}/source" "${WORK_DIR}/export"
-# The export container runs as the serving image's user; the volume is shared, so it must write here.
-chmod 0777 "${WORK_DIR}/source" "${WORK_DIR}/export"
+# Every step runs as root (neither image sets USER: aws/aws-cli docker/Dockerfile, optimum-neuron
+# docker/vllm/Dockerfile @v0.4.5), so the shared volume keeps its default modes.
+mkdir -p "${WORK_DIR}/source" "${WORK_DIR}/export" "${WORK_DIR}/status"
 case "${SOURCE_KIND}" in
     s3)
         log "fetching ${SOURCE_URI}"
@@ -29,3 +32,15 @@ case "${SOURCE_KIND}" in
     checkpoint | hub) log "${SOURCE_KIND} source: read by the export step" ;;
     *) die "SOURCE_KIND=${SOURCE_KIND}: use s3, checkpoint or hub" ;;
 esac
+# config.json and the tokenizer for a checkpoint that lacks them, when they are in S3 (CONFIG_FROM).
+case "${CONFIG_FROM:-}" in
+    s3://*)
+        log "fetching config.json and tokenizer from ${CONFIG_FROM}"
+        aws s3 cp "${CONFIG_FROM%/}/" "${WORK_DIR}/config/" --recursive --exclude '*' \
+            --include '*.json' --include 'tokenizer*' --include '*.model' --include 'vocab*' \
+            --include merges.txt --include '*.tiktoken' --exclude '*/*' --only-show-errors ||
+            die "aws s3 cp ${CONFIG_FROM} (does the task role read it? ModelCompilation.grant_read_source)"
+        [ -f "${WORK_DIR}/config/config.json" ] || die "no config.json under ${CONFIG_FROM}"
+        ;;
+esac
+touch "${WORK_DIR}/status/fetch.ok"

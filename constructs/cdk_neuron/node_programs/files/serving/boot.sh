@@ -6,6 +6,8 @@
 # and install-docker.sh); anything else comes from the Amazon Linux repositories, which are in S3.
 # So a fleet reaches only AWS services and its image registry, with or without a NAT.
 #
+# Throughout, progress.sh extends the launch lifecycle action while this start-up makes progress, and
+# fails it when it stops moving (lifecycle.sh, progress_phase says what it is doing).
 # 0. Check the Neuron devices (NEURON_DEVICES of /dev/neuronN, then neuron-ls): replicas are given
 #    them by path, so an instance without them must not join the fleet.
 # 1. Format (XFS) and mount the encrypted data volume, found by its identity, at DATA_DIR; Docker
@@ -33,7 +35,7 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
 require REGION STACK_NAME ASG_LOGICAL_ID LIFECYCLE_HOOK IMAGE DATA_DIR DATA_DEVICE DATA_LABEL REPLICAS \
     FIRST_REPLICA_PORT SERVICE_PORT MODEL_TMPFS_GIB DOCKER_MAX_CONCURRENT_DOWNLOADS NEURON_DEVICES \
-    NEURON_DEVICE_WAIT STARTUP_DEADLINE_SECONDS
+    NEURON_DEVICE_WAIT STARTUP_DEADLINE_SECONDS PROGRESS_INTERVAL_SECONDS PROGRESS_STALL_SECONDS
 EBS_MODEL='Amazon Elastic Block Store'
 trap 'fail "the boot script stopped at line ${LINENO}"' ERR
 
@@ -125,12 +127,14 @@ pull_image() {
     local started
     # The boot phase ends where the pull starts: seconds since the kernel started.
     record_phase node_boot "$(cut -d . -f 1 "${ROOT}/proc/uptime")"
+    progress_phase image-pull "${DATA_DIR}/docker"
     started=$(date +%s)
     retry 5 until_deadline docker pull --quiet "${IMAGE}" || fail "cannot pull ${IMAGE}"
     record_phase image_pull "$(($(date +%s) - started))"
 }
 
 sync_artifacts() {
+    progress_phase artifact-transfer "${DATA_DIR}/model"
     fetch_model || fail "cannot sync ${ARTIFACT_URI}"
 }
 
@@ -157,16 +161,23 @@ install_units() {
 
 install -d -m 0755 "${CDK_NEURON_ETC}" "${ROOT}/etc/systemd/system"
 rm -f "${CDK_NEURON_ETC}/phases.env"
+start_progress_watch
+progress_phase neuron-devices
 check_neuron_devices "${NEURON_DEVICES}" "${NEURON_DEVICE_WAIT}" || fail "the Neuron devices are not usable"
+progress_phase data-volume
 mount_data_volume
 stop_ecs_agent
+progress_phase docker
 configure_docker
 pull_image
 sync_artifacts
+progress_phase units
 install_units
 if [ -r "${CDK_NEURON_ETC}/publisher.json" ]; then
     /bin/bash "${HOME_DIR}/monitoring/setup.sh" || fail "the Neuron metrics publisher did not start"
 fi
+# cdk-neuron-ready runs its own progress watch.
+stop_progress_watch
 # --no-block: cloud-init is itself a unit, and cdk-neuron-ready must not wait on it.
 systemctl start --no-block cdk-neuron-ready.service
 log "first boot done; cdk-neuron-ready takes over"

@@ -5,9 +5,14 @@
 # completes the action (CONTINUE) or the heartbeat runs out, whose default result is ABANDON. During
 # stack creation and rolling updates CloudFormation also waits for a signal per instance.
 #
+# While the start-up runs, progress.sh extends the action (RecordLifecycleActionHeartbeat) as long as
+# the start-up makes progress: the hook's heartbeat timeout is a progress window, not the whole
+# start-up (cdk_neuron.timeouts).
+#
 # Two answers mean "nothing is waiting" and are the only refusals taken as success:
 # - CompleteLifecycleAction: "No active Lifecycle Action found" (an instance rebooted while in
-#   service; EC2 Auto Scaling API reference, CompleteLifecycleAction).
+#   service; EC2 Auto Scaling API reference, CompleteLifecycleAction). A heartbeat for an instance
+#   with no pending action is refused the same way (the service validates both by instance ID).
 # - SignalResource: "<stack> is in <STATE> state and cannot be signaled" (an instance launched by
 #   scaling, outside a creation or update; CloudFormation answers ValidationError).
 # Every other failure (no route to the API, no permission) is an error.
@@ -37,6 +42,51 @@ complete_lifecycle() {
     fi
     log "complete-lifecycle-action $1 failed: ${output}"
     return 1
+}
+
+# heartbeat: extend this instance's launch action by the hook's heartbeat timeout. Returns 0 when
+# recorded, 2 when no action is pending (nothing to extend), 1 on any other failure.
+heartbeat() {
+    local group instance output
+    group=$(imds meta-data/tags/instance/aws:autoscaling:groupName) || {
+        log "cannot read the aws:autoscaling:groupName tag from instance metadata"
+        return 1
+    }
+    instance=$(instance_id) || return 1
+    if output=$(aws autoscaling record-lifecycle-action-heartbeat --region "${REGION}" \
+        --lifecycle-hook-name "${LIFECYCLE_HOOK}" --auto-scaling-group-name "${group}" \
+        --instance-id "${instance}" 2>&1); then
+        return 0
+    fi
+    if grep -q 'No active Lifecycle Action found' <<<"${output}"; then
+        log "no lifecycle action is pending: nothing to extend"
+        return 2
+    fi
+    log "record-lifecycle-action-heartbeat failed: ${output}"
+    return 1
+}
+
+# progress_phase <phase> [<dir>]: what the start-up does now, for the progress watch (progress.sh): a
+# phase that copies into <dir> progresses while the bytes used there grow.
+progress_phase() {
+    printf '%s %s\n' "$1" "${2:-}" >"${CDK_NEURON_ETC}/progress"
+}
+
+# start_progress_watch: run progress.sh beside this program (it exits with it).
+start_progress_watch() {
+    progress_phase start
+    /bin/bash "${HOME_DIR}/serving/progress.sh" "$$" &
+    PROGRESS_WATCH=$!
+}
+
+# stop_progress_watch: before this program completes the action (or gives up), so no heartbeat follows.
+stop_progress_watch() {
+    if [ -n "${PROGRESS_WATCH:-}" ] && kill "${PROGRESS_WATCH}" 2>/dev/null; then
+        # It ends with SIGTERM's status, which is how it is meant to end here.
+        if ! wait "${PROGRESS_WATCH}" 2>/dev/null; then :; fi
+    fi
+    PROGRESS_WATCH=""
+    rm -f "${CDK_NEURON_ETC}/progress"
 }
 
 # signal_stack SUCCESS|FAILURE
@@ -108,6 +158,7 @@ publish_phases() {
 # LAUNCH_ATTEMPTS); an instance that never succeeds still fails the creation when that wait ends.
 fail() {
     log "FAILED: $*"
+    stop_progress_watch
     record_failure "$*" || log "could not record the failure in CloudWatch"
     complete_lifecycle ABANDON || log "could not abandon the launch; the hook's heartbeat will"
     exit 1

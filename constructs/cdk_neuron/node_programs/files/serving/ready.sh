@@ -13,7 +13,8 @@
 # heartbeat runs from the launch, and boot.sh's pull and sync come first. STARTUP_DEADLINE_SECONDS
 # ends READY_MARGIN before that heartbeat (cdk_neuron.timeouts), so a replica that is not healthy in
 # time fails here, with a log line that outlives the instance (lifecycle.sh, fail), instead of the
-# hook's default result terminating the instance without a word.
+# hook's default result terminating the instance without a word. While it fetches and loads,
+# progress.sh extends the launch action (the hook's heartbeat timeout is a progress window).
 set -Eeuo pipefail
 CDK_NEURON_PROGRAM=serving-ready
 # Paths are under ${ROOT}: empty on a node, a scratch directory when the tests run this script.
@@ -26,7 +27,8 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 # shellcheck source=model.sh
 . "${HOME_DIR}/serving/model.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS MODEL_TMPFS_GIB
+require REGION REPLICAS FIRST_REPLICA_PORT SERVICE_PORT HEALTH_PATH STARTUP_DEADLINE_SECONDS MODEL_TMPFS_GIB \
+    PROGRESS_INTERVAL_SECONDS PROGRESS_STALL_SECONDS
 trap 'fail "cdk-neuron-ready stopped at line ${LINENO}"' ERR
 
 # Whole seconds since the kernel booted.
@@ -43,8 +45,10 @@ Warmed:*)
     ;;
 esac
 
+start_progress_watch
 # A RAM-backed model directory does not survive a stop (the warm pool): fetch it again.
 if model_needs_fetch; then
+    progress_phase artifact-transfer "${DATA_DIR}/model"
     fetch_model || fail "cannot fetch ${ARTIFACT_URI} into the RAM-backed model directory"
 fi
 
@@ -55,6 +59,7 @@ for ((index = 0; index < REPLICAS; index++)); do
 done
 systemctl start --no-block cdk-neuron-proxy.service || fail "cannot start the host proxy"
 ports+=("${SERVICE_PORT}")
+progress_phase load
 
 for port in "${ports[@]}"; do
     until curl -sf -o /dev/null --max-time 10 "http://127.0.0.1:${port}${HEALTH_PATH}"; do
@@ -69,6 +74,7 @@ log "every replica is healthy, ${ready} s after boot"
 publish_phases "${ready}" || log "could not publish the start-up phases"
 systemctl start --no-block cdk-neuron-metrics.service || fail "cannot start the metrics publisher"
 systemctl start --no-block cdk-neuron-lifecycle.service || fail "cannot start the lifecycle watch"
+stop_progress_watch
 complete_lifecycle CONTINUE || fail "cannot complete the launch lifecycle action"
 # In service now: a failure here cannot take the instance back. A stack creation that waits for this
 # signal and never gets it fails when its wait ends.

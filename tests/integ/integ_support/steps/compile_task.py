@@ -14,7 +14,8 @@ Properties (written by ``integ_support.compiled``):
 - ``Overrides``: JSON of the ``ecs:RunTask`` overrides, exactly
   ``cdk_neuron.compilation.CompileRequest.task_overrides`` (the same settings the CLI sends).
 - ``ArtifactUri``: ``s3://bucket/prefix/`` the task writes; ``Shape``: JSON of the manifest's
-  ``shape`` the fleet needs (``batch_size``, ``sequence_length``, ``tensor_parallel``, ``dtype``).
+  ``shape`` the fleet needs (``batch_size``, ``sequence_length``, ``tensor_parallel``, ``dtype``);
+  ``Source``: JSON of the manifest's ``source`` fields the request set (``kind``, ``uri``, ``step``).
 
 ``is_complete`` requires every container to have exited 0, then reads the manifest the upload
 wrote last and requires the format, version, prefix and shape the fleet was built for: a fleet is
@@ -30,7 +31,7 @@ from typing import Any
 
 MANIFEST_NAME = "cdk-neuron-artifact.json"
 MANIFEST_FORMAT = "cdk-neuron-artifact"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 CONTAINERS = ("fetch", "export", "upload")
 STARTED_BY = "cdk-neuron-integ"
 
@@ -92,7 +93,9 @@ def container_failures(task: dict[str, Any]) -> list[str]:
     return found
 
 
-def manifest_problems(manifest: Any, artifact_uri: str, shape: dict[str, Any]) -> list[str]:
+def manifest_problems(
+    manifest: Any, artifact_uri: str, shape: dict[str, Any], source: dict[str, Any] | None = None
+) -> list[str]:
     """What in the manifest says the fleet cannot serve the artifact (empty when it can)."""
     if not isinstance(manifest, dict):
         return ["the manifest is not a JSON object"]
@@ -106,6 +109,11 @@ def manifest_problems(manifest: Any, artifact_uri: str, shape: dict[str, Any]) -
     for key, value in shape.items():
         if written.get(key) != value:
             problems.append(f"shape.{key}={written.get(key)!r}, the fleet serves {value!r}")
+    source_written = manifest.get("source")
+    read: dict[str, Any] = source_written if isinstance(source_written, dict) else {}
+    for key, value in (source or {}).items():
+        if read.get(key) != value:
+            problems.append(f"source.{key}={read.get(key)!r}, the compile was asked for {value!r}")
     if not manifest.get("files"):
         problems.append("files: the artifact lists no file")
     return problems
@@ -128,9 +136,11 @@ def check(properties: dict[str, Any], task_arn: str, ecs: Any, s3: Any) -> dict[
     try:
         body = s3.get_object(Bucket=bucket, Key=prefix + MANIFEST_NAME)["Body"].read()
         manifest = json.loads(body)
-    except Exception as error:
+    except Exception as error:  # any read or parse failure fails the compile step
         raise CompileFailed(f"no readable {artifact_uri}{MANIFEST_NAME}: {error}") from error
-    problems = manifest_problems(manifest, artifact_uri, json.loads(properties["Shape"]))
+    problems = manifest_problems(
+        manifest, artifact_uri, json.loads(properties["Shape"]), json.loads(properties.get("Source") or "{}")
+    )
     if problems:
         raise CompileFailed(f"{artifact_uri}{MANIFEST_NAME} cannot be served: " + "; ".join(problems))
     return {
@@ -140,6 +150,7 @@ def check(properties: dict[str, Any], task_arn: str, ecs: Any, s3: Any) -> dict[
             "CompileSeconds": str(manifest.get("compile_seconds")),
             "Files": str(len(manifest["files"])),
             "Compiler": str((manifest.get("neuron") or {}).get("compiler")),
+            "SourceSha256": str((manifest.get("source") or {}).get("sha256")),
         },
     }
 
@@ -150,7 +161,7 @@ def stop(properties: dict[str, Any], task_arn: str, ecs: Any) -> None:
         return
     try:
         ecs.stop_task(cluster=properties["Cluster"], task=task_arn, reason="integ stack deleted")
-    except Exception as error:
+    except Exception as error:  # stopped, expired or never started: nothing to stop
         print(f"stop {task_arn}: {error}")
 
 

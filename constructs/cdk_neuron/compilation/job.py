@@ -63,6 +63,9 @@ FARGATE_INCLUDED_STORAGE_GIB = catalog.FARGATE_INCLUDED_EPHEMERAL_GB
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
 _DTYPES = ("bf16", "fp16", "fp32")
+EXPORT_TARGET_FAMILIES = ("inf2", "trn1", "trn1n")
+"""Instance families that load what the task exports: ``--instance_type inf2`` compiles for the trn1
+target (NeuronCore-v2), which Inf2 and Trn1 share; Trn2 and Trn3 (NeuronCore-v3) need their own."""
 HW_BACKENDS = ("trn1", "trn2")
 """NxD's checkpoint converter ``--hw_backend`` values (required by it since Neuron 2.21)."""
 
@@ -278,6 +281,18 @@ class CompileRequest:
                     "dtype", self.model.dtype, f"optimum-cli export neuron loads {', '.join(_DTYPES)} weights"
                 )
             )
+        family = self.plan.instance_type.split(".")[0]
+        if family not in EXPORT_TARGET_FAMILIES:
+            found.add(
+                NeuronConfigError(
+                    "instance_type",
+                    self.plan.instance_type,
+                    "the compile task exports with --instance_type inf2, the trn1 target (NeuronCore-v2; "
+                    "optimum/neuron/utils/instance.py @v0.4.5 maps inf2 to trn1), which a "
+                    f"{family} fleet refuses to load: serve on {', '.join(EXPORT_TARGET_FAMILIES)}, or export by "
+                    f"hand on a {family} instance with --instance_type {family} (serving README: Precompiled artifacts)",
+                )
+            )
         if self.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
             found.add(
                 NeuronConfigError(
@@ -358,6 +373,7 @@ __all__ = [
     "COMPILE_ENGINES",
     "DEFAULT_ARTIFACT_PREFIX",
     "EXPORT_MEMORY_FACTOR",
+    "EXPORT_TARGET_FAMILIES",
     "FARGATE_CPU_UNITS",
     "FARGATE_EPHEMERAL_GIB",
     "FARGATE_INCLUDED_STORAGE_GIB",

@@ -260,10 +260,14 @@ def job_from(record: Sequence[str]) -> SlurmJob:
             source=source,
             restarts=_int(kv.get("Restarts")),
         )
-    if source == "sacct":
-        # JobID|State|Reason|NNodes|NodeList|Submit|Start|End|ExitCode|JobName (the name last: it may hold "|")
-        job_id, state, reason, count, node_list, submitted, started, ended, exit_code, *name = line.split("|")
-        code, signal = _exit(exit_code)
+    if source in ("sacct", "squeue"):
+        # sacct: JobID|State|Reason|NNodes|NodeList|Submit|Start|End|ExitCode|JobName;
+        # squeue: %i|%T|%r|%D|%N|%V|%S|%e|%j. The name is last in both: it may hold "|".
+        job_id, state, reason, count, node_list, submitted, started, ended, *name = line.split("|")
+        code, signal = None, None
+        if source == "sacct":
+            exit_code, *name = name
+            code, signal = _exit(exit_code)
         return SlurmJob(
             job_id=job_id,
             job_name=_value("|".join(name)),
@@ -276,25 +280,6 @@ def job_from(record: Sequence[str]) -> SlurmJob:
             ended_at=_value(ended),
             exit_code=code,
             signal=signal,
-            output_path=None,
-            batch_host=None,
-            source=source,
-        )
-    if source == "squeue":
-        # %i|%T|%r|%D|%N|%V|%S|%e|%j
-        job_id, state, reason, count, node_list, submitted, started, ended, *name = line.split("|")
-        return SlurmJob(
-            job_id=job_id,
-            job_name=_value("|".join(name)),
-            state=_state(state),
-            reason=_value(reason),
-            nodes=_int(count),
-            node_list=_value(node_list),
-            submitted_at=_value(submitted),
-            started_at=_value(started),
-            ended_at=_value(ended),
-            exit_code=None,
-            signal=None,
             output_path=None,
             batch_host=None,
             source=source,

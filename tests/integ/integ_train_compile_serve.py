@@ -28,7 +28,6 @@ from aws_cdk.integ_tests_alpha import ExpectedResult
 from cdk_neuron.compilation import ModelSource
 from cdk_neuron.planner import plan_training
 from cdk_neuron.serving import ModelSpec
-from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import BatchTrainingCluster
 from integ_support import assertions, programs
 from integ_support.compiled import CompileStep, TrainingStep, artifact_store, compiled_model
@@ -43,7 +42,15 @@ from integ_support.settings import (
     Settings,
     stack_name,
 )
-from integ_support.stacks import NEVER, IntegNetwork, IntegStack, Suite, integ_app, integ_test, vpc_probe
+from integ_support.stacks import (
+    IntegNetwork,
+    IntegStack,
+    Suite,
+    checkpoint_store,
+    integ_app,
+    integ_test,
+    vpc_probe,
+)
 
 SUITE = "train_compile_serve"
 INSTANCE_TYPE = "trn1.2xlarge"
@@ -77,15 +84,7 @@ def checkpoint_source() -> ModelSource:
 def build(app: cdk.App, settings: Settings) -> Suite:
     stack = IntegStack(app, stack_name(SUITE), settings=settings)
     network = IntegNetwork(stack, "Network", settings=settings)
-    store = CheckpointStore(
-        stack,
-        "Checkpoints",
-        vpc=network.vpc,
-        vpc_subnets=network.private,
-        removal_policy=cdk.RemovalPolicy.DESTROY,
-        backup_schedule=NEVER,
-        backup_retention=cdk.Duration.days(1),
-    )
+    store = checkpoint_store(stack, network)
     cluster = BatchTrainingCluster(
         stack,
         "Cluster",

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_events as events
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
@@ -35,7 +34,7 @@ from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import HyperPodTrainingCluster, hyperpod_jobs
 from integ_support import assertions
 from integ_support.settings import Settings, stack_name
-from integ_support.stacks import IntegNetwork, IntegStack, Suite, integ_app, integ_test
+from integ_support.stacks import IntegNetwork, IntegStack, Suite, checkpoint_store, integ_app, integ_test
 
 SUITE = "training_hyperpod"
 INSTANCE_TYPE = "trn1.32xlarge"
@@ -52,7 +51,6 @@ CHECK_PROGRAM = HERE / "integ_support" / "programs" / "hyperpod_check.sh"
 READER_DIR = HERE / "integ_support" / "store_reader"
 # Offline synthesis only: not a package (a live run refuses it, see main()).
 PLACEHOLDER_PACKAGE = HERE / "integ_support" / "efs_utils_placeholder.deb"
-NEVER = events.Schedule.cron(minute="0", hour="5", day="1", month="1", year="2199")
 # The job each node runs: a two-rank all-reduce on the host's Neuron tools, then a checkpoint into
 # the store, fsync'd, and a line the check reads back. aws-neuronx-tools (nccom-test, neuron-monitor)
 # and aws-neuronx-collectives are on a HyperPod trn1.32xlarge compute node (`srun -N1 dpkg -l | grep
@@ -70,15 +68,7 @@ JOB_COMMAND = (
 def build(app: cdk.App, settings: Settings, efs_utils: Path = PLACEHOLDER_PACKAGE) -> Suite:
     stack = IntegStack(app, stack_name(SUITE), settings=settings)
     network = IntegNetwork(stack, "Network", settings=settings)
-    store = CheckpointStore(
-        stack,
-        "Checkpoints",
-        vpc=network.vpc,
-        vpc_subnets=network.private,
-        removal_policy=cdk.RemovalPolicy.DESTROY,
-        backup_schedule=NEVER,
-        backup_retention=cdk.Duration.days(1),
-    )
+    store = checkpoint_store(stack, network)
     package = s3_assets.Asset(stack, "EfsUtils", path=str(efs_utils))
     job = hyperpod_jobs.sbatch_script(nodes=1, partition=PARTITION, command=JOB_COMMAND, job_name=JOB_NAME)
     cluster = HyperPodTrainingCluster(

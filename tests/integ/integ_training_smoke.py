@@ -15,11 +15,10 @@ from __future__ import annotations
 import aws_cdk as cdk
 from aws_cdk import aws_logs as logs
 
-from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import BatchTrainingCluster
 from integ_support import assertions, programs
 from integ_support.settings import Settings, stack_name
-from integ_support.stacks import NEVER, IntegNetwork, IntegStack, Suite, integ_app
+from integ_support.stacks import IntegNetwork, IntegStack, Suite, checkpoint_store, integ_app
 
 SUITE = "training_smoke"
 INSTANCE_TYPE = "trn1.2xlarge"
@@ -30,15 +29,7 @@ WAIT = cdk.Duration.minutes(50)
 def build(app: cdk.App, settings: Settings) -> Suite:
     stack = IntegStack(app, stack_name(SUITE), settings=settings)
     network = IntegNetwork(stack, "Network", settings=settings)
-    store = CheckpointStore(
-        stack,
-        "Checkpoints",
-        vpc=network.vpc,
-        vpc_subnets=network.private,
-        removal_policy=cdk.RemovalPolicy.DESTROY,
-        backup_schedule=NEVER,
-        backup_retention=cdk.Duration.days(1),
-    )
+    store = checkpoint_store(stack, network)
     cluster = BatchTrainingCluster(
         stack,
         "Cluster",

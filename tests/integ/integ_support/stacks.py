@@ -22,6 +22,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.integ_tests_alpha import IntegTest
 from constructs import Construct, IConstruct
 
+from cdk_neuron.storage import CheckpointStore
 from integ_support.settings import Settings, stack_name
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -121,6 +122,20 @@ def pin_subnets_to_az_ids(vpc: ec2.Vpc) -> None:
         assert isinstance(cfn_subnet, ec2.CfnSubnet)
         cfn_subnet.availability_zone_id = subnet.availability_zone
         cfn_subnet.availability_zone = None
+
+
+def checkpoint_store(scope: Construct, network: IntegNetwork) -> CheckpointStore:
+    """A suite's checkpoint store: in the network's private subnets, deleted with the stack, backed up
+    on a schedule that never fires during a run (:data:`NEVER`)."""
+    return CheckpointStore(
+        scope,
+        "Checkpoints",
+        vpc=network.vpc,
+        vpc_subnets=network.private,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+        backup_schedule=NEVER,
+        backup_retention=cdk.Duration.days(1),
+    )
 
 
 def emptied_bucket(scope: Construct, id: str, *, bucket_name: str | None = None) -> s3.Bucket:

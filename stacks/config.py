@@ -65,6 +65,8 @@ Schema (every key not marked *required* is optional; its default is given)::
         efs_utils_package: required with hyperpod  path of an amazon-efs-utils .deb for Ubuntu (efs-utils'
                                                ./build-deb.sh): the lifecycle script installs it from the
                                                cluster's own bucket, so no node needs internet
+        efs_utils_release: "22.04"             hyperpod only: the Ubuntu release the package was built on;
+                                               a node of another release fails its lifecycle script by name
         checkpoint: null                       {model_parameters: required, writers: 1,
                                                master_weights_in_checkpoint: false}
       storage: {one_zone: false, backup_retention_days: 35, infrequent_access_after_days: 30}
@@ -244,6 +246,8 @@ class TrainingConfig:
     """HyperPod's running workers (0 to max_nodes); None with the other engines."""
     efs_utils_package: str | None = None
     """HyperPod only: the amazon-efs-utils .deb its lifecycle script installs."""
+    efs_utils_release: str | None = None
+    """HyperPod only: the Ubuntu release (VERSION_ID) ``efs_utils_package`` was built on."""
 
     def training_plan(self) -> TrainingPlan:
         return self.plan
@@ -762,6 +766,7 @@ def _training(
         "checkpoint",
         "worker_count",
         "efs_utils_package",
+        "efs_utils_release",
     )
     found = _Collector()
     section = found.section(env, "training", keys, required=True)
@@ -812,6 +817,7 @@ def _training(
         )
     worker_count: int | None = None
     efs_utils_package: str | None = None
+    efs_utils_release: str | None = None
     if engine == "hyperpod":
         if instance is not None and region is not None:
             found.run(lambda: _hyperpod_instance(section, instance.name, region))
@@ -839,8 +845,9 @@ def _training(
                 )
             )
         efs_utils_package = found.run(lambda: _efs_utils_package(section))
+        efs_utils_release = found.run(lambda: _efs_utils_release(section))
     else:
-        for key in ("worker_count", "efs_utils_package"):
+        for key in ("worker_count", "efs_utils_package", "efs_utils_release"):
             if section.has(key):
                 found.add(
                     NeuronConfigError(
@@ -868,6 +875,7 @@ def _training(
         checkpoint=checkpoint,
         worker_count=worker_count,
         efs_utils_package=efs_utils_package,
+        efs_utils_release=efs_utils_release,
     )
 
 
@@ -887,6 +895,20 @@ def _hyperpod_instance(section: _Section, name: str, region: str) -> None:
             f"HyperPod does not sell {name} in {region} (it does in "
             f"{', '.join(hyperpod_facts.regions_for(name)) or 'no region'}): use another type or region",
         )
+
+
+def _efs_utils_release(section: _Section) -> str:
+    from cdk_neuron.training import hyperpod_facts
+
+    release = section.get("efs_utils_release", str, hyperpod_facts.UBUNTU_RELEASE)
+    if not hyperpod_facts.UBUNTU_RELEASE_PATTERN.match(release):
+        raise NeuronConfigError(
+            section.field("efs_utils_release"),
+            release,
+            "give the Ubuntu release efs_utils_package was built on, as /etc/os-release's VERSION_ID, e.g. "
+            f"{hyperpod_facts.UBUNTU_RELEASE!r} (the HyperPod Slurm image's)",
+        )
+    return release
 
 
 def _efs_utils_package(section: _Section) -> str:

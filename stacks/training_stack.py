@@ -86,6 +86,7 @@ class TrainingStack(PinnedAzStack):
         if training.engine == "hyperpod":
             # The configuration requires both with hyperpod.
             assert training.efs_utils_package is not None and training.job_image is not None
+            assert training.efs_utils_release is not None
             self.cluster = HyperPodTrainingCluster(
                 self,
                 "Cluster",
@@ -98,6 +99,7 @@ class TrainingStack(PinnedAzStack):
                 availability_zone_id=config.training_az_id,
                 checkpoints=self.checkpoints,
                 efs_utils_package=s3_assets.Asset(self, "EfsUtils", path=training.efs_utils_package),
+                efs_utils_release=training.efs_utils_release,
                 compile_cache=self.compile_cache,
                 capacity=training.capacity,
                 removal_policy=removal,

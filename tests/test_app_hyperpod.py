@@ -77,7 +77,7 @@ def test_other_environments_run_max_nodes_workers_and_take_a_training_plan(packa
     [
         ({"job_image": None}, r"training.job_image"),
         ({"efs_utils_release": "22.04.5"}, r"training.efs_utils_release='22.04.5': give the Ubuntu release efs_utils_package was built on, as /etc/os-release's VERSION_ID, e.g. '22.04'"),
-        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:" + "a" * 64}, r"training.job_image='763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:a+': HyperPod runs the image with Enroot 3.4.1.*no digest: pin the image by tag"),
+        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:" + "a" * 64}, r"training.job_image='763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:a+': HyperPod runs the image with Enroot 3.5.0.*no digest: pin the image by tag"),
         ({"efs_utils_package": None}, r"training.efs_utils_package=None: required with engine hyperpod.*build-deb.sh"),
         ({"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}, r"capacity.type='capacity-block'.*no capacity-reservation field"),
         ({"worker_count": 3}, r"training.worker_count=3: use 0 to max_nodes \(2\)"),
@@ -154,7 +154,14 @@ def test_hyperpod_nodes_reach_what_their_programs_call_and_ssm(package: str) -> 
     assert {"ssm", "ssmmessages", "ec2messages"} <= services
     # The job image: Enroot and Pyxis from the internet, the image from ECR (its login in the script).
     internet = {d.service for d in destinations if d.route == "internet"}
-    assert internet == {"github.com", "ec2.archive.ubuntu.com"}
+    # github.com and where it redirects downloads; the Ubuntu archive and the image's other apt source.
+    assert internet == {
+        "github.com",
+        "codeload.github.com",
+        "objects.githubusercontent.com",
+        "ec2.archive.ubuntu.com",
+        "security.ubuntu.com",
+    }
     assert {"ecr.api", "ecr.dkr", "s3"} <= services
     assert any(
         "on-init-complete.sh" in d.caller and "aws ecr get-login-password" in d.caller for d in destinations

@@ -54,7 +54,7 @@ def test_an_ecr_image_becomes_enroots_registry_hash_form() -> None:
 @pytest.mark.parametrize(
     ("uri", "message"),
     [
-        (DLC.split(":")[0] + "@sha256:" + "a" * 64, r"Enroot 3\.4\.1, which takes docker://\[USER@\]\[REGISTRY#\]IMAGE\[:TAG\] and no digest: pin the image by tag"),
+        (DLC.split(":")[0] + "@sha256:" + "a" * 64, r"Enroot 3\.5\.0, which takes docker://\[USER@\]\[REGISTRY#\]IMAGE\[:TAG\] and no digest: pin the image by tag"),
         ("pytorch:2.1", r"give registry/repository:tag"),
         (DLC.split(":")[0] + ":latest", r"job_image="),
         ("", r"job_image=''"),
@@ -71,7 +71,9 @@ def test_ecr_images_get_enroot_credentials_and_others_none() -> None:
         "us-east-1",
     )
     assert hyperpod_containers.registry_credentials("public.ecr.aws/neuron/x:1") is None
-    settings = hyperpod_containers.lifecycle_settings("public.ecr.aws/neuron/x:1")
+    settings = hyperpod_containers.lifecycle_settings(
+        "public.ecr.aws/neuron/x:1", worker_instance_store=False
+    )
     assert settings["ECR_REGISTRY"] == "" and settings["CONTAINERS"] == "1"
 
 
@@ -215,7 +217,7 @@ def test_a_cluster_without_a_job_image_runs_the_step_on_the_host(tmp_path: Path)
 REGISTRY = "763104351884.dkr.ecr.us-east-1.amazonaws.com"
 ENROOT = "https://github.com/NVIDIA/enroot/releases/download"
 PYXIS = "https://github.com/NVIDIA/pyxis/archive/refs/tags"
-ENROOT_DEBS = ("enroot_3.4.1-1_amd64.deb", "enroot+caps_3.4.1-1_amd64.deb")
+ENROOT_DEBS = ("enroot_3.5.0-1_amd64.deb", "enroot+caps_3.5.0-1_amd64.deb")
 
 
 @pytest.fixture
@@ -241,9 +243,16 @@ def node(tmp_path: Path) -> tuple[Sandbox, Path]:
     box.stub("curl", 'out=""; while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done\n'
              f'case "$out" in *.tar.gz) cp {tarball} "$out" ;; *) echo deb > "$out" ;; esac')  # fmt: skip
     box.stub("mountpoint", '[ "${2:-}" = "$CDK_NEURON_ROOT/opt/dlami/nvme" ]')
+    # apt-get records whether it could prompt (DEBIAN_FRONTEND) or restart services (needrestart).
+    box.stub("apt-get", f'echo "apt-env $DEBIAN_FRONTEND $NEEDRESTART_MODE" >> {box.log}')
     box.stub("systemctl", 'if [ "$1" = is-active ]; then [ "$3" = slurmd ]; fi')
     where = _lifecycle_dir(
-        box, tmp_path, {"CLUSTER_NAME": "dev-training", **hyperpod_containers.lifecycle_settings(DLC)}
+        box,
+        tmp_path,
+        {
+            "CLUSTER_NAME": "dev-training",
+            **hyperpod_containers.lifecycle_settings(DLC, worker_instance_store=True),
+        },
     )
     return box, where
 
@@ -262,7 +271,7 @@ def test_a_node_installs_enroot_and_pyxis_and_logs_in_to_ecr(node: tuple[Sandbox
     assert steps == [
         "apt-get -o DPkg::Lock::Timeout=300 update",
         f"apt-get -o DPkg::Lock::Timeout=300 install -y {packages}",
-        *[f"curl -fsSL --proto =https -o {deb} {ENROOT}/v3.4.1/{deb}" for deb in ENROOT_DEBS],
+        *[f"curl -fsSL --proto =https -o {deb} {ENROOT}/v3.5.0/{deb}" for deb in ENROOT_DEBS],
         "apt-get -o DPkg::Lock::Timeout=300 install -y " + " ".join(ENROOT_DEBS),
         f"curl -fsSL --proto =https -o pyxis.tar.gz {PYXIS}/v0.19.0.tar.gz",
         # Pyxis's Makefile appends CPPFLAGS from the environment to its own: this image's Slurm headers.
@@ -274,8 +283,8 @@ def test_a_node_installs_enroot_and_pyxis_and_logs_in_to_ecr(node: tuple[Sandbox
     ]
     downloads = [c.split()[-1] for c in box.calls("curl")]
     assert downloads == [
-        "https://github.com/NVIDIA/enroot/releases/download/v3.4.1/enroot_3.4.1-1_amd64.deb",
-        "https://github.com/NVIDIA/enroot/releases/download/v3.4.1/enroot+caps_3.4.1-1_amd64.deb",
+        "https://github.com/NVIDIA/enroot/releases/download/v3.5.0/enroot_3.5.0-1_amd64.deb",
+        "https://github.com/NVIDIA/enroot/releases/download/v3.5.0/enroot+caps_3.5.0-1_amd64.deb",
         "https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.19.0.tar.gz",
     ]
     assert box.file("/opt/slurm/etc/plugstack.conf").read_text() == (
@@ -289,12 +298,13 @@ def test_a_node_installs_enroot_and_pyxis_and_logs_in_to_ecr(node: tuple[Sandbox
         f"machine {REGISTRY} login AWS password $(aws ecr get-login-password --region us-east-1)\n"
     )
     assert box.calls("systemctl restart slurmctld") == []  # a worker: slurmd only
+    assert set(box.calls("apt-env")) == {"apt-env noninteractive l"}
 
 
 def test_a_rerun_installs_nothing_twice_and_keeps_one_plugstack_line(node: tuple[Sandbox, Path]) -> None:
     box, where = node
     assert box.run_script(str(where / "on-init-complete.sh")).returncode == 0
-    box.stub("enroot", '[ "$1" = version ] && echo 3.4.1')
+    box.stub("enroot", '[ "$1" = version ] && echo 3.5.0')
     box.log.write_text("")
     result = box.run_script(str(where / "on-init-complete.sh"))
     assert result.returncode == 0, result.stderr
@@ -307,7 +317,7 @@ def test_a_rerun_installs_nothing_twice_and_keeps_one_plugstack_line(node: tuple
     [
         (lambda box: box.file("/opt/slurm/include/slurm/spank.h").unlink(), "spank.h is missing: Pyxis is built against the image's Slurm headers"),
         (lambda box: box.stub("apt-get", '[ "$3" = update ] && exit 100; exit 0'), "apt-get update failed: the node needs a route to the Ubuntu archive (a NAT)"),
-        (lambda box: box.stub("curl", "exit 7"), "cannot download enroot_3.4.1-1_amd64.deb from https://github.com/NVIDIA/enroot/releases/download (a NAT must route github.com)"),
+        (lambda box: box.stub("curl", "exit 7"), "cannot download enroot_3.5.0-1_amd64.deb from https://github.com/NVIDIA/enroot/releases/download (a NAT must route github.com)"),
         (lambda box: (box.bin / "aws").unlink(), "the aws CLI is missing: Enroot logs in to 763104351884.dkr.ecr.us-east-1.amazonaws.com with it"),
     ],
 )  # fmt: skip
@@ -321,3 +331,67 @@ def test_what_stops_the_install_fails_the_node_by_name(
     assert result.returncode != 0
     assert message in result.stderr
     assert not box.file("/etc/enroot/cdk-neuron/.credentials").exists()
+
+
+def test_enroot_waits_for_the_instance_store_then_uses_it(node: tuple[Sandbox, Path]) -> None:
+    box, where = node
+    # dlami-nvme.service is still mounting the store for two polls, then it is active and mounted.
+    polls = box.root / "polls"
+    box.stub(
+        "systemctl",
+        f'if [ "$1" = show ]; then n=$(cat {polls} 2>/dev/null || echo 0); echo $((n + 1)) > {polls}; '
+        '[ "$n" -lt 2 ] && echo activating || echo active; exit 0; fi\n'
+        'if [ "$1" = is-active ]; then [ "$3" = slurmd ]; fi',
+    )
+    box.stub(
+        "mountpoint", f'[ "$(cat {polls})" -ge 3 ] && [ "${{2:-}}" = "$CDK_NEURON_ROOT/opt/dlami/nvme" ]'
+    )
+    result = box.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr
+    assert len(box.calls("sleep 5")) == 2
+    assert (
+        "ENROOT_CACHE_PATH          /opt/dlami/nvme/enroot/cache\n"
+        in box.file("/etc/enroot/enroot.conf").read_text()
+    )
+
+
+def test_a_worker_without_its_instance_store_fails_and_the_controller_uses_tmp(
+    node: tuple[Sandbox, Path],
+) -> None:
+    box, where = node
+    box.stub("mountpoint", "exit 1")
+    box.stub("systemctl", 'if [ "$1" = show ]; then echo failed; fi')
+    result = box.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert (
+        "the instance store is not mounted at /opt/dlami/nvme (dlami-nvme.service: failed, waited 0 s): Enroot "
+        "would unpack the job image onto the root volume" in result.stderr
+    )
+    result = box.run_script(str(where / "controller.sh"))
+    assert result.returncode == 0, result.stderr
+    assert (
+        "ENROOT_DATA_PATH           /tmp/enroot/data/user-$(id -u)\n"
+        in box.file("/etc/enroot/enroot.conf").read_text()
+    )
+
+
+def test_a_step_on_a_host_without_pyxis_refuses_when_the_batch_step_asked_for_the_image(
+    tmp_path: Path,
+) -> None:
+    box = Sandbox(tmp_path)
+    host_profile = box.write("/etc/cdk-neuron/training-profile.env", "FI_PROVIDER=efa\n")
+    env = {
+        **_profile(),
+        "CDK_NEURON_HOME": str(box.home),
+        "CDK_NEURON_HOST_PROFILE": str(host_profile),
+        "SLURM_STEP_NODELIST": "ip-10-1-0-[1-2]",
+        "SLURMD_NODENAME": "ip-10-1-0-2",
+        hyperpod_containers.TOPOLOGY_VARIABLE: "",
+    }
+    result = box.run("hyperpod/slurm-step.sh", *hyperpod_jobs.step_command("true")[2:], env=env)
+    assert result.returncode == 3
+    assert (
+        "the batch step asked for the job image, but this task runs on host ip-10-1-0-2 without it (no Pyxis "
+        "there): re-run the lifecycle scripts on every node (SageMaker UpdateClusterSoftware) and submit again"
+        in result.stderr
+    )

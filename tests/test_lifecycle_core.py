@@ -555,6 +555,29 @@ def test_hyperpod_scales_in_place_and_scaling_down_stops_the_jobs_on_removed_nod
     assert str(down["Hp"].restarts).startswith("the nodes HyperPod removes from trn: Slurm jobs on them fail")
 
 
+def test_new_lifecycle_scripts_restart_nothing_and_say_they_reach_only_new_nodes() -> None:
+    def scripted(prefix: str) -> dict[str, Any]:
+        template = _hyperpod(2)
+        for group in template["Resources"]["Hp"]["Properties"]["InstanceGroups"]:
+            group["LifeCycleConfig"] = {
+                "SourceS3Uri": f"s3://sagemaker-x/lifecycle/{prefix}/",
+                "OnInitComplete": "a.sh",
+            }
+        return template
+
+    found = _one(scripted("aaaa"), scripted("bbbb"))["Hp"]
+    assert found.change is Change.UPDATED
+    assert str(found.restarts).startswith(
+        "nothing now: the new lifecycle scripts of controller, trn (settings, node programs, job image) reach "
+        "only nodes HyperPod creates later"
+    )
+    assert "update-cluster-software" in str(found.restarts)
+    assert found.sources[-1].url.endswith(
+        "sagemaker-hyperpod-lifecycle-best-practices-slurm-slurm-update-cluster-lifecycle.html"
+    )
+    assert _one(scripted("aaaa"), scripted("aaaa"))["Hp"].restarts is None
+
+
 @pytest.mark.parametrize("change", [{"subnet": "subnet-2"}, {"name": "training2"}])
 def test_hyperpod_replaces_the_cluster_on_a_create_only_change(change: dict[str, str]) -> None:
     found = _one(_hyperpod(2), _hyperpod(2, **change))

@@ -74,7 +74,7 @@ def test_an_in_service_cluster_without_checks_running_takes_the_update() -> None
         stub.assert_no_pending_responses()
 
 
-@pytest.mark.parametrize("status", ["Updating", "SystemUpdating", "RollingBack", "Creating", "Failed"])
+@pytest.mark.parametrize("status", ["Updating", "SystemUpdating", "RollingBack", "Creating"])
 def test_a_cluster_not_in_service_refuses_and_the_nodes_are_not_read(status: str) -> None:
     client, stub = _sagemaker(status)
     with stub:
@@ -84,6 +84,15 @@ def test_a_cluster_not_in_service_refuses_and_the_nodes_are_not_read(status: str
     assert why.startswith(f"cluster {NAME} is {status}: HyperPod takes an update only InService")
     assert "Source: UpdateCluster, Amazon SageMaker API Reference" in why
     assert "API_DescribeCluster.html" in why
+
+
+def test_a_failed_cluster_is_told_to_be_replaced_not_waited_for() -> None:
+    client, stub = _sagemaker("Failed")
+    with stub:
+        why = live.hyperpod_update_refusal(client, ARN)
+    assert why is not None
+    assert why.startswith(f"cluster {NAME} is Failed: HyperPod takes no update of a failed cluster")
+    assert "delete the cluster and deploy it again" in why and "deploy after it is InService" not in why
 
 
 def test_deep_health_checks_on_any_page_refuse_and_name_the_nodes() -> None:

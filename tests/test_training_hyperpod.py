@@ -637,7 +637,7 @@ def test_a_job_image_installs_the_container_tools_and_pulls_from_its_one_reposit
         r["Properties"] for r in resources.values() if r["Type"] == "Custom::CdkNeuronLifecycleScripts"
     ]
     settings = json.dumps(write["Files"]["hyperpod.env"]).replace("\\n", "\n")
-    assert "CONTAINERS=1\n" in settings and "ENROOT_VERSION=3.4.1\n" in settings
+    assert "CONTAINERS=1\n" in settings and "ENROOT_VERSION=3.5.0\n" in settings
     assert "ECR_REGISTRY=763104351884.dkr.ecr.us-east-1.amazonaws.com\nECR_REGION=us-east-1\n" in settings
     profile = json.dumps(write["Files"]["training-profile.env"]).replace("\\n", "\n")
     assert (
@@ -664,7 +664,7 @@ def test_a_job_image_installs_the_container_tools_and_pulls_from_its_one_reposit
 def test_a_job_image_by_digest_is_refused_before_synthesis() -> None:
     with pytest.raises(
         NeuronConfigError,
-        match=r"^T/Cluster: job_image='.*@sha256:a+': HyperPod runs the image with Enroot 3\.4\.1",
+        match=r"^T/Cluster: job_image='.*@sha256:a+': HyperPod runs the image with Enroot 3\.5\.0",
     ):
         _try(job_image=DLC.split(":")[0] + "@sha256:" + "a" * 64)
 
@@ -676,3 +676,23 @@ def test_an_efs_utils_release_that_is_no_ubuntu_version_is_refused() -> None:
         r"image's is 22\.04\)",
     ):
         _try(efs_utils_release="jammy")
+
+
+def test_a_job_image_on_isolated_subnets_is_refused_before_synthesis() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = ec2.Vpc(
+        stack, "Isolated", max_azs=2, nat_gateways=0,
+        subnet_configuration=[ec2.SubnetConfiguration(name="Iso", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)],
+    )  # fmt: skip
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^T/Cluster: job_image='763104351884.*': the nodes' subnets are isolated \(no NAT\), and the "
+        r"lifecycle script installs what runs the job image \(Enroot, Pyxis\) from github.com",
+    ):
+        HyperPodTrainingCluster(
+            stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED,
+                                            availability_zones=[stack.availability_zones[0]]),
+            job_image=DLC,
+        )  # fmt: skip

@@ -78,6 +78,13 @@ def hyperpod_update_refusal(sagemaker: Any, cluster: str) -> str | None:
         raise
     name = described.get("ClusterName", cluster)
     status = described.get("ClusterStatus")
+    if status == "Failed":
+        return (
+            f"cluster {name} is Failed: HyperPod takes no update of a failed cluster (it never returns to "
+            f"{UPDATABLE}), and the deployment would roll back; read FailureMessage (aws sagemaker "
+            "describe-cluster), then delete the cluster and deploy it again (a new cluster_name keeps the "
+            f"old one for inspection). Source: {HYPERPOD_UPDATE.cite()}; {DESCRIBE_CLUSTER.cite()}"
+        )
     if status != UPDATABLE:
         return (
             f"cluster {name} is {status}: HyperPod takes an update only {UPDATABLE}, and the deployment "

@@ -73,6 +73,10 @@ HYPERPOD_UPDATE = Source(
     "UpdateCluster, Amazon SageMaker API Reference",
     "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_UpdateCluster.html",
 )
+HYPERPOD_LIFECYCLE_UPDATE = Source(
+    "Update a cluster to run a new or updated lifecycle script, Amazon SageMaker AI Developer Guide",
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-lifecycle-best-practices-slurm-slurm-update-cluster-lifecycle.html",
+)
 HYPERPOD_CMK = Source(
     "Customer managed AWS KMS key encryption for SageMaker HyperPod, Amazon SageMaker AI Developer Guide "
     '("KMS key transition isn\'t currently supported")',
@@ -389,11 +393,15 @@ def _volume_keys(group: Mapping[str, Any]) -> list[Any]:
     ]
 
 
+def _lifecycle_uris(groups: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    return {name: _mapping(group.get("LifeCycleConfig")).get("SourceS3Uri") for name, group in groups.items()}
+
+
 def sagemaker_cluster(
     before: Mapping[str, Any], after: Mapping[str, Any], changed: frozenset[Path]
 ) -> ServiceEffect | None:
     """HyperPod updates its instance groups in place; fewer nodes (or a removed group) stop the jobs on the
-    nodes it removes. (Changed lifecycle scripts restart nothing: they reach only nodes created later.)"""
+    nodes it removes. Changed lifecycle scripts restart nothing, and reach only nodes created later."""
     if not any(path[:1] == ("InstanceGroups",) for path in changed):
         return None
     old, new = _groups_by_name(before), _groups_by_name(after)
@@ -406,6 +414,8 @@ def sagemaker_cluster(
             fails=f"the volume key of {', '.join(rekeyed)} changes: HyperPod cannot move an existing group to "
             "another KMS key, and the update fails (create a new group with the key, then remove the old one)",
         )
+    old_uris, new_uris = _lifecycle_uris(old), _lifecycle_uris(new)
+    rescripted = sorted(name for name in old if name in new and old_uris[name] != new_uris[name])
     shrunk = [
         name
         for name, group in old.items()
@@ -419,6 +429,13 @@ def sagemaker_cluster(
             HYPERPOD_UPDATE,
             restarts=f"the nodes HyperPod removes from {groups}: Slurm jobs on them fail (scale down while the "
             "partition is idle, or let the jobs resume from their checkpoints)",
+        )
+    if rescripted:
+        return ServiceEffect(
+            HYPERPOD_LIFECYCLE_UPDATE,
+            restarts=f"nothing now: the new lifecycle scripts of {', '.join(rescripted)} (settings, node programs, "
+            "job image) reach only nodes HyperPod creates later, so running nodes keep the old ones; run "
+            "`aws sagemaker update-cluster-software` to re-run them on every node (it replaces root volumes)",
         )
     return None
 

@@ -183,6 +183,11 @@ def image_destinations(image_uri: str, region: str, caller: str) -> tuple[Destin
 
 HUGGING_FACE_HUB = "huggingface.co"
 GITHUB = "github.com"
+# Where github.com redirects downloads: tag archives to codeload.github.com, release assets to
+# objects.githubusercontent.com (and release-assets.githubusercontent.com): an egress filter must allow them too.
+GITHUB_CODELOAD = "codeload.github.com"
+GITHUB_RELEASE_ASSETS = "objects.githubusercontent.com"
+UBUNTU_SECURITY = "security.ubuntu.com"
 # Where Ubuntu's apt sources point on an EC2 instance (<region>.ec2.archive.ubuntu.com): outside AWS's
 # service endpoints, so only a NAT carries it.
 UBUNTU_ARCHIVE = "ec2.archive.ubuntu.com"
@@ -233,7 +238,20 @@ def hyperpod_node(*, job_image: str | None = None, region: str = "") -> tuple[De
         lifecycle = "hyperpod/on-init-complete.sh install_containers"
         destinations += [
             Destination(UBUNTU_ARCHIVE, "internet", f"{lifecycle}: apt-get (Enroot's dependencies)"),
+            Destination(
+                UBUNTU_SECURITY,
+                "internet",
+                f"{lifecycle}: apt-get update (every apt source the image configures)",
+            ),
             Destination(GITHUB, "internet", f"{lifecycle}: the Enroot .debs and the Pyxis source"),
+            Destination(
+                GITHUB_CODELOAD, "internet", f"{lifecycle}: the Pyxis tag archive (github.com redirects)"
+            ),
+            Destination(
+                GITHUB_RELEASE_ASSETS,
+                "internet",
+                f"{lifecycle}: the Enroot release assets (github.com redirects)",
+            ),
             *image_destinations(job_image, region, "training job image (Enroot, through Pyxis)"),
         ]
     return tuple(destinations)
@@ -329,6 +347,8 @@ __all__ = [
     "COMPILE_PROGRAMS",
     "ECS_AGENT",
     "GITHUB",
+    "GITHUB_CODELOAD",
+    "GITHUB_RELEASE_ASSETS",
     "HUGGING_FACE_HUB",
     "MONITORING_PROGRAMS",
     "PACKAGE_REPOSITORIES",
@@ -336,6 +356,7 @@ __all__ = [
     "SSM_AGENT",
     "TRAINING_PROGRAMS",
     "UBUNTU_ARCHIVE",
+    "UBUNTU_SECURITY",
     "Destination",
     "Route",
     "compile_task",

@@ -323,6 +323,8 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 compile_cache=compile_cache,
                 environment=environment,
             )
+            if job_image is not None:
+                _routed_for_containers(vpc, subnets.subnets, job_image)
             policy = _cdk_values.removal_policy("removal_policy", removal_policy)
             self._efs_utils_package = efs_utils_package
             if job_image is not None:
@@ -627,7 +629,11 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         )
         profile.update(environment)
         if self.job_image is not None:
-            settings.update(hyperpod_containers.lifecycle_settings(self.job_image))
+            settings.update(
+                hyperpod_containers.lifecycle_settings(
+                    self.job_image, worker_instance_store=self.instance.nvme_gb > 0
+                )
+            )
             profile.update(
                 hyperpod_containers.container_profile(
                     self.job_image, list(profile), checkpoint_dir=store.mount_path if store else None
@@ -742,6 +748,21 @@ def _hyperpod_type(instance: NeuronInstance, region: str, capacity: Capacity) ->
         f"{', '.join(where) or 'no region'}. Deploy there, or use a training plan (Capacity.training_plan) that "
         "holds it",
     )
+
+
+def _routed_for_containers(vpc: ec2.IVpc, subnets: Sequence[ec2.ISubnet], job_image: str) -> None:
+    """Refuses a job image on isolated subnets: installing Enroot and Pyxis needs a NAT (github.com, the
+    Ubuntu archive), and isolated subnets have no route out (aws-ec2 ``SubnetType.PRIVATE_ISOLATED``)."""
+    isolated = {subnet.subnet_id for subnet in vpc.isolated_subnets}
+    if subnets and all(subnet.subnet_id in isolated for subnet in subnets):
+        raise NeuronConfigError(
+            "job_image",
+            job_image,
+            "the nodes' subnets are isolated (no NAT), and the lifecycle script installs what runs the job "
+            "image (Enroot, Pyxis) from github.com and the Ubuntu archive: place the cluster in subnets with "
+            "egress (SubnetType.PRIVATE_WITH_EGRESS), or leave job_image unset and bring the training "
+            "environment to the hosts",
+        )
 
 
 def _efs_utils_name(package: s3_assets.Asset | None) -> str:

@@ -23,16 +23,21 @@ table says Pyxis "should be installed by default through life-cycle scripts", aw
 without Docker (Enroot imports from the registry itself):
 
 - ``apt-get install`` from the Ubuntu archive: Enroot's dependencies (its Debian control file:
-  curl, gawk, jq, parallel, squashfs-tools, zstd, bsdmainutils; NVIDIA/enroot ``pkg/deb/control`` @v3.4.1)
+  curl, gawk, jq, parallel, squashfs-tools, zstd, bsdmainutils; NVIDIA/enroot ``pkg/deb/control`` @v3.5.0)
   and what the sample adds (fuse-overlayfs, squashfuse), and build-essential for Pyxis;
 - Enroot :data:`ENROOT_VERSION` (the ``enroot`` and ``enroot+caps`` .debs of its GitHub release) and
   Pyxis :data:`PYXIS_VERSION` (its source tarball from GitHub, built against the image's Slurm headers in
   ``/opt/slurm/include``: a SPANK plugin must be compiled against the Slurm release it loads into,
-  NVIDIA/pyxis README), both the versions the HyperPod sample pins;
+  NVIDIA/pyxis README). Pyxis is the HyperPod sample's pin. Enroot is not: the sample's 3.4.1 cannot
+  import from a private ECR registry such as the Neuron DLC's (its ``Basic`` authentication mixes
+  curl's verbose output with the response and loses the token; NVIDIA/enroot issues #143, #166 and
+  #189, fixed by commits 9bc97b1, 6425a53 and e7f3adb, first released in 3.5.0, 2024-05-16). 3.5.0,
+  not 4.x: issue #189 reports a 4.0.1 import from ECR failing on the S3 redirect of the layer
+  download (2026-01-09), and no later 4.x commit names a fix;
 - Pyxis registered in ``/opt/slurm/etc/plugstack.conf``, Enroot's paths on the node's instance store
   (``/opt/dlami/nvme`` when mounted, else ``/opt/sagemaker``, else ``/tmp``, as the sample does), and
   ECR credentials in Enroot's netrc file as Enroot documents them (``password $(aws ecr
-  get-login-password --region <region>)``, NVIDIA/enroot ``doc/cmd/import.md`` @v3.4.1).
+  get-login-password --region <region>)``, NVIDIA/enroot ``doc/cmd/import.md`` @v3.5.0).
 
 So a HyperPod cluster with a job image needs a route to github.com and the Ubuntu archive (a NAT), and
 to ECR (its interface endpoints and the S3 gateway, or the NAT):
@@ -49,7 +54,20 @@ value must win (NVIDIA/pyxis README @v0.19.0): the cluster's training profile
 (:data:`CONTAINER_ENV_VARIABLE`).
 
 Enroot :data:`ENROOT_VERSION` parses ``docker://[USER@][REGISTRY#]IMAGE[:TAG]`` only (``src/docker.sh``
-@v3.4.1): no digest, so a HyperPod job image is pinned by tag (:func:`pyxis_image`).
+@v3.5.0; digests arrive in 4.0): no digest, so a HyperPod job image is pinned by tag (:func:`pyxis_image`).
+
+What the image runs is the training code: only ``/opt/cdk-neuron`` (read-only) and the checkpoint store
+are mounted, and Pyxis starts the task in the image's own working directory
+(``--container-workdir`` unset, NVIDIA/pyxis ``pyxis_slurmstepd.c`` @v0.19.0), so the command names
+code in the image or under ``$CHECKPOINT_DIR`` by absolute path. Enroot reads its credentials from
+``/etc/enroot/cdk-neuron`` (``ENROOT_CONFIG_PATH``), which replaces each user's ``~/.config/enroot``:
+add another registry's credentials there.
+
+The host keeps the Neuron driver of the HyperPod image (``aws-neuronx-dkms``, changed by
+``UpdateClusterSoftware``), and the image brings its own runtime; a runtime newer than the driver
+supports fails at start ("NeuronX runtime FAQ", Neuron documentation). No public table gives the
+minimum driver per runtime, so nothing refuses a pairing: the lifecycle script logs the node's driver
+version, and the README says to check it against the image's SDK release.
 """
 
 from __future__ import annotations
@@ -57,7 +75,7 @@ from __future__ import annotations
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.validation import IMAGE_URI, ecr_region, pinned_image
 
-ENROOT_VERSION = "3.4.1"
+ENROOT_VERSION = "3.5.0"
 PYXIS_VERSION = "0.19.0"
 ENROOT_RELEASES = "https://github.com/NVIDIA/enroot/releases/download"
 PYXIS_ARCHIVE = "https://github.com/NVIDIA/pyxis/archive/refs/tags"
@@ -79,6 +97,9 @@ CONTAINER_ENV_VARIABLE = "CDK_NEURON_CONTAINER_ENV"
 TOPOLOGY_VARIABLE = "CDK_NEURON_SLURM_TOPOLOGY_B64"
 """``scontrol show topology``, base64, read by the batch step on the host: the image has no scontrol."""
 PROGRAMS_DIR = "/opt/cdk-neuron"
+INSTANCE_STORE_WAIT_SECONDS = 120
+"""How long the lifecycle script waits for dlami-nvme.service to mount the instance store (the HyperPod
+sample's install_enroot_pyxis.sh waits 120 s)."""
 
 _DIGEST_FIX = (
     "HyperPod runs the image with Enroot {version}, which takes docker://[USER@][REGISTRY#]IMAGE[:TAG] "
@@ -133,11 +154,15 @@ def container_profile(uri: str, profile_names: list[str], *, checkpoint_dir: str
     }
 
 
-def lifecycle_settings(uri: str) -> dict[str, str]:
-    """What the lifecycle script needs to install Enroot and Pyxis and log in to the image's registry."""
+def lifecycle_settings(uri: str, *, worker_instance_store: bool) -> dict[str, str]:
+    """What the lifecycle script needs to install Enroot and Pyxis and log in to the image's registry.
+
+    ``worker_instance_store``: the workers' type has an instance store, which Enroot must use."""
     credentials = registry_credentials(uri)
     return {
         "CONTAINERS": "1",
+        "WORKER_INSTANCE_STORE": "1" if worker_instance_store else "0",
+        "INSTANCE_STORE_WAIT": str(INSTANCE_STORE_WAIT_SECONDS),
         "ENROOT_VERSION": ENROOT_VERSION,
         "PYXIS_VERSION": PYXIS_VERSION,
         "APT_PACKAGES": " ".join(APT_PACKAGES),

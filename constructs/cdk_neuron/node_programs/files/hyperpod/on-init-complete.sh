@@ -115,17 +115,29 @@ mount_checkpoints() {
         echo "${source} ${CHECKPOINT_DIR} efs _netdev,${options} 0 0" >>"${ROOT}/etc/fstab"
 }
 
-# The directory Enroot keeps images and containers in: the instance store when the image mounted it,
-# else HyperPod's secondary volume, else /tmp (the order of the HyperPod sample's
-# install_enroot_pyxis.sh; a Neuron DLC is several GB, unpacked once per node and job).
+# The directory Enroot keeps images and containers in: the instance store, which the image's
+# dlami-nvme.service mounts at /opt/dlami/nvme, possibly still running when this script starts; so wait
+# for that unit first (at most INSTANCE_STORE_WAIT seconds), as the HyperPod sample's
+# install_enroot_pyxis.sh does ("race condition when mapping enroot path to /opt/dlami/nvme"). A worker
+# whose type has an instance store (WORKER_INSTANCE_STORE=1) fails without it: a Neuron DLC is tens of
+# GB unpacked, too much for the root volume. The controller (no instance store) uses /tmp.
 enroot_base() {
-    local where
-    for where in /opt/dlami/nvme /opt/sagemaker; do
-        if mountpoint -q "${ROOT}${where}"; then
-            echo "${where}"
-            return 0
-        fi
+    local waited=0 state
+    while ((waited < INSTANCE_STORE_WAIT)); do
+        state="$(systemctl show dlami-nvme -p ActiveState --value 2>/dev/null)" || state=""
+        case "${state}" in
+            active | failed | inactive | "") break ;;
+        esac
+        sleep 5
+        waited=$((waited + 5))
     done
+    if mountpoint -q "${ROOT}/opt/dlami/nvme"; then
+        echo /opt/dlami/nvme
+        return 0
+    fi
+    if [ "${CDK_NEURON_NODE_ROLE:-worker}" != controller ] && [ "${WORKER_INSTANCE_STORE:-0}" = 1 ]; then
+        die "the instance store is not mounted at /opt/dlami/nvme (dlami-nvme.service: ${state:-unknown}, waited ${waited} s): Enroot would unpack the job image onto the root volume"
+    fi
     echo /tmp
 }
 
@@ -134,8 +146,10 @@ enroot_base() {
 # engine hyperpod without one) except the image itself (ECR). A re-run (UpdateClusterSoftware, a
 # replaced node) installs again only what is missing and rewrites the configuration.
 install_containers() {
-    require ENROOT_VERSION PYXIS_VERSION APT_PACKAGES ENROOT_RELEASES PYXIS_ARCHIVE
-    local slurm="${ROOT}/opt/slurm" arch work base packages
+    require ENROOT_VERSION PYXIS_VERSION APT_PACKAGES ENROOT_RELEASES PYXIS_ARCHIVE INSTANCE_STORE_WAIT
+    local slurm="${ROOT}/opt/slurm" arch work base packages driver
+    # No prompt, and no service restarted by needrestart (Ubuntu 22.04) in the middle of this script.
+    export DEBIAN_FRONTEND=noninteractive NEEDRESTART_MODE=l
     [ -r "${slurm}/include/slurm/spank.h" ] ||
         die "${slurm}/include/slurm/spank.h is missing: Pyxis is built against the image's Slurm headers"
     read -r -a packages <<<"${APT_PACKAGES}"
@@ -173,7 +187,7 @@ install_containers() {
     ln -sfn /usr/local/share/pyxis/pyxis.conf "${slurm}/etc/plugstack.conf.d/pyxis.conf"
     grep -qsx "include /opt/slurm/etc/plugstack.conf.d/pyxis.conf" "${slurm}/etc/plugstack.conf" ||
         echo "include /opt/slurm/etc/plugstack.conf.d/pyxis.conf" >>"${slurm}/etc/plugstack.conf"
-    base="$(enroot_base)"
+    base="$(enroot_base)" || exit 1
     install -d -m 1777 "${ROOT}${base}/enroot" "${ROOT}${base}/enroot/cache" "${ROOT}${base}/enroot/data" \
         "${ROOT}${base}/enroot/runtime" "${ROOT}${base}/enroot/tmp"
     install -d -m 0755 "${ROOT}/etc/enroot/cdk-neuron"
@@ -206,7 +220,9 @@ CONF
             systemctl restart "${unit}" || die "cannot restart ${unit} to load Pyxis"
         fi
     done
-    log "Enroot ${ENROOT_VERSION} and Pyxis ${PYXIS_VERSION} installed; Enroot data under ${base}/enroot"
+    # The image brings its own Neuron runtime; the host's driver must support it (NeuronX runtime FAQ).
+    driver="$(cat "${ROOT}/sys/module/neuron/version" 2>/dev/null)" || driver="none loaded"
+    log "Enroot ${ENROOT_VERSION} and Pyxis ${PYXIS_VERSION} installed; Enroot data under ${base}/enroot; Neuron driver: ${driver}"
 }
 
 start_controller_program() {

@@ -36,6 +36,13 @@ nodelist="${SLURM_STEP_NODELIST:-${SLURM_JOB_NODELIST:-}}"
 host="${SLURMD_NODENAME:-}"
 [ -n "${host}" ] || refuse "SLURMD_NODENAME is not set: run this through srun"
 command -v python3 >/dev/null 2>&1 || refuse "python3 is missing on this node"
+# The batch step asked for the job image (it hands the topology only then), but this task runs on a host
+# (the host's profile is here; the image mounts only /opt/cdk-neuron): its node has no Pyxis, e.g. it
+# ran a lifecycle script from before job_image. HyperPod re-runs lifecycle scripts only on nodes it
+# creates; UpdateClusterSoftware re-runs them everywhere.
+if [ -n "${CDK_NEURON_SLURM_TOPOLOGY_B64+set}" ] && [ -e "${CDK_NEURON_HOST_PROFILE:-/etc/cdk-neuron/training-profile.env}" ]; then
+    refuse "the batch step asked for the job image, but this task runs on host ${host} without it (no Pyxis there): re-run the lifecycle scripts on every node (SageMaker UpdateClusterSoftware) and submit again"
+fi
 
 topology="$(mktemp)"
 trap 'rm -f "${topology}"' EXIT

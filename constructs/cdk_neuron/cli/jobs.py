@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from cdk_neuron.cli import hyperpod
+from cdk_neuron.cli import hyperpod, job_reports
 from cdk_neuron.cli.aws import AwsLookupError, error_code
 from cdk_neuron.cli.command import Command, environment_options
 from cdk_neuron.cli.context import Context
@@ -610,18 +610,18 @@ def stop(ctx: Context, env: Deployment, job_id: str, *, action: str, reason: str
 
 
 def render_stop(result: Stopped) -> Report:
-    out = Report()
-    out.pairs(
-        f"{result.environment}: {result.action} {result.job_id}",
-        [
+    return job_reports.stop_report(
+        environment=result.environment,
+        action=result.action,
+        job_id=result.job_id,
+        pairs=[
             ("job", f"{result.job_name} ({result.job_id})"),
             ("status before", result.status_before),
             ("reason", result.reason),
             ("outcome", result.outcome),
         ],
+        status_command=result.status_command,
     )
-    out.commands("Check it with:", [result.status_command])
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -673,26 +673,16 @@ def list_jobs(
 
 
 def render_list(result: JobList) -> Report:
-    out = Report()
-    title = f"{result.environment}: {', '.join(result.states)} jobs"
-    if not result.jobs:
-        out.line(f"{title}: none in {result.job_queue}")
-        return out
-    out.table(
-        title,
-        (
-            Column("job id", "id"),
-            Column("name"),
-            Column("status", "status"),
-            Column("nodes", "id"),
-            Column("created", "id"),
-        ),
-        ((j.job_id, j.job_name, j.status, j.num_nodes, j.created_at) for j in result.jobs),
+    return job_reports.list_report(
+        environment=result.environment,
+        states=result.states,
+        rows=((j.job_id, j.job_name, j.status, j.num_nodes, j.created_at) for j in result.jobs),
+        shown=len(result.jobs),
+        time_column="created",
+        place=("job queue", result.job_queue),
+        empty_place=f"in {result.job_queue}",
+        truncated=result.truncated,
     )
-    out.pairs("", [("job queue", result.job_queue)])
-    if result.truncated:
-        out.line(f"Showing the newest {len(result.jobs)}; raise --limit for more.")
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -729,20 +719,27 @@ def _status_arguments(parser: argparse.ArgumentParser) -> None:
     _interval(parser)
 
 
-def _status(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, training = job_environment(ctx, args, "status")
-    if training.engine == "hyperpod":
-        return _slurm_status(args, ctx, env)
+def _by_engine(
+    command: str,
+    batch: Callable[[argparse.Namespace, Context, Deployment], ExitStatus],
+    slurm: Callable[[argparse.Namespace, Context, Deployment], ExitStatus],
+) -> Callable[[argparse.Namespace, Context], ExitStatus]:
+    """A job command: the environment's training engine decides who answers (Slurm on HyperPod)."""
+
+    def run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
+        env, training = job_environment(ctx, args, command)
+        return (slurm if training.engine == "hyperpod" else batch)(args, ctx, env)
+
+    return run
+
+
+def _batch_status(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
     if args.watch:
         interval = check_interval(args.interval)
-        quiet = ctx.output == "json"
         result = watch(
-            ctx,
-            env,
-            args.job_id,
-            interval=interval,
-            on_transition=(lambda t: None) if quiet else (lambda t: ctx.line(transition_line(t))),
-        )
+            ctx, env, args.job_id, interval=interval,
+            on_transition=job_reports.printers(ctx, transition_line).on_transition,
+        )  # fmt: skip
     else:
         result = status(ctx, env, args.job_id)
     ctx.show(result, render_status)
@@ -762,22 +759,13 @@ def _logs_arguments(parser: argparse.ArgumentParser) -> None:
     _interval(parser)
 
 
-def _logs(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, training = job_environment(ctx, args, "logs")
-    if training.engine == "hyperpod":
-        return _slurm_logs(args, ctx, env)
+def _batch_logs(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
     interval = check_interval(args.interval)
-    quiet = ctx.output == "json"
+    shown = job_reports.printers(ctx, transition_line)
     result = logs(
-        ctx,
-        env,
-        args.job_id,
-        node=args.node,
-        follow=args.follow,
-        interval=interval,
-        write=None if quiet else ctx.line,
-        announce=None if quiet else ctx.note,
-    )
+        ctx, env, args.job_id, node=args.node, follow=args.follow, interval=interval,
+        write=shown.write, announce=shown.announce,
+    )  # fmt: skip
     ctx.show(result, None)  # the events were printed as they came
     return ExitStatus.FAILED if args.follow and result.status == "FAILED" else ExitStatus.OK
 
@@ -789,13 +777,17 @@ def _stop_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reason", help="why, recorded as the job's status reason")
 
 
-def _stopper(action: str) -> Callable[[argparse.Namespace, Context], ExitStatus]:
-    def run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-        env, training = job_environment(ctx, args, action)
-        if training.engine == "hyperpod":
-            return _slurm_stop(args, ctx, env, action)
+def _batch_stopper(action: str) -> Callable[[argparse.Namespace, Context, Deployment], ExitStatus]:
+    def run(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
         ctx.show(stop(ctx, env, args.job_id, action=action, reason=args.reason), render_stop)
         return ExitStatus.OK
+
+    return run
+
+
+def _slurm_stopper(action: str) -> Callable[[argparse.Namespace, Context, Deployment], ExitStatus]:
+    def run(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
+        return _slurm_stop(args, ctx, env, action)
 
     return run
 
@@ -814,14 +806,7 @@ def _list_arguments(parser: argparse.ArgumentParser) -> None:
     stack_option(parser)
 
 
-def _list(args: argparse.Namespace, ctx: Context) -> ExitStatus:
-    env, training = job_environment(ctx, args, "list")
-    if training.engine == "hyperpod":
-        from cdk_neuron.cli import slurm_jobs
-
-        result = slurm_jobs.list_jobs(ctx, env, state=args.state, limit=args.limit, cluster_name=args.cluster)
-        ctx.show(result, slurm_jobs.render_list)
-        return ExitStatus.OK
+def _batch_list(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
     if args.state not in ("active", "all", *STATES):
         raise NeuronConfigError("--state", args.state, f"AWS Batch job states are {', '.join(STATES)}")
     states = {"active": ACTIVE_STATES, "all": STATES}.get(args.state, (args.state,))
@@ -837,15 +822,10 @@ def _slurm_status(args: argparse.Namespace, ctx: Context, env: Deployment) -> Ex
 
     if args.watch:
         interval = check_interval(args.interval)
-        quiet = ctx.output == "json"
         result = slurm_jobs.watch(
-            ctx,
-            env,
-            args.job_id,
-            cluster_name=args.cluster,
-            interval=interval,
-            on_transition=(lambda t: None) if quiet else (lambda t: ctx.line(transition_line(t))),
-        )
+            ctx, env, args.job_id, cluster_name=args.cluster, interval=interval,
+            on_transition=job_reports.printers(ctx, transition_line).on_transition,
+        )  # fmt: skip
     else:
         result = slurm_jobs.status(ctx, env, args.job_id, cluster_name=args.cluster)
     ctx.show(result, slurm_jobs.render_status)
@@ -862,20 +842,22 @@ def _slurm_logs(args: argparse.Namespace, ctx: Context, env: Deployment) -> Exit
             "on HyperPod every node's output goes to the job's one Slurm output file: omit --node",
         )
     interval = check_interval(args.interval)
-    quiet = ctx.output == "json"
+    shown = job_reports.printers(ctx, transition_line)
     result = slurm_jobs.logs(
-        ctx,
-        env,
-        args.job_id,
-        cluster_name=args.cluster,
-        follow=args.follow,
-        interval=interval,
-        write=None if quiet else ctx.line,
-        announce=None if quiet else ctx.note,
-    )
+        ctx, env, args.job_id, cluster_name=args.cluster, follow=args.follow, interval=interval,
+        write=shown.write, announce=shown.announce,
+    )  # fmt: skip
     ctx.show(result, None)  # the text was printed as it came
     failed = result.state in slurm_jobs.TERMINAL_STATES and result.state != "COMPLETED"
     return ExitStatus.FAILED if args.follow and failed else ExitStatus.OK
+
+
+def _slurm_list(args: argparse.Namespace, ctx: Context, env: Deployment) -> ExitStatus:
+    from cdk_neuron.cli import slurm_jobs
+
+    result = slurm_jobs.list_jobs(ctx, env, state=args.state, limit=args.limit, cluster_name=args.cluster)
+    ctx.show(result, slurm_jobs.render_list)
+    return ExitStatus.OK
 
 
 def _slurm_stop(args: argparse.Namespace, ctx: Context, env: Deployment, action: str) -> ExitStatus:
@@ -892,35 +874,35 @@ COMMANDS = (
     Command(
         "status",
         "A job's status, nodes and attempts; on FAILED, where the failing node logged (Slurm's view on HyperPod).",
-        _status,
+        _by_engine("status", _batch_status, _slurm_status),
         arguments=_status_arguments,
         aws=True,
     ),
     Command(
         "logs",
         "One node's CloudWatch Logs stream (the Slurm output file on HyperPod); --follow until the job ends.",
-        _logs,
+        _by_engine("logs", _batch_logs, _slurm_logs),
         arguments=_logs_arguments,
         aws=True,
     ),
     Command(
         "cancel",
         "Cancel a job that has not started (SUBMITTED, PENDING, RUNNABLE; PENDING on HyperPod).",
-        _stopper("cancel"),
+        _by_engine("cancel", _batch_stopper("cancel"), _slurm_stopper("cancel")),
         arguments=_stop_arguments,
         aws=True,
     ),
     Command(
         "terminate",
         "Terminate a job in any state: every node's container (Slurm step on HyperPod) is stopped.",
-        _stopper("terminate"),
+        _by_engine("terminate", _batch_stopper("terminate"), _slurm_stopper("terminate")),
         arguments=_stop_arguments,
         aws=True,
     ),
     Command(
         "list",
         "Jobs in the environment's job queue (Slurm's queue on HyperPod), newest first.",
-        _list,
+        _by_engine("list", _batch_list, _slurm_list),
         arguments=_list_arguments,
         aws=True,
     ),

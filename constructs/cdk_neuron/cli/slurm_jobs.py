@@ -31,11 +31,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timezone
 
-from cdk_neuron.cli import hyperpod
+from cdk_neuron.cli import hyperpod, job_reports
 from cdk_neuron.cli.aws import AwsLookupError
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.hyperpod import Cluster, Node
-from cdk_neuron.cli.output import Column, Report
+from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import NOT_IN_JSON, OMIT_IF_NONE, Result
 from cdk_neuron.cli.transitions import Transition
 from cdk_neuron.deployment import Deployment
@@ -650,18 +650,18 @@ def stop(ctx: Context, env: Deployment, job: str, *, action: str, cluster_name: 
 
 
 def render_stop(result: SlurmStopped) -> Report:
-    out = Report()
-    out.pairs(
-        f"{result.environment}: {result.action} {result.job_id}",
-        [
+    return job_reports.stop_report(
+        environment=result.environment,
+        action=result.action,
+        job_id=result.job_id,
+        pairs=[
             ("job", f"{result.job_name} ({result.job_id})"),
             ("status before", result.state_before),
             ("outcome", result.outcome),
             ("cluster", result.cluster),
         ],
+        status_command=result.status_command,
     )
-    out.commands("Check it with:", [result.status_command])
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -700,28 +700,17 @@ def list_jobs(
 
 
 def render_list(result: SlurmJobList) -> Report:
-    out = Report()
-    title = f"{result.environment}: {', '.join(result.states)} jobs"
-    if not result.jobs:
-        out.line(f"{title}: none on {result.cluster}")
-    else:
-        out.table(
-            title,
-            (
-                Column("job id", "id"),
-                Column("name"),
-                Column("status", "status"),
-                Column("nodes", "id"),
-                Column("submitted", "id"),
-            ),
-            ((j.job_id, j.job_name, j.state, j.nodes, j.submitted_at) for j in result.jobs),
-        )
-        out.pairs("", [("cluster", result.cluster)])
-    for note in result.notes:
-        out.line(note)
-    if result.truncated:
-        out.line(f"Showing the newest {len(result.jobs)}; raise --limit for more.")
-    return out
+    return job_reports.list_report(
+        environment=result.environment,
+        states=result.states,
+        rows=((j.job_id, j.job_name, j.state, j.nodes, j.submitted_at) for j in result.jobs),
+        shown=len(result.jobs),
+        time_column="submitted",
+        place=("cluster", result.cluster),
+        empty_place=f"on {result.cluster}",
+        truncated=result.truncated,
+        notes=result.notes,
+    )
 
 
 __all__ = [

@@ -56,9 +56,9 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                hyperpod refuses the EC2 reservation types)
         engine: "batch"                        | "auto-scaling-group" | "hyperpod"
         job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
-                                               refused with auto-scaling-group and hyperpod (no job
-                                               containers: HyperPod jobs run on the host's Neuron
-                                               software through sbatch/srun)
+                   and hyperpod                hyperpod: pinned by tag (Enroot takes no digest); every job
+                                               step runs in it (srun --container-image, Pyxis); refused
+                                               with auto-scaling-group (no job containers)
         worker_count: null                     hyperpod only: workers running now; null: 0 in dev
                                                (HyperPod never scales to zero: only the controller bills),
                                                max_nodes elsewhere
@@ -120,6 +120,7 @@ from cdk_neuron.planner import ServingPlan, TrainingPlan
 from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.training import hyperpod_containers
 from cdk_neuron.training.capacity import BATCH_CAPACITY_BLOCK_FIX, Capacity
 from cdk_neuron.validation import (
     ACCOUNT,
@@ -778,22 +779,32 @@ def _training(
         plan = _training_plan(found, section, instance, max_nodes)
     checkpoint = _checkpoint(found, section, max_nodes) if section.has("checkpoint") else None
     engine: TrainingEngine | None = found.run(lambda: section.choice("engine", TRAINING_ENGINES, "batch"))
-    if engine is not None and engine != "batch" and section.has("job_image"):
-        why = (
-            "HyperPod jobs run through sbatch/srun on the hosts, which have the Neuron runtime and tools but no "
-            "ML framework; this engine does not run job containers (Enroot/Pyxis) yet, so bring the training "
-            "environment to the nodes (e.g. a venv on shared storage)"
-            if engine == "hyperpod"
-            else "the auto-scaling-group engine runs no job containers"
-        )
+    if engine == "auto-scaling-group" and section.has("job_image"):
         found.add(
             NeuronConfigError(
                 section.field("job_image"),
                 section.raw["job_image"],
-                f"{why}: remove job_image, or use engine batch",
+                "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch "
+                "or hyperpod",
             )
         )
-    job_image = found.run(lambda: _job_image(section, region, network)) if engine == "batch" else None
+    job_image = (
+        found.run(lambda: _job_image(section, region, network)) if engine in ("batch", "hyperpod") else None
+    )
+    if engine == "hyperpod" and job_image is not None:
+        # Enroot (which runs it on HyperPod) takes no digest: cdk_neuron.training.hyperpod_containers.
+        found.run(lambda: hyperpod_containers.pyxis_image(section.field("job_image"), job_image))
+    if engine == "hyperpod" and network is not None and not network.has_internet_egress:
+        found.add(
+            NeuronConfigError(
+                section.field("engine"),
+                "hyperpod",
+                "with network.nat_gateways 0 the HyperPod nodes cannot install what runs the job image: the "
+                "lifecycle script fetches Enroot and Pyxis from github.com and their dependencies from the "
+                "Ubuntu archive, which no VPC endpoint serves. Set network.nat_gateways to 1 (a NAT instance "
+                "is enough), or use engine batch, whose nodes need only VPC endpoints",
+            )
+        )
     capacity = found.run(lambda: _capacity(section, instance)) if instance is not None else None
     if engine == "batch" and capacity is not None and capacity.is_capacity_block:
         found.add(
@@ -1379,7 +1390,7 @@ def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destinati
     """
     training = env.training
     nodes = {
-        "training node": reach.hyperpod_node()
+        "training node": reach.hyperpod_node(job_image=training.job_image, region=env.region)
         if training.engine == "hyperpod"
         else reach.training_node(
             job_image=training.job_image if training.engine == "batch" else None,

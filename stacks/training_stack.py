@@ -84,7 +84,8 @@ class TrainingStack(PinnedAzStack):
         }
         self.cluster: TrainingClusterBase | HyperPodTrainingCluster
         if training.engine == "hyperpod":
-            assert training.efs_utils_package is not None  # the configuration requires it with hyperpod
+            # The configuration requires both with hyperpod.
+            assert training.efs_utils_package is not None and training.job_image is not None
             self.cluster = HyperPodTrainingCluster(
                 self,
                 "Cluster",
@@ -100,6 +101,7 @@ class TrainingStack(PinnedAzStack):
                 compile_cache=self.compile_cache,
                 capacity=training.capacity,
                 removal_policy=removal,
+                job_image=training.job_image,
             )
         elif training.engine == "batch":
             assert training.job_image is not None  # the configuration requires it with the batch engine

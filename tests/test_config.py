@@ -837,7 +837,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "use one of batch, auto-scaling-group, hyperpod"),
     ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"),
      "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
-     "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch"),
+     "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch or hyperpod"),
     ("image without tag", setting("training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x"),
      "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x",
      "pin the image by an explicit version tag (never 'latest') or by digest, e.g. '.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04' or '...@sha256:<64 hex>'"),

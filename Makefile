@@ -18,7 +18,7 @@ export CDK_DISABLE_VERSION_CHECK := 1
 export CDK_DISABLE_CLI_TELEMETRY := true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc change-matrix-doc deploy-rules lint-templates construct-docs cli-docs timeouts-doc contracts-doc bench mutate scan clean
+.PHONY: help setup synth diff deploy test integ integ-snapshots integ-destroy lint typecheck unit example diagram acknowledgments deploy-rules-doc change-matrix-doc fast-start-doc deploy-rules lint-templates construct-docs cli-docs timeouts-doc contracts-doc bench mutate scan clean
 
 help:
 	@echo "make synth   set up, then synthesize every environment into cdk.out/ (no AWS credentials needed)"
@@ -34,6 +34,7 @@ help:
 	@echo "make deploy-rules  synthesize, then run cfn-lint plus the project's deploy rules on every template"
 	@echo "make deploy-rules-doc  regenerate the deploy-rules reference in docs/deploy-rules.md"
 	@echo "make change-matrix-doc  regenerate the change-matrix table in docs/lifecycle.md"
+	@echo "make fast-start-doc     regenerate the before/after table in docs/fast-start.md"
 	@echo "make construct-docs  regenerate the API tables in each construct package's README"
 	@echo "make cli-docs  regenerate the preflight checks table in docs/cli.md"
 	@echo "make timeouts-doc  regenerate the timeout and keep-alive tables in docs/timeouts-and-keep-alives.md"
@@ -154,6 +155,10 @@ deploy-rules-doc: setup
 # Regenerate the change-matrix table in docs/lifecycle.md (what each common cdk.json change does).
 change-matrix-doc: setup
 	python -m tools.change_matrix --write
+
+# Issue 25's before/after table in docs/fast-start.md (tools/fast_start_table.py)
+fast-start-doc: setup
+	python -m tools.fast_start_table --write
 
 # Regenerate the API tables of each construct package's README (constructs/cdk_neuron/*/README.md)
 # from the constructs' docstrings.

@@ -11,7 +11,14 @@ is set against a single stream (one GET per object, one object at a time) in the
 - ``classic-10``: boto3's transfer manager as ``aws s3 sync`` runs it by default (10 concurrent
   requests, 8 MiB parts);
 - ``parallel-N``: the same manager with N concurrent ranged GETs across all objects at once;
-- ``crt``: the AWS Common Runtime transfer client (``awscrt``) where it installs, at a 10 Gb/s target.
+- ``crt``: the AWS Common Runtime transfer client (``awscrt``) where it installs, at a 10 Gb/s target;
+- ``node-model.sh``: the node's own download path, run by bash: ``serving/model.sh``'s ``fetch_model``
+  with ``lib/common.sh`` (the CRT settings file it writes, ``aws s3 sync`` under ``retry`` and the
+  start-up deadline, the phase it records), against the same endpoint (``AWS_ENDPOINT_URL_S3``), with
+  the AWS CLI found on PATH. The node runs AWS CLI v2 from the Amazon Linux repositories, which reads
+  ``preferred_transfer_client = crt``; the CLI that installs here from PyPI is v1, which has no CRT
+  transfer client and ignores that setting (it runs the classic transfer manager, 10 requests). The
+  bench prints which CLI ran: the row measures the node's script around that client, not CRT.
 
 What it measures: **on loopback this is the downloader's concurrency, not S3's speed.** The server is
 a Python process on the same two cores; no claim about S3 or about an instance's network is made from
@@ -31,6 +38,7 @@ import os
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -47,6 +55,12 @@ from boto3.s3.transfer import TransferConfig
 BUCKET = "bench-models"
 PREFIX = "llama/neuron-tp2/"
 MIB = 2**20
+NODE_FILES = Path(__file__).resolve().parent.parent / "constructs" / "cdk_neuron" / "node_programs" / "files"
+"""The node programs, as the bundle ships them (cdk_neuron/node_programs/files)."""
+NODE_FETCH = (
+    # As boot.sh and ready.sh set up before they source model.sh (ROOT: the node's paths' prefix).
+    'set -Eeuo pipefail; ROOT="${CDK_NEURON_ROOT:-}"; . "$1/lib/common.sh"; . "$1/serving/model.sh"; fetch_model'
+)
 
 
 @dataclass(frozen=True)
@@ -195,6 +209,56 @@ def _crt(endpoint: str) -> Callable[[Any, list[tuple[str, int]], Path], None] | 
     return run
 
 
+def _node_path(endpoint: str) -> tuple[Callable[[Any, list[tuple[str, int]], Path], None] | str, str]:
+    """The node's ``fetch_model`` under bash against the local endpoint, and the AWS CLI that runs it;
+    or why it cannot run here."""
+    aws, bash = shutil.which("aws"), shutil.which("bash")
+    if aws is None or bash is None:
+        return (
+            "no aws CLI or bash on PATH (the node installs awscli-2 from the Amazon Linux repositories)",
+            "",
+        )
+    version = subprocess.run([aws, "--version"], capture_output=True, text=True, check=False)
+    cli = (version.stdout or version.stderr).split(" ", 1)[0].strip()
+
+    def run(client: Any, objects: list[tuple[str, int]], target: Path) -> None:
+        root = Path(tempfile.mkdtemp(prefix="cdk-neuron-node-"))
+        try:
+            # The node's paths under CDK_NEURON_ROOT, as the node-program tests run them.
+            (root / "proc").mkdir()
+            (root / "proc" / "uptime").write_text("1.00 1.00\n")
+            (root / "etc" / "cdk-neuron").mkdir(parents=True)
+            env = {
+                **os.environ,
+                "CDK_NEURON_ROOT": str(root),
+                "CDK_NEURON_PROGRAM": "bench",
+                "ARTIFACT_URI": f"s3://{BUCKET}/{PREFIX}",
+                "REGION": "us-east-1",
+                "DATA_DIR": "/data",
+                "MODEL_TMPFS_GIB": "0",
+                "S3_TARGET_BANDWIDTH": str(round(10e9 / 8)),
+                "STARTUP_DEADLINE_SECONDS": "86400",
+                "AWS_ENDPOINT_URL_S3": endpoint,
+                "AWS_ACCESS_KEY_ID": "bench",
+                "AWS_SECRET_ACCESS_KEY": "bench",
+            }
+            done = subprocess.run(
+                [bash, "-c", NODE_FETCH, "_", str(NODE_FILES)],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(f"fetch_model exited {done.returncode}: {done.stderr.strip()[-400:]}")
+            for item in (root / "data" / "model").iterdir():
+                item.rename(target / item.name)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    return run, cli
+
+
 def _time(
     run: Callable[[Any, list[tuple[str, int]], Path], None],
     client: Any,
@@ -247,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             ("parallel-64", _managed(64)),
             ("crt", _crt(endpoint)),
         ]
+        node_run, node_cli = _node_path(endpoint)
+        strategies.append(("node-model.sh", node_run))
         results: list[Result] = []
         baseline = 0.0
         for name, run in strategies:
@@ -260,8 +326,11 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if name == "single-stream":
                 baseline = seconds
+            note = f"ran with {node_cli}" if name == "node-model.sh" else ""
             results.append(
-                Result(name, round(seconds, 3), round(total_mib / seconds, 1), round(baseline / seconds, 2))
+                Result(
+                    name, round(seconds, 3), round(total_mib / seconds, 1), round(baseline / seconds, 2), note
+                )
             )
     finally:
         proxy.stop()
@@ -284,12 +353,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         print("loopback: this measures the downloader's concurrency, not S3's speed")
         for r in results:
-            if r.note:
+            if not r.median_seconds:
                 print(f"  {r.strategy:14} {r.note}")
             else:
                 print(
                     f"  {r.strategy:14} {r.median_seconds:7.2f} s  {r.mib_per_second:8.1f} MiB/s  "
-                    f"x{r.ratio_to_single_stream:.2f} vs single stream"
+                    f"x{r.ratio_to_single_stream:.2f} vs single stream" + (f"  ({r.note})" if r.note else "")
                 )
     return 0
 

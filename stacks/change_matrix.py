@@ -118,7 +118,8 @@ CHANGES: tuple[Change, ...] = (
     Change(
         "serving backend switch (EC2 to SageMaker)",
         "dev",
-        {"serving.backend": "sagemaker", "serving.min_capacity": 1},
+        # SageMaker has no warm pool: dev's goes with its EC2 fleet (issue 25 gave dev one).
+        {"serving.backend": "sagemaker", "serving.min_capacity": 1, "serving.warm_pool": False},
         replaces={
             "FleetAccessLogs": "the EC2 fleet's load balancer goes, and its access-log bucket with it (dev deletes)",
             "FleetReplicaLogs": "the EC2 fleet's replica log group goes with the fleet (dev deletes)",

@@ -136,6 +136,35 @@ def test_a_report_with_the_nodes_phases_measures_every_phase() -> None:
     assert model.phase("instance boot").ratio == pytest.approx(99 / 40)
 
 
+def test_a_warm_start_report_measures_the_load_and_never_a_cold_boot_or_pull() -> None:
+    # Issue 25: with a warm pool (dev's scale-from-zero) the measured start may be a warm one; ready.sh
+    # then writes warm_boot instead of node_boot, and no image_pull.
+    from integ_support.collect import node_phases
+
+    timings = node_phases("cdk-neuron: phases warm_boot=38 ready=600")
+    assert timings == {"warm_boot_seconds": 38.0, "boot_to_ready_seconds": 600.0}
+    report = measurements.TimingReport(
+        suite="scale_from_zero",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        timings={"instance_launch_to_in_service_seconds": 640.0, **timings},
+    )
+    measured = MeasuredStartup.from_report(report)
+    assert (measured.boot_seconds, measured.image_pull_seconds, measured.artifact_download_seconds) == (
+        None,
+        None,
+        None,
+    )
+    assert measured.container_ready_seconds == 600 - 38
+    assert "a warm start" in measured.source
+    # The cold model keeps its estimated boot and pull; only the load is the measurement.
+    model = ec2_startup_model(6.0, precompiled=True, instance_type="inf2.xlarge", measured=measured)
+    assert model.phase("image pull").basis == "estimated"
+    assert model.phase("load and warm-up").estimate_seconds == 562.0
+
+
 def test_compare_sets_each_measured_phase_beside_its_budget_and_floor() -> None:
     report = measurements.TimingReport(
         suite="serving_ec2",

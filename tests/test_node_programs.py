@@ -1067,6 +1067,17 @@ def test_ready_publishes_this_boots_phases_where_the_integ_kit_reads_them(sandbo
     assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
 
 
+def test_a_start_out_of_the_warm_pool_reports_a_warm_boot_and_no_pull(sandbox: Sandbox) -> None:
+    # Issue 25: boot.sh did not run on this boot (phases.env holds no node_boot), so the start is a warm
+    # one; the phases line says so, and the integ kit's report keeps it apart from a cold start.
+    _serving_box(sandbox, uptime=38)
+    result = sandbox.run("serving/ready.sh")
+    assert result.returncode == 0, result.stderr
+    [put] = sandbox.calls("aws logs put-log-events")
+    assert '"message": "cdk-neuron: phases warm_boot=38 ready=38"' in put
+    assert sandbox.calls("docker pull") == []
+
+
 def test_ready_in_service_even_when_the_phases_cannot_be_published(sandbox: Sandbox) -> None:
     _serving_box(sandbox)
     sandbox.stub("aws", 'case "$1 $2" in "logs put-log-events") exit 1 ;; *) exit 0 ;; esac')

@@ -60,6 +60,9 @@ TIMINGS: dict[str, str] = {
     "healthy (DescribeScalingActivities StartTime -> EndTime of the launch)",
     "node_boot_seconds": "EC2 serving node: kernel start until the image pull starts (the node's "
     "'cdk-neuron: phases' line in the fleet's log group, node_boot)",
+    "warm_boot_seconds": "EC2 serving node started out of the warm pool (or rebooted): kernel start until "
+    "cdk-neuron-ready runs; no image pull, and no transfer unless the model directory is in RAM (the phases "
+    "line, warm_boot)",
     "image_pull_seconds": "EC2 serving node: the serving image's docker pull (the phases line, image_pull)",
     "artifact_transfer_seconds": "EC2 serving node: the S3 artifacts onto the node (the phases line, "
     "artifact_transfer)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cdk_neuron import catalog
 from cdk_neuron.checkpoint_advisor import estimate_checkpoint
@@ -24,7 +24,7 @@ from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.planner import TrainingPlan
-from cdk_neuron.serving import timing
+from cdk_neuron.serving import floors, start_paths, timing
 
 
 @dataclass(frozen=True)
@@ -125,8 +125,38 @@ class StartupPhaseLine:
 
 
 @dataclass(frozen=True)
+class WarmStartup:
+    """An EC2 fleet's warm start (a stopped warm-pool instance started again), phase by phase."""
+
+    phases: list[StartupPhaseLine]
+    estimate_seconds: float
+    controlled_estimate_seconds: float
+
+
+@dataclass(frozen=True)
+class StartupEvent:
+    """A fleet event and the start path it takes (:func:`cdk_neuron.serving.start_paths.event_paths`)."""
+
+    event: str
+    path: str
+    why: str
+
+
+@dataclass(frozen=True)
+class WarmPoolCost:
+    """What the stopped warm pool bills while it waits (:func:`cdk_neuron.serving.start_paths.standing_cost`)."""
+
+    instances: int
+    usd_per_month: float
+    why: str
+
+
+@dataclass(frozen=True)
 class ServingStartup:
-    """The serving fleet's start-up, phase by phase (:func:`cdk_neuron.serving.timing.ec2_startup_model` or ``sagemaker_startup_model``)."""
+    """The serving fleet's start-up, phase by phase (:func:`cdk_neuron.serving.timing.ec2_startup_model` or
+    ``sagemaker_startup_model``): ``phases`` is the cold start (a new launch), which every budget is sized
+    for; ``warm`` the start out of the warm pool (EC2 only; None for SageMaker); ``events`` which start
+    path each event takes; ``warm_pool_cost`` what the stopped pool bills (None without one)."""
 
     backend: str
     instance_type: str
@@ -135,6 +165,10 @@ class ServingStartup:
     budget_seconds: int
     load_source: str
     safety: float
+    controlled_estimate_seconds: float = 0.0
+    warm: WarmStartup | None = None
+    events: list[StartupEvent] = field(default_factory=list)
+    warm_pool_cost: WarmPoolCost | None = None
 
 
 @dataclass(frozen=True)
@@ -260,9 +294,49 @@ def serving_section(env: Deployment) -> ServingSizing | None:
     )
 
 
-STARTUP_MODELS = {"ec2": timing.ec2_startup_model, "sagemaker": timing.sagemaker_startup_model}
+STARTUP_MODELS: dict[str, Callable[..., timing.StartupModel]] = {
+    "ec2": timing.ec2_startup_model,
+    "sagemaker": timing.sagemaker_startup_model,
+}
 """Each serving backend's start-up model (the backends' phases differ: SageMaker boots and pulls
 before its timeouts start)."""
+
+
+def _phase_lines(model: timing.StartupModel) -> list[StartupPhaseLine]:
+    return [
+        StartupPhaseLine(
+            phase=p.name,
+            estimate_seconds=round(p.estimate_seconds, 1),
+            budget_seconds=p.budget_seconds,
+            floor_seconds=None if p.floor_seconds is None else round(p.floor_seconds, 2),
+            ratio=None if p.ratio is None else round(p.ratio, 2),
+            budget_ratio=None if p.budget_ratio is None else round(p.budget_ratio, 2),
+            basis=p.basis,
+            estimate_why=p.estimate_why,
+            floor_why=p.floor_why,
+            controlled=p.controlled,
+        )
+        for p in model.phases
+    ]
+
+
+def _warm_pool_cost(env: Deployment) -> WarmPoolCost | None:
+    serving = env.serving
+    if serving is None or serving.backend != "ec2" or not serving.warm_pool:
+        return None
+    plan = serving.plan
+    in_ram = serving.model.precompiled and floors.model_dir_in_ram(
+        plan.weights_gib, instance_type=plan.instance_type, replicas=plan.replicas_per_instance
+    )
+    volume = floors.data_volume_performance(plan.instance_type, in_ram=in_ram)
+    cost = start_paths.standing_cost(
+        min_capacity=serving.min_capacity,
+        max_capacity=serving.max_capacity,
+        data_volume_gib=timing.ec2_data_volume_gib(plan.weights_gib, precompiled=serving.model.precompiled),
+        throughput_mibps=volume.throughput_mibps,
+        iops=volume.iops,
+    )
+    return WarmPoolCost(cost.instances, round(cost.usd_per_month, 2), cost.why)
 
 
 def startup_section(env: Deployment) -> ServingStartup | None:
@@ -276,28 +350,38 @@ def startup_section(env: Deployment) -> ServingStartup | None:
         instance_type=plan.instance_type,
         replicas=plan.replicas_per_instance,
     )
+    warm: WarmStartup | None = None
+    events: list[StartupEvent] = []
+    if serving.backend == "ec2" and serving.warm_pool:
+        warm_model = timing.ec2_startup_model(
+            plan.weights_gib,
+            precompiled=serving.model.precompiled,
+            instance_type=plan.instance_type,
+            replicas=plan.replicas_per_instance,
+            path=floors.WARM,
+        )
+        warm = WarmStartup(
+            phases=_phase_lines(warm_model),
+            estimate_seconds=round(warm_model.estimate_seconds, 1),
+            controlled_estimate_seconds=round(warm_model.controlled_estimate_seconds, 1),
+        )
+    if serving.backend == "ec2":
+        events = [
+            StartupEvent(e.event, e.path, e.why)
+            for e in start_paths.event_paths(warm_pool=serving.warm_pool, min_capacity=serving.min_capacity)
+        ]
     return ServingStartup(
         backend=serving.backend,
         instance_type=model.instance_type,
-        phases=[
-            StartupPhaseLine(
-                phase=p.name,
-                estimate_seconds=round(p.estimate_seconds, 1),
-                budget_seconds=p.budget_seconds,
-                floor_seconds=None if p.floor_seconds is None else round(p.floor_seconds, 2),
-                ratio=None if p.ratio is None else round(p.ratio, 2),
-                budget_ratio=None if p.budget_ratio is None else round(p.budget_ratio, 2),
-                basis=p.basis,
-                estimate_why=p.estimate_why,
-                floor_why=p.floor_why,
-                controlled=p.controlled,
-            )
-            for p in model.phases
-        ],
+        phases=_phase_lines(model),
         estimate_seconds=round(model.estimate_seconds, 1),
         budget_seconds=model.budget_seconds,
         load_source=model.load_source,
         safety=timing.SAFETY,
+        controlled_estimate_seconds=round(model.controlled_estimate_seconds, 1),
+        warm=warm,
+        events=events,
+        warm_pool_cost=_warm_pool_cost(env),
     )
 
 
@@ -406,12 +490,15 @@ def _render_startup(name: str, startup: ServingStartup, out: Report) -> None:
     def ratio(line: StartupPhaseLine) -> str:
         if not line.controlled:
             return "runtime (not ours)"
+        if line.basis == "skipped":
+            return "skipped"
         if line.ratio is None or line.budget_ratio is None:
             return "no floor published"
         return f"{line.ratio:.2f}x / {line.budget_ratio:.2f}x"
 
+    cold = " (cold: a new launch; every budget is sized for it)" if startup.warm is not None else ""
     out.table(
-        f"{name}: start-up ({startup.backend}, {startup.instance_type}), launch to serving",
+        f"{name}: start-up ({startup.backend}, {startup.instance_type}), launch to serving{cold}",
         ("Phase", "Estimate", "Budget", "Floor", "Estimate / floor, budget / floor"),
         [
             *(
@@ -422,14 +509,39 @@ def _render_startup(name: str, startup: ServingStartup, out: Report) -> None:
             ("total", seconds(startup.estimate_seconds), seconds(startup.budget_seconds), "", ""),
         ],
     )  # fmt: skip
-    out.notes(
-        "How each start-up figure is derived",
-        [
-            *(f"{p.phase}: estimate {p.estimate_why}; floor {p.floor_why}" for p in startup.phases),
-            f"budget = {startup.safety} x estimate (the load's budget: timing.container_ready)",
-            f"load figure: {startup.load_source}",
-        ],
-    )
+    warm = startup.warm
+    if warm is not None:
+        out.table(
+            f"{name}: warm start (a stopped warm-pool instance started again; budgets as cold)",
+            ("Phase", "Estimate", "Floor", "Estimate / floor"),
+            [
+                *(
+                    (p.phase, f"{seconds(p.estimate_seconds)} ({p.basis})", seconds(p.floor_seconds),
+                     ratio(p).split(" / ")[0])
+                    for p in warm.phases
+                ),
+                ("total", seconds(warm.estimate_seconds), "", ""),
+            ],
+        )  # fmt: skip
+    if startup.events:
+        out.table(
+            f"{name}: which start each event takes",
+            ("Event", "Path", "Why"),
+            [(e.event, e.path, e.why) for e in startup.events],
+        )
+    notes = [
+        *(f"{p.phase}: estimate {p.estimate_why}; floor {p.floor_why}" for p in startup.phases),
+        *(
+            f"warm {p.phase}: estimate {p.estimate_why}; floor {p.floor_why}"
+            for p in (warm.phases if warm is not None else [])
+        ),
+        f"budget = {startup.safety} x estimate (the load's budget: timing.container_ready)",
+        f"load figure: {startup.load_source}",
+    ]
+    if startup.warm_pool_cost is not None:
+        cost = startup.warm_pool_cost
+        notes.append(f"warm pool, standing cost: ${cost.usd_per_month:,.2f} per month ({cost.why})")
+    out.notes("How each start-up figure is derived", notes)
 
 
 def _memory_line(memory: TrainingMemoryEstimate | None) -> str:
@@ -466,4 +578,15 @@ COMMAND = Command(
     arguments=_arguments,
 )
 
-__all__ = ["COMMAND", "PlanResult", "ServingStartup", "build", "omitted", "render", "startup_section"]
+__all__ = [
+    "COMMAND",
+    "PlanResult",
+    "ServingStartup",
+    "StartupEvent",
+    "WarmPoolCost",
+    "WarmStartup",
+    "build",
+    "omitted",
+    "render",
+    "startup_section",
+]

@@ -370,7 +370,9 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         measured=settings.measured_startup,
     )
     startup_seconds = settings.startup_timeout_seconds or startup.seconds
-    volume_gib = settings.data_volume_gib or ec2_data_volume_gib(plan.weights_gib)
+    volume_gib = settings.data_volume_gib or ec2_data_volume_gib(
+        plan.weights_gib, precompiled=spec.precompiled
+    )
 
     if settings.key_created:
         allow_instance_launches(settings.key)

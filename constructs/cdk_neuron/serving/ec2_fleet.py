@@ -346,8 +346,12 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         length, TP, dtype, engine or Neuron SDK than it would serve. Default: None - not checked here
         (``cdk-neuron preflight`` reads the manifest from S3).
     :param warm_pool: keep stopped, pre-initialized instances (image pulled, artifacts synced) so
-        scale-out skips boot and download (not with ``spot``); instances scale-in returns to the pool
-        stop serving and complete their hook themselves (``serving/lifecycle-watch.sh``). Default: False.
+        scale-out and a wake from zero skip the node's set-up, the image pull and, where the artifacts
+        are on the data volume, their transfer (the warm path of ``timing.ec2_startup_model``; a
+        replacement and an instance refresh launch new instances). Stopped instances bill their EBS
+        volumes (``start_paths.standing_cost``, printed by ``cdk-neuron plan``). Not with ``spot``;
+        instances scale-in returns to the pool stop serving and complete their hook themselves
+        (``serving/lifecycle-watch.sh``). Default: False.
     :param spot: run on Spot capacity (price-capacity-optimized, capacity rebalancing). Default: False.
     :param kms_key: key for the EBS volumes and the replica log group. Its policy must let the
         ``AWSServiceRoleForAutoScaling`` role use it (matched by ``aws:PrincipalArn`` under ``Principal:

@@ -70,6 +70,10 @@ MIB = 2**20
 
 BOOT_FLOOR_SECONDS = 40.0
 """A standard EC2 launch until the OS runs user data (depot.dev, 2024-05-23; see the module docstring)."""
+WARM_START_FLOOR_SECONDS = 5.0
+"""A stopped instance whose root volume an earlier boot hydrated, started again: depot.dev's 5 s (the
+same post), which is what a warm-pool instance is. Their 5 s also resizes the instance and streams the
+root volume, so it is a floor, not an estimate for an inf2 start."""
 NODE_SETUP_SECONDS = 40.0
 """Assumed until measured: the node programs' own set-up before the pull (the AWS CLI from the Amazon
 Linux repositories, the bundle, formatting the data volume, restarting Docker)."""
@@ -119,15 +123,27 @@ def over_floor(seconds: float, floor_seconds: float | None) -> float | None:
     return seconds / floor_seconds
 
 
+COLD = "cold"
+"""A start from a new launch: the instance boots from the AMI, pulls the image and fetches the model."""
+WARM = "warm"
+"""A start out of the warm pool: a stopped instance, prepared before its stop (image pulled, and the
+artifacts synced onto the data volume where they go there), is started again (``ready.sh``)."""
+START_PATHS = (COLD, WARM)
+
+
 @dataclass(frozen=True)
 class PhaseFloor:
-    """One phase: the estimate (unmargined), the floor, and why, or None where nothing is published."""
+    """One phase: the estimate (unmargined), the floor, and why, or None where nothing is published.
+
+    ``skipped``: the phase does not run on this start path (a warm start's image pull), estimate and
+    floor 0."""
 
     phase: str
     estimate_seconds: float
     floor_seconds: float | None
     estimate_why: str
     floor_why: str
+    skipped: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -195,6 +211,32 @@ def boot() -> PhaseFloor:
         BOOT_FLOOR_SECONDS,
         f"{BOOT_FLOOR_SECONDS:.0f} s EC2 launch + {NODE_SETUP_SECONDS:.0f} s node set-up (assumed)",
         f"{BOOT_FLOOR_SECONDS:.0f} s: a standard EC2 launch (depot.dev, 2024-05-23)",
+    )
+
+
+def warm_boot() -> PhaseFloor:
+    """A warm start: EC2 starts the stopped instance and ``ready.sh`` runs; the node's set-up (the AWS
+    CLI, the data volume, Docker) was done before the stop and is not repeated."""
+    return PhaseFloor(
+        "instance boot",
+        BOOT_FLOOR_SECONDS,
+        WARM_START_FLOOR_SECONDS,
+        f"{BOOT_FLOOR_SECONDS:.0f} s: a standard EC2 launch (depot.dev, 2024-05-23), an upper bound for "
+        "starting a stopped instance (no root volume to create), until measured; no node set-up (done before the stop)",
+        f"{WARM_START_FLOOR_SECONDS:.0f} s: a stopped instance with a hydrated root volume (depot.dev, 2024-05-23)",
+    )
+
+
+def skipped(phase: str, why: str) -> PhaseFloor:
+    """A phase that does not run on this start path."""
+    return PhaseFloor(phase, 0.0, 0.0, f"skipped: {why}", "nothing to do", skipped=True)
+
+
+def warm_image_pull() -> PhaseFloor:
+    """A warm start pulls nothing: Docker's data root is on the data volume, which a stop keeps."""
+    return skipped(
+        "image pull",
+        "pulled before the warm-pool stop; Docker's data root is on the data volume, which a stop keeps",
     )
 
 
@@ -295,6 +337,16 @@ def artifact_transfer(weights_gib: float, *, instance_type: str, target: Transfe
     )
 
 
+def warm_artifact_transfer(weights_gib: float, *, instance_type: str, target: TransferTarget) -> PhaseFloor:
+    """A warm start fetches the artifacts again only into a RAM-backed directory (a stop empties it,
+    ``ready.sh``); on the data volume they are still there."""
+    if target.in_ram:
+        return artifact_transfer(weights_gib, instance_type=instance_type, target=target)
+    return skipped(
+        "artifact transfer", "synced onto the data volume before the warm-pool stop, which keeps it"
+    )
+
+
 def load_floor(weights_gib: float, *, instance_type: str, in_ram: bool) -> tuple[float | None, str]:
     """No floor: loading weights into HBM is bounded by the host-to-device path, for which no figure is
     published (aws-neuron-sdk ``inferentia2.rst`` gives HBM's 820 GB/s and on-chip DMA's 1 TB/s, both
@@ -306,9 +358,13 @@ def load_floor(weights_gib: float, *, instance_type: str, in_ram: bool) -> tuple
 
 __all__ = [
     "BOOT_FLOOR_SECONDS",
+    "COLD",
     "DOCKER_MAX_CONCURRENT_DOWNLOADS",
     "PUBLISHED_PULL_SECONDS",
     "S3_CLIENT_NETWORK_SHARE",
+    "START_PATHS",
+    "WARM",
+    "WARM_START_FLOOR_SECONDS",
     "DataVolumePerformance",
     "PhaseFloor",
     "TransferTarget",
@@ -321,5 +377,9 @@ __all__ = [
     "node_target",
     "over_floor",
     "sagemaker_target",
+    "skipped",
     "tmpfs_size_gib",
+    "warm_artifact_transfer",
+    "warm_boot",
+    "warm_image_pull",
 ]

@@ -96,6 +96,13 @@ LOAD_SECONDS_PER_GIB = 10.5
 SMALL_HOST_FACTOR = 2.0
 SMALL_HOST_MEMORY_RATIO = 2.0
 SAGEMAKER_DOWNLOAD_START_SECONDS = 60
+SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB = 40.0
+"""SageMaker's default ``ModelDataDownloadTimeoutInSeconds`` is not published, but it holds models up
+to 40 GB: "If your model is larger than 40 GB, then you should increase this quota" ("SageMaker AI
+endpoint parameters for large model inference", Amazon SageMaker AI Developer Guide,
+https://docs.aws.amazon.com/sagemaker/latest/dg/large-model-inference-hosting.html, read 2026-12-02).
+An estimated timeout is therefore never below what 40 GB needs at the modelled rate: set from a
+smaller model it would be stricter than the default the documentation vouches for (review S5)."""
 
 # SageMaker ProductionVariant limits (SM-PV; cfn-lint schema for AWS::SageMaker::EndpointConfig).
 SAGEMAKER_TIMEOUT_MIN_SECONDS = 60
@@ -106,11 +113,15 @@ SAGEMAKER_VOLUME_MAX_GB = 512
 STARTUP_MAX_SECONDS = STARTUP_MAX
 
 # Disk for the EC2 data volume: container images (the DLCs unpack to well over their compressed
-# size; 40 GiB holds two image versions during a rolling update), three copies' worth of weights
-# (the S3 artifact or Hub checkpoint, the compiled/exported model the engine writes, and room to
-# re-download during a restart) and 20 GiB of compile cache and logs.
+# size; 40 GiB holds two image versions during a rolling update), the copies of the weights the volume
+# holds, and 20 GiB of compile cache and logs. S3 artifacts (precompiled): one copy, synced and read in
+# place; into a RAM-backed directory, the volume still keeps room for that one copy, because artifacts
+# larger than the tmpfs go to the volume instead (serving/model.sh, MODEL_ON_VOLUME). From the Hub: the
+# checkpoint the container downloads and the model it exports. (Until issue 25's review, S8, every
+# fleet got three copies, also where the weights go to RAM: 460 GiB for prod's 70B, now 200 GiB.)
 IMAGES_GIB = 40
-WEIGHT_COPIES = 3
+PRECOMPILED_WEIGHT_COPIES = 1
+HUB_WEIGHT_COPIES = 2
 SCRATCH_GIB = 20
 
 _GIB_TO_GB = 2**30 / 1e9
@@ -158,6 +169,16 @@ def _node_phases(report: TimingReport, total: int) -> MeasuredStartup | None:
     and transfer.
     """
     timings = report.timings
+    if "boot_to_ready_seconds" in timings and "warm_boot_seconds" in timings:
+        # A warm start (the warm pool): boot and pull are not a new launch's, only the load (and a
+        # RAM-backed transfer) carry over to the cold model.
+        ready, boot = timings["boot_to_ready_seconds"], timings["warm_boot_seconds"]
+        transfer = timings.get("artifact_transfer_seconds")
+        return MeasuredStartup(
+            source=f"{report.label}: a warm start's phases (boot and image pull not measured on this path)",
+            artifact_download_seconds=None if transfer is None else _ceil_seconds(transfer),
+            container_ready_seconds=_ceil_seconds(ready - boot - (transfer or 0.0)),
+        )
     if "boot_to_ready_seconds" not in timings or "node_boot_seconds" not in timings:
         return None
     ready, boot = timings["boot_to_ready_seconds"], timings["node_boot_seconds"]
@@ -367,6 +388,7 @@ class StartupPhase:
         ``published`` (the load: published Neuron load times).
     :ivar controlled: whether cdk-neuron's own choices set this phase (boot, image pull, transfer),
         as opposed to the Neuron runtime's load; the goal of at most 2 x the floor applies to these.
+    :ivar skipped: the phase does not run on this start path (``basis`` ``skipped``).
     """
 
     name: str
@@ -377,6 +399,8 @@ class StartupPhase:
     estimate_why: str
     floor_why: str
     controlled: bool
+    skipped: bool = False
+    """The phase does not run on this start path (a warm start's image pull): estimate and floor 0."""
 
     @property
     def ratio(self) -> float | None:
@@ -398,6 +422,13 @@ class StartupModel:
     weights_gib: float
     phases: tuple[StartupPhase, ...]
     load_source: str
+    path: str = floors.COLD
+    """``cold`` (a new launch) or ``warm`` (a stopped warm-pool instance started again); SageMaker: cold."""
+
+    @property
+    def controlled_estimate_seconds(self) -> float:
+        """Boot, image pull and transfer, unmargined: the phases the goals of issue 25 are about."""
+        return sum(p.estimate_seconds for p in self.phases if p.controlled)
 
     @property
     def estimate_seconds(self) -> float:
@@ -421,6 +452,11 @@ def nearest_published_load(weights_gib: float) -> LoadTime:
 
 
 def _controlled_phase(figure: floors.PhaseFloor, measured_seconds: int | None, source: str) -> StartupPhase:
+    if figure.skipped:
+        return StartupPhase(
+            figure.phase, 0.0, 0, figure.floor_seconds, "skipped", figure.estimate_why, figure.floor_why,
+            True, skipped=True,
+        )  # fmt: skip
     if measured_seconds is not None:
         return StartupPhase(
             figure.phase, float(measured_seconds), _margin(measured_seconds), figure.floor_seconds,
@@ -442,28 +478,41 @@ def _startup_model(
     replicas: int,
     measured: MeasuredStartup | None,
     transfer_start_seconds: int = 0,
+    transfer_min_budget_seconds: int = 0,
+    path: str = floors.COLD,
 ) -> StartupModel:
     source = measured.source if measured is not None else ""
+    warm = path == floors.WARM
     phases: list[StartupPhase] = []
     if node_phases:
+        # The integ suites time a new launch: a measured boot or pull is a cold start's.
         phases.append(
-            _controlled_phase(floors.boot(), None if measured is None else measured.boot_seconds, source)
+            _controlled_phase(
+                floors.warm_boot() if warm else floors.boot(),
+                None if measured is None or warm else measured.boot_seconds,
+                source,
+            )
         )
         phases.append(
             _controlled_phase(
-                floors.image_pull(instance_type, in_ram=target is not None and target.in_ram),
-                None if measured is None else measured.image_pull_seconds,
+                floors.warm_image_pull()
+                if warm
+                else floors.image_pull(instance_type, in_ram=target is not None and target.in_ram),
+                None if measured is None or warm else measured.image_pull_seconds,
                 source,
             )
         )
     if target is not None:
-        figure = floors.artifact_transfer(weights_gib, instance_type=instance_type, target=target)
+        transfer_figure = floors.warm_artifact_transfer if warm else floors.artifact_transfer
+        figure = transfer_figure(weights_gib, instance_type=instance_type, target=target)
         transfer = _controlled_phase(
             figure, None if measured is None else measured.artifact_download_seconds, source
         )
-        if transfer_start_seconds:
-            # The budget is the deployed timeout: SageMaker's fixed start before the copy, then the copy.
-            transfer = replace(transfer, budget_seconds=transfer.budget_seconds + transfer_start_seconds)
+        if transfer_start_seconds or transfer_min_budget_seconds:
+            # The budget is the deployed timeout: SageMaker's fixed start before the copy, then the copy,
+            # and at least what the deployed timeout allows (sagemaker_timeouts' 40 GB rule).
+            budget = max(transfer.budget_seconds + transfer_start_seconds, transfer_min_budget_seconds)
+            transfer = replace(transfer, budget_seconds=budget)
         phases.append(transfer)
     ready = container_ready(weights_gib, instance_type=instance_type, replicas=replicas, measured=measured)
     in_ram = target is not None and target.in_ram
@@ -488,7 +537,9 @@ def _startup_model(
             "load and warm-up", estimate, ready.seconds, load_floor, basis, why, load_floor_why, False
         )
     )
-    return StartupModel(label, instance_type.removeprefix("ml."), weights_gib, tuple(phases), load_source)
+    return StartupModel(
+        label, instance_type.removeprefix("ml."), weights_gib, tuple(phases), load_source, path=path
+    )
 
 
 def ec2_startup_model(
@@ -498,10 +549,18 @@ def ec2_startup_model(
     instance_type: str,
     replicas: int = 1,
     measured: MeasuredStartup | None = None,
+    path: str = floors.COLD,
 ) -> StartupModel:
     """An EC2 serving instance's start-up, phase by phase: boot, image pull, artifact transfer (S3
     artifacts only), load and warm-up; each with its estimate, budget (``SAFETY`` x estimate, the load:
-    :func:`container_ready`), floor and ratio."""
+    :func:`container_ready`), floor and ratio.
+
+    ``path``: ``cold`` (default; a new launch, what every budget is sized for) or ``warm`` (a stopped
+    warm-pool instance started again: no node set-up, no image pull, the artifacts fetched again only
+    into a RAM-backed directory; :mod:`cdk_neuron.serving.start_paths` says which events take which).
+    The load is the same on both paths: the Neuron runtime loads the model at every start."""
+    if path not in floors.START_PATHS:
+        raise NeuronConfigError("path", path, f"use one of {', '.join(floors.START_PATHS)}")
     target = (
         floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas)
         if precompiled
@@ -515,6 +574,7 @@ def ec2_startup_model(
         instance_type=instance_type,
         replicas=replicas,
         measured=measured,
+        path=path,
     )
 
 
@@ -531,7 +591,18 @@ def sagemaker_startup_model(
     artifacts only) and the container's load and warm-up. SageMaker provisions the instance and pulls
     the image before either starts. ``replicas`` is the plan's (SageMaker runs one container). The
     download's budget is what the variant gets as ``ModelDataDownloadTimeoutInSeconds``: the fixed
-    start and the margined copy (:func:`sagemaker_timeouts`)."""
+    start and the margined copy, and never less than what 40 GB needs (:func:`sagemaker_timeouts`)."""
+    deployed = (
+        sagemaker_timeouts(
+            weights_gib,
+            precompiled=True,
+            instance_type=instance_type,
+            measured=measured,
+            volume_gb=None if volume_gib is None else math.ceil(volume_gib * _GIB_TO_GB),
+        ).model_data_download_seconds
+        if precompiled
+        else 0
+    )
     return _startup_model(
         "sagemaker",
         weights_gib,
@@ -541,6 +612,7 @@ def sagemaker_startup_model(
         replicas=replicas,
         measured=measured,
         transfer_start_seconds=SAGEMAKER_DOWNLOAD_START_SECONDS,
+        transfer_min_budget_seconds=deployed,
     )
 
 
@@ -646,16 +718,24 @@ def sagemaker_timeouts(
         download = _whole_seconds("model_data_download_timeout_seconds", model_data_download_seconds)
         download_why = "given"
     elif precompiled:
-        phase = artifact_download(
-            weights_gib,
-            instance_type=instance_type,
-            target=floors.sagemaker_target(
-                weights_gib, volume_gib=None if volume_gb is None else volume_gb * 1e9 / 2**30
-            ),
-            measured=measured,
+        target = floors.sagemaker_target(
+            weights_gib, volume_gib=None if volume_gb is None else volume_gb * 1e9 / 2**30
         )
+        phase = artifact_download(weights_gib, instance_type=instance_type, target=target, measured=measured)
         download = SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds
         download_why = f"{SAGEMAKER_DOWNLOAD_START_SECONDS} s start + {phase.explanation}"
+        documented_gib = SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB / _GIB_TO_GB
+        estimated = measured is None or measured.artifact_download_seconds is None
+        if estimated and weights_gib < documented_gib:
+            held = artifact_download(documented_gib, instance_type=instance_type, target=target)
+            if SAGEMAKER_DOWNLOAD_START_SECONDS + held.seconds > download:
+                download = SAGEMAKER_DOWNLOAD_START_SECONDS + held.seconds
+                download_why = (
+                    f"{download} s, what {SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB:.0f} GB needs: SageMaker documents "
+                    f"its default as enough up to {SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB:.0f} GB, so this model's "
+                    f"{SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds} s would be stricter than it "
+                    f"({SAGEMAKER_DOWNLOAD_START_SECONDS} s start + {held.explanation})"
+                )
     else:
         download, download_why = SAGEMAKER_TIMEOUT_MIN_SECONDS, "nothing to download from S3"
     if container_startup_health_check_seconds is not None:
@@ -675,9 +755,12 @@ def sagemaker_timeouts(
     )
 
 
-def ec2_data_volume_gib(weights_gib: float) -> int:
-    """Size of the EC2 data volume (images, weights, compiled artifacts, caches), rounded up to 10 GiB."""
-    raw = IMAGES_GIB + WEIGHT_COPIES * weights_gib + SCRATCH_GIB
+def ec2_data_volume_gib(weights_gib: float, *, precompiled: bool = True) -> int:
+    """Size of the EC2 data volume (images, the weights it holds, caches), rounded up to 10 GiB:
+    one copy of precompiled S3 artifacts (also where they go to RAM: the volume takes them when they do
+    not fit the tmpfs), two from the Hub (checkpoint and export)."""
+    copies = PRECOMPILED_WEIGHT_COPIES if precompiled else HUB_WEIGHT_COPIES
+    raw = IMAGES_GIB + copies * weights_gib + SCRATCH_GIB
     return int(math.ceil(raw / 10) * 10)
 
 

@@ -29,6 +29,7 @@ def _seconds(start: Any, end: Any) -> float:
 
 PHASE_KEYS = {
     "node_boot": "node_boot_seconds",
+    "warm_boot": "warm_boot_seconds",
     "image_pull": "image_pull_seconds",
     "artifact_transfer": "artifact_transfer_seconds",
     "ready": "boot_to_ready_seconds",

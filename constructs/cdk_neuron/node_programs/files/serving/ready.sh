@@ -45,6 +45,13 @@ Warmed:*)
     ;;
 esac
 
+# A start that boot.sh did not prepare on this boot (out of the warm pool, or a reboot) pulls nothing:
+# its boot phase ends here, and the phases line says so (warm_boot), so the integ kit's timing report
+# tells a warm start from a cold one (cdk_neuron.serving.start_paths).
+if ! grep -q '^node_boot=' "${CDK_NEURON_ETC}/phases.env" 2>/dev/null; then
+    record_phase warm_boot "$(uptime_seconds)"
+fi
+
 start_progress_watch
 # A RAM-backed model directory does not survive a stop (the warm pool): fetch it again.
 if model_needs_fetch; then

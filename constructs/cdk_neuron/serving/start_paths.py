@@ -1,0 +1,143 @@
+"""Which start path each fleet event takes, and what a stopped warm pool costs while it waits.
+
+Plain Python (no ``aws_cdk``). An EC2 serving instance starts *cold* (a new launch: boot from the
+AMI, the node's set-up, the image pull, the artifacts) or *warm* (a stopped warm-pool instance,
+prepared before its stop, started again: no set-up, no pull, the artifacts fetched again only into a
+RAM-backed directory). :func:`cdk_neuron.serving.timing.ec2_startup_model` models both; this module
+says which events take which path, and what keeping stopped instances costs.
+
+Sources (read 2026-12-02)
+-------------------------
+- WP-DRAW: "Whenever your application needs to scale out, the Auto Scaling group can draw on the warm
+  pool to meet its new desired capacity" (``AWS::AutoScaling::WarmPool``, AWS CloudFormation Template
+  Reference, https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-autoscaling-warmpool.html).
+- WP-SIZE: without ``MaxGroupPreparedCapacity``, "Amazon EC2 Auto Scaling launches and maintains the
+  difference between the group's maximum capacity and its desired capacity" (PutWarmPool, Amazon EC2
+  Auto Scaling API Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html).
+- WP-REFRESH: an instance refresh reports "progress on replacing instances that are in the warm pool"
+  (InstanceRefreshWarmPoolProgress, same API Reference): the pool's instances are replaced with the new
+  launch template, so a refresh's replacements are new launches.
+- EBS-PRICE: gp3 $0.08 per GB-month, $0.005 per provisioned IOPS-month above 3,000 and $0.040 per
+  provisioned MB/s-month above 125, US East (N. Virginia) and US West (Oregon) ("Amazon EBS pricing",
+  https://aws.amazon.com/ebs/pricing/). A stopped instance bills its volumes, not its compute.
+- AMI-ROOT: the ECS-optimized AMI's root volume is 30 GiB (aws/amazon-ecs-ami ``variables.pkr.hcl``
+  @014e02d0, ``block_device_size_gb`` default 30); the launch template keeps the snapshot's size.
+
+What is not sourced: whether Auto Scaling replaces an *unhealthy* instance from the warm pool. The
+sources above speak of a new desired capacity; a replacement keeps the desired capacity. It is
+modelled cold (the safe side: every budget is a cold start's anyway).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cdk_neuron.serving import floors
+
+GP3_USD_PER_GB_MONTH = 0.08
+GP3_USD_PER_IOPS_MONTH = 0.005
+GP3_USD_PER_MIBPS_MONTH = 0.040
+"""EBS-PRICE. The price list says MB/s; gp3's throughput is provisioned in MiB/s, priced here per unit."""
+ROOT_VOLUME_GIB = 30
+"""AMI-ROOT: the ECS-optimized AMI's root volume, priced as gp3 at its baseline."""
+
+
+@dataclass(frozen=True)
+class EventPath:
+    """One fleet event, the start path it takes, and why (with its source)."""
+
+    event: str
+    path: str
+    why: str
+
+
+def event_paths(*, warm_pool: bool, min_capacity: int) -> tuple[EventPath, ...]:
+    """The start path of a scale-out, a wake from zero, a replacement and an instance refresh."""
+    if warm_pool:
+        scale_out = EventPath(
+            "scale-out",
+            floors.WARM,
+            "drawn from the warm pool while it holds a stopped instance (WP-DRAW; the pool keeps max - "
+            "desired instances, WP-SIZE); cold once it is empty or still preparing",
+        )
+    else:
+        scale_out = EventPath("scale-out", floors.COLD, "no warm pool: a new launch")
+    wake = (
+        EventPath("wake from zero", scale_out.path, f"a scale-out from 0: {scale_out.why}")
+        if min_capacity == 0
+        else EventPath("wake from zero", "-", f"never at zero (min_capacity {min_capacity})")
+    )
+    return (
+        scale_out,
+        wake,
+        EventPath(
+            "replacement of an unhealthy instance",
+            floors.COLD,
+            "modelled cold: the sources say the group draws on the pool for a new desired capacity, and a "
+            "replacement keeps it"
+            if warm_pool
+            else "no warm pool: a new launch",
+        ),
+        EventPath(
+            "instance refresh (a deploy that changes the launch template) and the first deploy",
+            floors.COLD,
+            "new launches: a refresh replaces the warm pool's instances too (WP-REFRESH)"
+            if warm_pool
+            else "new launches",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class StandingCost:
+    """What stopped warm-pool instances bill while they wait: their EBS volumes (EBS-PRICE)."""
+
+    instances: int
+    usd_per_instance_month: float
+    why: str
+
+    @property
+    def usd_per_month(self) -> float:
+        return self.instances * self.usd_per_instance_month
+
+
+def volume_usd_per_month(size_gib: int, *, throughput_mibps: int, iops: int) -> float:
+    """One gp3 volume for a month: storage, and throughput and IOPS above gp3's baseline."""
+    return (
+        size_gib * GP3_USD_PER_GB_MONTH
+        + max(0, iops - floors.GP3_BASELINE_IOPS) * GP3_USD_PER_IOPS_MONTH
+        + max(0, throughput_mibps - floors.GP3_BASELINE_MIBPS) * GP3_USD_PER_MIBPS_MONTH
+    )
+
+
+def standing_cost(
+    *, min_capacity: int, max_capacity: int, data_volume_gib: int, throughput_mibps: int, iops: int
+) -> StandingCost:
+    """The warm pool at the fleet's minimum: max - min stopped instances (WP-SIZE), each billing its
+    root volume and its data volume (sized and provisioned as the launch template maps it)."""
+    data = volume_usd_per_month(data_volume_gib, throughput_mibps=throughput_mibps, iops=iops)
+    root = volume_usd_per_month(
+        ROOT_VOLUME_GIB, throughput_mibps=floors.GP3_BASELINE_MIBPS, iops=floors.GP3_BASELINE_IOPS
+    )
+    instances = max(0, max_capacity - min_capacity)
+    return StandingCost(
+        instances,
+        data + root,
+        f"{instances} stopped instance(s) at the fleet's minimum (max {max_capacity} - min {min_capacity}), each "
+        f"a {data_volume_gib} GiB gp3 data volume at {throughput_mibps} MiB/s and {iops:,} IOPS (${data:,.2f}) and "
+        f"a {ROOT_VOLUME_GIB} GiB root volume (${root:,.2f}) per month, at US East/West gp3 prices; "
+        "deleted with the group, so a destroyed stack bills nothing",
+    )
+
+
+__all__ = [
+    "GP3_USD_PER_GB_MONTH",
+    "GP3_USD_PER_IOPS_MONTH",
+    "GP3_USD_PER_MIBPS_MONTH",
+    "ROOT_VOLUME_GIB",
+    "EventPath",
+    "StandingCost",
+    "event_paths",
+    "standing_cost",
+    "volume_usd_per_month",
+]

@@ -230,7 +230,19 @@ def node(tmp_path: Path) -> tuple[Sandbox, Path]:
     box.write("/opt/slurm/include/slurm/spank.h", "/* Slurm's SPANK header */\n")
     box.write("/opt/slurm/etc/plugstack.conf", "")
     box.stub("dpkg", '[ "$1" = --print-architecture ] && echo amd64')
-    box.stub("enroot", "exit 127")  # not installed yet
+    # Not installed until apt-get installs the .deb (the stub then answers the pinned version).
+    box.stub(
+        "enroot",
+        f'[ -e "$CDK_NEURON_ROOT/enroot-installed" ] && [ "$1" = version ] && echo {hyperpod_containers.ENROOT_VERSION} && exit 0; exit 127',
+    )
+    # srun lists Pyxis's options once its plugstack line is in place.
+    box.write("/opt/slurm/bin/srun", "")
+    box.stub(
+        "srun",
+        'grep -q pyxis "$CDK_NEURON_ROOT/opt/slurm/etc/plugstack.conf" && echo "      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH"',
+    )
+    (box.root / "opt/slurm/bin/srun").unlink()
+    (box.root / "opt/slurm/bin/srun").symlink_to(box.bin / "srun")
     box.stub("make", 'printf "%s\\n" "make CPPFLAGS=${CPPFLAGS:-}" >> ' + str(box.log) + "\n"
              '[ "${2##*/}" = "pyxis-0.19.0" ] || exit 2\n'
              'if [ "${3:-}" = install ]; then mkdir -p "$CDK_NEURON_ROOT/usr/local/share/pyxis"; '
@@ -244,7 +256,11 @@ def node(tmp_path: Path) -> tuple[Sandbox, Path]:
              f'case "$out" in *.tar.gz) cp {tarball} "$out" ;; *) echo deb > "$out" ;; esac')  # fmt: skip
     box.stub("mountpoint", '[ "${2:-}" = "$CDK_NEURON_ROOT/opt/dlami/nvme" ]')
     # apt-get records whether it could prompt (DEBIAN_FRONTEND) or restart services (needrestart).
-    box.stub("apt-get", f'echo "apt-env $DEBIAN_FRONTEND $NEEDRESTART_MODE" >> {box.log}')
+    box.stub(
+        "apt-get",
+        f'echo "apt-env $DEBIAN_FRONTEND $NEEDRESTART_MODE" >> {box.log}\n'
+        'case "$*" in *enroot_*) touch "$CDK_NEURON_ROOT/enroot-installed" ;; esac',
+    )
     box.stub("systemctl", 'if [ "$1" = is-active ]; then [ "$3" = slurmd ]; fi')
     where = _lifecycle_dir(
         box,
@@ -299,6 +315,8 @@ def test_a_node_installs_enroot_and_pyxis_and_logs_in_to_ecr(node: tuple[Sandbox
     )
     assert box.calls("systemctl restart slurmctld") == []  # a worker: slurmd only
     assert set(box.calls("apt-env")) == {"apt-env noninteractive l"}
+    # The real checks ran: the registry login and Slurm's view of Pyxis.
+    assert box.calls("aws ecr get-login-password --region us-east-1") and box.calls("srun --help")
 
 
 def test_a_rerun_installs_nothing_twice_and_keeps_one_plugstack_line(node: tuple[Sandbox, Path]) -> None:
@@ -319,6 +337,8 @@ def test_a_rerun_installs_nothing_twice_and_keeps_one_plugstack_line(node: tuple
         (lambda box: box.stub("apt-get", '[ "$3" = update ] && exit 100; exit 0'), "apt-get update failed: the node needs a route to the Ubuntu archive (a NAT)"),
         (lambda box: box.stub("curl", "exit 7"), "cannot download enroot_3.5.0-1_amd64.deb from https://github.com/NVIDIA/enroot/releases/download (a NAT must route github.com)"),
         (lambda box: (box.bin / "aws").unlink(), "the aws CLI is missing: Enroot logs in to 763104351884.dkr.ecr.us-east-1.amazonaws.com with it"),
+        (lambda box: box.stub("srun", "echo 'srun: error: spank: Incompatible plugin version'"), "srun does not offer --container-image: Slurm did not load Pyxis"),
+        (lambda box: box.stub("aws", "exit 255"), "aws ecr get-login-password --region us-east-1 failed: the execution role cannot log in to 763104351884.dkr.ecr.us-east-1.amazonaws.com"),
     ],
 )  # fmt: skip
 def test_what_stops_the_install_fails_the_node_by_name(

@@ -187,6 +187,15 @@ install_containers() {
     ln -sfn /usr/local/share/pyxis/pyxis.conf "${slurm}/etc/plugstack.conf.d/pyxis.conf"
     grep -qsx "include /opt/slurm/etc/plugstack.conf.d/pyxis.conf" "${slurm}/etc/plugstack.conf" ||
         echo "include /opt/slurm/etc/plugstack.conf.d/pyxis.conf" >>"${slurm}/etc/plugstack.conf"
+    # Real checks, so a broken install fails this node by name now rather than every job step later:
+    # the installed Enroot is the pinned one; srun loads the plugstack and lists Pyxis's options (a plugin
+    # built against other Slurm headers is refused there: "Incompatible plugin version"); the execution
+    # role can log in to the image's registry through whatever routes ECR here (below, before its credentials).
+    enroot version 2>/dev/null | grep -qx "${ENROOT_VERSION}" ||
+        die "enroot version is not ${ENROOT_VERSION} after the install: $(enroot version 2>&1 | head -n 1)"
+    [ -x "${slurm}/bin/srun" ] || die "${slurm}/bin/srun is missing: cannot check that Slurm loads Pyxis"
+    "${slurm}/bin/srun" --help 2>&1 | grep -q -- '--container-image' ||
+        die "srun does not offer --container-image: Slurm did not load Pyxis from ${slurm}/etc/plugstack.conf (see srun --help)"
     base="$(enroot_base)" || exit 1
     install -d -m 1777 "${ROOT}${base}/enroot" "${ROOT}${base}/enroot/cache" "${ROOT}${base}/enroot/data" \
         "${ROOT}${base}/enroot/runtime" "${ROOT}${base}/enroot/tmp"
@@ -208,6 +217,8 @@ CONF
     # ECR: Enroot runs the command in the password field at every import (NVIDIA/enroot doc/cmd/import.md).
     if [ -n "${ECR_REGISTRY:-}" ]; then
         command -v aws >/dev/null 2>&1 || die "the aws CLI is missing: Enroot logs in to ${ECR_REGISTRY} with it"
+        aws ecr get-login-password --region "${ECR_REGION}" >/dev/null ||
+            die "aws ecr get-login-password --region ${ECR_REGION} failed: the execution role cannot log in to ${ECR_REGISTRY} (its grant, or no route to the ECR API)"
         # shellcheck disable=SC2016 # the $(...) is Enroot's to run, at import time
         printf 'machine %s login AWS password $(aws ecr get-login-password --region %s)\n' \
             "${ECR_REGISTRY}" "${ECR_REGION}" >"${ROOT}/etc/enroot/cdk-neuron/.credentials"

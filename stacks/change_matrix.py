@@ -94,6 +94,17 @@ CHANGES: tuple[Change, ...] = (
         },
     ),
     Change("serving capacity", "prod", {"serving.min_capacity": 3, "serving.max_capacity": 10}),
+    Change("compile artifact prefix", "staging", {"compilation.artifact_prefix": "compiled-v2/"}),
+    Change(
+        "compile task removed",
+        "dev",
+        {"compilation.enabled": False},
+        replaces={
+            "CompilationAwsCliCache": "the compile task's cache of the public AWS CLI image goes with it (dev "
+            "deletes; a compile environment pulls it again)",
+            "CompilationLogs": "the compile logs go with the task (dev deletes)",
+        },
+    ),
     Change("certificate added", "prod", {"serving.certificate_arn": CERTIFICATE}),
     Change("training node count", "prod", {"training.max_nodes": 32, "training.plan.nodes": 32}),
     Change("training instance type", "staging", {"training.instance_type": "trn1n.32xlarge"}),

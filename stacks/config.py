@@ -93,7 +93,7 @@ Schema (every key not marked *required* is optional; its default is given)::
         aws_cli_image: null                    null: public.ecr.aws/aws-cli/aws-cli through an ECR pull-through cache
                                                (private ECR in the region: no NAT needed); or a pinned image,
                                                ECR in the region when nat_gateways is 0
-        ecr_public_cache_prefix: "cdk-neuron-ecr-public"  the cache rule's prefix (one per account and region)
+        ecr_public_cache_prefix: "cdk-neuron-<env>"  the cache rule's prefix (unique in an account and region)
         log_retention_days: 30                 the compile logs (CloudWatch Logs' periods)
                                                The task runs in the checkpoint store's subnets (the training subnet
                                                with one_zone), mounts it, writes to the compile cache, compiles in
@@ -325,6 +325,7 @@ class CompilationConfig:
     aws_cli_image: str | None = None
     """None: the AWS CLI image through the ECR Public pull-through cache."""
     ecr_public_cache_prefix: str = "cdk-neuron-ecr-public"
+    """The parser's default is per environment (:func:`default_cache_prefix`)."""
     log_retention_days: int = 30
 
 
@@ -1375,7 +1376,7 @@ def _compilation(
                 )
             )
     cache_prefix = found.run(
-        lambda: section.get("ecr_public_cache_prefix", str, CompilationConfig.ecr_public_cache_prefix)
+        lambda: section.get("ecr_public_cache_prefix", str, default_cache_prefix(env.path.rpartition(".")[2]))
     )
     if cache_prefix is not None and not _ECR_CACHE_PREFIX.match(cache_prefix):
         found.add(
@@ -1462,6 +1463,13 @@ def _compilation(
         ecr_public_cache_prefix=cache_prefix,
         log_retention_days=retention,
     )
+
+
+def default_cache_prefix(env_name: str) -> str:
+    """``cdk-neuron-<env>``, lowercased and cut to ECR's 30 characters: a pull-through cache rule's prefix
+    is unique in an account and Region (CreatePullThroughCacheRule, PullThroughCacheRuleAlreadyExistsException),
+    so each environment gets its own."""
+    return f"cdk-neuron-{env_name.lower()}"[:30].rstrip("-")
 
 
 def _with_key(field_name: str, check: Callable[[], _T]) -> _T:
@@ -1723,7 +1731,35 @@ def load_environments(context: Mapping[str, Any]) -> dict[str, EnvironmentConfig
     for name, raw in context.items():
         parsed[name] = found.run(functools.partial(_environment, name, raw))
     found.raise_if_any()
-    return {name: env for name, env in parsed.items() if env is not None}
+    environments = {name: env for name, env in parsed.items() if env is not None}
+    _refuse_shared_cache_prefixes(environments)
+    return environments
+
+
+def _refuse_shared_cache_prefixes(environments: Mapping[str, EnvironmentConfig]) -> None:
+    """Two environments in one account and Region may not share a pull-through cache prefix: the second
+    deploy would fail (the rule's prefix and the repository name are unique in a registry). Only where
+    both accounts are named: an unnamed one is whoever deploys."""
+    seen: dict[tuple[str, str, str], str] = {}
+    errors = []
+    for name, env in environments.items():
+        compilation = env.compilation
+        if compilation is None or compilation.aws_cli_image is not None or env.account is None:
+            continue
+        key = (env.account, env.region, compilation.ecr_public_cache_prefix)
+        if key in seen:
+            errors.append(
+                NeuronConfigError(
+                    f"environments.{name}.compilation.ecr_public_cache_prefix",
+                    compilation.ecr_public_cache_prefix,
+                    f"environments.{seen[key]} uses it in the same account and Region, where a pull-through cache "
+                    "prefix is unique: give each environment its own",
+                )
+            )
+        else:
+            seen[key] = name
+    if errors:
+        raise NeuronConfigErrors(errors) if len(errors) > 1 else errors[0]
 
 
 def load_cdk_json(path: str | Path = "cdk.json") -> dict[str, EnvironmentConfig]:
@@ -1908,6 +1944,7 @@ __all__ = [
     "compilation_deployment",
     "compile_aws_cli_image",
     "compile_token_secret",
+    "default_cache_prefix",
     "deployment",
     "deployments",
     "endpoint_az_count",

@@ -236,7 +236,7 @@ def test_the_compile_task_is_where_cdk_json_says_and_the_cli_looks(built: Synthe
     # The export compiles in the fleet's own image; the CLI steps pull through the region's ECR cache.
     assert containers["export"]["Image"] == config.serving.engine.image.uri(config.region)
     assert containers["fetch"]["Image"].endswith(
-        f".dkr.ecr.{config.region}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+        f".dkr.ecr.{config.region}.amazonaws.com/cdk-neuron-{env}/aws-cli/aws-cli:2.22.35"
     )
     environment = {e["Name"]: e["Value"] for e in containers["export"]["Environment"]}
     assert environment["NEURON_COMPILE_CACHE_URL"] == template["Outputs"]["CompileCacheUrl"]["Value"]
@@ -268,11 +268,12 @@ def test_the_compile_task_is_where_cdk_json_says_and_the_cli_looks(built: Synthe
     assert logs["Properties"]["KmsKeyId"]["Fn::GetAtt"][0].startswith("CompileCacheKey")
     assert logs["Properties"]["RetentionInDays"] == config.compilation.log_retention_days
     [repository] = all_of(template, "AWS::ECR::Repository")
-    if config.removal_policy == "destroy":
-        assert logs["DeletionPolicy"] == repository["DeletionPolicy"] == "Delete"
-        assert repository["Properties"]["EmptyOnDelete"] is True  # dev tears down to nothing that bills
-    else:
-        assert repository["DeletionPolicy"] == "RetainExceptOnCreate"
+    # The image cache always goes with the stack, emptied (a retained one would block the next create);
+    # the logs follow the environment's removal policy.
+    assert repository["DeletionPolicy"] == "Delete" and repository["Properties"]["EmptyOnDelete"] is True
+    assert logs["DeletionPolicy"] == (
+        "Delete" if config.removal_policy == "destroy" else "RetainExceptOnCreate"
+    )
 
 
 def test_without_a_nat_the_compile_task_runs_in_isolated_subnets_with_its_endpoints() -> None:

@@ -266,7 +266,7 @@ def test_verify_reads_every_file_back_and_writes_when_all_match(tmp_path: Path) 
     ("change", "needle"),
     [
         ({"tamper": "model.pt"}, "verify: model.pt: sha256 "),
-        ({"drop": "config.json"}, f"verify: config.json: missing at {NEW}"),
+        ({"drop": "config.json"}, f"verify: config.json: missing or unreadable at {NEW}"),
     ],
 )
 def test_verify_refuses_files_the_manifest_does_not_describe_and_writes_nothing(

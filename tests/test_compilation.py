@@ -1225,7 +1225,9 @@ def test_the_aws_cli_image_comes_from_ecr_public_through_a_pull_through_cache_th
     ]
     # The cache's own repository for the image, created first so that CloudFormation owns it.
     assert repository["Properties"]["RepositoryName"] == "cdk-neuron-ecr-public/aws-cli/aws-cli"
-    assert repository["DeletionPolicy"] == "RetainExceptOnCreate"  # the construct's default removal policy
+    # Always deleted, emptied first, though the construct retains its key and logs by default: a retained
+    # repository of this fixed name would fail the next create ("already exists").
+    assert repository["DeletionPolicy"] == "Delete" and repository["Properties"]["EmptyOnDelete"] is True
     # The execution role pulls (and, the first time, imports) exactly that repository.
     [policy] = [
         r["Properties"]
@@ -1281,25 +1283,38 @@ def test_a_bad_cache_prefix_is_refused(prefix: str) -> None:
         _isolated("BadPrefix", ecr_public_cache_prefix=prefix)
 
 
-def test_a_request_that_reads_nothing_from_the_hub_exports_offline() -> None:
-    s3_config = ModelSource.checkpoint("run", config_from="s3://models-bucket/configs/llama/")
-    assert _request(s3_config).export_environment(REGION)["HF_HUB_OFFLINE"] == "1"
-    assert (
-        _request(ModelSource.s3("s3://models-bucket/hf/llama/"))
-        .export_environment(REGION)
-        .get("HF_HUB_OFFLINE")
-        is None
-    )  # its missing config may come from the fleet's model on the Hub
-    assert "HF_HUB_OFFLINE" not in _request(ModelSource.hub("org/model")).export_environment(REGION)
-    no_route = CompileRequest(
-        source=ModelSource.checkpoint("run"),
+def _routed(source: ModelSource, hub_route: bool) -> CompileRequest:
+    return CompileRequest(
+        source=source,
         artifact_uri=ARTIFACT,
         model=MODEL,
         plan=MODEL.plan(),
         engine=ServingEngine.optimum_neuron(),
-        hub_route=False,
+        hub_route=hub_route,
     )
-    assert no_route.export_environment(REGION)["HF_HUB_OFFLINE"] == "1"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        ModelSource.checkpoint("run", config_from="s3://models-bucket/configs/llama/"),
+        ModelSource.s3("s3://models-bucket/hf/llama/"),
+    ],
+)
+def test_the_export_is_offline_exactly_where_the_task_has_no_route_to_the_hub(source: ModelSource) -> None:
+    assert _routed(source, hub_route=False).export_environment(REGION)["HF_HUB_OFFLINE"] == "1"
+    # With a route it stays online: optimum-neuron's public Hub cache of prebuilt NEFFs is looked up.
+    assert "HF_HUB_OFFLINE" not in _routed(source, hub_route=True).export_environment(REGION)
+    assert "HF_HUB_OFFLINE" not in _request(ModelSource.hub("org/model")).export_environment(REGION)
+
+
+def test_without_a_route_a_training_checkpoint_without_config_is_refused_before_anything_runs() -> None:
+    with pytest.raises(
+        NeuronConfigError, match=r"^config_from=None: a neuronx-distributed training checkpoint"
+    ):
+        _routed(ModelSource.checkpoint("run", tensor_parallel=8), hub_route=False)
+    # A Hugging Face checkpoint (nothing to convert) may hold its own config: it is not refused.
+    assert _routed(ModelSource.checkpoint("run"), hub_route=False).source.kind == "checkpoint"
 
 
 def test_without_a_route_to_the_hub_hub_sources_and_hub_config_are_refused_at_once() -> None:
@@ -1321,13 +1336,15 @@ def test_without_a_route_to_the_hub_hub_sources_and_hub_config_are_refused_at_on
         request(ModelSource.checkpoint("run", config_from="hub:org/model"))
 
 
-def test_the_export_itself_never_reaches_the_hub(synthesized: Any, tmp_path: Path) -> None:
+def test_the_export_reads_the_hub_setting_from_the_task_and_sets_none_of_its_own(
+    synthesized: Any, tmp_path: Path
+) -> None:
     _, template = synthesized
     _hf_checkpoint(tmp_path / "checkpoints" / "run")
     container, done = _export(template, tmp_path, ModelSource.checkpoint("run"))
     assert done.returncode == 0, done.stderr
     [export] = container.calls("optimum-cli")
-    assert export.env["HF_HUB_OFFLINE"] == "1"  # its input is a local directory by then
+    assert "HF_HUB_OFFLINE" not in export.env  # a route: the public Hub cache is looked up
 
 
 def test_offline_a_checkpoint_without_config_is_refused_instead_of_asking_the_hub(

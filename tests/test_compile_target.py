@@ -1,5 +1,5 @@
-"""The compile task exports for the trn1 target (``--instance_type inf2``): a request for a fleet that
-cannot load it (Trn2, NeuronCore-v3) is refused before anything runs, naming the fix."""
+"""The compile task exports for the fleet's own family (``--instance_type inf2|trn1|trn1n|trn2``, what
+optimum-cli 0.4.5 takes): a fleet outside those (Trn3) is refused before anything runs, naming why."""
 
 from __future__ import annotations
 
@@ -26,19 +26,30 @@ def _request(instance_type: str) -> CompileRequest:
     )
 
 
-@pytest.mark.parametrize("instance_type", ["inf2.xlarge", "inf2.48xlarge", "trn1.2xlarge", "trn1.32xlarge"])
-def test_fleets_that_load_the_trn1_target_are_compiled_for(instance_type: str) -> None:
-    assert _request(instance_type).plan.instance_type == instance_type
+@pytest.mark.parametrize(
+    ("instance_type", "flag", "target"),
+    [
+        ("inf2.xlarge", "inf2", "trn1"),
+        ("inf2.48xlarge", "inf2", "trn1"),
+        ("trn1.2xlarge", "trn1", "trn1"),
+        ("trn1.32xlarge", "trn1", "trn1"),
+        ("trn2.48xlarge", "trn2", "trn2"),
+    ],
+)
+def test_each_fleet_is_compiled_for_its_own_family_and_target(
+    instance_type: str, flag: str, target: str
+) -> None:
+    env = _request(instance_type).export_environment("us-east-1")
+    assert (env["EXPORT_INSTANCE_TYPE"], env["EXPORT_TARGET"]) == (flag, target)
 
 
-def test_a_trn2_fleet_is_refused_before_compiling_with_the_way_to_export_for_it() -> None:
+def test_a_trn3_fleet_is_refused_before_compiling_naming_the_families_optimum_neuron_targets() -> None:
     with pytest.raises(NeuronConfigError) as caught:
-        _request("trn2.48xlarge")
+        _request("trn3.48xlarge")
     error = caught.value
-    assert (error.field, error.value) == ("instance_type", "trn2.48xlarge")
-    assert "--instance_type inf2, the trn1 target" in error.fix
-    assert "export by hand on a trn2 instance with --instance_type trn2" in error.fix
+    assert (error.field, error.value) == ("instance_type", "trn3.48xlarge")
+    assert "compiles for inf2, trn1, trn1n, trn2 only" in error.fix and "no trn3 target" in error.fix
 
 
-def test_the_families_are_the_neuroncore_v2_ones() -> None:
-    assert EXPORT_TARGET_FAMILIES == ("inf2", "trn1", "trn1n")
+def test_the_families_are_optimum_clis_instance_types() -> None:
+    assert EXPORT_TARGET_FAMILIES == ("inf2", "trn1", "trn1n", "trn2")

@@ -263,7 +263,7 @@ def test_cost_diff_refuses_check_artifacts() -> None:
 # -- a fleet the compile task refuses: plan and cost say so and price nothing -----------------------------
 
 
-@pytest.mark.parametrize("instance", ["trn2.48xlarge", "trn3.48xlarge"])
+@pytest.mark.parametrize("instance", ["trn3.48xlarge"])
 def test_a_fleet_the_compile_task_refuses_is_not_priced(instance: str) -> None:
     from cdk_neuron.compilation.job import export_target_refusal
 
@@ -272,7 +272,7 @@ def test_a_fleet_the_compile_task_refuses_is_not_priced(instance: str) -> None:
     tax = compile_tax(_plan(8e9, instance), parameters=8e9, region="us-east-1")
     family = instance.split(".")[0]
     assert tax.refused == export_target_refusal(instance) and tax.refused is not None
-    assert f"which a {family} fleet refuses to load" in tax.refused
+    assert f"no {family} target" in tax.refused
     assert (tax.usd, tax.usd_per_hour, tax.per_start_usd, tax.break_even_starts) == (None, None, None, None)
     assert not tax.on_fargate and tax.where.startswith("refused")
 
@@ -285,8 +285,8 @@ def test_plan_and_cost_say_refused_as_compile_does() -> None:
     dev = deployments(json.loads((REPO_ROOT / "cdk.json").read_text()))["dev"]
     assert dev.serving is not None
     model = ModelSpec(model_id="org/m", parameters=8_000_000_000, tensor_parallel=8)
-    trn2 = replace(dev, serving=replace(dev.serving, model=model, plan=model.plan("trn2.48xlarge")))
-    line = result_costs(trn2).compile
+    trn3 = replace(dev, serving=replace(dev.serving, model=model, plan=model.plan("trn3.48xlarge")))
+    line = result_costs(trn3).compile
     assert line is not None and line.refused is not None and line.usd is None
     out = Report()
     render_compile("dev", line, out)
@@ -294,12 +294,17 @@ def test_plan_and_cost_say_refused_as_compile_does() -> None:
     render_text(out, written)
     assert "refused" in written.getvalue() and "$" not in written.getvalue()
     # The same words cdk-neuron compile refuses the request with.
-    with pytest.raises(Exception, match="which a trn2 fleet refuses to load") as raised:
+    with pytest.raises(Exception, match="no trn3 target") as raised:
         CompileRequest(
             source=ModelSource.s3("s3://models-bucket/hf/llama/"),
             artifact_uri="s3://models-bucket/compiled/llama/",
             model=model,
-            plan=trn2.serving.plan,  # type: ignore[union-attr]
+            plan=trn3.serving.plan,  # type: ignore[union-attr]
             engine=dev.serving.engine,
         )
     assert line.refused in str(raised.value)
+
+
+def test_a_trn2_fleet_is_compiled_on_fargate_and_priced() -> None:
+    tax = compile_tax(_plan(8e9, "trn2.48xlarge"), parameters=8e9, region="us-east-1")
+    assert tax.refused is None and tax.on_fargate and tax.usd is not None and tax.usd > 0

@@ -1519,7 +1519,7 @@ def test_compilation_defaults_to_the_fleets_bucket_and_the_house_prefix() -> Non
         artifact_bucket="models-bucket",
         artifact_prefix="compiled/",
         aws_cli_image=None,
-        ecr_public_cache_prefix="cdk-neuron-ecr-public",
+        ecr_public_cache_prefix="cdk-neuron-qa",  # one per environment: a prefix is unique in a registry
         log_retention_days=30,
     )
 
@@ -1572,3 +1572,21 @@ def test_disabled_means_no_compile_task() -> None:
     env = minimal_env()
     env["compilation"] = {"enabled": False}
     assert load_one(env).compilation is None
+
+
+def test_each_environment_gets_its_own_cache_prefix_and_a_shared_one_is_refused() -> None:
+    assert config_module.default_cache_prefix("Staging-EU") == "cdk-neuron-staging-eu"
+    assert config_module.default_cache_prefix("a" * 40) == "cdk-neuron-" + "a" * 19
+    two = load_environments({"qa": minimal_env(), "qa2": minimal_env()})
+    assert [e.compilation.ecr_public_cache_prefix for e in two.values() if e.compilation] == [
+        "cdk-neuron-qa",
+        "cdk-neuron-qa2",
+    ]
+    shared = minimal_env()
+    shared["compilation"] = {"ecr_public_cache_prefix": "cdk-neuron-qa"}
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^environments.qa2.compilation.ecr_public_cache_prefix='cdk-neuron-qa': environments.qa uses it in "
+        r"the same account and Region",
+    ):
+        load_environments({"qa": minimal_env(), "qa2": shared})

@@ -36,7 +36,7 @@ from stacks.config import (
     unreachable,
 )
 
-CACHED_AWS_CLI = "111111111111.dkr.ecr.us-east-1.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+CACHED_AWS_CLI = "111111111111.dkr.ecr.us-east-1.amazonaws.com/cdk-neuron-qa/aws-cli/aws-cli:2.22.35"
 """The AWS CLI image as the minimal environment's compile task pulls it: the ECR Public pull-through cache."""
 OPTIMUM_IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:"
@@ -419,7 +419,7 @@ def test_the_cli_finds_the_compile_task_from_cdk_json_alone() -> None:
         "compiled/",
         True,
     )
-    assert (dev.aws_cli_cache_repository, dev.internet) == ("cdk-neuron-ecr-public/aws-cli/aws-cli", True)
+    assert (dev.aws_cli_cache_repository, dev.internet) == ("cdk-neuron-dev/aws-cli/aws-cli", True)
     assert dev.image == envs["dev"].serving.engine.image.uri("us-east-1")
     # prod serves a 70B model, more than a Fargate compile task holds: no compile task by default.
     assert envs["prod"].compilation is None and deployment(envs["prod"]).compilation is None

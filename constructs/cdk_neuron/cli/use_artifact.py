@@ -266,12 +266,13 @@ def verify_files(ctx: Context, manifest: ArtifactManifest, region: str) -> tuple
     problems: list[str] = []
     matched = 0
     for item in manifest.files:
-        key = f"{location.prefix}/{item.path}"
+        key = f"{location.prefix}/{item.path}" if location.prefix else item.path
         try:
             body = s3.get_object(Bucket=location.bucket, Key=key)["Body"]
         except Exception as error:
-            if error_code(error) in ("NoSuchKey", "404"):
-                problems.append(f"verify: {item.path}: missing at {manifest.artifact_uri}")
+            # Without s3:ListBucket, S3 answers a missing key with 403 rather than 404.
+            if error_code(error) in ("NoSuchKey", "404", "AccessDenied", "403"):
+                problems.append(f"verify: {item.path}: missing or unreadable at {manifest.artifact_uri}")
                 continue
             raise
         digest, size = hashlib.sha256(), 0

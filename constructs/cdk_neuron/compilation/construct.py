@@ -27,8 +27,8 @@ image is an AWS DLC there, and the AWS CLI image comes through an ECR pull-throu
 (:data:`AWS_CLI_IMAGE`; ECR Public needs no upstream credentials, "Sync an upstream registry with an
 Amazon ECR private registry", Amazon ECR User Guide,
 https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache.html, read 2026-12-02). The
-construct creates the cached repository itself, so CloudFormation owns it (its removal policy, emptied
-when destroyed): the cache uses a repository that already exists, and needs ``ecr:CreateRepository``
+construct creates the cached repository itself, so CloudFormation owns it (always deleted with the
+stack, emptied first: it holds a copy of a public image): the cache uses a repository that already exists, and needs ``ecr:CreateRepository``
 only when none does ("IAM permissions required to sync an upstream registry with an Amazon ECR private
 registry", https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html). One
 limit, AWS's: the *first* pull of a cached image through an ECR interface endpoint needs a route to the
@@ -146,7 +146,8 @@ class ModelCompilation(Construct):
         per prefix in an account and region). Default: ``"cdk-neuron-ecr-public"``. Only without
         ``aws_cli_image``.
     :param kms_key: key of the log group. Default: a new key with rotation.
-    :param removal_policy: for the key and the log group. Default: ``RETAIN_ON_UPDATE_OR_DELETE``.
+    :param removal_policy: for the key and the log group. Default: ``RETAIN_ON_UPDATE_OR_DELETE``. (The
+        pull-through cache's repository is always deleted, emptied first: a copy of a public image.)
     :param log_retention: how long the compile logs are kept. Default: one month.
 
     :ivar cluster: the ECS cluster.
@@ -246,7 +247,7 @@ class ModelCompilation(Construct):
             self._aws_cli_pull_granted = (
                 True  # the pull-through cache's repository (else _aws_cli_image says)
             )
-            cli_image = self._aws_cli_image(stack, aws_cli_image, ecr_public_cache_prefix, removal_policy)
+            cli_image = self._aws_cli_image(stack, aws_cli_image, ecr_public_cache_prefix)
             environment = {}
             if compile_cache is not None:
                 compile_cache.grant_read_write(self.task_role)
@@ -282,7 +283,6 @@ class ModelCompilation(Construct):
         stack: cdk.Stack,
         image: ContainerImage | None,
         prefix: str,
-        removal_policy: cdk.RemovalPolicy,
     ) -> ecs.ContainerImage:
         """The fetch and upload steps' image: through the ECR Public pull-through cache, or ``image``."""
         if image is not None:
@@ -316,16 +316,17 @@ class ModelCompilation(Construct):
         rule = ecr.CfnPullThroughCacheRule(
             self, "AwsCliCacheRule", ecr_repository_prefix=prefix, upstream_registry_url=ECR_PUBLIC
         )
-        destroy = removal_policy == cdk.RemovalPolicy.DESTROY
         # The cached repository, created here so CloudFormation owns it: the cache imports into it
-        # (no ecr:CreateRepository), and a destroyed environment leaves no image behind to bill.
+        # (no ecr:CreateRepository). Always deleted (emptied first), whatever removal_policy says: it
+        # holds a copy of a public image, and a retained repository of this fixed name would make the
+        # next create fail ("already exists": CloudFormation cannot create a named resource that exists).
         repository = ecr.Repository(
             self,
             "AwsCliCache",
             repository_name=f"{prefix}/{AWS_CLI_REPOSITORY}",
             image_scan_on_push=True,
-            removal_policy=removal_policy,
-            empty_on_delete=True if destroy else None,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+            empty_on_delete=True,
         )
         repository.node.add_dependency(rule)
         # The first pull imports the image from ECR Public (ecr:BatchImportUpstreamImage); later pulls

@@ -9,7 +9,7 @@ Where compiling runs, and why: on Fargate, CPU only, in the serving image. The N
 no Neuron device ("The one-time compilation step from the standard framework-level model to NEFF
 binary may be performed on any EC2 instance or even on-premises", Neuron Compiler FAQ (neuronx-cc),
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/neuronx-cc/faq.html, read
-2026-12-02), and ``optimum-cli export neuron --instance_type inf2`` names its target rather than
+2026-12-02), and ``optimum-cli export neuron --instance_type <family>`` names its target rather than
 detecting it (huggingface/optimum-neuron ``optimum/commands/export/neuronx.py``). For LLMs, which
 also trace with NxD, optimum-neuron's export guide documents CPU-only compiles with
 ``--instance_type`` (``docs/source/guides/export_model.mdx`` @v0.4.5; huggingface/optimum-neuron#974,
@@ -63,9 +63,13 @@ FARGATE_INCLUDED_STORAGE_GIB = catalog.FARGATE_INCLUDED_EPHEMERAL_GB
 COMPILE_ENGINES = ("optimum-neuron",)
 """Engines whose export the compile task runs (optimum-neuron's ``optimum-cli export neuron``)."""
 _DTYPES = ("bf16", "fp16", "fp32")
-EXPORT_TARGET_FAMILIES = ("inf2", "trn1", "trn1n")
-"""Instance families that load what the task exports: ``--instance_type inf2`` compiles for the trn1
-target (NeuronCore-v2), which Inf2 and Trn1 share; Trn2 and Trn3 (NeuronCore-v3) need their own."""
+EXPORT_TARGET_FAMILIES = ("inf2", "trn1", "trn1n", "trn2")
+"""The fleets' instance families the task compiles for, each with ``--instance_type <family>``: optimum-cli
+0.4.5 takes ``trn1``, ``inf2``, ``trn1n`` and ``trn2`` (``SUPPORTED_INSTANCE_TYPES``,
+optimum/neuron/utils/instance.py @v0.4.5) and, on a host without a Neuron device, requires the flag and
+compiles for the target it names (NEURON_PLATFORM_TARGET_OVERRIDE, optimum/commands/export/neuronx.py
+@v0.4.5): inf2, trn1 and trn1n share the trn1 target (NeuronCore-v2), trn2 has its own. Trn3 has no
+target in that release."""
 HW_BACKENDS = ("trn1", "trn2")
 """NxD's checkpoint converter ``--hw_backend`` values (required by it since Neuron 2.21)."""
 
@@ -93,10 +97,10 @@ def export_target_refusal(instance_type: str) -> str | None:
     if family in EXPORT_TARGET_FAMILIES:
         return None
     return (
-        "the compile task exports with --instance_type inf2, the trn1 target (NeuronCore-v2; "
-        "optimum/neuron/utils/instance.py @v0.4.5 maps inf2 to trn1), which a "
-        f"{family} fleet refuses to load: serve on {', '.join(EXPORT_TARGET_FAMILIES)}, or export by "
-        f"hand on a {family} instance with --instance_type {family} (serving README: Precompiled artifacts)"
+        f"the compile task exports with optimum-cli --instance_type <the fleet's family>, and optimum-neuron "
+        f"0.4.5 compiles for {', '.join(EXPORT_TARGET_FAMILIES)} only (SUPPORTED_INSTANCE_TYPES, "
+        f"optimum/neuron/utils/instance.py @v0.4.5): no {family} target; serve on one of those, or export with a "
+        f"release that names {family} (serving README: Precompiled artifacts)"
     )
 
 
@@ -270,8 +274,8 @@ class CompileRequest:
     :param plan: the fleet's plan: its TP is the export's.
     :param engine: the fleet's engine; its image compiles. Default: optimum-neuron.
     :param hub_route: whether the task's network reaches the Hugging Face Hub (its subnets have a NAT).
-        Without one, ``hub:`` sources and ``hub:`` config are refused, and the export runs with
-        ``HF_HUB_OFFLINE=1``. Default: True.
+        Without one, ``hub:`` sources, ``hub:`` config and a training checkpoint without ``config_from``
+        are refused, and the export runs with ``HF_HUB_OFFLINE=1``. Default: True.
     """
 
     source: ModelSource
@@ -321,6 +325,23 @@ class CompileRequest:
                     "tokenizer from S3 with --config-from s3://bucket/prefix/",
                 )
             )
+        if (
+            not self.hub_route
+            and self.source.kind == "checkpoint"
+            and self.source.tensor_parallel is not None
+            and self.source.config_from is None
+        ):
+            # A neuronx-distributed checkpoint (converted: it names its TP) holds no config.json and no
+            # tokenizer, and the default place for them, the fleet's model on the Hub, has no route.
+            found.add(
+                NeuronConfigError(
+                    "config_from",
+                    None,
+                    "a neuronx-distributed training checkpoint holds no config.json or tokenizer, and the compile "
+                    "task's subnets have no route to the Hub to take them from: give them with "
+                    "--config-from s3://bucket/prefix/",
+                )
+            )
         if self.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
             found.add(
                 NeuronConfigError(
@@ -337,14 +358,6 @@ class CompileRequest:
     def artifact(self) -> str:
         """The artifact prefix as a directory URI."""
         return parse_s3_uri(self.artifact_uri).uri
-
-    @property
-    def reads_hub(self) -> bool:
-        """Whether the export may read the Hub: a ``hub:`` source or ``hub:`` config, or (where the network
-        reaches it) a checkpoint's missing config from the fleet's model on the Hub, the default."""
-        if self.source.kind == "hub" or (self.source.config_from or "").startswith("hub:"):
-            return True
-        return self.hub_route and self.source.config_from is None and bool(self.model.model_id)
 
     def fetch_environment(self) -> dict[str, str]:
         """The ``fetch`` container's settings."""
@@ -371,6 +384,9 @@ class CompileRequest:
             "CONVERT_KV_MULTIPLIER": str(self.source.kv_size_multiplier),
             "CONVERT_HW_BACKEND": self.source.hw_backend,
             "CONFIG_FROM": self.source.config_from or "",
+            # optimum-cli's --instance_type: the fleet's family, and the target the export must record.
+            "EXPORT_INSTANCE_TYPE": self.plan.instance_type.split(".")[0],
+            "EXPORT_TARGET": "trn2" if self.plan.instance_type.startswith("trn2") else "trn1",
             "BATCH_SIZE": str(self.model.graph_batch_size),
             "SEQUENCE_LENGTH": str(self.model.graph_sequence_length),
             "TENSOR_PARALLEL": str(self.plan.tensor_parallel),
@@ -382,11 +398,15 @@ class CompileRequest:
             "WORK_DIR": WORK_DIR,
             "CHECKPOINT_MOUNT": CHECKPOINT_MOUNT,
         }
-        if not self.reads_hub:
-            # huggingface_hub makes no HTTP call with HF_HUB_OFFLINE set ("Environment variables",
-            # huggingface_hub docs, https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables,
-            # read 2026-12-02); transformers and optimum-neuron reach the Hub only through it. It is read at
-            # import, so it is set for the whole container, before any Python starts.
+        if not self.hub_route:
+            # No route to the Hub: huggingface_hub makes no HTTP call with HF_HUB_OFFLINE set ("Environment
+            # variables", huggingface_hub docs,
+            # https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables, read
+            # 2026-12-02), so nothing waits on a connection that cannot succeed; transformers and
+            # optimum-neuron reach the Hub only through it. It is read at import, so it is set for the whole
+            # container. Where there is a route the export stays online: optimum-neuron looks up prebuilt
+            # NEFFs in its public Hub cache for every LLM compile ("Neuron Model Cache", optimum-neuron docs,
+            # https://huggingface.co/docs/optimum-neuron/guides/cache_system), which offline it bypasses.
             values["HF_HUB_OFFLINE"] = "1"
         del region  # the image reference in the manifest is registry-free: the same in every region
         return values

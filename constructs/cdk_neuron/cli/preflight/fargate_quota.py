@@ -12,8 +12,9 @@ their needs add up; other Fargate tasks of the account draw on the same quota an
 
 from __future__ import annotations
 
+from cdk_neuron.cli.aws import error_code
 from cdk_neuron.cli.preflight.base import Check, CheckContext, Row
-from cdk_neuron.cli.preflight.ec2_quotas import QuotaSpec, quota_value
+from cdk_neuron.cli.preflight.ec2_quotas import QuotaSpec
 from cdk_neuron.compilation.job import FARGATE_CPU_UNITS
 
 SERVICE = "fargate"
@@ -36,9 +37,43 @@ def check_fargate_quota(ctx: CheckContext) -> list[Row]:
     needed = TASK_VCPUS * len(sharing)
     breakdown = " + ".join(f"{name} compile task ({TASK_VCPUS})" for name in sharing)
     spec = FARGATE_VCPU_QUOTA
-    value, name = quota_value(ctx.client("service-quotas"), SERVICE, spec.code)
+    quotas = ctx.client("service-quotas")
+    applied = True
+    try:
+        quota = quotas.get_service_quota(ServiceCode=SERVICE, QuotaCode=spec.code)["Quota"]
+        value, name = float(quota["Value"]), str(quota.get("QuotaName", ""))
+    except Exception as error:
+        if error_code(error) != "NoSuchResourceException":
+            raise
+        applied = False
+        default = quotas.get_aws_default_service_quota(ServiceCode=SERVICE, QuotaCode=spec.code)["Quota"]
+        value, name = float(default["Value"]), str(default.get("QuotaName", ""))
     subject = f"{spec.name} ({spec.code})"
     rows = []
+    if not applied:
+        # AWS's default (4000 for this quota) is not what a new account gets: such accounts are often held
+        # far below it, and the applied value is the only one that says so.
+        return [
+            *(
+                [
+                    ctx.row(
+                        CHECK_NAME,
+                        subject,
+                        "WARN",
+                        f"the API names {spec.code} {name!r}; verify the quota code",
+                    )
+                ]
+                if name and name != spec.name
+                else []
+            ),
+            ctx.row(
+                CHECK_NAME,
+                subject,
+                "WARN",
+                f"no applied value in this account (AWS's default is {value:g}, which new accounts are often held "
+                f"below): check in the Service Quotas console (AWS Fargate) that it allows {needed} vCPUs: {breakdown}",
+            ),
+        ]
     if name and name != spec.name:
         rows.append(
             ctx.row(CHECK_NAME, subject, "WARN", f"the API names {spec.code} {name!r}; verify the quota code")
@@ -70,7 +105,8 @@ def check_fargate_quota(ctx: CheckContext) -> list[Row]:
 CHECK = Check(
     CHECK_NAME,
     check_fargate_quota,
-    passes_when=f"for an environment with a compile task: the Fargate On-Demand vCPU quota holds {TASK_VCPUS} vCPUs "
-    "for each compile task in the account and Region (other Fargate tasks are not counted)",
+    passes_when=f"for an environment with a compile task: the Fargate On-Demand vCPU quota's applied value holds "
+    f"{TASK_VCPUS} vCPUs for each compile task in the account and Region (other Fargate tasks are not counted; no "
+    "applied value is WARN: AWS's default is not what new accounts get)",
     calls=("servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota"),
 )

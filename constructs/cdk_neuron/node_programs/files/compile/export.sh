@@ -8,7 +8,7 @@
 # "The one-time compilation step from the standard framework-level model to NEFF binary may be
 # performed on any EC2 instance or even on-premises" (Neuron Compiler FAQ, neuronx-cc,
 # https://awsdocs-neuron.readthedocs-hosted.com/en/latest/compiler/neuronx-cc/faq.html, read
-# 2026-12-02), and `--instance_type inf2` names the target instead of detecting it
+# 2026-12-02), and `--instance_type <the fleet's family>` names the target instead of detecting it
 # (huggingface/optimum-neuron optimum/commands/export/neuronx.py).
 #
 # What it records is what was compiled, read back from the export, never what was asked: the
@@ -27,10 +27,11 @@
 #   has none; default hub:MODEL_ID);
 #   CONVERT_TP, CONVERT_PP, CONVERT_KV_MULTIPLIER, CONVERT_HW_BACKEND (a neuronx-distributed training
 #   checkpoint's layout, and trn1 or trn2);
+#   EXPORT_INSTANCE_TYPE (inf2, trn1, trn1n or trn2: --instance_type), EXPORT_TARGET (trn1 or trn2);
 #   BATCH_SIZE, SEQUENCE_LENGTH, TENSOR_PARALLEL, DTYPE; ENGINE, ENGINE_VERSION (the fleet's optimum-neuron,
 #   checked against the export's), IMAGE (the fleet's image, used only off ECS); ARTIFACT_URI; WORK_DIR;
 #   CHECKPOINT_MOUNT; NEURON_COMPILE_CACHE_URL (the shared S3 compile cache); HF_HUB_OFFLINE (1 when
-#   the request reads nothing from the Hub: the task may have no route there).
+#   the task has no route to the Hub).
 set -euo pipefail
 CDK_NEURON_PROGRAM=compile-export
 log() { printf 'cdk-neuron[%s]: %s\n' "${CDK_NEURON_PROGRAM}" "$*" >&2; }
@@ -41,6 +42,7 @@ die() {
 
 : "${SOURCE_KIND:?}" "${SOURCE_URI:?}" "${WORK_DIR:?}" "${ARTIFACT_URI:?}" "${ENGINE:?}" "${IMAGE:?}"
 : "${BATCH_SIZE:?}" "${SEQUENCE_LENGTH:?}" "${TENSOR_PARALLEL:?}" "${DTYPE:?}"
+: "${EXPORT_INSTANCE_TYPE:?}" "${EXPORT_TARGET:?}"
 [ -f "${WORK_DIR}/status/fetch.ok" ] ||
     die "the fetch step did not succeed (its log: stream prefix fetch); nothing to export"
 export_dir="${WORK_DIR}/export"
@@ -295,9 +297,9 @@ elif step == "readback":
         "sequence_length": int(env["SEQUENCE_LENGTH"]),
         "tensor_parallel": int(env["TENSOR_PARALLEL"]),
         "dtype": env["DTYPE"],
-        # --instance_type inf2 compiles for the trn1 target (optimum/neuron/utils/instance.py @v0.4.5:
-        # INSTANCE_VALUE_MAP inf2 -> trn1).
-        "target": "trn1",
+        # --instance_type inf2/trn1/trn1n compiles for the trn1 target, trn2 for trn2
+        # (optimum/neuron/utils/instance.py @v0.4.5, INSTANCE_VALUE_MAP).
+        "target": env["EXPORT_TARGET"],
     }
     if env.get("ENGINE_VERSION"):
         asked["optimum_neuron_version"] = env["ENGINE_VERSION"]
@@ -476,14 +478,14 @@ helper disk "${WORK_DIR}" "$((elements * per_element * 12 / 10 + 5 * 1024 * 1024
     die "not enough storage to export"
 
 # -- 4. the export --------------------------------------------------------------------------------
-log "exporting for inf2: batch ${BATCH_SIZE} x ${SEQUENCE_LENGTH}, TP ${TENSOR_PARALLEL}, ${DTYPE}"
+log "exporting for ${EXPORT_INSTANCE_TYPE} (target ${EXPORT_TARGET}): batch ${BATCH_SIZE} x ${SEQUENCE_LENGTH}, TP ${TENSOR_PARALLEL}, ${DTYPE}"
 started=$(date +%s)
 # --torch_dtype is given for exporters that read it; optimum-neuron's LLM export takes the dtype from
-# config.json (set above) and the read-back below checks what it did. Its input is a local directory
-# by now, so it runs with HF_HUB_OFFLINE=1: huggingface_hub (through which transformers and
-# optimum-neuron reach the Hub) makes no HTTP call, and a lookup the export should not need fails at
-# once instead of waiting on a network without a route ("Environment variables", huggingface_hub docs).
-HF_HUB_OFFLINE=1 optimum-cli export neuron --model "${model_dir}" --task text-generation --instance_type inf2 \
+# config.json (set above) and the read-back below checks what it did. Where the task reaches the Hub it
+# stays online: optimum-neuron looks up prebuilt NEFFs in its public Hub cache for every LLM compile
+# ("Neuron Model Cache", optimum-neuron docs); without a route, cdk-neuron compile sets HF_HUB_OFFLINE=1
+# for the container and the lookup is skipped at once.
+optimum-cli export neuron --model "${model_dir}" --task text-generation --instance_type "${EXPORT_INSTANCE_TYPE}" \
     --batch_size "${BATCH_SIZE}" --sequence_length "${SEQUENCE_LENGTH}" \
     --tensor_parallel_size "${TENSOR_PARALLEL}" --torch_dtype "${torch_dtype}" "${export_dir}" ||
     die "optimum-cli export neuron"

@@ -56,15 +56,17 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                hyperpod refuses the EC2 reservation types)
         engine: "batch"                        | "auto-scaling-group" | "hyperpod"
         job_image: required with batch        pinned tag or digest; same-region ECR when nat_gateways is 0;
-                                               refused with auto-scaling-group and hyperpod (no job
-                                               containers: HyperPod jobs run on the host's Neuron
-                                               software through sbatch/srun)
+                   and hyperpod                hyperpod: pinned by tag (Enroot takes no digest); every job
+                                               step runs in it (srun --container-image, Pyxis); refused
+                                               with auto-scaling-group (no job containers)
         worker_count: null                     hyperpod only: workers running now; null: 0 in dev
                                                (HyperPod never scales to zero: only the controller bills),
                                                max_nodes elsewhere
         efs_utils_package: required with hyperpod  path of an amazon-efs-utils .deb for Ubuntu (efs-utils'
                                                ./build-deb.sh): the lifecycle script installs it from the
                                                cluster's own bucket, so no node needs internet
+        efs_utils_release: "22.04"             hyperpod only: the Ubuntu release the package was built on;
+                                               a node of another release fails its lifecycle script by name
         checkpoint: null                       {model_parameters: required, writers: 1,
                                                master_weights_in_checkpoint: false}
       storage: {one_zone: false, backup_retention_days: 35, infrequent_access_after_days: 30}
@@ -143,6 +145,7 @@ from cdk_neuron.planner import ServingPlan, TrainingPlan
 from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec, parse_s3_uri
+from cdk_neuron.training import hyperpod_containers
 from cdk_neuron.training.capacity import BATCH_CAPACITY_BLOCK_FIX, Capacity
 from cdk_neuron.validation import (
     ACCOUNT,
@@ -271,6 +274,8 @@ class TrainingConfig:
     """HyperPod's running workers (0 to max_nodes); None with the other engines."""
     efs_utils_package: str | None = None
     """HyperPod only: the amazon-efs-utils .deb its lifecycle script installs."""
+    efs_utils_release: str | None = None
+    """HyperPod only: the Ubuntu release (VERSION_ID) ``efs_utils_package`` was built on."""
 
     def training_plan(self) -> TrainingPlan:
         return self.plan
@@ -804,6 +809,7 @@ def _training(
         "checkpoint",
         "worker_count",
         "efs_utils_package",
+        "efs_utils_release",
     )
     found = _Collector()
     section = found.section(env, "training", keys, required=True)
@@ -821,22 +827,32 @@ def _training(
         plan = _training_plan(found, section, instance, max_nodes)
     checkpoint = _checkpoint(found, section, max_nodes) if section.has("checkpoint") else None
     engine: TrainingEngine | None = found.run(lambda: section.choice("engine", TRAINING_ENGINES, "batch"))
-    if engine is not None and engine != "batch" and section.has("job_image"):
-        why = (
-            "HyperPod jobs run through sbatch/srun on the hosts, which have the Neuron runtime and tools but no "
-            "ML framework; this engine does not run job containers (Enroot/Pyxis) yet, so bring the training "
-            "environment to the nodes (e.g. a venv on shared storage)"
-            if engine == "hyperpod"
-            else "the auto-scaling-group engine runs no job containers"
-        )
+    if engine == "auto-scaling-group" and section.has("job_image"):
         found.add(
             NeuronConfigError(
                 section.field("job_image"),
                 section.raw["job_image"],
-                f"{why}: remove job_image, or use engine batch",
+                "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch "
+                "or hyperpod",
             )
         )
-    job_image = found.run(lambda: _job_image(section, region, network)) if engine == "batch" else None
+    job_image = (
+        found.run(lambda: _job_image(section, region, network)) if engine in ("batch", "hyperpod") else None
+    )
+    if engine == "hyperpod" and job_image is not None:
+        # Enroot (which runs it on HyperPod) takes no digest: cdk_neuron.training.hyperpod_containers.
+        found.run(lambda: hyperpod_containers.pyxis_image(section.field("job_image"), job_image))
+    if engine == "hyperpod" and network is not None and not network.has_internet_egress:
+        found.add(
+            NeuronConfigError(
+                section.field("engine"),
+                "hyperpod",
+                "with network.nat_gateways 0 the HyperPod nodes cannot install what runs the job image: the "
+                "lifecycle script fetches Enroot and Pyxis from github.com and their dependencies from the "
+                "Ubuntu archive, which no VPC endpoint serves. Set network.nat_gateways to 1 (a NAT instance "
+                "is enough), or use engine batch, whose nodes need only VPC endpoints",
+            )
+        )
     capacity = found.run(lambda: _capacity(section, instance)) if instance is not None else None
     if engine == "batch" and capacity is not None and capacity.is_capacity_block:
         found.add(
@@ -844,6 +860,7 @@ def _training(
         )
     worker_count: int | None = None
     efs_utils_package: str | None = None
+    efs_utils_release: str | None = None
     if engine == "hyperpod":
         if instance is not None and region is not None:
             found.run(lambda: _hyperpod_instance(section, instance.name, region))
@@ -871,8 +888,9 @@ def _training(
                 )
             )
         efs_utils_package = found.run(lambda: _efs_utils_package(section))
+        efs_utils_release = found.run(lambda: _efs_utils_release(section))
     else:
-        for key in ("worker_count", "efs_utils_package"):
+        for key in ("worker_count", "efs_utils_package", "efs_utils_release"):
             if section.has(key):
                 found.add(
                     NeuronConfigError(
@@ -900,6 +918,7 @@ def _training(
         checkpoint=checkpoint,
         worker_count=worker_count,
         efs_utils_package=efs_utils_package,
+        efs_utils_release=efs_utils_release,
     )
 
 
@@ -919,6 +938,20 @@ def _hyperpod_instance(section: _Section, name: str, region: str) -> None:
             f"HyperPod does not sell {name} in {region} (it does in "
             f"{', '.join(hyperpod_facts.regions_for(name)) or 'no region'}): use another type or region",
         )
+
+
+def _efs_utils_release(section: _Section) -> str:
+    from cdk_neuron.training import hyperpod_facts
+
+    release = section.get("efs_utils_release", str, hyperpod_facts.UBUNTU_RELEASE)
+    if not hyperpod_facts.UBUNTU_RELEASE_PATTERN.match(release):
+        raise NeuronConfigError(
+            section.field("efs_utils_release"),
+            release,
+            "give the Ubuntu release efs_utils_package was built on, as /etc/os-release's VERSION_ID, e.g. "
+            f"{hyperpod_facts.UBUNTU_RELEASE!r} (the HyperPod Slurm image's)",
+        )
+    return release
 
 
 def _efs_utils_package(section: _Section) -> str:
@@ -1585,7 +1618,7 @@ def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destinati
     """
     training = env.training
     nodes = {
-        "training node": reach.hyperpod_node()
+        "training node": reach.hyperpod_node(job_image=training.job_image, region=env.region)
         if training.engine == "hyperpod"
         else reach.training_node(
             job_image=training.job_image if training.engine == "batch" else None,

@@ -99,7 +99,9 @@ class TrainingStack(PinnedAzStack):
         }
         self.cluster: TrainingClusterBase | HyperPodTrainingCluster
         if training.engine == "hyperpod":
-            assert training.efs_utils_package is not None  # the configuration requires it with hyperpod
+            # The configuration requires both with hyperpod.
+            assert training.efs_utils_package is not None and training.job_image is not None
+            assert training.efs_utils_release is not None
             self.cluster = HyperPodTrainingCluster(
                 self,
                 "Cluster",
@@ -112,9 +114,11 @@ class TrainingStack(PinnedAzStack):
                 availability_zone_id=config.training_az_id,
                 checkpoints=self.checkpoints,
                 efs_utils_package=s3_assets.Asset(self, "EfsUtils", path=training.efs_utils_package),
+                efs_utils_release=training.efs_utils_release,
                 compile_cache=self.compile_cache,
                 capacity=training.capacity,
                 removal_policy=removal,
+                job_image=training.job_image,
             )
         elif training.engine == "batch":
             assert training.job_image is not None  # the configuration requires it with the batch engine

@@ -143,6 +143,16 @@ class Container:
             check=False,
         )
 
+    def exec(
+        self, arguments: Sequence[str], env: Mapping[str, str] | None = None, *, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``arguments`` as the container's process without its ENTRYPOINT (what Pyxis does with
+        ``--no-container-entrypoint``: the srun command itself)."""
+        return subprocess.run(
+            list(arguments), env=self._environment(env), capture_output=True, text=True, timeout=timeout,
+            cwd=str(self.root), check=False,
+        )  # fmt: skip
+
     def shell(self, command: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """``bash -c command`` with this container's PATH (a reference run, no entrypoint)."""
         environment = {

@@ -21,9 +21,11 @@ PLAN_ARN = "arn:aws:sagemaker:us-east-1:111111111111:training-plan/trn1-week"
 
 
 def _hyperpod(env: dict[str, Any], package: str, **training: Any) -> dict[str, Any]:
+    """``env`` on engine hyperpod, with a NAT (the lifecycle script installs Enroot and Pyxis)."""
     env = copy.deepcopy(env)
     env["training"]["engine"] = "hyperpod"
-    env["training"].pop("job_image", None)
+    network = env.setdefault("network", {})
+    network["nat_gateways"] = max(1, network.get("nat_gateways", 0))
     env["training"]["efs_utils_package"] = package
     env["training"].update(training)
     return env
@@ -65,13 +67,17 @@ def test_other_environments_run_max_nodes_workers_and_take_a_training_plan(packa
     config = load_environments({"qa": env})["qa"]
     assert config.training.worker_count == 2
     assert config.training.capacity.training_plan_arn == PLAN_ARN
-    assert config.training.job_image is None
+    assert config.training.efs_utils_release == "22.04"  # the HyperPod Slurm image's (hyperpod_facts)
+    # The job image means what it means on Batch: every job step runs in it.
+    assert config.training.job_image == minimal_env()["training"]["job_image"]
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x:1"}, r"training.job_image=.*Neuron runtime and tools but no ML framework"),
+        ({"job_image": None}, r"training.job_image"),
+        ({"efs_utils_release": "22.04.5"}, r"training.efs_utils_release='22.04.5': give the Ubuntu release efs_utils_package was built on, as /etc/os-release's VERSION_ID, e.g. '22.04'"),
+        ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:" + "a" * 64}, r"training.job_image='763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:a+': HyperPod runs the image with Enroot 3.4.1.*no digest: pin the image by tag"),
         ({"efs_utils_package": None}, r"training.efs_utils_package=None: required with engine hyperpod.*build-deb.sh"),
         ({"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}, r"capacity.type='capacity-block'.*no capacity-reservation field"),
         ({"worker_count": 3}, r"training.worker_count=3: use 0 to max_nodes \(2\)"),
@@ -89,6 +95,17 @@ def test_hyperpod_refusals(package: str, change: dict[str, Any], message: str) -
         load_environments({"qa": env})
 
 
+def test_hyperpod_without_a_nat_is_refused_naming_the_engine_and_the_fix(package: str) -> None:
+    env = _hyperpod(minimal_env(), package)
+    env["network"]["nat_gateways"] = 0
+    with pytest.raises(
+        (NeuronConfigError, NeuronConfigErrors),
+        match=r"training.engine='hyperpod': with network.nat_gateways 0 the HyperPod nodes cannot install what "
+        r"runs the job image: .*github.com.*Ubuntu archive.*Set network.nat_gateways to 1",
+    ):
+        load_environments({"qa": env})
+
+
 def test_other_engines_refuse_hyperpod_keys_and_training_plans(tmp_path: Path) -> None:
     env = minimal_env()
     env["training"]["worker_count"] = 0
@@ -97,6 +114,13 @@ def test_other_engines_refuse_hyperpod_keys_and_training_plans(tmp_path: Path) -
         load_environments({"qa": env})
     text = str(raised.value)
     assert "training.worker_count=0: only the hyperpod engine takes it" in text
+    env["training"].pop("worker_count")
+    env["training"]["efs_utils_release"] = "22.04"
+    with pytest.raises(
+        (NeuronConfigError, NeuronConfigErrors),
+        match=r"training.efs_utils_release='22.04': only the hyperpod engine takes it",
+    ):
+        load_environments({"qa": env})
     assert "a SageMaker training plan serves only HyperPod" in text
 
 
@@ -123,8 +147,16 @@ def test_hyperpod_nodes_reach_what_their_programs_call_and_ssm(package: str) -> 
     environments = shipped_environments()
     environments["dev"] = _hyperpod(environments["dev"], package)
     env = load_environments(environments)["dev"]
-    services = {d.service for d in node_destinations(env)["training node"]}
+    destinations = node_destinations(env)["training node"]
+    services = {d.service for d in destinations}
     # The EC2 engines' node set-up (topology, lifecycle hooks, signals) and publisher do not run there.
-    assert not services & {"ec2", "autoscaling", "cloudformation", "monitoring", "ecs", "ecr.api"}
+    assert not services & {"ec2", "autoscaling", "cloudformation", "monitoring", "ecs"}
     assert {"ssm", "ssmmessages", "ec2messages"} <= services
+    # The job image: Enroot and Pyxis from the internet, the image from ECR (its login in the script).
+    internet = {d.service for d in destinations if d.route == "internet"}
+    assert internet == {"github.com", "ec2.archive.ubuntu.com"}
+    assert {"ecr.api", "ecr.dkr", "s3"} <= services
+    assert any(
+        "on-init-complete.sh" in d.caller and "aws ecr get-login-password" in d.caller for d in destinations
+    )
     assert unreachable(env) == []

@@ -298,12 +298,16 @@ def config(tmp_path: Path) -> str:
                             "region": REGION,
                             "az_ids": ["use1-az6", "use1-az4"],
                             "removal_policy": "destroy",
+                            # HyperPod installs Enroot and Pyxis for the job image through a NAT.
+                            "network": {"nat_gateways": 1},
                             "training": {
                                 "engine": "hyperpod",
                                 "instance_type": "trn1.32xlarge",
                                 "max_nodes": 4,
                                 "plan": {"nodes": 2, "tensor_parallel": 32},
                                 "efs_utils_package": str(package),
+                                "job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
+                                "pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
                             },
                             "serving": {
                                 "backend": "ec2",

@@ -700,7 +700,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "unknown key; did you mean 'region'? valid keys here: account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring, ami_release, compilation"),
     ("unknown nested key", setting("training.max_node", 4),
      "training.max_node", 4,
-     "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint, worker_count, efs_utils_package"),
+     "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint, worker_count, efs_utils_package, efs_utils_release"),
     ("unknown model key", setting("serving.model.quantize", "int8"),
      "serving.model.quantize", "int8",
      "unknown key; valid keys here: model_id, artifact_uri, artifact_manifest, parameters, dtype, sequence_length, batch_size, tensor_parallel, "
@@ -714,7 +714,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "required: give a string"),
     ("missing training", deleting("training"),
      "training", None,
-     "required: an object with keys capacity, checkpoint, efs_utils_package, engine, instance_type, job_image, max_nodes, plan, worker_count"),
+     "required: an object with keys capacity, checkpoint, efs_utils_package, efs_utils_release, engine, instance_type, job_image, max_nodes, plan, worker_count"),
     ("missing model id", deleting("serving.model.model_id"),
      "serving.model.model_id", None,
      "required: give a string"),
@@ -838,7 +838,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
      "use one of batch, auto-scaling-group, hyperpod"),
     ("job image with the ASG engine", setting("training.engine", "auto-scaling-group"),
      "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
-     "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch"),
+     "the auto-scaling-group engine runs no job containers: remove job_image, or use engine batch or hyperpod"),
     ("image without tag", setting("training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x"),
      "training.job_image", "763104351884.dkr.ecr.us-east-1.amazonaws.com/x",
      "pin the image by an explicit version tag (never 'latest') or by digest, e.g. '.../pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04' or '...@sha256:<64 hex>'"),
@@ -1226,6 +1226,7 @@ def test_config_objects_built_in_code_get_the_documented_defaults() -> None:
         "checkpoint": None,
         "worker_count": None,
         "efs_utils_package": None,
+        "efs_utils_release": None,
     }
     assert _defaults(ServingConfig) == {
         "backend": "ec2",

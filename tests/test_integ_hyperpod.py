@@ -104,7 +104,7 @@ def controller(tmp_path: Path) -> Controller:
         "sbatch",
         'ckpt="$PWD/ckpt-7.bin"; printf "weights" > "$ckpt"\n'
         'sum=$(sha256sum "$ckpt" | cut -d " " -f 1)\n'
-        'printf "Avg bus bandwidth:      40.69GB/s\\ncheckpoint_ok %s %s\\n" "$ckpt" "$sum" > integ-7.out\n'
+        'printf "train_ok steps=8 world=32 first_loss=1.9 last_loss=0.4\\ncheckpoint_ok %s %s\\n" "$ckpt" "$sum" > integ-7.out\n'
         "echo 7",
     )
     return box
@@ -116,7 +116,7 @@ def test_every_check_passes_and_the_report_says_so(controller: Controller) -> No
     report = controller.report()
     assert report["ok"] is True and report["stage"] == "passed"
     assert report["sinfo"] == "ip-10-90-1-5 idle 128 512000" and report["job_id"] == "7"
-    assert "Avg bus bandwidth" in report["detail"]
+    assert "train_ok steps=8" in report["detail"]
     # The job submitted is the one the suite rendered, waited for.
     assert (controller.report_dir / "job.sh").read_text() == "#!/bin/bash\n#SBATCH --nodes=1\nsrun true\n"
     assert "sbatch --parsable --wait job.sh" in controller.log.read_text()
@@ -136,14 +136,14 @@ def test_no_idle_node_is_reported_as_the_sinfo_stage(controller: Controller) -> 
     ("sbatch", "stage", "detail"),
     [
         ('printf "boom\\n" > integ-8.out; echo 8; exit 3', "job", "job 8 exited 3: boom"),
-        ('printf "checkpoint_ok /x 00\\n" > integ-9.out; echo 9', "collective", "no nccom-test result"),
+        ('printf "checkpoint_ok /x 00\\n" > integ-9.out; echo 9', "training", "reported no training steps"),
         (
-            'printf "Avg bus bandwidth: 1GB/s\\n" > integ-9.out; echo 9',
+            'printf "train_ok steps=8\\n" > integ-9.out; echo 9',
             "checkpoint",
             "reported no checkpoint",
         ),
         (
-            'printf "Avg bus bandwidth: 1GB/s\\ncheckpoint_ok %s/c.bin 00\\n" "$PWD" > integ-9.out; '
+            'printf "train_ok steps=8\\ncheckpoint_ok %s/c.bin 00\\n" "$PWD" > integ-9.out; '
             "printf x > c.bin; echo 9",
             "checkpoint",
             "the job wrote 00",
@@ -161,12 +161,26 @@ def test_each_failed_check_names_its_stage(
     assert detail in report["detail"], report
 
 
-def test_the_job_command_all_reduces_on_two_ranks_then_writes_a_checkpoint() -> None:
+def test_the_job_command_trains_in_the_image_with_the_program_it_carries() -> None:
+    from integ_support import programs
+
     command = suite.JOB_COMMAND
-    assert command.startswith("/opt/aws/neuron/bin/nccom-test -r 2 allr && ")
-    assert '"$CHECKPOINT_DIR/integ/ckpt-$SLURM_JOB_ID.bin"' in command
-    assert f"head -c {64 * 2**20} /dev/urandom" in command and 'sync "$f"' in command
-    assert command.endswith('echo "checkpoint_ok $f $(sha256sum "$f" | cut -d " " -f 1)"')
+    prefix = f"export {programs.PROGRAM_VARIABLE}="
+    assert command.startswith(prefix)
+    carried, _, rest = command[len(prefix) :].partition("; ")
+    assert base64.b64decode(carried).decode() == programs.source("train_steps")
+    assert rest == programs.training_command()
+
+
+def test_the_training_program_checks_its_loss_and_names_its_checkpoint() -> None:
+    steps = _module("train_steps", INTEG / "integ_support" / "programs" / "train_steps.py")
+    assert steps.loss_fell([2.0, 1.0, 0.5])
+    assert not steps.loss_fell([2.0, 1.9])  # 0.95 of the first: not trained
+    assert not steps.loss_fell([2.0])
+    assert not steps.loss_fell([2.0, float("nan")])
+    assert str(steps.checkpoint_path("/checkpoints", "42")) == "/checkpoints/integ/steps-42.pt"
+    with pytest.raises(ValueError, match="CHECKPOINT_DIR is not set"):
+        steps.checkpoint_path("", "42")
 
 
 def test_the_reader_returns_the_report_or_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -185,6 +185,8 @@ def test_lifecycle_settings_mount_checkpoints_and_export_the_plan(hyperpod: Scen
     for name in ("CLUSTER_NAME", "CHECKPOINT_FILE_SYSTEM_ID", "CHECKPOINT_ACCESS_POINT_ID", "CHECKPOINT_DIR"):
         assert f"{name}=" in settings
     assert "EFS_UTILS_PACKAGE=amazon-efs-utils.deb" in settings
+    # The packages' Ubuntu release, which the lifecycle script checks against the node's.
+    assert "EFS_UTILS_UBUNTU=22.04" in settings
     assert "NODE_PROGRAMS=node-programs.zip" in settings
     profile = json.dumps(files["training-profile.env"])
     for name in (
@@ -270,7 +272,8 @@ def test_sbatch_script_runs_the_plan_with_auto_resume(hyperpod: Scenario) -> Non
     assert "#SBATCH --ntasks-per-node=1\n" in script
     encoded = base64.b64encode(b"python train.py --resume latest").decode()
     assert script.rstrip().endswith(
-        f"srun --auto-resume=1 /bin/bash /opt/cdk-neuron/hyperpod/slurm-step.sh --command-base64 {encoded}"
+        'srun --auto-resume=1 "${container[@]}" /bin/bash /opt/cdk-neuron/hyperpod/slurm-step.sh '
+        f"--command-base64 {encoded}"
     )
     assert ". /etc/profile.d/cdk-neuron-training.sh" in script
     with pytest.raises(NeuronConfigError, match=r"^Training/Cluster: command=' '"):
@@ -612,3 +615,64 @@ def test_an_import_refuses_bad_attributes(overrides: dict[str, str], message: st
     }
     with pytest.raises(NeuronConfigError, match=message):
         HyperPodTrainingCluster.from_hyperpod_training_cluster_attributes(stack, "Imported", **attributes)
+
+
+DLC = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
+
+
+def test_a_job_image_installs_the_container_tools_and_pulls_from_its_one_repository() -> None:
+    app = make_app()
+    stack = PinnedStack(app, "T", region="us-east-1")
+    vpc = network(stack)
+    store = CheckpointStore(stack, "Checkpoints", vpc=vpc, vpc_subnets=first_zone(stack))
+    package = s3_assets.Asset(stack, "EfsUtils", path=__file__)
+    cluster = HyperPodTrainingCluster(
+        stack, "Cluster", vpc=vpc, instance_type="trn1.32xlarge", max_nodes=2, vpc_subnets=first_zone(stack),
+        checkpoints=store, efs_utils_package=package, job_image=DLC,
+    )  # fmt: skip
+    assert cluster.job_image == DLC
+    template = app.synth().get_stack_by_name("T").template
+    resources = template["Resources"]
+    [write] = [
+        r["Properties"] for r in resources.values() if r["Type"] == "Custom::CdkNeuronLifecycleScripts"
+    ]
+    settings = json.dumps(write["Files"]["hyperpod.env"]).replace("\\n", "\n")
+    assert "CONTAINERS=1\n" in settings and "ENROOT_VERSION=3.4.1\n" in settings
+    assert "ECR_REGISTRY=763104351884.dkr.ecr.us-east-1.amazonaws.com\nECR_REGION=us-east-1\n" in settings
+    profile = json.dumps(write["Files"]["training-profile.env"]).replace("\\n", "\n")
+    assert (
+        "CDK_NEURON_JOB_IMAGE='763104351884.dkr.ecr.us-east-1.amazonaws.com#pytorch-training-neuronx:"
+        "2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04'\n"
+    ) in profile
+    assert (
+        "CDK_NEURON_CONTAINER_MOUNTS=/opt/cdk-neuron:/opt/cdk-neuron:ro,/checkpoints:/checkpoints\n"
+        in profile
+    )
+    statements = [
+        s
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    pull = next(s for s in statements if "ecr:BatchGetImage" in s["Action"])
+    assert json.dumps(pull["Resource"]).endswith(
+        ':ecr:us-east-1:763104351884:repository/pytorch-training-neuronx"]]}'
+    )
+    assert any("ecr:GetAuthorizationToken" in s["Action"] and s["Resource"] == "*" for s in statements)
+
+
+def test_a_job_image_by_digest_is_refused_before_synthesis() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^T/Cluster: job_image='.*@sha256:a+': HyperPod runs the image with Enroot 3\.4\.1",
+    ):
+        _try(job_image=DLC.split(":")[0] + "@sha256:" + "a" * 64)
+
+
+def test_an_efs_utils_release_that_is_no_ubuntu_version_is_refused() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^T/Cluster: efs_utils_release='jammy': .*as /etc/os-release's VERSION_ID \(the HyperPod Slurm "
+        r"image's is 22\.04\)",
+    ):
+        _try(efs_utils_release="jammy")

@@ -1,14 +1,16 @@
 """training_hyperpod: a SageMaker HyperPod Slurm cluster, one controller and one trn1.32xlarge worker.
 
 Proves, in the account: CloudFormation creates the cluster (API-driven Slurm, deep health checks,
-automatic node recovery) with the library's lifecycle script, which installs the node programs and
-mounts the checkpoint store with TLS and IAM on both nodes; then, on the controller (the cluster's
-``controller_program``, ``integ_support/programs/hyperpod_check.sh``): ``sinfo`` shows the worker idle
-in the partition; the cluster's own ``sbatch_script`` (one task per node through the Slurm step and
-the shared launcher) runs a two-rank all-reduce with ``nccom-test -r 2 allr`` and writes a 64 MiB
-checkpoint into the store, which reads back with the SHA-256 the job wrote. Asserted: the cluster is
-InService with its worker Running, and the report the check writes into the store says every check
-passed (read by a Lambda that mounts the same store from inside the VPC).
+automatic node recovery) with the library's lifecycle script, which installs the node programs, Enroot
+and Pyxis, and mounts the checkpoint store with TLS and IAM on both nodes; then, on the controller (the
+cluster's ``controller_program``, ``integ_support/programs/hyperpod_check.sh``): ``sinfo`` shows the
+worker idle in the partition; the cluster's own ``sbatch_script`` (one task per node through the Slurm
+step and the shared launcher, in the Neuron training DLC through Pyxis) runs a few training steps on
+every NeuronCore of the worker (``integ_support/programs/train_steps.py``: a small MLP, data parallel,
+gradients all-reduced each step, the loss must fall) and saves the model into the store, which reads
+back with the SHA-256 the job printed. Asserted: the cluster is InService with its worker Running, and
+the report the check writes into the store says every check passed (read by a Lambda that mounts the
+same store from inside the VPC).
 
 HyperPod does not scale to zero: the controller and the worker bill from creation until the stack is
 deleted (the estimate prices both for the whole run). Opt-in: ``make integ SUITES=training_hyperpod
@@ -32,7 +34,7 @@ from aws_cdk.integ_tests_alpha import ExpectedResult
 
 from cdk_neuron.storage import CheckpointStore
 from cdk_neuron.training import HyperPodTrainingCluster, hyperpod_jobs
-from integ_support import assertions
+from integ_support import assertions, programs
 from integ_support.settings import Settings, stack_name
 from integ_support.stacks import IntegNetwork, IntegStack, Suite, checkpoint_store, integ_app, integ_test
 
@@ -40,7 +42,6 @@ SUITE = "training_hyperpod"
 INSTANCE_TYPE = "trn1.32xlarge"
 JOB_NAME = "integ"
 PARTITION = "train"
-CHECKPOINT_BYTES = 64 * 2**20
 # sinfo may wait for the worker's deep health checks (their duration is not documented) and for the
 # check's job; the assertion waits at most the integ maximum for the report.
 SINFO_WAIT = cdk.Duration.minutes(90)
@@ -51,17 +52,12 @@ CHECK_PROGRAM = HERE / "integ_support" / "programs" / "hyperpod_check.sh"
 READER_DIR = HERE / "integ_support" / "store_reader"
 # Offline synthesis only: not a package (a live run refuses it, see main()).
 PLACEHOLDER_PACKAGE = HERE / "integ_support" / "efs_utils_placeholder.deb"
-# The job each node runs: a two-rank all-reduce on the host's Neuron tools, then a checkpoint into
-# the store, fsync'd, and a line the check reads back. aws-neuronx-tools (nccom-test, neuron-monitor)
-# and aws-neuronx-collectives are on a HyperPod trn1.32xlarge compute node (`srun -N1 dpkg -l | grep
-# neuron` in aws-samples/awsome-distributed-training 3.test_cases/pytorch/neuronx-distributed/llama3/
-# slurm/README.md @0b8b507); torch-neuronx is not, which is why the check uses nccom-test. (nccom-test: "NCCOM-TEST User Guide", Neuron
-# documentation, https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/nccom-test.html.)
+# The job each node runs, in the job image (the Neuron training DLC: torch-neuronx, torch-xla): the
+# program travels in the command, exported base64 (integ_support/programs), and torchrun runs it on every
+# NeuronCore; rank 0 prints train_ok and checkpoint_ok lines the check reads.
 JOB_COMMAND = (
-    "/opt/aws/neuron/bin/nccom-test -r 2 allr"
-    ' && f="$CHECKPOINT_DIR/integ/ckpt-$SLURM_JOB_ID.bin" && mkdir -p "$(dirname "$f")"'
-    f' && head -c {CHECKPOINT_BYTES} /dev/urandom > "$f" && sync "$f"'
-    ' && echo "checkpoint_ok $f $(sha256sum "$f" | cut -d " " -f 1)"'
+    f"export {programs.PROGRAM_VARIABLE}={programs.environment('train_steps')[programs.PROGRAM_VARIABLE]}; "
+    + programs.training_command()
 )
 
 
@@ -74,6 +70,7 @@ def build(app: cdk.App, settings: Settings, efs_utils: Path = PLACEHOLDER_PACKAG
     cluster = HyperPodTrainingCluster(
         stack,
         "Cluster",
+        job_image=settings.training_image,
         vpc=network.vpc,
         instance_type=INSTANCE_TYPE,
         max_nodes=1,

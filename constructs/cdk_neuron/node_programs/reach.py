@@ -182,6 +182,10 @@ def image_destinations(image_uri: str, region: str, caller: str) -> tuple[Destin
 
 
 HUGGING_FACE_HUB = "huggingface.co"
+GITHUB = "github.com"
+# Where Ubuntu's apt sources point on an EC2 instance (<region>.ec2.archive.ubuntu.com): outside AWS's
+# service endpoints, so only a NAT carries it.
+UBUNTU_ARCHIVE = "ec2.archive.ubuntu.com"
 
 
 def model_destinations(artifact_uri: str | None, caller: str) -> tuple[Destination, ...]:
@@ -213,16 +217,26 @@ def training_node(*, job_image: str | None, region: str, node_metrics: bool) -> 
     return tuple(destinations)
 
 
-def hyperpod_node() -> tuple[Destination, ...]:
+def hyperpod_node(*, job_image: str | None = None, region: str = "") -> tuple[Destination, ...]:
     """A HyperPod node: what its lifecycle script and job programs call, and SSM (the job commands'
-    sessions).
+    sessions); with a job image, what installing Enroot and Pyxis fetches and the image itself.
 
     HyperPod installs and runs its own agents (Slurm, health monitoring, log delivery) and copies the
-    lifecycle prefix to the node itself; those are the service's paths, not listed here. The
-    lifecycle script fetches nothing (the node programs and efs-utils come in the prefix), so
-    with no NAT only the SSM endpoints and the S3 gateway are needed from the programs' side.
+    lifecycle prefix to the node itself; those are the service's paths, not listed here. Without a
+    job image the lifecycle script fetches nothing (the node programs and efs-utils come in the
+    prefix), so with no NAT only the SSM endpoints and the S3 gateway are needed. With one it
+    installs Enroot and Pyxis from the Ubuntu archive and github.com (only a NAT routes them) and
+    every job step pulls the image (:mod:`cdk_neuron.training.hyperpod_containers`).
     """
-    return (*program_calls(*HYPERPOD_PROGRAMS), *SSM_AGENT)
+    destinations = [*program_calls(*HYPERPOD_PROGRAMS), *SSM_AGENT]
+    if job_image is not None:
+        lifecycle = "hyperpod/on-init-complete.sh install_containers"
+        destinations += [
+            Destination(UBUNTU_ARCHIVE, "internet", f"{lifecycle}: apt-get (Enroot's dependencies)"),
+            Destination(GITHUB, "internet", f"{lifecycle}: the Enroot .debs and the Pyxis source"),
+            *image_destinations(job_image, region, "training job image (Enroot, through Pyxis)"),
+        ]
+    return tuple(destinations)
 
 
 def serving_node(
@@ -314,12 +328,14 @@ __all__ = [
     "CLI_SERVICES",
     "COMPILE_PROGRAMS",
     "ECS_AGENT",
+    "GITHUB",
     "HUGGING_FACE_HUB",
     "MONITORING_PROGRAMS",
     "PACKAGE_REPOSITORIES",
     "SERVING_PROGRAMS",
     "SSM_AGENT",
     "TRAINING_PROGRAMS",
+    "UBUNTU_ARCHIVE",
     "Destination",
     "Route",
     "compile_task",

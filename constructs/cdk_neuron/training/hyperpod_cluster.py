@@ -29,7 +29,13 @@ from cdk_neuron.node_programs.bundle import bundle_object_arn, node_bundle
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import ICompileCache
-from cdk_neuron.training import acknowledgments, hyperpod_facts, hyperpod_jobs, security
+from cdk_neuron.training import (
+    acknowledgments,
+    hyperpod_containers,
+    hyperpod_facts,
+    hyperpod_jobs,
+    security,
+)
 from cdk_neuron.training import validation as checks
 from cdk_neuron.training.capacity import Capacity
 from cdk_neuron.training.cluster import (
@@ -38,6 +44,7 @@ from cdk_neuron.training.cluster import (
     checked_placement,
     checked_storage,
 )
+from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI
 
 if TYPE_CHECKING:
     from cdk_neuron.training.hyperpod_facts import DeepHealthCheck
@@ -111,7 +118,8 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     - **Lifecycle script** (Extended mode, ``OnInitComplete``): ``hyperpod/on-init-complete.sh`` from
       the node programs, written with its settings into a ``sagemaker-`` bucket (the prefix HyperPod's
       managed policy reads) under a content-hashed prefix, so a replaced node runs what the cluster was
-      built with. It reaches nothing outside the VPC.
+      built with. Without ``job_image`` it reaches nothing outside the VPC; with one it installs Enroot
+      and Pyxis (a NAT).
     - **Encryption:** a customer-managed, rotating key for the lifecycle bucket (and the script
       writer's logs). The nodes' root volumes use HyperPod's default, an AWS owned key: HyperPod takes
       a customer managed key only on clusters in continuous provisioning mode ("Customer managed AWS
@@ -145,6 +153,11 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         the same release). The HyperPod Slurm image is Ubuntu, whose archive has no efs-utils; the
         lifecycle script installs it with ``apt-get install --no-download``, so a dependency neither the
         image nor the directory has fails the node by name. Default: None.
+    :param efs_utils_release: the Ubuntu release (``/etc/os-release`` ``VERSION_ID``) the packages of
+        ``efs_utils_package`` were built on. The lifecycle script compares it with the node's and fails
+        the node by name on a mismatch (packages of another release install broken or not at all).
+        Default: ``"22.04"``, the HyperPod Slurm image's (:data:`cdk_neuron.training.hyperpod_facts.UBUNTU_RELEASE`,
+        with its sources).
     :param compile_cache: the S3 compile cache (``NEURON_COMPILE_CACHE_URL``). Default: None.
     :param capacity: ``Capacity.on_demand()`` (default) or ``Capacity.training_plan(arn)``.
     :param cluster_name: HyperPod's name (create-only: a change replaces the cluster). Default: from
@@ -168,6 +181,15 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         Default: None.
     :param controller_settings: ``KEY=value`` settings for ``controller_program`` (upper-case names,
         single-line values), in the file ``$CDK_NEURON_CONTROLLER_SETTINGS``. Default: none.
+    :param job_image: the image every job step runs in, as ``job_image`` on BatchTrainingCluster: the
+        Neuron training DLC (``763104351884.dkr.ecr.<region>.amazonaws.com/pytorch-training-neuronx:<tag>``)
+        or your image built on it, pinned by tag (Enroot takes no digest). The lifecycle script installs
+        Enroot and Pyxis from the Ubuntu archive and github.com, so the nodes need a NAT; the execution
+        role may pull the image's ECR repository; :meth:`sbatch_script` runs the step with
+        ``srun --container-image`` and without the image's ENTRYPOINT
+        (:mod:`cdk_neuron.training.hyperpod_containers`). Default: None: jobs run on the hosts, whose
+        HyperPod image has the Neuron runtime and tools but no ML framework (bring your own, e.g. a venv
+        on shared storage).
 
     :ivar cluster: the ``AWS::SageMaker::Cluster`` L1.
     :ivar role: the execution role of every node (HyperPod's managed policy, the VPC interfaces, the
@@ -184,6 +206,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     :ivar partition: the workers' Slurm partition.
     :ivar checkpoints: the checkpoint store mounted on every node, else None.
     :ivar compile_cache: the compile cache the nodes use, else None.
+    :ivar job_image: the image the job steps run in, else None (on the hosts).
     :ivar availability_zone: the AZ name of the subnets when known at synthesis, else None.
     :ivar availability_zone_id: the AZ ID given, else None.
     """
@@ -208,6 +231,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
     partition: str
     checkpoints: ICheckpointStore | None
     compile_cache: ICompileCache | None
+    job_image: str | None
     availability_zone: str | None
     availability_zone_id: str | None
 
@@ -225,6 +249,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         availability_zone_id: str | None = None,
         checkpoints: ICheckpointStore | None = None,
         efs_utils_package: s3_assets.Asset | None = None,
+        efs_utils_release: str = hyperpod_facts.UBUNTU_RELEASE,
         compile_cache: ICompileCache | None = None,
         capacity: Capacity | None = None,
         cluster_name: str | None = None,
@@ -236,6 +261,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         environment: dict[str, str] | None = None,
         controller_program: str | None = None,
         controller_settings: Mapping[str, str] | None = None,
+        job_image: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
@@ -279,6 +305,13 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 raise NeuronConfigError(
                     "efs_utils_package", efs_utils_package, "give an aws_s3_assets.Asset of the .deb file"
                 )
+            self._efs_utils_release = validation.matching(
+                "efs_utils_release",
+                efs_utils_release,
+                hyperpod_facts.UBUNTU_RELEASE_PATTERN,
+                fix=f"give the Ubuntu release the packages were built on, as /etc/os-release's VERSION_ID "
+                f"(the HyperPod Slurm image's is {hyperpod_facts.UBUNTU_RELEASE})",
+            )
             offering_warning, subnets = checked_placement(
                 instance,
                 checked_plan,
@@ -292,6 +325,9 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             )
             policy = _cdk_values.removal_policy("removal_policy", removal_policy)
             self._efs_utils_package = efs_utils_package
+            if job_image is not None:
+                hyperpod_containers.pyxis_image("job_image", job_image)
+            self.job_image = job_image
 
             self.instance = instance
             self.plan = checked_plan
@@ -323,7 +359,10 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             )
             acknowledgments.efa_self_ingress(self.security_group)
             self._connections = ec2.Connections(security_groups=[self.security_group])
-            self.role = self._execution_role()
+            self.role = self._execution_role(
+                pulls_from_ecr=job_image is not None
+                and hyperpod_containers.registry_credentials(job_image) is not None
+            )
             # Reading the lifecycle scripts (SSE-KMS objects).
             self.kms_key.grant(self.role, "kms:Decrypt")
             self.lifecycle_bucket = self._lifecycle_bucket()
@@ -352,6 +391,8 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             if compile_cache is not None:
                 compile_cache.grant_read_write(self.role)
                 acknowledgments.compile_cache_prefix(self.role, compile_cache)
+            if job_image is not None:
+                _grant_image_pull(self.role, job_image)
             acknowledgments.grant_policies(self.role)
             files = self._lifecycle_files(name, environment or {})
             files.update(_controller_files(controller_program, controller_settings))
@@ -417,6 +458,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 cluster=self.cluster,
                 worker_count=self.worker_count,
                 controller_instance_type=controller,
+                job_image=job_image,
             )
 
     # -- attributes -----------------------------------------------------------------------------
@@ -509,7 +551,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
 
     # -- construction -----------------------------------------------------------------------------
 
-    def _execution_role(self) -> iam.Role:
+    def _execution_role(self, *, pulls_from_ecr: bool) -> iam.Role:
         role = iam.Role(
             self,
             "ExecutionRole",
@@ -529,7 +571,13 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             "AwsSolutions-IAM5[Resource::*]",
             "HyperPod creates, describes and deletes the nodes' network interfaces in this VPC with the "
             "execution role; interface ids are unknown before the nodes exist (the HyperPod "
-            "prerequisites' VPC statement uses '*').",
+            "prerequisites' VPC statement uses '*')."
+            + (
+                " ecr:GetAuthorizationToken (Enroot's login for the job image) supports no resource-level "
+                "permissions; the image pull itself is granted on its one repository."
+                if pulls_from_ecr
+                else ""
+            ),
         )
         return role
 
@@ -568,6 +616,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                     "CHECKPOINT_ACCESS_POINT_ID": store.access_point_id,
                     "CHECKPOINT_DIR": store.mount_path,
                     "EFS_UTILS_PACKAGE": _efs_utils_name(self._efs_utils_package),
+                    "EFS_UTILS_UBUNTU": self._efs_utils_release,
                 }
             )
         profile = hyperpod_jobs.hyperpod_environment(
@@ -577,6 +626,13 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
             checkpoint_dir=store.mount_path if store else None,
         )
         profile.update(environment)
+        if self.job_image is not None:
+            settings.update(hyperpod_containers.lifecycle_settings(self.job_image))
+            profile.update(
+                hyperpod_containers.container_profile(
+                    self.job_image, list(profile), checkpoint_dir=store.mount_path if store else None
+                )
+            )
         files = {path: source.read_text() for path, source in _LIFECYCLE_FILES.items()}
         files["hyperpod.env"] = render_settings(settings)
         files["training-profile.env"] = render_settings(profile)
@@ -863,6 +919,27 @@ def _grant_submit_jobs(scope: Construct, grantee: iam.IGrantable, cluster_arn: s
             resource_arns=[
                 stack.format_arn(service="ssm", resource="session", resource_name="${aws:userid}-*")
             ],
+        )
+    )
+
+
+def _grant_image_pull(role: iam.Role, uri: str) -> None:
+    """Enroot pulls the job image with the execution role: ECR login, and the one repository."""
+    credentials = hyperpod_containers.registry_credentials(uri)
+    match = IMAGE_URI.match(uri)
+    if credentials is None or match is None:
+        return  # not private ECR: pulled anonymously, through the NAT
+    registry = ECR_REGISTRY.fullmatch(credentials[0])
+    assert registry is not None
+    partition = "aws-cn" if credentials[0].endswith(".cn") else cdk.Aws.PARTITION
+    repository = (
+        f"arn:{partition}:ecr:{registry['region']}:{registry['account']}:repository/{match['repository']}"
+    )
+    role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+    role.add_to_policy(
+        iam.PolicyStatement(
+            actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+            resources=[repository],
         )
     )
 

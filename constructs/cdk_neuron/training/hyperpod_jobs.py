@@ -45,6 +45,7 @@ from cdk_neuron.catalog import NeuronInstance
 from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.node_programs import INSTALL_DIR
 from cdk_neuron.planner import TrainingPlan
+from cdk_neuron.training import hyperpod_containers
 from cdk_neuron.training.launcher import COMMAND_BASE64_FLAG, encode_training_command, node_environment
 
 STEP_PROGRAM = "hyperpod/slurm-step.sh"
@@ -109,6 +110,12 @@ def sbatch_script(*, nodes: int, partition: str, command: str, job_name: str = "
         raise NeuronConfigError(
             "command", command, "give the command each node runs, e.g. 'torchrun $TORCHRUN_ARGS train.py'"
         )
+    image, mounts, names, topology = (
+        hyperpod_containers.IMAGE_VARIABLE,
+        hyperpod_containers.MOUNTS_VARIABLE,
+        hyperpod_containers.CONTAINER_ENV_VARIABLE,
+        hyperpod_containers.TOPOLOGY_VARIABLE,
+    )
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name={job_name}",
@@ -120,7 +127,20 @@ def sbatch_script(*, nodes: int, partition: str, command: str, job_name: str = "
         "set -euo pipefail",
         # The cluster's training environment; srun passes it on to every task (--export=ALL by default).
         f". {PROFILE_PATH}",
-        "srun --auto-resume=1 " + shlex.join(step_command(command)),
+        # A cluster with a job image runs the step in it (Pyxis, without the image's ENTRYPOINT); the
+        # image has no scontrol, so the batch step hands it Slurm's topology. Without one: the hosts.
+        "container=()",
+        f'if [ -n "${{{image}:-}}" ]; then',
+        '    if slurm_topology="$(scontrol show topology 2>/dev/null)"; then',
+        f'        {topology}="$(printf %s "${{slurm_topology}}" | base64 -w 0)"',
+        "    else",
+        f"        {topology}=",
+        "    fi",
+        f"    export {topology}",
+        f'    container=(--container-image="${{{image}}}" --container-mounts="${{{mounts}}}"',
+        f'        --container-env="${{{names}}}" --no-container-entrypoint)',
+        "fi",
+        'srun --auto-resume=1 "${container[@]}" ' + shlex.join(step_command(command)),
     ]
     return "\n".join(lines) + "\n"
 

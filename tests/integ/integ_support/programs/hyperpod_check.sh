@@ -4,11 +4,12 @@
 #
 # 1. sinfo: waits until the partition shows a node idle (deep health checks hold a new node in a
 #    maintenance reservation first) and records the node line.
-# 2. A two-rank collective: submits the cluster's own sbatch script (the suite renders it with
+# 2. A few training steps: submits the cluster's own sbatch script (the suite renders it with
 #    HyperPodTrainingCluster.sbatch_script: one task per node through slurm-step.sh and the shared
-#    launcher), whose command runs `nccom-test -r 2 allr` (aws-neuronx-tools on the HyperPod image,
-#    "NCCOM-TEST User Guide", Neuron documentation) and writes a checkpoint of CHECKPOINT_BYTES,
-#    fsync'd, with its SHA-256, into the checkpoint store; `sbatch --wait` returns the job's exit code.
+#    launcher, in the cluster's job image through Pyxis), whose command trains a small model on every
+#    NeuronCore with torch-neuronx (train_steps.py: `train_ok steps=... first_loss=... last_loss=...`)
+#    and saves it, fsync'd, into the checkpoint store (`checkpoint_ok <path> <sha256>`); `sbatch --wait`
+#    returns the job's exit code.
 # 3. The report: REPORT_DIR/report.json on the checkpoint store, written last and atomically, which
 #    the suite's reader Lambda (mounting the same store) asserts on. "ok" is true only when every check
 #    passed; any failure still writes a report that says which, so the assertion fails with the reason.
@@ -70,7 +71,7 @@ if ! output="$(cat "${JOB_NAME}-${job_id}.out" 2>&1)"; then
     output="(no job output ${JOB_NAME}-${job_id}.out: ${output})"
 fi
 ((job_exit == 0)) || fail job "sbatch --wait: job ${job_id} exited ${job_exit}: ${output}"
-grep -q 'Avg bus bandwidth' <<<"${output}" || fail collective "no nccom-test result in the job output: ${output}"
+grep -q '^train_ok ' <<<"${output}" || fail training "the job reported no training steps: ${output}"
 grep -q '^checkpoint_ok ' <<<"${output}" || fail checkpoint "the job reported no checkpoint: ${output}"
 read -r _ checkpoint expected <<<"$(grep '^checkpoint_ok ' <<<"${output}" | tail -n 1)"
 actual="$(sha256sum "${checkpoint}" 2>/dev/null | cut -d ' ' -f 1)"
@@ -78,5 +79,5 @@ actual="$(sha256sum "${checkpoint}" 2>/dev/null | cut -d ' ' -f 1)"
     fail checkpoint "${checkpoint} reads back as '${actual}', the job wrote ${expected}"
 
 # 3. Every check passed.
-report true passed "$(grep 'Avg bus bandwidth' <<<"${output}" | tail -n 1); checkpoint ${checkpoint} ${actual}"
+report true passed "$(grep '^train_ok ' <<<"${output}" | tail -n 1); checkpoint ${checkpoint} ${actual}"
 log "all checks passed"

@@ -15,6 +15,10 @@
 #    Everything is computed inside the step, never in the batch script: after a node is replaced the
 #    re-run step has a new node list, and rank 0 may be a new node.
 #
+# In the cluster's job image (srun --container-image, Pyxis) the same file runs from the read-only mount
+# of /opt/cdk-neuron, with the topology the batch step read (CDK_NEURON_SLURM_TOPOLOGY_B64): the image
+# has python3 and base64 but no Slurm client.
+#
 # Slurm gives every task SLURM_STEP_NODELIST (the step's nodes) and SLURMD_NODENAME (the node running
 # the task): srun(1), "OUTPUT ENVIRONMENT VARIABLES", https://slurm.schedmd.com/srun.html.
 set -euo pipefail
@@ -32,13 +36,22 @@ nodelist="${SLURM_STEP_NODELIST:-${SLURM_JOB_NODELIST:-}}"
 host="${SLURMD_NODENAME:-}"
 [ -n "${host}" ] || refuse "SLURMD_NODENAME is not set: run this through srun"
 command -v python3 >/dev/null 2>&1 || refuse "python3 is missing on this node"
-command -v scontrol >/dev/null 2>&1 || refuse "scontrol is missing on this node"
 
 topology="$(mktemp)"
 trap 'rm -f "${topology}"' EXIT
-if ! scontrol show topology >"${topology}" 2>/dev/null; then
-    log "Slurm reports no topology (topology/flat): ranks follow the step's node list"
-    : >"${topology}"
+if [ -n "${CDK_NEURON_SLURM_TOPOLOGY_B64+set}" ]; then
+    # In the job image (Pyxis): no scontrol there; the batch step read the topology on its host. A node
+    # that replaced another after the batch step started is not in it: the order falls back to the node
+    # list, and slurm_order.py says so (ORDERED_BY=node-list).
+    printf %s "${CDK_NEURON_SLURM_TOPOLOGY_B64}" | base64 -d >"${topology}" ||
+        refuse "CDK_NEURON_SLURM_TOPOLOGY_B64 is not base64"
+    [ -s "${topology}" ] || log "the batch step found no Slurm topology (topology/flat): ranks follow the step's node list"
+else
+    command -v scontrol >/dev/null 2>&1 || refuse "scontrol is missing on this node"
+    if ! scontrol show topology >"${topology}" 2>/dev/null; then
+        log "Slurm reports no topology (topology/flat): ranks follow the step's node list"
+        : >"${topology}"
+    fi
 fi
 status=0
 assignment="$(python3 "${HOME_DIR}/hyperpod/slurm_order.py" --host "${host}" --nodes "${nodelist}" \

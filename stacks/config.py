@@ -1656,9 +1656,8 @@ def compile_aws_cli_image(env: EnvironmentConfig) -> str:
     assert compilation is not None
     if compilation.aws_cli_image is not None:
         return compilation.aws_cli_image
-    suffix = "amazonaws.com.cn" if env.region.startswith("cn-") else "amazonaws.com"
     return (
-        f"{env.resolve_account()}.dkr.ecr.{env.region}.{suffix}/{compilation.ecr_public_cache_prefix}/"
+        f"{env.resolve_account()}.dkr.ecr.{env.region}.amazonaws.com/{compilation.ecr_public_cache_prefix}/"
         "aws-cli/aws-cli:2.22.35"
     )
 

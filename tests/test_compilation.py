@@ -1361,3 +1361,15 @@ def test_offline_a_checkpoint_without_config_is_refused_instead_of_asking_the_hu
         in done.stderr
     )
     assert container.calls("snapshot_download") == [] and container.calls("optimum-cli") == []
+
+
+@pytest.mark.parametrize("region", ["cn-north-1", "us-gov-west-1"])
+def test_where_pull_through_cache_rules_cannot_be_created_an_aws_cli_image_is_required(region: str) -> None:
+    app = make_app()
+    stack = cdk.Stack(app, "Partition", env=cdk.Environment(account=TEST_ACCOUNT, region=region))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=[f"{region}a", f"{region}b"])
+    with pytest.raises(
+        NeuronConfigError,
+        match=rf"aws_cli_image=None: ECR pull-through cache rules cannot be created in {region}",
+    ):
+        ModelCompilation(stack, "C", vpc=vpc, artifact_bucket=s3.Bucket(stack, "B"))

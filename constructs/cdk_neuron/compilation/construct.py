@@ -86,6 +86,10 @@ through the pull-through cache (:data:`ECR_PUBLIC_CACHE_PREFIX`)."""
 ECR_PUBLIC = "public.ecr.aws"
 AWS_CLI_REPOSITORY = "aws-cli/aws-cli"
 AWS_CLI_TAG = "2.22.35"
+NO_PULL_THROUGH_CACHE = ("cn-", "us-gov-")
+"""Regions where ECR pull-through cache rules cannot be created (China and AWS GovCloud (US): "Using pull
+through cache rules", considerations, Amazon ECR User Guide,
+https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache.html): give ``aws_cli_image``."""
 ECR_PUBLIC_CACHE_PREFIX = "cdk-neuron-ecr-public"
 """The default repository prefix of the ECR Public pull-through cache rule (one per prefix in an
 account and region: give each ModelCompilation there its own ``ecr_public_cache_prefix``)."""
@@ -306,6 +310,15 @@ class ModelCompilation(Construct):
                 )
                 acknowledge_wildcards(policy, statements)
             return ecs.ContainerImage.from_registry(self.aws_cli_image_uri)
+        region = stack.region
+        if not cdk.Token.is_unresolved(region) and region.startswith(NO_PULL_THROUGH_CACHE):
+            raise NeuronConfigError(
+                "aws_cli_image",
+                None,
+                f'ECR pull-through cache rules cannot be created in {region} ("Using pull through cache rules", '
+                "Amazon ECR User Guide): give aws_cli_image, a copy of "
+                f"{AWS_CLI_IMAGE} in ECR in {region}",
+            )
         if not isinstance(prefix, str) or not 2 <= len(prefix) <= 30 or not _CACHE_PREFIX.match(prefix):
             raise NeuronConfigError(
                 "ecr_public_cache_prefix",
@@ -359,10 +372,7 @@ class ModelCompilation(Construct):
         )
         acknowledge_wildcards(policy, cache_pull)
         self.aws_cli_repository = repository
-        suffix = "amazonaws.com.cn" if stack.region.startswith("cn-") else "amazonaws.com"
-        self.aws_cli_image_uri = (
-            f"{stack.account}.dkr.ecr.{stack.region}.{suffix}/{prefix}/{AWS_CLI_REPOSITORY}:{AWS_CLI_TAG}"
-        )
+        self.aws_cli_image_uri = f"{stack.account}.dkr.ecr.{stack.region}.amazonaws.com/{prefix}/{AWS_CLI_REPOSITORY}:{AWS_CLI_TAG}"
         return ecs.ContainerImage.from_registry(self.aws_cli_image_uri)
 
     def _containers(

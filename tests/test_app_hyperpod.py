@@ -67,6 +67,7 @@ def test_other_environments_run_max_nodes_workers_and_take_a_training_plan(packa
     config = load_environments({"qa": env})["qa"]
     assert config.training.worker_count == 2
     assert config.training.capacity.training_plan_arn == PLAN_ARN
+    assert config.training.efs_utils_release == "22.04"  # the HyperPod Slurm image's (hyperpod_facts)
     # The job image means what it means on Batch: every job step runs in it.
     assert config.training.job_image == minimal_env()["training"]["job_image"]
 
@@ -75,6 +76,7 @@ def test_other_environments_run_max_nodes_workers_and_take_a_training_plan(packa
     ("change", "message"),
     [
         ({"job_image": None}, r"training.job_image"),
+        ({"efs_utils_release": "22.04.5"}, r"training.efs_utils_release='22.04.5': give the Ubuntu release efs_utils_package was built on, as /etc/os-release's VERSION_ID, e.g. '22.04'"),
         ({"job_image": "763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:" + "a" * 64}, r"training.job_image='763104351884.dkr.ecr.us-east-1.amazonaws.com/x@sha256:a+': HyperPod runs the image with Enroot 3.4.1.*no digest: pin the image by tag"),
         ({"efs_utils_package": None}, r"training.efs_utils_package=None: required with engine hyperpod.*build-deb.sh"),
         ({"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}}, r"capacity.type='capacity-block'.*no capacity-reservation field"),
@@ -112,6 +114,13 @@ def test_other_engines_refuse_hyperpod_keys_and_training_plans(tmp_path: Path) -
         load_environments({"qa": env})
     text = str(raised.value)
     assert "training.worker_count=0: only the hyperpod engine takes it" in text
+    env["training"].pop("worker_count")
+    env["training"]["efs_utils_release"] = "22.04"
+    with pytest.raises(
+        (NeuronConfigError, NeuronConfigErrors),
+        match=r"training.efs_utils_release='22.04': only the hyperpod engine takes it",
+    ):
+        load_environments({"qa": env})
     assert "a SageMaker training plan serves only HyperPod" in text
 
 

@@ -48,7 +48,10 @@ CHECKPOINTS = {
     "CHECKPOINT_ACCESS_POINT_ID": "fsap-0123456789abcdef0",
     "CHECKPOINT_DIR": "/checkpoints",
     "EFS_UTILS_PACKAGE": "amazon-efs-utils.deb",
+    "EFS_UTILS_UBUNTU": "22.04",
 }
+# /etc/os-release of a HyperPod Slurm node (Ubuntu 22.04, cdk_neuron.training.hyperpod_facts.UBUNTU_RELEASE).
+OS_RELEASE = 'NAME="Ubuntu"\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\nID=ubuntu\n'
 
 
 # apt-get as it treats local packages offline: amazon-efs-utils depends on stunnel4 and nfs-common
@@ -72,6 +75,7 @@ def sandbox(tmp_path: Path) -> Sandbox:
     # The HyperPod Slurm image is Ubuntu without efs-utils: the ECS AMI's mount.efs stub does not apply.
     (box.bin / "mount.efs").unlink()
     box.stub("apt-get", APT_GET.format(bin=box.bin))
+    box.write("/etc/os-release", OS_RELEASE)
     return box
 
 
@@ -368,3 +372,37 @@ def test_a_bad_prefix_or_copy_fails_the_deployment(writer: tuple[ModuleType, lis
     assert [r["Status"] for r in responses] == ["FAILED", "FAILED"]
     assert "must end with '/'" in responses[0]["Reason"]
     assert "is not an s3://bucket/key URI" in responses[1]["Reason"]
+
+
+@pytest.mark.parametrize(
+    ("os_release", "message"),
+    [
+        ('NAME="Ubuntu"\nVERSION_ID="24.04"\nVERSION_CODENAME=noble\n', "amazon-efs-utils.deb was built for Ubuntu 22.04, but this node runs Ubuntu 24.04: build amazon-efs-utils (and 'apt-get download stunnel4 nfs-common') on Ubuntu 24.04, and set efs_utils_release='24.04'"),
+        ('NAME="Ubuntu"\n', "cannot read VERSION_ID from /etc/os-release"),
+        (None, "cannot read VERSION_ID from /etc/os-release"),
+    ],
+)  # fmt: skip
+def test_packages_for_another_ubuntu_release_fail_the_node_by_name(
+    sandbox: Sandbox, tmp_path: Path, os_release: str | None, message: str
+) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, CHECKPOINTS)
+    (where / "amazon-efs-utils.deb").write_bytes(b"deb")
+    if os_release is None:
+        sandbox.file("/etc/os-release").unlink()
+    else:
+        sandbox.write("/etc/os-release", os_release)
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert sandbox.calls("apt-get") == [] and sandbox.calls("mount -t efs") == []
+
+
+def test_a_release_given_with_single_quotes_matches(sandbox: Sandbox, tmp_path: Path) -> None:
+    where = _lifecycle_dir(sandbox, tmp_path, {**CHECKPOINTS, "EFS_UTILS_UBUNTU": "24.04"})
+    (where / "amazon-efs-utils.deb").write_bytes(b"deb")
+    for dependency in ("stunnel4", "nfs-common"):
+        sandbox.write(f"/installed-{dependency}", "")
+    sandbox.write("/etc/os-release", "VERSION_ID='24.04'\n")
+    sandbox.stub("mountpoint", "exit 1")
+    result = sandbox.run_script(str(where / "on-init-complete.sh"))
+    assert result.returncode == 0, result.stderr

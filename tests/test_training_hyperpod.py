@@ -185,6 +185,8 @@ def test_lifecycle_settings_mount_checkpoints_and_export_the_plan(hyperpod: Scen
     for name in ("CLUSTER_NAME", "CHECKPOINT_FILE_SYSTEM_ID", "CHECKPOINT_ACCESS_POINT_ID", "CHECKPOINT_DIR"):
         assert f"{name}=" in settings
     assert "EFS_UTILS_PACKAGE=amazon-efs-utils.deb" in settings
+    # The packages' Ubuntu release, which the lifecycle script checks against the node's.
+    assert "EFS_UTILS_UBUNTU=22.04" in settings
     assert "NODE_PROGRAMS=node-programs.zip" in settings
     profile = json.dumps(files["training-profile.env"])
     for name in (
@@ -665,3 +667,12 @@ def test_a_job_image_by_digest_is_refused_before_synthesis() -> None:
         match=r"^T/Cluster: job_image='.*@sha256:a+': HyperPod runs the image with Enroot 3\.4\.1",
     ):
         _try(job_image=DLC.split(":")[0] + "@sha256:" + "a" * 64)
+
+
+def test_an_efs_utils_release_that_is_no_ubuntu_version_is_refused() -> None:
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^T/Cluster: efs_utils_release='jammy': .*as /etc/os-release's VERSION_ID \(the HyperPod Slurm "
+        r"image's is 22\.04\)",
+    ):
+        _try(efs_utils_release="jammy")

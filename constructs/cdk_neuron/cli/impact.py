@@ -13,7 +13,11 @@ Two ways to say "before":
 For every environment: what is replaced, what restarts (an Auto Scaling group's instances and how
 much of it stays in service, a Batch infrastructure update and how long running jobs get, a
 SageMaker endpoint),
-which data is at risk, what a service would refuse, and values resolved anew at every deploy. The
+which data is at risk, what a service would refuse, and values resolved anew at every deploy. With
+``--deployed`` it also asks the services about their state now: a HyperPod cluster update while the
+cluster is not InService or deep health checks run is refused by HyperPod
+(:mod:`cdk_neuron.lifecycle.live`; ``sagemaker:DescribeCluster``, ``sagemaker:ListClusterNodes`` and
+``cloudformation:DescribeStackResource``). The
 classification is :func:`cdk_neuron.lifecycle.impact`'s: the resource schemas' create-only
 properties plus the services' own update rules. ``--fail-on-risk`` exits 1 when data is at risk or
 an update would be refused: a gate for CI or for ``make deploy``.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -39,8 +44,8 @@ from cdk_neuron.cli.result import OMIT_IF_NONE, Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError, one_of
-from cdk_neuron.lifecycle import Change
-from cdk_neuron.lifecycle.deployed import DeployedStack, deployed_stack, unblock
+from cdk_neuron.lifecycle import Change, live
+from cdk_neuron.lifecycle.deployed import DeployedStack, deployed_stack, physical_id, unblock
 
 _CHANGES_SHOWN = (Change.REPLACED, Change.DELETED, Change.KEPT, Change.ADDED, Change.UPDATED)
 
@@ -346,6 +351,8 @@ def _against_deployed(args: argparse.Namespace, ctx: Context, directory: str) ->
             {k: dict(s.template) for k, s in after[name].items()},
             new_releases=args.new_releases,
         )
+        regions = {k: str(args.region or s.region) for k, s in after[name].items()}
+        impacts = live.refused_now(impacts, functools.partial(_refused_now, ctx, regions))
         cost_line, artifacts = _deployed_sides(name, after[name], deployed)
         environments.append(
             _environment(
@@ -363,6 +370,17 @@ def _against_deployed(args: argparse.Namespace, ctx: Context, directory: str) ->
         environments=environments,
         summary=_summary(environments),
     )
+
+
+def _refused_now(
+    ctx: Context, regions: Mapping[str, str], stack: str, resource: lifecycle.ResourceImpact
+) -> str | None:
+    """Why the deployed resource's service would refuse its update now (its current state), if it would."""
+    region = regions[stack]
+    cluster = physical_id(ctx.aws("cloudformation", region), stack, resource.logical_id)
+    if cluster is None:
+        return None
+    return live.hyperpod_update_refusal(ctx.aws("sagemaker", region), cluster)
 
 
 # -- output ----------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.deployment import Deployment, HyperPodLocation
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
+from cdk_neuron.lifecycle import live
 from cdk_neuron.training.hyperpod_facts import MAX_INSTANCE_COUNT
 
 WAIT_INTERVAL = timeouts.HYPERPOD_SCALE_POLL
@@ -174,7 +175,7 @@ def scale(
 
     if workers == before:
         return result(running, False, f"nothing to do: {name} already targets {workers} ({running} running)")
-    if cluster.status != "InService":
+    if cluster.status != live.UPDATABLE:
         raise AwsLookupError(
             f"cluster {cluster.name} is {cluster.status}: HyperPod takes an update only InService; wait for it "
             f"({status_command})"
@@ -187,9 +188,7 @@ def scale(
                 f"HyperPod chooses which {name} nodes to remove, and a job on them fails. Wait for them, cancel "
                 "them, or pass --force"
             )
-    checking = [
-        n.instance_id for n in hyperpod.nodes(ctx, cluster, name) if n.status == "DeepHealthCheckInProgress"
-    ]
+    checking = [n.instance_id for n in hyperpod.nodes(ctx, cluster, name) if n.status == live.CHECKING]
     if checking:
         raise AwsLookupError(
             f"deep health checks are running on {len(checking)} {name} node(s) of cluster {cluster.name} "

@@ -4,6 +4,8 @@ The caller passes a CloudFormation client (boto3, moto or Stubber): this module 
 
 - :func:`deployed_stack`: ``DescribeStacks`` and ``GetTemplate`` (the template as submitted,
   ``TemplateStage=Original``) of one stack, or "not there".
+- :func:`physical_id`: ``DescribeStackResource``, the deployed resource behind a logical id (for the
+  live checks of :mod:`cdk_neuron.lifecycle.live`).
 - :func:`unblock`: a first create that failed leaves the stack ``ROLLBACK_COMPLETE``, holding no
   resource. The CDK CLI deletes such a stack before it creates it again ("Found existing stack ...
   that had previously failed creation. Deleting it before attempting to re-create it",
@@ -69,6 +71,20 @@ def deployed_stack(cloudformation: Any, name: str) -> DeployedStack:
     return DeployedStack(name, status, protected, template)
 
 
+def physical_id(cloudformation: Any, stack: str, logical_id: str) -> str | None:
+    """The physical id of ``logical_id`` in the deployed ``stack`` (``DescribeStackResource``); None when
+    the stack has no such resource yet."""
+    try:
+        found = cloudformation.describe_stack_resource(StackName=stack, LogicalResourceId=logical_id)
+    except Exception as error:
+        response = getattr(error, "response", None) or {}
+        if response.get("Error", {}).get("Code") == "ValidationError":
+            return None
+        raise
+    value = found.get("StackResourceDetail", {}).get("PhysicalResourceId")
+    return str(value) if value else None
+
+
 def unblock(cloudformation: Any, stack: DeployedStack) -> bool:
     """Turn termination protection off on a stack whose first create rolled back (it holds nothing),
     so ``cdk deploy`` can delete and create it again. Returns whether it did.
@@ -87,5 +103,6 @@ __all__ = [
     "ROLLBACK_FAILED",
     "DeployedStack",
     "deployed_stack",
+    "physical_id",
     "unblock",
 ]

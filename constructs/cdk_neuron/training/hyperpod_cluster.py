@@ -153,6 +153,11 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         the same release). The HyperPod Slurm image is Ubuntu, whose archive has no efs-utils; the
         lifecycle script installs it with ``apt-get install --no-download``, so a dependency neither the
         image nor the directory has fails the node by name. Default: None.
+    :param efs_utils_release: the Ubuntu release (``/etc/os-release`` ``VERSION_ID``) the packages of
+        ``efs_utils_package`` were built on. The lifecycle script compares it with the node's and fails
+        the node by name on a mismatch (packages of another release install broken or not at all).
+        Default: ``"22.04"``, the HyperPod Slurm image's (:data:`cdk_neuron.training.hyperpod_facts.UBUNTU_RELEASE`,
+        with its sources).
     :param compile_cache: the S3 compile cache (``NEURON_COMPILE_CACHE_URL``). Default: None.
     :param capacity: ``Capacity.on_demand()`` (default) or ``Capacity.training_plan(arn)``.
     :param cluster_name: HyperPod's name (create-only: a change replaces the cluster). Default: from
@@ -244,6 +249,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
         availability_zone_id: str | None = None,
         checkpoints: ICheckpointStore | None = None,
         efs_utils_package: s3_assets.Asset | None = None,
+        efs_utils_release: str = hyperpod_facts.UBUNTU_RELEASE,
         compile_cache: ICompileCache | None = None,
         capacity: Capacity | None = None,
         cluster_name: str | None = None,
@@ -299,6 +305,13 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                 raise NeuronConfigError(
                     "efs_utils_package", efs_utils_package, "give an aws_s3_assets.Asset of the .deb file"
                 )
+            self._efs_utils_release = validation.matching(
+                "efs_utils_release",
+                efs_utils_release,
+                hyperpod_facts.UBUNTU_RELEASE_PATTERN,
+                fix=f"give the Ubuntu release the packages were built on, as /etc/os-release's VERSION_ID "
+                f"(the HyperPod Slurm image's is {hyperpod_facts.UBUNTU_RELEASE})",
+            )
             offering_warning, subnets = checked_placement(
                 instance,
                 checked_plan,
@@ -603,6 +616,7 @@ class HyperPodTrainingCluster(_TrainingClusterRef):
                     "CHECKPOINT_ACCESS_POINT_ID": store.access_point_id,
                     "CHECKPOINT_DIR": store.mount_path,
                     "EFS_UTILS_PACKAGE": _efs_utils_name(self._efs_utils_package),
+                    "EFS_UTILS_UBUNTU": self._efs_utils_release,
                 }
             )
         profile = hyperpod_jobs.hyperpod_environment(

@@ -42,6 +42,15 @@ Sources (read 2026-12-02):
 - HP-DHC-API: the API's ``DeepHealthCheckType`` (botocore 1.44) also lists
   ``MultiNodeTrainingValidation``, which the CloudFormation schema's ``OnStartDeepHealthChecks`` does
   not accept; :data:`DEEP_HEALTH_CHECKS` is the schema's list.
+- HP-UBUNTU: the HyperPod Slurm image is Ubuntu 22.04 (jammy). AWS's HyperPod samples moved to it in
+  May 2025: aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/
+  LifecycleScripts/base-config/setup_mariadb_accounting.sh`` ("Required with Ubuntu 22.04 AMI release",
+  commit 3305a4d, 2025-05-13, unchanged at 7217859, 2026-02-21), commit 8dc562d ("FSx OZFS was not able
+  to mount with Ubuntu 22.04 upgrade", 2025-05-15) and commit 0ec4292 ("updates to slurm LCS following
+  ubuntu 22.04 debug", 2025-05-16); the HyperPod Llama 3 Slurm sample installs ``python3.10-venv``
+  (Python 3.10 is Ubuntu 22.04's python3; ``3.test_cases/pytorch/neuronx-distributed/llama3/slurm/
+  README.md`` @7217859). AWS's HyperPod pages name no release; a node reports its own in
+  ``/etc/os-release`` (``VERSION_ID``), which the lifecycle script checks.
 - HP-SG: aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/
   sagemaker-hyperpod.yaml`` (2025-04-10): the security group must allow all traffic to and from
   itself, or trn1 clusters fail with "EFA health checks did not run successfully".
@@ -103,6 +112,11 @@ def connectivity_refusal(instance_count: int) -> str | None:
 # GPUs (HP-DHC); its Trainium behaviour on Slurm is undocumented, so it is opt-in.
 DEFAULT_DEEP_HEALTH_CHECKS: tuple[DeepHealthCheck, ...] = ("InstanceStress",)
 
+# HP-UBUNTU: the Ubuntu release (os-release VERSION_ID) of the HyperPod Slurm image, which packages
+# staged for it (amazon-efs-utils and its dependencies) must be built for.
+UBUNTU_RELEASE = "22.04"
+UBUNTU_RELEASE_PATTERN = re.compile(r"[0-9]{2}\.[0-9]{2}\Z")
+
 # The controller runs slurmctld only; a general-purpose type HyperPod accepts.
 DEFAULT_CONTROLLER_TYPE = "ml.m5.xlarge"
 CONTROLLER_TYPE = re.compile(r"ml\.[a-z0-9]+\.[a-z0-9]+\Z")
@@ -138,6 +152,8 @@ __all__ = [
     "MAX_INSTANCE_COUNT",
     "REGION_TYPES",
     "RESOURCE_TYPE",
+    "UBUNTU_RELEASE",
+    "UBUNTU_RELEASE_PATTERN",
     "DeepHealthCheck",
     "connectivity_refusal",
     "ml_type",

@@ -67,9 +67,21 @@ install_programs() {
     chmod -R a+rX,go-w "${INSTALL_DIR}"
 }
 
+# node_release: this node's Ubuntu release (VERSION_ID of /etc/os-release, os-release(5)); empty when unknown.
+node_release() {
+    [ -r "${ROOT}/etc/os-release" ] || return 0
+    sed -n 's/^VERSION_ID=//p' "${ROOT}/etc/os-release" | tr -d "\"'" | head -n 1
+}
+
 install_efs_utils() {
     command -v mount.efs >/dev/null 2>&1 && return 0
-    require EFS_UTILS_PACKAGE
+    require EFS_UTILS_PACKAGE EFS_UTILS_UBUNTU
+    local release
+    release="$(node_release)"
+    [ -n "${release}" ] || die "cannot read VERSION_ID from /etc/os-release: the node's Ubuntu release is unknown, so ${EFS_UTILS_PACKAGE} (built for Ubuntu ${EFS_UTILS_UBUNTU}) is not installed"
+    # Packages built on another release depend on library versions this one lacks (or install, and break).
+    [ "${release}" = "${EFS_UTILS_UBUNTU}" ] ||
+        die "${EFS_UTILS_PACKAGE} was built for Ubuntu ${EFS_UTILS_UBUNTU}, but this node runs Ubuntu ${release}: build amazon-efs-utils (and 'apt-get download stunnel4 nfs-common') on Ubuntu ${release}, and set efs_utils_release='${release}' (cdk.json training.efs_utils_release)"
     local package="${HERE}/${EFS_UTILS_PACKAGE}" staged=() unpacked
     [ -r "${package}" ] || die "mount.efs is missing and ${EFS_UTILS_PACKAGE} is not in the lifecycle prefix"
     case "${package}" in

@@ -503,6 +503,7 @@ FLEET = {
     "STACK_NAME": "dev-Serving",
     "ASG_LOGICAL_ID": "FleetGroup1234",
     "LIFECYCLE_HOOK": "cdk-neuron-ready",
+    "LIFECYCLE_RETURN_HOOK": "cdk-neuron-return",
     "IMAGE": "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:0.11.0",
     "ECR_REGISTRY": "763104351884.dkr.ecr.us-east-1.amazonaws.com",
     "ECR_REGION": "us-east-1",
@@ -861,11 +862,14 @@ def test_lifecycle_watch_returns_an_instance_to_the_warm_pool(sandbox: Sandbox) 
     order = [
         "systemctl stop cdk-neuron-replica@*.service",
         "systemctl stop cdk-neuron-proxy.service cdk-neuron-metrics.service",
-        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready "
+        # Review S5 (issue 25, second pass): a returning instance waits on the group's EC2_INSTANCE_TERMINATING
+        # hook ("Use lifecycle hooks with a warm pool"), not on the launch hook.
+        "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-return "
         "--auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result CONTINUE",
     ]
     positions = [index_of(calls, step) for step in order]
     assert positions == sorted(positions)
+    assert "--lifecycle-hook-name cdk-neuron-ready" not in " ".join(sandbox.calls("aws"))
 
 
 def test_lifecycle_watch_leaves_an_instance_in_service_alone(sandbox: Sandbox) -> None:

@@ -544,6 +544,27 @@ def test_warm_pool_is_stopped_and_reused(built: Built) -> None:
     assert props["InstanceReusePolicy"] == {"ReuseOnScaleIn": True}
 
 
+def test_a_warm_pool_fleet_pauses_instances_returning_to_the_pool(built: Built) -> None:
+    # Review S5 (issue 25, second pass): an instance scale-in returns to the pool "pauses at the
+    # Warmed:Pending:Wait state for the EC2_INSTANCE_TERMINATING lifecycle action" (Use lifecycle hooks
+    # with a warm pool): without a terminating hook it would be stopped while its replicas serve.
+    [(_, warm_group)] = [
+        (k, v)
+        for k, v in built.variants_template["Resources"].items()
+        if v["Type"] == "AWS::AutoScaling::AutoScalingGroup" and k.startswith("Https")
+    ]
+    hooks = warm_group["Properties"]["LifecycleHookSpecificationList"]
+    assert [h["LifecycleHookName"] for h in hooks] == ["cdk-neuron-ready", "cdk-neuron-return"]
+    assert hooks[1] == {
+        "DefaultResult": "CONTINUE",
+        "HeartbeatTimeout": timeouts.POOL_RETURN_HEARTBEAT,
+        "LifecycleHookName": "cdk-neuron-return",
+        "LifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+    }
+    # The watch knows the hook's name on every fleet; only a warm-pool fleet has the hook.
+    assert "\nLIFECYCLE_RETURN_HOOK=cdk-neuron-return\n" in _user_data(built.variants_template, "Https")
+
+
 def test_request_count_and_concurrency_policies(built: Built) -> None:
     policies = [
         v["Properties"]["TargetTrackingConfiguration"]

@@ -164,7 +164,7 @@ def render() -> str:
     from cdk_neuron.serving import floors, timing
 
     rows = [
-        "| Environment | Phase | Before (7be9738) | After, cold | Floor, cold | Cold / floor "
+        "| Environment | Phase | Before (first pass, 7be9738) | After, cold | Floor, cold | Cold / floor "
         "| After, warm | Floor, warm | Warm / floor |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -194,11 +194,18 @@ def render() -> str:
             )
             continue
         cold = timing.ec2_startup_model(
-            inputs.weights_gib, precompiled=True, instance_type=inputs.instance_type
+            inputs.weights_gib,
+            precompiled=True,
+            instance_type=inputs.instance_type,
+            warm_pool=inputs.warm_pool,
         )
         warm = (
             timing.ec2_startup_model(
-                inputs.weights_gib, precompiled=True, instance_type=inputs.instance_type, path=floors.WARM
+                inputs.weights_gib,
+                precompiled=True,
+                instance_type=inputs.instance_type,
+                path=floors.WARM,
+                warm_pool=True,
             )
             if inputs.warm_pool
             else None
@@ -228,7 +235,12 @@ def render() -> str:
             f"| | load and warm-up (published) | {_s(before['load'])} | {_s(load.estimate_seconds)} | - | runtime "
             f"| {_s(load.estimate_seconds) if warm is not None else '-'} | - | {'runtime' if warm is not None else '-'} |"
         )
-        budget = timing.ec2_startup(inputs.weights_gib, precompiled=True, instance_type=inputs.instance_type)
+        budget = timing.ec2_startup(
+            inputs.weights_gib,
+            precompiled=True,
+            instance_type=inputs.instance_type,
+            warm_pool=inputs.warm_pool,
+        )
         volume = timing.ec2_data_volume_gib(inputs.weights_gib)
         rows.append(
             f"| | start-up budget (cold; both paths) | {_s(before['budget'])} | {_s(budget.seconds)} | | | | | |"

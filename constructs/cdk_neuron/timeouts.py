@@ -415,6 +415,16 @@ def lifecycle_global_seconds(heartbeat_seconds: int = LIFECYCLE_PROGRESS_WINDOW)
     return min(LIFECYCLE_GLOBAL_MAX, LIFECYCLE_GLOBAL_FACTOR * heartbeat_seconds)
 
 
+POOL_RETURN_HEARTBEAT = LIFECYCLE_POLL_INTERVAL + REPLICA_UNIT_STOP_TIMEOUT + 30
+"""``HeartbeatTimeout`` of the warm-pool return hook (``EC2_INSTANCE_TERMINATING``, default CONTINUE):
+an instance that scale-in returns to the warm pool "pauses at the Warmed:Pending:Wait state for the
+EC2_INSTANCE_TERMINATING lifecycle action" ("Use lifecycle hooks with a warm pool in Auto Scaling
+group", Amazon EC2 Auto Scaling User Guide,
+https://docs.aws.amazon.com/autoscaling/ec2/userguide/warm-pool-instance-lifecycle.html, read
+2026-12-02), so the lifecycle watch can stop its replicas first: one look, the replicas' unit stop, and
+30 s to complete the action. Every other termination of the group also waits this long at most."""
+
+
 def hook_heartbeat_seconds(boot_seconds: int) -> int:
     """The launch hook's ``HeartbeatTimeout``: the progress window, or longer where the boot (launch
     until the node programs run, when no heartbeat can come yet) needs it, at most 7,200 s."""
@@ -507,6 +517,13 @@ def serving_startup_chain(startup_seconds: int, boot_seconds: int) -> Chain:
                 "lifecycle-watch.sh: LIFECYCLE_POLL_SECONDS, then the replicas' stop",
                 "an instance scale-in returns to the warm pool stops serving and completes its hook",
             ),
+            Timeout(
+                "return_hook_heartbeat",
+                POOL_RETURN_HEARTBEAT,
+                "timeout",
+                "warm-pool return hook HeartbeatTimeout (EC2_INSTANCE_TERMINATING, default result CONTINUE)",
+                "how long a returning (or terminating) instance waits for the watch before Auto Scaling goes on",
+            ),
         ),
         nesting=(
             Nesting(
@@ -556,6 +573,13 @@ def serving_startup_chain(startup_seconds: int, boot_seconds: int) -> Chain:
                 "within",
                 why="a returning instance completes Warmed:Pending:Wait before the hook gives up",
             ),
+            Nesting(
+                "return_hook_heartbeat",
+                "pool_return",
+                "within",
+                why="the watch stops the replicas and completes the return before the terminating hook "
+                "goes on without it",
+            ),
         ),
     )
 
@@ -587,6 +611,7 @@ def serving_node_settings(startup_seconds: int) -> dict[str, int]:
         "REPLICA_UNIT_STOP_TIMEOUT": REPLICA_UNIT_STOP_TIMEOUT,
         "REPLICA_RESTART_DELAY": REPLICA_RESTART_DELAY,
         "LIFECYCLE_POLL_SECONDS": LIFECYCLE_POLL_INTERVAL,
+        "POOL_RETURN_HEARTBEAT_SECONDS": POOL_RETURN_HEARTBEAT,
         "PROGRESS_INTERVAL_SECONDS": PROGRESS_INTERVAL,
         "PROGRESS_STALL_SECONDS": PROGRESS_STALL,
     }
@@ -1109,6 +1134,7 @@ __all__ = [
     "LIFECYCLE_HEARTBEAT_MAX",
     "LIFECYCLE_PROGRESS_WINDOW",
     "PEER_LOST_EXIT_CODE",
+    "POOL_RETURN_HEARTBEAT",
     "SAGEMAKER_CLIENT_READ_TIMEOUT",
     "STARTUP_MAX",
     "TIMED_OUT_EXIT_CODE",

@@ -38,6 +38,7 @@ from cdk_neuron.deployment import (
 )
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import DEFAULT_HEADROOM, ServingPlan
+from cdk_neuron.serving import start_paths
 
 HOURS_PER_MONTH = 730  # AWS's own convention for monthly estimates (8,760 h / 12)
 
@@ -594,7 +595,61 @@ def idle(env: Deployment, prices: PriceBook) -> list[Line]:
                 [price] if serving.min_capacity else [],
             )
         )
-    return [*lines, *infrastructure_lines(env, prices)]
+    return [
+        *lines,
+        *_serving_volume_lines(env, in_service=serving.min_capacity if serving else 0),
+        *infrastructure_lines(env, prices),
+    ]
+
+
+_EBS_BASIS = (
+    "gp3 $0.08/GB-month, $0.005/IOPS-month above 3,000, $0.040/MB/s-month above 125 (Amazon EBS pricing, "
+    "https://aws.amazon.com/ebs/pricing/, US East and US West; table price, not --live-prices)"
+)
+
+
+def _serving_volume_lines(env: Deployment, *, in_service: int) -> list[Line]:
+    """An EC2 fleet's data volumes (``in_service`` instances) and, with a warm pool, its stopped
+    instances' volumes (the pool at that capacity holds max - in_service: PutWarmPool), which bill
+    while they wait (``start_paths.standing_cost``)."""
+    serving = env.serving
+    if serving is None or serving.backend != "ec2":
+        return []
+    plan = serving.plan
+    volume = start_paths.data_volume(
+        plan.weights_gib,
+        instance_type=plan.instance_type,
+        replicas=plan.replicas_per_instance,
+        precompiled=serving.model.precompiled,
+        warm_pool=serving.warm_pool,
+    )
+    monthly = volume.usd_per_month
+    lines = [
+        Line(
+            "serving data volumes",
+            f"{in_service} x {volume.size_gib} GiB gp3",
+            in_service * monthly / HOURS_PER_MONTH,
+            f"{volume.throughput_mibps} MiB/s, {volume.iops:,} IOPS: ${monthly:,.2f}/volume-month; {_EBS_BASIS}",
+        )
+    ]
+    if serving.warm_pool:
+        pool = start_paths.standing_cost(
+            min_capacity=in_service,
+            max_capacity=serving.max_capacity,
+            data_volume_gib=volume.size_gib,
+            throughput_mibps=volume.throughput_mibps,
+            iops=volume.iops,
+        )
+        lines.append(
+            Line(
+                "warm pool (stopped instances)",
+                f"{pool.instances} stopped",
+                pool.usd_per_month / HOURS_PER_MONTH,
+                f"their volumes only: data volume and {start_paths.ROOT_VOLUME_GIB} GiB root, "
+                f"${pool.usd_per_instance_month:,.2f}/instance-month; {_EBS_BASIS}",
+            )
+        )
+    return lines
 
 
 def _hyperpod_full_line(env: Deployment, prices: PriceBook) -> Line:
@@ -666,7 +721,8 @@ def full_scale(env: Deployment, prices: PriceBook) -> list[Line]:
                 [serving_price],
             )
         )
-    return [*lines, *infrastructure_lines(env, prices)]
+    in_service = serving.max_capacity if serving else 0
+    return [*lines, *_serving_volume_lines(env, in_service=in_service), *infrastructure_lines(env, prices)]
 
 
 def training_comparison(env: Deployment, prices: PriceBook) -> list[TrainingComparison]:
@@ -818,7 +874,10 @@ def assumptions(env: Deployment, prices: PriceBook) -> list[str]:
             "throughput per replica assumed, not measured. EC2 prices on both sides."
         )
     if env.serving is not None and env.serving.warm_pool:
-        out.append("Warm pool instances are stopped: only their EBS volumes bill; not included.")
+        out.append(
+            "Warm pool instances are stopped: only their EBS volumes bill (included: 'warm pool'); each also "
+            "runs for a cold start while the pool prepares it (not included)."
+        )
     elsewhere = _other_region_items(env, prices)
     if elsewhere:
         out.append(

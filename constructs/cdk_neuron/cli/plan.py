@@ -325,14 +325,17 @@ def _warm_pool_cost(env: Deployment) -> WarmPoolCost | None:
     if serving is None or serving.backend != "ec2" or not serving.warm_pool:
         return None
     plan = serving.plan
-    in_ram = serving.model.precompiled and floors.model_dir_in_ram(
-        plan.weights_gib, instance_type=plan.instance_type, replicas=plan.replicas_per_instance
+    volume = start_paths.data_volume(
+        plan.weights_gib,
+        instance_type=plan.instance_type,
+        replicas=plan.replicas_per_instance,
+        precompiled=serving.model.precompiled,
+        warm_pool=serving.warm_pool,
     )
-    volume = floors.data_volume_performance(plan.instance_type, in_ram=in_ram)
     cost = start_paths.standing_cost(
         min_capacity=serving.min_capacity,
         max_capacity=serving.max_capacity,
-        data_volume_gib=timing.ec2_data_volume_gib(plan.weights_gib, precompiled=serving.model.precompiled),
+        data_volume_gib=volume.size_gib,
         throughput_mibps=volume.throughput_mibps,
         iops=volume.iops,
     )
@@ -344,11 +347,13 @@ def startup_section(env: Deployment) -> ServingStartup | None:
     if serving is None:
         return None
     plan = serving.plan
+    extra = {"warm_pool": serving.warm_pool} if serving.backend == "ec2" else {}
     model = STARTUP_MODELS[serving.backend](
         plan.weights_gib,
         precompiled=serving.model.precompiled,
         instance_type=plan.instance_type,
         replicas=plan.replicas_per_instance,
+        **extra,
     )
     warm: WarmStartup | None = None
     events: list[StartupEvent] = []
@@ -359,6 +364,7 @@ def startup_section(env: Deployment) -> ServingStartup | None:
             instance_type=plan.instance_type,
             replicas=plan.replicas_per_instance,
             path=floors.WARM,
+            warm_pool=True,
         )
         warm = WarmStartup(
             phases=_phase_lines(warm_model),

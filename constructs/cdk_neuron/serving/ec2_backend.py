@@ -40,6 +40,7 @@ from cdk_neuron.serving.user_data import (
     DATA_DEVICE,
     LAUNCH_FAILURE_METRIC,
     METRIC_NAMESPACE,
+    RETURN_HOOK_NAME,
     boot_config,
     render_user_data,
 )
@@ -308,7 +309,7 @@ def _data_volume_performance(settings: Ec2Settings) -> DataVolumePerformance:
     in_ram = settings.model.artifact is not None and model_dir_in_ram(
         plan.weights_gib, instance_type=plan.instance_type, replicas=plan.replicas_per_instance
     )
-    return data_volume_performance(plan.instance_type, in_ram=in_ram)
+    return data_volume_performance(plan.instance_type, in_ram=in_ram, warm_pool=settings.warm_pool)
 
 
 def _block_devices(settings: Ec2Settings, size_gib: int) -> list[dict[str, object]]:
@@ -368,6 +369,7 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
         instance_type=plan.instance_type,
         replicas=plan.replicas_per_instance,
         measured=settings.measured_startup,
+        warm_pool=settings.warm_pool,
     )
     startup_seconds = settings.startup_timeout_seconds or startup.seconds
     volume_gib = settings.data_volume_gib or ec2_data_volume_gib(
@@ -633,7 +635,7 @@ def _auto_scaling_group(
     cfn_group.cfn_options.update_policy = _update_policy(settings)
     # Inline hook specification (not a separate LifecycleHook resource), so even the instances of the
     # group's first launch wait for their replicas before they are put in service.
-    cfn_group.lifecycle_hook_specification_list = [
+    hooks: list[cdk.IResolvable | autoscaling.CfnAutoScalingGroup.LifecycleHookSpecificationProperty] = [
         autoscaling.CfnAutoScalingGroup.LifecycleHookSpecificationProperty(
             lifecycle_hook_name=LIFECYCLE_HOOK_NAME,
             lifecycle_transition="autoscaling:EC2_INSTANCE_LAUNCHING",
@@ -641,6 +643,23 @@ def _auto_scaling_group(
             heartbeat_timeout=timeouts.hook_heartbeat_seconds(boot_seconds),
         )
     ]
+    if settings.warm_pool:
+        # An instance that scale-in returns to the warm pool "pauses at the Warmed:Pending:Wait state
+        # for the EC2_INSTANCE_TERMINATING lifecycle action" ("Use lifecycle hooks with a warm pool in
+        # Auto Scaling group", Amazon EC2 Auto Scaling User Guide,
+        # https://docs.aws.amazon.com/autoscaling/ec2/userguide/warm-pool-instance-lifecycle.html): without
+        # this hook nothing pauses it, and Auto Scaling stops it while its replicas still serve. The
+        # lifecycle watch completes it once they stopped; CONTINUE when it cannot, so a termination is
+        # never held longer than the heartbeat (timeouts.POOL_RETURN_HEARTBEAT).
+        hooks.append(
+            autoscaling.CfnAutoScalingGroup.LifecycleHookSpecificationProperty(
+                lifecycle_hook_name=RETURN_HOOK_NAME,
+                lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
+                default_result="CONTINUE",
+                heartbeat_timeout=timeouts.POOL_RETURN_HEARTBEAT,
+            )
+        )
+    cfn_group.lifecycle_hook_specification_list = hooks
     return group
 
 

@@ -160,7 +160,9 @@ class DataVolumePerformance:
     why: str
 
 
-def data_volume_performance(instance_type: str, *, in_ram: bool = False) -> DataVolumePerformance:
+def data_volume_performance(
+    instance_type: str, *, in_ram: bool = False, warm_pool: bool = False
+) -> DataVolumePerformance:
     """The lesser of gp3's maximum and the instance's EBS bandwidth, with the IOPS gp3 needs for it;
     with ``in_ram`` (the weights go to a RAM-backed directory, :func:`model_dir_in_ram`) the volume
     only takes the image, and gets :data:`DEFAULT_DATA_VOLUME_MIBPS`: gp3 bills throughput above
@@ -173,6 +175,19 @@ def data_volume_performance(instance_type: str, *, in_ram: bool = False) -> Data
     elif in_ram:
         throughput = min(DEFAULT_DATA_VOLUME_MIBPS, int(host.startup_ebs_mib_per_second))
         why = f"{throughput} MiB/s: the weights are in RAM, the volume takes only the image"
+    elif warm_pool:
+        # Review S2 (issue 25, second pass): with a warm pool the transfer onto the volume happens while
+        # the pool prepares an instance, off the warm path, but the provisioned throughput bills every
+        # month on every stopped instance; and the instance's burst EBS bandwidth is only guaranteed "for
+        # 30 minutes at least once every 24 hours" ("Amazon EBS-optimized instances", Amazon EC2 User
+        # Guide). So a warm-pool fleet's volume is provisioned at the instance's baseline EBS bandwidth.
+        baseline = int(host.ebs_baseline_mbps * 1e6 / 8 / MIB)
+        throughput = max(GP3_BASELINE_MIBPS, min(GP3_MAX_MIBPS, baseline))
+        why = (
+            f"{throughput} MiB/s = {instance_type}'s baseline EBS bandwidth ({host.ebs_baseline_mbps:,} Mbps): "
+            "a warm pool's stopped volumes bill their provisioned throughput, and the cold transfer runs "
+            "while the pool prepares"
+        )
     else:
         ebs = int(host.startup_ebs_mib_per_second)
         throughput = max(GP3_BASELINE_MIBPS, min(GP3_MAX_MIBPS, ebs))
@@ -221,8 +236,8 @@ def warm_boot() -> PhaseFloor:
         "instance boot",
         BOOT_FLOOR_SECONDS,
         WARM_START_FLOOR_SECONDS,
-        f"{BOOT_FLOOR_SECONDS:.0f} s: a standard EC2 launch (depot.dev, 2024-05-23), an upper bound for "
-        "starting a stopped instance (no root volume to create), until measured; no node set-up (done before the stop)",
+        f"{BOOT_FLOOR_SECONDS:.0f} s: a standard EC2 launch (depot.dev, 2024-05-23), assumed for starting a "
+        "stopped inf2 until warm_boot is measured; no node set-up (done before the stop)",
         f"{WARM_START_FLOOR_SECONDS:.0f} s: a stopped instance with a hydrated root volume (depot.dev, 2024-05-23)",
     )
 
@@ -240,7 +255,7 @@ def warm_image_pull() -> PhaseFloor:
     )
 
 
-def image_pull(instance_type: str, *, in_ram: bool = False) -> PhaseFloor:
+def image_pull(instance_type: str, *, in_ram: bool = False, warm_pool: bool = False) -> PhaseFloor:
     """Docker's pull of the serving image onto the data volume (EC2): the published pull time for an
     image of its size as the estimate, the hardware's limits as the floor (module docstring)."""
     host = catalog.host_io(instance_type)
@@ -260,7 +275,11 @@ def image_pull(instance_type: str, *, in_ram: bool = False) -> PhaseFloor:
             f"no published network or EBS bandwidth for {instance_type}",
         )
     network = host.startup_network_gib_per_second
-    disk = data_volume_performance(instance_type, in_ram=in_ram).throughput_mibps * MIB / GIB
+    disk = (
+        data_volume_performance(instance_type, in_ram=in_ram, warm_pool=warm_pool).throughput_mibps
+        * MIB
+        / GIB
+    )
     cores = catalog.get_instance(instance_type).vcpus
     download, write = compressed / network, unpacked / disk
     extract = unpacked * GIB / (ZLIB_DECOMPRESS_BYTES_PER_SECOND * cores)
@@ -287,13 +306,15 @@ class TransferTarget:
     in_ram: bool = False
 
 
-def node_target(weights_gib: float, *, instance_type: str, replicas: int = 1) -> TransferTarget:
+def node_target(
+    weights_gib: float, *, instance_type: str, replicas: int = 1, warm_pool: bool = False
+) -> TransferTarget:
     """The EC2 node's sync: into RAM where :func:`model_dir_in_ram`, else onto the sized gp3 volume."""
     host = catalog.host_io(instance_type)
     client = f"CRT client at the instance's {host.network_burst_gbps:g} Gbps" if host else "CRT client"
     if model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas):
         return TransferTarget("a RAM-backed model directory", None, client, in_ram=True)
-    mibps = data_volume_performance(instance_type).throughput_mibps
+    mibps = data_volume_performance(instance_type, warm_pool=warm_pool).throughput_mibps
     return TransferTarget(f"the gp3 data volume ({mibps} MiB/s)", mibps, client)
 
 

@@ -14,9 +14,16 @@ Sources (read 2026-12-02)
 - WP-SIZE: without ``MaxGroupPreparedCapacity``, "Amazon EC2 Auto Scaling launches and maintains the
   difference between the group's maximum capacity and its desired capacity" (PutWarmPool, Amazon EC2
   Auto Scaling API Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html).
-- WP-REFRESH: an instance refresh reports "progress on replacing instances that are in the warm pool"
-  (InstanceRefreshWarmPoolProgress, same API Reference): the pool's instances are replaced with the new
-  launch template, so a refresh's replacements are new launches.
+- WP-REFRESH: "To replace the existing instances during a stack update, ... Set the update policy to
+  AutoScalingInstanceRefresh" (``AWS::AutoScaling::WarmPool``, above; with AutoScalingRollingUpdate
+  "Instances in the warm pool are not replaced"), and an instance refresh reports "progress on replacing
+  instances that are in the warm pool" (InstanceRefreshWarmPoolProgress, same API Reference): the pool's
+  instances are replaced with the new launch template, so a refresh's replacements are new launches.
+- WP-LIMITS: "If your warm pool is depleted when there is a scale-out event, instances will launch
+  directly into the Auto Scaling group (a cold start). You could also experience cold starts if an
+  Availability Zone is out of capacity" ("Warm pools for Amazon EC2 Auto Scaling", Limitations, Amazon
+  EC2 Auto Scaling User Guide, https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-warm-pools.html):
+  a stopped instance holds no EC2 capacity, which for inf2 is the likely way the warm path is missed.
 - EBS-PRICE: gp3 $0.08 per GB-month, $0.005 per provisioned IOPS-month above 3,000 and $0.040 per
   provisioned MB/s-month above 125, US East (N. Virginia) and US West (Oregon) ("Amazon EBS pricing",
   https://aws.amazon.com/ebs/pricing/). A stopped instance bills its volumes, not its compute.
@@ -32,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cdk_neuron.serving import floors
+from cdk_neuron.serving import floors, timing
 
 GP3_USD_PER_GB_MONTH = 0.08
 GP3_USD_PER_IOPS_MONTH = 0.005
@@ -58,7 +65,8 @@ def event_paths(*, warm_pool: bool, min_capacity: int) -> tuple[EventPath, ...]:
             "scale-out",
             floors.WARM,
             "drawn from the warm pool while it holds a stopped instance (WP-DRAW; the pool keeps max - "
-            "desired instances, WP-SIZE); cold once it is empty or still preparing",
+            "desired instances, WP-SIZE); cold once it is empty or still preparing, or when the stopped "
+            "instance cannot be started for lack of capacity in its Availability Zone (WP-LIMITS)",
         )
     else:
         scale_out = EventPath("scale-out", floors.COLD, "no warm pool: a new launch")
@@ -110,6 +118,34 @@ def volume_usd_per_month(size_gib: int, *, throughput_mibps: int, iops: int) -> 
     )
 
 
+@dataclass(frozen=True)
+class DataVolume:
+    """An EC2 serving instance's data volume as the launch template maps it."""
+
+    size_gib: int
+    throughput_mibps: int
+    iops: int
+
+    @property
+    def usd_per_month(self) -> float:
+        return volume_usd_per_month(self.size_gib, throughput_mibps=self.throughput_mibps, iops=self.iops)
+
+
+def data_volume(
+    weights_gib: float, *, instance_type: str, replicas: int, precompiled: bool, warm_pool: bool
+) -> DataVolume:
+    """The data volume an EC2 fleet gives each instance (``ec2_backend`` sizes it the same way)."""
+    in_ram = precompiled and floors.model_dir_in_ram(
+        weights_gib, instance_type=instance_type, replicas=replicas
+    )
+    performance = floors.data_volume_performance(instance_type, in_ram=in_ram, warm_pool=warm_pool)
+    return DataVolume(
+        timing.ec2_data_volume_gib(weights_gib, precompiled=precompiled),
+        performance.throughput_mibps,
+        performance.iops,
+    )
+
+
 def standing_cost(
     *, min_capacity: int, max_capacity: int, data_volume_gib: int, throughput_mibps: int, iops: int
 ) -> StandingCost:
@@ -135,8 +171,10 @@ __all__ = [
     "GP3_USD_PER_IOPS_MONTH",
     "GP3_USD_PER_MIBPS_MONTH",
     "ROOT_VOLUME_GIB",
+    "DataVolume",
     "EventPath",
     "StandingCost",
+    "data_volume",
     "event_paths",
     "standing_cost",
     "volume_usd_per_month",

@@ -101,8 +101,8 @@ SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB = 40.0
 to 40 GB: "If your model is larger than 40 GB, then you should increase this quota" ("SageMaker AI
 endpoint parameters for large model inference", Amazon SageMaker AI Developer Guide,
 https://docs.aws.amazon.com/sagemaker/latest/dg/large-model-inference-hosting.html, read 2026-12-02).
-An estimated timeout is therefore never below what 40 GB needs at the modelled rate: set from a
-smaller model it would be stricter than the default the documentation vouches for (review S5)."""
+An estimated timeout is therefore never below what 40 GB needs at the modelled rate: a floor (review
+S5), not the default, which is not published and may be longer still."""
 
 # SageMaker ProductionVariant limits (SM-PV; cfn-lint schema for AWS::SageMaker::EndpointConfig).
 SAGEMAKER_TIMEOUT_MIN_SECONDS = 60
@@ -480,6 +480,7 @@ def _startup_model(
     transfer_start_seconds: int = 0,
     transfer_min_budget_seconds: int = 0,
     path: str = floors.COLD,
+    warm_pool: bool = False,
 ) -> StartupModel:
     source = measured.source if measured is not None else ""
     warm = path == floors.WARM
@@ -497,7 +498,9 @@ def _startup_model(
             _controlled_phase(
                 floors.warm_image_pull()
                 if warm
-                else floors.image_pull(instance_type, in_ram=target is not None and target.in_ram),
+                else floors.image_pull(
+                    instance_type, in_ram=target is not None and target.in_ram, warm_pool=warm_pool
+                ),
                 None if measured is None or warm else measured.image_pull_seconds,
                 source,
             )
@@ -550,6 +553,7 @@ def ec2_startup_model(
     replicas: int = 1,
     measured: MeasuredStartup | None = None,
     path: str = floors.COLD,
+    warm_pool: bool = False,
 ) -> StartupModel:
     """An EC2 serving instance's start-up, phase by phase: boot, image pull, artifact transfer (S3
     artifacts only), load and warm-up; each with its estimate, budget (``SAFETY`` x estimate, the load:
@@ -562,7 +566,7 @@ def ec2_startup_model(
     if path not in floors.START_PATHS:
         raise NeuronConfigError("path", path, f"use one of {', '.join(floors.START_PATHS)}")
     target = (
-        floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas)
+        floors.node_target(weights_gib, instance_type=instance_type, replicas=replicas, warm_pool=warm_pool)
         if precompiled
         else None
     )
@@ -575,6 +579,7 @@ def ec2_startup_model(
         replicas=replicas,
         measured=measured,
         path=path,
+        warm_pool=warm_pool,
     )
 
 
@@ -636,6 +641,7 @@ def ec2_startup(
     instance_type: str,
     replicas: int = 1,
     measured: MeasuredStartup | None = None,
+    warm_pool: bool = False,
 ) -> Ec2Startup:
     """Time from launch until every replica on an instance answers its health check.
 
@@ -651,6 +657,7 @@ def ec2_startup(
         instance_type=instance_type,
         replicas=replicas,
         measured=measured,
+        warm_pool=warm_pool,
     )
     seconds = model.budget_seconds
     parts = [
@@ -731,9 +738,10 @@ def sagemaker_timeouts(
             if SAGEMAKER_DOWNLOAD_START_SECONDS + held.seconds > download:
                 download = SAGEMAKER_DOWNLOAD_START_SECONDS + held.seconds
                 download_why = (
-                    f"{download} s, what {SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB:.0f} GB needs: SageMaker documents "
-                    f"its default as enough up to {SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB:.0f} GB, so this model's "
-                    f"{SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds} s would be stricter than it "
+                    f"{download} s, a floor at what {SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB:.0f} GB needs at the modelled "
+                    f"rate: SageMaker documents its (unpublished) default as enough up to "
+                    f"{SAGEMAKER_DEFAULT_DOWNLOAD_HOLDS_GB:.0f} GB; this model's own copy would give "
+                    f"{SAGEMAKER_DOWNLOAD_START_SECONDS + phase.seconds} s "
                     f"({SAGEMAKER_DOWNLOAD_START_SECONDS} s start + {held.explanation})"
                 )
     else:

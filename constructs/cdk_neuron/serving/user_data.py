@@ -177,6 +177,12 @@ def boot_config(
 BOOT_PROGRAM = "serving/boot.sh"
 
 
+RETURN_HOOK_NAME = "cdk-neuron-return"
+"""The warm-pool return hook (``EC2_INSTANCE_TERMINATING``): an instance that scale-in returns to the
+warm pool waits on it in ``Warmed:Pending:Wait`` until ``serving/lifecycle-watch.sh`` has stopped its
+replicas (:data:`cdk_neuron.timeouts.POOL_RETURN_HEARTBEAT`). Only fleets with a warm pool have it."""
+
+
 def settings_files(cfg: BootConfig) -> dict[str, str]:
     """The files under ``/etc/cdk-neuron`` that the serving programs read."""
     if not cfg.replicas:
@@ -187,6 +193,7 @@ def settings_files(cfg: BootConfig) -> dict[str, str]:
             "STACK_NAME": cfg.stack_name,
             "ASG_LOGICAL_ID": cfg.asg_logical_id,
             "LIFECYCLE_HOOK": cfg.lifecycle_hook_name,
+            "LIFECYCLE_RETURN_HOOK": RETURN_HOOK_NAME,
             "IMAGE": cfg.image_uri,
             "ECR_REGISTRY": cfg.ecr_registry,
             "ECR_REGION": cfg.ecr_region,

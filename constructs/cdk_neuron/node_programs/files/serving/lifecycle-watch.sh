@@ -3,12 +3,12 @@
 # transition that reaches an instance while it is in service.
 #
 # With a warm pool that reuses instances on scale in, Auto Scaling returns a serving instance to the
-# pool instead of terminating it: the instance moves to Warmed:Pending and, since the group's launch
-# hook applies to every Warmed:Pending transition, waits in Warmed:Pending:Wait until its action is
-# completed, or until the heartbeat ends with the default result, ABANDON, which terminates it ("Use
-# lifecycle hooks with a warm pool", Amazon EC2 Auto Scaling User Guide,
+# pool instead of terminating it: the instance "pauses at the Warmed:Pending:Wait state for the
+# EC2_INSTANCE_TERMINATING lifecycle action" ("Use lifecycle hooks with a warm pool in Auto Scaling
+# group", Amazon EC2 Auto Scaling User Guide,
 # https://docs.aws.amazon.com/autoscaling/ec2/userguide/warm-pool-instance-lifecycle.html, read
-# 2026-12-01). The instance does not reboot on the way, so ready.sh (every boot) cannot answer.
+# 2026-12-02): the group's return hook (LIFECYCLE_RETURN_HOOK, default result CONTINUE), not its
+# launch hook. The instance does not reboot on the way, so ready.sh (every boot) cannot answer.
 #
 # This loop reads the instance's target lifecycle state from instance metadata every
 # LIFECYCLE_POLL_SECONDS. On Warmed:* it stops serving (each replica gets REPLICA_STOP_TIMEOUT to
@@ -25,7 +25,7 @@ HOME_DIR="${ROOT}/opt/cdk-neuron"
 # shellcheck source=lifecycle.sh
 . "${HOME_DIR}/serving/lifecycle.sh"
 load_settings "${CDK_NEURON_ETC}/fleet.env"
-require REGION LIFECYCLE_HOOK LIFECYCLE_POLL_SECONDS
+require REGION LIFECYCLE_RETURN_HOOK LIFECYCLE_POLL_SECONDS
 
 while true; do
     if state=$(imds meta-data/autoscaling/target-lifecycle-state); then
@@ -36,7 +36,7 @@ while true; do
             systemctl stop 'cdk-neuron-replica@*.service' || log "a replica did not stop cleanly"
             systemctl stop cdk-neuron-proxy.service cdk-neuron-metrics.service ||
                 log "the proxy or the metrics publisher did not stop cleanly"
-            if complete_lifecycle CONTINUE; then
+            if LIFECYCLE_HOOK="${LIFECYCLE_RETURN_HOOK}" complete_lifecycle CONTINUE; then
                 log "returned to the warm pool; Auto Scaling stops the instance now"
                 exit 0
             fi

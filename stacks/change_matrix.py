@@ -82,7 +82,17 @@ CHANGES: tuple[Change, ...] = (
     ),
     Change("serving instance type (SageMaker)", "staging", {"serving.instance_type": "inf2.8xlarge"}),
     Change("serving instance type (EC2)", "dev", {"serving.instance_type": "inf2.8xlarge"}),
-    Change("serving engine", "dev", {"serving.engine": "tgi"}),
+    Change(
+        "serving engine",
+        "dev",
+        {"serving.engine": "tgi"},
+        replaces={
+            "CompilationAwsCliCache": "the compile task runs optimum-neuron's export only, so compilation.enabled "
+            "defaults to false for tgi and the ModelCompilation goes: its cache of the public AWS CLI image with it "
+            "(dev deletes; the next compile environment pulls it again)",
+            "CompilationLogs": "the ModelCompilation's compile logs go with it (dev deletes)",
+        },
+    ),
     Change("serving capacity", "prod", {"serving.min_capacity": 3, "serving.max_capacity": 10}),
     Change("certificate added", "prod", {"serving.certificate_arn": CERTIFICATE}),
     Change("training node count", "prod", {"training.max_nodes": 32, "training.plan.nodes": 32}),

@@ -83,6 +83,22 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                artifact's cdk-neuron-artifact.json: the fleet is checked
                                                against it before synthesis (shape, engine, image SDK,
                                                artifact_uri); `cdk-neuron use-artifact` writes both keys
+      compilation:                             the ModelCompilation task (cdk-neuron compile), in the Training stack
+        enabled: <see right>                   default true when the task can compile the fleet's model
+                                               (optimum-neuron engine, an inf2/trn1 instance type, weights a
+                                               Fargate task holds) and the artifact bucket is known; true
+                                               otherwise is refused, naming each reason
+        artifact_bucket: null                  null: the bucket of serving.model.artifact_uri, where the fleet reads
+        artifact_prefix: "compiled/"           the key prefix the task may write under (each compile a new prefix)
+        aws_cli_image: null                    null: public.ecr.aws/aws-cli/aws-cli through an ECR pull-through cache
+                                               (private ECR in the region: no NAT needed); or a pinned image,
+                                               ECR in the region when nat_gateways is 0
+        ecr_public_cache_prefix: "cdk-neuron-ecr-public"  the cache rule's prefix (one per account and region)
+        log_retention_days: 30                 the compile logs (CloudWatch Logs' periods)
+                                               The task runs in the checkpoint store's subnets (the training subnet
+                                               with one_zone), mounts it, writes to the compile cache, compiles in
+                                               the fleet's image and reads the fleet's Hub token secret where the
+                                               network has a NAT (hub: sources are refused without one).
       monitoring: {alarm_email: null}
       ami_release: cdk_neuron.ami.RELEASE        the ECS-optimized AL2023 Neuron AMI release every node boots
                                                (pinned: a new AMI is a reviewed change; cdk-neuron ami)
@@ -96,7 +112,7 @@ import ipaddress
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,9 +120,16 @@ from types import MappingProxyType
 from typing import Any, Literal, TypeVar, cast
 
 from cdk_neuron import ami, catalog, planner
+from cdk_neuron.compilation.job import (
+    COMPILE_ENGINES,
+    EXPORT_TARGET_FAMILIES,
+    FARGATE_MAX_WEIGHTS_GIB,
+    check_artifact_prefix,
+)
 from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
     CheckpointSizing,
+    CompilationDeployment,
     Deployment,
     HyperPodLocation,
     JobQueueLocation,
@@ -121,7 +144,7 @@ from cdk_neuron.node_programs import reach
 from cdk_neuron.planner import ServingPlan, TrainingPlan
 from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.engines import ServingEngine
-from cdk_neuron.serving.model_spec import ModelSpec
+from cdk_neuron.serving.model_spec import ModelSpec, parse_s3_uri
 from cdk_neuron.training import hyperpod_containers
 from cdk_neuron.training.capacity import BATCH_CAPACITY_BLOCK_FIX, Capacity
 from cdk_neuron.validation import (
@@ -130,6 +153,7 @@ from cdk_neuron.validation import (
     CERTIFICATE_ARN,
     EMAIL,
     IMAGE_URI,
+    S3_BUCKET_NAME,
     SECRET,
     ecr_region,
     known_region,
@@ -190,6 +214,10 @@ PROTECTED_ENVIRONMENTS = frozenset({"prod"})
 EFS_IA_DAYS = (1, 7, 14, 30, 60, 90, 180, 270, 365)
 
 _ENV_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,63}\Z")
+# ECR CreatePullThroughCacheRule ecrRepositoryPrefix (2-30 characters).
+_ECR_CACHE_PREFIX = re.compile(
+    r"^(?=.{2,30}\Z)(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*\Z"
+)
 # NAT instances: burstable or general-purpose sizes up to xlarge (a NAT needs no more, and a
 # typo such as "trn1.32xlarge" must not become a NAT).
 _NAT_INSTANCE_TYPE = re.compile(
@@ -289,6 +317,18 @@ class ServingConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompilationConfig:
+    """The environment's ModelCompilation (``compilation`` in cdk.json); None when disabled."""
+
+    artifact_bucket: str
+    artifact_prefix: str = "compiled/"
+    aws_cli_image: str | None = None
+    """None: the AWS CLI image through the ECR Public pull-through cache."""
+    ecr_public_cache_prefix: str = "cdk-neuron-ecr-public"
+    log_retention_days: int = 30
+
+
+@dataclass(frozen=True, kw_only=True)
 class MonitoringConfig:
     alarm_email: str | None = None
 
@@ -309,6 +349,8 @@ class EnvironmentConfig:
     network: NetworkConfig = NetworkConfig()
     storage: StorageConfig = StorageConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
+    compilation: CompilationConfig | None = None
+    """The ModelCompilation task; None when the environment has none."""
     ami_release: str = ami.RELEASE
     """The ECS-optimized AL2023 Neuron AMI release the training nodes and EC2 serving instances boot."""
 
@@ -1277,6 +1319,159 @@ def _serving(
     )
 
 
+_COMPILATION_KEYS = (
+    "enabled",
+    "artifact_bucket",
+    "artifact_prefix",
+    "aws_cli_image",
+    "ecr_public_cache_prefix",
+    "log_retention_days",
+)
+
+
+def _compilation(
+    env: _Section, serving: ServingConfig | None, region: str | None, network: NetworkConfig | None
+) -> CompilationConfig | None:
+    """The ``compilation`` section: the fleet it compiles for decides the default (module docstring)."""
+    found = _Collector()
+    section = found.section(env, "compilation", _COMPILATION_KEYS)
+    found.raise_if_any()
+    assert section is not None
+    enabled = found.run(lambda: section.get("enabled", bool, None))
+    bucket = found.run(lambda: section.matching("artifact_bucket", S3_BUCKET_NAME, "an S3 bucket name", None))
+    prefix = found.run(
+        lambda: _with_key(
+            section.field("artifact_prefix"),
+            lambda: check_artifact_prefix(
+                section.get("artifact_prefix", str, CompilationConfig.artifact_prefix)
+            ),
+        )
+    )
+    image = found.run(lambda: section.get("aws_cli_image", str, None))
+    match = IMAGE_URI.match(image) if image is not None else None
+    if image is not None and (match is None or match["tag"] is None):
+        found.add(
+            NeuronConfigError(
+                section.field("aws_cli_image"),
+                image,
+                "must be registry/repository:tag with a pinned tag (an image with the AWS CLI v2, bash and "
+                "coreutils), or null for public.ecr.aws/aws-cli/aws-cli through the ECR pull-through cache",
+            )
+        )
+    elif image is not None:
+        found.run(lambda: pinned_image(section.field("aws_cli_image"), image))
+        if (
+            network is not None
+            and region is not None
+            and not network.has_internet_egress
+            and (match is None or ecr_region(match["registry"]) != region)
+        ):
+            found.add(
+                NeuronConfigError(
+                    section.field("aws_cli_image"),
+                    image,
+                    f"with network.nat_gateways 0 the compile task reaches only VPC endpoints: use an ECR image "
+                    f"in {region}, or null for public.ecr.aws/aws-cli/aws-cli through the ECR pull-through cache",
+                )
+            )
+    cache_prefix = found.run(
+        lambda: section.get("ecr_public_cache_prefix", str, CompilationConfig.ecr_public_cache_prefix)
+    )
+    if cache_prefix is not None and not _ECR_CACHE_PREFIX.match(cache_prefix):
+        found.add(
+            NeuronConfigError(
+                section.field("ecr_public_cache_prefix"),
+                cache_prefix,
+                "2-30 characters: lowercase letters and digits, with . _ - / between them (ECR's ecrRepositoryPrefix)",
+            )
+        )
+    retention = found.run(
+        lambda: section.positive_int("log_retention_days", CompilationConfig.log_retention_days)
+    )
+    if retention is not None and retention not in LOG_RETENTION_DAYS:
+        found.add(
+            NeuronConfigError(
+                section.field("log_retention_days"),
+                retention,
+                f"CloudWatch Logs accepts {', '.join(map(str, LOG_RETENTION_DAYS))}",
+            )
+        )
+    found.raise_if_any()
+    if serving is None:
+        return None  # the fleet's own errors are reported; what it compiles for is unknown
+    blockers: list[tuple[str, object, str]] = []
+    if serving.engine.name not in COMPILE_ENGINES:
+        blockers.append(
+            (
+                "serving.engine",
+                serving.engine.name,
+                "the compile task runs optimum-neuron's export: serve with optimum-neuron, or export by hand "
+                "(serving README: Precompiled artifacts)",
+            )
+        )
+    family = serving.plan.instance_type.split(".")[0]
+    if family not in EXPORT_TARGET_FAMILIES:
+        blockers.append(
+            (
+                "serving.instance_type",
+                serving.plan.instance_type,
+                f"the compile task exports for the trn1 target, which {family} does not load: serve on "
+                f"{', '.join(EXPORT_TARGET_FAMILIES)}, or export by hand on a {family} instance",
+            )
+        )
+    if serving.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
+        blockers.append(
+            (
+                "serving.model.parameters",
+                serving.model.parameters,
+                f"the fleet's {serving.plan.weights_gib:.0f} GiB of weights are more than a Fargate compile task "
+                f"holds ({FARGATE_MAX_WEIGHTS_GIB:.0f} GiB): export it by hand on an instance with the memory "
+                "(serving README: Precompiled artifacts)",
+            )
+        )
+    if bucket is None and serving.model.artifact_uri is not None:
+        bucket = parse_s3_uri(serving.model.artifact_uri).bucket
+    if bucket is None:
+        blockers.append(
+            (
+                "compilation.artifact_bucket",
+                None,
+                "name the bucket the compile task writes to (serving.model.artifact_uri names none)",
+            )
+        )
+    if enabled is None:
+        enabled = not blockers
+    if not enabled:
+        return None
+    if blockers:
+        raise NeuronConfigErrors(
+            [
+                NeuronConfigError(
+                    env.field(key),
+                    value,
+                    f"compilation.enabled is true, and {fix}; or set compilation.enabled false",
+                )
+                for key, value, fix in blockers
+            ]
+        )
+    assert bucket is not None and prefix is not None and cache_prefix is not None and retention is not None
+    return CompilationConfig(
+        artifact_bucket=bucket,
+        artifact_prefix=prefix,
+        aws_cli_image=image,
+        ecr_public_cache_prefix=cache_prefix,
+        log_retention_days=retention,
+    )
+
+
+def _with_key(field_name: str, check: Callable[[], _T]) -> _T:
+    """Run a library check, re-keying its error under the cdk.json path."""
+    try:
+        return check()
+    except NeuronConfigError as error:
+        raise NeuronConfigError(field_name, error.value, error.fix) from None
+
+
 def _removal_policy(env: _Section, name: str) -> RemovalPolicy:
     removal: RemovalPolicy = env.choice("removal_policy", REMOVAL_POLICIES, "retain")
     if removal == "destroy" and name in PROTECTED_ENVIRONMENTS:
@@ -1324,6 +1519,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         "serving",
         "monitoring",
         "ami_release",
+        "compilation",
     )
     found = _Collector()
     # The environment's own unknown keys are kept beside every other mistake (rough edge 5).
@@ -1343,6 +1539,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
     # training's and serving's own mistakes are still reported in the same run (review of issue 26).
     training = found.run(lambda: _training(env, region, az_ids, network))
     serving = found.run(lambda: _serving(env, region, az_ids, network))
+    compilation = found.run(lambda: _compilation(env, serving, region, network))
     found.raise_if_any()
     assert region and az_ids and removal and network and monitoring and tags is not None and storage
     assert ami_release is not None
@@ -1359,6 +1556,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
         network=network,
         storage=storage,
         monitoring=monitoring,
+        compilation=compilation,
         ami_release=ami_release,
     )
     # The specific checks above name the key to change; this one catches any other call that
@@ -1431,7 +1629,35 @@ def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destinati
         )
     else:
         nodes["SageMaker model"] = reach.sagemaker_model(artifact_uri=serving.model.artifact_uri)
+    if env.compilation is not None:
+        nodes["compile task"] = reach.compile_task(
+            export_image=serving.engine.image.uri(env.region),
+            aws_cli_image=compile_aws_cli_image(env),
+            region=env.region,
+            hub=env.network.has_internet_egress,
+            token_secret=compile_token_secret(env) is not None,
+            compile_cache=True,
+        )
     return nodes
+
+
+def compile_aws_cli_image(env: EnvironmentConfig) -> str:
+    """The image the compile task's fetch and upload steps pull: the configured one, or the ECR Public
+    pull-through cache's copy in the environment's region."""
+    compilation = env.compilation
+    assert compilation is not None
+    if compilation.aws_cli_image is not None:
+        return compilation.aws_cli_image
+    suffix = "amazonaws.com.cn" if env.region.startswith("cn-") else "amazonaws.com"
+    return (
+        f"{env.resolve_account()}.dkr.ecr.{env.region}.{suffix}/{compilation.ecr_public_cache_prefix}/"
+        "aws-cli/aws-cli:2.22.35"
+    )
+
+
+def compile_token_secret(env: EnvironmentConfig) -> str | None:
+    """The Hub token the compile task reads: the fleet's, where the network reaches the Hub (a NAT)."""
+    return env.serving.hugging_face_token_secret if env.network.has_internet_egress else None
 
 
 def interface_endpoints(env: EnvironmentConfig) -> dict[str, str]:
@@ -1604,6 +1830,7 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             artifact_manifest=serving.artifact_manifest,
         ),
         storage=StorageDeployment(one_zone=env.storage.one_zone),
+        compilation=compilation_deployment(env),
         ami_release=env.ami_release,
         network=NetworkDeployment(
             nat_gateways=env.network.nat_gateways,
@@ -1620,15 +1847,57 @@ def deployment(env: EnvironmentConfig) -> Deployment:
     )
 
 
+COMPILATION_LOGICAL_IDS: Mapping[str, str] = MappingProxyType(
+    {
+        "cluster": "CompileCluster",
+        "task_definition": "CompileTaskDefinition",
+        "security_group": "CompileSecurityGroup",
+    }
+)
+"""The ModelCompilation's resources in the Training stack, pinned (stacks/training_stack.py) so that the
+CLI finds them from cdk.json alone."""
+COMPILE_SUBNETS_OUTPUT = "CompileSubnetIds"
+"""The Training stack output that lists the compile task's subnets, comma-separated."""
+
+
+def compilation_deployment(env: EnvironmentConfig) -> CompilationDeployment | None:
+    """The environment's ModelCompilation as ``cdk-neuron compile`` finds it: in the Training stack, by
+    the pinned logical ids, its subnets from that stack's output."""
+    compilation = env.compilation
+    if compilation is None:
+        return None
+    stack = TRAINING_STACK_NAME.format(env=env.name)
+    return CompilationDeployment(
+        stack_name=stack,
+        cluster_logical_id=COMPILATION_LOGICAL_IDS["cluster"],
+        task_definition_logical_id=COMPILATION_LOGICAL_IDS["task_definition"],
+        security_group_logical_id=COMPILATION_LOGICAL_IDS["security_group"],
+        subnets=({"Fn::GetStackOutput": {"StackName": stack, "OutputName": COMPILE_SUBNETS_OUTPUT}},),
+        engine=env.serving.engine.name,
+        checkpoints=True,
+        image=env.serving.engine.image.uri(env.region),
+        artifact_bucket=compilation.artifact_bucket,
+        artifact_prefix=compilation.artifact_prefix,
+        aws_cli_image=compile_aws_cli_image(env),
+        aws_cli_cache_repository=None
+        if compilation.aws_cli_image is not None
+        else f"{compilation.ecr_public_cache_prefix}/aws-cli/aws-cli",
+        internet=env.network.has_internet_egress,
+    )
+
+
 def deployments(context: Mapping[str, Any]) -> dict[str, Deployment]:
     """The loader cdk.json names for the CLI (``"cdk-neuron:deployments": "stacks.config:deployments"``)."""
     return {name: deployment(env) for name, env in load_environments(context).items()}
 
 
 __all__ = [
+    "COMPILATION_LOGICAL_IDS",
+    "COMPILE_SUBNETS_OUTPUT",
     "KMS_KEYS",
     "PLACEHOLDER_ACCOUNT",
     "TRAINING_STACK_NAME",
+    "CompilationConfig",
     "EnvironmentConfig",
     "MonitoringConfig",
     "NetworkConfig",
@@ -1636,6 +1905,9 @@ __all__ = [
     "StorageConfig",
     "TrainingConfig",
     "alarm_count",
+    "compilation_deployment",
+    "compile_aws_cli_image",
+    "compile_token_secret",
     "deployment",
     "deployments",
     "endpoint_az_count",

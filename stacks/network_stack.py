@@ -61,7 +61,7 @@ from stacks.pinned import PinnedAzStack, removal_policy_of
 
 _R = logs.RetentionDays
 # cdk.json gives days; the L2 takes its enum (the same set CloudWatch Logs accepts).
-_RETENTION: dict[int, logs.RetentionDays] = {
+LOG_RETENTION: dict[int, logs.RetentionDays] = {
     1: _R.ONE_DAY, 3: _R.THREE_DAYS, 5: _R.FIVE_DAYS, 7: _R.ONE_WEEK, 14: _R.TWO_WEEKS, 30: _R.ONE_MONTH,
     60: _R.TWO_MONTHS, 90: _R.THREE_MONTHS, 120: _R.FOUR_MONTHS, 150: _R.FIVE_MONTHS, 180: _R.SIX_MONTHS,
     365: _R.ONE_YEAR, 400: _R.THIRTEEN_MONTHS, 545: _R.EIGHTEEN_MONTHS, 731: _R.TWO_YEARS,
@@ -239,7 +239,7 @@ class NetworkStack(PinnedAzStack):
             "FlowLogs",
             log_group_name=log_group_name,
             encryption_key=key,
-            retention=_RETENTION[self.config.network.flow_log_retention_days],
+            retention=LOG_RETENTION[self.config.network.flow_log_retention_days],
             removal_policy=removal,
         )
         # Our own role with a customer-managed policy: the L2 would attach an inline policy (NIST

@@ -93,10 +93,13 @@ class ServingStack(PinnedAzStack):
 
     def _token(self, serving: ServingConfig) -> secretsmanager.ISecret | None:
         name = serving.hugging_face_token_secret
-        if name is None:
-            return None
-        if _COMPLETE_SECRET_ARN.match(name):
-            return secretsmanager.Secret.from_secret_complete_arn(self, "HuggingFaceToken", name)
-        if name.startswith("arn:"):
-            return secretsmanager.Secret.from_secret_partial_arn(self, "HuggingFaceToken", name)
-        return secretsmanager.Secret.from_secret_name_v2(self, "HuggingFaceToken", name)
+        return import_secret(self, "HuggingFaceToken", name) if name is not None else None
+
+
+def import_secret(scope: Construct, id: str, name: str) -> secretsmanager.ISecret:
+    """A Secrets Manager secret by complete ARN, partial ARN or name (``hugging_face_token_secret``)."""
+    if _COMPLETE_SECRET_ARN.match(name):
+        return secretsmanager.Secret.from_secret_complete_arn(scope, id, name)
+    if name.startswith("arn:"):
+        return secretsmanager.Secret.from_secret_partial_arn(scope, id, name)
+    return secretsmanager.Secret.from_secret_name_v2(scope, id, name)

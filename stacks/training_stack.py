@@ -1,15 +1,18 @@
-"""TrainingStack: the Trainium cluster, its checkpoint file system and its compile cache."""
+"""TrainingStack: the Trainium cluster, its checkpoint file system, its compile cache and the compile task."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_neuron import ami
+from cdk_neuron.compilation import ModelCompilation
 from cdk_neuron.monitoring import NodeMetrics
+from cdk_neuron.serving.engines import ContainerImage
 from cdk_neuron.storage import CheckpointStore, CompileCache
 from cdk_neuron.training import (
     DEFAULT_SECURITY_GROUP_WARNING_ID,
@@ -18,10 +21,16 @@ from cdk_neuron.training import (
     HyperPodTrainingCluster,
     TrainingClusterBase,
 )
-from stacks.config import EnvironmentConfig
-from stacks.network_stack import NetworkStack
+from stacks.config import (
+    COMPILATION_LOGICAL_IDS,
+    COMPILE_SUBNETS_OUTPUT,
+    EnvironmentConfig,
+    compile_token_secret,
+)
+from stacks.network_stack import LOG_RETENTION, NetworkStack
 from stacks.pinned import PinnedAzStack, removal_policy_of
 from stacks.scan_skips import skip_checkov
+from stacks.serving_stack import import_secret
 
 # docs/lifecycle.md, "The VPC default security group".
 DEFAULT_SECURITY_GROUP_REASON = (
@@ -39,6 +48,12 @@ class TrainingStack(PinnedAzStack):
     The checkpoint store is One Zone in the training subnet, or Regional with a mount target in
     every AZ; either way the cluster mounts it in its own AZ. Outputs: the job queue and job
     definition ARNs (Batch engine), the checkpoint file system id and the compile cache URL.
+
+    With ``compilation`` configured, the ModelCompilation task that ``cdk-neuron compile`` runs: in the
+    checkpoint store's subnets (the training subnet for One Zone, its only mount target), mounting the
+    store, sharing the compile cache (and its key, for the compile logs), compiling in the fleet's image
+    into the fleet's artifact bucket. Its cluster, task definition and security group keep pinned logical
+    ids, and ``CompileSubnetIds`` lists its subnets, so the CLI finds it from cdk.json alone.
     """
 
     def __init__(
@@ -118,6 +133,7 @@ class TrainingStack(PinnedAzStack):
         else:
             self.cluster = AutoScalingTrainingCluster(self, "Cluster", **nodes)
 
+        self.compilation = self._compilation(config, network)
         self._accept_scan_findings()
 
         if isinstance(self.cluster, BatchTrainingCluster):
@@ -132,6 +148,52 @@ class TrainingStack(PinnedAzStack):
             cdk.CfnOutput(self, "HyperPodClusterName", value=self.cluster.cluster_name)
         cdk.CfnOutput(self, "CheckpointFileSystemId", value=self.checkpoints.file_system_id)
         cdk.CfnOutput(self, "CompileCacheUrl", value=self.compile_cache.url)
+
+    def _compilation(self, config: EnvironmentConfig, network: NetworkStack) -> ModelCompilation | None:
+        settings = config.compilation
+        if settings is None:
+            return None
+        token = compile_token_secret(config)
+        image = None
+        if settings.aws_cli_image is not None:
+            registry, _, rest = settings.aws_cli_image.partition("/")
+            repository, _, tag = rest.rpartition(":")
+            image = ContainerImage(registry, repository, tag)
+        compilation = ModelCompilation(
+            self,
+            "Compilation",
+            vpc=network.vpc,
+            artifact_bucket=s3.Bucket.from_bucket_name(self, "ArtifactBucket", settings.artifact_bucket),
+            artifact_prefix=settings.artifact_prefix,
+            engine=config.serving.engine,
+            compile_cache=self.compile_cache,
+            checkpoint_store=self.checkpoints,
+            hugging_face_token=import_secret(self, "HuggingFaceToken", token) if token is not None else None,
+            # The store's subnets: a One Zone store's only mount target is in the training subnet.
+            vpc_subnets=network.training_subnets if config.storage.one_zone else network.workload_subnets,
+            aws_cli_image=image,
+            ecr_public_cache_prefix=settings.ecr_public_cache_prefix,
+            # The compile cache's key also encrypts the compile logs: no key of its own to pay for.
+            kms_key=self.compile_cache.kms_key,
+            removal_policy=removal_policy_of(config),
+            log_retention=LOG_RETENTION[settings.log_retention_days],
+        )
+        for name, resource in (
+            ("cluster", compilation.cluster),
+            ("task_definition", compilation.task_definition),
+            ("security_group", compilation.security_group),
+        ):
+            child = resource.node.default_child
+            assert isinstance(child, cdk.CfnResource)
+            child.override_logical_id(COMPILATION_LOGICAL_IDS[name])
+        subnets = network.vpc.select_subnets(
+            subnet_type=(
+                network.training_subnets if config.storage.one_zone else network.workload_subnets
+            ).subnet_type,
+            availability_zones=[config.training_az_id] if config.storage.one_zone else None,
+        ).subnet_ids
+        cdk.CfnOutput(self, COMPILE_SUBNETS_OUTPUT, value=cdk.Fn.join(",", subnets))
+        return compilation
 
     def _accept_scan_findings(self) -> None:
         bucket = self.compile_cache.bucket

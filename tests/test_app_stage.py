@@ -171,7 +171,8 @@ def test_a_broken_cdk_json_prints_one_line_per_error_and_no_traceback(
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "cdk-neuron: environments.dev.regoin='us-east-1': unknown key; did you mean 'region'? valid keys here: "
-        "account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring, ami_release",
+        "account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring, ami_release, "
+        "compilation",
         "cdk-neuron: environments.prod.account='12': must be a 12-digit AWS account id, or null",
     ]
 

@@ -103,12 +103,13 @@ def test_training_outputs_name_the_queue_definition_file_system_and_cache(
     built: SynthesizedApp, env: str
 ) -> None:
     outputs = built.template(env, "Training")["Outputs"]
+    compiles = ENVIRONMENTS[env].compilation is not None
     assert declared_outputs(built.template(env, "Training")) == {
         "JobQueueArn",
         "JobDefinitionArn",
         "CheckpointFileSystemId",
         "CompileCacheUrl",
-    }
+    } | ({"CompileSubnetIds"} if compiles else set())
     assert outputs["CheckpointFileSystemId"]["Value"]["Ref"].startswith("CheckpointsFileSystem")
 
 
@@ -196,5 +197,99 @@ def test_the_auto_scaling_group_engine_outputs_its_group_instead_of_a_queue(buil
         if saved is not None:
             os.environ["CDK_DEFAULT_ACCOUNT"] = saved
     template = Template.from_stack(stage.training).to_json()
-    assert declared_outputs(template) == {"AutoScalingGroupName", "CheckpointFileSystemId", "CompileCacheUrl"}
+    assert declared_outputs(template) == {
+        "AutoScalingGroupName",
+        "CheckpointFileSystemId",
+        "CompileCacheUrl",
+        "CompileSubnetIds",
+    }
     assert not all_of(template, "AWS::Batch::JobQueue")
+
+
+# --------------------------------------------------------------------------------------------
+# The compile task: from a training run's checkpoint to the fleet's artifact, in the app itself
+# --------------------------------------------------------------------------------------------
+
+
+def _listed(value: Any) -> list[Any]:
+    """The items of an Fn::Join (CDK renders a join of one item as the item itself)."""
+    return list(value["Fn::Join"][1]) if isinstance(value, dict) and "Fn::Join" in value else [value]
+
+
+@pytest.mark.parametrize("env", ENV_NAMES)
+def test_the_compile_task_is_where_cdk_json_says_and_the_cli_looks(built: SynthesizedApp, env: str) -> None:
+    template = built.template(env, "Training")
+    config = ENVIRONMENTS[env]
+    if config.compilation is None:
+        assert not all_of(template, "AWS::ECS::TaskDefinition") and not all_of(
+            template, "AWS::ECR::Repository"
+        )
+        return
+    # The logical ids the CLI reads from cdk.json alone (stacks.config.compilation_deployment).
+    resources = template["Resources"]
+    assert resources["CompileCluster"]["Type"] == "AWS::ECS::Cluster"
+    assert resources["CompileTaskDefinition"]["Type"] == "AWS::ECS::TaskDefinition"
+    assert resources["CompileSecurityGroup"]["Type"] == "AWS::EC2::SecurityGroup"
+    containers = {
+        c["Name"]: c for c in resources["CompileTaskDefinition"]["Properties"]["ContainerDefinitions"]
+    }
+    # The export compiles in the fleet's own image; the CLI steps pull through the region's ECR cache.
+    assert containers["export"]["Image"] == config.serving.engine.image.uri(config.region)
+    assert containers["fetch"]["Image"].endswith(
+        f".dkr.ecr.{config.region}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+    )
+    environment = {e["Name"]: e["Value"] for e in containers["export"]["Environment"]}
+    assert environment["NEURON_COMPILE_CACHE_URL"] == template["Outputs"]["CompileCacheUrl"]["Value"]
+    upload = {e["Name"]: e["Value"] for e in containers["upload"]["Environment"]}
+    assert upload["ARTIFACT_PREFIX"] == config.compilation.artifact_prefix
+    # It mounts the environment's checkpoint store, read-only.
+    [volume] = [
+        v
+        for v in resources["CompileTaskDefinition"]["Properties"]["Volumes"]
+        if "EFSVolumeConfiguration" in v
+    ]
+    assert volume["EFSVolumeConfiguration"]["FilesystemId"]["Ref"].startswith("CheckpointsFileSystem")
+    # It writes only under the artifact prefix of the fleet's bucket.
+    [writes] = [
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for k, r in resources.items()
+        if k.startswith("CompilationArtifactWrites")
+    ]
+    [put] = [s for s in writes if s["Sid"] == "WriteArtifacts"]
+    assert f":s3:::{config.compilation.artifact_bucket}/{config.compilation.artifact_prefix}*" in str(
+        put["Resource"]
+    )
+    # Its subnets: the checkpoint store's (the training subnet for One Zone, its only mount target).
+    assert len(_listed(template["Outputs"]["CompileSubnetIds"]["Value"])) == (
+        1 if config.storage.one_zone else len(config.az_ids)
+    )
+    # The compile logs: encrypted with the compile cache's key, kept as configured, deleted with dev.
+    [logs] = [r for k, r in resources.items() if k.startswith("CompilationLogs")]
+    assert logs["Properties"]["KmsKeyId"]["Fn::GetAtt"][0].startswith("CompileCacheKey")
+    assert logs["Properties"]["RetentionInDays"] == config.compilation.log_retention_days
+    [repository] = all_of(template, "AWS::ECR::Repository")
+    if config.removal_policy == "destroy":
+        assert logs["DeletionPolicy"] == repository["DeletionPolicy"] == "Delete"
+        assert repository["Properties"]["EmptyOnDelete"] is True  # dev tears down to nothing that bills
+    else:
+        assert repository["DeletionPolicy"] == "RetainExceptOnCreate"
+
+
+def test_without_a_nat_the_compile_task_runs_in_isolated_subnets_with_its_endpoints() -> None:
+    environments = shipped_environments()
+    environments["dev"]["network"] = {"cidr": "10.40.0.0/16", "nat_gateways": 0, "endpoint_azs": "training"}
+    saved = os.environ.pop("CDK_DEFAULT_ACCOUNT", None)
+    try:
+        (stage,) = build_app(make_app(environments=environments, env="dev"))
+    finally:
+        if saved is not None:
+            os.environ["CDK_DEFAULT_ACCOUNT"] = saved
+    network = Template.from_stack(stage.network).to_json()
+    endpoints = {k for k, r in network["Resources"].items() if r["Type"] == "AWS::EC2::VPCEndpoint"}
+    for name in ("EcrApi", "EcrDocker", "Logs", "S3"):  # the task's image pulls and logs, S3 the gateway
+        assert any(k.startswith(f"Vpc{name}") for k in endpoints), name
+    training = Template.from_stack(stage.training).to_json()
+    [subnet] = _listed(training["Outputs"]["CompileSubnetIds"]["Value"])
+    # The training subnet (One Zone store), which without a NAT is an isolated subnet of the VPC.
+    assert "IsolatedSubnet" in str(subnet) or "PrivateSubnet" in str(subnet)
+    assert stage.training.compilation is not None and stage.training.compilation.has_internet is False

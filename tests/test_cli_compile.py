@@ -4,6 +4,7 @@ environment overrides as ECS does)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -272,6 +273,8 @@ def test_what_the_deployed_task_cannot_do_is_refused_before_any_aws_call(
         in err
     )
     assert "may write only under compiled/ (its artifact_prefix): use s3://models/compiled/<name>/" in err
+    # No training cluster in this assembly to take the checkpoint's generation from: named beside the rest.
+    assert "--source-hw-backend=None: us-east-1 has no training cluster to take it from: give trn1" in err
     assert "the ModelCompilation writes to bucket models" in err
     assert (
         f"image='{older}': the ModelCompilation compiles with this image and the fleet serves {fleet_image}"
@@ -298,7 +301,7 @@ def test_an_artifact_under_the_granted_prefix_of_the_right_bucket_is_run(
         code = _run(
             assembly,
             {"cloudformation": cloudformation, "ecs": ecs},
-            "--source", "checkpoint:run-7/step-1200", "--source-tp", "8",
+            "--source", "checkpoint:run-7/step-1200", "--source-tp", "8", "--source-hw-backend", "trn1",
             "--artifact-uri", "s3://models/compiled/llama-1b/run-7/",
         )  # fmt: skip
     assert code == 0, capsys.readouterr().err
@@ -340,6 +343,7 @@ def test_a_training_checkpoints_kv_multiplier_and_config_source_reach_the_task(
             assembly,
             {"cloudformation": cloudformation, "ecs": Recording()},
             "--source", "checkpoint:run-7/step-1200", "--source-tp", "32", "--source-kv-multiplier", "4",
+            "--source-hw-backend", "trn1",
             "--config-from", "hub:meta-llama/Llama-3.1-8B", "--artifact-uri", "s3://models/llama-1b/b/",
         )  # fmt: skip
     assert code == 0, capsys.readouterr().err
@@ -368,3 +372,188 @@ def test_a_bad_config_source_is_refused_before_any_aws_call(
     )  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "config_from='llama': use hub:<org/model>[@revision] or s3://" in err
+
+
+# -- this repository's app: the compile task found from cdk.json alone ---------------------------------
+
+CONFIG = str(Path(__file__).resolve().parent.parent / "cdk.json")
+
+
+class _RecordingEcs:
+    """ECS as the compile command calls it: RunTask (recorded) and DescribeTaskDefinition."""
+
+    def __init__(self) -> None:
+        self.run: dict[str, Any] = {}
+
+    def run_task(self, **request: Any) -> dict[str, Any]:
+        self.run.update(request)
+        return {"tasks": [{"taskArn": TASK}], "failures": []}
+
+    def describe_task_definition(self, **request: Any) -> dict[str, Any]:
+        return DEFINITION
+
+
+def _overrides(run: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {
+        c["name"]: {e["name"]: e["value"] for e in c["environment"]}
+        for c in run["overrides"]["containerOverrides"]
+    }
+
+
+def test_the_apps_compile_task_is_found_by_its_pinned_ids_and_its_subnets_output(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    cf = Stubber(cloudformation)
+    for logical, physical in (
+        ("CompileCluster", CLUSTER),
+        ("CompileTaskDefinition", TASK_DEF),
+        ("CompileSecurityGroup", "sg-0compile"),
+    ):
+        cf.add_response(
+            "describe_stack_resource",
+            {
+                "StackResourceDetail": {
+                    "LogicalResourceId": logical,
+                    "PhysicalResourceId": physical,
+                    "ResourceType": "AWS::X::Y",
+                    "LastUpdatedTimestamp": "2026-12-01T00:00:00Z",
+                    "ResourceStatus": "CREATE_COMPLETE",
+                }
+            },
+            {"StackName": "dev-Training", "LogicalResourceId": logical},
+        )
+    cf.add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": "dev-Training",
+                    "CreationTime": "2026-12-01T00:00:00Z",
+                    "StackStatus": "UPDATE_COMPLETE",
+                    "Outputs": [{"OutputKey": "CompileSubnetIds", "OutputValue": "subnet-0training"}],
+                }
+            ]
+        },
+        {"StackName": "dev-Training"},
+    )
+    ecs = _RecordingEcs()
+    with cf:
+        code = main(
+            ["compile", "--config", CONFIG, "--env", "dev", "--json", "--source", "checkpoint:run-7/step-1200",
+             "--source-tp", "32", "--artifact-uri", "s3://cdk-neuron-dev-models/compiled/llama-3b/run-7/"],
+            clients=lambda service, region: {"cloudformation": cloudformation, "ecs": ecs}[service],
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    cf.assert_no_pending_responses()
+    vpc = ecs.run["networkConfiguration"]["awsvpcConfiguration"]
+    assert (vpc["subnets"], vpc["securityGroups"]) == (["subnet-0training"], ["sg-0compile"])
+    export = _overrides(ecs.run)["export"]
+    # dev trains on trn1.32xlarge: its checkpoints convert with NxD's trn1 backend, without being told.
+    assert export["CONVERT_HW_BACKEND"] == "trn1"
+    # dev has a NAT: the fleet's model on the Hub may supply a missing config, so the export is online.
+    assert "HF_HUB_OFFLINE" not in export
+
+
+def _offline_assembly(tmp_path: Path) -> str:
+    return _assembly_with(
+        tmp_path,
+        internet=False,
+        aws_cli_image=f"111111111111.dkr.ecr.{REGION}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35",
+        aws_cli_cache_repository="cdk-neuron-ecr-public/aws-cli/aws-cli",
+    )
+
+
+def test_without_a_nat_a_hub_source_is_refused_before_any_aws_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_aws(service: str, region: str) -> Any:
+        raise AssertionError(f"called {service}")
+
+    code = main(
+        ["compile", "--app", _offline_assembly(tmp_path), "--source", "hub:meta-llama/Llama-3.2-1B-Instruct",
+         "--artifact-uri", "s3://models/a/"],
+        clients=no_aws,
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "source='hub:meta-llama/Llama-3.2-1B-Instruct': the compile task's subnets have no route" in err
+
+
+def test_without_a_nat_an_uncached_aws_cli_image_is_refused_with_the_pull_that_caches_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    ecr = boto3.client("ecr", region_name=REGION)
+    stub = Stubber(ecr)
+    stub.add_client_error(
+        "describe_images",
+        service_error_code="ImageNotFoundException",
+        expected_params={
+            "repositoryName": "cdk-neuron-ecr-public/aws-cli/aws-cli",
+            "imageIds": [{"imageTag": "2.22.35"}],
+        },
+    )
+
+    def clients(service: str, region: str) -> Any:
+        if service != "ecr":
+            raise AssertionError(f"called {service}: nothing may start before the image is cached")
+        return ecr
+
+    with stub:
+        code = main(
+            ["compile", "--app", _offline_assembly(tmp_path), "--source", "checkpoint:run-7/step-1200",
+             "--source-hw-backend", "trn1", "--artifact-uri", "s3://models/a/"],
+            clients=clients,
+        )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "is not in the ECR pull-through cache yet, and the task's subnets have no NAT" in err
+    assert (
+        f"docker pull 111111111111.dkr.ecr.{REGION}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+        in err
+    )
+    stub.assert_no_pending_responses()
+
+
+def test_without_a_nat_a_cached_image_runs_and_the_export_is_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    ecr = boto3.client("ecr", region_name=REGION)
+    stub = Stubber(ecr)
+    stub.add_response(
+        "describe_images",
+        {
+            "imageDetails": [
+                {"repositoryName": "cdk-neuron-ecr-public/aws-cli/aws-cli", "imageTags": ["2.22.35"]}
+            ]
+        },
+        {"repositoryName": "cdk-neuron-ecr-public/aws-cli/aws-cli", "imageIds": [{"imageTag": "2.22.35"}]},
+    )
+    cloudformation, cf, _, _ = _stubs(IDS)
+    ecs = _RecordingEcs()
+    with stub, cf:
+        code = main(
+            ["compile", "--app", _offline_assembly(tmp_path), "--json", "--source", "checkpoint:run-7/step-1200",
+             "--config-from", "s3://models/configs/llama/", "--artifact-uri", "s3://models/a/"],
+            clients=lambda service, region: {"ecr": ecr, "cloudformation": cloudformation, "ecs": ecs}[service],
+        )  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert _overrides(ecs.run)["export"]["HF_HUB_OFFLINE"] == "1"
+    stub.assert_no_pending_responses()
+
+
+def test_the_checkpoints_generation_is_the_training_clusters() -> None:
+    from cdk_neuron.cli.compiling import source_hw_backend
+    from stacks.config import deployments
+
+    dev = deployments(json.loads(Path(CONFIG).read_text()))["dev"]
+    assert source_hw_backend(None, dev, 32) == "trn1"
+    assert source_hw_backend("trn2", dev, 32) == "trn2"  # what the user says wins
+    assert dev.training is not None
+    trn2 = dataclasses.replace(dev, training=dataclasses.replace(dev.training, instance_type="trn2.48xlarge"))
+    assert source_hw_backend(None, trn2, 32) == "trn2"
+    untrained = dataclasses.replace(dev, training=None)
+    assert source_hw_backend(None, untrained, None) == "trn1"  # no conversion: nothing reads it

@@ -41,7 +41,9 @@ def environment(
     backend: str = "ec2",
     account: str | None = None,
     artifact_uri: str | None = "s3://models-bucket/llama3-8b/",
+    compilation: bool = False,
 ) -> dict[str, Any]:
+    """A dev environment; ``compilation``: with a compile task (the fargate quota check then runs)."""
     training: dict[str, Any] = {
         "instance_type": "trn1.32xlarge",
         "max_nodes": 4,
@@ -59,6 +61,7 @@ def environment(
         "az_ids": ["use1-az6", "use1-az4"],
         "removal_policy": "destroy",
         "training": training,
+        "compilation": {"enabled": compilation},
         "serving": {
             "backend": backend,
             "instance_type": "inf2.xlarge",
@@ -1478,3 +1481,92 @@ def test_every_check_module_is_registered() -> None:
     declared = {m.__name__: m.CHECK for m in modules if hasattr(m, "CHECK")}
     registered = [name for check in preflight.CHECKS for name, own in declared.items() if own is check]
     assert sorted(registered) == sorted(declared) and len(preflight.CHECKS) == len(declared)
+
+
+# --------------------------------------------------------------------------------------------
+# The compile task's Fargate vCPU quota (Stubber: moto has no Service Quotas for fargate)
+# --------------------------------------------------------------------------------------------
+
+FARGATE = preflight.fargate_quota.FARGATE_VCPU_QUOTA
+
+
+def fargate_quota(value: float, name: str | None = None, *, missing: bool = False) -> tuple[Any, Stubber]:
+    """dev's EC2 quotas (enough), then the Fargate vCPU quota at ``value``; ``missing``: never adjusted, so
+    its applied value is absent and the default answers."""
+    client, stub = ec2_quotas()
+    answer = {
+        "Quota": {
+            "ServiceCode": "fargate",
+            "QuotaCode": FARGATE.code,
+            "QuotaName": name or FARGATE.name,
+            "Value": value,
+        }
+    }
+    params = {"ServiceCode": "fargate", "QuotaCode": FARGATE.code}
+    if missing:
+        stub.add_client_error(
+            "get_service_quota", service_error_code="NoSuchResourceException", expected_params=params
+        )
+        stub.add_response("get_aws_default_service_quota", answer, params)
+    else:
+        stub.add_response("get_service_quota", answer, params)
+    return client, stub
+
+
+def test_a_fargate_quota_below_the_compile_tasks_16_vcpus_fails_with_the_increase_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, stub = fargate_quota(6)
+    with stub:
+        code, doc = run(
+            capsys,
+            write_config(tmp_path, dev=environment(compilation=True)),
+            factory({"service-quotas": quotas}),
+        )
+    stub.assert_no_pending_responses()
+    assert code == 1 and only_failures(doc) == [("fargate quota", f"{FARGATE.name} ({FARGATE.code})")]
+    [row] = rows(doc, "fargate quota")
+    assert "6 vCPUs < 16 needed: dev compile task (16)" in row["detail"]
+    assert row["command"] == (
+        "aws service-quotas request-service-quota-increase --service-code fargate "
+        f"--quota-code {FARGATE.code} --desired-value 16 --region {REGION}"
+    )
+
+
+def test_the_fargate_quota_holds_every_compile_task_sharing_the_account_and_region(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, stub = fargate_quota(32, missing=True)
+    config = write_config(tmp_path, dev=environment(compilation=True), other=environment(compilation=True))
+    with stub:
+        main(
+            ["preflight", "--config", config, "--env", "dev", "--json"],
+            clients=factory({"service-quotas": quotas}),
+        )
+    doc = json.loads(capsys.readouterr().out)
+    stub.assert_no_pending_responses()
+    [row] = rows(doc, "fargate quota")
+    assert row["status"] == "PASS", only_failures(doc)
+    assert "32 vCPUs >= 32 needed: dev compile task (16) + other compile task (16)" in row["detail"]
+
+
+def test_a_renamed_fargate_quota_code_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas, stub = fargate_quota(4000, "Something else")
+    with stub:
+        _, doc = run(
+            capsys,
+            write_config(tmp_path, dev=environment(compilation=True)),
+            factory({"service-quotas": quotas}),
+        )
+    assert [r["status"] for r in rows(doc, "fargate quota")] == ["WARN", "PASS"]
+
+
+def test_without_a_compile_task_the_fargate_quota_is_not_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quotas, stub = ec2_quotas()  # a Fargate call would find no answer queued and fail the check
+    with stub:
+        code, doc = run(
+            capsys, write_config(tmp_path, dev=environment()), factory({"service-quotas": quotas})
+        )
+    assert code == 0 and rows(doc, "fargate quota") == []

@@ -218,3 +218,75 @@ def test_set_values_replaces_in_place_and_appends_with_the_objects_indentation()
     assert set_values(text, ("b", "model"), {"z": True}).endswith(
         '"b": {"model": {"y": "old", "z": true}}\n}\n'
     )
+
+
+# -- --verify: the files at the prefix are the ones the manifest describes (moto) ----------------------
+
+
+def _seeded(s3: Any, tmp_path: Path, *, tamper: str | None = None, drop: str | None = None) -> str:
+    """The artifact's files at NEW with the manifest listing their real sizes and hashes; ``tamper``: one
+    file rewritten after the manifest; ``drop``: one file missing. Returns the manifest's text."""
+    import hashlib
+
+    bucket, _, prefix = NEW.removeprefix("s3://").partition("/")
+    s3.create_bucket(Bucket=bucket)
+    contents = {
+        "model.pt": b"graph" * 100,
+        "config.json": b"{}",
+        "checkpoint/weights/tp0_sharded_checkpoint.safetensors": b"w" * 300,
+    }
+    files = [
+        {"path": k, "bytes": len(v), "sha256": hashlib.sha256(v).hexdigest()}
+        for k, v in sorted(contents.items())
+    ]
+    for key, body in contents.items():
+        if key == drop:
+            continue
+        s3.put_object(Bucket=bucket, Key=f"{prefix}{key}", Body=b"x" * len(body) if key == tamper else body)
+    path = _manifest(tmp_path / "m.json", files=files)
+    s3.put_object(Bucket=bucket, Key=f"{prefix}{MANIFEST_NAME}", Body=path.read_bytes())
+    return path.read_text()
+
+
+def test_verify_reads_every_file_back_and_writes_when_all_match(tmp_path: Path) -> None:
+    config = _app(tmp_path)
+    with mock_aws():
+        _seeded(boto3.client("s3", region_name="us-east-1"), tmp_path)
+        status, out, _ = _run(
+            ["use-artifact", "--config", str(config), "--env", "dev", NEW, "--verify", "--json"],
+            tmp_path,
+            clients=lambda service, region: boto3.client(service, region_name=region),
+        )
+    assert status == ExitStatus.OK, out
+    doc = json.loads(out)
+    assert doc["verified"] == 3 and doc["written"] is True
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"tamper": "model.pt"}, "verify: model.pt: sha256 "),
+        ({"drop": "config.json"}, f"verify: config.json: missing at {NEW}"),
+    ],
+)
+def test_verify_refuses_files_the_manifest_does_not_describe_and_writes_nothing(
+    tmp_path: Path, change: dict[str, str], needle: str
+) -> None:
+    config = _app(tmp_path)
+    before = config.read_text()
+    with mock_aws():
+        _seeded(boto3.client("s3", region_name="us-east-1"), tmp_path, **change)
+        status, out, _ = _run(
+            ["use-artifact", "--config", str(config), "--env", "dev", NEW, "--verify", "--json"],
+            tmp_path,
+            clients=lambda service, region: boto3.client(service, region_name=region),
+        )
+    assert status == ExitStatus.FAILED
+    doc = json.loads(out)
+    assert any(m.startswith(needle) for m in doc["mismatches"]), doc["mismatches"]
+    assert (
+        doc["verified"] == 2
+        and doc["written"] is False
+        and "not the ones its manifest describes" in doc["summary"]
+    )
+    assert config.read_text() == before and not (tmp_path / "artifacts").exists()

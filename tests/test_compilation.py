@@ -105,9 +105,10 @@ def test_every_container_replaces_the_image_entrypoint_with_its_program(synthesi
         assert container["EntryPoint"][-2:] == ["bash", "-c"]
         assert container["Command"] == [program(f"compile/{name}.sh").read_text()]
     assert _containers(template)["export"]["Image"] == ServingEngine.optimum_neuron().image.uri(REGION)
-    assert (
-        _containers(template)["fetch"]["Image"] == AWS_CLI_IMAGE == _containers(template)["upload"]["Image"]
-    )
+    # The AWS CLI image, through the ECR Public pull-through cache: private ECR in the task's region.
+    cached = f"{TEST_ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+    assert _containers(template)["fetch"]["Image"] == cached == _containers(template)["upload"]["Image"]
+    assert AWS_CLI_IMAGE == "public.ecr.aws/aws-cli/aws-cli:2.22.35"  # what the cache holds a copy of
 
 
 def test_the_export_reads_the_checkpoints_read_only_the_cache_and_the_token(synthesized: Any) -> None:
@@ -1167,3 +1168,179 @@ def test_manifests_can_be_made_write_once_for_everyone_by_the_bucket_policy() ->
         imported.write_once_statement().to_json()["Resource"]
         == f"arn:aws:s3:::other-bucket/compiled/*/{MANIFEST_NAME}"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Where the task runs: images it can pull, subnets that follow the network, the Hub where it is reachable
+# --------------------------------------------------------------------------------------------
+
+
+def _isolated(stack_id: str, **props: Any) -> tuple[cdk.Stack, ModelCompilation]:
+    """A ModelCompilation in a VPC without NAT: isolated subnets only."""
+    app = make_app(**{f"availability-zones:account={TEST_ACCOUNT}:region={REGION}": AZS})
+    stack = cdk.Stack(app, stack_id, env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
+    vpc = ec2.Vpc(
+        stack,
+        "Vpc",
+        availability_zones=AZS,
+        nat_gateways=0,
+        subnet_configuration=[
+            ec2.SubnetConfiguration(name="Isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        ],
+    )
+    return stack, ModelCompilation(
+        stack, "C", vpc=vpc, artifact_bucket=s3.Bucket.from_bucket_name(stack, "B", "models-bucket"), **props
+    )
+
+
+def _record(compilation: ModelCompilation) -> dict[str, Any]:
+    [record] = [m.data for m in compilation.node.metadata if m.type == "cdk-neuron:workload"]
+    return dict(record)
+
+
+def test_without_a_nat_the_task_runs_in_the_isolated_subnets_and_says_it_has_no_internet() -> None:
+    stack, compilation = _isolated("NoNat")
+    record = _record(compilation)
+    isolated = stack.resolve(compilation.node.scope.node.find_child("Vpc").isolated_subnets[0].subnet_id)  # type: ignore[union-attr]
+    assert isolated in [stack.resolve(s) for s in record["subnets"]] and len(record["subnets"]) == 2
+    assert record["internet"] is False and compilation.has_internet is False
+
+
+def test_with_a_nat_the_task_says_it_reaches_the_internet(synthesized: Any) -> None:
+    compilation, _ = synthesized
+    assert _record(compilation)["internet"] is True and compilation.has_internet
+
+
+def test_the_aws_cli_image_comes_from_ecr_public_through_a_pull_through_cache_this_stack_owns(
+    synthesized: Any,
+) -> None:
+    compilation, template = synthesized
+    [rule] = [r for r in template["Resources"].values() if r["Type"] == "AWS::ECR::PullThroughCacheRule"]
+    assert rule["Properties"] == {
+        "EcrRepositoryPrefix": "cdk-neuron-ecr-public",
+        "UpstreamRegistryUrl": "public.ecr.aws",
+    }
+    [(logical, repository)] = [
+        (k, r) for k, r in template["Resources"].items() if r["Type"] == "AWS::ECR::Repository"
+    ]
+    # The cache's own repository for the image, created first so that CloudFormation owns it.
+    assert repository["Properties"]["RepositoryName"] == "cdk-neuron-ecr-public/aws-cli/aws-cli"
+    assert repository["DeletionPolicy"] == "RetainExceptOnCreate"  # the construct's default removal policy
+    # The execution role pulls (and, the first time, imports) exactly that repository.
+    [policy] = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::ManagedPolicy"
+        and "pull (and import) the AWS CLI image" in r["Properties"]["Description"]
+    ]
+    [pull] = [s for s in policy["PolicyDocument"]["Statement"] if s.get("Sid") == "EcrPullAwsCliImage"]
+    assert "ecr:BatchImportUpstreamImage" in pull["Action"] and "ecr:BatchGetImage" in pull["Action"]
+    assert pull["Resource"] == {"Fn::GetAtt": [logical, "Arn"]}
+    record = _record(compilation)
+    assert record["aws_cli_cache_repository"] == "cdk-neuron-ecr-public/aws-cli/aws-cli"
+    assert record["aws_cli_image"] == _containers(template)["fetch"]["Image"]
+
+
+def test_a_destroyed_environment_empties_the_cache_repository() -> None:
+    stack, _ = _isolated("Destroyed", removal_policy=cdk.RemovalPolicy.DESTROY)
+    [repository] = [
+        r
+        for r in Template.from_stack(stack).to_json()["Resources"].values()
+        if r["Type"] == "AWS::ECR::Repository"
+    ]
+    assert repository["DeletionPolicy"] == "Delete" and repository["Properties"]["EmptyOnDelete"] is True
+
+
+def test_an_aws_cli_image_in_private_ecr_is_pulled_as_is_with_a_pull_grant_on_its_repository() -> None:
+    from cdk_neuron.serving.engines import ContainerImage
+
+    image = ContainerImage(f"{TEST_ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com", "mirror/aws-cli", "2.22.35")
+    stack, compilation = _isolated("Mirror", aws_cli_image=image)
+    template = Template.from_stack(stack).to_json()
+    assert _containers(template)["upload"]["Image"] == image.uri(REGION)
+    assert not [r for r in template["Resources"].values() if r["Type"].startswith("AWS::ECR::")]
+    statements = [
+        s
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::ManagedPolicy"
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "EcrPullAwsCliImage"
+    ]
+    [statement] = statements
+    from cdk_neuron._nag import flatten_cfn_reference
+
+    assert flatten_cfn_reference(statement["Resource"]).endswith(
+        f":ecr:{REGION}:{TEST_ACCOUNT}:repository/mirror/aws-cli"
+    )
+    assert _record(compilation).get("aws_cli_cache_repository") is None  # None is left out of metadata
+
+
+@pytest.mark.parametrize("prefix", ["x", "Upper", "a" * 31, "ends-", "two//slashes"])
+def test_a_bad_cache_prefix_is_refused(prefix: str) -> None:
+    with pytest.raises(NeuronConfigError, match=rf"ecr_public_cache_prefix='{prefix}': 2-30 characters"):
+        _isolated("BadPrefix", ecr_public_cache_prefix=prefix)
+
+
+def test_a_request_that_reads_nothing_from_the_hub_exports_offline() -> None:
+    s3_config = ModelSource.checkpoint("run", config_from="s3://models-bucket/configs/llama/")
+    assert _request(s3_config).export_environment(REGION)["HF_HUB_OFFLINE"] == "1"
+    assert (
+        _request(ModelSource.s3("s3://models-bucket/hf/llama/"))
+        .export_environment(REGION)
+        .get("HF_HUB_OFFLINE")
+        is None
+    )  # its missing config may come from the fleet's model on the Hub
+    assert "HF_HUB_OFFLINE" not in _request(ModelSource.hub("org/model")).export_environment(REGION)
+    no_route = CompileRequest(
+        source=ModelSource.checkpoint("run"),
+        artifact_uri=ARTIFACT,
+        model=MODEL,
+        plan=MODEL.plan(),
+        engine=ServingEngine.optimum_neuron(),
+        hub_route=False,
+    )
+    assert no_route.export_environment(REGION)["HF_HUB_OFFLINE"] == "1"
+
+
+def test_without_a_route_to_the_hub_hub_sources_and_hub_config_are_refused_at_once() -> None:
+    def request(source: ModelSource) -> CompileRequest:
+        return CompileRequest(
+            source=source,
+            artifact_uri=ARTIFACT,
+            model=MODEL,
+            plan=MODEL.plan(),
+            engine=ServingEngine.optimum_neuron(),
+            hub_route=False,
+        )
+
+    with pytest.raises(
+        NeuronConfigError, match=r"^source='hub:org/model': the compile task's subnets have no route"
+    ):
+        request(ModelSource.hub("org/model"))
+    with pytest.raises(NeuronConfigError, match=r"^config_from='hub:org/model': .*--config-from s3://"):
+        request(ModelSource.checkpoint("run", config_from="hub:org/model"))
+
+
+def test_the_export_itself_never_reaches_the_hub(synthesized: Any, tmp_path: Path) -> None:
+    _, template = synthesized
+    _hf_checkpoint(tmp_path / "checkpoints" / "run")
+    container, done = _export(template, tmp_path, ModelSource.checkpoint("run"))
+    assert done.returncode == 0, done.stderr
+    [export] = container.calls("optimum-cli")
+    assert export.env["HF_HUB_OFFLINE"] == "1"  # its input is a local directory by then
+
+
+def test_offline_a_checkpoint_without_config_is_refused_instead_of_asking_the_hub(
+    synthesized: Any, tmp_path: Path
+) -> None:
+    _, template = synthesized
+    checkpoint = tmp_path / "checkpoints" / "run"
+    _hf_checkpoint(checkpoint)
+    (checkpoint / "tokenizer.json").unlink()
+    container, done = _export(template, tmp_path, ModelSource.checkpoint("run"), HF_HUB_OFFLINE="1")
+    assert done.returncode == 1
+    assert (
+        "this compile cannot reach the Hub for meta-llama/Llama-3.2-1B-Instruct's: give them with --config-from s3://"
+        in done.stderr
+    )
+    assert container.calls("snapshot_download") == [] and container.calls("optimum-cli") == []

@@ -79,7 +79,12 @@ def test_the_task_replaces_each_entrypoint_as_the_contracts_say(template: dict[s
         assert definition["Command"] == [program(f"compile/{name}.sh").read_text()]
     assert containers["export"]["Image"].endswith(export.image)
     assert containers["export"]["Image"] == ServingEngine.optimum_neuron().image.uri(REGION)
-    assert containers["fetch"]["Image"] == containers["upload"]["Image"] == AWS_CLI_IMAGE == cli.image
+    # The contract's image is ECR Public's; the task pulls the same repository and tag through the
+    # pull-through cache (ECR's cache keeps the upstream repository path under its prefix).
+    assert cli.image == AWS_CLI_IMAGE
+    upstream = cli.image.removeprefix("public.ecr.aws/")
+    assert containers["fetch"]["Image"] == containers["upload"]["Image"]
+    assert containers["fetch"]["Image"].endswith(f".amazonaws.com/cdk-neuron-ecr-public/{upstream}")
 
 
 def test_through_the_serving_images_own_entrypoint_the_export_would_start_the_server(tmp_path: Path) -> None:

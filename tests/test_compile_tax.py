@@ -258,3 +258,48 @@ def test_cost_diff_refuses_check_artifacts() -> None:
     status, _, err = _run(["cost", "--diff", "a", "b", "--check-artifacts"])
     assert status == ExitStatus.USAGE
     assert "--check-artifacts" in err
+
+
+# -- a fleet the compile task refuses: plan and cost say so and price nothing -----------------------------
+
+
+@pytest.mark.parametrize("instance", ["trn2.48xlarge", "trn3.48xlarge"])
+def test_a_fleet_the_compile_task_refuses_is_not_priced(instance: str) -> None:
+    from cdk_neuron.compilation.job import export_target_refusal
+
+    if instance not in catalog.INSTANCES:
+        pytest.skip(f"{instance} is not in the catalog")
+    tax = compile_tax(_plan(8e9, instance), parameters=8e9, region="us-east-1")
+    family = instance.split(".")[0]
+    assert tax.refused == export_target_refusal(instance) and tax.refused is not None
+    assert f"which a {family} fleet refuses to load" in tax.refused
+    assert (tax.usd, tax.usd_per_hour, tax.per_start_usd, tax.break_even_starts) == (None, None, None, None)
+    assert not tax.on_fargate and tax.where.startswith("refused")
+
+
+def test_plan_and_cost_say_refused_as_compile_does() -> None:
+    from cdk_neuron.cli.output import Report, render_text
+    from cdk_neuron.cli.result_costs import render_compile, result_costs
+    from cdk_neuron.compilation import CompileRequest, ModelSource
+
+    dev = deployments(json.loads((REPO_ROOT / "cdk.json").read_text()))["dev"]
+    assert dev.serving is not None
+    model = ModelSpec(model_id="org/m", parameters=8_000_000_000, tensor_parallel=8)
+    trn2 = replace(dev, serving=replace(dev.serving, model=model, plan=model.plan("trn2.48xlarge")))
+    line = result_costs(trn2).compile
+    assert line is not None and line.refused is not None and line.usd is None
+    out = Report()
+    render_compile("dev", line, out)
+    written = io.StringIO()
+    render_text(out, written)
+    assert "refused" in written.getvalue() and "$" not in written.getvalue()
+    # The same words cdk-neuron compile refuses the request with.
+    with pytest.raises(Exception, match="which a trn2 fleet refuses to load") as raised:
+        CompileRequest(
+            source=ModelSource.s3("s3://models-bucket/hf/llama/"),
+            artifact_uri="s3://models-bucket/compiled/llama/",
+            model=model,
+            plan=trn2.serving.plan,  # type: ignore[union-attr]
+            engine=dev.serving.engine,
+        )
+    assert line.refused in str(raised.value)

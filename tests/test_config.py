@@ -15,6 +15,7 @@ import pytest
 from cdk_neuron import ami, catalog, planner
 from cdk_neuron.errors import NeuronConfigError, NeuronConfigErrors
 from cdk_support import REPO_ROOT
+from stacks import config as config_module
 from stacks.config import (
     ENDPOINT_IDS,
     PLACEHOLDER_ACCOUNT,
@@ -696,7 +697,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     # unknown keys
     ("unknown top-level key", setting("regoin", "us-east-1"),
      "regoin", "us-east-1",
-     "unknown key; did you mean 'region'? valid keys here: account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring, ami_release"),
+     "unknown key; did you mean 'region'? valid keys here: account, region, az_ids, removal_policy, tags, network, training, storage, serving, monitoring, ami_release, compilation"),
     ("unknown nested key", setting("training.max_node", 4),
      "training.max_node", 4,
      "unknown key; did you mean 'max_nodes'? valid keys here: instance_type, max_nodes, plan, capacity, engine, job_image, checkpoint, worker_count, efs_utils_package, efs_utils_release"),
@@ -1010,6 +1011,38 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("serving type offered in no AZ of the region", setting("serving.instance_type", "trn2.48xlarge"),
      "serving.instance_type", "trn2.48xlarge",
      "not offered in use1-az6, use1-az4; in us-east-1 it is offered in no AZ: change az_ids or the type"),
+    # compilation: the ModelCompilation task
+    ("compilation unknown key", setting("compilation.artifact_buckets", "models"),
+     "compilation.artifact_buckets", "models",
+     "unknown key; did you mean 'artifact_bucket'? valid keys here: enabled, artifact_bucket, artifact_prefix, "
+     "aws_cli_image, ecr_public_cache_prefix, log_retention_days"),
+    ("compilation bucket", setting("compilation.artifact_bucket", "Models_Bucket"),
+     "compilation.artifact_bucket", "Models_Bucket", "must be an S3 bucket name"),
+    ("compilation prefix", setting("compilation.artifact_prefix", "/compiled/"),
+     "compilation.artifact_prefix", "/compiled/",
+     'give a key prefix such as "compiled/" (no leading /, no wildcard): the task may write only under it'),
+    ("compilation cache prefix", setting("compilation.ecr_public_cache_prefix", "Cache"),
+     "compilation.ecr_public_cache_prefix", "Cache",
+     "2-30 characters: lowercase letters and digits, with . _ - / between them (ECR's ecrRepositoryPrefix)"),
+    ("compilation log retention", setting("compilation.log_retention_days", 31),
+     "compilation.log_retention_days", 31,
+     "CloudWatch Logs accepts 1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, "
+     "2557, 2922, 3288, 3653"),
+    ("compilation image without a tag", setting("compilation.aws_cli_image", "public.ecr.aws/aws-cli/aws-cli"),
+     "compilation.aws_cli_image", "public.ecr.aws/aws-cli/aws-cli",
+     "must be registry/repository:tag with a pinned tag (an image with the AWS CLI v2, bash and coreutils), or "
+     "null for public.ecr.aws/aws-cli/aws-cli through the ECR pull-through cache"),
+    ("compilation image outside ECR without NAT",
+     setting("compilation.aws_cli_image", "public.ecr.aws/aws-cli/aws-cli:2.22.35"),
+     "compilation.aws_cli_image", "public.ecr.aws/aws-cli/aws-cli:2.22.35",
+     "with network.nat_gateways 0 the compile task reaches only VPC endpoints: use an ECR image in us-east-1, or "
+     "null for public.ecr.aws/aws-cli/aws-cli through the ECR pull-through cache"),
+    ("compilation for an engine it cannot export",
+     lambda e: e.update(network={"nat_gateways": 1}, compilation={"enabled": True},
+                        serving={**e["serving"], "engine": "tgi"}),
+     "serving.engine", "tgi",
+     "compilation.enabled is true, and the compile task runs optimum-neuron's export: serve with optimum-neuron, "
+     "or export by hand (serving README: Precompiled artifacts); or set compilation.enabled false"),
     # The last check: whatever the specific checks above did not catch and the network cannot carry.
     ("SageMaker model downloading from the Hub without NAT",
      lambda e: e["serving"].update(backend="sagemaker", model={**e["serving"]["model"], "artifact_uri": None}),
@@ -1473,3 +1506,69 @@ def test_every_training_plan_key_is_documented_in_the_configuration_reference() 
         assert f"plan.{key}" in documented, key
     model_keys = {k.removeprefix("plan.model.") for k in documented}
     assert set(config._TRAINING_MODEL_KEYS) <= model_keys
+
+
+# --------------------------------------------------------------------------------------------
+# compilation: on where the task can compile the fleet's model, off (by default) where it cannot
+# --------------------------------------------------------------------------------------------
+
+
+def test_compilation_defaults_to_the_fleets_bucket_and_the_house_prefix() -> None:
+    compilation = load_one(minimal_env()).compilation
+    assert compilation == config_module.CompilationConfig(
+        artifact_bucket="models-bucket",
+        artifact_prefix="compiled/",
+        aws_cli_image=None,
+        ecr_public_cache_prefix="cdk-neuron-ecr-public",
+        log_retention_days=30,
+    )
+
+
+def test_the_shipped_environments_compile_where_fargate_holds_the_fleets_model(
+    shipped: dict[str, EnvironmentConfig],
+) -> None:
+    assert shipped["dev"].compilation is not None and shipped["staging"].compilation is not None
+    assert shipped["dev"].compilation.artifact_bucket == "cdk-neuron-dev-models"
+    assert shipped["prod"].compilation is None  # 70B: compiled by hand (serving README)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (
+            lambda e: e.update(network={"nat_gateways": 1}, serving={**e["serving"], "engine": "tgi"}),
+            "engine",
+        ),
+        (
+            lambda e: (
+                e["serving"]["model"].update(artifact_uri=None, model_id="org/m")
+                or e.update(network={"nat_gateways": 1})
+            ),
+            "bucket",
+        ),
+    ],
+)
+def test_without_a_way_to_compile_the_default_is_no_compile_task(change: Mutation, reason: str) -> None:
+    env = minimal_env()
+    change(env)
+    assert load_one(env).compilation is None, reason
+
+
+def test_enabled_without_a_way_to_compile_names_every_reason_at_once() -> None:
+    env = minimal_env()
+    env["network"] = {"nat_gateways": 1}
+    env["serving"]["engine"] = "tgi"
+    env["serving"]["model"]["artifact_uri"] = None
+    env["compilation"] = {"enabled": True}
+    with pytest.raises(NeuronConfigErrors) as raised:
+        load_one(env)
+    assert [e.field for e in raised.value.errors] == [
+        "environments.qa.serving.engine",
+        "environments.qa.compilation.artifact_bucket",
+    ]
+
+
+def test_disabled_means_no_compile_task() -> None:
+    env = minimal_env()
+    env["compilation"] = {"enabled": False}
+    assert load_one(env).compilation is None

@@ -36,6 +36,8 @@ from stacks.config import (
     unreachable,
 )
 
+CACHED_AWS_CLI = "111111111111.dkr.ecr.us-east-1.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+"""The AWS CLI image as the minimal environment's compile task pulls it: the ECR Public pull-through cache."""
 OPTIMUM_IMAGE = (
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:"
     "0.11.0-optimum0.4.5-neuronx-py310-sdk2.26.1-ubuntu22.04"
@@ -86,6 +88,15 @@ def test_ec2_nodes_get_the_job_image_the_engine_image_and_metrics() -> None:
             token_secret=False,
             node_metrics=True,
         ),
+        # No NAT here: the compile task may not reach the Hub, and reads no token.
+        "compile task": reach.compile_task(
+            export_image=OPTIMUM_IMAGE,
+            aws_cli_image=CACHED_AWS_CLI,
+            region="us-east-1",
+            hub=False,
+            token_secret=False,
+            compile_cache=True,
+        ),
     }
 
 
@@ -120,7 +131,7 @@ def test_a_token_secret_makes_the_serving_node_call_secrets_manager() -> None:
 
 def test_a_sagemaker_model_is_its_own_node_and_downloads_what_the_config_says() -> None:
     env = with_changes(lambda e: e["serving"].update(backend="sagemaker"))
-    assert list(node_destinations(env)) == ["training node", "SageMaker model"]
+    assert list(node_destinations(env)) == ["training node", "SageMaker model", "compile task"]
     assert node_destinations(env)["SageMaker model"] == reach.sagemaker_model(
         artifact_uri="s3://models-bucket/llama-3.2-3b/"
     )
@@ -186,8 +197,10 @@ def test_without_endpoints_or_nat_every_endpoint_call_is_unreachable() -> None:
     missing = {(node, d.service, d.route) for node, d in unreachable(env)}
     assert {service for _, service, _ in missing} == set(MINIMAL_ENDPOINTS.values())
     assert {route for _, _, route in missing} == {"interface-endpoint"}  # S3 keeps its gateway
-    assert {node for node, _, _ in missing} == {"training node", "serving node"}
+    assert {node for node, _, _ in missing} == {"training node", "serving node", "compile task"}
     assert ("serving node", "autoscaling", "interface-endpoint") in missing
+    # The compile task's images and logs go through the same endpoints as everything else.
+    assert {s for node, s, _ in missing if node == "compile task"} == {"ecr.api", "ecr.dkr", "logs"}
     assert ("training node", "ecs", "interface-endpoint") in missing
 
 
@@ -340,3 +353,73 @@ def test_select_environments_of_a_mapping() -> None:
     ) as raised:
         select_environments(envs, "qc")
     assert raised.value.value == "qc"
+
+
+# --------------------------------------------------------------------------------------------
+# The compile task (compilation): what it reaches, per network, and where the CLI finds it
+# --------------------------------------------------------------------------------------------
+
+
+def test_without_a_nat_the_compile_task_needs_only_ecr_logs_and_the_s3_gateway() -> None:
+    env = load_one(minimal_env())
+    assert env.network.nat_gateways == 0 and unreachable(env) == []
+    assert services(env, "compile task") == {"s3", "ecr.api", "ecr.dkr", "logs"}
+    assert {d.route for d in node_destinations(env)["compile task"] if d.service == "s3"} == {"s3-gateway"}
+    assert config.compile_aws_cli_image(env) == CACHED_AWS_CLI
+
+
+def test_with_a_nat_the_compile_task_may_read_the_hub_with_the_fleets_token() -> None:
+    def nat(e: dict[str, Any]) -> None:
+        e["network"] = {"nat_gateways": 1}
+        e["serving"]["hugging_face_token_secret"] = "hf/token"
+
+    env = with_changes(nat)
+    assert {"huggingface.co", "secretsmanager"} <= services(env, "compile task")
+    assert config.compile_token_secret(env) == "hf/token"
+    # Without a NAT the token is not wired into the compile task: nothing there could use it.
+    no_nat = with_changes(lambda e: e["serving"].update(hugging_face_token_secret="hf/token"))
+    assert config.compile_token_secret(no_nat) is None
+    assert "secretsmanager" not in services(no_nat, "compile task")
+
+
+def test_an_aws_cli_image_given_as_is_is_what_the_task_pulls_and_routes() -> None:
+    mirror = "111111111111.dkr.ecr.us-east-1.amazonaws.com/mirror/aws-cli:2.22.35"
+    env = with_changes(lambda e: e.update(compilation={"aws_cli_image": mirror}))
+    assert config.compile_aws_cli_image(env) == mirror and unreachable(env) == []
+    public = with_changes(
+        lambda e: e.update(
+            network={"nat_gateways": 1},
+            compilation={"aws_cli_image": "public.ecr.aws/aws-cli/aws-cli:2.22.35"},
+        )
+    )
+    # ECR Public directly: over the NAT, the one route it has.
+    assert "public.ecr.aws" in services(public, "compile task") and unreachable(public) == []
+
+
+def test_the_cli_finds_the_compile_task_from_cdk_json_alone() -> None:
+    envs = config.load_cdk_json(config.Path(__file__).resolve().parent.parent / "cdk.json")
+    dev = deployment(envs["dev"]).compilation
+    assert dev is not None
+    assert (
+        dev.stack_name,
+        dev.cluster_logical_id,
+        dev.task_definition_logical_id,
+        dev.security_group_logical_id,
+    ) == (
+        "dev-Training",
+        "CompileCluster",
+        "CompileTaskDefinition",
+        "CompileSecurityGroup",
+    )
+    assert dev.subnets == (
+        {"Fn::GetStackOutput": {"StackName": "dev-Training", "OutputName": "CompileSubnetIds"}},
+    )
+    assert (dev.artifact_bucket, dev.artifact_prefix, dev.checkpoints) == (
+        "cdk-neuron-dev-models",
+        "compiled/",
+        True,
+    )
+    assert (dev.aws_cli_cache_repository, dev.internet) == ("cdk-neuron-ecr-public/aws-cli/aws-cli", True)
+    assert dev.image == envs["dev"].serving.engine.image.uri("us-east-1")
+    # prod serves a 70B model, more than a Fargate compile task holds: no compile task by default.
+    assert envs["prod"].compilation is None and deployment(envs["prod"]).compilation is None

@@ -247,3 +247,34 @@ def test_service_of_reads_joined_service_names() -> None:
         "Properties": {"ServiceName": {"Fn::Join": ["", ["com.amazonaws.", {"Ref": "AWS::Region"}, ".logs"]]}}
     }
     assert service_of(endpoint) == "logs"
+
+
+def test_the_compile_task_reaches_s3_through_its_programs_and_ecr_and_logs_through_fargate() -> None:
+    destinations = reach.compile_task(
+        export_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:0.11.0",
+        aws_cli_image="111111111111.dkr.ecr.us-east-1.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35",
+        region="us-east-1",
+        hub=False,
+        token_secret=False,
+        compile_cache=True,
+    )
+    # The upload's `aws s3api` calls are S3 calls (the gateway endpoint), read from the program itself.
+    assert any(
+        d.caller.startswith("compile/upload.sh:") and "s3api put-object" in d.caller for d in destinations
+    )
+    assert {(d.service, d.route) for d in destinations} == {
+        ("s3", "s3-gateway"),
+        ("ecr.api", "interface-endpoint"),
+        ("ecr.dkr", "interface-endpoint"),
+        ("logs", "interface-endpoint"),
+    }
+    public = reach.compile_task(
+        export_image="763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-vllm-inference-neuronx:0.11.0",
+        aws_cli_image="public.ecr.aws/aws-cli/aws-cli:2.22.35",
+        region="us-east-1",
+        hub=True,
+        token_secret=True,
+        compile_cache=False,
+    )
+    assert {d.service for d in public if d.route == "internet"} == {"public.ecr.aws", reach.HUGGING_FACE_HUB}
+    assert "secretsmanager" in {d.service for d in public}

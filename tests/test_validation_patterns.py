@@ -361,6 +361,12 @@ EDGES: dict[str, tuple[re.Pattern[str], tuple[str, ...], tuple[str, ...]]] = {
         ),
         ("t4g.2xlarge", "t2.nano", "t4g.nanox", "trn1.32xlarge", "t4g.nano\n"),
     ),
+    # ECR CreatePullThroughCacheRule ecrRepositoryPrefix: 2-30 characters, lowercase, separators between.
+    "config._ECR_CACHE_PREFIX": (
+        config._ECR_CACHE_PREFIX,
+        ("ab", "cdk-neuron-dev", "a" * 30, "a.b_c-d", "team/cdk-neuron", "a0"),
+        ("a", "a" * 31, "Cdk", "-a", "a-", "a//b", "a--b", "a b", "ab\n", "/ab"),
+    ),
 }
 
 

@@ -265,20 +265,27 @@ def record_compilation(
     checkpoints: bool,
     artifact_bucket: str,
     artifact_prefix: str,
+    aws_cli_image: str | None = None,
+    aws_cli_cache_repository: str | None = None,
+    internet: bool = True,
 ) -> None:
     """A model compilation task: what ``cdk-neuron compile`` needs for ``ecs:RunTask``, and where it
     may write (the bucket's name when it is known at synthesis, and the prefix it is granted).
+
+    ``aws_cli_image`` is the fetch and upload steps' image, ``aws_cli_cache_repository`` its
+    pull-through cache repository (None for an image given as is), ``internet`` whether the task's
+    subnets route to the internet (Hub sources need it).
 
     The cluster, task definition and security group are kept as logical ids (the CLI turns them into
     physical ids with ``cloudformation:DescribeStackResource``); subnets as the template resolves them
     (a ``Ref`` to a subnet of this stack, an import, or a literal id).
     """
-    stack = cdk.Stack.of(scope)
 
     def logical_id(resource: cdk.IResource) -> str:
         child = resource.node.default_child
         assert isinstance(child, cdk.CfnResource)
-        return stack.get_logical_id(child)
+        # The element's logical id token: it resolves at synthesis, after any override_logical_id.
+        return child.logical_id
 
     _record(
         scope,
@@ -293,6 +300,9 @@ def record_compilation(
             "checkpoints": checkpoints,
             "artifact_bucket": _literal(artifact_bucket),
             "artifact_prefix": artifact_prefix,
+            "aws_cli_image": _literal(aws_cli_image),
+            "aws_cli_cache_repository": aws_cli_cache_repository,
+            "internet": internet,
         },
     )
 

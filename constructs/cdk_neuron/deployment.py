@@ -151,6 +151,12 @@ class CompilationDeployment:
     """The bucket the task writes to; None when its name is a token or the record predates it."""
     artifact_prefix: str | None = None
     """The key prefix the task is granted (``compiled/``); None in records written before it was kept."""
+    aws_cli_image: str | None = None
+    """The fetch and upload steps' image; None when unknown at synthesis."""
+    aws_cli_cache_repository: str | None = None
+    """The ECR pull-through cache repository that image comes through; None for an image used as is."""
+    internet: bool = True
+    """Whether the task's subnets route to the internet (a NAT): Hub sources need it."""
 
 
 @dataclass(frozen=True, kw_only=True)

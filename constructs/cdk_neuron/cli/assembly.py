@@ -359,6 +359,9 @@ def compilation(record: Record, stack: Stack) -> CompilationDeployment:
         image=_optional_text(data.get("image")),
         artifact_bucket=_optional_text(data.get("artifact_bucket")),
         artifact_prefix=_optional_text(data.get("artifact_prefix")),
+        aws_cli_image=_optional_text(data.get("aws_cli_image")),
+        aws_cli_cache_repository=_optional_text(data.get("aws_cli_cache_repository")),
+        internet=bool(data.get("internet", True)),
     )
 
 

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdk_neuron import timeouts
-from cdk_neuron.cli.aws import AwsLookupError
+from cdk_neuron.cli.aws import AwsLookupError, error_code
 from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
 from cdk_neuron.cli.compile_wait import CompileOutcome, logs_tail_commands, render_outcome, wait_for_compile
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import OMIT_IF_NONE, Result
+from cdk_neuron.cli.stack_lookup import stack_outputs, stack_resource_arn
 from cdk_neuron.cli.status import ExitStatus
-from cdk_neuron.cli.submit import stack_resource_arn
 from cdk_neuron.compilation.job import (
     FARGATE_MAX_WEIGHTS_GIB,
     CompileRequest,
@@ -93,6 +93,25 @@ def parse_source(
     )
 
 
+def source_hw_backend(given: str | None, env: Deployment, tensor_parallel: int | None) -> str:
+    """``--source-hw-backend``, or the generation of the environment's training cluster, where the
+    checkpoints on its CheckpointStore were saved: ``trn1`` for Trn1/Trn1n, ``trn2`` for Trn2/Trn3 (NxD's
+    converter ``--hw_backend``). Without a training cluster it must be given when a checkpoint is converted
+    (``--source-tp``); otherwise nothing reads it."""
+    if given is not None:
+        return given
+    if env.training is not None:
+        return "trn1" if env.training.instance_type.startswith("trn1") else "trn2"
+    if tensor_parallel is not None:
+        raise NeuronConfigError(
+            "--source-hw-backend",
+            None,
+            f"{env.name} has no training cluster to take it from: give trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3), "
+            "the generation the checkpoint was saved on",
+        )
+    return "trn1"
+
+
 def _compilation(env: Deployment) -> CompilationDeployment:
     if env.compilation is None:
         raise NeuronConfigError(
@@ -108,15 +127,58 @@ def _compilation(env: Deployment) -> CompilationDeployment:
     return env.compilation
 
 
-def _subnet(cloudformation: Any, stack: str, value: object) -> str:
+def _subnets(cloudformation: Any, stack: str, value: object) -> list[str]:
+    """The subnet ids one recorded subnet stands for: a literal id, a ``Ref`` to a subnet of the stack,
+    or an ``Fn::GetStackOutput`` (a weak cross-stack reference, or a stack output listing ids
+    comma-separated) read with ``cloudformation:DescribeStacks``."""
     if isinstance(value, str):
-        return value
+        return [value]
     if isinstance(value, dict) and isinstance(value.get("Ref"), str):
-        return stack_resource_arn(cloudformation, stack, value["Ref"])
+        return [stack_resource_arn(cloudformation, stack, value["Ref"])]
+    output = value.get("Fn::GetStackOutput") if isinstance(value, dict) else None
+    if (
+        isinstance(output, dict)
+        and isinstance(output.get("StackName"), str)
+        and isinstance(output.get("OutputName"), str)
+    ):
+        outputs = stack_outputs(cloudformation, output["StackName"])
+        if output["OutputName"] not in outputs:
+            raise AwsLookupError(
+                f"stack {output['StackName']} has no output {output['OutputName']} (the compile task's subnets): "
+                "deploy it with this app's version"
+            )
+        return [s for s in outputs[output["OutputName"]].split(",") if s]
     raise AwsLookupError(
-        f"the ModelCompilation's subnet {value!r} is neither a literal id nor a resource of stack {stack}: "
-        "give the task subnets of the stack it stands in, or literal subnet ids"
+        f"the ModelCompilation's subnet {value!r} is neither a literal id, a resource of stack {stack} nor "
+        "another stack's output: give the task subnets of the stack it stands in, or literal subnet ids"
     )
+
+
+def check_aws_cli_image_cached(ctx: Context, compilation: CompilationDeployment, region: str) -> None:
+    """Without a route to the internet, the ECR Public pull-through cache must already hold the AWS CLI
+    image: the first pull of a cached image through an ECR interface endpoint needs a NAT ("Amazon ECR
+    interface VPC endpoints (AWS PrivateLink)", considerations, Amazon ECR User Guide,
+    https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, read 2026-12-02), and the
+    task would stop in PENDING with CannotPullContainerError. ``ecr:DescribeImages`` says whether it is
+    there; if not, the error names the one pull, from a machine with the internet, that imports it."""
+    repository = compilation.aws_cli_cache_repository
+    if compilation.internet or repository is None or compilation.aws_cli_image is None:
+        return
+    tag = compilation.aws_cli_image.rpartition(":")[2]
+    try:
+        ctx.aws("ecr", region).describe_images(repositoryName=repository, imageIds=[{"imageTag": tag}])
+    except Exception as error:
+        if error_code(error) not in ("ImageNotFoundException", "RepositoryNotFoundException"):
+            raise
+        registry = compilation.aws_cli_image.split("/", 1)[0]
+        raise NeuronConfigError(
+            "aws_cli_image",
+            compilation.aws_cli_image,
+            "is not in the ECR pull-through cache yet, and the task's subnets have no NAT, which the first pull "
+            "through an ECR interface endpoint needs (Amazon ECR User Guide, interface VPC endpoints): cache it once "
+            f"from a machine with the internet: aws ecr get-login-password --region {region} | docker login "
+            f"--username AWS --password-stdin {registry} && docker pull {compilation.aws_cli_image}",
+        ) from None
 
 
 def check_request(compilation: CompilationDeployment, request: CompileRequest, region: str) -> None:
@@ -176,12 +238,13 @@ def check_request(compilation: CompilationDeployment, request: CompileRequest, r
 def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Compiling:
     compilation = _compilation(env)
     check_request(compilation, request, env.region)
+    check_aws_cli_image_cached(ctx, compilation, env.region)
     cloudformation = ctx.aws("cloudformation", env.region)
     stack = compilation.stack_name
     cluster = stack_resource_arn(cloudformation, stack, compilation.cluster_logical_id)
     task_definition = stack_resource_arn(cloudformation, stack, compilation.task_definition_logical_id)
     group = stack_resource_arn(cloudformation, stack, compilation.security_group_logical_id)
-    subnets = [_subnet(cloudformation, stack, s) for s in compilation.subnets]
+    subnets = [subnet for value in compilation.subnets for subnet in _subnets(cloudformation, stack, value)]
     response = ctx.aws("ecs", env.region).run_task(
         cluster=cluster,
         taskDefinition=task_definition,
@@ -267,9 +330,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-pp", type=int, default=1, help="its pipeline-parallel degree (default: 1)")
     parser.add_argument(
         "--source-hw-backend",
-        default="trn1",
         help="the Trainium generation a training checkpoint was saved on: trn1 (Trn1/Trn1n) or trn2 (Trn2/Trn3); "
-        "NxD's converter orders replicated KV heads by it (default: trn1)",
+        "NxD's converter orders replicated KV heads by it (default: the environment's training cluster's)",
     )
     parser.add_argument(
         "--source-kv-multiplier",
@@ -294,9 +356,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
     env = in_region([one_environment(ctx.deployments, args)], args.region)[0]
-    _compilation(env)
+    compilation = _compilation(env)
     assert env.serving is not None
     found = ErrorCollector()
+    # Every mistake at once: the options, the request, and what the deployed task cannot do.
+    backend = found.run(lambda: source_hw_backend(args.source_hw_backend, env, args.source_tp))
     source = found.run(
         lambda: parse_source(
             args.source,
@@ -304,21 +368,30 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
             tensor_parallel=args.source_tp,
             pipeline_parallel=args.source_pp,
             revision=args.revision,
-            hw_backend=args.source_hw_backend,
+            hw_backend=backend or "trn1",
             kv_size_multiplier=args.source_kv_multiplier,
             config_from=args.config_from,
         )
     )
-    found.raise_if_any()
-    assert source is not None
     serving = env.serving
-    request = CompileRequest(
-        source=source,
-        artifact_uri=args.artifact_uri,
-        model=serving.model,
-        plan=serving.plan,
-        engine=serving.engine,
+    request = (
+        found.run(
+            lambda: CompileRequest(
+                source=source,
+                artifact_uri=args.artifact_uri,
+                model=serving.model,
+                plan=serving.plan,
+                engine=serving.engine,
+                hub_route=compilation.internet,
+            )
+        )
+        if source is not None
+        else None
     )
+    if request is not None:
+        found.run(lambda: check_request(compilation, request, env.region))
+    found.raise_if_any()
+    assert request is not None
     result = compile_model(ctx, env, request)
     if args.wait:
         outcome = wait_for_compile(

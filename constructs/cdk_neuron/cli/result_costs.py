@@ -90,6 +90,8 @@ class CompileTaxLine:
     formula: str
     advice: str
     sources: list[str]
+    refused: str | None = None
+    """Why ``cdk-neuron compile`` refuses this fleet: then nothing is priced."""
 
     @staticmethod
     def of(tax: CompileTax, *, cache: str = CACHE_UNKNOWN, compiled: bool | None = None) -> CompileTaxLine:
@@ -111,6 +113,7 @@ class CompileTaxLine:
             formula=tax.formula,
             advice=tax.advice,
             sources=list(tax.time.sources),
+            refused=tax.refused,
         )
 
 
@@ -292,7 +295,14 @@ def render(name: str, costs: ResultCosts, out: Report) -> None:
 
 
 def render_compile(name: str, line: CompileTaxLine, out: Report) -> None:
-    """Compiling the fleet's shape: time, cost, whether it is compiled already, and when it pays."""
+    """Compiling the fleet's shape: time, cost, whether it is compiled already, and when it pays; or,
+    for a fleet the compile task refuses, that it is refused and why (as ``cdk-neuron compile`` says)."""
+    if line.refused is not None:
+        out.pairs(
+            f"{name}: compile tax of a new shape",
+            [("refused", line.refused), ("cost", "none: cdk-neuron compile refuses it before anything runs")],
+        )
+        return
     band = (
         f"{line.low_minutes:g}-{line.high_minutes:g} min"
         if line.high_minutes is not None

@@ -11,6 +11,13 @@ differs:
 - sets ``environments.<env>.serving.model.artifact_uri`` and ``.artifact_manifest`` in cdk.json,
   editing only those two values (the file's formatting, order and every other key stay as they were).
 
+``--verify`` also reads every file the manifest lists from the artifact prefix and compares its size and
+SHA-256 with the manifest's (``s3:GetObject``, streamed: nothing is kept on disk). It reads the whole
+artifact once, from where the operator runs the command, so it is opt-in: the one place the hashes are
+checked, before a fleet is pointed at the bytes. The fleets themselves check the manifest's files by
+name and size (preflight's ``artifact files`` row) and hash nothing at start-up, where every second of
+a cold start counts.
+
 ``--dry-run`` checks and shows what would be written, and writes nothing. A mismatch writes nothing
 and exits 1, naming each field. An app whose cdk.json has no ``serving.model`` passes the artifact to
 its fleet in code instead (``ModelSpec(artifact_uri=...)``, ``artifact_manifest=``), which the command
@@ -25,6 +32,7 @@ on the old prefix until clean-up; a SageMaker endpoint is updated to a new model
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -61,6 +69,8 @@ class UseArtifact(Result):
     mismatches: list[str]
     written: bool
     dry_run: bool
+    verified: int | None = field(default=None, metadata=OMIT_IF_NONE)
+    """With ``--verify``: how many files were read back and matched their size and SHA-256."""
     cdk_json: str | None = field(default=None, metadata=OMIT_IF_NONE)
     manifest_path: str | None = field(default=None, metadata=OMIT_IF_NONE)
     changes: list[str] = field(default_factory=list)
@@ -78,6 +88,11 @@ def render(result: UseArtifact) -> Report:
             ("shape", result.shape),
             ("engine", f"{result.engine}, Neuron SDK {result.neuron_sdk or 'unknown'}"),
             ("compiled in", f"{result.compile_minutes:.1f} min"),
+            *(
+                [("verified", f"{result.verified} file(s): size and SHA-256 as the manifest lists them")]
+                if result.verified is not None
+                else []
+            ),
         ],
     )
     if result.mismatches:
@@ -243,6 +258,38 @@ def write_cdk_json(cdk_json: Path, env: str, values: dict[str, object]) -> list[
     return [line.strip() for line in after if line not in before]
 
 
+def verify_files(ctx: Context, manifest: ArtifactManifest, region: str) -> tuple[int, list[str]]:
+    """Read every file the manifest lists from its artifact prefix: (files that match, one problem per
+    file that is missing or whose size or SHA-256 differs)."""
+    location = parse_s3_uri(manifest.artifact_uri)
+    s3 = ctx.aws("s3", region)
+    problems: list[str] = []
+    matched = 0
+    for item in manifest.files:
+        key = f"{location.prefix}/{item.path}"
+        try:
+            body = s3.get_object(Bucket=location.bucket, Key=key)["Body"]
+        except Exception as error:
+            if error_code(error) in ("NoSuchKey", "404"):
+                problems.append(f"verify: {item.path}: missing at {manifest.artifact_uri}")
+                continue
+            raise
+        digest, size = hashlib.sha256(), 0
+        while chunk := body.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+        if size != item.bytes:
+            problems.append(f"verify: {item.path}: {size} bytes, and the manifest lists {item.bytes}")
+        elif digest.hexdigest() != item.sha256:
+            problems.append(
+                f"verify: {item.path}: sha256 {digest.hexdigest()}, and the manifest lists {item.sha256}: "
+                "the file changed after the compile wrote it; compile again to a new prefix"
+            )
+        else:
+            matched += 1
+    return matched, problems
+
+
 # -- the command --------------------------------------------------------------------------------------
 
 
@@ -254,6 +301,7 @@ def use_artifact(
     cdk_json: Path,
     manifest_path: str | None,
     dry_run: bool,
+    verify: bool = False,
 ) -> UseArtifact:
     if env.serving is None:
         raise NeuronConfigError("--env", env.name, "has no inference fleet to serve an artifact")
@@ -264,6 +312,8 @@ def use_artifact(
     mismatches = [
         str(e) for e in manifest.mismatches(model, serving.plan, serving.engine.name, served_image(serving))
     ]
+    verified, problems = verify_files(ctx, manifest, env.region) if verify else (None, [])
+    mismatches += problems
     shape = manifest.shape
     result = UseArtifact(
         environment=env.name,
@@ -277,7 +327,13 @@ def use_artifact(
         mismatches=mismatches,
         written=False,
         dry_run=dry_run,
+        verified=verified,
     )
+    if problems:
+        return replace(
+            result,
+            summary=f"Not written: the files at {manifest.artifact_uri} are not the ones its manifest describes",
+        )
     if mismatches:
         return replace(
             result,
@@ -330,6 +386,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="check and show what would be written; write nothing"
     )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="also read every file the manifest lists from the artifact prefix and compare its size and SHA-256 "
+        "(reads the whole artifact once; exit 1 naming each file that differs)",
+    )
 
 
 def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
@@ -342,7 +404,13 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
         )
     cdk_json = Path(ctx.sources.config or Path(ctx.cwd or ".") / "cdk.json")
     result = use_artifact(
-        ctx, env, args.manifest, cdk_json=cdk_json, manifest_path=args.manifest_path, dry_run=args.dry_run
+        ctx,
+        env,
+        args.manifest,
+        cdk_json=cdk_json,
+        manifest_path=args.manifest_path,
+        dry_run=args.dry_run,
+        verify=args.verify,
     )
     ctx.show(result, render)
     return ExitStatus.FAILED if result.mismatches else ExitStatus.OK
@@ -368,5 +436,6 @@ __all__ = [
     "render",
     "set_values",
     "use_artifact",
+    "verify_files",
     "write_cdk_json",
 ]

@@ -20,13 +20,32 @@ The task definition replaces each image's ENTRYPOINT with ``bash -c <program>``:
 own entrypoint starts the server (``optimum-cli neuron serve``) whatever its arguments, and ECS, unlike
 AWS Batch, lets a task definition set the entrypoint. The programs are the real files under
 ``node_programs/files/compile``, rehearsed under bash in the tests.
+
+Every image the task pulls is in private ECR in its region by default, so the task starts in subnets
+without a NAT (through the ``ecr.api``/``ecr.dkr`` interface endpoints and the S3 gateway): the serving
+image is an AWS DLC there, and the AWS CLI image comes through an ECR pull-through cache of ECR Public
+(:data:`AWS_CLI_IMAGE`; ECR Public needs no upstream credentials, "Sync an upstream registry with an
+Amazon ECR private registry", Amazon ECR User Guide,
+https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache.html, read 2026-12-02). The
+construct creates the cached repository itself, so CloudFormation owns it (its removal policy, emptied
+when destroyed): the cache uses a repository that already exists, and needs ``ecr:CreateRepository``
+only when none does ("IAM permissions required to sync an upstream registry with an Amazon ECR private
+registry", https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html). One
+limit, AWS's: the *first* pull of a cached image through an ECR interface endpoint needs a route to the
+internet ("Amazon ECR interface VPC endpoints (AWS PrivateLink)", considerations,
+https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, read 2026-12-02). Where the
+task has none, ``cdk-neuron compile`` checks that the image is cached (``ecr:DescribeImages``) before it
+starts the task, and names the one ``docker pull`` from outside the VPC that caches it.
 """
 
 from __future__ import annotations
 
+import re
+
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -54,7 +73,7 @@ from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.iam_statements import allow_log_encryption
 from cdk_neuron.node_programs import program
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
-from cdk_neuron.serving.engines import ServingEngine
+from cdk_neuron.serving.engines import ContainerImage, ServingEngine
 from cdk_neuron.serving.permissions import image_pull_statements
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import COMPILE_CACHE_ENV, ICompileCache
@@ -62,7 +81,15 @@ from cdk_neuron.training.acknowledgments import compile_cache_prefix
 
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.22.35"
 """The AWS CLI v2 image the fetch and upload steps run (ENTRYPOINT ``aws``; "Using the official AWS
-CLI version 2 Docker image", AWS CLI User Guide)."""
+CLI version 2 Docker image", AWS CLI User Guide), as ECR Public serves it: by default the task pulls it
+through the pull-through cache (:data:`ECR_PUBLIC_CACHE_PREFIX`)."""
+ECR_PUBLIC = "public.ecr.aws"
+AWS_CLI_REPOSITORY = "aws-cli/aws-cli"
+AWS_CLI_TAG = "2.22.35"
+ECR_PUBLIC_CACHE_PREFIX = "cdk-neuron-ecr-public"
+"""The default repository prefix of the ECR Public pull-through cache rule (one per prefix in an
+account and region: give each ModelCompilation there its own ``ecr_public_cache_prefix``)."""
+_CACHE_PREFIX = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*\Z")
 CONTAINERS = ("fetch", "export", "upload")
 """The task's containers, in the order they run."""
 STEP_TOOLS: dict[str, tuple[str, ...]] = {
@@ -103,9 +130,21 @@ class ModelCompilation(Construct):
         its key only when the ``ISecret`` knows the key: import a secret encrypted with your own key
         with ``Secret.from_secret_attributes(..., encryption_key=key)``, or the task fails to start
         (``ResourceInitializationError``). Default: None.
-    :param vpc_subnets: the task's subnets. Default: private subnets with egress. With a One Zone
-        ``checkpoint_store`` the task runs only in the selected subnets of the store's AZ (its only
-        mount target is there).
+    :param vpc_subnets: the task's subnets. Default: the VPC's private subnets with egress, or its
+        isolated subnets when it has none (then the VPC needs the ``ecr.api``, ``ecr.dkr`` and ``logs``
+        interface endpoints, ``secretsmanager`` with a token, and the S3 gateway endpoint:
+        :func:`cdk_neuron.node_programs.reach.compile_task`). With a One Zone ``checkpoint_store`` the
+        task runs only in the selected subnets of the store's AZ (its only mount target is there).
+    :param aws_cli_image: the image the fetch and upload steps run: any image with the AWS CLI v2,
+        bash and coreutils whose ENTRYPOINT the task may replace (:data:`STEP_TOOLS`). Default: None,
+        :data:`AWS_CLI_IMAGE` through an ECR pull-through cache this construct creates (its rule and
+        its repository, ``<ecr_public_cache_prefix>/aws-cli/aws-cli``), pulled from private ECR in the
+        task's region. Give a copy you keep in ECR (pull is granted on its repository), or
+        ``ContainerImage("public.ecr.aws", "aws-cli/aws-cli", "2.22.35")`` to pull from ECR Public
+        directly (the task's subnets then need a NAT).
+    :param ecr_public_cache_prefix: the pull-through cache's repository prefix (2-30 characters; one rule
+        per prefix in an account and region). Default: ``"cdk-neuron-ecr-public"``. Only without
+        ``aws_cli_image``.
     :param kms_key: key of the log group. Default: a new key with rotation.
     :param removal_policy: for the key and the log group. Default: ``RETAIN_ON_UPDATE_OR_DELETE``.
     :param log_retention: how long the compile logs are kept. Default: one month.
@@ -115,6 +154,10 @@ class ModelCompilation(Construct):
     :ivar task_role: the role the three containers run as.
     :ivar security_group: the task's security group (egress only).
     :ivar log_group: the compile logs.
+    :ivar aws_cli_image_uri: the image the fetch and upload steps pull.
+    :ivar aws_cli_repository: the pull-through cache's repository; None with ``aws_cli_image``.
+    :ivar has_internet: whether the task's subnets route to the internet (a NAT): False for isolated
+        subnets, where ``cdk-neuron compile`` refuses Hub sources.
     """
 
     def __init__(
@@ -130,6 +173,8 @@ class ModelCompilation(Construct):
         checkpoint_store: ICheckpointStore | None = None,
         hugging_face_token: secretsmanager.ISecret | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
+        aws_cli_image: ContainerImage | None = None,
+        ecr_public_cache_prefix: str = ECR_PUBLIC_CACHE_PREFIX,
         kms_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
@@ -175,8 +220,9 @@ class ModelCompilation(Construct):
                 description="cdk-neuron model compilation tasks: outbound only (S3, ECR, Logs, the Hub)",
                 allow_all_outbound=True,
             )
-            self.subnets = vpc_subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+            self.subnets = vpc_subnets or default_task_subnets(vpc)
             subnet_ids = _task_subnets(vpc, self.subnets, checkpoint_store)
+            self.has_internet = _routes_to_internet(vpc, self.subnets)
             self.task_role = iam.Role(
                 self,
                 "TaskRole",
@@ -196,11 +242,16 @@ class ModelCompilation(Construct):
                 ),
             )
             self.task_definition.add_volume(name="work")
+            self.aws_cli_repository: ecr.Repository | None = None
+            self._aws_cli_pull_granted = (
+                True  # the pull-through cache's repository (else _aws_cli_image says)
+            )
+            cli_image = self._aws_cli_image(stack, aws_cli_image, ecr_public_cache_prefix, removal_policy)
             environment = {}
             if compile_cache is not None:
                 compile_cache.grant_read_write(self.task_role)
                 environment[COMPILE_CACHE_ENV] = compile_cache.url
-            containers = self._containers(stack, engine, environment, hugging_face_token)
+            containers = self._containers(stack, engine, cli_image, environment, hugging_face_token)
             if checkpoint_store is not None:
                 self._mount_checkpoints(checkpoint_store, containers["export"])
             self._grant_artifact_writes(artifact_bucket)
@@ -217,14 +268,107 @@ class ModelCompilation(Construct):
                 checkpoints=checkpoint_store is not None,
                 artifact_bucket=artifact_bucket.bucket_name,
                 artifact_prefix=self.artifact_prefix,
+                aws_cli_image=self.aws_cli_image_uri,
+                aws_cli_cache_repository=f"{ecr_public_cache_prefix}/{AWS_CLI_REPOSITORY}"
+                if self.aws_cli_repository is not None
+                else None,
+                internet=self.has_internet,
             )
 
     # -- pieces ------------------------------------------------------------------------------------
+
+    def _aws_cli_image(
+        self,
+        stack: cdk.Stack,
+        image: ContainerImage | None,
+        prefix: str,
+        removal_policy: cdk.RemovalPolicy,
+    ) -> ecs.ContainerImage:
+        """The fetch and upload steps' image: through the ECR Public pull-through cache, or ``image``."""
+        if image is not None:
+            if not isinstance(image, ContainerImage):
+                raise NeuronConfigError(
+                    "aws_cli_image",
+                    image,
+                    "pass a cdk_neuron.serving.ContainerImage(registry, repository, tag)",
+                )
+            self.aws_cli_image_uri = image.uri(stack.region)
+            self._aws_cli_pull_granted = image.is_private_ecr
+            if image.is_private_ecr:
+                role = self.task_definition.obtain_execution_role()
+                statements = image_pull_statements(stack, image, sid="EcrPullAwsCliImage")
+                policy = iam.ManagedPolicy(
+                    self,
+                    "PullAwsCliImage",
+                    description=f"cdk-neuron model compilation {self.node.path}: pull the AWS CLI image",
+                    roles=[role],
+                    statements=[s for s, _ in statements],
+                )
+                acknowledge_wildcards(policy, statements)
+            return ecs.ContainerImage.from_registry(self.aws_cli_image_uri)
+        if not isinstance(prefix, str) or not 2 <= len(prefix) <= 30 or not _CACHE_PREFIX.match(prefix):
+            raise NeuronConfigError(
+                "ecr_public_cache_prefix",
+                prefix,
+                "2-30 characters: lowercase letters, digits and . _ - / between them, e.g. cdk-neuron-ecr-public "
+                "(ECR CreatePullThroughCacheRule ecrRepositoryPrefix)",
+            )
+        rule = ecr.CfnPullThroughCacheRule(
+            self, "AwsCliCacheRule", ecr_repository_prefix=prefix, upstream_registry_url=ECR_PUBLIC
+        )
+        destroy = removal_policy == cdk.RemovalPolicy.DESTROY
+        # The cached repository, created here so CloudFormation owns it: the cache imports into it
+        # (no ecr:CreateRepository), and a destroyed environment leaves no image behind to bill.
+        repository = ecr.Repository(
+            self,
+            "AwsCliCache",
+            repository_name=f"{prefix}/{AWS_CLI_REPOSITORY}",
+            image_scan_on_push=True,
+            removal_policy=removal_policy,
+            empty_on_delete=True if destroy else None,
+        )
+        repository.node.add_dependency(rule)
+        # The first pull imports the image from ECR Public (ecr:BatchImportUpstreamImage); later pulls
+        # are plain ECR pulls of this one repository.
+        cache_pull: list[tuple[iam.PolicyStatement, str]] = [
+            (
+                iam.PolicyStatement(sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+                "ecr:GetAuthorizationToken has no resource-level permissions",
+            ),
+            (
+                iam.PolicyStatement(
+                    sid="EcrPullAwsCliImage",
+                    actions=[
+                        "ecr:BatchGetImage",
+                        "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchCheckLayerAvailability",
+                        "ecr:BatchImportUpstreamImage",
+                    ],
+                    resources=[repository.repository_arn],
+                ),
+                "the pull-through cache's one repository",
+            ),
+        ]
+        policy = iam.ManagedPolicy(
+            self,
+            "PullAwsCliImage",
+            description=f"cdk-neuron model compilation {self.node.path}: pull (and import) the AWS CLI image",
+            roles=[self.task_definition.obtain_execution_role()],
+            statements=[s for s, _ in cache_pull],
+        )
+        acknowledge_wildcards(policy, cache_pull)
+        self.aws_cli_repository = repository
+        suffix = "amazonaws.com.cn" if stack.region.startswith("cn-") else "amazonaws.com"
+        self.aws_cli_image_uri = (
+            f"{stack.account}.dkr.ecr.{stack.region}.{suffix}/{prefix}/{AWS_CLI_REPOSITORY}:{AWS_CLI_TAG}"
+        )
+        return ecs.ContainerImage.from_registry(self.aws_cli_image_uri)
 
     def _containers(
         self,
         stack: cdk.Stack,
         engine: ServingEngine,
+        cli_image: ecs.ContainerImage,
         environment: dict[str, str],
         token: secretsmanager.ISecret | None,
     ) -> dict[str, ecs.ContainerDefinition]:
@@ -235,7 +379,7 @@ class ModelCompilation(Construct):
             image = (
                 ecs.ContainerImage.from_registry(engine.image.uri(stack.region))
                 if name == "export"
-                else ecs.ContainerImage.from_registry(AWS_CLI_IMAGE)
+                else cli_image
             )
             container = self.task_definition.add_container(
                 name,
@@ -268,6 +412,12 @@ class ModelCompilation(Construct):
                 cdk.Annotations.of(container).acknowledge_warning(
                     "@aws-cdk/aws-ecs:ecrImageRequiresPolicy",
                     "the execution role is granted pull on exactly this repository (PullServingImage)",
+                )
+            elif name != "export" and self._aws_cli_pull_granted:
+                cdk.Annotations.of(container).acknowledge_warning(
+                    "@aws-cdk/aws-ecs:ecrImageRequiresPolicy",
+                    "the execution role is granted pull on exactly this repository (the pull-through cache's, "
+                    "or PullAwsCliImage)",
                 )
             made[name] = container
             previous = container
@@ -359,7 +509,7 @@ class ModelCompilation(Construct):
             self.task_definition.obtain_execution_role(),
             "NIST.800.53.R5-IAMNoInlinePolicy",
             "The inline policy is the one aws-ecs generates for this task's log group (and the Hub token "
-            "secret); the image pull is a managed policy.",
+            "secret); the image pulls are managed policies.",
         )
         acknowledge(
             self.task_definition,
@@ -420,6 +570,19 @@ def step_entry_point(seconds: int) -> list[str]:
     return ["timeout", f"--kill-after={timeouts.COMPILE_KILL_AFTER}", str(seconds), "bash", "-c"]
 
 
+def default_task_subnets(vpc: ec2.IVpc) -> ec2.SubnetSelection:
+    """The VPC's private subnets with egress, else its isolated ones (a VPC without NAT)."""
+    kind = ec2.SubnetType.PRIVATE_WITH_EGRESS if vpc.private_subnets else ec2.SubnetType.PRIVATE_ISOLATED
+    return ec2.SubnetSelection(subnet_type=kind)
+
+
+def _routes_to_internet(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> bool:
+    """Whether the selected subnets reach the internet: any of them a private subnet with egress (or
+    public); False when all are isolated."""
+    isolated = {s.node.path for s in vpc.isolated_subnets}
+    return any(s.node.path not in isolated for s in select_subnets(vpc, selection).subnets)
+
+
 def _task_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection, store: ICheckpointStore | None) -> list[str]:
     """The subnets ``ecs:RunTask`` is given: the selection, narrowed to a One Zone store's AZ.
 
@@ -453,4 +616,15 @@ def _zone_of(subnet: ec2.ISubnet) -> str | None:
     return None if cdk.Token.is_unresolved(zone) else zone
 
 
-__all__ = ["AWS_CLI_IMAGE", "CONTAINERS", "STEP_TOOLS", "ModelCompilation", "step_entry_point"]
+__all__ = [
+    "AWS_CLI_IMAGE",
+    "AWS_CLI_REPOSITORY",
+    "AWS_CLI_TAG",
+    "CONTAINERS",
+    "ECR_PUBLIC",
+    "ECR_PUBLIC_CACHE_PREFIX",
+    "STEP_TOOLS",
+    "ModelCompilation",
+    "default_task_subnets",
+    "step_entry_point",
+]

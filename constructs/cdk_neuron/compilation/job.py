@@ -86,6 +86,20 @@ def compile_task_usd_per_hour() -> float:
     )
 
 
+def export_target_refusal(instance_type: str) -> str | None:
+    """Why the compile task cannot compile for a fleet of ``instance_type`` (and what to do instead),
+    or None when it can: the one rule ``CompileRequest``, ``plan`` and ``cost`` share."""
+    family = instance_type.split(".")[0]
+    if family in EXPORT_TARGET_FAMILIES:
+        return None
+    return (
+        "the compile task exports with --instance_type inf2, the trn1 target (NeuronCore-v2; "
+        "optimum/neuron/utils/instance.py @v0.4.5 maps inf2 to trn1), which a "
+        f"{family} fleet refuses to load: serve on {', '.join(EXPORT_TARGET_FAMILIES)}, or export by "
+        f"hand on a {family} instance with --instance_type {family} (serving README: Precompiled artifacts)"
+    )
+
+
 def disk_budget_gib(weights_gib: float) -> float:
     """The ephemeral storage one compile of ``weights_gib`` uses at most.
 
@@ -255,6 +269,9 @@ class CompileRequest:
     :param model: the model as the fleet will serve it: its graph shape and dtype are compiled.
     :param plan: the fleet's plan: its TP is the export's.
     :param engine: the fleet's engine; its image compiles. Default: optimum-neuron.
+    :param hub_route: whether the task's network reaches the Hugging Face Hub (its subnets have a NAT).
+        Without one, ``hub:`` sources and ``hub:`` config are refused, and the export runs with
+        ``HF_HUB_OFFLINE=1``. Default: True.
     """
 
     source: ModelSource
@@ -262,6 +279,7 @@ class CompileRequest:
     model: ModelSpec
     plan: ServingPlan
     engine: ServingEngine
+    hub_route: bool = True
 
     def __post_init__(self) -> None:
         found = ErrorCollector()
@@ -281,16 +299,26 @@ class CompileRequest:
                     "dtype", self.model.dtype, f"optimum-cli export neuron loads {', '.join(_DTYPES)} weights"
                 )
             )
-        family = self.plan.instance_type.split(".")[0]
-        if family not in EXPORT_TARGET_FAMILIES:
+        refusal = export_target_refusal(self.plan.instance_type)
+        if refusal is not None:
+            found.add(NeuronConfigError("instance_type", self.plan.instance_type, refusal))
+        if not self.hub_route and self.source.kind == "hub":
             found.add(
                 NeuronConfigError(
-                    "instance_type",
-                    self.plan.instance_type,
-                    "the compile task exports with --instance_type inf2, the trn1 target (NeuronCore-v2; "
-                    "optimum/neuron/utils/instance.py @v0.4.5 maps inf2 to trn1), which a "
-                    f"{family} fleet refuses to load: serve on {', '.join(EXPORT_TARGET_FAMILIES)}, or export by "
-                    f"hand on a {family} instance with --instance_type {family} (serving README: Precompiled artifacts)",
+                    "source",
+                    f"hub:{self.source.uri}",
+                    "the compile task's subnets have no route to the internet (no NAT), so it cannot download "
+                    "from the Hugging Face Hub: copy the model to S3 (huggingface-cli download, then aws s3 sync) "
+                    "and compile --source s3://bucket/prefix/, or give the VPC a NAT",
+                )
+            )
+        if not self.hub_route and (self.source.config_from or "").startswith("hub:"):
+            found.add(
+                NeuronConfigError(
+                    "config_from",
+                    self.source.config_from,
+                    "the compile task's subnets have no route to the internet (no NAT): give config.json and the "
+                    "tokenizer from S3 with --config-from s3://bucket/prefix/",
                 )
             )
         if self.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
@@ -309,6 +337,14 @@ class CompileRequest:
     def artifact(self) -> str:
         """The artifact prefix as a directory URI."""
         return parse_s3_uri(self.artifact_uri).uri
+
+    @property
+    def reads_hub(self) -> bool:
+        """Whether the export may read the Hub: a ``hub:`` source or ``hub:`` config, or (where the network
+        reaches it) a checkpoint's missing config from the fleet's model on the Hub, the default."""
+        if self.source.kind == "hub" or (self.source.config_from or "").startswith("hub:"):
+            return True
+        return self.hub_route and self.source.config_from is None and bool(self.model.model_id)
 
     def fetch_environment(self) -> dict[str, str]:
         """The ``fetch`` container's settings."""
@@ -346,6 +382,12 @@ class CompileRequest:
             "WORK_DIR": WORK_DIR,
             "CHECKPOINT_MOUNT": CHECKPOINT_MOUNT,
         }
+        if not self.reads_hub:
+            # huggingface_hub makes no HTTP call with HF_HUB_OFFLINE set ("Environment variables",
+            # huggingface_hub docs, https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables,
+            # read 2026-12-02); transformers and optimum-neuron reach the Hub only through it. It is read at
+            # import, so it is set for the whole container, before any Python starts.
+            values["HF_HUB_OFFLINE"] = "1"
         del region  # the image reference in the manifest is registry-free: the same in every region
         return values
 
@@ -389,4 +431,5 @@ __all__ = [
     "check_config_from",
     "compile_task_usd_per_hour",
     "disk_budget_gib",
+    "export_target_refusal",
 ]

@@ -62,6 +62,7 @@ from cdk_neuron.compilation.job import (
     FARGATE_MAX_WEIGHTS_GIB,
     FARGATE_MEMORY_MIB,
     compile_task_usd_per_hour,
+    export_target_refusal,
 )
 from cdk_neuron.planner import ServingPlan
 
@@ -169,6 +170,8 @@ class CompileTax:
     """``usd / per_start_usd``: precompiling pays from this many starts on (None: a price is unknown)."""
     formula: str
     advice: str
+    refused: str | None = None
+    """Why the compile task refuses this fleet (then nothing is priced), or None."""
 
 
 def _instance_price(instance_type: str, region: str, sagemaker: bool) -> catalog.Price | None:
@@ -189,6 +192,28 @@ def compile_tax(
     """The compile tax of a model of ``parameters`` on the fleet ``plan`` sizes, in ``region``
     (``sagemaker``: the fleet's own start-up is priced at the ``ml.`` hosting price)."""
     time = compile_time(parameters, measured_seconds=measured_seconds)
+    instance = catalog.get_instance(plan.instance_type)
+    refusal = export_target_refusal(plan.instance_type)
+    if refusal is not None:
+        # cdk-neuron compile refuses it before anything runs: nothing to price, and no break-even.
+        return CompileTax(
+            time=time,
+            where="refused: the compile task cannot compile for this fleet",
+            on_fargate=False,
+            usd_per_hour=None,
+            usd=None,
+            price_basis="none: refused before compiling",
+            instance_type=plan.instance_type,
+            instance_usd_per_hour=None,
+            instance_can_compile=False,
+            export_memory_gib=plan.weights_gib * EXPORT_MEMORY_FACTOR,
+            instance_memory_gib=instance.memory_gib,
+            per_start_usd=None,
+            break_even_starts=None,
+            formula="none: refused",
+            advice=refusal,
+            refused=refusal,
+        )
     hours = time.minutes / 60
     on_fargate = plan.weights_gib <= FARGATE_MAX_WEIGHTS_GIB
     if on_fargate:
@@ -211,7 +236,6 @@ def compile_tax(
             else f"${hand.usd_per_hour:.4f}/h ({hand.source} {catalog.SOURCES[hand.source].date}, {hand.region})"
         )
     usd = None if usd_per_hour is None else hours * usd_per_hour
-    instance = catalog.get_instance(plan.instance_type)
     export_memory = plan.weights_gib * EXPORT_MEMORY_FACTOR
     can_compile = export_memory <= instance.memory_gib
     price = _instance_price(plan.instance_type, region, sagemaker)

@@ -62,6 +62,7 @@ CLI_SERVICES: dict[str, tuple[str, Route]] = {
     "ecr": ("ecr.api", "interface-endpoint"),
     "logs": ("logs", "interface-endpoint"),
     "s3": ("s3", "s3-gateway"),
+    "s3api": ("s3", "s3-gateway"),
     "secretsmanager": ("secretsmanager", "interface-endpoint"),
     "sts": ("sts", "interface-endpoint"),
 }
@@ -291,8 +292,59 @@ def sagemaker_model(*, artifact_uri: str | None) -> tuple[Destination, ...]:
     return model_destinations(artifact_uri, "SageMaker model container")
 
 
+COMPILE_PROGRAMS = ("compile",)
+FARGATE_TASK = "Fargate (task ENI)"
+
+
+def compile_task(
+    *,
+    export_image: str,
+    aws_cli_image: str,
+    region: str,
+    hub: bool,
+    token_secret: bool,
+    compile_cache: bool,
+) -> tuple[Destination, ...]:
+    """A ModelCompilation task on Fargate: its programs, both images, its logs and what a request reads.
+
+    From platform version 1.4.0 every byte a Fargate task sends, image pulls included, leaves through
+    its ENI in the task's subnets, so without a NAT it needs ``ecr.api``, ``ecr.dkr`` and the S3 gateway
+    for images in ECR, ``secretsmanager`` for a secret in the task definition ("Migrating to Linux
+    platform version 1.4.0 on Amazon ECS", Amazon ECS Developer Guide,
+    https://docs.aws.amazon.com/AmazonECS/latest/developerguide/platform-version-migration.html, read
+    2026-12-02), and ``logs`` for the awslogs driver. No ``sts``: the containers take the task role's
+    credentials from the ECS credentials endpoint (169.254.170.2, inside the task), and no ``ecs``: the
+    Fargate agent is AWS's. ``hub``: a request may read a ``hub:`` source or ``hub:`` config (only where
+    the task's network reaches the internet; ``cdk-neuron compile`` refuses them elsewhere).
+    """
+    destinations = [
+        *program_calls(*COMPILE_PROGRAMS),
+        *image_destinations(export_image, region, f"{FARGATE_TASK}: export image"),
+        *image_destinations(aws_cli_image, region, f"{FARGATE_TASK}: fetch and upload image"),
+        Destination("logs", "interface-endpoint", f"{FARGATE_TASK}: awslogs driver (compile logs)"),
+    ]
+    if token_secret:
+        destinations.append(
+            Destination(
+                "secretsmanager", "interface-endpoint", f"{FARGATE_TASK}: the Hub token secret, at start"
+            )
+        )
+    if compile_cache:
+        destinations.append(
+            Destination(
+                "s3", "s3-gateway", "compile export: neuronx-cc's shared cache (NEURON_COMPILE_CACHE_URL)"
+            )
+        )
+    if hub:
+        destinations.append(
+            Destination(HUGGING_FACE_HUB, "internet", "compile export: hub: sources and hub: config")
+        )
+    return tuple(destinations)
+
+
 __all__ = [
     "CLI_SERVICES",
+    "COMPILE_PROGRAMS",
     "ECS_AGENT",
     "GITHUB",
     "GITHUB_CODELOAD",
@@ -307,6 +359,7 @@ __all__ = [
     "UBUNTU_SECURITY",
     "Destination",
     "Route",
+    "compile_task",
     "image_destinations",
     "model_destinations",
     "program_calls",

@@ -261,7 +261,9 @@ class ArtifactManifest:
                     "model.artifact_uri",
                     model.artifact_uri,
                     f"the manifest describes another artifact ({self.artifact_uri}): use the manifest "
-                    f"beside the artifact served ({MANIFEST_NAME} at its prefix)",
+                    f"beside the artifact served ({MANIFEST_NAME} at its prefix); a copy under another prefix "
+                    "keeps the original's manifest and is refused: compile into this prefix's bucket "
+                    "(docs/compile.md, A copied artifact is refused)",
                 )
             )
         for name, served, compiled in (

@@ -90,7 +90,9 @@ def artifact_policy(
     return policy
 
 
-def image_pull_statements(stack: cdk.Stack, image: ContainerImage) -> list[tuple[iam.PolicyStatement, str]]:
+def image_pull_statements(
+    stack: cdk.Stack, image: ContainerImage, *, sid: str = "EcrPullServingImage"
+) -> list[tuple[iam.PolicyStatement, str]]:
     """ECR login and pull from exactly the image's repository, each with its nag reason."""
     return [
         (
@@ -99,7 +101,7 @@ def image_pull_statements(stack: cdk.Stack, image: ContainerImage) -> list[tuple
         ),
         (
             iam.PolicyStatement(
-                sid="EcrPullServingImage",
+                sid=sid,
                 actions=[
                     "ecr:BatchGetImage",
                     "ecr:GetDownloadUrlForLayer",

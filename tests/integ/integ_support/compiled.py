@@ -88,6 +88,9 @@ def artifact_store(
         checkpoint_store=checkpoint_store,
         removal_policy=cdk.RemovalPolicy.DESTROY,
         log_retention=logs.RetentionDays.ONE_WEEK,
+        # A pull-through cache rule's prefix is unique in an account and Region: one per suite, so the
+        # suites deploy side by side.
+        ecr_public_cache_prefix=f"cdk-neuron-integ-{suite}"[:30].rstrip("-_."),
     )
     return ArtifactStore(
         bucket,

@@ -63,7 +63,8 @@ def _vcpu_needs(ctx: CheckContext) -> dict[str, list[tuple[str, int]]]:
     return needs
 
 
-def _quota_value(quotas: Any, service: str, code: str) -> tuple[float, str]:
+def quota_value(quotas: Any, service: str, code: str) -> tuple[float, str]:
+    """A quota's applied value, else AWS's default, and the name the API gives it."""
     try:
         quota = quotas.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]
     except Exception as error:
@@ -87,7 +88,7 @@ def check_ec2_quotas(ctx: CheckContext) -> list[Row]:
         spec = EC2_VCPU_QUOTAS[family]
         needed = sum(v for _, v in needs[family])
         breakdown = " + ".join(f"{label} ({v})" for label, v in needs[family])
-        value, name = _quota_value(quotas, "ec2", spec.code)
+        value, name = quota_value(quotas, "ec2", spec.code)
         subject = f"{spec.name} ({spec.code})"
         if name and name != spec.name:
             rows.append(

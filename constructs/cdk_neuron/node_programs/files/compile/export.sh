@@ -29,7 +29,8 @@
 #   checkpoint's layout, and trn1 or trn2);
 #   BATCH_SIZE, SEQUENCE_LENGTH, TENSOR_PARALLEL, DTYPE; ENGINE, ENGINE_VERSION (the fleet's optimum-neuron,
 #   checked against the export's), IMAGE (the fleet's image, used only off ECS); ARTIFACT_URI; WORK_DIR;
-#   CHECKPOINT_MOUNT; NEURON_COMPILE_CACHE_URL (the shared S3 compile cache).
+#   CHECKPOINT_MOUNT; NEURON_COMPILE_CACHE_URL (the shared S3 compile cache); HF_HUB_OFFLINE (1 when
+#   the request reads nothing from the Hub: the task may have no route there).
 set -euo pipefail
 CDK_NEURON_PROGRAM=compile-export
 log() { printf 'cdk-neuron[%s]: %s\n' "${CDK_NEURON_PROGRAM}" "$*" >&2; }
@@ -396,7 +397,13 @@ fi
 # are; an s3:// one was fetched into ${WORK_DIR}/config by the fetch step.
 config_dir=""
 if [ ! -f "${source_dir}/config.json" ] || ! compgen -G "${source_dir}/tokenizer*" >/dev/null; then
-    config_from="${CONFIG_FROM:-${MODEL_ID:+hub:${MODEL_ID}}}"
+    config_from="${CONFIG_FROM:-}"
+    if [ -z "${config_from}" ] && [ -n "${MODEL_ID:-}" ]; then
+        # HF_HUB_OFFLINE=1: the task has no route to the Hub (cdk-neuron compile sets it).
+        [ "${HF_HUB_OFFLINE:-}" != 1 ] ||
+            die "${source_dir} has no config.json or tokenizer and this compile cannot reach the Hub for ${MODEL_ID}'s: give them with --config-from s3://<prefix>/"
+        config_from="hub:${MODEL_ID}"
+    fi
     case "${config_from}" in
         s3://*) config_dir="${WORK_DIR}/config" ;;
         hub:*)
@@ -472,8 +479,11 @@ helper disk "${WORK_DIR}" "$((elements * per_element * 12 / 10 + 5 * 1024 * 1024
 log "exporting for inf2: batch ${BATCH_SIZE} x ${SEQUENCE_LENGTH}, TP ${TENSOR_PARALLEL}, ${DTYPE}"
 started=$(date +%s)
 # --torch_dtype is given for exporters that read it; optimum-neuron's LLM export takes the dtype from
-# config.json (set above) and the read-back below checks what it did.
-optimum-cli export neuron --model "${model_dir}" --task text-generation --instance_type inf2 \
+# config.json (set above) and the read-back below checks what it did. Its input is a local directory
+# by now, so it runs with HF_HUB_OFFLINE=1: huggingface_hub (through which transformers and
+# optimum-neuron reach the Hub) makes no HTTP call, and a lookup the export should not need fails at
+# once instead of waiting on a network without a route ("Environment variables", huggingface_hub docs).
+HF_HUB_OFFLINE=1 optimum-cli export neuron --model "${model_dir}" --task text-generation --instance_type inf2 \
     --batch_size "${BATCH_SIZE}" --sequence_length "${SEQUENCE_LENGTH}" \
     --tensor_parallel_size "${TENSOR_PARALLEL}" --torch_dtype "${torch_dtype}" "${export_dir}" ||
     die "optimum-cli export neuron"

@@ -25,7 +25,7 @@ from cdk_neuron.cli import artifact_cache, assembly, result_costs
 from cdk_neuron.cli.command import Command, environment_options, in_region, selected
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Column, ColumnKind, Report, usd
-from cdk_neuron.cli.plan import omitted
+from cdk_neuron.cli.plan import omitted, serving_data_volume
 from cdk_neuron.cli.pricing import PRICING_API_REGION, SERVICE_QUERIES, PriceBook, live_price_book, regional
 from cdk_neuron.cli.result import NOT_IN_JSON, Result
 from cdk_neuron.cli.status import ExitStatus
@@ -615,14 +615,7 @@ def _serving_volume_lines(env: Deployment, *, in_service: int) -> list[Line]:
     serving = env.serving
     if serving is None or serving.backend != "ec2":
         return []
-    plan = serving.plan
-    volume = start_paths.data_volume(
-        plan.weights_gib,
-        instance_type=plan.instance_type,
-        replicas=plan.replicas_per_instance,
-        precompiled=serving.model.precompiled,
-        warm_pool=serving.warm_pool,
-    )
+    volume = serving_data_volume(serving)
     monthly = volume.usd_per_month
     lines = [
         Line(

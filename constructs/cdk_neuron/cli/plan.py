@@ -22,7 +22,7 @@ from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
-from cdk_neuron.deployment import Deployment
+from cdk_neuron.deployment import Deployment, ServingDeployment
 from cdk_neuron.planner import TrainingPlan
 from cdk_neuron.serving import floors, start_paths, timing
 
@@ -320,18 +320,24 @@ def _phase_lines(model: timing.StartupModel) -> list[StartupPhaseLine]:
     ]
 
 
-def _warm_pool_cost(env: Deployment) -> WarmPoolCost | None:
-    serving = env.serving
-    if serving is None or serving.backend != "ec2" or not serving.warm_pool:
-        return None
+def serving_data_volume(serving: ServingDeployment) -> start_paths.DataVolume:
+    """The data volume each instance of an EC2 fleet gets (size, throughput, IOPS, its monthly price):
+    one computation for ``plan``'s warm-pool cost and ``cost``'s volume lines."""
     plan = serving.plan
-    volume = start_paths.data_volume(
+    return start_paths.data_volume(
         plan.weights_gib,
         instance_type=plan.instance_type,
         replicas=plan.replicas_per_instance,
         precompiled=serving.model.precompiled,
         warm_pool=serving.warm_pool,
     )
+
+
+def _warm_pool_cost(env: Deployment) -> WarmPoolCost | None:
+    serving = env.serving
+    if serving is None or serving.backend != "ec2" or not serving.warm_pool:
+        return None
+    volume = serving_data_volume(serving)
     cost = start_paths.standing_cost(
         min_capacity=serving.min_capacity,
         max_capacity=serving.max_capacity,

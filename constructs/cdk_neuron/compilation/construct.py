@@ -260,7 +260,7 @@ class ModelCompilation(Construct):
             if checkpoint_store is not None:
                 self._mount_checkpoints(checkpoint_store, containers["export"])
             self._grant_artifact_writes(artifact_bucket)
-            self._grant_image_pull(stack, engine)
+            self._grant_pull(stack, engine.image, "PullServingImage", "the serving image")
             self._acknowledge(compile_cache)
             _manifest.record_compilation(
                 self,
@@ -298,17 +298,7 @@ class ModelCompilation(Construct):
                 )
             self.aws_cli_image_uri = image.uri(stack.region)
             self._aws_cli_pull_granted = image.is_private_ecr
-            if image.is_private_ecr:
-                role = self.task_definition.obtain_execution_role()
-                statements = image_pull_statements(stack, image, sid="EcrPullAwsCliImage")
-                policy = iam.ManagedPolicy(
-                    self,
-                    "PullAwsCliImage",
-                    description=f"cdk-neuron model compilation {self.node.path}: pull the AWS CLI image",
-                    roles=[role],
-                    statements=[s for s, _ in statements],
-                )
-                acknowledge_wildcards(policy, statements)
+            self._grant_pull(stack, image, "PullAwsCliImage", "the AWS CLI image", sid="EcrPullAwsCliImage")
             return ecs.ContainerImage.from_registry(self.aws_cli_image_uri)
         region = stack.region
         if not cdk.Token.is_unresolved(region) and region.startswith(NO_PULL_THROUGH_CACHE):
@@ -493,16 +483,24 @@ class ModelCompilation(Construct):
         )
         acknowledge_wildcards(policy, statements)
 
-    def _grant_image_pull(self, stack: cdk.Stack, engine: ServingEngine) -> None:
-        if not engine.image.is_private_ecr:
+    def _grant_pull(
+        self,
+        stack: cdk.Stack,
+        image: ContainerImage,
+        policy_id: str,
+        what: str,
+        *,
+        sid: str = "EcrPullServingImage",
+    ) -> None:
+        """The task execution role's pull of ``image`` (private ECR only), as a managed policy of its own."""
+        if not image.is_private_ecr:
             return
-        role = self.task_definition.obtain_execution_role()
-        statements = image_pull_statements(stack, engine.image)
+        statements = image_pull_statements(stack, image, sid=sid)
         policy = iam.ManagedPolicy(
             self,
-            "PullServingImage",
-            description=f"cdk-neuron model compilation {self.node.path}: pull the serving image",
-            roles=[role],
+            policy_id,
+            description=f"cdk-neuron model compilation {self.node.path}: pull {what}",
+            roles=[self.task_definition.obtain_execution_role()],
             statements=[s for s, _ in statements],
         )
         acknowledge_wildcards(policy, statements)

@@ -379,3 +379,47 @@ def test_the_collector_takes_the_cold_phases_from_a_cold_start_before_a_preparat
         "boot_to_ready_seconds": 700.0,
         "boot_to_prepared_seconds": 330.0,
     }
+
+
+def test_the_pull_floor_follows_the_image_size_the_node_measured() -> None:
+    # Issue 25: the floor of the pull assumes the published 18 GB image until a node measures the one it
+    # pulled (image_bytes on the phases line); the report carries it as a value, the comparison uses it.
+    from integ_support.collect import Collector, node_phases
+
+    line = (
+        "cdk-neuron: phases node_boot=41 image_pull=200 image_bytes=9000000000 artifact_transfer=3 ready=700"
+    )
+    assert node_phases(line)["image_unpacked_bytes"] == 9e9
+
+    class Logs:
+        def filter_log_events(self, **_: Any) -> dict[str, Any]:
+            return {"events": [{"message": line, "timestamp": 1}]}
+
+    class Session:
+        def client(self, name: str, region_name: str) -> Any:
+            return Logs()
+
+    collector = Collector("serving_ec2", "us-east-1", {"S": {"ReplicaLogGroupName": "g"}}, Session())
+    collector.node_phases()
+    assert collector.values == {"image_unpacked_bytes": 9e9}
+    assert "image_unpacked_bytes" not in collector.timings
+    report = measurements.TimingReport(
+        suite="serving_ec2",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        model={"model_id": "m", "parameters": 494_000_000, "dtype": "bf16"},
+        timings={"instance_launch_to_in_service_seconds": 900.0, **collector.timings},
+        values=collector.values,
+    )
+    rows = {r.what: r for r in timings.compare(report)}
+    pull = rows["image pull (a 9.0 GB image, measured)"]
+    # 0.49B fits in RAM: the volume takes only the image, at 500 MiB/s, and writing it bounds the floor.
+    assumed = floors.image_pull("inf2.xlarge", in_ram=True).floor_seconds
+    measured = floors.image_pull(
+        "inf2.xlarge", in_ram=True, image_unpacked_gib=9e9 / floors.GIB
+    ).floor_seconds
+    assert assumed is not None and measured is not None
+    assert pull.floor == pytest.approx(measured) == pytest.approx(assumed * 9e9 / 18e9)
+    assert pull.over_floor == pytest.approx(200 / measured)

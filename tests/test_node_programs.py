@@ -608,10 +608,55 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
         "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 1875000000\n"
     )
     phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
+    # The stubbed docker prints no size for `image inspect`: the start goes on without it.
     assert [line.split("=")[0] for line in phases] == ["node_boot", "image_pull", "artifact_transfer"]
     assert phases[0] == "node_boot=100"  # the kernel's uptime when the pull starts
+    assert "cannot read the size of" in result.stderr
+    assert sandbox.calls("dnf") == [] or "pigz" not in " ".join(sandbox.calls("dnf"))  # unpigz is there
     assert sandbox.calls("mount -t tmpfs") == []  # MODEL_TMPFS_GIB=0: the data volume
     assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
+
+
+def test_serving_boot_records_the_pulled_images_size_for_the_pull_floor(sandbox: Sandbox) -> None:
+    # Issue 25: the pull's floor assumes an 18 GB image; the node measures the one it pulled, and the
+    # phases line carries it to the integ kit's report (image_bytes), so the floor can be checked.
+    _serving_box(sandbox)
+    sandbox.stub("docker", 'case "$1 $2" in "image inspect") echo 19876543210 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert f"docker image inspect --format {{{{.Size}}}} {FLEET['IMAGE']}" in sandbox.calls("docker")
+    phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
+    assert phases[1:3] == [phases[1], "image_bytes=19876543210"] and phases[1].startswith("image_pull=")
+
+
+def test_serving_boot_refuses_a_size_that_is_not_a_number(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("docker", 'case "$1 $2" in "image inspect") echo "<no value>" ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert "image_bytes" not in sandbox.file("/etc/cdk-neuron/phases.env").read_text()
+    assert "cannot read the size of" in result.stderr
+
+
+def test_serving_boot_installs_unpigz_for_dockers_pull_where_the_ami_lacks_it(sandbox: Sandbox) -> None:
+    # dockerd decompresses layers with unpigz when installed (MOBY_DISABLE_PIGZ, dockerd reference);
+    # pigz comes with Amazon Linux's docker package, so this only guards an AMI without it.
+    _serving_box(sandbox)
+    (sandbox.bin / "unpigz").unlink()
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    assert index_of(calls, "dnf install -y -q pigz") < index_of(calls, "systemctl restart docker.service")
+
+
+def test_a_start_goes_on_without_unpigz_when_it_cannot_be_installed(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    (sandbox.bin / "unpigz").unlink()
+    sandbox.stub("dnf", 'case "$*" in *pigz*) exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert "no unpigz: Docker decompresses the image's layers with Go's gzip" in result.stderr
+    assert sandbox.calls(f"docker pull --quiet {FLEET['IMAGE']}")
 
 
 def test_serving_boot_takes_the_volume_the_block_device_mapping_names(sandbox: Sandbox) -> None:

@@ -88,6 +88,8 @@ VALUES: dict[str, str] = {
     "checkpoint_write_mib_per_second": "256 MiB written to the checkpoint store and fsync'd, MiB/s (job log)",
     "allreduce_busbw_gib_per_second": "all-reduce bus bandwidth across the nodes, GiB/s (job log)",
     "first_token_ms": "time to the first streamed token of a chat completion on a warm fleet, ms (probe)",
+    "image_unpacked_bytes": "EC2 serving node, a new launch: the pulled serving image's size as `docker image "
+    "inspect` reports it, unpacked, bytes (the phases line, image_bytes)",
 }
 OUTCOMES = ("passed", "failed")
 

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cdk_neuron.measurements import TimingReport
+from cdk_neuron.measurements import VALUES, TimingReport
 from integ_support.programs import LOG_MARKER, events
 from integ_support.registry import SUITES
 from integ_support.serving import INSTANCE_TYPE
@@ -33,6 +33,7 @@ PHASE_KEYS = {
     "artifact_transfer": "artifact_transfer_seconds",
     "ready": "boot_to_ready_seconds",
     "prepared": "boot_to_prepared_seconds",
+    "image_bytes": "image_unpacked_bytes",
 }
 """A cold start's phases line (a launch into service, or into the warm pool: ``prepared``)."""
 WARM_PHASE_KEYS = {
@@ -203,8 +204,11 @@ class Collector:
             raise LookupError("no 'cdk-neuron: phases' line in the fleet's log group")
         for event in events:
             for key, value in node_phases(event["message"]).items():
-                if key not in self.timings:
-                    self.record(key, value, f"fleet log group: the first phases line with {key}")
+                timing = key not in VALUES
+                if key not in (self.timings if timing else self.values):
+                    self.record(
+                        key, value, f"fleet log group: the first phases line with {key}", timing=timing
+                    )
 
     def compile_step(self) -> None:
         seconds = self.output("CompileSeconds")

@@ -344,6 +344,7 @@ def _warm_pool_cost(env: Deployment) -> WarmPoolCost | None:
         data_volume_gib=volume.size_gib,
         throughput_mibps=volume.throughput_mibps,
         iops=volume.iops,
+        warm_pool_size=serving.warm_pool_size,
     )
     return WarmPoolCost(cost.instances, round(cost.usd_per_month, 2), cost.why)
 

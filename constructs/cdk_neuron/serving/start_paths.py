@@ -24,7 +24,9 @@ Sources (read 2026-12-02)
   instances. Then it replaces instances in the warm pool" ("Warm pools for Amazon EC2 Auto Scaling",
   "Updating instances in a warm pool", Amazon EC2 Auto Scaling User Guide,
   https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-warm-pools.html, as published in
-  awsdocs/amazon-ec2-auto-scaling-user-guide ``doc_source/ec2-auto-scaling-warm-pools.md`` @0b8b3aea): the in-service
+  the archived awsdocs/amazon-ec2-auto-scaling-user-guide ``doc_source/ec2-auto-scaling-warm-pools.md``
+  @0b8b3aea; the live page has been restructured since, and the sentence could not be confirmed there
+  on 2026-12-02): the in-service
   instances are replaced while the pool still holds instances of the old launch template, so they are
   new launches, and the pool is then refilled by new launches too (InstanceRefreshWarmPoolProgress, same
   API Reference, reports "progress on replacing instances that are in the warm pool").

@@ -34,7 +34,7 @@ from cdk_neuron.compilation.job import (
     ModelSource,
     artifact_key_prefix,
 )
-from cdk_neuron.deployment import CompilationDeployment, Deployment
+from cdk_neuron.deployment import PLACEHOLDER_ACCOUNT, CompilationDeployment, Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
 
@@ -170,15 +170,44 @@ def check_aws_cli_image_cached(ctx: Context, compilation: CompilationDeployment,
     except Exception as error:
         if error_code(error) not in ("ImageNotFoundException", "RepositoryNotFoundException"):
             raise
-        registry = compilation.aws_cli_image.split("/", 1)[0]
+        image, note = pull_image_reference(ctx, compilation.aws_cli_image, region)
+        registry = image.split("/", 1)[0]
         raise NeuronConfigError(
             "aws_cli_image",
             compilation.aws_cli_image,
             "is not in the ECR pull-through cache yet, and the task's subnets have no NAT, which the first pull "
             "through an ECR interface endpoint needs (Amazon ECR User Guide, interface VPC endpoints): cache it once "
             f"from a machine with the internet: aws ecr get-login-password --region {region} | docker login "
-            f"--username AWS --password-stdin {registry} && docker pull {compilation.aws_cli_image}",
+            f"--username AWS --password-stdin {registry} && docker pull {image}{note}",
         ) from None
+
+
+def pull_image_reference(ctx: Context, image: str, region: str) -> tuple[str, str]:
+    """``image`` as a ``docker pull`` from the deployment's account can use, and a note to print after it.
+
+    An environment without an account in cdk.json is synthesized with the placeholder account
+    (:data:`cdk_neuron.deployment.PLACEHOLDER_ACCOUNT`; the assembly this command reads then names a
+    registry nobody owns). The stack itself was deployed into the account of the credentials, and
+    ``ecr:DescribeImages`` just read that account's registry, so the registry is that account's:
+    ``sts:GetCallerIdentity`` (which needs no permission: "GetCallerIdentity", AWS STS API Reference,
+    https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html, read 2026-12-02)
+    says which. If even that fails, the account becomes ``<account-id>`` and the note says how to find it.
+    """
+    registry, _, rest = image.partition("/")
+    account, dot, host = registry.partition(".")
+    if account != PLACEHOLDER_ACCOUNT or not dot:
+        return image, ""
+    try:
+        resolved = str(ctx.aws("sts", region).get_caller_identity()["Account"])
+    except Exception:  # any failure: fall back to a placeholder that says what to fill in
+        resolved = ""
+    if resolved.isdigit() and len(resolved) == 12:
+        return f"{resolved}.{host}/{rest}", ""
+    return (
+        f"<account-id>.{host}/{rest}",
+        " (<account-id>: the account the environment is deployed in, `aws sts get-caller-identity --query "
+        "Account --output text` with its credentials; cdk.json names none for this environment)",
+    )
 
 
 def check_request(compilation: CompilationDeployment, request: CompileRequest, region: str) -> None:

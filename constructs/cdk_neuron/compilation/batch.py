@@ -15,14 +15,18 @@ compiler's ``--target``), so a Trainium host compiles for Inferentia2.
 What it builds, on a given :class:`~cdk_neuron.training.BatchTrainingCluster`:
 
 - a **job queue** of its own over the cluster's compute environment, priority ``priority`` (default 0,
-  below the training queue's 1): when a training job and a compile job both wait for a node, Batch's
-  scheduler takes the training job first ("Job queues with a higher priority are evaluated first when
-  associated with the same compute environment", "Job queue parameters", AWS Batch User Guide,
-  https://docs.aws.amazon.com/batch/latest/userguide/job_queue_parameters.html, read 2026-12-02). Batch
-  on ECS never preempts a running job, so a compile never stops a training run, and it starts when a node
-  is free (with ``max_nodes`` equal to the plan's nodes, between runs). The compute environment stays the
-  cluster's: min vCPUs 0, so nothing runs (or bills) when no job waits. Jobs that can never be placed are
-  cancelled after the cluster's limit, as on the training queue.
+  below the training queue's 1): "Job queues with a higher priority (or a higher integer value for the
+  priority parameter) are evaluated first when associated with the same compute environment"
+  ("CreateJobQueue", AWS Batch API Reference,
+  https://docs.aws.amazon.com/batch/latest/APIReference/API_CreateJobQueue.html, read 2026-12-02). That
+  is an order of evaluation, not a reservation: the same reference says priority "doesn't guarantee that a
+  particular job executes before a job in a lower priority queue" ("JobQueueDetail"), a job is dispatched
+  whenever resources are free. Batch on ECS never preempts a running job, so a compile never stops a
+  training run; but a compile that started on an idle node holds it, and a multi-node training job that
+  needs every node (prod: 16 of ``max_nodes`` 16) waits for it, up to the compile's budget. Compile between
+  runs, or give the cluster one node more than the plan. The compute environment stays the cluster's:
+  min vCPUs 0, so nothing runs (or bills) when no job waits. Jobs that can never be placed are cancelled
+  after the cluster's limit, as on the training queue.
 - an **ECS-properties job definition** of three containers (``fetch``, ``export``, ``upload``; "Create job
   definitions using EcsProperties", AWS Batch User Guide,
   https://docs.aws.amazon.com/batch/latest/userguide/multi-container-jobs.html, read 2026-12-02), the
@@ -439,12 +443,6 @@ class BatchModelCompilation(ModelCompilationBase):
             "NIST.800.53.R5-IAMNoInlinePolicy",
             "The inline policy holds only grant-generated statements on this compilation's log group (and the Hub "
             "token secret); the image pulls are managed policies.",
-        )
-        # Each step's command is words without shell syntax; the programs are files in the host's bundle.
-        acknowledge(
-            self.job_definition,
-            "CloudFormation-Validate::E1029",
-            "no container command holds a ${...}; any the linter sees are in the environment's literal paths",
         )
 
     # -- the interfaces ----------------------------------------------------------------------------

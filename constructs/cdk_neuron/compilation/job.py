@@ -109,6 +109,20 @@ class HostCompile:
             export_memory_mib=container_memory_mib(instance.memory_gib) - 2 * BATCH_STEP_MEMORY_MIB,
         )
 
+    @staticmethod
+    def where(runs_on: str, instance_type: str | None) -> HostCompile | None:
+        """Where a deployed compilation runs: None on Fargate; the training cluster's node otherwise (its
+        ``instance_type`` from the record or cdk.json; refused when missing)."""
+        if runs_on != "training-cluster":
+            return None
+        if instance_type is None:
+            raise NeuronConfigError(
+                "instance_type",
+                None,
+                "the BatchModelCompilation record names no instance type: synthesize with this cdk-neuron",
+            )
+        return HostCompile.on(catalog.get_instance(instance_type))
+
     @property
     def max_weights_gib(self) -> float:
         """The most weights the export holds: its memory over :data:`EXPORT_MEMORY_FACTOR` (trn1.32xlarge:

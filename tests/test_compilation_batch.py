@@ -463,3 +463,24 @@ def test_a_refused_request_reports_every_problem_at_once_on_the_host_too() -> No
     with pytest.raises(NeuronConfigErrors) as raised:
         _request(int8, host=HostCompile.on(catalog.get_instance("trn1.2xlarge")))
     assert {e.field for e in raised.value.errors} == {"dtype", "model.parameters"}
+
+
+def test_operators_are_granted_submit_on_the_queue_and_definition_and_describe_on_everything() -> None:
+    from aws_cdk import aws_iam as iam
+
+    stack, _, cluster = _stack()
+    compilation = BatchModelCompilation(
+        stack, "Compilation", training_cluster=cluster, artifact_bucket=s3.Bucket(stack, "B")
+    )
+    operators = iam.Role(stack, "Operators", assumed_by=iam.AccountRootPrincipal())
+    compilation.grant_submit(operators)
+    template = cdk.assertions.Template.from_stack(stack).to_json()
+    [policy] = [
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and "Operators" in json.dumps(r["Properties"]["Roles"])
+    ]
+    by_action = {json.dumps(s["Action"]): s["Resource"] for s in policy}
+    submit = json.dumps(by_action['"batch:SubmitJob"'])
+    assert "CompilationJobQueue" in submit and "CompilationJobDefinition" in submit
+    assert by_action['"batch:DescribeJobs"'] == "*"

@@ -35,6 +35,10 @@ What it builds, on a given :class:`~cdk_neuron.training.BatchTrainingCluster`:
   Batch jobs", AWS Batch User Guide, https://docs.aws.amazon.com/batch/latest/userguide/networking-modes-jobs.html,
   read 2026-12-02): its traffic leaves through the node's interface, in the cluster's subnets and
   security group, so it reaches what training reaches (:func:`cdk_neuron.node_programs.reach.compile_job`).
+  The job role still reaches the containers (ecs-init starts the agent with
+  ``ECS_ENABLE_TASK_IAM_ROLE_NETWORK_HOST=true``: aws/amazon-ecs-agent ``ecs-init/docker/docker.go``
+  @01c434c), but ``ECS_AWSVPC_BLOCK_IMDS`` covers awsvpc tasks only: a host-mode container can reach the
+  instance metadata and so the node role (docs/compile.md says what that holds).
 
 How each step gets into its image, since a Batch job definition cannot replace an ENTRYPOINT (neither
 ``ContainerProperties`` nor ``TaskContainerProperties`` has one: AWS Batch API Reference, read

@@ -14,8 +14,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.stub import Stubber
-from botocore.validate import validate_parameters
+from botocore.stub import ANY, Stubber
 from cli_support import RecordingClock
 from moto import mock_aws
 from test_artifact_manifest import manifest_data
@@ -60,47 +59,38 @@ def _cloudformation() -> tuple[Any, Stubber]:
     return client, stub
 
 
-class _RecordingBatch:
-    """Batch as the command uses it: SubmitJob recorded (Stubber cannot match a nested override it does not
-    know in advance), DescribeJobs answering the states given, in order."""
+class _StubbedBatch:
+    """A real boto3 Batch client under botocore's Stubber: SubmitJob (its override captured as the client
+    sent it, for the assertions; Stubber matches the rest), DescribeJobDefinitions, then DescribeJobs
+    answering ``states`` in order."""
 
     def __init__(self, *states: dict[str, Any]) -> None:
+        self.client = boto3.client("batch", region_name=REGION)
+        self.stub = Stubber(self.client)
         self.submitted: dict[str, Any] = {}
-        self.states = list(states)
-        self.described = 0
-
-    def submit_job(self, **kwargs: Any) -> dict[str, Any]:
-        # Botocore's own validation of the request, as Batch's model defines it.
-        model = boto3.client("batch", region_name=REGION).meta.service_model
-        validate_parameters(kwargs, model.operation_model("SubmitJob").input_shape)
-        self.submitted = kwargs
-        return {
-            "jobArn": f"arn:aws:batch:{REGION}:111111111111:job/{JOB_ID}",
-            "jobName": kwargs["jobName"],
-            "jobId": JOB_ID,
-        }
-
-    def describe_job_definitions(self, jobDefinitions: list[str]) -> dict[str, Any]:
-        assert jobDefinitions == [DEFINITION]
+        self.client.meta.events.register(
+            "provide-client-params.batch.SubmitJob", lambda params, **_: self.submitted.update(params)
+        )
+        self.stub.add_response(
+            "submit_job",
+            {"jobArn": f"arn:aws:batch:{REGION}:111111111111:job/{JOB_ID}", "jobName": "cdk-neuron-compile-prod",
+             "jobId": JOB_ID},
+            {"jobName": "cdk-neuron-compile-prod", "jobQueue": QUEUE, "jobDefinition": DEFINITION,
+             "ecsPropertiesOverride": ANY, "propagateTags": True},
+        )  # fmt: skip
         options = {"awslogs-group": "prod-compile-logs", "awslogs-region": REGION}
         containers = [
-            {
-                "name": n,
-                "image": "x",
-                "logConfiguration": {
-                    "logDriver": "awslogs",
-                    "options": {**options, "awslogs-stream-prefix": n},
-                },
-            }
+            {"name": n, "image": "x", "logConfiguration": {"logDriver": "awslogs", "options": {**options, "awslogs-stream-prefix": n}}}
             for n in ("fetch", "export", "upload")
-        ]
-        return {"jobDefinitions": [{"jobDefinitionName": "d", "jobDefinitionArn": DEFINITION, "revision": 1,
-                                    "type": "container", "ecsProperties": {"taskProperties": [{"containers": containers}]}}]}  # fmt: skip
-
-    def describe_jobs(self, jobs: list[str]) -> dict[str, Any]:
-        assert jobs == [JOB_ID]
-        self.described += 1
-        return {"jobs": [self.states.pop(0)]} if self.states else {"jobs": []}
+        ]  # fmt: skip
+        self.stub.add_response(
+            "describe_job_definitions",
+            {"jobDefinitions": [{"jobDefinitionName": "d", "jobDefinitionArn": DEFINITION, "revision": 1,
+                                 "type": "container", "ecsProperties": {"taskProperties": [{"containers": containers}]}}]},
+            {"jobDefinitions": [DEFINITION]},
+        )  # fmt: skip
+        for state in states:
+            self.stub.add_response("describe_jobs", {"jobs": [state]}, {"jobs": [JOB_ID]})
 
 
 def _job(status: str, exits: tuple[int | None, ...] = ()) -> dict[str, Any]:
@@ -120,12 +110,12 @@ def _job(status: str, exits: tuple[int | None, ...] = ()) -> dict[str, Any]:
 
 
 def _run(
-    batch: _RecordingBatch, *extra: str, s3: Any = None
+    batch: _StubbedBatch, *extra: str, s3: Any = None
 ) -> tuple[int, dict[str, Any], str, RecordingClock]:
     cloudformation, stub = _cloudformation()
     out, err, clock = io.StringIO(), io.StringIO(), RecordingClock()
-    clients = {"cloudformation": cloudformation, "batch": batch, "s3": s3}
-    with stub:
+    clients = {"cloudformation": cloudformation, "batch": batch.client, "s3": s3}
+    with stub, batch.stub:
         code = main(
             [*ARGS, *extra],
             context=Context(
@@ -133,6 +123,7 @@ def _run(
             ),
         )
     stub.assert_no_pending_responses()
+    batch.stub.assert_no_pending_responses()
     return code, json.loads(out.getvalue()) if out.getvalue() else {}, err.getvalue(), clock
 
 
@@ -140,7 +131,7 @@ def test_prod_submits_a_batch_job_with_the_fleets_shape_to_its_compile_queue(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     use_fake_aws_credentials(monkeypatch, REGION)
-    batch = _RecordingBatch()
+    batch = _StubbedBatch()
     code, doc, err, _ = _run(batch)
     assert code == ExitStatus.OK, err
     sent = batch.submitted
@@ -186,7 +177,7 @@ def test_wait_follows_a_job_that_waits_for_a_node_then_reads_the_manifest_back(
             Bucket="cdk-neuron-prod-models", Key="compiled/llama-3-70b/run-9/cdk-neuron-artifact.json",
             Body=json.dumps(data).encode(),
         )  # fmt: skip
-        batch = _RecordingBatch(_job("RUNNABLE"), _job("RUNNING"), _job("SUCCEEDED", (0, 0, 0)))
+        batch = _StubbedBatch(_job("RUNNABLE"), _job("RUNNING"), _job("SUCCEEDED", (0, 0, 0)))
         code, doc, err, clock = _run(batch, "--wait", s3=s3)
     assert "runnable (waiting for a free training node)" in err
     outcome = doc["outcome"]
@@ -204,7 +195,7 @@ def test_wait_follows_a_job_that_waits_for_a_node_then_reads_the_manifest_back(
 
 def test_a_step_stopped_by_its_budget_is_reported_timed_out(monkeypatch: pytest.MonkeyPatch) -> None:
     use_fake_aws_credentials(monkeypatch, REGION)
-    batch = _RecordingBatch(_job("FAILED", (0, 124, 1)))
+    batch = _StubbedBatch(_job("FAILED", (0, 124, 1)))
     code, doc, _, _ = _run(batch, "--wait")
     assert code == ExitStatus.FAILED
     assert doc["outcome"]["status"] == "timed out"
@@ -217,7 +208,7 @@ def test_a_job_running_past_its_budget_is_reported_lost_with_the_command_that_st
     use_fake_aws_credentials(monkeypatch, REGION)
     host = HostCompile.on(catalog.get_instance("trn1.32xlarge"))
     polls = timeouts.compile_job_seconds(host.max_weights_gib) // 30 + 2
-    batch = _RecordingBatch(*(_job("RUNNING") for _ in range(polls)))
+    batch = _StubbedBatch(*(_job("RUNNING") for _ in range(polls)))
     code, doc, _, _ = _run(batch, "--wait")
     assert code == ExitStatus.FAILED
     assert doc["outcome"]["status"] == "lost"

@@ -83,17 +83,22 @@ Schema (every key not marked *required* is optional; its default is given)::
                                                artifact's cdk-neuron-artifact.json: the fleet is checked
                                                against it before synthesis (shape, engine, image SDK,
                                                artifact_uri); `cdk-neuron use-artifact` writes both keys
-      compilation:                             the ModelCompilation task (cdk-neuron compile), in the Training stack
-        enabled: <see right>                   default true when the task can compile the fleet's model
-                                               (optimum-neuron engine, an inf2/trn1 instance type, weights a
-                                               Fargate task holds) and the artifact bucket is known; true
+      compilation:                             the model compilation (cdk-neuron compile), in the Training stack
+        enabled: <see right>                   default true when a compile path holds the fleet's model
+                                               (optimum-neuron engine, an inf2/trn1/trn2 instance type, weights
+                                               that fit runs_on) and the artifact bucket is known; true
                                                otherwise is refused, naming each reason
+        runs_on: null                          fargate (ModelCompilation: up to 40 GiB of weights) or
+                                               training-cluster (BatchModelCompilation on the batch training
+                                               cluster's instances: trn1.32xlarge up to 152 GiB); null picks
+                                               fargate when the weights fit it, else training-cluster
         artifact_bucket: null                  null: the bucket of serving.model.artifact_uri, where the fleet reads
         artifact_prefix: "compiled/"           the key prefix the task may write under (each compile a new prefix)
-        aws_cli_image: null                    null: public.ecr.aws/aws-cli/aws-cli through an ECR pull-through cache
-                                               (private ECR in the region: no NAT needed); or a pinned image,
-                                               ECR in the region when nat_gateways is 0
-        ecr_public_cache_prefix: "cdk-neuron-<env>"  the cache rule's prefix (unique in an account and region)
+        aws_cli_image: null                    fargate only. null: public.ecr.aws/aws-cli/aws-cli through an ECR
+                                               pull-through cache (private ECR in the region: no NAT needed); or a
+                                               pinned image, ECR in the region when nat_gateways is 0 (on the
+                                               training cluster, fetch and upload run in training.job_image)
+        ecr_public_cache_prefix: "cdk-neuron-<env>"  fargate only: the cache rule's prefix (unique in an account and region)
         log_retention_days: 30                 the compile logs (CloudWatch Logs' periods)
                                                The task runs in the checkpoint store's subnets (the training subnet
                                                with one_zone), mounts it, writes to the compile cache, compiles in
@@ -124,7 +129,9 @@ from cdk_neuron.compilation.job import (
     COMPILE_ENGINES,
     EXPORT_TARGET_FAMILIES,
     FARGATE_MAX_WEIGHTS_GIB,
+    HostCompile,
     check_artifact_prefix,
+    export_memory_refusal,
 )
 from cdk_neuron.deployment import (
     PLACEHOLDER_ACCOUNT,
@@ -319,12 +326,18 @@ class ServingConfig:
         return self.plan.instance_type
 
 
+CompileRunsOn = Literal["fargate", "training-cluster"]
+COMPILE_RUNS_ON: tuple[CompileRunsOn, ...] = ("fargate", "training-cluster")
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompilationConfig:
     """The environment's ModelCompilation (``compilation`` in cdk.json); None when disabled."""
 
     artifact_bucket: str
     artifact_prefix: str = "compiled/"
+    runs_on: CompileRunsOn = "fargate"
+    """``fargate`` (ModelCompilation) or ``training-cluster`` (BatchModelCompilation on the training cluster)."""
     aws_cli_image: str | None = None
     """None: the AWS CLI image through the ECR Public pull-through cache."""
     ecr_public_cache_prefix: str = "cdk-neuron-ecr-public"
@@ -1340,6 +1353,7 @@ def _serving(
 
 _COMPILATION_KEYS = (
     "enabled",
+    "runs_on",
     "artifact_bucket",
     "artifact_prefix",
     "aws_cli_image",
@@ -1349,7 +1363,11 @@ _COMPILATION_KEYS = (
 
 
 def _compilation(
-    env: _Section, serving: ServingConfig | None, region: str | None, network: NetworkConfig | None
+    env: _Section,
+    serving: ServingConfig | None,
+    region: str | None,
+    network: NetworkConfig | None,
+    training: TrainingConfig | None = None,
 ) -> CompilationConfig | None:
     """The ``compilation`` section: the fleet it compiles for decides the default (module docstring)."""
     found = _Collector()
@@ -1357,6 +1375,9 @@ def _compilation(
     found.raise_if_any()
     assert section is not None
     enabled = found.run(lambda: section.get("enabled", bool, None))
+    asked_runs_on = (
+        found.run(lambda: section.choice("runs_on", COMPILE_RUNS_ON)) if section.has("runs_on") else None
+    )
     bucket = found.run(lambda: section.matching("artifact_bucket", S3_BUCKET_NAME, "an S3 bucket name", None))
     prefix = found.run(
         lambda: _with_key(
@@ -1404,6 +1425,17 @@ def _compilation(
                 "2-30 characters: lowercase letters and digits, with . _ - / between them (ECR's ecrRepositoryPrefix)",
             )
         )
+    if serving is not None and compile_runs_on(asked_runs_on, serving, training)[0] == "training-cluster":
+        for key in ("aws_cli_image", "ecr_public_cache_prefix"):
+            if section.has(key):
+                found.add(
+                    NeuronConfigError(
+                        section.field(key),
+                        section.raw.get(key),
+                        "applies only to compilation.runs_on fargate; on the training cluster the fetch and upload "
+                        "steps run in training.job_image: remove it",
+                    )
+                )
     retention = found.run(
         lambda: section.positive_int("log_retention_days", CompilationConfig.log_retention_days)
     )
@@ -1438,16 +1470,8 @@ def _compilation(
                 f"{', '.join(EXPORT_TARGET_FAMILIES)}, or export by hand on a {family} instance",
             )
         )
-    if serving.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
-        blockers.append(
-            (
-                "serving.model.parameters",
-                serving.model.parameters,
-                f"the fleet's {serving.plan.weights_gib:.0f} GiB of weights are more than a Fargate compile task "
-                f"holds ({FARGATE_MAX_WEIGHTS_GIB:.0f} GiB): export it by hand on an instance with the memory "
-                "(serving README: Precompiled artifacts)",
-            )
-        )
+    runs_on, placement = compile_runs_on(asked_runs_on, serving, training)
+    blockers.extend(placement)
     if bucket is None and serving.model.artifact_uri is not None:
         bucket = parse_s3_uri(serving.model.artifact_uri).bucket
     if bucket is None:
@@ -1477,10 +1501,74 @@ def _compilation(
     return CompilationConfig(
         artifact_bucket=bucket,
         artifact_prefix=prefix,
+        runs_on=runs_on,
         aws_cli_image=image,
         ecr_public_cache_prefix=cache_prefix,
         log_retention_days=retention,
     )
+
+
+def compile_host(training: TrainingConfig) -> HostCompile:
+    """What a compile job on the environment's training cluster gets (its instance type's facts)."""
+    return HostCompile.on(catalog.get_instance(training.instance_type))
+
+
+def compile_runs_on(
+    asked: CompileRunsOn | None, serving: ServingConfig, training: TrainingConfig | None
+) -> tuple[CompileRunsOn, list[tuple[str, object, str]]]:
+    """Where the fleet's model compiles, and what stops it there (key, value, fix), given ``runs_on``.
+
+    Unasked: on Fargate when the export fits a Fargate task (cheapest: billed per second for 16 vCPUs,
+    no instance), else on the training cluster when it is a Batch one whose instance holds the export
+    (docs/compile.md, "Where each model compiles")."""
+    weights = serving.plan.weights_gib
+    batch = training is not None and training.engine == "batch"
+    host = compile_host(training) if training is not None and batch else None
+    runs_on: CompileRunsOn = asked or (
+        "fargate" if weights <= FARGATE_MAX_WEIGHTS_GIB or not batch else "training-cluster"
+    )
+    blockers: list[tuple[str, object, str]] = []
+    if runs_on == "fargate" and weights > FARGATE_MAX_WEIGHTS_GIB:
+        fits_host = host is not None and weights <= host.max_weights_gib
+        blockers.append(
+            (
+                "serving.model.parameters",
+                serving.model.parameters,
+                f"the fleet's {weights:.0f} GiB of weights are more than a Fargate compile task holds "
+                f"({FARGATE_MAX_WEIGHTS_GIB:.0f} GiB): "
+                + (
+                    "set compilation.runs_on training-cluster (or leave it null) to compile on the training cluster"
+                    if fits_host
+                    else "compile on a batch training cluster whose instance holds it (training.engine batch), or "
+                    "export it by hand on an instance with the memory (serving README: Precompiled artifacts)"
+                ),
+            )
+        )
+    if runs_on == "training-cluster":
+        if training is not None and not batch:
+            blockers.append(
+                (
+                    "training.engine",
+                    training.engine,
+                    "compilation.runs_on training-cluster submits a Batch job to the training cluster: use "
+                    "training.engine batch, or compilation.runs_on fargate for models up to "
+                    f"{FARGATE_MAX_WEIGHTS_GIB:.0f} GiB of weights",
+                )
+            )
+        if training is not None and training.job_image is not None and "@" in training.job_image:
+            blockers.append(
+                (
+                    "training.job_image",
+                    training.job_image,
+                    "the compile job's fetch and upload steps run in the training job image, which "
+                    "BatchModelCompilation takes by tag (ContainerImage): pin training.job_image by tag",
+                )
+            )
+        if host is not None:
+            refusal = export_memory_refusal(weights, host)
+            if refusal is not None:
+                blockers.append(("serving.model.parameters", serving.model.parameters, refusal))
+    return runs_on, blockers
 
 
 def default_cache_prefix(env_name: str) -> str:
@@ -1565,7 +1653,7 @@ def _environment(name: object, raw: object) -> EnvironmentConfig:
     # training's and serving's own mistakes are still reported in the same run (review of issue 26).
     training = found.run(lambda: _training(env, region, az_ids, network))
     serving = found.run(lambda: _serving(env, region, az_ids, network))
-    compilation = found.run(lambda: _compilation(env, serving, region, network))
+    compilation = found.run(lambda: _compilation(env, serving, region, network, training))
     found.raise_if_any()
     assert region and az_ids and removal and network and monitoring and tags is not None and storage
     assert ami_release is not None
@@ -1655,7 +1743,17 @@ def node_destinations(env: EnvironmentConfig) -> dict[str, tuple[reach.Destinati
         )
     else:
         nodes["SageMaker model"] = reach.sagemaker_model(artifact_uri=serving.model.artifact_uri)
-    if env.compilation is not None:
+    if env.compilation is not None and env.compilation.runs_on == "training-cluster":
+        assert env.training.job_image is not None  # a batch cluster has one
+        nodes["compile job"] = reach.compile_job(
+            export_image=serving.engine.image.uri(env.region),
+            tools_image=env.training.job_image,
+            region=env.region,
+            hub=env.network.has_internet_egress,
+            token_secret=compile_token_secret(env) is not None,
+            compile_cache=True,
+        )
+    elif env.compilation is not None:
         nodes["compile task"] = reach.compile_task(
             export_image=serving.engine.image.uri(env.region),
             aws_cli_image=compile_aws_cli_image(env),
@@ -1761,7 +1859,12 @@ def _refuse_shared_cache_prefixes(environments: Mapping[str, EnvironmentConfig])
     errors = []
     for name, env in environments.items():
         compilation = env.compilation
-        if compilation is None or compilation.aws_cli_image is not None or env.account is None:
+        if (
+            compilation is None
+            or compilation.runs_on != "fargate"
+            or compilation.aws_cli_image is not None
+            or env.account is None
+        ):
             continue
         key = (env.account, env.region, compilation.ecr_public_cache_prefix)
         if key in seen:
@@ -1906,6 +2009,9 @@ COMPILATION_LOGICAL_IDS: Mapping[str, str] = MappingProxyType(
         "cluster": "CompileCluster",
         "task_definition": "CompileTaskDefinition",
         "security_group": "CompileSecurityGroup",
+        # runs_on training-cluster (BatchModelCompilation)
+        "job_queue": "CompileJobQueue",
+        "job_definition": "CompileJobDefinition",
     }
 )
 """The ModelCompilation's resources in the Training stack, pinned (stacks/training_stack.py) so that the
@@ -1921,6 +2027,21 @@ def compilation_deployment(env: EnvironmentConfig) -> CompilationDeployment | No
     if compilation is None:
         return None
     stack = TRAINING_STACK_NAME.format(env=env.name)
+    if compilation.runs_on == "training-cluster":
+        return CompilationDeployment(
+            stack_name=stack,
+            runs_on="training-cluster",
+            job_queue_logical_id=COMPILATION_LOGICAL_IDS["job_queue"],
+            job_definition_logical_id=COMPILATION_LOGICAL_IDS["job_definition"],
+            instance_type=env.training.instance_type,
+            engine=env.serving.engine.name,
+            checkpoints=True,
+            image=env.serving.engine.image.uri(env.region),
+            artifact_bucket=compilation.artifact_bucket,
+            artifact_prefix=compilation.artifact_prefix,
+            aws_cli_image=env.training.job_image,
+            internet=env.network.has_internet_egress,
+        )
     return CompilationDeployment(
         stack_name=stack,
         cluster_logical_id=COMPILATION_LOGICAL_IDS["cluster"],

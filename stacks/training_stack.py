@@ -10,7 +10,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from cdk_neuron import ami
-from cdk_neuron.compilation import ModelCompilation
+from cdk_neuron.compilation import BatchModelCompilation, ModelCompilation
 from cdk_neuron.monitoring import NodeMetrics
 from cdk_neuron.serving.engines import ContainerImage
 from cdk_neuron.storage import CheckpointStore, CompileCache
@@ -149,11 +149,43 @@ class TrainingStack(PinnedAzStack):
         cdk.CfnOutput(self, "CheckpointFileSystemId", value=self.checkpoints.file_system_id)
         cdk.CfnOutput(self, "CompileCacheUrl", value=self.compile_cache.url)
 
-    def _compilation(self, config: EnvironmentConfig, network: NetworkStack) -> ModelCompilation | None:
+    def _compilation(
+        self, config: EnvironmentConfig, network: NetworkStack
+    ) -> ModelCompilation | BatchModelCompilation | None:
         settings = config.compilation
         if settings is None:
             return None
         token = compile_token_secret(config)
+        if settings.runs_on == "training-cluster":
+            # The configuration allows it with the batch engine only (stacks.config.compile_runs_on).
+            assert isinstance(self.cluster, BatchTrainingCluster) and config.training.job_image is not None
+            registry, _, rest = config.training.job_image.partition("/")
+            repository, _, tag = rest.rpartition(":")
+            on_cluster = BatchModelCompilation(
+                self,
+                "Compilation",
+                training_cluster=self.cluster,
+                artifact_bucket=s3.Bucket.from_bucket_name(self, "ArtifactBucket", settings.artifact_bucket),
+                artifact_prefix=settings.artifact_prefix,
+                engine=config.serving.engine,
+                compile_cache=self.compile_cache,
+                checkpoint_store=self.checkpoints,
+                hugging_face_token=import_secret(self, "HuggingFaceToken", token)
+                if token is not None
+                else None,
+                # Fetch and upload run in the training job image: nodes that trained have it cached.
+                tools_image=ContainerImage(registry, repository, tag),
+                kms_key=self.compile_cache.kms_key,
+                removal_policy=removal_policy_of(config),
+                log_retention=LOG_RETENTION[settings.log_retention_days],
+            )
+            for name, resource in (
+                ("job_queue", on_cluster.job_queue.node.default_child),
+                ("job_definition", on_cluster.job_definition),
+            ):
+                assert isinstance(resource, cdk.CfnResource)
+                resource.override_logical_id(COMPILATION_LOGICAL_IDS[name])
+            return on_cluster
         image = None
         if settings.aws_cli_image is not None:
             registry, _, rest = settings.aws_cli_image.partition("/")

@@ -36,6 +36,9 @@ ENTRYPOINT_COMMANDS: dict[str, tuple[str, ...]] = {
     # the reproductions show what the images would do with the command if it were not.
     "optimum-neuron-compile": (str(ENTRYPOINTS / "optimum_neuron_vllm.sh"),),
     "aws-cli-compile": (str(ENTRYPOINTS / "aws_cli.sh"),),
+    # BatchModelCompilation's containers: AWS Batch runs each image's own ENTRYPOINT.
+    "optimum-neuron-batch-compile": (str(ENTRYPOINTS / "optimum_neuron_vllm.sh"),),
+    "training-dlc-compile": ("bash", "-m", str(ENTRYPOINTS / "neuron_training_dlc.sh")),
 }
 
 # Real tools an image's shell may use; none of them reaches the network or the host.

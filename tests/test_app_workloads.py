@@ -103,7 +103,8 @@ def test_training_outputs_name_the_queue_definition_file_system_and_cache(
     built: SynthesizedApp, env: str
 ) -> None:
     outputs = built.template(env, "Training")["Outputs"]
-    compiles = ENVIRONMENTS[env].compilation is not None
+    compilation = ENVIRONMENTS[env].compilation
+    compiles = compilation is not None and compilation.runs_on == "fargate"  # its task's subnets
     assert declared_outputs(built.template(env, "Training")) == {
         "JobQueueArn",
         "JobDefinitionArn",
@@ -220,7 +221,7 @@ def _listed(value: Any) -> list[Any]:
 def test_the_compile_task_is_where_cdk_json_says_and_the_cli_looks(built: SynthesizedApp, env: str) -> None:
     template = built.template(env, "Training")
     config = ENVIRONMENTS[env]
-    if config.compilation is None:
+    if config.compilation is None or config.compilation.runs_on == "training-cluster":
         assert not all_of(template, "AWS::ECS::TaskDefinition") and not all_of(
             template, "AWS::ECR::Repository"
         )
@@ -274,6 +275,42 @@ def test_the_compile_task_is_where_cdk_json_says_and_the_cli_looks(built: Synthe
     assert logs["DeletionPolicy"] == (
         "Delete" if config.removal_policy == "destroy" else "RetainExceptOnCreate"
     )
+
+
+def test_prods_70b_compiles_on_its_training_cluster_where_cdk_json_says_and_the_cli_looks(
+    built: SynthesizedApp,
+) -> None:
+    template = built.template("prod", "Training")
+    config = ENVIRONMENTS["prod"]
+    assert config.compilation is not None and config.compilation.runs_on == "training-cluster"
+    resources = template["Resources"]
+    # The logical ids the CLI reads from cdk.json alone (stacks.config.compilation_deployment).
+    queue, definition = resources["CompileJobQueue"], resources["CompileJobDefinition"]
+    assert (queue["Type"], definition["Type"]) == ("AWS::Batch::JobQueue", "AWS::Batch::JobDefinition")
+    # On the training cluster's own compute environment (min vCPUs 0), below the training queue.
+    [training_queue] = [
+        r for k, r in resources.items() if r["Type"] == "AWS::Batch::JobQueue" and k != "CompileJobQueue"
+    ]
+    assert (
+        queue["Properties"]["ComputeEnvironmentOrder"]
+        == training_queue["Properties"]["ComputeEnvironmentOrder"]
+    )
+    assert (queue["Properties"]["Priority"], training_queue["Properties"]["Priority"]) == (0, 1)
+    [task] = definition["Properties"]["EcsProperties"]["TaskProperties"]
+    containers = {c["Name"]: c for c in task["Containers"]}
+    # The export in the fleet's image, fetch and upload in the training job image (cached on the nodes).
+    assert containers["export"]["Image"] == config.serving.engine.image.uri(config.region)
+    assert containers["fetch"]["Image"] == containers["upload"]["Image"] == config.training.job_image
+    environment = {e["Name"]: e["Value"] for e in containers["export"]["Environment"]}
+    assert environment["NEURON_COMPILE_CACHE_URL"] == template["Outputs"]["CompileCacheUrl"]["Value"]
+    [efs] = [v for v in task["Volumes"] if "EfsVolumeConfiguration" in v]
+    assert efs["EfsVolumeConfiguration"]["FileSystemId"]["Ref"].startswith("CheckpointsFileSystem")
+    assert efs["EfsVolumeConfiguration"]["TransitEncryption"] == "ENABLED"
+    # Its logs: the compile cache's key, kept as configured; retained with prod's data.
+    [logs] = [r for k, r in resources.items() if k.startswith("CompilationLogs")]
+    assert logs["Properties"]["KmsKeyId"]["Fn::GetAtt"][0].startswith("CompileCacheKey")
+    assert logs["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert "CompileSubnetIds" not in template["Outputs"]
 
 
 def test_without_a_nat_the_compile_task_runs_in_isolated_subnets_with_its_endpoints() -> None:

@@ -517,6 +517,66 @@ def test_without_a_nat_an_uncached_aws_cli_image_is_refused_with_the_pull_that_c
     stub.assert_no_pending_responses()
 
 
+def _refused_pull(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    sts_account: str | None,
+) -> str:
+    """The refusal ``compile`` prints for an uncached AWS CLI image in an assembly synthesized with the
+    placeholder account, with STS answering ``sts_account`` (None: STS refuses)."""
+    use_fake_aws_credentials(monkeypatch, REGION)
+    assembly = _assembly_with(
+        tmp_path,
+        internet=False,
+        aws_cli_image=f"000000000000.dkr.ecr.{REGION}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35",
+        aws_cli_cache_repository="cdk-neuron-ecr-public/aws-cli/aws-cli",
+    )
+    ecr, sts = boto3.client("ecr", region_name=REGION), boto3.client("sts", region_name=REGION)
+    ecr_stub, sts_stub = Stubber(ecr), Stubber(sts)
+    ecr_stub.add_client_error("describe_images", service_error_code="ImageNotFoundException")
+    if sts_account is None:
+        sts_stub.add_client_error("get_caller_identity", service_error_code="ExpiredToken")
+    else:
+        sts_stub.add_response(
+            "get_caller_identity",
+            {"Account": sts_account, "Arn": f"arn:aws:iam::{sts_account}:user/u", "UserId": "AIDA"},
+        )
+    with ecr_stub, sts_stub:
+        code = main(
+            ["compile", "--app", assembly, "--source", "checkpoint:run-7/step-1200", "--source-hw-backend",
+             "trn1", "--artifact-uri", "s3://models/a/"],
+            clients=lambda service, region: {"ecr": ecr, "sts": sts}[service],
+        )  # fmt: skip
+    ecr_stub.assert_no_pending_responses()
+    sts_stub.assert_no_pending_responses()
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    return err
+
+
+def test_the_pull_that_caches_the_image_names_the_callers_account_not_the_placeholder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = _refused_pull(tmp_path, capsys, monkeypatch, sts_account="222222222222")
+    pull = f"222222222222.dkr.ecr.{REGION}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+    assert f"--password-stdin 222222222222.dkr.ecr.{REGION}.amazonaws.com && docker pull {pull}" in err
+    assert "docker pull 000000000000" not in err and "<account-id>" not in err
+
+
+def test_without_sts_the_pull_names_an_account_placeholder_and_how_to_fill_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = _refused_pull(tmp_path, capsys, monkeypatch, sts_account=None)
+    assert (
+        f"docker pull <account-id>.dkr.ecr.{REGION}.amazonaws.com/cdk-neuron-ecr-public/aws-cli/aws-cli:2.22.35"
+        in err
+    )
+    assert "aws sts get-caller-identity --query Account --output text" in err
+    assert "000000000000.dkr" not in err.split("is not in the ECR pull-through cache")[1]
+
+
 def test_without_a_nat_a_cached_image_runs_and_the_export_is_offline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1574,6 +1574,28 @@ def test_without_a_compile_task_the_fargate_quota_is_not_asked(
     assert code == 0 and rows(doc, "fargate quota") == []
 
 
+def test_a_compile_on_the_training_cluster_asks_no_fargate_quota_and_counts_for_no_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_cluster = environment(compilation=True)
+    on_cluster["compilation"]["runs_on"] = "training-cluster"
+    quotas, stub = ec2_quotas()  # a Fargate call would find no answer queued and fail the check
+    with stub:
+        code, doc = run(capsys, write_config(tmp_path, dev=on_cluster), factory({"service-quotas": quotas}))
+    assert code == 0 and rows(doc, "fargate quota") == []
+    # Beside a Fargate environment in the same account and Region, it adds nothing to that one's need.
+    quotas, stub = fargate_quota(16)
+    config = write_config(tmp_path, dev=environment(compilation=True), other=on_cluster)
+    with stub:
+        main(
+            ["preflight", "--config", config, "--env", "dev", "--json"],
+            clients=factory({"service-quotas": quotas}),
+        )
+    [row] = rows(json.loads(capsys.readouterr().out), "fargate quota")
+    assert row["status"] == "PASS" and "other compile task" not in row["detail"]
+    assert "needed: dev compile task (16)" in row["detail"]
+
+
 def test_an_applied_fargate_quota_that_holds_every_compile_task_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -56,7 +56,7 @@ EXPORT_TOOLS = (
     "python3",
     "optimum-cli",
 )
-FETCH_UPLOAD_TOOLS = ("timeout", "bash", "aws", "ls", "mkdir", "touch")
+FETCH_UPLOAD_TOOLS = ("timeout", "bash", "aws", "rm", "ls", "mkdir", "touch")
 RECORDED = ("optimum-cli", "neuronx-cc", "aws")
 
 

@@ -163,8 +163,37 @@ def test_cost_shows_it_too() -> None:
     status, out, _ = _run(["cost", "--config", CONFIG, "--env", "prod", "--json"])
     assert status == ExitStatus.OK
     line = json.loads(out)["environments"][0]["result_costs"]["compile"]
-    assert (line["minutes"], line["usd"], line["break_even_starts"]) == (60.0, 12.98, 1.0)
-    assert line["where"].startswith("inf2.48xlarge, by hand")
+    # prod compiles its 70B on one trn1.32xlarge of its training cluster: an hour of the node, $21.50;
+    # the fleet's inf2.48xlarge ($12.98/h) compiling at start-up instead breaks even at 1.66 starts.
+    assert (line["minutes"], line["usd"], line["usd_per_hour"], line["break_even_starts"]) == (
+        60.0,
+        21.5,
+        21.5,
+        1.66,
+    )
+    assert line["where"].startswith(
+        "trn1.32xlarge of the training cluster: BatchModelCompilation (its export gets 126 vCPU"
+    )
+    assert "the whole node" in line["price_basis"]
+
+
+def test_a_fleet_that_fits_fargate_is_priced_on_the_training_node_only_when_it_compiles_there() -> None:
+    from cdk_neuron.compilation.job import HostCompile
+    from cdk_neuron.compilation.tax import compile_tax
+    from cdk_neuron.serving import ModelSpec
+
+    model = ModelSpec(model_id="m/m", parameters=3_210_000_000, tensor_parallel=2)
+    plan = model.plan("inf2.xlarge")
+    fargate = compile_tax(plan, parameters=model.parameters, region="us-east-1")
+    on_node = compile_tax(
+        plan,
+        parameters=model.parameters,
+        region="us-east-1",
+        host=HostCompile.on(catalog.get_instance("trn1.32xlarge")),
+    )
+    assert fargate.on_fargate and fargate.usd_per_hour is not None and fargate.usd_per_hour < 2
+    assert not on_node.on_fargate and on_node.usd_per_hour == 21.5
+    assert "exceed" not in on_node.where  # 6 GiB of weights: it runs there because cdk.json says so
 
 
 # -- is the shape compiled already? (moto) ------------------------------------------------------------

@@ -1031,8 +1031,10 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     # compilation: the ModelCompilation task
     ("compilation unknown key", setting("compilation.artifact_buckets", "models"),
      "compilation.artifact_buckets", "models",
-     "unknown key; did you mean 'artifact_bucket'? valid keys here: enabled, artifact_bucket, artifact_prefix, "
-     "aws_cli_image, ecr_public_cache_prefix, log_retention_days"),
+     "unknown key; did you mean 'artifact_bucket'? valid keys here: enabled, runs_on, artifact_bucket, "
+     "artifact_prefix, aws_cli_image, ecr_public_cache_prefix, log_retention_days"),
+    ("compilation runs_on unknown", setting("compilation.runs_on", "ec2"),
+     "compilation.runs_on", "ec2", "use one of fargate, training-cluster"),
     ("compilation bucket", setting("compilation.artifact_bucket", "Models_Bucket"),
      "compilation.artifact_bucket", "Models_Bucket", "must be an S3 bucket name"),
     ("compilation prefix", setting("compilation.artifact_prefix", "/compiled/"),
@@ -1547,7 +1549,14 @@ def test_the_shipped_environments_compile_where_fargate_holds_the_fleets_model(
 ) -> None:
     assert shipped["dev"].compilation is not None and shipped["staging"].compilation is not None
     assert shipped["dev"].compilation.artifact_bucket == "cdk-neuron-dev-models"
-    assert shipped["prod"].compilation is None  # 70B: compiled by hand (serving README)
+    assert (shipped["dev"].compilation.runs_on, shipped["staging"].compilation.runs_on) == (
+        "fargate",
+        "fargate",
+    )
+    # prod's 70B (130 GiB of weights) is more than a Fargate task holds: it compiles on prod's trn1 cluster.
+    prod = shipped["prod"].compilation
+    assert prod is not None and prod.runs_on == "training-cluster"
+    assert prod.artifact_bucket == "cdk-neuron-prod-models"
 
 
 @pytest.mark.parametrize(

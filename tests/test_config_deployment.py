@@ -421,5 +421,7 @@ def test_the_cli_finds_the_compile_task_from_cdk_json_alone() -> None:
     )
     assert (dev.aws_cli_cache_repository, dev.internet) == ("cdk-neuron-dev/aws-cli/aws-cli", True)
     assert dev.image == envs["dev"].serving.engine.image.uri("us-east-1")
-    # prod serves a 70B model, more than a Fargate compile task holds: no compile task by default.
-    assert envs["prod"].compilation is None and deployment(envs["prod"]).compilation is None
+    # prod serves a 70B model, more than a Fargate compile task holds: it compiles on its training cluster
+    # (tests/test_config_compile_runs_on.py says what the CLI finds there).
+    prod = deployment(envs["prod"]).compilation
+    assert prod is not None and prod.runs_on == "training-cluster" and prod.cluster_logical_id == ""

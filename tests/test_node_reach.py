@@ -278,3 +278,35 @@ def test_the_compile_task_reaches_s3_through_its_programs_and_ecr_and_logs_throu
     )
     assert {d.service for d in public if d.route == "internet"} == {"public.ecr.aws", reach.HUGGING_FACE_HUB}
     assert "secretsmanager" in {d.service for d in public}
+
+
+def test_the_compile_job_reaches_both_images_logs_and_s3_through_the_training_nodes_routes() -> None:
+    destinations = reach.compile_job(
+        export_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-vllm-inference-neuronx:0.11.0",
+        tools_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0",
+        region="us-west-2",
+        hub=False,
+        token_secret=True,
+        compile_cache=True,
+    )
+    # Both images through ECR (the export's and the training DLC's), the awslogs driver, the token at
+    # start, and S3 for the programs' own calls and the compile cache: nothing that needs a NAT.
+    assert {(d.service, d.route) for d in destinations} == {
+        ("s3", "s3-gateway"),
+        ("ecr.api", "interface-endpoint"),
+        ("ecr.dkr", "interface-endpoint"),
+        ("logs", "interface-endpoint"),
+        ("secretsmanager", "interface-endpoint"),
+    }
+    pulls = sorted(d.caller for d in destinations if d.service == "ecr.dkr")
+    assert [p.split(": ")[1] for p in pulls] == ["export image", "fetch and upload image"]
+    assert all(p.startswith(reach.BATCH_COMPILE_JOB) for p in pulls)
+    online = reach.compile_job(
+        export_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/huggingface-vllm-inference-neuronx:0.11.0",
+        tools_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0",
+        region="us-west-2",
+        hub=True,
+        token_secret=False,
+        compile_cache=False,
+    )
+    assert {d.service for d in online if d.route == "internet"} == {reach.HUGGING_FACE_HUB}

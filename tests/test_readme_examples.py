@@ -51,7 +51,7 @@ NOT_RUNNABLE = {
     ("docs/acknowledgments.md", 1): "the shape of a call: `construct` and the reason are placeholders",
     ("docs/integ.md", 1): "`Ec2InferenceFleet(...)` stands for a fleet's other props",
     ("docs/cli.md", 1): "a training script's checkpoint code: needs torch-neuronx on a Neuron device",
-    ("docs/compile.md", 4): "a training script's save step: needs neuronx-distributed on a Neuron device",
+    ("docs/compile.md", 5): "a training script's save step: needs neuronx-distributed on a Neuron device",
 }
 
 # Build output, dependencies and make mutate's copy of the sources (mutants/), none of them ours to check.
@@ -191,7 +191,7 @@ def test_the_compile_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     from cdk_neuron.serving import ModelSpec, ServingEngine
     from cdk_neuron.storage import CheckpointStore, CompileCache
 
-    construct, request, app_py = runnable_blocks("docs/compile.md")
+    construct, on_cluster, request, app_py = runnable_blocks("docs/compile.md")
     app = make_app()
     stack = cdk.Stack(app, "Compile", env=cdk.Environment(account="111111111111", region="us-east-1"))
     vpc = ec2.Vpc(stack, "Vpc")
@@ -204,6 +204,30 @@ def test_the_compile_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     }
     exec(compile(construct, "docs/compile.md (construct)", "exec"), namespace)
     assert nag_violations(namespace["compilation"]) == []
+    # BatchModelCompilation on a Batch training cluster of trn1.32xlarge, operators allowed to submit.
+    from aws_cdk import aws_iam as iam
+
+    from cdk_neuron.training import BatchTrainingCluster
+
+    cluster_stack = cdk.Stack(
+        app, "CompileOnCluster", env=cdk.Environment(account="111111111111", region="us-west-2")
+    )
+    cluster_vpc = ec2.Vpc(cluster_stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = BatchTrainingCluster(
+        cluster_stack, "Cluster", vpc=cluster_vpc, instance_type="trn1.32xlarge", max_nodes=2,
+        vpc_subnets=ec2.SubnetSelection(availability_zones=["us-west-2a"], subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+        availability_zone_id="usw2-az1", checkpoints=CheckpointStore(cluster_stack, "Checkpoints", vpc=cluster_vpc),
+        compile_cache=CompileCache(cluster_stack, "Cache"),
+        job_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+    )  # fmt: skip
+    on_cluster_namespace: dict[str, Any] = {
+        "stack": cluster_stack,
+        "cluster": cluster,
+        "token": secretsmanager.Secret.from_secret_name_v2(cluster_stack, "Token", "hf-token"),
+        "operators": iam.Role(cluster_stack, "Operators", assumed_by=iam.AccountRootPrincipal()),
+    }
+    exec(compile(on_cluster, "docs/compile.md (BatchModelCompilation)", "exec"), on_cluster_namespace)
+    assert nag_violations(on_cluster_namespace["compilation"]) == []
     exec(compile(request, "docs/compile.md (request)", "exec"), {})
 
     monkeypatch.chdir(tmp_path)

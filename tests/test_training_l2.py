@@ -101,7 +101,7 @@ def test_no_attribute_is_none_because_of_the_engine(clusters: Clusters) -> None:
         "plan", "instance", "launch_template", "user_data", "machine_image", "placement_group",
         "security_group", "connections", "role", "kms_key", "availability_zone", "node_metrics",
         "grant_principal", "checkpoints", "compile_cache", "efa_installer_mirror", "max_nodes",
-        "capacity", "availability_zone_id", "cluster_id", "boot_failure_alarm",
+        "capacity", "availability_zone_id", "cluster_id", "boot_failure_alarm", "vpc", "vpc_subnets",
     }  # fmt: skip
     batch_only = {
         "compute_environment", "job_queue", "job_queue_arn", "job_definition", "job_definitions",

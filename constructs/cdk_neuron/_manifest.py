@@ -310,10 +310,49 @@ def record_compilation(
     )
 
 
+def record_batch_compilation(
+    scope: Construct,
+    *,
+    engine: str,
+    image: str,
+    job_queue: object,
+    job_definition: cdk.CfnResource,
+    checkpoints: bool,
+    artifact_bucket: str,
+    artifact_prefix: str,
+    tools_image: str,
+    instance_type: str,
+    internet: bool,
+) -> None:
+    """A model compilation on a Batch training cluster (``runs_on: training-cluster``): the job queue and
+    job definition ``cdk-neuron compile`` submits to (logical ids, turned into ARNs with
+    ``cloudformation:DescribeStackResource``), the instance type its export runs on, and the rest as
+    :func:`record_compilation` keeps it."""
+    assert isinstance(job_queue, cdk.CfnResource)
+    _record(
+        scope,
+        "compilation",
+        {
+            "runs_on": "training-cluster",
+            "engine": engine,
+            "image": _literal(image),
+            "job_queue_logical_id": job_queue.logical_id,
+            "job_definition_logical_id": job_definition.logical_id,
+            "checkpoints": checkpoints,
+            "artifact_bucket": _literal(artifact_bucket),
+            "artifact_prefix": artifact_prefix,
+            "tools_image": _literal(tools_image),
+            "instance_type": instance_type,
+            "internet": internet,
+        },
+    )
+
+
 __all__ = [
     "RECORD_VERSION",
     "TEMPLATE_METADATA",
     "WORKLOAD_METADATA",
+    "record_batch_compilation",
     "record_checkpoints",
     "record_compilation",
     "record_serving",

@@ -138,11 +138,20 @@ class CompilationDeployment:
     """A ModelCompilation task (:mod:`cdk_neuron.compilation`): where ``cdk-neuron compile`` runs it."""
 
     stack_name: str
-    cluster_logical_id: str
-    task_definition_logical_id: str
-    security_group_logical_id: str
-    subnets: tuple[object, ...]
-    """Each a literal subnet id or the template's ``{"Ref": logical id}`` of a subnet in the stack."""
+    runs_on: Literal["fargate", "training-cluster"] = "fargate"
+    """``fargate``: a ModelCompilation task (``ecs:RunTask``); ``training-cluster``: a BatchModelCompilation
+    job on the training cluster (``batch:SubmitJob``)."""
+    cluster_logical_id: str = ""
+    task_definition_logical_id: str = ""
+    security_group_logical_id: str = ""
+    subnets: tuple[object, ...] = ()
+    """Each a literal subnet id or the template's ``{"Ref": logical id}`` of a subnet in the stack (Fargate)."""
+    job_queue_logical_id: str = ""
+    """The compile job queue (training-cluster)."""
+    job_definition_logical_id: str = ""
+    """The compile job definition (training-cluster)."""
+    instance_type: str | None = None
+    """The instance a training-cluster compile runs on (its facts size the export and its price the compile)."""
     engine: str = "optimum-neuron"
     checkpoints: bool = False
     """Whether the CheckpointStore is mounted (``checkpoint:`` sources)."""
@@ -154,7 +163,7 @@ class CompilationDeployment:
     artifact_prefix: str | None = None
     """The key prefix the task is granted (``compiled/``); None in records written before it was kept."""
     aws_cli_image: str | None = None
-    """The fetch and upload steps' image; None when unknown at synthesis."""
+    """The fetch and upload steps' image (on the training cluster: its job image); None when unknown at synthesis."""
     aws_cli_cache_repository: str | None = None
     """The ECR pull-through cache repository that image comes through; None for an image used as is."""
     internet: bool = True

@@ -967,6 +967,16 @@ def compile_task_seconds(source_gib: float) -> int:
     return pulls + sum(steps.values()) + len(steps) * COMPILE_KILL_AFTER + ECS_CONTAINER_STOP_TIMEOUT
 
 
+def compile_job_seconds(source_gib: float) -> int:
+    """A BatchModelCompilation job (:mod:`cdk_neuron.compilation.batch`): both images pulled (the serving
+    image and the training DLC that runs fetch and upload, each assumed :data:`COMPILE_IMAGE_GIB`), every
+    step to its timeout and kill, one ECS stop. The job definition's ``attemptDurationSeconds`` (Batch
+    stops an attempt that runs longer) and the deadline ``cdk-neuron compile --wait`` gives it once it runs."""
+    steps = compile_step_seconds(source_gib)
+    pulls = 2 * image_pull_seconds(COMPILE_IMAGE_GIB)
+    return pulls + sum(steps.values()) + len(steps) * COMPILE_KILL_AFTER + ECS_CONTAINER_STOP_TIMEOUT
+
+
 def compile_chain(source_gib: float) -> Chain:
     """A ModelCompilation task for a source of ``source_gib`` (the task definition uses the largest
     source a Fargate task takes: ``cdk_neuron.compilation.job.FARGATE_MAX_WEIGHTS_GIB``)."""

@@ -346,8 +346,24 @@ def _capacity(data: Mapping[str, Any]) -> Capacity:
 
 
 def compilation(record: Record, stack: Stack) -> CompilationDeployment:
-    """A ModelCompilation's record: its stack, resources by logical id, and subnets."""
+    """A ModelCompilation's record: its stack, resources by logical id, and subnets (a
+    BatchModelCompilation's: its job queue and job definition, and the instance it runs on)."""
     data = record.data
+    if data.get("runs_on") == "training-cluster":
+        return CompilationDeployment(
+            stack_name=stack.stack_name,
+            runs_on="training-cluster",
+            job_queue_logical_id=str(data["job_queue_logical_id"]),
+            job_definition_logical_id=str(data["job_definition_logical_id"]),
+            instance_type=_optional_text(data.get("instance_type")),
+            engine=str(data.get("engine", "optimum-neuron")),
+            checkpoints=bool(data.get("checkpoints", False)),
+            image=_optional_text(data.get("image")),
+            artifact_bucket=_optional_text(data.get("artifact_bucket")),
+            artifact_prefix=_optional_text(data.get("artifact_prefix")),
+            aws_cli_image=_optional_text(data.get("tools_image")),
+            internet=bool(data.get("internet", True)),
+        )
     return CompilationDeployment(
         stack_name=stack.stack_name,
         cluster_logical_id=str(data["cluster_logical_id"]),

@@ -83,7 +83,7 @@ def logs_tail_commands(ecs: Any, task_definition: str, task_arn: str, region: st
     return commands
 
 
-def _read_back(
+def read_back(
     ctx: Context, region: str, artifact_uri: str, serving: ServingDeployment
 ) -> tuple[str | None, list[str]]:
     """The manifest's summary and how it differs from the fleet; (None, [error]) when unreadable."""
@@ -185,7 +185,7 @@ def wait_for_compile(
         return replace(base, status="timed out")
     if not containers or any(c.exit_code != 0 for c in containers):
         return replace(base, status="failed")
-    summary, mismatches = _read_back(ctx, region, artifact_uri, serving)
+    summary, mismatches = read_back(ctx, region, artifact_uri, serving)
     if summary is None:
         return replace(base, status="failed", mismatches=mismatches)
     return replace(
@@ -233,6 +233,7 @@ __all__ = [
     "ContainerEnd",
     "Outcome",
     "logs_tail_commands",
+    "read_back",
     "render_outcome",
     "wait_for_compile",
 ]

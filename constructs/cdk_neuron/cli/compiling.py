@@ -9,6 +9,11 @@ task (``ecs:RunTask``) with each container's settings as overrides
 ``cdk-neuron-artifact.json``; point the fleet at it (``serving.model.artifact_uri``) and run
 ``cdk-neuron preflight``.
 
+Where the environment compiles on its training cluster (``compilation.runs_on: training-cluster``, a
+BatchModelCompilation), the same request is submitted as a Batch job instead (``batch:SubmitJob`` on
+the compile queue, :mod:`cdk_neuron.cli.compile_batch`), and ``--wait`` follows it with
+``batch:DescribeJobs``.
+
 Sources: ``checkpoint:<path under the CheckpointStore>``, ``s3://bucket/prefix/`` (a Hugging Face
 checkpoint) or ``hub:<org/model>``.
 """
@@ -22,6 +27,7 @@ from typing import Any
 from cdk_neuron import timeouts
 from cdk_neuron.cli.aws import AwsLookupError, error_code
 from cdk_neuron.cli.command import Command, environment_options, in_region, one_environment
+from cdk_neuron.cli.compile_batch import submit_compile_job, wait_for_compile_job
 from cdk_neuron.cli.compile_wait import CompileOutcome, logs_tail_commands, render_outcome, wait_for_compile
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.output import Report
@@ -31,10 +37,11 @@ from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.compilation.job import (
     FARGATE_MAX_WEIGHTS_GIB,
     CompileRequest,
+    HostCompile,
     ModelSource,
     artifact_key_prefix,
 )
-from cdk_neuron.deployment import CompilationDeployment, Deployment
+from cdk_neuron.deployment import PLACEHOLDER_ACCOUNT, CompilationDeployment, Deployment
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
 
@@ -55,6 +62,11 @@ class Compiling(Result):
     image: str
     wait_command: str
     logs_command: str
+    runs_on: str = "fargate"
+    """``fargate`` (an ECS task: ``task_arn``, ``cluster``) or ``training-cluster`` (a Batch job:
+    ``task_arn`` is the job's ARN, ``cluster`` the compile queue's)."""
+    job_id: str | None = field(default=None, metadata=OMIT_IF_NONE)
+    """The Batch job id (training-cluster)."""
     outcome: CompileOutcome | None = field(default=None, metadata=OMIT_IF_NONE)
     """With ``--wait``: how the task ended (:mod:`cdk_neuron.cli.compile_wait`)."""
 
@@ -110,6 +122,12 @@ def source_hw_backend(given: str | None, env: Deployment, tensor_parallel: int |
             "the generation the checkpoint was saved on",
         )
     return "trn1"
+
+
+def compile_host(compilation: CompilationDeployment) -> HostCompile | None:
+    """What the export gets where the environment compiles: None on Fargate, else the training
+    cluster's instance (the catalog's facts)."""
+    return HostCompile.where(compilation.runs_on, compilation.instance_type)
 
 
 def _compilation(env: Deployment) -> CompilationDeployment:
@@ -170,15 +188,44 @@ def check_aws_cli_image_cached(ctx: Context, compilation: CompilationDeployment,
     except Exception as error:
         if error_code(error) not in ("ImageNotFoundException", "RepositoryNotFoundException"):
             raise
-        registry = compilation.aws_cli_image.split("/", 1)[0]
+        image, note = pull_image_reference(ctx, compilation.aws_cli_image, region)
+        registry = image.split("/", 1)[0]
         raise NeuronConfigError(
             "aws_cli_image",
             compilation.aws_cli_image,
             "is not in the ECR pull-through cache yet, and the task's subnets have no NAT, which the first pull "
             "through an ECR interface endpoint needs (Amazon ECR User Guide, interface VPC endpoints): cache it once "
             f"from a machine with the internet: aws ecr get-login-password --region {region} | docker login "
-            f"--username AWS --password-stdin {registry} && docker pull {compilation.aws_cli_image}",
+            f"--username AWS --password-stdin {registry} && docker pull {image}{note}",
         ) from None
+
+
+def pull_image_reference(ctx: Context, image: str, region: str) -> tuple[str, str]:
+    """``image`` as a ``docker pull`` from the deployment's account can use, and a note to print after it.
+
+    An environment without an account in cdk.json is synthesized with the placeholder account
+    (:data:`cdk_neuron.deployment.PLACEHOLDER_ACCOUNT`; the assembly this command reads then names a
+    registry nobody owns). The stack itself was deployed into the account of the credentials, and
+    ``ecr:DescribeImages`` just read that account's registry, so the registry is that account's:
+    ``sts:GetCallerIdentity`` (which needs no permission: "GetCallerIdentity", AWS STS API Reference,
+    https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html, read 2026-12-02)
+    says which. If even that fails, the account becomes ``<account-id>`` and the note says how to find it.
+    """
+    registry, _, rest = image.partition("/")
+    account, dot, host = registry.partition(".")
+    if account != PLACEHOLDER_ACCOUNT or not dot:
+        return image, ""
+    try:
+        resolved = str(ctx.aws("sts", region).get_caller_identity()["Account"])
+    except Exception:  # any failure: fall back to a placeholder that says what to fill in
+        resolved = ""
+    if resolved.isdigit() and len(resolved) == 12:
+        return f"{resolved}.{host}/{rest}", ""
+    return (
+        f"<account-id>.{host}/{rest}",
+        " (<account-id>: the account the environment is deployed in, `aws sts get-caller-identity --query "
+        "Account --output text` with its credentials; cdk.json names none for this environment)",
+    )
 
 
 def check_request(compilation: CompilationDeployment, request: CompileRequest, region: str) -> None:
@@ -235,8 +282,47 @@ def check_request(compilation: CompilationDeployment, request: CompileRequest, r
     found.raise_if_any()
 
 
+def _shape(request: CompileRequest) -> str:
+    model = request.model
+    return (
+        f"batch {model.graph_batch_size} x {model.graph_sequence_length}, TP {request.plan.tensor_parallel}, "
+        f"{model.dtype.lower()}"
+    )
+
+
+def submit_on_training_cluster(ctx: Context, env: Deployment, request: CompileRequest) -> Compiling:
+    """The compile as a BatchModelCompilation job on the training cluster (:mod:`cdk_neuron.cli.compile_batch`)."""
+    compilation = _compilation(env)
+    check_request(compilation, request, env.region)
+    job = submit_compile_job(
+        ctx,
+        env_name=env.name,
+        region=env.region,
+        compilation=compilation,
+        overrides=request.job_overrides(env.region),
+    )
+    return Compiling(
+        environment=env.name,
+        region=env.region,
+        task_arn=job["jobArn"],
+        cluster=job["queue"],
+        source=f"{request.source.kind}:{request.source.uri}",
+        artifact_uri=request.artifact,
+        manifest_uri=f"{request.artifact}{MANIFEST_NAME}",
+        shape=_shape(request),
+        image=request.engine.image.uri(env.region),
+        wait_command=f"aws batch describe-jobs --region {env.region} --jobs {job['jobId']}",
+        logs_command=job["logs"]
+        or f"aws batch describe-jobs --region {env.region} --jobs {job['jobId']}  # each container's logStreamName",
+        runs_on="training-cluster",
+        job_id=job["jobId"],
+    )
+
+
 def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Compiling:
     compilation = _compilation(env)
+    if compilation.runs_on == "training-cluster":
+        return submit_on_training_cluster(ctx, env, request)
     check_request(compilation, request, env.region)
     check_aws_cli_image_cached(ctx, compilation, env.region)
     cloudformation = ctx.aws("cloudformation", env.region)
@@ -270,7 +356,6 @@ def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Com
     task_arn = str(tasks[0]["taskArn"])
     # Where the export logs: the task definition's awslogs group and stream prefix (ecs:DescribeTaskDefinition).
     logs = logs_tail_commands(ctx.aws("ecs", env.region), task_definition, task_arn, env.region)
-    model = request.model
     return Compiling(
         environment=env.name,
         region=env.region,
@@ -279,10 +364,7 @@ def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Com
         source=f"{request.source.kind}:{request.source.uri}",
         artifact_uri=request.artifact,
         manifest_uri=f"{request.artifact}{MANIFEST_NAME}",
-        shape=(
-            f"batch {model.graph_batch_size} x {model.graph_sequence_length}, TP {request.plan.tensor_parallel}, "
-            f"{model.dtype.lower()}"
-        ),
+        shape=_shape(request),
         image=request.engine.image.uri(env.region),
         wait_command=f"aws ecs wait tasks-stopped --region {env.region} --cluster {cluster} --tasks {task_arn}",
         logs_command=f"{logs['export']} --follow"
@@ -294,9 +376,10 @@ def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Com
 def render_compile(result: Compiling) -> Report:
     out = Report()
     out.pairs(
-        f"{result.environment}: compiling",
+        f"{result.environment}: compiling"
+        + (" on the training cluster" if result.runs_on == "training-cluster" else ""),
         [
-            ("task", result.task_arn),
+            ("job" if result.runs_on == "training-cluster" else "task", result.task_arn),
             ("source", result.source),
             ("shape", result.shape),
             ("image", result.image),
@@ -306,6 +389,11 @@ def render_compile(result: Compiling) -> Report:
     )
     if result.outcome is not None:
         render_outcome(result.outcome, out)
+    elif result.runs_on == "training-cluster":
+        out.commands(
+            "Follow it with (it waits in RUNNABLE until a training node is free):",
+            [result.logs_command, result.wait_command],
+        )
     else:
         out.commands(
             "Follow it with:", [result.logs_command, result.wait_command + "  # gives up after 10 min"]
@@ -383,6 +471,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
                 plan=serving.plan,
                 engine=serving.engine,
                 hub_route=compilation.internet,
+                host=compile_host(compilation),
             )
         )
         if source is not None
@@ -393,7 +482,22 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
     found.raise_if_any()
     assert request is not None
     result = compile_model(ctx, env, request)
-    if args.wait:
+    if args.wait and result.job_id is not None:
+        host = compile_host(compilation)
+        assert host is not None
+        outcome = wait_for_compile_job(
+            ctx,
+            env=env.name,
+            region=env.region,
+            job_id=result.job_id,
+            artifact_uri=result.artifact_uri,
+            serving=serving,
+            # The job definition's attempt budget, sized for the largest export its host takes.
+            deadline_seconds=timeouts.compile_job_seconds(host.max_weights_gib),
+            on_poll=lambda state: print(f"cdk-neuron compile: {state}", file=ctx.err, flush=True),
+        )
+        result = replace(result, outcome=outcome)
+    elif args.wait:
         outcome = wait_for_compile(
             ctx,
             env=env.name,
@@ -416,7 +520,7 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
 
 COMMAND = Command(
     "compile",
-    "Compile a model for the environment's fleet with its ModelCompilation task: compile --source checkpoint:run-7/step-1200 --artifact-uri s3://...",
+    "Compile a model for the environment's fleet with its ModelCompilation task (or its training cluster's compile job): compile --source checkpoint:run-7/step-1200 --artifact-uri s3://...",
     _run,
     arguments=_arguments,
     aws=True,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from cdk_neuron import economics, validation
 from cdk_neuron.cli.output import Report
+from cdk_neuron.compilation.job import HostCompile
 from cdk_neuron.compilation.tax import CompileTax, compile_tax
 from cdk_neuron.deployment import Deployment
 from cdk_neuron.errors import NeuronConfigError
@@ -172,6 +173,12 @@ def _measured(value: float | None, option: str) -> economics.ThroughputFigure | 
         raise NeuronConfigError(option, value, error.fix) from None
 
 
+def _compile_host(env: Deployment) -> HostCompile | None:
+    """The training cluster's node, where the environment compiles there (None: Fargate, or none)."""
+    compilation = env.compilation
+    return None if compilation is None else HostCompile.where(compilation.runs_on, compilation.instance_type)
+
+
 def result_costs(
     env: Deployment,
     *,
@@ -219,6 +226,7 @@ def result_costs(
                 parameters=model.parameters,
                 region=env.region,
                 sagemaker=env.serving.backend == "sagemaker",
+                host=_compile_host(env),
             )
         )
     return ResultCosts(tokens, training, training_gpu, serving, serving_gpu, compiling)
@@ -242,6 +250,7 @@ def with_cache(
         region=env.region,
         sagemaker=env.serving.backend == "sagemaker",
         measured_seconds=measured_seconds,
+        host=_compile_host(env),
     )
     return replace(costs, compile=CompileTaxLine.of(tax, cache=cache, compiled=compiled))
 

@@ -58,21 +58,18 @@ from cdk_neuron import _cdk_values, _manifest, timeouts
 from cdk_neuron._nag import acknowledge, acknowledge_wildcards
 from cdk_neuron._scope import reported_by
 from cdk_neuron._subnets import describe_selection, select_subnets
+from cdk_neuron.compilation.base import ModelCompilationBase
 from cdk_neuron.compilation.job import (
     CHECKPOINT_MOUNT,
-    COMPILE_ENGINES,
     DEFAULT_ARTIFACT_PREFIX,
     FARGATE_CPU_UNITS,
     FARGATE_EPHEMERAL_GIB,
     FARGATE_MAX_WEIGHTS_GIB,
     FARGATE_MEMORY_MIB,
     WORK_DIR,
-    check_artifact_prefix,
 )
 from cdk_neuron.errors import NeuronConfigError
-from cdk_neuron.iam_statements import allow_log_encryption
 from cdk_neuron.node_programs import program
-from cdk_neuron.serving.artifact_manifest import MANIFEST_NAME
 from cdk_neuron.serving.engines import ContainerImage, ServingEngine
 from cdk_neuron.serving.permissions import image_pull_statements
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
@@ -97,7 +94,7 @@ _CACHE_PREFIX = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-
 CONTAINERS = ("fetch", "export", "upload")
 """The task's containers, in the order they run."""
 STEP_TOOLS: dict[str, tuple[str, ...]] = {
-    "fetch": ("bash", "timeout", "mkdir", "ls", "touch", "aws"),
+    "fetch": ("bash", "timeout", "rm", "mkdir", "ls", "touch", "aws"),
     "export": (
         "bash", "timeout", "python3", "mkdir", "rm", "du", "cut", "find", "wc", "date", "touch", "optimum-cli",
     ),
@@ -106,13 +103,13 @@ STEP_TOOLS: dict[str, tuple[str, ...]] = {
 """The commands each step's program runs, and so what its image must ship (the tests rehearse each
 program with only these on its PATH). ``fetch`` and ``upload`` run in the AWS CLI image, built
 ``FROM amazonlinux:2`` (aws/aws-cli ``docker/Dockerfile``), whose base has bash and coreutils
-(``timeout``, ``mkdir``, ``ls``, ``touch``). ``export`` runs in the serving image, built on Ubuntu 22.04
+(``timeout``, ``rm``, ``mkdir``, ``ls``, ``touch``). ``export`` runs in the serving image, built on Ubuntu 22.04
 (the tag's ``ubuntu22.04``; optimum-neuron ``docker/vllm/Dockerfile`` @v0.4.5), whose base has bash,
 coreutils and findutils, and which installs python3 and optimum-cli."""
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
-class ModelCompilation(Construct):
+class ModelCompilation(ModelCompilationBase):
     """Compile models for Inferentia2 on Fargate, in the serving image, into ``artifact_bucket``.
 
     :param vpc: where the task runs (private subnets; it needs S3, ECR, CloudWatch Logs, and the Hub
@@ -186,35 +183,16 @@ class ModelCompilation(Construct):
     ) -> None:
         super().__init__(scope, id)
         with reported_by(self):
-            engine = engine if engine is not None else ServingEngine.optimum_neuron()
-            if not isinstance(engine, ServingEngine):
-                raise NeuronConfigError("engine", engine, "pass ServingEngine.optimum_neuron()")
-            if engine.name not in COMPILE_ENGINES:
-                raise NeuronConfigError(
-                    "engine",
-                    engine.name,
-                    "the compile task runs optimum-neuron's export; use ServingEngine.optimum_neuron() "
-                    "(export other engines' artifacts by hand: serving README, Precompiled artifacts)",
-                )
             stack = cdk.Stack.of(self)
-            self.engine = engine
-            self.artifact_bucket = artifact_bucket
-            self.artifact_prefix = check_artifact_prefix(artifact_prefix)
-            self.kms_key = kms_key or kms.Key(
-                self,
-                "Key",
-                description=f"cdk-neuron model compilation {self.node.path}: compile logs",
-                enable_key_rotation=True,
+            self._setup(
+                engine=self._checked_engine(engine),
+                artifact_bucket=artifact_bucket,
+                artifact_prefix=artifact_prefix,
+                kms_key=kms_key,
                 removal_policy=removal_policy,
+                log_retention=log_retention,
             )
-            allow_log_encryption(self.kms_key, sid="CloudWatchLogsEncryptsCompileLogs")
-            self.log_group = logs.LogGroup(
-                self,
-                "Logs",
-                encryption_key=self.kms_key,
-                retention=log_retention,
-                removal_policy=removal_policy,
-            )
+            engine = self.engine
             self.cluster = ecs.Cluster(
                 self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
             )
@@ -227,7 +205,7 @@ class ModelCompilation(Construct):
             )
             self.subnets = vpc_subnets or default_task_subnets(vpc)
             subnet_ids = _task_subnets(vpc, self.subnets, checkpoint_store)
-            self.has_internet = _routes_to_internet(vpc, self.subnets)
+            self.has_internet = routes_to_internet(vpc, self.subnets)
             self.task_role = iam.Role(
                 self,
                 "TaskRole",
@@ -440,49 +418,6 @@ class ModelCompilation(Construct):
         )
         store.grant_read(self.task_role, peer=self.security_group)
 
-    def _grant_artifact_writes(self, bucket: s3.IBucket) -> None:
-        """List and write under ``artifact_prefix`` only: no read, no delete, nothing outside it."""
-        prefix = self.artifact_prefix
-        statements: list[tuple[iam.PolicyStatement, str]] = [
-            (
-                iam.PolicyStatement(
-                    sid="ListArtifactPrefix",
-                    actions=["s3:ListBucket"],
-                    resources=[bucket.bucket_arn],
-                    conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
-                ),
-                f"the upload lists the destination prefix under {prefix} to refuse a non-empty one",
-            ),
-            (
-                iam.PolicyStatement(
-                    sid="WriteArtifacts",
-                    actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-                    resources=[bucket.arn_for_objects(f"{prefix}*")],
-                ),
-                f"each compile writes a new prefix under {prefix} chosen when it runs (cdk-neuron compile "
-                "--artifact-uri); put (and abort its own multipart uploads) only, never read or delete",
-            ),
-        ]
-        if bucket.encryption_key is not None:
-            statements.append(
-                (
-                    iam.PolicyStatement(
-                        sid="EncryptArtifacts",
-                        actions=["kms:GenerateDataKey", "kms:Decrypt"],
-                        resources=[bucket.encryption_key.key_arn],
-                    ),
-                    "the artifact bucket's key (a multipart upload decrypts its parts to complete)",
-                )
-            )
-        policy = iam.ManagedPolicy(
-            self,
-            "ArtifactWrites",
-            description=f"cdk-neuron model compilation {self.node.path}: write compiled artifacts",
-            roles=[self.task_role],
-            statements=[s for s, _ in statements],
-        )
-        acknowledge_wildcards(policy, statements)
-
     def _grant_pull(
         self,
         stack: cdk.Stack,
@@ -542,35 +477,8 @@ class ModelCompilation(Construct):
         return self.security_group.connections
 
     @property
-    def grant_principal(self) -> iam.IPrincipal:
-        """The task role: grant it read access to S3 sources (:meth:`grant_read_source`)."""
+    def _role(self) -> iam.IRole:
         return self.task_role
-
-    def grant_read_source(self, bucket: s3.IBucket, prefix: str = "*") -> iam.Grant:
-        """Let the task read a source checkpoint under ``prefix`` of ``bucket``."""
-        return bucket.grant_read(self.task_role, prefix)
-
-    def write_once_statement(self) -> iam.PolicyStatement:
-        """A bucket-policy statement that makes every manifest under ``artifact_prefix`` write-once for
-        everyone: a ``PutObject`` of a ``cdk-neuron-artifact.json`` without ``If-None-Match`` is denied
-        ("Enforce conditional writes on Amazon S3 buckets", Amazon S3 User Guide,
-        https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html, read
-        2026-12-02). The manifest is one ``PutObject`` (never multipart), so no
-        ``s3:ObjectCreationOperation`` exemption is needed; copies onto a manifest key are denied too.
-        Add it to a bucket you own elsewhere with ``bucket.add_to_resource_policy``."""
-        return iam.PolicyStatement(
-            sid="CdkNeuronManifestsAreWriteOnce",
-            effect=iam.Effect.DENY,
-            principals=[iam.AnyPrincipal()],
-            actions=["s3:PutObject"],
-            resources=[self.artifact_bucket.arn_for_objects(f"{self.artifact_prefix}*/{MANIFEST_NAME}")],
-            conditions={"Null": {"s3:if-none-match": "true"}},
-        )
-
-    def enforce_write_once(self) -> bool:
-        """Add :meth:`write_once_statement` to the artifact bucket's policy. Returns False for an
-        imported bucket, whose policy is not this app's (add the statement where the bucket is defined)."""
-        return bool(self.artifact_bucket.add_to_resource_policy(self.write_once_statement()).statement_added)
 
 
 def step_entry_point(seconds: int) -> list[str]:
@@ -585,7 +493,7 @@ def default_task_subnets(vpc: ec2.IVpc) -> ec2.SubnetSelection:
     return ec2.SubnetSelection(subnet_type=kind)
 
 
-def _routes_to_internet(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> bool:
+def routes_to_internet(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> bool:
     """Whether the selected subnets reach the internet: any of them a private subnet with egress (or
     public); False when all are isolated."""
     isolated = {s.node.path for s in vpc.isolated_subnets}
@@ -635,5 +543,6 @@ __all__ = [
     "STEP_TOOLS",
     "ModelCompilation",
     "default_task_subnets",
+    "routes_to_internet",
     "step_entry_point",
 ]

@@ -36,6 +36,7 @@ from cdk_neuron.errors import ErrorCollector, NeuronConfigError
 from cdk_neuron.planner import ServingPlan
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec, parse_s3_uri
+from cdk_neuron.training.node_setup import container_memory_mib
 from cdk_neuron.validation import HF_MODEL_ID, S3_PREFIX_URI
 
 SourceKind = Literal["checkpoint", "s3", "hub"]
@@ -74,6 +75,67 @@ HW_BACKENDS = ("trn1", "trn2")
 """NxD's checkpoint converter ``--hw_backend`` values (required by it since Neuron 2.21)."""
 
 
+BATCH_STEP_VCPUS = 1
+"""vCPUs the fetch and upload containers of a BatchModelCompilation job each ask for (the AWS CLI copying
+files; the export gets the rest of the host)."""
+BATCH_STEP_MEMORY_MIB = 2048
+"""Memory the fetch and upload containers each ask for. Batch places a multi-container job by the sum of
+its containers' requirements, though the three run one after another."""
+
+
+@dataclass(frozen=True)
+class HostCompile:
+    """A compile job on one instance of a training cluster (BatchModelCompilation): what its export gets.
+
+    The whole host, as the training jobs take it: the memory a job may ask for on it
+    (:func:`cdk_neuron.training.node_setup.container_memory_mib`, 90 % of the instance's) and all of its
+    vCPUs, less what the fetch and upload containers ask for. Facts from the catalog's instance.
+
+    :ivar instance_type: e.g. ``trn1.32xlarge``.
+    :ivar export_vcpus: the export container's vCPUs.
+    :ivar export_memory_mib: the export container's memory.
+    """
+
+    instance_type: str
+    export_vcpus: int
+    export_memory_mib: int
+
+    @staticmethod
+    def on(instance: catalog.NeuronInstance) -> HostCompile:
+        """The compile job on one ``instance``."""
+        return HostCompile(
+            instance_type=instance.name,
+            export_vcpus=instance.vcpus - 2 * BATCH_STEP_VCPUS,
+            export_memory_mib=container_memory_mib(instance.memory_gib) - 2 * BATCH_STEP_MEMORY_MIB,
+        )
+
+    @staticmethod
+    def where(runs_on: str, instance_type: str | None) -> HostCompile | None:
+        """Where a deployed compilation runs: None on Fargate; the training cluster's node otherwise (its
+        ``instance_type`` from the record or cdk.json; refused when missing)."""
+        if runs_on != "training-cluster":
+            return None
+        if instance_type is None:
+            raise NeuronConfigError(
+                "instance_type",
+                None,
+                "the BatchModelCompilation record names no instance type: synthesize with this cdk-neuron",
+            )
+        return HostCompile.on(catalog.get_instance(instance_type))
+
+    @property
+    def max_weights_gib(self) -> float:
+        """The most weights the export holds: its memory over :data:`EXPORT_MEMORY_FACTOR` (trn1.32xlarge:
+        456.8 GiB of memory, 152 GiB of weights, about 80B parameters in bf16)."""
+        return self.export_memory_mib / 1024 / EXPORT_MEMORY_FACTOR
+
+    def usd_per_hour(self) -> float | None:
+        """The instance's On-Demand price (the catalog's, dated; None where none is published): the job
+        holds the whole host for as long as it runs."""
+        price = catalog.known_price(self.instance_type)
+        return None if price is None else price.usd_per_hour
+
+
 def compile_task_usd_per_hour() -> float:
     """What one ModelCompilation task costs per hour at the catalog's Fargate prices (us-east-1).
 
@@ -101,6 +163,30 @@ def export_target_refusal(instance_type: str) -> str | None:
         f"0.4.5 compiles for {', '.join(EXPORT_TARGET_FAMILIES)} only (SUPPORTED_INSTANCE_TYPES, "
         f"optimum/neuron/utils/instance.py @v0.4.5): no {family} target; serve on one of those, or export with a "
         f"release that names {family} (serving README: Precompiled artifacts)"
+    )
+
+
+def export_memory_refusal(weights_gib: float, host: HostCompile | None) -> str | None:
+    """Why an export of ``weights_gib`` does not fit where it would run (a Fargate task when ``host`` is
+    None, else the training cluster's host), and what to do; None when it fits. The export holds about
+    :data:`EXPORT_MEMORY_FACTOR` x the weights in memory."""
+    need = weights_gib * EXPORT_MEMORY_FACTOR
+    if host is None:
+        if weights_gib <= FARGATE_MAX_WEIGHTS_GIB:
+            return None
+        return (
+            f"{weights_gib:.0f} GiB of weights need about {EXPORT_MEMORY_FACTOR} x that in host memory to export, "
+            f"and a Fargate task has at most {FARGATE_MEMORY_MIB // 1024} GiB: compile it on the training cluster "
+            "(BatchModelCompilation; cdk.json compilation.runs_on training-cluster) or on an instance with the memory "
+            "(serving README: Precompiled artifacts)"
+        )
+    if weights_gib <= host.max_weights_gib:
+        return None
+    return (
+        f"{weights_gib:.0f} GiB of weights need about {need:.0f} GiB of host memory to export, and a compile job on "
+        f"{host.instance_type} gives its export {host.export_memory_mib / 1024:.0f} GiB (the instance's, less what "
+        "ECS and the other steps keep): no compile path here holds it; export by hand on an instance with "
+        f"{need * 1.1:.0f} GiB or more (serving README: Precompiled artifacts)"
     )
 
 
@@ -284,6 +370,7 @@ class CompileRequest:
     plan: ServingPlan
     engine: ServingEngine
     hub_route: bool = True
+    host: HostCompile | None = None
 
     def __post_init__(self) -> None:
         found = ErrorCollector()
@@ -342,16 +429,9 @@ class CompileRequest:
                     "--config-from s3://bucket/prefix/",
                 )
             )
-        if self.plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB:
-            found.add(
-                NeuronConfigError(
-                    "model.parameters",
-                    self.model.parameters,
-                    f"{self.plan.weights_gib:.0f} GiB of weights need about {EXPORT_MEMORY_FACTOR} x that in host "
-                    f"memory to export, and a Fargate task has at most {FARGATE_MEMORY_MIB // 1024} GiB: compile it on "
-                    "an instance with the memory (inf2.48xlarge or trn1.32xlarge; serving README: Precompiled artifacts)",
-                )
-            )
+        refusal = export_memory_refusal(self.plan.weights_gib, self.host)
+        if refusal is not None:
+            found.add(NeuronConfigError("model.parameters", self.model.parameters, refusal))
         found.raise_if_any()
 
     @property
@@ -429,8 +509,18 @@ class CompileRequest:
             ]
         }
 
+    def job_overrides(self, region: str) -> dict[str, Any]:
+        """``ecsPropertiesOverride`` for ``batch:SubmitJob`` of a BatchModelCompilation job: the same
+        settings, container by container ("TaskContainerOverrides", AWS Batch API Reference,
+        https://docs.aws.amazon.com/batch/latest/APIReference/API_TaskContainerOverrides.html, read
+        2026-12-02)."""
+        containers = self.task_overrides(region)["containerOverrides"]
+        return {"taskProperties": [{"containers": containers}]}
+
 
 __all__ = [
+    "BATCH_STEP_MEMORY_MIB",
+    "BATCH_STEP_VCPUS",
     "CHECKPOINT_MOUNT",
     "COMPILE_ENGINES",
     "DEFAULT_ARTIFACT_PREFIX",
@@ -444,6 +534,7 @@ __all__ = [
     "HW_BACKENDS",
     "WORK_DIR",
     "CompileRequest",
+    "HostCompile",
     "ModelSource",
     "SourceKind",
     "artifact_key_prefix",
@@ -451,5 +542,6 @@ __all__ = [
     "check_config_from",
     "compile_task_usd_per_hour",
     "disk_budget_gib",
+    "export_memory_refusal",
     "export_target_refusal",
 ]

@@ -7,8 +7,10 @@ compile. ``plan`` and ``cost`` show, per fleet:
   ``compile_seconds`` a previous compile of the model measured (its manifest);
 - **the cost**: the :class:`~cdk_neuron.compilation.ModelCompilation` Fargate task (16 vCPU, 120 GiB,
   200 GiB of ephemeral storage) at the Fargate prices of :data:`cdk_neuron.catalog.FARGATE_PRICES`
-  (:func:`~cdk_neuron.compilation.job.compile_task_usd_per_hour`), or,
-  for weights the task cannot hold, an inf2.48xlarge compiling by hand;
+  (:func:`~cdk_neuron.compilation.job.compile_task_usd_per_hour`); where the environment compiles on its
+  training cluster (:class:`~cdk_neuron.compilation.BatchModelCompilation`, prod's 70B), one node of it
+  (trn1.32xlarge) at its On-Demand price for the compile time; else, for weights the task cannot hold,
+  an inf2.48xlarge compiling by hand;
 - **whether it pays**: the alternative is the fleet's own instances compiling at start-up (no
   ``artifact_uri``: the engine exports from the Hub checkpoint on boot, every boot). That costs the
   compile minutes of the serving instance on *every* start, and delays each one. Precompiling once
@@ -61,6 +63,7 @@ from cdk_neuron.compilation.job import (
     FARGATE_CPU_UNITS,
     FARGATE_MAX_WEIGHTS_GIB,
     FARGATE_MEMORY_MIB,
+    HostCompile,
     compile_task_usd_per_hour,
     export_target_refusal,
 )
@@ -188,9 +191,12 @@ def compile_tax(
     region: str,
     sagemaker: bool = False,
     measured_seconds: float | None = None,
+    host: HostCompile | None = None,
 ) -> CompileTax:
     """The compile tax of a model of ``parameters`` on the fleet ``plan`` sizes, in ``region``
-    (``sagemaker``: the fleet's own start-up is priced at the ``ml.`` hosting price)."""
+    (``sagemaker``: the fleet's own start-up is priced at the ``ml.`` hosting price; ``host``: the
+    environment compiles on its training cluster, BatchModelCompilation, whose job holds one whole
+    instance of ``host.instance_type`` for the compile, billed at its On-Demand price)."""
     time = compile_time(parameters, measured_seconds=measured_seconds)
     instance = catalog.get_instance(plan.instance_type)
     refusal = export_target_refusal(plan.instance_type)
@@ -215,9 +221,29 @@ def compile_tax(
             refused=refusal,
         )
     hours = time.minutes / 60
-    on_fargate = plan.weights_gib <= FARGATE_MAX_WEIGHTS_GIB
-    if on_fargate:
-        usd_per_hour: float | None = compile_task_usd_per_hour()
+    on_fargate = host is None and plan.weights_gib <= FARGATE_MAX_WEIGHTS_GIB
+    usd_per_hour: float | None
+    if host is not None:
+        node = catalog.regional_price(host.instance_type, region)
+        usd_per_hour = None if node is None else node.usd_per_hour
+        beyond = (
+            f"; {plan.weights_gib:.0f} GiB of weights exceed the Fargate task's {FARGATE_MAX_WEIGHTS_GIB:.0f}"
+            if plan.weights_gib > FARGATE_MAX_WEIGHTS_GIB
+            else ""
+        )
+        where = (
+            f"{host.instance_type} of the training cluster: BatchModelCompilation (its export gets "
+            f"{host.export_vcpus} vCPU and {host.export_memory_mib / 1024:.0f} GiB{beyond}); the job holds one "
+            "node, which no training job uses meanwhile"
+        )
+        price_basis = (
+            f"no price for {host.instance_type} in this Region"
+            if node is None
+            else f"${node.usd_per_hour:.4f}/h, the whole node ({node.source} {catalog.SOURCES[node.source].date}, "
+            f"{node.region}, On-Demand)"
+        )
+    elif on_fargate:
+        usd_per_hour = compile_task_usd_per_hour()
         where = (
             f"Fargate ({FARGATE_CPU_UNITS // 1024} vCPU, {FARGATE_MEMORY_MIB // 1024} GiB): ModelCompilation"
         )

@@ -311,11 +311,71 @@ IMAGE_CONTRACTS: tuple[ImageContract, ...] = (
         reads=("SOURCE_KIND, SOURCE_URI, WORK_DIR (fetch)", "ARTIFACT_URI, WORK_DIR (upload)"),
         needs=(
             "aws (/usr/local/bin/aws: `aws s3 sync`, `aws s3 ls`, `aws s3 cp`)",
-            "bash; coreutils timeout (the entryPoint), ls, mkdir, touch (Amazon Linux 2's, the image's base)",
+            "bash; coreutils timeout (the entryPoint), rm, ls, mkdir, touch (Amazon Linux 2's, the image's base)",
         ),
         notes=(
             "The ENTRYPOINT is the AWS CLI itself, so a shell program needs the entrypoint replaced (`aws bash "
             "-c ...` would be an unknown AWS CLI command)."
+        ),
+    ),
+    ImageContract(
+        name="optimum-neuron-batch-compile",
+        image=f"{OPTIMUM_NEURON_REPOSITORY}:{OPTIMUM_NEURON_TAG}",
+        platform="batch",
+        source=(
+            "huggingface/optimum-neuron @abf59858 (tag v0.4.5): docker/vllm/Dockerfile (entrypoint.sh, "
+            "`#!/bin/bash`); GNU Bash Reference Manual, Bash Startup Files (BASH_ENV)"
+        ),
+        entrypoint=("./entrypoint.sh",),
+        cmd=(),
+        arguments="word-split",
+        passes=(
+            "BatchModelCompilation's export container: environment BASH_ENV=/opt/cdk-neuron/compile/serving-entry.sh "
+            "(the host's bundle, mounted read-only), CDK_NEURON_STEP_SECONDS, CDK_NEURON_KILL_AFTER, the request's "
+            "settings (batch:SubmitJob ecsPropertiesOverride); command `--cdk-neuron-compile-needs-bash-env`"
+        ),
+        reads=(
+            "BASH_ENV (read by the entrypoint's bash before its first line)",
+            "the optimum-neuron-compile contract's settings (CompileRequest)",
+        ),
+        needs=(
+            "bash (the ENTRYPOINT's interpreter: it reads BASH_ENV)",
+            "coreutils timeout, dirname (serving-entry.sh)",
+            "everything the optimum-neuron-compile contract needs (export.sh is the same program)",
+        ),
+        notes=(
+            "AWS Batch cannot replace an ENTRYPOINT (no entryPoint in ContainerProperties or TaskContainerProperties), "
+            "and this one starts the server whatever its arguments. Its bash reads BASH_ENV first, and "
+            "serving-entry.sh unsets it and execs the export under timeout, so the server never starts. If the "
+            "entrypoint stops being a bash script, the command reaches `optimum-cli neuron serve`, which refuses "
+            "the unknown flag: the step fails at once instead of serving until the job times out."
+        ),
+    ),
+    ImageContract(
+        name="training-dlc-compile",
+        image=TRAINING_DLC_IMAGE,
+        platform="batch",
+        source=_TRAINING_SOURCE,
+        entrypoint=("bash", "-m", "start_with_right_hostname.sh"),
+        cmd=("/bin/bash",),
+        arguments="eval",
+        passes=(
+            "BatchModelCompilation's fetch and upload containers: command `timeout --kill-after=30 <step seconds> "
+            "bash /opt/cdk-neuron/compile/<step>.sh` (words without shell syntax: eval leaves them whole)"
+        ),
+        reads=(
+            "SOURCE_KIND, SOURCE_URI, CONFIG_FROM, WORK_DIR (fetch)",
+            "ARTIFACT_URI, ARTIFACT_PREFIX, WORK_DIR (upload)",
+        ),
+        needs=(
+            'aws (AWS CLI v1: the Dockerfile\'s `pip install "awscli<2"`, /usr/local/bin; `aws s3 sync`, `aws s3 cp`, '
+            "`aws s3api list-objects-v2`, `aws s3api put-object --if-none-match`)",
+            "bash; coreutils timeout, rm, ls, mkdir, touch (the Ubuntu 24.04 base's)",
+        ),
+        notes=(
+            "The image the cluster's training jobs run, so a node that trained has it cached. `awscli<2` is "
+            "unpinned in the Dockerfile: the CLI is the 1.x release current when the tag was built (2026-02), "
+            "newer than S3's conditional writes (2024-08), which `put-object --if-none-match` needs."
         ),
     ),
 )

@@ -342,7 +342,55 @@ def compile_task(
     return tuple(destinations)
 
 
+BATCH_COMPILE_JOB = "Batch compile job (host network on a training node)"
+
+
+def compile_job(
+    *,
+    export_image: str,
+    tools_image: str,
+    region: str,
+    hub: bool,
+    token_secret: bool,
+    compile_cache: bool,
+) -> tuple[Destination, ...]:
+    """A BatchModelCompilation job on a training node: its programs, both images, its logs, what a
+    request reads.
+
+    A simple ECS-on-EC2 Batch job runs in host network mode ("Networking modes for AWS Batch jobs", AWS
+    Batch User Guide, read 2026-12-02), so everything leaves through the training node's own interface,
+    in the training subnets: the ECS agent (already a training node's destination) pulls both images
+    (``ecr.api``, ``ecr.dkr``, the S3 gateway), fetches the Hub token (``secretsmanager``) and sends the
+    awslogs stream (``logs``); the programs reach S3 (sources, artifacts, the compile cache) and, with a
+    route, the Hub.
+    """
+    destinations = [
+        *program_calls(*COMPILE_PROGRAMS),
+        *image_destinations(export_image, region, f"{BATCH_COMPILE_JOB}: export image"),
+        *image_destinations(tools_image, region, f"{BATCH_COMPILE_JOB}: fetch and upload image"),
+        Destination("logs", "interface-endpoint", f"{BATCH_COMPILE_JOB}: awslogs driver (compile logs)"),
+    ]
+    if token_secret:
+        destinations.append(
+            Destination(
+                "secretsmanager", "interface-endpoint", f"{BATCH_COMPILE_JOB}: the Hub token secret, at start"
+            )
+        )
+    if compile_cache:
+        destinations.append(
+            Destination(
+                "s3", "s3-gateway", "compile export: neuronx-cc's shared cache (NEURON_COMPILE_CACHE_URL)"
+            )
+        )
+    if hub:
+        destinations.append(
+            Destination(HUGGING_FACE_HUB, "internet", "compile export: hub: sources and hub: config")
+        )
+    return tuple(destinations)
+
+
 __all__ = [
+    "BATCH_COMPILE_JOB",
     "CLI_SERVICES",
     "COMPILE_PROGRAMS",
     "ECS_AGENT",
@@ -359,6 +407,7 @@ __all__ = [
     "UBUNTU_SECURITY",
     "Destination",
     "Route",
+    "compile_job",
     "compile_task",
     "image_destinations",
     "model_destinations",

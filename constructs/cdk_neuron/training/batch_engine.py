@@ -25,13 +25,10 @@ from cdk_neuron.training.launcher import (
     encode_training_command,
     launcher_command,
 )
-from cdk_neuron.training.node_setup import NOFILE_LIMIT
+from cdk_neuron.training.node_setup import CONTAINER_MEMORY_FRACTION, NOFILE_LIMIT
+from cdk_neuron.training.node_setup import container_memory_mib as node_memory_mib
 from cdk_neuron.validation import ECR_REGISTRY, IMAGE_URI, pinned_image
 
-# ECS registers a little less memory than the instance has (the kernel and the agent keep some), and
-# a job asking for more than the registered amount never leaves RUNNABLE. 90 % leaves the host page
-# cache, the ECS agent and the Neuron driver room on every size (trn1.32xlarge: 471,859 of 524,288 MiB).
-CONTAINER_MEMORY_FRACTION = 0.9
 # Jobs the queue can never place are cancelled instead of waiting in RUNNABLE forever. Insufficient
 # capacity is not on the list: waiting for Trainium capacity is often the right thing.
 UNPLACEABLE_JOB_TIMEOUT = cdk.Duration.seconds(timeouts.UNPLACEABLE_JOB_TIMEOUT)
@@ -41,7 +38,8 @@ LOG_BUFFER = cdk.Size.mebibytes(25)
 
 
 def container_memory_mib(instance: NeuronInstance) -> int:
-    return int(instance.memory_gib * 1024 * CONTAINER_MEMORY_FRACTION)
+    """The memory a job container on ``instance`` asks for (:mod:`cdk_neuron.training.node_setup`)."""
+    return node_memory_mib(instance.memory_gib)
 
 
 def retry_strategies() -> list[batch.RetryStrategy]:

@@ -338,6 +338,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
     :ivar role: the instance role (SSM, node programs, EFA installer, node metrics).
     :ivar kms_key: the key of the root volumes (and, with Batch, the job logs).
     :ivar availability_zone: the AZ name of the subnets when known at synthesis, else None.
+    :ivar vpc: the nodes' VPC.
+    :ivar vpc_subnets: the nodes' subnets (one AZ), as a selection.
     :ivar availability_zone_id: the AZ ID given, else None.
     :ivar checkpoints: the checkpoint store mounted on every node, else None.
     :ivar compile_cache: the compile cache the nodes use, else None.
@@ -363,6 +365,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
     role: iam.Role
     kms_key: kms.IKey
     availability_zone: str | None
+    vpc: ec2.IVpc
+    vpc_subnets: ec2.SubnetSelection
     availability_zone_id: str | None
     checkpoints: ICheckpointStore | None
     compile_cache: ICompileCache | None
@@ -515,6 +519,8 @@ class TrainingClusterBase(_TrainingClusterRef, metaclass=jsii.JSIIAbstractClass)
         self.capacity = props.capacity
         self.availability_zone_id = props.availability_zone_id
         self.availability_zone = props.subnets.availability_zone
+        self.vpc = props.vpc
+        self.vpc_subnets = props.subnets.selection()
         self.checkpoints = props.checkpoints
         self.compile_cache = props.compile_cache
         self._extra_environment = props.environment

@@ -16,6 +16,7 @@ from cdk_neuron.cli.aws import error_code
 from cdk_neuron.cli.preflight.base import Check, CheckContext, Row
 from cdk_neuron.cli.preflight.ec2_quotas import QuotaSpec
 from cdk_neuron.compilation.job import FARGATE_CPU_UNITS
+from cdk_neuron.deployment import Deployment
 
 SERVICE = "fargate"
 FARGATE_VCPU_QUOTA = QuotaSpec("L-3032A538", "Fargate On-Demand vCPU resource count")
@@ -25,14 +26,20 @@ TASK_VCPUS = FARGATE_CPU_UNITS // 1024
 CHECK_NAME = "fargate quota"
 
 
+def _on_fargate(env: Deployment) -> bool:
+    """Whether the environment compiles on Fargate (a BatchModelCompilation runs on its training cluster's
+    instances, which the EC2 quota checks cover)."""
+    return env.compilation is not None and env.compilation.runs_on == "fargate"
+
+
 def check_fargate_quota(ctx: CheckContext) -> list[Row]:
-    if ctx.env.compilation is None:
+    if not _on_fargate(ctx.env):
         return []
     account, region = ctx.env.resolve_account(), ctx.env.region
     sharing = [
         env.name
         for env in ctx.all_envs
-        if env.compilation is not None and env.region == region and env.resolve_account() == account
+        if _on_fargate(env) and env.region == region and env.resolve_account() == account
     ]
     needed = TASK_VCPUS * len(sharing)
     breakdown = " + ".join(f"{name} compile task ({TASK_VCPUS})" for name in sharing)
@@ -105,7 +112,7 @@ def check_fargate_quota(ctx: CheckContext) -> list[Row]:
 CHECK = Check(
     CHECK_NAME,
     check_fargate_quota,
-    passes_when=f"for an environment with a compile task: the Fargate On-Demand vCPU quota's applied value holds "
+    passes_when=f"for an environment that compiles on Fargate (not on its training cluster): the Fargate On-Demand vCPU quota's applied value holds "
     f"{TASK_VCPUS} vCPUs for each compile task in the account and Region (other Fargate tasks are not counted; no "
     "applied value is WARN: AWS's default is not what new accounts get)",
     calls=("servicequotas:GetServiceQuota", "servicequotas:GetAWSDefaultServiceQuota"),

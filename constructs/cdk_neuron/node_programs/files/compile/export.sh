@@ -232,13 +232,15 @@ elif step == "check":
                       "bytes": sum(e * ST_BYTES.get(k, 4) for k, e in tensors.values())}))
 elif step == "disk":
     # Fargate counts the pulled images against the same ephemeral storage ("Fargate task ephemeral
-    # storage for Amazon ECS", Amazon ECS Developer Guide), so what is free is measured, not assumed.
+    # storage for Amazon ECS", Amazon ECS Developer Guide), and a training node's scratch is shared with
+    # whatever else it holds, so what is free is measured, not assumed.
     path, need, what = args[0], int(args[1]), args[2]
     free = shutil.disk_usage(path).free
     if free < need:
-        fail(f"{what} needs {need / 2**30:.1f} GiB free on the task's storage and {free / 2**30:.1f} GiB is "
-             "(200 GiB at most, shared with the pulled images): compile this model on an instance with the "
-             "disk (serving README: Precompiled artifacts)")
+        fail(f"{what} needs {need / 2**30:.1f} GiB free on the work volume and {free / 2**30:.1f} GiB is "
+             "(a Fargate task has 200 GiB at most, shared with the pulled images; on the training cluster it is "
+             "the node's NVMe scratch): compile this model on the training cluster (compilation.runs_on "
+             "training-cluster) or on an instance with the disk (serving README: Precompiled artifacts)")
 elif step == "nxd-layout":
     # Whether the run used NxD's GQA QKV layer (keys ...qkv_proj.weight_q/_k/_v: --qkv_linear) or a fused
     # one (...qkv_proj.weight_qkv: --fuse_qkv with --n_layers), from the first shard's keys: converting

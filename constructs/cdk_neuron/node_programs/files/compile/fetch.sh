@@ -2,7 +2,8 @@
 # cdk-neuron compile, step 1 of 3: bring an S3 source checkpoint onto the task's shared volume.
 #
 # Runs in the AWS CLI image (ModelCompilation's "fetch" container; the task definition replaces the
-# image's `aws` entrypoint with `bash -c <this file>`). Only an S3 source is fetched here: a
+# image's `aws` entrypoint with `bash -c <this file>`), or in the Neuron training DLC on AWS Batch
+# (BatchModelCompilation: `timeout ... bash /opt/cdk-neuron/compile/fetch.sh` through its `eval` entrypoint). Only an S3 source is fetched here: a
 # CheckpointStore checkpoint is mounted read-only into the export container, and a Hub source is
 # downloaded there with the serving image's own huggingface_hub.
 #
@@ -21,6 +22,11 @@ die() {
 : "${SOURCE_KIND:?}" "${SOURCE_URI:?}" "${WORK_DIR:?}"
 # Every step runs as root (neither image sets USER: aws/aws-cli docker/Dockerfile, optimum-neuron
 # docker/vllm/Dockerfile @v0.4.5), so the shared volume keeps its default modes.
+# Start from an empty work directory. A Fargate task's is new; a BatchModelCompilation job's is on the
+# host's scratch, where an earlier job (or an earlier attempt of this one) may have left its files.
+shopt -s dotglob nullglob
+rm -rf -- "${WORK_DIR:?}"/*
+shopt -u dotglob nullglob
 mkdir -p "${WORK_DIR}/source" "${WORK_DIR}/export" "${WORK_DIR}/status"
 case "${SOURCE_KIND}" in
     s3)

@@ -1,0 +1,180 @@
+"""``cdk-neuron compile`` on the training cluster: submit a BatchModelCompilation job and follow it.
+
+Where the environment compiles on its training cluster (cdk.json ``compilation.runs_on:
+training-cluster``, :class:`cdk_neuron.compilation.BatchModelCompilation`), the command finds the compile
+job queue and job definition by their pinned logical ids (``cloudformation:DescribeStackResource``) and
+submits one job (``batch:SubmitJob``) with each container's settings as ``ecsPropertiesOverride``
+(:meth:`cdk_neuron.compilation.CompileRequest.job_overrides`). ``--wait`` polls ``batch:DescribeJobs`` to
+the end and reports like the Fargate path (:mod:`cdk_neuron.cli.compile_wait`): each container's exit
+(124: timed out), its log stream, the manifest read back and the ``use-artifact`` command.
+
+A job waits in ``RUNNABLE`` until a node of the training cluster is free (its queue is below training's);
+the wait says so, and its deadline counts from when the job starts running, not from submission: a job
+waiting behind a training run is not lost.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from cdk_neuron.cli.aws import AwsLookupError
+from cdk_neuron.cli.compile_wait import CompileOutcome, ContainerEnd, read_back
+from cdk_neuron.cli.context import Context
+from cdk_neuron.cli.stack_lookup import stack_resource_arn
+from cdk_neuron.deployment import CompilationDeployment, ServingDeployment
+from cdk_neuron.timeouts import TIMED_OUT_EXIT_CODE
+
+POLL_SECONDS = 30
+"""Seconds between two DescribeJobs calls."""
+_JOB_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_ENDED = ("SUCCEEDED", "FAILED")
+
+
+def job_name(environment: str) -> str:
+    """``cdk-neuron-compile-<env>``: Batch job names are 1-128 letters, digits, hyphens and underscores."""
+    return _JOB_NAME.sub("-", f"cdk-neuron-compile-{environment}")[:128]
+
+
+def submit_compile_job(
+    ctx: Context, *, env_name: str, region: str, compilation: CompilationDeployment, overrides: dict[str, Any]
+) -> dict[str, str]:
+    """Submit the compile job; its ``jobArn``, ``jobId`` and the queue's ARN."""
+    cloudformation = ctx.aws("cloudformation", region)
+    stack = compilation.stack_name
+    queue = stack_resource_arn(cloudformation, stack, compilation.job_queue_logical_id)
+    definition = stack_resource_arn(cloudformation, stack, compilation.job_definition_logical_id)
+    response = ctx.aws("batch", region).submit_job(
+        jobName=job_name(env_name),
+        jobQueue=queue,
+        jobDefinition=definition,
+        ecsPropertiesOverride=overrides,
+        propagateTags=True,
+    )
+    if not response.get("jobId"):
+        raise AwsLookupError(f"batch:SubmitJob to {queue} returned no job id")
+    return {
+        "jobArn": str(response.get("jobArn") or response["jobId"]),
+        "jobId": str(response["jobId"]),
+        "queue": queue,
+        "logs": export_logs_command(ctx.aws("batch", region), definition, region),
+    }
+
+
+def export_logs_command(batch: Any, definition: str, region: str) -> str:
+    """``aws logs tail`` of the export container's streams (awslogs: ``<prefix>/<container>/<task id>``;
+    the task id is known only once the job runs, so by prefix), from the job definition
+    (``batch:DescribeJobDefinitions``); empty when it names no awslogs group."""
+    found = batch.describe_job_definitions(jobDefinitions=[definition]).get("jobDefinitions") or [{}]
+    tasks = (found[0].get("ecsProperties") or {}).get("taskProperties") or [{}]
+    for container in tasks[0].get("containers") or []:
+        options = (container.get("logConfiguration") or {}).get("options") or {}
+        group, prefix = options.get("awslogs-group"), options.get("awslogs-stream-prefix")
+        if container.get("name") == "export" and group and prefix:
+            return (
+                f"aws logs tail {group} --region {region} --log-stream-name-prefix {prefix}/export/ --follow"
+            )
+    return ""
+
+
+def _containers(job: dict[str, Any], region: str) -> list[ContainerEnd]:
+    tasks = (job.get("ecsProperties") or {}).get("taskProperties") or [{}]
+    ends = []
+    for container in tasks[0].get("containers") or []:
+        options = (container.get("logConfiguration") or {}).get("options") or {}
+        group, stream = options.get("awslogs-group"), container.get("logStreamName")
+        ends.append(
+            ContainerEnd(
+                name=str(container.get("name")),
+                exit_code=container.get("exitCode"),
+                reason=container.get("reason"),
+                timed_out=container.get("exitCode") == TIMED_OUT_EXIT_CODE,
+                logs_command=f"aws logs tail {group} --region {region} --log-stream-names {stream}"
+                if group and stream
+                else None,
+            )
+        )
+    return ends
+
+
+def wait_for_compile_job(
+    ctx: Context,
+    *,
+    env: str,
+    region: str,
+    job_id: str,
+    artifact_uri: str,
+    serving: ServingDeployment,
+    deadline_seconds: int,
+    poll_seconds: float = POLL_SECONDS,
+    on_poll: Callable[[str], None] | None = None,
+) -> CompileOutcome:
+    """Poll the job until it ends, or until ``deadline_seconds`` after it started running; its outcome.
+
+    A job that is still waiting for a node (``SUBMITTED`` to ``RUNNABLE``) is not held to the deadline:
+    it waits behind training by design. One that runs past it is reported ``lost``, with the command
+    that stops it (Batch's own ``attemptDurationSeconds``, the same budget, stops it too).
+    """
+    batch = ctx.aws("batch", region)
+    started = ctx.clock.now()
+    running_since = None
+    while True:
+        jobs = batch.describe_jobs(jobs=[job_id]).get("jobs") or []
+        now = ctx.clock.now()
+        waited = (now - started).total_seconds()
+        if not jobs:
+            return CompileOutcome(
+                status="lost",
+                waited_seconds=waited,
+                deadline_seconds=deadline_seconds,
+                stopped_reason=f"batch:DescribeJobs does not know {job_id} (Batch keeps ended jobs at least 7 days)",
+                containers=[],
+            )
+        job = jobs[0]
+        status = str(job.get("status", ""))
+        if status in ("STARTING", "RUNNING") and running_since is None:
+            running_since = now
+        if on_poll is not None:
+            waiting = " (waiting for a free training node)" if status == "RUNNABLE" else ""
+            on_poll(f"{status.lower()}{waiting} after {waited / 60:.0f} min")
+        if status in _ENDED:
+            break
+        if running_since is not None and (now - running_since).total_seconds() >= deadline_seconds:
+            return CompileOutcome(
+                status="lost",
+                waited_seconds=waited,
+                deadline_seconds=deadline_seconds,
+                stopped_reason=(
+                    f"still {status} after the job's {deadline_seconds} s budget; it holds a training node until it "
+                    f"stops: aws batch terminate-job --region {region} --job-id {job_id} --reason 'cdk-neuron compile'"
+                ),
+                containers=_containers(job, region),
+            )
+        ctx.clock.sleep(poll_seconds)
+    containers = _containers(job, region)
+    base = CompileOutcome(
+        status="succeeded",
+        waited_seconds=(ctx.clock.now() - started).total_seconds(),
+        deadline_seconds=deadline_seconds,
+        stopped_reason=job.get("statusReason"),
+        containers=containers,
+    )
+    if any(c.timed_out for c in containers):
+        return replace(base, status="timed out")
+    if status != "SUCCEEDED" or not containers or any(c.exit_code != 0 for c in containers):
+        return replace(base, status="failed")
+    summary, mismatches = read_back(ctx, region, artifact_uri, serving)
+    if summary is None:
+        return replace(base, status="failed", mismatches=mismatches)
+    return replace(
+        base,
+        manifest=summary,
+        mismatches=mismatches,
+        next_command=None if mismatches else f"cdk-neuron use-artifact --env {env} {artifact_uri}",
+        status="failed" if mismatches else "succeeded",
+    )
+
+
+__all__ = ["POLL_SECONDS", "export_logs_command", "job_name", "submit_compile_job", "wait_for_compile_job"]

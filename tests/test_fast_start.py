@@ -526,6 +526,12 @@ def test_plan_prints_the_warm_path_which_event_takes_it_and_what_the_pool_costs(
     assert startup["controlled_estimate_seconds"] == 361.1
     assert {e["event"].split(" (")[0]: e["path"] for e in startup["events"]}["wake from zero"] == "warm"
     assert startup["warm_pool_cost"]["usd_per_month"] == 17.92
+    # Review 25 S4: the floor is the hardware's; the volume as provisioned (149 MiB/s for the pool) is
+    # printed beside it, to explain dev's 8x transfer, never instead of it.
+    cold = {p["phase"]: p for p in startup["phases"]}
+    assert cold["artifact transfer"]["ratio"] == 8.0
+    assert cold["artifact transfer"]["provisioned_floor_seconds"] == pytest.approx(41.1, abs=0.1)
+    assert cold["instance boot"]["provisioned_floor_seconds"] is None
     assert main(["plan", "--env", "staging", "--json"]) == 0
     staging = json.loads(capsys.readouterr().out)["environments"][0]["startup"]
     assert (staging["warm"], staging["events"], staging["warm_pool_cost"]) == (None, [], None)
@@ -533,6 +539,7 @@ def test_plan_prints_the_warm_path_which_event_takes_it_and_what_the_pool_costs(
     text = capsys.readouterr().out
     assert "dev: warm start (a stopped warm-pool instance started again" in text
     assert "dev: which start each event takes" in text and "warm pool, standing cost: $17.92" in text
+    assert "as provisioned" in text  # beside the floor, in the start-up table
 
 
 def test_the_data_volume_holds_one_copy_of_precompiled_weights_also_where_they_go_to_ram() -> None:

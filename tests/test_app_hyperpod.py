@@ -158,6 +158,7 @@ def test_hyperpod_nodes_reach_what_their_programs_call_and_ssm(package: str) -> 
     assert internet == {
         "github.com",
         "codeload.github.com",
+        "release-assets.githubusercontent.com",
         "objects.githubusercontent.com",
         "ec2.archive.ubuntu.com",
         "security.ubuntu.com",

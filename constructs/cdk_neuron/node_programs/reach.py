@@ -184,9 +184,14 @@ def image_destinations(image_uri: str, region: str, caller: str) -> tuple[Destin
 HUGGING_FACE_HUB = "huggingface.co"
 GITHUB = "github.com"
 # Where github.com redirects downloads: tag archives to codeload.github.com, release assets to
-# objects.githubusercontent.com (and release-assets.githubusercontent.com): an egress filter must allow them too.
+# release-assets.githubusercontent.com since GitHub moved them there in 2025 (a github.com release URL
+# answers 302 to it: packit/ai-workflows#634, "Allow egress to release-assets.githubusercontent.com",
+# 2026-06-29; different-ai/openwork#3131, 2026-07-25, which traced the chain against a live release)
+# and objects.githubusercontent.com before (still named by allow-lists for clients that kept it). An
+# egress filter must allow all three.
 GITHUB_CODELOAD = "codeload.github.com"
-GITHUB_RELEASE_ASSETS = "objects.githubusercontent.com"
+GITHUB_RELEASE_ASSETS = "release-assets.githubusercontent.com"
+GITHUB_RELEASE_ASSETS_BEFORE_2025 = "objects.githubusercontent.com"
 UBUNTU_SECURITY = "security.ubuntu.com"
 # Where Ubuntu's apt sources point on an EC2 instance (<region>.ec2.archive.ubuntu.com): outside AWS's
 # service endpoints, so only a NAT carries it.
@@ -250,7 +255,12 @@ def hyperpod_node(*, job_image: str | None = None, region: str = "") -> tuple[De
             Destination(
                 GITHUB_RELEASE_ASSETS,
                 "internet",
-                f"{lifecycle}: the Enroot release assets (github.com redirects)",
+                f"{lifecycle}: the Enroot release assets (github.com redirects there since 2025)",
+            ),
+            Destination(
+                GITHUB_RELEASE_ASSETS_BEFORE_2025,
+                "internet",
+                f"{lifecycle}: the Enroot release assets (github.com's redirect target before 2025)",
             ),
             *image_destinations(job_image, region, "training job image (Enroot, through Pyxis)"),
         ]
@@ -397,6 +407,7 @@ __all__ = [
     "GITHUB",
     "GITHUB_CODELOAD",
     "GITHUB_RELEASE_ASSETS",
+    "GITHUB_RELEASE_ASSETS_BEFORE_2025",
     "HUGGING_FACE_HUB",
     "MONITORING_PROGRAMS",
     "PACKAGE_REPOSITORIES",

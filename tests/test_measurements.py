@@ -480,3 +480,39 @@ def test_the_pull_floor_follows_the_image_size_the_node_measured() -> None:
     assert assumed is not None and measured is not None
     assert pull.floor == pytest.approx(measured) == pytest.approx(assumed * 9e9 / 18e9)
     assert pull.over_floor == pytest.approx(200 / measured)
+
+
+def test_the_collector_reads_the_training_jobs_figures_over_every_log_page() -> None:
+    """Against botocore's Stubber: FilterLogEvents may answer an empty first page with a nextToken
+    (review 25 S2); the job's checkpoint and all-reduce figures on a later page are still recorded."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from integ_support.collect import Collector
+    from integ_support.programs import LOG_MARKER
+
+    logs = boto3.client("logs", region_name="us-east-1")
+    stub = Stubber(logs)
+    query = {"logGroupName": "job-logs", "filterPattern": f'"{LOG_MARKER}"'}
+    checkpoint = f'{LOG_MARKER} {{"event": "checkpoint", "write_mib_per_second": 812.5}}'
+    allreduce = f'{LOG_MARKER} {{"event": "allreduce", "busbw_gib_per_second": 41.0}}'
+    stub.add_response("filter_log_events", {"events": [], "nextToken": "t1"}, query)
+    stub.add_response(
+        "filter_log_events",
+        {"events": [_event(allreduce, 20, "job/0"), _event(checkpoint, 10, "job/0")]},
+        {**query, "nextToken": "t1"},
+    )
+    stub.activate()
+
+    class Session:
+        def client(self, name: str, region_name: str) -> Any:
+            return {"logs": logs}[name]
+
+    collector = Collector("train", "us-east-1", {"Stack": {"JobLogGroupName": "job-logs"}}, Session())
+    collector.job_log()
+    stub.assert_no_pending_responses()
+    assert collector.errors == []
+    assert collector.values == {
+        "checkpoint_write_mib_per_second": 812.5,
+        "allreduce_busbw_gib_per_second": 41.0,
+    }

@@ -176,10 +176,22 @@ class Collector:
 
     def job_log(self) -> None:
         group = self.output("JobLogGroupName")
-        found = self.client("logs").filter_log_events(
-            logGroupName=group, filterPattern=f'"{LOG_MARKER}"', limit=100
+        # Every page: FilterLogEvents "can return empty results while there are more log events
+        # available through the token" (CloudWatch Logs API Reference, FilterLogEvents), and the
+        # group also holds the job's other output, so one page may miss the lines (review 25 S2).
+        pages = (
+            self.client("logs")
+            .get_paginator("filter_log_events")
+            .paginate(
+                logGroupName=group,
+                filterPattern=f'"{LOG_MARKER}"',
+                PaginationConfig={"MaxItems": PAGES * 50},
+            )
         )
-        for event in events(e["message"] for e in found.get("events", [])):
+        found = sorted(
+            (e for page in pages for e in page.get("events", [])), key=lambda e: e.get("timestamp", 0)
+        )
+        for event in events(e["message"] for e in found):
             if event["event"] == "checkpoint" and "write_mib_per_second" in event:
                 self.record(
                     "checkpoint_write_mib_per_second",

@@ -27,7 +27,7 @@ REAL_TOOLS = (
 STUBBED = (
     "aws", "docker", "curl", "systemctl", "dnf", "mount", "mountpoint", "mkfs.xfs", "mkfs.ext4", "mdadm",
     "modprobe", "poweroff", "blkid", "lsblk", "findmnt", "nginx", "sleep", "wget", "apt-get", "snap", "pip",
-    "neuron-ls", "mount.efs", "df",
+    "neuron-ls", "mount.efs", "df", "unpigz",
 )  # fmt: skip
 
 

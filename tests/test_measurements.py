@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from cdk_neuron import measurements
+from cdk_neuron import measurements, planner
 from cdk_neuron.cli import timings
 from cdk_neuron.cli.main import main
 from cdk_neuron.errors import NeuronConfigError
@@ -138,18 +139,18 @@ def test_a_report_with_the_nodes_phases_measures_every_phase() -> None:
 
 def test_a_warm_start_report_measures_the_load_and_never_a_cold_boot_or_pull() -> None:
     # Issue 25: with a warm pool (dev's scale-from-zero) the measured start may be a warm one; ready.sh
-    # then writes warm_boot instead of node_boot, and no image_pull.
+    # then writes warm_boot instead of node_boot, and no image_pull. Its keys are the warm start's own.
     from integ_support.collect import node_phases
 
     timings = node_phases("cdk-neuron: phases warm_boot=38 ready=600")
-    assert timings == {"warm_boot_seconds": 38.0, "boot_to_ready_seconds": 600.0}
+    assert timings == {"warm_boot_seconds": 38.0, "warm_boot_to_ready_seconds": 600.0}
     report = measurements.TimingReport(
         suite="scale_from_zero",
         region="us-east-1",
         run_at="2026-12-02T05:00:00Z",
         outcome="passed",
         instance_type="inf2.xlarge",
-        timings={"instance_launch_to_in_service_seconds": 640.0, **timings},
+        timings={"warm_start_to_in_service_seconds": 640.0, **timings},
     )
     measured = MeasuredStartup.from_report(report)
     assert (measured.boot_seconds, measured.image_pull_seconds, measured.artifact_download_seconds) == (
@@ -163,6 +164,105 @@ def test_a_warm_start_report_measures_the_load_and_never_a_cold_boot_or_pull() -
     model = ec2_startup_model(6.0, precompiled=True, instance_type="inf2.xlarge", measured=measured)
     assert model.phase("image pull").basis == "estimated"
     assert model.phase("load and warm-up").estimate_seconds == 562.0
+
+
+def test_a_warm_pool_preparation_reports_the_cold_phases_and_the_warm_start_its_own() -> None:
+    # Issue 25: the warm pool's preparation is a new launch (prepared=, not ready=): its pull and
+    # transfer are the cold path's measurements, and they feed back as such; the warm start's transfer
+    # (a RAM-backed directory fetched again) keeps its own key.
+    from integ_support.collect import node_phases
+
+    prepared = node_phases("cdk-neuron: phases node_boot=44 image_pull=250 artifact_transfer=30 prepared=330")
+    assert prepared == {
+        "node_boot_seconds": 44.0,
+        "image_pull_seconds": 250.0,
+        "artifact_transfer_seconds": 30.0,
+        "boot_to_prepared_seconds": 330.0,
+    }
+    warm = node_phases("cdk-neuron: phases warm_boot=30 artifact_transfer=9 ready=640")
+    assert warm == {
+        "warm_boot_seconds": 30.0,
+        "warm_artifact_transfer_seconds": 9.0,
+        "warm_boot_to_ready_seconds": 640.0,
+    }
+    report = measurements.TimingReport(
+        suite="scale_from_zero",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        timings={"warm_start_to_in_service_seconds": 700.0, **prepared, **warm},
+    )
+    measured = MeasuredStartup.from_report(report)
+    assert measured.boot_seconds is None  # a warm boot is never fed back as a new launch's
+    assert (measured.image_pull_seconds, measured.artifact_download_seconds) == (250, 30)
+    assert measured.container_ready_seconds == 640 - 30 - 9
+    assert "preparation's image pull and transfer" in measured.source
+
+
+def test_a_warm_start_without_its_phases_line_is_refused_not_guessed() -> None:
+    report = measurements.TimingReport(
+        suite="scale_from_zero",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        timings={"warm_start_to_in_service_seconds": 700.0},
+    )
+    with pytest.raises(NeuronConfigError, match="not the warm start's phases line"):
+        MeasuredStartup.from_report(report)
+    bare = measurements.TimingReport(
+        suite="scale_from_zero", region="us-east-1", run_at="2026-12-02T05:00:00Z", outcome="passed"
+    )
+    with pytest.raises(NeuronConfigError, match="has no instance_launch_to_in_service_seconds"):
+        MeasuredStartup.from_report(bare)
+
+
+def test_compare_sets_a_warm_pool_fleets_starts_beside_both_paths() -> None:
+    # Issue 25: the integ kit's scale_from_zero has dev's warm pool; its report holds the pool's
+    # preparation (a cold launch) and the wake out of the pool (a warm start). Each is set beside its
+    # own path's model: the claim "every phase we control within 2x its floor" is tested by a run.
+    report = measurements.TimingReport(
+        suite="scale_from_zero",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        model={"model_id": "m", "parameters": 3_212_749_824, "dtype": "bf16"},
+        timings={
+            "warm_pool_launch_to_prepared_seconds": 380.0,
+            "node_boot_seconds": 44.0,
+            "image_pull_seconds": 250.0,
+            "artifact_transfer_seconds": 3.0,
+            "boot_to_prepared_seconds": 330.0,
+            "warm_start_to_in_service_seconds": 700.0,
+            "warm_boot_seconds": 30.0,
+            "warm_boot_to_ready_seconds": 680.0,
+        },
+    )
+    rows = {r.what: r for r in timings.compare(report)}
+    assert set(rows) == {
+        "EC2 warm start (out of the warm pool) -> InService",
+        "instance boot (into the warm pool)",
+        "warm boot (out of the warm pool)",
+        "image pull",
+        "artifact transfer",
+    }
+    # Boot as the model means it: EC2's share before the kernel (activity less the node's) + the node's.
+    into = rows["instance boot (into the warm pool)"]
+    assert into.measured == 380 - 330 + 44 and into.floor == floors.BOOT_FLOOR_SECONDS
+    out = rows["warm boot (out of the warm pool)"]
+    assert out.measured == 700 - 680 + 30 and out.floor == floors.WARM_START_FLOOR_SECONDS
+    assert out.modelled == SAFETY * floors.warm_boot().estimate_seconds
+    # A 3B model (dev's) goes to the data volume, which a warm pool sizes to the instance's baseline
+    # EBS rate: that sets the pull's and the transfer's floors, and the report says it had a pool.
+    weights = planner.size_model(3_212_749_824, dtype="bf16", instance_type="inf2.xlarge").weights_gib
+    pool = ec2_startup_model(weights, precompiled=True, instance_type="inf2.xlarge", warm_pool=True)
+    no_pool = ec2_startup_model(weights, precompiled=True, instance_type="inf2.xlarge")
+    for phase in ("image pull", "artifact transfer"):
+        assert rows[phase].floor == pool.phase(phase).floor_seconds != no_pool.phase(phase).floor_seconds
+    # No floor for a whole start: the load has none.
+    assert rows["EC2 warm start (out of the warm pool) -> InService"].floor is None
 
 
 def test_compare_sets_each_measured_phase_beside_its_budget_and_floor() -> None:
@@ -181,3 +281,145 @@ def test_compare_sets_each_measured_phase_beside_its_budget_and_floor() -> None:
     assert (pull.modelled, pull.verdict) == (360.0, "OVER budget")
     assert pull.floor == pytest.approx(18e9 / (267e6 * 4))
     assert "artifact transfer" not in rows  # not measured: no row, never an estimate in its place
+
+
+def test_the_collector_reads_a_warm_pool_fleets_launches_and_phases_apart() -> None:
+    """Against botocore's Stubber: Auto Scaling's three launch activities (into the warm pool, out of
+    it, straight into service) and the phases lines of a preparation and a warm start, in any order."""
+    from datetime import datetime, timedelta, timezone
+
+    import boto3
+    from botocore.stub import Stubber
+
+    from integ_support.collect import Collector
+
+    at = datetime(2026, 12, 2, 5, 0, tzinfo=timezone.utc)
+    autoscaling = boto3.client("autoscaling", region_name="us-east-1")
+    logs = boto3.client("logs", region_name="us-east-1")
+
+    def activity(description: str, start: int, seconds: int, status: str = "Successful") -> dict[str, Any]:
+        return {
+            "ActivityId": description[-4:] + str(start),
+            "AutoScalingGroupName": "group",
+            "Cause": "-",
+            "StartTime": at + timedelta(seconds=start),
+            "EndTime": at + timedelta(seconds=start + seconds),
+            "StatusCode": status,
+            "Description": description,
+        }
+
+    activities = [
+        activity("Launching a new EC2 instance from warm pool: i-1", 2000, 700),
+        activity("Launching a new EC2 instance into warm pool: i-1", 0, 380),
+        activity("Launching a new EC2 instance into warm pool: i-2", 10, 999, status="Failed"),
+    ]
+    lines = [
+        ("cdk-neuron: phases warm_boot=30 ready=680", 2700),
+        ("cdk-neuron: phases node_boot=44 image_pull=250 artifact_transfer=3 prepared=330", 370),
+    ]
+    with Stubber(autoscaling) as asg_stub, Stubber(logs) as logs_stub:
+        asg_stub.add_response(
+            "describe_scaling_activities", {"Activities": activities}, {"AutoScalingGroupName": "group"}
+        )
+        logs_stub.add_response(
+            "filter_log_events",
+            {"events": [{"message": m, "timestamp": t * 1000} for m, t in lines]},
+            {"logGroupName": "fleet-logs", "filterPattern": '"cdk-neuron: phases"', "limit": 50},
+        )
+
+        class Session:
+            def client(self, name: str, region_name: str) -> Any:
+                return {"autoscaling": autoscaling, "logs": logs}[name]
+
+        outputs = {"Stack": {"AutoScalingGroupName": "group", "ReplicaLogGroupName": "fleet-logs"}}
+        collector = Collector("scale_from_zero", "us-east-1", outputs, Session())
+        collector.fleet()
+        asg_stub.assert_no_pending_responses()
+        logs_stub.assert_no_pending_responses()
+    assert collector.errors == []
+    assert collector.timings == {
+        "warm_start_to_in_service_seconds": 700.0,
+        "warm_pool_launch_to_prepared_seconds": 380.0,
+        "node_boot_seconds": 44.0,
+        "image_pull_seconds": 250.0,
+        "artifact_transfer_seconds": 3.0,
+        "boot_to_prepared_seconds": 330.0,
+        "warm_boot_seconds": 30.0,
+        "warm_boot_to_ready_seconds": 680.0,
+    }
+    assert "into warm pool" in collector.sources["warm_pool_launch_to_prepared_seconds"]
+    assert "instance_launch_to_in_service_seconds" not in collector.timings  # no cold start into service
+
+
+def test_the_collector_takes_the_cold_phases_from_a_cold_start_before_a_preparation() -> None:
+    from integ_support.collect import Collector
+
+    class Logs:
+        def filter_log_events(self, **_: Any) -> dict[str, Any]:
+            return {
+                "events": [
+                    {
+                        "message": "cdk-neuron: phases node_boot=50 image_pull=260 prepared=330",
+                        "timestamp": 1,
+                    },
+                    {"message": "cdk-neuron: phases node_boot=41 image_pull=240 ready=700", "timestamp": 2},
+                ]
+            }
+
+    class Session:
+        def client(self, name: str, region_name: str) -> Any:
+            return Logs()
+
+    collector = Collector("scale_from_zero", "us-east-1", {"S": {"ReplicaLogGroupName": "g"}}, Session())
+    collector.node_phases()
+    # One instance's line gives the shared keys (the cold start's), the preparation adds only its own.
+    assert collector.timings == {
+        "node_boot_seconds": 41.0,
+        "image_pull_seconds": 240.0,
+        "boot_to_ready_seconds": 700.0,
+        "boot_to_prepared_seconds": 330.0,
+    }
+
+
+def test_the_pull_floor_follows_the_image_size_the_node_measured() -> None:
+    # Issue 25: the floor of the pull assumes the published 18 GB image until a node measures the one it
+    # pulled (image_bytes on the phases line); the report carries it as a value, the comparison uses it.
+    from integ_support.collect import Collector, node_phases
+
+    line = (
+        "cdk-neuron: phases node_boot=41 image_pull=200 image_bytes=9000000000 artifact_transfer=3 ready=700"
+    )
+    assert node_phases(line)["image_unpacked_bytes"] == 9e9
+
+    class Logs:
+        def filter_log_events(self, **_: Any) -> dict[str, Any]:
+            return {"events": [{"message": line, "timestamp": 1}]}
+
+    class Session:
+        def client(self, name: str, region_name: str) -> Any:
+            return Logs()
+
+    collector = Collector("serving_ec2", "us-east-1", {"S": {"ReplicaLogGroupName": "g"}}, Session())
+    collector.node_phases()
+    assert collector.values == {"image_unpacked_bytes": 9e9}
+    assert "image_unpacked_bytes" not in collector.timings
+    report = measurements.TimingReport(
+        suite="serving_ec2",
+        region="us-east-1",
+        run_at="2026-12-02T05:00:00Z",
+        outcome="passed",
+        instance_type="inf2.xlarge",
+        model={"model_id": "m", "parameters": 494_000_000, "dtype": "bf16"},
+        timings={"instance_launch_to_in_service_seconds": 900.0, **collector.timings},
+        values=collector.values,
+    )
+    rows = {r.what: r for r in timings.compare(report)}
+    pull = rows["image pull (a 9.0 GB image, measured)"]
+    # 0.49B fits in RAM: the volume takes only the image, at 500 MiB/s, and writing it bounds the floor.
+    assumed = floors.image_pull("inf2.xlarge", in_ram=True).floor_seconds
+    measured = floors.image_pull(
+        "inf2.xlarge", in_ram=True, image_unpacked_gib=9e9 / floors.GIB
+    ).floor_seconds
+    assert assumed is not None and measured is not None
+    assert pull.floor == pytest.approx(measured) == pytest.approx(assumed * 9e9 / 18e9)
+    assert pull.over_floor == pytest.approx(200 / measured)

@@ -608,10 +608,55 @@ def test_serving_boot_prepares_the_instance_in_order(sandbox: Sandbox) -> None:
         "[default]\ns3 =\n    preferred_transfer_client = crt\n    target_bandwidth = 1875000000\n"
     )
     phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
+    # The stubbed docker prints no size for `image inspect`: the start goes on without it.
     assert [line.split("=")[0] for line in phases] == ["node_boot", "image_pull", "artifact_transfer"]
     assert phases[0] == "node_boot=100"  # the kernel's uptime when the pull starts
+    assert "cannot read the size of" in result.stderr
+    assert sandbox.calls("dnf") == [] or "pigz" not in " ".join(sandbox.calls("dnf"))  # unpigz is there
     assert sandbox.calls("mount -t tmpfs") == []  # MODEL_TMPFS_GIB=0: the data volume
     assert sandbox.calls("aws autoscaling") == []  # readiness is cdk-neuron-ready's to report
+
+
+def test_serving_boot_records_the_pulled_images_size_for_the_pull_floor(sandbox: Sandbox) -> None:
+    # Issue 25: the pull's floor assumes an 18 GB image; the node measures the one it pulled, and the
+    # phases line carries it to the integ kit's report (image_bytes), so the floor can be checked.
+    _serving_box(sandbox)
+    sandbox.stub("docker", 'case "$1 $2" in "image inspect") echo 19876543210 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert f"docker image inspect --format {{{{.Size}}}} {FLEET['IMAGE']}" in sandbox.calls("docker")
+    phases = sandbox.file("/etc/cdk-neuron/phases.env").read_text().splitlines()
+    assert phases[1:3] == [phases[1], "image_bytes=19876543210"] and phases[1].startswith("image_pull=")
+
+
+def test_serving_boot_refuses_a_size_that_is_not_a_number(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.stub("docker", 'case "$1 $2" in "image inspect") echo "<no value>" ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert "image_bytes" not in sandbox.file("/etc/cdk-neuron/phases.env").read_text()
+    assert "cannot read the size of" in result.stderr
+
+
+def test_serving_boot_installs_unpigz_for_dockers_pull_where_the_ami_lacks_it(sandbox: Sandbox) -> None:
+    # dockerd decompresses layers with unpigz when installed (MOBY_DISABLE_PIGZ, dockerd reference);
+    # pigz comes with Amazon Linux's docker package, so this only guards an AMI without it.
+    _serving_box(sandbox)
+    (sandbox.bin / "unpigz").unlink()
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    calls = sandbox.calls()
+    assert index_of(calls, "dnf install -y -q pigz") < index_of(calls, "systemctl restart docker.service")
+
+
+def test_a_start_goes_on_without_unpigz_when_it_cannot_be_installed(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    (sandbox.bin / "unpigz").unlink()
+    sandbox.stub("dnf", 'case "$*" in *pigz*) exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/boot.sh")
+    assert result.returncode == 0, result.stderr
+    assert "no unpigz: Docker decompresses the image's layers with Go's gzip" in result.stderr
+    assert sandbox.calls(f"docker pull --quiet {FLEET['IMAGE']}")
 
 
 def test_serving_boot_takes_the_volume_the_block_device_mapping_names(sandbox: Sandbox) -> None:
@@ -731,7 +776,7 @@ def test_ready_holds_a_warm_pool_launch(sandbox: Sandbox) -> None:
     _serving_box(sandbox)
     result = sandbox.run("serving/ready.sh", env={"TARGET_STATE": "Warmed:Stopped"})
     assert result.returncode == 0, result.stderr
-    assert sandbox.calls("aws") == [
+    assert sandbox.calls("aws autoscaling") == [
         "aws autoscaling complete-lifecycle-action --region us-east-1 --lifecycle-hook-name cdk-neuron-ready "
         "--auto-scaling-group-name fleet-group --instance-id i-0abc --lifecycle-action-result CONTINUE"
     ]
@@ -1091,8 +1136,13 @@ def test_ready_in_service_even_when_the_phases_cannot_be_published(sandbox: Sand
     assert sandbox.calls("aws autoscaling complete-lifecycle-action")
 
 
-def test_a_warm_pool_launch_does_not_carry_its_phases_into_a_later_start(sandbox: Sandbox) -> None:
-    _serving_box(sandbox)
+def test_a_warm_pool_launch_publishes_its_preparation_and_carries_nothing_into_a_later_start(
+    sandbox: Sandbox,
+) -> None:
+    # Issue 25: the preparation's pull and sync are the warm pool's cold phases; the integ kit's report
+    # reads them from this line (prepared=, never ready=), so a fleet with a warm pool still measures
+    # its cold pull. The file is gone afterwards: the start out of the pool reports only its own.
+    _serving_box(sandbox, uptime=333)
     sandbox.write("/etc/cdk-neuron/phases.env", "node_boot=41\nimage_pull=70\n")
     sandbox.stub(
         "curl", 'case "$*" in *target-lifecycle-state*) echo Warmed:Pending:Wait ;; *) exit 0 ;; esac'
@@ -1100,7 +1150,24 @@ def test_a_warm_pool_launch_does_not_carry_its_phases_into_a_later_start(sandbox
     result = sandbox.run("serving/ready.sh")
     assert result.returncode == 0, result.stderr
     assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
-    assert sandbox.calls("aws logs put-log-events") == []
+    [put] = sandbox.calls("aws logs put-log-events")
+    assert '"message": "cdk-neuron: phases node_boot=41 image_pull=70 prepared=333"' in put
+    calls = sandbox.calls()
+    assert index_of(calls, "aws logs put-log-events") < index_of(
+        calls, "aws autoscaling complete-lifecycle-action"
+    )
+    assert sandbox.calls("systemctl start") == []
+
+
+def test_a_warm_pool_launch_completes_even_when_its_phases_cannot_be_published(sandbox: Sandbox) -> None:
+    _serving_box(sandbox)
+    sandbox.write("/etc/cdk-neuron/phases.env", "node_boot=41\nimage_pull=70\n")
+    sandbox.stub("aws", 'case "$1 $2" in "logs put-log-events") exit 1 ;; *) exit 0 ;; esac')
+    result = sandbox.run("serving/ready.sh", env={"TARGET_STATE": "Warmed:Pending:Wait"})
+    assert result.returncode == 0, result.stderr
+    assert "could not publish the warm-pool preparation's phases" in result.stderr
+    assert sandbox.calls("aws autoscaling complete-lifecycle-action")
+    assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -89,8 +89,9 @@ def shipped_inputs() -> dict[str, Inputs]:
 
 
 def integ_inputs() -> dict[str, Inputs]:
-    """The integ suites' fleets (tests/integ/integ_support): one inf2.xlarge, no warm pool, serving
-    the suites' small model from its compiled artifact; SageMaker on ml.inf2.xlarge."""
+    """The integ suites' fleets (tests/integ/integ_support): one inf2.xlarge serving the suites' small
+    model from its compiled artifact, with dev's warm pool in scale_from_zero (its preparation is a cold
+    start, its wake a warm one); SageMaker on ml.inf2.xlarge."""
     sys.path.insert(0, str(REPO / "tests" / "integ"))
     from cdk_neuron.serving import ModelSpec
     from integ_support.settings import (
@@ -123,7 +124,8 @@ def integ_inputs() -> dict[str, Inputs]:
         kv_heads=TRAIN_MODEL_KV_HEADS,
     ).plan("inf2.xlarge")
     return {
-        "integ serving_ec2, scale_from_zero": Inputs("ec2", weights, "inf2.xlarge", False),
+        "integ serving_ec2": Inputs("ec2", weights, "inf2.xlarge", False),
+        "integ scale_from_zero": Inputs("ec2", weights, "inf2.xlarge", True),
         "integ train_compile_serve": Inputs("ec2", trained.weights_gib, "inf2.xlarge", False),
         "integ serving_sagemaker": Inputs("sagemaker", weights, "inf2.xlarge", False),
     }
@@ -250,25 +252,52 @@ def render() -> str:
 
 
 def render_integ() -> str:
-    """The integ suites' phases we control (after only: they have no warm pool, every start is cold)."""
-    from cdk_neuron.serving import timing
+    """The integ suites' phases we control, per start path each suite times (scale_from_zero, with a
+    warm pool, times both: the pool's preparation is a new launch, the wake a warm start)."""
+    from cdk_neuron.serving import floors, timing
 
     rows = [
-        "| Integ suite | Phase | Estimate | Floor | Estimate / floor |",
-        "|---|---|---|---|---|",
+        "| Integ suite | Start path | Phase | Estimate | Floor | Estimate / floor |",
+        "|---|---|---|---|---|---|",
     ]
     for name, inputs in integ_inputs().items():
-        build = timing.ec2_startup_model if inputs.backend == "ec2" else timing.sagemaker_startup_model
-        model = build(inputs.weights_gib, precompiled=True, instance_type=inputs.instance_type)
         label = f"{name} ({inputs.instance_type}, {inputs.weights_gib:.2f} GiB)"
-        for phase in model.phases:
-            if not phase.controlled:
-                continue
-            rows.append(
-                f"| {label} | {phase.name} | {_s(phase.estimate_seconds)} | {_s(phase.floor_seconds or 0)} "
-                f"| {_ratio(phase.estimate_seconds, phase.floor_seconds, phase.skipped)} |"
-            )
-            label = ""
+        if inputs.backend == "sagemaker":
+            models = [
+                (
+                    "SageMaker",
+                    timing.sagemaker_startup_model(
+                        inputs.weights_gib, precompiled=True, instance_type=inputs.instance_type
+                    ),
+                )
+            ]
+        else:
+            paths = floors.START_PATHS if inputs.warm_pool else (floors.COLD,)
+            models = [
+                (
+                    {
+                        floors.COLD: "cold (a new launch)" if inputs.warm_pool else "cold",
+                        floors.WARM: "warm (out of the pool)",
+                    }[path],
+                    timing.ec2_startup_model(
+                        inputs.weights_gib,
+                        precompiled=True,
+                        instance_type=inputs.instance_type,
+                        path=path,
+                        warm_pool=inputs.warm_pool,
+                    ),
+                )
+                for path in paths
+            ]
+        for path_label, model in models:
+            for phase in model.phases:
+                if not phase.controlled:
+                    continue
+                rows.append(
+                    f"| {label} | {path_label} | {phase.name} | {_s(phase.estimate_seconds)} | {_s(phase.floor_seconds or 0)} "
+                    f"| {_ratio(phase.estimate_seconds, phase.floor_seconds, phase.skipped)} |"
+                )
+                label, path_label = "", ""
     return "\n".join(rows) + "\n"
 
 

@@ -57,17 +57,29 @@ TIMINGS: dict[str, str] = {
     "job_submitted_to_running_seconds": "Batch job: submitted until RUNNING (DescribeJobs createdAt -> startedAt)",
     "job_running_seconds": "Batch job: RUNNING until it stopped (DescribeJobs startedAt -> stoppedAt)",
     "instance_launch_to_in_service_seconds": "EC2 fleet: instance launch until InService, i.e. every replica "
-    "healthy (DescribeScalingActivities StartTime -> EndTime of the launch)",
-    "node_boot_seconds": "EC2 serving node: kernel start until the image pull starts (the node's "
+    "healthy (DescribeScalingActivities StartTime -> EndTime of the first 'Launching a new EC2 instance')",
+    "warm_pool_launch_to_prepared_seconds": "EC2 fleet with a warm pool: a launch into the warm pool until "
+    "it is prepared (DescribeScalingActivities StartTime -> EndTime of the first 'Launching a new EC2 "
+    "instance into warm pool')",
+    "warm_start_to_in_service_seconds": "EC2 fleet with a warm pool: a stopped instance out of the warm pool "
+    "until InService, a warm start (DescribeScalingActivities StartTime -> EndTime of the first 'Launching a "
+    "new EC2 instance from warm pool')",
+    "node_boot_seconds": "EC2 serving node, a new launch: kernel start until the image pull starts (the node's "
     "'cdk-neuron: phases' line in the fleet's log group, node_boot)",
+    "image_pull_seconds": "EC2 serving node, a new launch (into service or into the warm pool): the serving "
+    "image's docker pull (the phases line, image_pull)",
+    "artifact_transfer_seconds": "EC2 serving node, a new launch: the S3 artifacts onto the node (the phases "
+    "line, artifact_transfer)",
+    "boot_to_ready_seconds": "EC2 serving node, a new launch: kernel start until every replica answered its "
+    "health check (the phases line, ready)",
+    "boot_to_prepared_seconds": "EC2 serving node launched into the warm pool: kernel start until prepared "
+    "for its stop, image pulled and artifacts synced (the phases line, prepared)",
     "warm_boot_seconds": "EC2 serving node started out of the warm pool (or rebooted): kernel start until "
-    "cdk-neuron-ready runs; no image pull, and no transfer unless the model directory is in RAM (the phases "
-    "line, warm_boot)",
-    "image_pull_seconds": "EC2 serving node: the serving image's docker pull (the phases line, image_pull)",
-    "artifact_transfer_seconds": "EC2 serving node: the S3 artifacts onto the node (the phases line, "
-    "artifact_transfer)",
-    "boot_to_ready_seconds": "EC2 serving node: kernel start until every replica answered its health "
-    "check (the phases line, ready)",
+    "cdk-neuron-ready runs; no image pull (the warm start's phases line, warm_boot)",
+    "warm_artifact_transfer_seconds": "EC2 serving node started out of the warm pool: the artifacts fetched "
+    "again into a RAM-backed model directory (the warm start's phases line, artifact_transfer)",
+    "warm_boot_to_ready_seconds": "EC2 serving node started out of the warm pool: kernel start until every "
+    "replica answered its health check (the warm start's phases line, ready)",
     "endpoint_creating_to_in_service_seconds": "SageMaker: endpoint created until InService (DescribeEndpoint "
     "CreationTime -> LastModifiedTime; a new endpoint is last modified when it goes InService)",
     "scale_from_zero_first_token_seconds": "fleet at zero: first request until the first streamed token (probe)",
@@ -76,6 +88,8 @@ VALUES: dict[str, str] = {
     "checkpoint_write_mib_per_second": "256 MiB written to the checkpoint store and fsync'd, MiB/s (job log)",
     "allreduce_busbw_gib_per_second": "all-reduce bus bandwidth across the nodes, GiB/s (job log)",
     "first_token_ms": "time to the first streamed token of a chat completion on a warm fleet, ms (probe)",
+    "image_unpacked_bytes": "EC2 serving node, a new launch: the pulled serving image's size as `docker image "
+    "inspect` reports it, unpacked, bytes (the phases line, image_bytes)",
 }
 OUTCOMES = ("passed", "failed")
 

@@ -15,7 +15,7 @@ for the same model and instance type:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cdk_neuron import checkpoint_advisor, planner
@@ -25,7 +25,7 @@ from cdk_neuron.cli.output import Report
 from cdk_neuron.cli.result import Result
 from cdk_neuron.cli.status import ExitStatus
 from cdk_neuron.measurements import TimingReport, load_report
-from cdk_neuron.serving import timing
+from cdk_neuron.serving import floors, timing
 
 
 @dataclass(frozen=True)
@@ -54,30 +54,8 @@ def compare(report: TimingReport) -> list[Comparison]:
         plan = planner.size_model(
             int(model["parameters"]), dtype=str(model.get("dtype", "bf16")), instance_type=instance
         )
-        ec2_key = "instance_launch_to_in_service_seconds"
-        if ec2_key in report.timings:
-            precompiled = "artifact_transfer_seconds" in report.timings
-            startup = timing.ec2_startup_model(
-                plan.weights_gib,
-                precompiled=precompiled,
-                instance_type=instance,
-                replicas=plan.replicas_per_instance,
-            )
-            budget = timing.ec2_startup(
-                plan.weights_gib,
-                precompiled=precompiled,
-                instance_type=instance,
-                replicas=plan.replicas_per_instance,
-            ).seconds
-            floors = [p.floor_seconds for p in startup.phases]
-            floor = sum(f for f in floors if f is not None) if all(f is not None for f in floors) else None
-            rows.append(_against("EC2 launch -> InService", report.timings[ec2_key], budget, "s", floor))
-            for key, name in PHASES.items():
-                if key in report.timings and name in {p.name for p in startup.phases}:
-                    phase = startup.phase(name)
-                    rows.append(
-                        _against(name, report.timings[key], phase.budget_seconds, "s", phase.floor_seconds)
-                    )
+        if any(key in report.timings for key in EC2_STARTS):
+            rows.extend(_ec2_rows(report, plan))
         sm_key = "endpoint_creating_to_in_service_seconds"
         if sm_key in report.timings:
             budget = timing.sagemaker_timeouts(
@@ -93,7 +71,104 @@ def compare(report: TimingReport) -> list[Comparison]:
 
 
 PHASES = {"image_pull_seconds": "image pull", "artifact_transfer_seconds": "artifact transfer"}
-"""Report keys the node measures directly, and the start-up phase each is set against."""
+"""Report keys the node measures directly on a new launch, and the cold start-up phase each is set against."""
+WARM_PHASES = {"warm_artifact_transfer_seconds": "artifact transfer"}
+"""The same for a warm start (a stopped warm-pool instance started again), against the warm model's phase."""
+EC2_STARTS = {
+    "instance_launch_to_in_service_seconds": ("EC2 launch -> InService", floors.COLD),
+    "warm_start_to_in_service_seconds": ("EC2 warm start (out of the warm pool) -> InService", floors.WARM),
+}
+"""Auto Scaling's launch activities a report may hold, and the start path of each."""
+WARM_POOL_KEYS = (
+    "warm_start_to_in_service_seconds",
+    "warm_pool_launch_to_prepared_seconds",
+    "boot_to_prepared_seconds",
+    "warm_boot_seconds",
+)
+"""Keys only a fleet with a warm pool reports: its volumes are sized for a stopped pool (floors)."""
+
+
+def _boot(timings: Mapping[str, float], boot: str, activity: str, node: str) -> float | None:
+    """A start's boot as the model means it: EC2's part before the kernel (the activity's launch ->
+    done, less the node's kernel start -> done) and the node's own boot; None without both."""
+    if boot not in timings or activity not in timings or node not in timings:
+        return None
+    return max(0.0, timings[activity] - timings[node]) + timings[boot]
+
+
+def _ec2_rows(report: TimingReport, plan: planner.ServingPlan) -> list[Comparison]:
+    """An EC2 fleet's measured starts and phases against the cold and the warm start-up models."""
+    found = report.timings
+    instance = str(report.instance_type)
+    warm_pool = any(key in found for key in WARM_POOL_KEYS)
+    precompiled = "artifact_transfer_seconds" in found or "warm_artifact_transfer_seconds" in found
+    replicas = plan.replicas_per_instance
+    budget = timing.ec2_startup(
+        plan.weights_gib,
+        precompiled=precompiled,
+        instance_type=instance,
+        replicas=replicas,
+        warm_pool=warm_pool,
+    ).seconds
+    models = {
+        path: timing.ec2_startup_model(
+            plan.weights_gib,
+            precompiled=precompiled,
+            instance_type=instance,
+            replicas=replicas,
+            path=path,
+            warm_pool=warm_pool,
+        )
+        for path in floors.START_PATHS
+    }
+    rows: list[Comparison] = []
+    for key, (what, path) in EC2_STARTS.items():
+        if key in found:
+            phase_floors = [p.floor_seconds for p in models[path].phases]
+            floor = sum(f for f in phase_floors if f is not None) if None not in phase_floors else None
+            rows.append(_against(what, found[key], budget, "s", floor))
+    cold, warm = models[floors.COLD], models[floors.WARM]
+    boots = (
+        ("instance boot (a new launch)", cold, _boot(found, "node_boot_seconds", "instance_launch_to_in_service_seconds", "boot_to_ready_seconds")),
+        ("instance boot (into the warm pool)", cold, _boot(found, "node_boot_seconds", "warm_pool_launch_to_prepared_seconds", "boot_to_prepared_seconds")),
+        ("warm boot (out of the warm pool)", warm, _boot(found, "warm_boot_seconds", "warm_start_to_in_service_seconds", "warm_boot_to_ready_seconds")),
+    )  # fmt: skip
+    for what, model, measured in boots:
+        if measured is not None:
+            phase = model.phase("instance boot")
+            rows.append(_against(what, measured, phase.budget_seconds, "s", phase.floor_seconds))
+    size = report.values.get("image_unpacked_bytes")
+    for phases, model, label in ((PHASES, cold, ""), (WARM_PHASES, warm, " (warm start)")):
+        for key, name in phases.items():
+            if key in found and name in {p.name for p in model.phases}:
+                phase = model.phase(name)
+                what, floor = name + label, phase.floor_seconds
+                if name == "image pull" and size:
+                    # The node measured the image it pulled: that image's floor, not the assumed 18 GB's.
+                    floor = _measured_pull_floor(
+                        plan, instance, size, precompiled=precompiled, warm_pool=warm_pool
+                    )
+                    what = f"image pull (a {size / 1e9:.1f} GB image, measured)"
+                rows.append(_against(what, found[key], phase.budget_seconds, "s", floor))
+    return rows
+
+
+def _measured_pull_floor(
+    plan: planner.ServingPlan, instance: str, size_bytes: float, *, precompiled: bool, warm_pool: bool
+) -> float | None:
+    """The pull's floor for the image size a node measured, on the volume this fleet gives it."""
+    replicas = plan.replicas_per_instance
+    target = (
+        floors.node_target(plan.weights_gib, instance_type=instance, replicas=replicas, warm_pool=warm_pool)
+        if precompiled
+        else None
+    )
+    return floors.image_pull(
+        instance,
+        in_ram=target is not None and target.in_ram,
+        warm_pool=warm_pool,
+        image_unpacked_gib=size_bytes / floors.GIB,
+    ).floor_seconds
 
 
 def _against(what: str, measured: float, budget: float, unit: str, floor: float | None = None) -> Comparison:

@@ -98,6 +98,13 @@ AMI_TOOLS: tuple[AmiTool, ...] = (
     AmiTool("mdadm", "mdadm", "route", "ensure_command mdadm mdadm (node-setup.sh)"),
     AmiTool("nginx", "nginx", "route", "ensure_command nginx nginx (serving/boot.sh)"),
     AmiTool(
+        "unpigz",
+        "pigz",
+        "route",
+        "ensure_command unpigz pigz (serving/boot.sh): dockerd decompresses layers with it when installed; "
+        "a dependency of Amazon Linux's docker package, so normally already there",
+    ),
+    AmiTool(
         "mkfs.ext4",
         "e2fsprogs",
         "never",

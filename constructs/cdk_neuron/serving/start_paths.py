@@ -16,9 +16,28 @@ Sources (read 2026-12-02)
   Auto Scaling API Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html).
 - WP-REFRESH: "To replace the existing instances during a stack update, ... Set the update policy to
   AutoScalingInstanceRefresh" (``AWS::AutoScaling::WarmPool``, above; with AutoScalingRollingUpdate
-  "Instances in the warm pool are not replaced"), and an instance refresh reports "progress on replacing
-  instances that are in the warm pool" (InstanceRefreshWarmPoolProgress, same API Reference): the pool's
-  instances are replaced with the new launch template, so a refresh's replacements are new launches.
+  "Instances in the warm pool are not replaced"), and "An instance refresh first replaces ``InService``
+  instances. Then it replaces instances in the warm pool" ("Warm pools for Amazon EC2 Auto Scaling",
+  "Updating instances in a warm pool", Amazon EC2 Auto Scaling User Guide,
+  https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-warm-pools.html, as published in
+  awsdocs/amazon-ec2-auto-scaling-user-guide ``doc_source/ec2-auto-scaling-warm-pools.md`` @0b8b3aea): the in-service
+  instances are replaced while the pool still holds instances of the old launch template, so they are
+  new launches, and the pool is then refilled by new launches too (InstanceRefreshWarmPoolProgress, same
+  API Reference, reports "progress on replacing instances that are in the warm pool").
+- WP-REUSE: ``InstanceReusePolicy.ReuseOnScaleIn`` "Specifies whether instances in the Auto Scaling
+  group can be returned to the warm pool on scale in" (InstanceReusePolicy, Amazon EC2 Auto Scaling API
+  Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_InstanceReusePolicy.html);
+  without it "The default is to terminate instances in the Auto Scaling group when the group scales in"
+  (PutWarmPool, ``InstanceReusePolicy``, above). The fleet sets it (``ec2_backend``), so a scale-in leaves a prepared, stopped instance behind
+  and the next scale-out is warm without a new launch into the pool.
+- HC-REPLACE: "When Amazon EC2 Auto Scaling determines that an ``InService`` instance is unhealthy, it
+  replaces it with a new instance to maintain the desired capacity of the group. The new instance
+  launches using the current settings of the Auto Scaling group and its associated launch template"
+  ("Health checks for instances in an Auto Scaling group", Amazon EC2 Auto Scaling User Guide,
+  https://docs.aws.amazon.com/autoscaling/ec2/userguide/healthcheck.html), and for the pool's own
+  instances "Amazon EC2 Auto Scaling automatically deletes the unhealthy instance and creates a new one
+  to replace it" ("View health check status and the reason for health check failures", same guide,
+  https://docs.aws.amazon.com/autoscaling/ec2/userguide/warm-pools-health-checks-monitor-view-status.html).
 - WP-LIMITS: "If your warm pool is depleted when there is a scale-out event, instances will launch
   directly into the Auto Scaling group (a cold start). You could also experience cold starts if an
   Availability Zone is out of capacity" ("Warm pools for Amazon EC2 Auto Scaling", Limitations, Amazon
@@ -30,9 +49,14 @@ Sources (read 2026-12-02)
 - AMI-ROOT: the ECS-optimized AMI's root volume is 30 GiB (aws/amazon-ecs-ami ``variables.pkr.hcl``
   @014e02d0, ``block_device_size_gb`` default 30); the launch template keeps the snapshot's size.
 
-What is not sourced: whether Auto Scaling replaces an *unhealthy* instance from the warm pool. The
-sources above speak of a new desired capacity; a replacement keeps the desired capacity. It is
-modelled cold (the safe side: every budget is a cold start's anyway).
+Replacement of an unhealthy instance: the health-check page (HC-REPLACE) says a *new instance launches*,
+while the warm-pool pages say the pool is drawn on "to meet its new desired capacity" (WP-DRAW), and a
+replacement keeps the desired capacity. No page we could read (read 2026-12-02) says that a health-check
+replacement draws on the warm pool, or that it does not. It is modelled cold, on HC-REPLACE's wording
+(the safe side: every budget is a cold start's anyway). What would settle it: in a group whose warm pool
+holds a ``Warmed:Stopped`` instance, ``SetInstanceHealth`` ``Unhealthy`` on the ``InService`` one and
+see whether the replacement is the pool's instance (its id, and a ``warm_boot`` phases line) or a new
+launch (``node_boot``).
 """
 
 from __future__ import annotations
@@ -65,8 +89,9 @@ def event_paths(*, warm_pool: bool, min_capacity: int) -> tuple[EventPath, ...]:
             "scale-out",
             floors.WARM,
             "drawn from the warm pool while it holds a stopped instance (WP-DRAW; the pool keeps max - "
-            "desired instances, WP-SIZE); cold once it is empty or still preparing, or when the stopped "
-            "instance cannot be started for lack of capacity in its Availability Zone (WP-LIMITS)",
+            "desired instances, WP-SIZE, and a scale-in returns its instance to the pool, WP-REUSE); cold "
+            "once it is empty or still preparing, or when the stopped instance cannot be started for lack "
+            "of capacity in its Availability Zone (WP-LIMITS)",
         )
     else:
         scale_out = EventPath("scale-out", floors.COLD, "no warm pool: a new launch")
@@ -81,15 +106,17 @@ def event_paths(*, warm_pool: bool, min_capacity: int) -> tuple[EventPath, ...]:
         EventPath(
             "replacement of an unhealthy instance",
             floors.COLD,
-            "modelled cold: the sources say the group draws on the pool for a new desired capacity, and a "
-            "replacement keeps it"
+            "modelled cold: AWS documents that a new instance launches (HC-REPLACE), and that the pool is "
+            "drawn on for a new desired capacity (WP-DRAW), which a replacement keeps; no source says it "
+            "draws on the pool"
             if warm_pool
             else "no warm pool: a new launch",
         ),
         EventPath(
             "instance refresh (a deploy that changes the launch template) and the first deploy",
             floors.COLD,
-            "new launches: a refresh replaces the warm pool's instances too (WP-REFRESH)"
+            "new launches: a refresh replaces the in-service instances first, while the pool holds the "
+            "old launch template's, then the pool's (WP-REFRESH)"
             if warm_pool
             else "new launches",
         ),

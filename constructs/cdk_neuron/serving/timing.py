@@ -161,25 +161,33 @@ def _ceil_seconds(seconds: float) -> int:
     return max(1, math.ceil(seconds))
 
 
-def _node_phases(report: TimingReport, total: int) -> MeasuredStartup | None:
-    """Every phase from the node's own phases line, where the report has it (None otherwise).
+def _node_phases(report: TimingReport, total: int | None) -> MeasuredStartup | None:
+    """Every phase from the node's own phases lines, where the report has them (None otherwise).
 
-    Launch -> InService less the node's kernel-start -> ready is EC2's provisioning, which the boot
-    phase holds with the node's set-up; the container's share is what ready leaves after boot, pull
-    and transfer.
+    A cold start into service (``total``: its launch -> InService): launch -> InService less the node's
+    kernel-start -> ready is EC2's provisioning, which the boot phase holds with the node's set-up; the
+    container's share is what ready leaves after boot, pull and transfer.
+
+    A warm start (the warm pool, ``warm_*`` keys): its boot is not a new launch's, so only the load
+    carries over to the cold model; the image pull and the transfer come from the warm pool's
+    preparation, which was a new launch (``image_pull_seconds``, ``artifact_transfer_seconds``), and the
+    transfer from the warm start where the preparation had none (a RAM-backed model directory).
     """
     timings = report.timings
-    if "boot_to_ready_seconds" in timings and "warm_boot_seconds" in timings:
-        # A warm start (the warm pool): boot and pull are not a new launch's, only the load (and a
-        # RAM-backed transfer) carry over to the cold model.
-        ready, boot = timings["boot_to_ready_seconds"], timings["warm_boot_seconds"]
-        transfer = timings.get("artifact_transfer_seconds")
+    if "warm_boot_to_ready_seconds" in timings and "warm_boot_seconds" in timings:
+        ready, boot = timings["warm_boot_to_ready_seconds"], timings["warm_boot_seconds"]
+        warm_transfer = timings.get("warm_artifact_transfer_seconds")
+        pull = timings.get("image_pull_seconds")
+        transfer = timings.get("artifact_transfer_seconds", warm_transfer)
         return MeasuredStartup(
-            source=f"{report.label}: a warm start's phases (boot and image pull not measured on this path)",
+            source=f"{report.label}: a warm start's load"
+            + ("" if pull is None else ", the warm pool's preparation's image pull and transfer")
+            + " (a warm start's boot is not a new launch's: not measured for the cold path)",
+            image_pull_seconds=None if pull is None else _ceil_seconds(pull),
             artifact_download_seconds=None if transfer is None else _ceil_seconds(transfer),
-            container_ready_seconds=_ceil_seconds(ready - boot - (transfer or 0.0)),
+            container_ready_seconds=_ceil_seconds(ready - boot - (warm_transfer or 0.0)),
         )
-    if "boot_to_ready_seconds" not in timings or "node_boot_seconds" not in timings:
+    if total is None or "boot_to_ready_seconds" not in timings or "node_boot_seconds" not in timings:
         return None
     ready, boot = timings["boot_to_ready_seconds"], timings["node_boot_seconds"]
     pull = timings.get("image_pull_seconds", 0.0)
@@ -235,11 +243,14 @@ class MeasuredStartup:
         - ``serving_sagemaker``: ``container_ready_seconds`` = endpoint creating -> InService. It also
           holds instance provisioning and the image pull, so the budget derived from it is on the safe
           side.
-        - ``serving_ec2`` and ``scale_from_zero`` with the node's phases (``node_boot_seconds``,
+        - a new launch into service (``serving_ec2``, ``train_compile_serve``) with the node's phases (``node_boot_seconds``,
           ``image_pull_seconds``, ``artifact_transfer_seconds``, ``boot_to_ready_seconds``): every phase
           is measured; EC2's provisioning (launch -> InService less kernel start -> ready) counts
           as boot.
-        - ``serving_ec2`` and ``scale_from_zero`` without them: the report observes launch -> InService as a whole;
+        - a warm start (``scale_from_zero``, whose fleet has a warm pool: ``warm_boot_seconds``,
+          ``warm_boot_to_ready_seconds``): the load, and the image pull and transfer of the warm pool's
+          preparation (a new launch); never the warm boot as a cold one's.
+        - a new launch without them: the report observes launch -> InService as a whole;
           ``container_ready_seconds`` is that minus the boot and image pull the EC2 model estimates
           for the report's instance type (:mod:`cdk_neuron.serving.floors`, not measured), so that fed
           back, the budget is those budgets plus 1.5 x the rest. The source says so.
@@ -265,12 +276,20 @@ class MeasuredStartup:
             )
         if loaded.suite in ("serving_ec2", "scale_from_zero", "train_compile_serve"):
             key = "instance_launch_to_in_service_seconds"
-            if key not in loaded.timings:
-                raise NeuronConfigError("report", loaded.label, f"has no {key}")
-            total = _ceil_seconds(loaded.timings[key])
-            phases = _node_phases(loaded, total)
+            warm_key = "warm_start_to_in_service_seconds"
+            if key not in loaded.timings and warm_key not in loaded.timings:
+                raise NeuronConfigError("report", loaded.label, f"has no {key} (nor {warm_key})")
+            cold = key in loaded.timings
+            phases = _node_phases(loaded, _ceil_seconds(loaded.timings[key]) if cold else None)
             if phases is not None:
                 return phases
+            if not cold:
+                raise NeuronConfigError(
+                    "report",
+                    loaded.label,
+                    f"has {warm_key} but not the warm start's phases line: nothing to feed back",
+                )
+            total = _ceil_seconds(loaded.timings[key])
             before = _ec2_before_container_seconds(loaded.instance_type or "")
             return MeasuredStartup(
                 source=f"{loaded.label}: launch -> InService {total} s less the estimated {before} s boot "

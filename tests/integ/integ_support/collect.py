@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cdk_neuron.measurements import TimingReport
+from cdk_neuron.measurements import VALUES, TimingReport
 from integ_support.programs import LOG_MARKER, events
 from integ_support.registry import SUITES
 from integ_support.serving import INSTANCE_TYPE
@@ -29,21 +29,46 @@ def _seconds(start: Any, end: Any) -> float:
 
 PHASE_KEYS = {
     "node_boot": "node_boot_seconds",
-    "warm_boot": "warm_boot_seconds",
     "image_pull": "image_pull_seconds",
     "artifact_transfer": "artifact_transfer_seconds",
     "ready": "boot_to_ready_seconds",
+    "prepared": "boot_to_prepared_seconds",
+    "image_bytes": "image_unpacked_bytes",
 }
+"""A cold start's phases line (a launch into service, or into the warm pool: ``prepared``)."""
+WARM_PHASE_KEYS = {
+    "warm_boot": "warm_boot_seconds",
+    "artifact_transfer": "warm_artifact_transfer_seconds",
+    "ready": "warm_boot_to_ready_seconds",
+}
+"""A warm start's phases line (``warm_boot``: a stopped warm-pool instance started again): its own keys,
+so a report that holds both paths (the warm pool's preparation and the start out of it) keeps them
+apart."""
 
 
 def node_phases(line: str) -> dict[str, float]:
-    """``cdk-neuron: phases node_boot=41 image_pull=70 ready=702`` -> the report's timing keys."""
-    found: dict[str, float] = {}
-    for word in line.split("phases", 1)[-1].split():
-        name, _, value = word.partition("=")
-        if name in PHASE_KEYS and value.isdigit():
-            found[PHASE_KEYS[name]] = float(value)
-    return found
+    """``cdk-neuron: phases node_boot=41 image_pull=70 ready=702`` -> the report's timing keys; a line
+    with ``warm_boot`` maps to the warm start's keys (:data:`WARM_PHASE_KEYS`)."""
+    words = [word.partition("=") for word in line.split("phases", 1)[-1].split()]
+    keys = WARM_PHASE_KEYS if any(name == "warm_boot" for name, _, _ in words) else PHASE_KEYS
+    return {keys[name]: float(value) for name, _, value in words if name in keys and value.isdigit()}
+
+
+def _line_kind(line: str) -> int:
+    """0 a cold start into service, 1 a warm-pool preparation, 2 a warm start."""
+    keys = node_phases(line)
+    return 2 if "warm_boot_seconds" in keys else 1 if "boot_to_prepared_seconds" in keys else 0
+
+
+LAUNCHES = {
+    "Launching a new EC2 instance into warm pool: ": "warm_pool_launch_to_prepared_seconds",
+    "Launching a new EC2 instance from warm pool: ": "warm_start_to_in_service_seconds",
+    "Launching a new EC2 instance: ": "instance_launch_to_in_service_seconds",
+}
+"""Auto Scaling's launch activities, by description, and the report key of each one's StartTime -> EndTime:
+into the warm pool (a cold launch, until prepared and stopped), out of it (a warm start) and straight
+into service (a cold start). The three descriptions as an AWS sample records them
+(aws-samples/amazon-ec2-auto-scaling-group-examples ``features/warm-pools/README.md`` @1db02819)."""
 
 
 class Collector:
@@ -142,34 +167,48 @@ class Collector:
         activities = self.client("autoscaling").describe_scaling_activities(AutoScalingGroupName=group)[
             "Activities"
         ]
-        launches = [
-            a
-            for a in activities
-            if a["Description"].startswith("Launching") and a.get("StatusCode") == "Successful"
-        ]
-        if not launches:
+        found = False
+        for prefix, key in LAUNCHES.items():
+            launches = [
+                a
+                for a in activities
+                if a["Description"].startswith(prefix) and a.get("StatusCode") == "Successful"
+            ]
+            if launches:
+                found = True
+                first = min(launches, key=lambda a: a["StartTime"])
+                self.record(
+                    key,
+                    _seconds(first["StartTime"], first["EndTime"]),
+                    f"DescribeScalingActivities StartTime -> EndTime of the first successful '{prefix.strip()}'",
+                )
+        if not found:
             raise LookupError("no successful launch activity")
-        first = min(launches, key=lambda a: a["StartTime"])
-        self.record(
-            "instance_launch_to_in_service_seconds",
-            _seconds(first["StartTime"], first["EndTime"]),
-            "DescribeScalingActivities StartTime -> EndTime of the first successful launch",
-        )
         self.attempt("node phases", self.node_phases)
 
     def node_phases(self) -> None:
-        """The first instance's start-up phases, from the line ready.sh writes to the fleet's log group."""
+        """The start-up phases the fleet's instances wrote to its log group (ready.sh): of each kind the
+        first line (a cold start's, a warm-pool preparation's, a warm start's). A cold start and a
+        preparation share the cold phases' keys: a cold start's line, where there is one, gives them, so
+        they always come from one instance's line."""
         group = self.output("ReplicaLogGroupName")
         if group is None:
             raise LookupError("no ReplicaLogGroupName output")
         found = self.client("logs").filter_log_events(
             logGroupName=group, filterPattern='"cdk-neuron: phases"', limit=50
         )
-        lines = [e["message"] for e in found.get("events", [])]
-        if not lines:
+        events = sorted(
+            found.get("events", []), key=lambda e: (_line_kind(e["message"]), e.get("timestamp", 0))
+        )
+        if not events:
             raise LookupError("no 'cdk-neuron: phases' line in the fleet's log group")
-        for key, value in node_phases(lines[0]).items():
-            self.record(key, value, f"fleet log group: the first instance's phases line ({key})")
+        for event in events:
+            for key, value in node_phases(event["message"]).items():
+                timing = key not in VALUES
+                if key not in (self.timings if timing else self.values):
+                    self.record(
+                        key, value, f"fleet log group: the first phases line with {key}", timing=timing
+                    )
 
     def compile_step(self) -> None:
         seconds = self.output("CompileSeconds")

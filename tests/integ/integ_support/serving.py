@@ -33,9 +33,10 @@ def model() -> ModelSpec:
 
 
 def ec2_fleet(
-    stack: IntegStack, network: IntegNetwork, *, min_capacity: int, model: ModelSpec
+    stack: IntegStack, network: IntegNetwork, *, min_capacity: int, model: ModelSpec, warm_pool: bool = False
 ) -> Ec2InferenceFleet:
-    """One inf2.xlarge at most, behind the internal ALB, in both AZs of the suite's VPC, serving ``model``."""
+    """One inf2.xlarge at most, behind the internal ALB, in both AZs of the suite's VPC, serving ``model``;
+    with ``warm_pool`` (dev's setting) one stopped, prepared instance waits in the pool while none runs."""
     return Ec2InferenceFleet(
         stack,
         "Fleet",
@@ -48,6 +49,7 @@ def ec2_fleet(
         availability_zone_ids={az_id: az_id for az_id in stack.settings.az_ids},
         removal_policy=cdk.RemovalPolicy.DESTROY,
         access_log_bucket=emptied_bucket(stack, "AccessLogs"),
+        warm_pool=warm_pool,
     )
 
 

@@ -133,11 +133,13 @@ record_failure() {
         --metric-name "${LAUNCH_FAILURE_METRIC}" --dimensions "Fleet=${FLEET_ID}" --unit Count --value 1
 }
 
-# publish_phases <ready-seconds>: this boot's start-up phases (phases.env) and the seconds from the
-# kernel's start to every replica healthy, as one line in the fleet's log group
-# ("cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=702"), which the integ
-# kit's timing report reads (tests/integ/integ_support/collect.py). Then phases.env is removed, so a
-# later start (the warm pool) reports only its own phases.
+# publish_phases <seconds> [ready|prepared]: this boot's start-up phases (phases.env) and the seconds
+# from the kernel's start to every replica healthy (ready, the default), or to a warm-pool launch
+# prepared before its stop (prepared: image pulled, artifacts synced, nothing started), as one line in
+# the fleet's log group ("cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=702"),
+# which the integ kit's timing report reads (tests/integ/integ_support/collect.py): a warm pool's cold
+# phases are those of its preparation. Then phases.env is removed, so a later start (the warm pool)
+# reports only its own phases.
 publish_phases() {
     local line="cdk-neuron: phases" name value
     if [ -r "${CDK_NEURON_ETC}/phases.env" ]; then
@@ -145,7 +147,7 @@ publish_phases() {
             [ -n "${name}" ] && line+=" ${name}=${value}"
         done <"${CDK_NEURON_ETC}/phases.env"
     fi
-    line+=" ready=$1"
+    line+=" ${2:-ready}=$1"
     rm -f "${CDK_NEURON_ETC}/phases.env"
     put_line "${line}"
 }

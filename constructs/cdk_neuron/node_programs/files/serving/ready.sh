@@ -3,9 +3,9 @@
 # readiness.
 #
 # While the instance is launched into the warm pool (target lifecycle state Warmed:*), it only
-# completes the launch action: Auto Scaling then stops it with the image pulled and the artifacts
-# synced. Otherwise it starts every replica and the host nginx in front of them, waits until each
-# answers its health path, starts the lifecycle watch (lifecycle-watch.sh: an instance that scale-in
+# publishes the phases of its preparation and completes the launch action: Auto Scaling then stops it
+# with the image pulled and the artifacts synced. Otherwise it starts every replica and the host nginx
+# in front of them, waits until each answers its health path, starts the lifecycle watch (lifecycle-watch.sh: an instance that scale-in
 # returns to the warm pool), completes the launch action (only now does the instance enter service)
 # and signals CloudFormation.
 #
@@ -37,8 +37,9 @@ uptime_seconds() { cut -d . -f 1 "${ROOT}/proc/uptime"; }
 state=$(imds meta-data/autoscaling/target-lifecycle-state) || fail "cannot read the target lifecycle state"
 case "${state}" in
 Warmed:*)
-    # The pull and the sync of this boot prepared the pool; a later start reports its own phases.
-    rm -f "${CDK_NEURON_ETC}/phases.env"
+    # The pull and the sync of this boot prepared the pool: they are the pool's cold phases, published
+    # as such (prepared=, not ready=); a later start reports its own phases.
+    publish_phases "$(uptime_seconds)" prepared || log "could not publish the warm-pool preparation's phases"
     complete_lifecycle CONTINUE || fail "cannot complete the warm-pool launch"
     log "prepared for the warm pool (${state}); Auto Scaling stops the instance now"
     exit 0

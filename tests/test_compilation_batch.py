@@ -264,7 +264,13 @@ def test_compiles_run_on_nodes_of_their_own_from_the_clusters_launch_template(sy
         resources[c["InstanceRole"]["Fn::GetAtt"][0]]["Properties"]["Roles"] for c in (mine, training)
     ]
     assert profiles[0] == profiles[1]
-    assert "PlacementGroup" not in mine
+    # EFA interfaces in the launch template: a cluster placement group of its own, not the training nodes'.
+    group = mine["PlacementGroup"]["Fn::GetAtt"][0]
+    assert (
+        group.startswith("CompilationPlacementGroup")
+        and resources[group]["Properties"]["Strategy"] == "cluster"
+    )
+    assert training["PlacementGroup"] != mine["PlacementGroup"]
     # A new template version lets a running compile finish: the whole job budget.
     budget = timeouts.compile_job_seconds(HostCompile.on(TRN1).max_weights_gib)
     update = environments[compile_key]["UpdatePolicy"]
@@ -502,7 +508,10 @@ def test_operators_are_granted_submit_on_the_queue_and_definition_and_describe_o
         for r in template["Resources"].values()
         if r["Type"] == "AWS::IAM::Policy" and "Operators" in json.dumps(r["Properties"]["Roles"])
     ]
-    by_action = {json.dumps(s["Action"]): s["Resource"] for s in policy}
-    submit = json.dumps(by_action['"batch:SubmitJob"'])
+    by_action = {
+        " ".join(sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])): s["Resource"]
+        for s in policy
+    }
+    submit = json.dumps(by_action["batch:SubmitJob"])
     assert "CompilationJobQueue" in submit and "CompilationJobDefinition" in submit
-    assert by_action['["batch:DescribeJobs", "batch:ListJobs", "batch:DescribeJobDefinitions"]'] == "*"
+    assert by_action["batch:DescribeJobDefinitions batch:DescribeJobs batch:ListJobs"] == "*"

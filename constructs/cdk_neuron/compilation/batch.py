@@ -237,7 +237,7 @@ class BatchModelCompilation(ModelCompilationBase):
                 machine_image=training_cluster.machine_image,
                 role=training_cluster.role,
                 security_group=training_cluster.security_group,
-                placement_group=None,  # one node: no collective to keep close
+                placement_group=self._placement_group(training_cluster),
                 # A new launch template version (AMI, node programs) lets a running compile finish.
                 update_timeout=cdk.Duration.minutes(math.ceil(job_seconds / 60)),
                 terminate_on_update=False,
@@ -323,6 +323,18 @@ class BatchModelCompilation(ModelCompilationBase):
             )
 
     # -- pieces ------------------------------------------------------------------------------------
+
+    def _placement_group(self, cluster: BatchTrainingCluster) -> ec2.IPlacementGroup | None:
+        """Where the compile node launches: with EFA interfaces in the launch template, a cluster placement
+        group ("All instances that use an EFA must be in the same cluster placement group", AWS Batch User
+        Guide, "Elastic Fabric Adapter", https://docs.aws.amazon.com/batch/latest/userguide/efa.html; deploy
+        rule W9104): the reservation's own group where the cluster's capacity names one (its capacity is
+        there), else one of its own, so a compile never takes a slot in the training nodes' group."""
+        if not cluster.instance.supports_efa:
+            return None
+        if cluster.capacity.placement_group_name is not None:
+            return cluster.placement_group
+        return ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
 
     def _volumes(self, store: ICheckpointStore | None) -> list[batch.CfnJobDefinition.VolumesProperty]:
         volumes = [

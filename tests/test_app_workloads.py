@@ -54,11 +54,13 @@ def training_subnet_id(built: SynthesizedApp, env: str) -> str:
 
 @pytest.mark.parametrize("env", ENV_NAMES)
 def test_the_compute_environment_runs_in_the_training_subnet_only(built: SynthesizedApp, env: str) -> None:
-    compute = only(built.template(env, "Training"), "AWS::Batch::ComputeEnvironment")["Properties"][
-        "ComputeResources"
-    ]
-    (subnet,) = compute["Subnets"]
-    assert from_network(built, env, subnet) == {"Ref": training_subnet_id(built, env)}
+    # The cluster's, and prod's compile nodes' (BatchModelCompilation): both in the training subnet.
+    environments = all_of(built.template(env, "Training"), "AWS::Batch::ComputeEnvironment")
+    config = ENVIRONMENTS[env].compilation
+    assert len(environments) == (2 if config is not None and config.runs_on == "training-cluster" else 1)
+    for environment in environments:
+        (subnet,) = environment["Properties"]["ComputeResources"]["Subnets"]
+        assert from_network(built, env, subnet) == {"Ref": training_subnet_id(built, env)}
 
 
 def test_dev_checkpoints_are_one_zone_in_the_training_subnet_and_destroyed_with_the_stack(
@@ -287,15 +289,11 @@ def test_prods_70b_compiles_on_its_training_cluster_where_cdk_json_says_and_the_
     # The logical ids the CLI reads from cdk.json alone (stacks.config.compilation_deployment).
     queue, definition = resources["CompileJobQueue"], resources["CompileJobDefinition"]
     assert (queue["Type"], definition["Type"]) == ("AWS::Batch::JobQueue", "AWS::Batch::JobDefinition")
-    # On the training cluster's own compute environment (min vCPUs 0), below the training queue.
-    [training_queue] = [
-        r for k, r in resources.items() if r["Type"] == "AWS::Batch::JobQueue" and k != "CompileJobQueue"
-    ]
-    assert (
-        queue["Properties"]["ComputeEnvironmentOrder"]
-        == training_queue["Properties"]["ComputeEnvironmentOrder"]
-    )
-    assert (queue["Properties"]["Priority"], training_queue["Properties"]["Priority"]) == (0, 1)
+    # On a compute environment of its own (the cluster's launch template, one node at most, min 0):
+    # training never lands on a node a compile ran on.
+    [environment] = queue["Properties"]["ComputeEnvironmentOrder"]
+    own = resources[environment["ComputeEnvironment"]["Fn::GetAtt"][0]]["Properties"]["ComputeResources"]
+    assert (own["MinvCpus"], own["MaxvCpus"]) == (0, 128)
     [task] = definition["Properties"]["EcsProperties"]["TaskProperties"]
     containers = {c["Name"]: c for c in task["Containers"]}
     # The export in the fleet's image, fetch and upload in the training job image (cached on the nodes).

@@ -71,13 +71,6 @@ class _StubbedBatch:
         self.client.meta.events.register(
             "provide-client-params.batch.SubmitJob", lambda params, **_: self.submitted.update(params)
         )
-        self.stub.add_response(
-            "submit_job",
-            {"jobArn": f"arn:aws:batch:{REGION}:111111111111:job/{JOB_ID}", "jobName": "cdk-neuron-compile-prod",
-             "jobId": JOB_ID},
-            {"jobName": "cdk-neuron-compile-prod", "jobQueue": QUEUE, "jobDefinition": DEFINITION,
-             "ecsPropertiesOverride": ANY, "propagateTags": True},
-        )  # fmt: skip
         options = {"awslogs-group": "prod-compile-logs", "awslogs-region": REGION}
         containers = [
             {"name": n, "image": "x", "logConfiguration": {"logDriver": "awslogs", "options": {**options, "awslogs-stream-prefix": n}}}
@@ -89,11 +82,18 @@ class _StubbedBatch:
                                  "type": "container", "ecsProperties": {"taskProperties": [{"containers": containers}]}}]},
             {"jobDefinitions": [DEFINITION]},
         )  # fmt: skip
+        self.stub.add_response(
+            "submit_job",
+            {"jobArn": f"arn:aws:batch:{REGION}:111111111111:job/{JOB_ID}", "jobName": "cdk-neuron-compile-prod",
+             "jobId": JOB_ID},
+            {"jobName": "cdk-neuron-compile-prod", "jobQueue": QUEUE, "jobDefinition": DEFINITION,
+             "ecsPropertiesOverride": ANY, "propagateTags": True},
+        )  # fmt: skip
         for state in states:
             self.stub.add_response("describe_jobs", {"jobs": [state]}, {"jobs": [JOB_ID]})
 
 
-def _job(status: str, exits: tuple[int | None, ...] = ()) -> dict[str, Any]:
+def _job(status: str, exits: tuple[int | None, ...] = (), attempts: int = 0) -> dict[str, Any]:
     containers = [
         {
             "name": name,
@@ -106,6 +106,7 @@ def _job(status: str, exits: tuple[int | None, ...] = ()) -> dict[str, Any]:
     return {
         "jobName": "cdk-neuron-compile-prod", "jobId": JOB_ID, "jobQueue": QUEUE, "status": status,
         "startedAt": 1, "jobDefinition": DEFINITION, "ecsProperties": {"taskProperties": [{"containers": containers}]},
+        "attempts": [{"statusReason": "Host EC2 (instance i-0123) terminated."} for _ in range(attempts)],
     }  # fmt: skip
 
 
@@ -179,7 +180,8 @@ def test_wait_follows_a_job_that_waits_for_a_node_then_reads_the_manifest_back(
         )  # fmt: skip
         batch = _StubbedBatch(_job("RUNNABLE"), _job("RUNNING"), _job("SUCCEEDED", (0, 0, 0)))
         code, doc, err, clock = _run(batch, "--wait", s3=s3)
-    assert "runnable (waiting for a free training node)" in err
+    assert "runnable (waiting for a compile node)" in err
+    assert f"submitted arn:aws:batch:{REGION}:111111111111:job/{JOB_ID} (job id {JOB_ID})" in err
     outcome = doc["outcome"]
     assert outcome["status"] == "succeeded", (outcome, err)
     assert clock.calls == [30, 30]
@@ -219,3 +221,75 @@ def test_job_names_keep_to_batchs_characters() -> None:
     assert job_name("prod") == "cdk-neuron-compile-prod"
     assert job_name("eu.west/1") == "cdk-neuron-compile-eu-west-1"
     assert len(job_name("x" * 300)) == 128
+
+
+def test_a_retry_after_a_lost_host_gets_a_budget_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attempt 1 runs most of its budget, its host is lost, the job waits and runs again past where the first
+    attempt's budget would have ended: the second attempt's own budget holds, and the job succeeds."""
+    use_fake_aws_credentials(monkeypatch, REGION)
+    host = HostCompile.on(catalog.get_instance("trn1.32xlarge"))
+    budget = timeouts.compile_job_seconds(host.max_weights_gib)
+    near = budget // 30 - 1  # polls of attempt 1: just inside its budget
+    states = [
+        *(_job("RUNNING") for _ in range(near)),
+        _job("RUNNABLE", attempts=1),
+        _job("STARTING", attempts=1),
+        *(_job("RUNNING", attempts=1) for _ in range(near)),
+        _job("SUCCEEDED", (0, 0, 0), attempts=1),
+    ]
+    with mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(
+            Bucket="cdk-neuron-prod-models", CreateBucketConfiguration={"LocationConstraint": REGION}
+        )
+        data = manifest_data(
+            artifact_uri=ARTIFACT,
+            model={"id": "meta-llama/Meta-Llama-3-70B-Instruct", "revision": None},
+            shape={"batch_size": 4, "sequence_length": 4096, "tensor_parallel": 24, "dtype": "bf16"},
+        )
+        s3.put_object(
+            Bucket="cdk-neuron-prod-models", Key="compiled/llama-3-70b/run-9/cdk-neuron-artifact.json",
+            Body=json.dumps(data).encode(),
+        )  # fmt: skip
+        code, doc, err, clock = _run(_StubbedBatch(*states), "--wait", s3=s3)
+    assert sum(clock.calls) > budget  # the whole wait outlasted one budget...
+    assert doc["outcome"]["status"] == "succeeded", err  # ...and no attempt did
+    assert code == ExitStatus.OK
+
+
+def test_a_job_that_never_starts_is_reported_still_queued_not_terminated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cdk_neuron.cli.compile_batch import MAX_QUEUE_SECONDS
+
+    use_fake_aws_credentials(monkeypatch, REGION)
+    waiting = {**_job("RUNNABLE"), "statusReason": "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY"}
+    polls = int(MAX_QUEUE_SECONDS // 30) + 1
+    code, doc, _, _ = _run(_StubbedBatch(*(waiting for _ in range(polls))), "--wait")
+    assert code == ExitStatus.FAILED and doc["outcome"]["status"] == "lost"
+    reason = doc["outcome"]["stopped_reason"]
+    assert reason.startswith(
+        "still RUNNABLE after 24 h (CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY); the job stays queued"
+    )
+    assert (
+        f"aws batch cancel-job --region {REGION} --job-id {JOB_ID}" in reason
+        and "terminate-job" not in reason
+    )
+
+
+def test_without_describe_job_definitions_the_job_is_still_submitted_and_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    use_fake_aws_credentials(monkeypatch, REGION)
+    batch = _StubbedBatch()
+    # Replace the queued DescribeJobDefinitions answer with AccessDenied: the logs hint falls back.
+    batch.stub = Stubber(batch.client)
+    batch.stub.add_client_error("describe_job_definitions", service_error_code="AccessDeniedException")
+    batch.stub.add_response(
+        "submit_job",
+        {"jobArn": f"arn:aws:batch:{REGION}:111111111111:job/{JOB_ID}", "jobName": "cdk-neuron-compile-prod", "jobId": JOB_ID},
+    )  # fmt: skip
+    code, doc, err, _ = _run(batch)
+    assert code == ExitStatus.OK, err
+    assert doc["job_id"] == JOB_ID
+    assert doc["logs_command"].startswith(f"aws batch describe-jobs --region {REGION} --jobs {JOB_ID}")

@@ -485,6 +485,19 @@ def test_quota_need_adds_environments_sharing_account_and_region(
     assert "768 vCPUs < 1024 needed" in detail and "other training" in detail
 
 
+def test_a_compile_on_the_training_cluster_needs_one_more_node_of_trn_quota(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_cluster = environment(compilation=True)
+    on_cluster["compilation"]["runs_on"] = "training-cluster"
+    quotas, stub = ec2_quotas(trn=512)  # the 4 training nodes' 512 vCPUs, and not one more
+    with stub:
+        code, doc = run(capsys, write_config(tmp_path, dev=on_cluster), factory({"service-quotas": quotas}))
+    assert code == 1
+    detail = next(c for c in doc["checks"] if c["status"] == "FAIL")["detail"]
+    assert "512 vCPUs < 640 needed" in detail and "dev compile 1 x trn1.32xlarge (128)" in detail
+
+
 def test_unapplied_quota_falls_back_to_the_default_and_a_renamed_code_warns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1579,7 +1592,8 @@ def test_a_compile_on_the_training_cluster_asks_no_fargate_quota_and_counts_for_
 ) -> None:
     on_cluster = environment(compilation=True)
     on_cluster["compilation"]["runs_on"] = "training-cluster"
-    quotas, stub = ec2_quotas()  # a Fargate call would find no answer queued and fail the check
+    # a Fargate call would find no answer queued and fail the check; the Trn quota holds the compile node
+    quotas, stub = ec2_quotas(trn=640)
     with stub:
         code, doc = run(capsys, write_config(tmp_path, dev=on_cluster), factory({"service-quotas": quotas}))
     assert code == 0 and rows(doc, "fargate quota") == []

@@ -221,6 +221,8 @@ def test_the_request_carries_the_fleets_shape_and_image() -> None:
     )
     # The fleet's optimum-neuron: the export must have been made by it (the read-back checks).
     assert (env["ENGINE_VERSION"], env["SOURCE_STEP"], env["CONFIG_FROM"]) == ("0.4.5", "1200", "")
+    # The compiler's target, given outright (inf2 compiles for optimum-neuron's trn1 target).
+    assert env["NEURON_PLATFORM_TARGET_OVERRIDE"] == env["EXPORT_TARGET"] == "trn1"
 
 
 @pytest.mark.parametrize(

@@ -241,20 +241,50 @@ def test_only_a_lost_host_is_retried_and_an_attempt_is_bounded(synthesized: Any)
     assert seconds > sum(budgets.values()) + 3 * timeouts.COMPILE_KILL_AFTER
 
 
-def test_the_compile_queue_shares_the_clusters_compute_environment_below_training(synthesized: Any) -> None:
+def test_compiles_run_on_nodes_of_their_own_from_the_clusters_launch_template(synthesized: Any) -> None:
     _, template = synthesized
-    queues = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Batch::JobQueue"]
-    assert sorted(q["Priority"] for q in queues) == [0, 1]
-    [training] = [q for q in queues if q["Priority"] == 1]
-    [compile_queue] = [q for q in queues if q["Priority"] == 0]
-    assert compile_queue["ComputeEnvironmentOrder"] == training["ComputeEnvironmentOrder"]
-    assert {a["Reason"] for a in compile_queue["JobStateTimeLimitActions"]} == {
-        a["Reason"] for a in training["JobStateTimeLimitActions"]
+    resources = template["Resources"]
+    environments = {
+        k: r["Properties"] for k, r in resources.items() if r["Type"] == "AWS::Batch::ComputeEnvironment"
     }
-    environments = [
-        r for r in template["Resources"].values() if r["Type"] == "AWS::Batch::ComputeEnvironment"
+    assert len(environments) == 2
+    [compile_key] = [k for k in environments if k.startswith("CompilationComputeEnvironment")]
+    [training_key] = [k for k in environments if k != compile_key]
+    mine, training = (
+        environments[compile_key]["ComputeResources"],
+        environments[training_key]["ComputeResources"],
+    )
+    # One trn1.32xlarge at most, none idle; the cluster's launch template (its pinned version), AMI and
+    # subnets: the same nodes, never the same instances (training never lands where a compile ran).
+    assert (mine["MinvCpus"], mine["MaxvCpus"], mine["InstanceTypes"]) == (0, 128, ["trn1.32xlarge"])
+    assert mine["LaunchTemplate"] == training["LaunchTemplate"]
+    assert mine["Subnets"] == training["Subnets"]
+    # Each environment has an instance profile of its own, for the same node role.
+    profiles = [
+        resources[c["InstanceRole"]["Fn::GetAtt"][0]]["Properties"]["Roles"] for c in (mine, training)
     ]
-    assert len(environments) == 1 and environments[0]["Properties"]["ComputeResources"]["MinvCpus"] == 0
+    assert profiles[0] == profiles[1]
+    # EFA interfaces in the launch template: a cluster placement group of its own, not the training nodes'.
+    group = mine["PlacementGroup"]["Fn::GetAtt"][0]
+    assert (
+        group.startswith("CompilationPlacementGroup")
+        and resources[group]["Properties"]["Strategy"] == "cluster"
+    )
+    assert training["PlacementGroup"] != mine["PlacementGroup"]
+    # A new template version lets a running compile finish: the whole job budget.
+    budget = timeouts.compile_job_seconds(HostCompile.on(TRN1).max_weights_gib)
+    update = environments[compile_key]["UpdatePolicy"]
+    assert update == {"JobExecutionTimeoutMinutes": -(-budget // 60), "TerminateJobsOnUpdate": False}
+    queues = {k: r["Properties"] for k, r in resources.items() if r["Type"] == "AWS::Batch::JobQueue"}
+    [compile_queue] = [q for k, q in queues.items() if k.startswith("CompilationJobQueue")]
+    assert compile_queue["ComputeEnvironmentOrder"] == [
+        {"ComputeEnvironment": {"Fn::GetAtt": [compile_key, "ComputeEnvironmentArn"]}, "Order": 1}
+    ]
+    [training_queue] = [q for k, q in queues.items() if not k.startswith("CompilationJobQueue")]
+    assert {a["Reason"] for a in compile_queue["JobStateTimeLimitActions"]} == {
+        a["Reason"] for a in training_queue["JobStateTimeLimitActions"]
+    }
+    assert compile_key not in json.dumps(training_queue)
 
 
 def test_the_job_role_writes_only_under_the_prefix_and_reads_the_store(synthesized: Any) -> None:
@@ -302,8 +332,6 @@ def test_the_job_is_recorded_for_the_cli(synthesized: Any) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"priority": 1001}, r"priority=1001: a whole number from 0 to 1000"),
-        ({"priority": True}, r"priority=True"),
         ({"retry_attempts": 0}, r"retry_attempts=0: a whole number from 1 to 10"),
         ({"tools_image": "public.ecr.aws/x:1"}, r"tools_image='public.ecr.aws/x:1': pass a cdk_neuron"),
         ({"engine": ServingEngine.tgi()}, r"engine='tgi'"),
@@ -473,14 +501,17 @@ def test_operators_are_granted_submit_on_the_queue_and_definition_and_describe_o
         stack, "Compilation", training_cluster=cluster, artifact_bucket=s3.Bucket(stack, "B")
     )
     operators = iam.Role(stack, "Operators", assumed_by=iam.AccountRootPrincipal())
-    compilation.grant_submit(operators)
+    compilation.grant_submit_jobs(operators)
     template = cdk.assertions.Template.from_stack(stack).to_json()
     [policy] = [
         r["Properties"]["PolicyDocument"]["Statement"]
         for r in template["Resources"].values()
         if r["Type"] == "AWS::IAM::Policy" and "Operators" in json.dumps(r["Properties"]["Roles"])
     ]
-    by_action = {json.dumps(s["Action"]): s["Resource"] for s in policy}
-    submit = json.dumps(by_action['"batch:SubmitJob"'])
+    by_action = {
+        " ".join(sorted(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])): s["Resource"]
+        for s in policy
+    }
+    submit = json.dumps(by_action["batch:SubmitJob"])
     assert "CompilationJobQueue" in submit and "CompilationJobDefinition" in submit
-    assert by_action['"batch:DescribeJobs"'] == "*"
+    assert by_action["batch:DescribeJobDefinitions batch:DescribeJobs batch:ListJobs"] == "*"

@@ -175,6 +175,8 @@ def test_cost_shows_it_too() -> None:
         "trn1.32xlarge of the training cluster: BatchModelCompilation (its export gets 126 vCPU"
     )
     assert "the whole node" in line["price_basis"]
+    # Priced for the compiler's minutes, and says what else the node bills and at most how much.
+    assert "the compiler's minutes only" in line["price_basis"] and "up to 1.4 h more" in line["price_basis"]
 
 
 def test_a_fleet_that_fits_fargate_is_priced_on_the_training_node_only_when_it_compiles_there() -> None:

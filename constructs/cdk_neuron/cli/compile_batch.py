@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from cdk_neuron.cli.aws import AwsLookupError
@@ -29,6 +30,10 @@ from cdk_neuron.timeouts import TIMED_OUT_EXIT_CODE
 
 POLL_SECONDS = 30
 """Seconds between two DescribeJobs calls."""
+MAX_QUEUE_SECONDS = 24 * 3600
+"""How long ``--wait`` follows a job that has not started (no node free, no trn1 capacity): then it says so
+and leaves the job queued (the compile queue cancels only jobs that can never be placed)."""
+_QUEUED = ("SUBMITTED", "PENDING", "RUNNABLE", "STARTING")
 _JOB_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _ENDED = ("SUCCEEDED", "FAILED")
 
@@ -46,6 +51,9 @@ def submit_compile_job(
     stack = compilation.stack_name
     queue = stack_resource_arn(cloudformation, stack, compilation.job_queue_logical_id)
     definition = stack_resource_arn(cloudformation, stack, compilation.job_definition_logical_id)
+    # Before the submission: nothing after it may fail and leave a queued job unreported (a second
+    # `compile` would queue a second node-sized job).
+    logs = export_logs_command(ctx.aws("batch", region), definition, region)
     response = ctx.aws("batch", region).submit_job(
         jobName=job_name(env_name),
         jobQueue=queue,
@@ -59,15 +67,19 @@ def submit_compile_job(
         "jobArn": str(response.get("jobArn") or response["jobId"]),
         "jobId": str(response["jobId"]),
         "queue": queue,
-        "logs": export_logs_command(ctx.aws("batch", region), definition, region),
+        "logs": logs,
     }
 
 
 def export_logs_command(batch: Any, definition: str, region: str) -> str:
     """``aws logs tail`` of the export container's streams (awslogs: ``<prefix>/<container>/<task id>``;
     the task id is known only once the job runs, so by prefix), from the job definition
-    (``batch:DescribeJobDefinitions``); empty when it names no awslogs group."""
-    found = batch.describe_job_definitions(jobDefinitions=[definition]).get("jobDefinitions") or [{}]
+    (``batch:DescribeJobDefinitions``); empty when it names no awslogs group or cannot be read (the
+    command then prints ``describe-jobs``, whose answer names each container's stream)."""
+    try:
+        found = batch.describe_job_definitions(jobDefinitions=[definition]).get("jobDefinitions") or [{}]
+    except Exception:  # best effort: where the logs are is a convenience, the job is what matters
+        return ""
     tasks = (found[0].get("ecsProperties") or {}).get("taskProperties") or [{}]
     for container in tasks[0].get("containers") or []:
         options = (container.get("logConfiguration") or {}).get("options") or {}
@@ -109,17 +121,20 @@ def wait_for_compile_job(
     serving: ServingDeployment,
     deadline_seconds: int,
     poll_seconds: float = POLL_SECONDS,
+    max_queue_seconds: float = MAX_QUEUE_SECONDS,
     on_poll: Callable[[str], None] | None = None,
 ) -> CompileOutcome:
-    """Poll the job until it ends, or until ``deadline_seconds`` after it started running; its outcome.
+    """Poll the job until it ends; its outcome.
 
-    A job that is still waiting for a node (``SUBMITTED`` to ``RUNNABLE``) is not held to the deadline:
-    it waits behind training by design. One that runs past it is reported ``lost``, with the command
-    that stops it (Batch's own ``attemptDurationSeconds``, the same budget, stops it too).
+    An attempt that runs ``deadline_seconds`` past its start (Batch's own ``attemptDurationSeconds``, which
+    stops it too) is reported ``lost``, with the command that stops it; each retry starts its own budget.
+    A job still waiting for a node after ``max_queue_seconds`` is reported ``lost`` and left queued.
     """
     batch = ctx.aws("batch", region)
     started = ctx.clock.now()
-    running_since = None
+    running_since: datetime | None = None
+    queued_since: datetime | None = started
+    attempts_seen = 0
     while True:
         jobs = batch.describe_jobs(jobs=[job_id]).get("jobs") or []
         now = ctx.clock.now()
@@ -134,13 +149,34 @@ def wait_for_compile_job(
             )
         job = jobs[0]
         status = str(job.get("status", ""))
-        if status in ("STARTING", "RUNNING") and running_since is None:
-            running_since = now
+        attempts = len(job.get("attempts") or [])
+        # Each attempt has its own budget, counted from when it runs ("attemptDurationSeconds ... measured
+        # from the job attempt's startedAt", "startedAt ... when the job transitioned from the STARTING
+        # state to the RUNNING state": JobTimeout and JobDetail, AWS Batch API Reference): a retry after a
+        # lost host starts a new one, and time waiting or pulling between attempts counts for none.
+        if status == "RUNNING":
+            if running_since is None or attempts != attempts_seen:
+                running_since, attempts_seen = now, attempts
+        else:
+            running_since = None
+        queued_since = (queued_since or now) if status in _QUEUED else None
         if on_poll is not None:
-            waiting = " (waiting for a free training node)" if status == "RUNNABLE" else ""
+            waiting = " (waiting for a compile node)" if status == "RUNNABLE" else ""
             on_poll(f"{status.lower()}{waiting} after {waited / 60:.0f} min")
         if status in _ENDED:
             break
+        if queued_since is not None and (now - queued_since).total_seconds() >= max_queue_seconds:
+            return CompileOutcome(
+                status="lost",
+                waited_seconds=waited,
+                deadline_seconds=deadline_seconds,
+                stopped_reason=(
+                    f"still {status} after {max_queue_seconds / 3600:g} h ({job.get('statusReason') or 'no reason given'}); "
+                    f"the job stays queued: follow it with aws batch describe-jobs --region {region} --jobs {job_id}, "
+                    f"or cancel it with aws batch cancel-job --region {region} --job-id {job_id} --reason 'cdk-neuron compile'"
+                ),
+                containers=[],
+            )
         if running_since is not None and (now - running_since).total_seconds() >= deadline_seconds:
             return CompileOutcome(
                 status="lost",
@@ -177,4 +213,11 @@ def wait_for_compile_job(
     )
 
 
-__all__ = ["POLL_SECONDS", "export_logs_command", "job_name", "submit_compile_job", "wait_for_compile_job"]
+__all__ = [
+    "MAX_QUEUE_SECONDS",
+    "POLL_SECONDS",
+    "export_logs_command",
+    "job_name",
+    "submit_compile_job",
+    "wait_for_compile_job",
+]

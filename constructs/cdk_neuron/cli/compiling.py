@@ -228,6 +228,15 @@ def pull_image_reference(ctx: Context, image: str, region: str) -> tuple[str, st
     )
 
 
+def _construct(compilation: CompilationDeployment) -> str:
+    """The construct the environment compiles with, for the messages that tell what to change."""
+    return (
+        "BatchModelCompilation (compilation.runs_on training-cluster)"
+        if compilation.runs_on == "training-cluster"
+        else "ModelCompilation"
+    )
+
+
 def check_request(compilation: CompilationDeployment, request: CompileRequest, region: str) -> None:
     """What the deployed task cannot do, refused before ``ecs:RunTask`` (every problem at once).
 
@@ -243,7 +252,7 @@ def check_request(compilation: CompilationDeployment, request: CompileRequest, r
             NeuronConfigError(
                 "--source",
                 f"checkpoint:{request.source.uri}",
-                "the environment's ModelCompilation mounts no CheckpointStore: give it checkpoint_store= "
+                f"the environment's {_construct(compilation)} mounts no CheckpointStore: give it checkpoint_store= "
                 "and deploy, or copy the checkpoint to S3 and compile --source s3://bucket/prefix/",
             )
         )
@@ -255,7 +264,7 @@ def check_request(compilation: CompilationDeployment, request: CompileRequest, r
             NeuronConfigError(
                 "--artifact-uri",
                 request.artifact,
-                f"the ModelCompilation may write only under {compilation.artifact_prefix} (its artifact_prefix): "
+                f"the {_construct(compilation)} may write only under {compilation.artifact_prefix} (its artifact_prefix): "
                 f"use s3://{compilation.artifact_bucket or bucket}/{compilation.artifact_prefix}<name>/",
             )
         )
@@ -264,7 +273,7 @@ def check_request(compilation: CompilationDeployment, request: CompileRequest, r
             NeuronConfigError(
                 "--artifact-uri",
                 request.artifact,
-                f"the ModelCompilation writes to bucket {compilation.artifact_bucket}: use "
+                f"the {_construct(compilation)} writes to bucket {compilation.artifact_bucket}: use "
                 f"s3://{compilation.artifact_bucket}/{compilation.artifact_prefix or ''}<name>/",
             )
         )
@@ -274,9 +283,9 @@ def check_request(compilation: CompilationDeployment, request: CompileRequest, r
             NeuronConfigError(
                 "image",
                 compilation.image,
-                f"the ModelCompilation compiles with this image and the fleet serves {fleet_image}: an artifact "
-                "loads only under the optimum-neuron and neuronx-cc that exported it; give the ModelCompilation "
-                "the fleet's engine (engine=) and deploy it",
+                f"the {_construct(compilation)} compiles with this image and the fleet serves {fleet_image}: an "
+                "artifact loads only under the optimum-neuron and neuronx-cc that exported it; give the "
+                f"{_construct(compilation)} the fleet's engine (engine=) and deploy it",
             )
         )
     found.raise_if_any()
@@ -482,6 +491,14 @@ def _run(args: argparse.Namespace, ctx: Context) -> ExitStatus:
     found.raise_if_any()
     assert request is not None
     result = compile_model(ctx, env, request)
+    if result.job_id is not None:
+        # Said at once: whatever happens next (a denied DescribeJobs, an interrupted --wait), the job is
+        # queued and holds a node once it runs; compiling again would queue a second one.
+        print(
+            f"cdk-neuron compile: submitted {result.task_arn} (job id {result.job_id})",
+            file=ctx.err,
+            flush=True,
+        )
     if args.wait and result.job_id is not None:
         host = compile_host(compilation)
         assert host is not None

@@ -14,19 +14,19 @@ compiler's ``--target``), so a Trainium host compiles for Inferentia2.
 
 What it builds, on a given :class:`~cdk_neuron.training.BatchTrainingCluster`:
 
-- a **job queue** of its own over the cluster's compute environment, priority ``priority`` (default 0,
-  below the training queue's 1): "Job queues with a higher priority (or a higher integer value for the
-  priority parameter) are evaluated first when associated with the same compute environment"
-  ("CreateJobQueue", AWS Batch API Reference,
-  https://docs.aws.amazon.com/batch/latest/APIReference/API_CreateJobQueue.html, read 2026-12-02). That
-  is an order of evaluation, not a reservation: the same reference says priority "doesn't guarantee that a
-  particular job executes before a job in a lower priority queue" ("JobQueueDetail"), a job is dispatched
-  whenever resources are free. Batch on ECS never preempts a running job, so a compile never stops a
-  training run; but a compile that started on an idle node holds it, and a multi-node training job that
-  needs every node (prod: 16 of ``max_nodes`` 16) waits for it, up to the compile's budget. Compile between
-  runs, or give the cluster one node more than the plan. The compute environment stays the cluster's:
-  min vCPUs 0, so nothing runs (or bills) when no job waits. Jobs that can never be placed are cancelled
-  after the cluster's limit, as on the training queue.
+- a **compute environment and job queue of its own**, built from the cluster's launch template, AMI,
+  subnets, node role and security group, one node at most, min vCPUs 0 (nothing runs, or bills, while
+  no compile waits). Its nodes never run a training job, and training nodes never run a compile: a
+  simple ECS-on-EC2 job runs in host network mode (below), where the nodes' ``ECS_AWSVPC_BLOCK_IMDS``
+  does not apply, so a compile container can reach the instance metadata and the node role, and with the
+  ECS agent's identity the credentials ECS delivers to later tasks on that node ("a single affected task
+  might be able to leverage the IAM permissions of a non-infected task on the same instance", "Amazon EC2
+  container instance security considerations for Amazon ECS", Amazon ECS Developer Guide,
+  https://docs.aws.amazon.com/AmazonECS/latest/developerguide/ec2-security-considerations.html, read
+  2026-12-02). On nodes of their own, what a compile can reach is its own job's. It also never holds a
+  node a multi-node training job waits for; it needs one more node of EC2 quota (``cdk-neuron preflight``
+  counts it). An infrastructure update of the compute environment lets a running compile finish (its
+  ``update_timeout`` is the job's whole budget).
 - an **ECS-properties job definition** of three containers (``fetch``, ``export``, ``upload``; "Create job
   definitions using EcsProperties", AWS Batch User Guide,
   https://docs.aws.amazon.com/batch/latest/userguide/multi-container-jobs.html, read 2026-12-02), the
@@ -60,6 +60,8 @@ emptied by the fetch step, so a 70B's source, converted copy and export (about 4
 
 from __future__ import annotations
 
+import math
+
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_batch as batch
@@ -91,6 +93,7 @@ from cdk_neuron.serving.engines.image import DLC_REGISTRY
 from cdk_neuron.serving.permissions import image_pull_statements
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import COMPILE_CACHE_ENV, ICompileCache
+from cdk_neuron.training import batch_engine
 from cdk_neuron.training.acknowledgments import compile_cache_prefix
 from cdk_neuron.training.batch_cluster import BatchTrainingCluster
 from cdk_neuron.training.batch_engine import UNPLACEABLE_JOB_TIMEOUT
@@ -109,8 +112,6 @@ EXPORT_COMMAND = ("--cdk-neuron-compile-needs-bash-env",)
 reading it, ``optimum-cli neuron serve`` refuses this unknown flag and the step fails at once."""
 HOST_WORK_DIR = f"{SCRATCH_DIR}/cdk-neuron-compile"
 """Where the work directory is on the host (the node's NVMe scratch)."""
-DEFAULT_PRIORITY = 0
-"""The compile queue's priority: below the training queue's (1)."""
 DEFAULT_RETRY_ATTEMPTS = 2
 CONTAINERS = ("fetch", "export", "upload")
 
@@ -133,13 +134,13 @@ class BatchModelCompilation(ModelCompilationBase):
     :param hugging_face_token: secret holding a Hugging Face token, for gated Hub sources. Default: None.
     :param tools_image: the fetch and upload steps' image: one with bash, coreutils and the AWS CLI whose
         ENTRYPOINT runs its arguments as a command. Default: :data:`TOOLS_IMAGE`.
-    :param priority: the compile queue's priority (0-1000; the training queue's is 1). Default: 0.
     :param retry_attempts: attempts per job (1-10); only a lost host is retried (a partly uploaded
         artifact is never overwritten: compile again to a new prefix). Default: 2.
     :param kms_key: key of the log group. Default: a new key with rotation.
     :param removal_policy: for the key and the log group. Default: ``RETAIN_ON_UPDATE_OR_DELETE``.
     :param log_retention: how long the compile logs are kept. Default: one month.
 
+    :ivar compute_environment: the compile nodes (the cluster's launch template; at most one node, min 0).
     :ivar job_queue: the compile queue.
     :ivar job_definition: the compile job definition (``AWS::Batch::JobDefinition``, EcsProperties).
     :ivar job_role: the role the three containers run as.
@@ -161,7 +162,6 @@ class BatchModelCompilation(ModelCompilationBase):
         checkpoint_store: ICheckpointStore | None = None,
         hugging_face_token: secretsmanager.ISecret | None = None,
         tools_image: ContainerImage | None = None,
-        priority: int = DEFAULT_PRIORITY,
         retry_attempts: int = DEFAULT_RETRY_ATTEMPTS,
         kms_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
@@ -181,10 +181,6 @@ class BatchModelCompilation(ModelCompilationBase):
                     "tools_image",
                     tools,
                     "pass a cdk_neuron.serving.ContainerImage(registry, repository, tag)",
-                )
-            if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 1000:
-                raise NeuronConfigError(
-                    "priority", priority, "a whole number from 0 to 1000 (Batch job queue priority)"
                 )
             if (
                 isinstance(retry_attempts, bool)
@@ -229,15 +225,33 @@ class BatchModelCompilation(ModelCompilationBase):
             volumes = self._volumes(checkpoint_store)
             if hugging_face_token is not None:
                 hugging_face_token.grant_read(self.execution_role)
+            budgets = timeouts.compile_step_seconds(self.host.max_weights_gib)
+            job_seconds = timeouts.compile_job_seconds(self.host.max_weights_gib)
+            self.compute_environment = batch_engine.build_compute_environment(
+                self,
+                vpc=training_cluster.vpc,
+                subnets=training_cluster.vpc_subnets,
+                instance=training_cluster.instance,
+                max_nodes=1,
+                launch_template=training_cluster.launch_template,
+                machine_image=training_cluster.machine_image,
+                role=training_cluster.role,
+                security_group=training_cluster.security_group,
+                placement_group=self._placement_group(training_cluster),
+                # A new launch template version (AMI, node programs) lets a running compile finish.
+                update_timeout=cdk.Duration.minutes(math.ceil(job_seconds / 60)),
+                terminate_on_update=False,
+                security_groups_in_launch_template=training_cluster.instance.supports_efa,
+            )
+            if training_cluster.efa_installer_mirror is not None:
+                # As the cluster's own nodes: none boots before its EFA installer is in the bucket.
+                self.compute_environment.node.add_dependency(training_cluster.efa_installer_mirror.ready)
             self.job_queue = batch.JobQueue(
                 self,
                 "JobQueue",
                 compute_environments=[
-                    batch.OrderedComputeEnvironment(
-                        compute_environment=training_cluster.compute_environment, order=1
-                    )
+                    batch.OrderedComputeEnvironment(compute_environment=self.compute_environment, order=1)
                 ],
-                priority=priority,
                 job_state_time_limit_actions=[
                     batch.JobStateTimeLimitAction(
                         max_time=UNPLACEABLE_JOB_TIMEOUT,
@@ -251,16 +265,13 @@ class BatchModelCompilation(ModelCompilationBase):
                     )
                 ],
             )
-            budgets = timeouts.compile_step_seconds(self.host.max_weights_gib)
             self.job_definition = batch.CfnJobDefinition(
                 self,
                 "JobDefinition",
                 type="container",
                 platform_capabilities=["EC2"],
                 propagate_tags=True,
-                timeout=batch.CfnJobDefinition.TimeoutProperty(
-                    attempt_duration_seconds=timeouts.compile_job_seconds(self.host.max_weights_gib)
-                ),
+                timeout=batch.CfnJobDefinition.TimeoutProperty(attempt_duration_seconds=job_seconds),
                 retry_strategy=batch.CfnJobDefinition.RetryStrategyProperty(
                     attempts=retry_attempts,
                     evaluate_on_exit=[
@@ -312,6 +323,18 @@ class BatchModelCompilation(ModelCompilationBase):
             )
 
     # -- pieces ------------------------------------------------------------------------------------
+
+    def _placement_group(self, cluster: BatchTrainingCluster) -> ec2.IPlacementGroup | None:
+        """Where the compile node launches: with EFA interfaces in the launch template, a cluster placement
+        group ("All instances that use an EFA must be in the same cluster placement group", AWS Batch User
+        Guide, "Elastic Fabric Adapter", https://docs.aws.amazon.com/batch/latest/userguide/efa.html; deploy
+        rule W9104): the reservation's own group where the cluster's capacity names one (its capacity is
+        there), else one of its own, so a compile never takes a slot in the training nodes' group."""
+        if not cluster.instance.supports_efa:
+            return None
+        if cluster.capacity.placement_group_name is not None:
+            return cluster.placement_group
+        return ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
 
     def _volumes(self, store: ICheckpointStore | None) -> list[batch.CfnJobDefinition.VolumesProperty]:
         volumes = [
@@ -439,8 +462,9 @@ class BatchModelCompilation(ModelCompilationBase):
         acknowledge(
             self.job_role,
             "NIST.800.53.R5-IAMNoInlinePolicy",
-            "The inline policy holds only grant-generated statements on this compilation's own resources (the "
-            "compile-cache prefix, the checkpoint access point); the artifact writes are a managed policy.",
+            "The inline policy holds only grant-generated statements: the cluster's compile cache (its prefix "
+            "and its key) and the checkpoint store's access point (mount, read-only); the artifact writes are a "
+            "managed policy.",
         )
         acknowledge(
             self.execution_role,
@@ -469,16 +493,21 @@ class BatchModelCompilation(ModelCompilationBase):
         """The job definition's ARN with its revision (CloudFormation's Ref)."""
         return self.job_definition.ref
 
-    def grant_submit(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` submit compile jobs and follow them: ``batch:SubmitJob`` on the queue and the
-        job definition; ``batch:DescribeJobs`` on ``*`` (it supports no resource-level permissions)."""
+    def grant_submit_jobs(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` submit compile jobs and follow them, what ``cdk-neuron compile`` calls:
+        ``batch:SubmitJob`` on the queue and the job definition; ``batch:DescribeJobs``, ``batch:ListJobs``
+        and ``batch:DescribeJobDefinitions`` on ``*`` (they support no resource-level permissions). The
+        command also reads the stack (``cloudformation:DescribeStackResource``) and, with ``--wait``, the
+        manifest (``s3:GetObject``): grant those where the principal is defined."""
         submit = iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["batch:SubmitJob"],
             resource_arns=[self.job_queue_arn, self.job_definition_arn],
         )
         follow = iam.Grant.add_to_principal(
-            grantee=grantee, actions=["batch:DescribeJobs"], resource_arns=["*"]
+            grantee=grantee,
+            actions=["batch:DescribeJobs", "batch:ListJobs", "batch:DescribeJobDefinitions"],
+            resource_arns=["*"],
         )
         return submit.combine(follow)
 
@@ -496,7 +525,6 @@ def step_command(name: str, seconds: int) -> tuple[str, ...]:
 
 
 __all__ = [
-    "DEFAULT_PRIORITY",
     "EXPORT_COMMAND",
     "HOST_WORK_DIR",
     "SERVING_ENTRY",

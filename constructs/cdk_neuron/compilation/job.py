@@ -452,6 +452,7 @@ class CompileRequest:
         """The ``export`` container's settings (no secret: the Hub token arrives as a container secret)."""
         image = self.engine.image
         optimum = image.optimum_neuron_version
+        target = "trn2" if self.plan.instance_type.startswith("trn2") else "trn1"
         model_id = self.model.model_id or (self.source.uri if self.source.kind == "hub" else "")
         values = {
             "SOURCE_KIND": self.source.kind,
@@ -466,7 +467,12 @@ class CompileRequest:
             "CONFIG_FROM": self.source.config_from or "",
             # optimum-cli's --instance_type: the fleet's family, and the target the export must record.
             "EXPORT_INSTANCE_TYPE": self.plan.instance_type.split(".")[0],
-            "EXPORT_TARGET": "trn2" if self.plan.instance_type.startswith("trn2") else "trn1",
+            "EXPORT_TARGET": target,
+            # What optimum-neuron sets itself on a host without a Neuron device (instance.py @v0.4.5:
+            # NEURON_PLATFORM_TARGET_OVERRIDE = INSTANCE_VALUE_MAP[instance_type]), given outright: on a
+            # trn1 node (BatchModelCompilation) the host's Neuron driver is visible to the container and its
+            # devices are not mapped, and the compile must not depend on which branch that takes.
+            "NEURON_PLATFORM_TARGET_OVERRIDE": target,
             "BATCH_SIZE": str(self.model.graph_batch_size),
             "SEQUENCE_LENGTH": str(self.model.graph_sequence_length),
             "TENSOR_PARALLEL": str(self.plan.tensor_parallel),

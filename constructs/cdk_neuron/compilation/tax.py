@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cdk_neuron import catalog
+from cdk_neuron import catalog, timeouts
 from cdk_neuron.compilation.job import (
     EXPORT_MEMORY_FACTOR,
     FARGATE_CPU_UNITS,
@@ -236,11 +236,17 @@ def compile_tax(
             f"{host.export_vcpus} vCPU and {host.export_memory_mib / 1024:.0f} GiB{beyond}); the job holds one "
             "node, which no training job uses meanwhile"
         )
+        steps = timeouts.compile_step_seconds(host.max_weights_gib)
+        around = (
+            2 * timeouts.image_pull_seconds(timeouts.COMPILE_IMAGE_GIB) + steps["fetch"] + steps["upload"]
+        ) / 3600
         price_basis = (
             f"no price for {host.instance_type} in this Region"
             if node is None
             else f"${node.usd_per_hour:.4f}/h, the whole node ({node.source} {catalog.SOURCES[node.source].date}, "
-            f"{node.region}, On-Demand)"
+            f"{node.region}, On-Demand); the compiler's minutes only: the node also bills its boot and both "
+            f"image pulls, the fetch and the upload, these up to {around:.1f} h more at their budgets "
+            f"(${around * node.usd_per_hour:.0f})"
         )
     elif on_fargate:
         usd_per_hour = compile_task_usd_per_hour()

@@ -52,6 +52,15 @@ def _vcpu_needs(ctx: CheckContext) -> dict[str, list[tuple[str, int]]]:
                     env.training.max_nodes * training.vcpus,
                 )
             )
+        compilation = env.compilation
+        if (
+            compilation is not None
+            and compilation.runs_on == "training-cluster"
+            and compilation.instance_type
+        ):
+            # BatchModelCompilation's compute environment: one node of the cluster's type, its own.
+            node = catalog.get_instance(compilation.instance_type)
+            needs[_family(node.name)].append((f"{env.name} compile 1 x {node.name}", node.vcpus))
         if env.serving is not None and env.serving.backend == "ec2":
             serving = catalog.get_instance(env.serving.resolved_instance_type)
             needs[_family(serving.name)].append(

@@ -449,6 +449,8 @@ def test_the_apps_compile_task_is_found_by_its_pinned_ids_and_its_subnets_output
     cf.assert_no_pending_responses()
     vpc = ecs.run["networkConfiguration"]["awsvpcConfiguration"]
     assert (vpc["subnets"], vpc["securityGroups"]) == (["subnet-0training"], ["sg-0compile"])
+    # The task carries the task definition's environment/project tags (cost allocation).
+    assert (ecs.run["propagateTags"], ecs.run["enableECSManagedTags"]) == ("TASK_DEFINITION", True)
     export = _overrides(ecs.run)["export"]
     # dev trains on trn1.32xlarge: its checkpoints convert with NxD's trn1 backend, without being told.
     assert export["CONVERT_HW_BACKEND"] == "trn1"

@@ -290,3 +290,21 @@ def test_verify_refuses_files_the_manifest_does_not_describe_and_writes_nothing(
         and "not the ones its manifest describes" in doc["summary"]
     )
     assert config.read_text() == before and not (tmp_path / "artifacts").exists()
+
+
+def test_a_denied_manifest_names_a_missing_one_and_the_missing_permissions(tmp_path: Path) -> None:
+    from botocore.stub import Stubber
+
+    config = _app(tmp_path)
+    client = boto3.client("s3", region_name="us-east-1")
+    stub = Stubber(client)
+    stub.add_client_error("get_object", service_error_code="AccessDenied", http_status_code=403)
+    with stub:
+        status, _, err = _run(
+            ["use-artifact", "--config", str(config), "--env", "dev", NEW],
+            tmp_path,
+            clients=lambda service, region: client,
+        )
+    assert status == ExitStatus.USAGE and "Traceback" not in err
+    assert f"{NEW}{MANIFEST_NAME}" in err
+    assert "access denied: either no manifest is there yet" in err and "lack s3:ListBucket" in err

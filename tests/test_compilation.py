@@ -1064,6 +1064,41 @@ def test_a_one_zone_checkpoint_store_pins_the_task_to_its_zone() -> None:
         )
 
 
+def test_a_one_zone_store_whose_zone_is_unknown_is_not_guessed_at() -> None:
+    """The app's own case: the store's AZ comes from its subnet at deploy time (a token). One subnet is
+    given as is; several, which might place the task where the store has no mount target, are refused."""
+    app = make_app(**{f"availability-zones:account={TEST_ACCOUNT}:region={REGION}": AZS})
+    stack = cdk.Stack(app, "Unknown", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, nat_gateways=1)
+    zone_b = ec2.SubnetSelection(
+        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1b"]
+    )
+    [subnet] = vpc.select_subnets(
+        **{"subnet_type": ec2.SubnetType.PRIVATE_WITH_EGRESS, "availability_zones": ["us-east-1b"]}
+    ).subnets
+    store = CheckpointStore(
+        stack, "Checkpoints", vpc=vpc, one_zone=True, vpc_subnets=zone_b,
+        availability_zone=cdk.Token.as_string(subnet.node.default_child.get_att("AvailabilityZone")),  # type: ignore[union-attr]
+    )  # fmt: skip
+    assert cdk.Token.is_unresolved(store.availability_zone)
+    ModelCompilation(
+        stack,
+        "One",
+        vpc=vpc,
+        artifact_bucket=s3.Bucket(stack, "B"),
+        checkpoint_store=store,
+        vpc_subnets=zone_b,
+    )
+    with pytest.raises(
+        NeuronConfigError,
+        match=r"^Unknown/Both: vpc_subnets=.*: the checkpoint_store is One Zone and its only mount target's AZ "
+        r"cannot be matched to these 2 subnets at synthesis .*select only the subnet in the store's AZ",
+    ):
+        ModelCompilation(
+            stack, "Both", vpc=vpc, artifact_bucket=s3.Bucket(stack, "B2"), checkpoint_store=store
+        )
+
+
 def test_the_task_is_recorded_for_the_cli(synthesized: Any) -> None:
     compilation, template = synthesized
     [record] = [m.data for m in compilation.node.metadata if m.type == "cdk-neuron:workload"]

@@ -170,3 +170,34 @@ def test_a_task_ecs_no_longer_knows_is_lost() -> None:
     with stub:
         outcome, _ = _wait(ecs)
     assert outcome.status == "lost" and "MISSING" in str(outcome.stopped_reason)
+
+
+def test_a_step_killed_after_its_timeout_or_out_of_memory_says_so() -> None:
+    """GNU timeout exits 137 when it had to SIGKILL a step that ignored SIGTERM: not 124, so not "timed out",
+    and named as killed (which an out-of-memory kill also is) rather than as a plain failure."""
+    ecs, stub = _ecs(_task("STOPPED", _containers(0, 137, None)))
+    with stub:
+        outcome, _ = _wait(ecs)
+    assert outcome.status == "failed"
+    export = outcome.containers[1]
+    assert (export.exit_code, export.timed_out, export.killed) == (137, False, True)
+    report = Report()
+    render_outcome(outcome, report)
+    text = io.StringIO()
+    render(report, "text", text)
+    assert "export: exit 137 (killed: its budget's SIGKILL, or out of memory)" in text.getvalue()
+
+
+def test_a_manifest_denied_names_both_causes(s3: Any) -> None:
+    from botocore.stub import Stubber as S3Stubber
+
+    denied = boto3.client("s3", region_name=REGION)
+    s3_stub = S3Stubber(denied)
+    s3_stub.add_client_error("get_object", service_error_code="AccessDenied", http_status_code=403)
+    ecs, stub = _ecs(_task("STOPPED", _containers(0, 0, 0)))
+    with stub, s3_stub:
+        outcome, _ = _wait(ecs, denied)
+    assert outcome.status == "failed"
+    [problem] = outcome.mismatches
+    assert "(AccessDenied): the upload did not finish, or this principal lacks s3:GetObject" in problem
+    assert "s3:ListBucket, without which S3 says 403 for a missing key" in problem

@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from cdk_neuron.cli.aws import AwsLookupError
-from cdk_neuron.cli.compile_wait import CompileOutcome, ContainerEnd, read_back
+from cdk_neuron.cli.compile_wait import KILLED_EXIT_CODE, CompileOutcome, ContainerEnd, read_back
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.stack_lookup import stack_resource_arn
 from cdk_neuron.deployment import CompilationDeployment, ServingDeployment
@@ -103,6 +103,7 @@ def _containers(job: dict[str, Any], region: str) -> list[ContainerEnd]:
                 exit_code=container.get("exitCode"),
                 reason=container.get("reason"),
                 timed_out=container.get("exitCode") == TIMED_OUT_EXIT_CODE,
+                killed=container.get("exitCode") == KILLED_EXIT_CODE,
                 logs_command=f"aws logs tail {group} --region {region} --log-stream-names {stream}"
                 if group and stream
                 else None,

@@ -36,6 +36,8 @@ from cdk_neuron.serving.model_spec import parse_s3_uri
 Outcome = Literal["succeeded", "failed", "timed out", "lost"]
 POLL_SECONDS = 30
 """Seconds between two DescribeTasks calls (a compile runs for tens of minutes)."""
+KILLED_EXIT_CODE = 137
+"""128 + SIGKILL: what ``timeout`` exits with when it had to kill a step, and what an out-of-memory kill gives."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,9 @@ class ContainerEnd:
     """None: it never ran (an earlier step failed) or ECS gave no code."""
     reason: str | None = field(default=None, metadata=OMIT_IF_NONE)
     timed_out: bool = False
+    killed: bool = False
+    """Exit 137 (SIGKILL): ``timeout --kill-after`` ending a step that ignored its SIGTERM ("the exit status is
+    128+9 rather than 124", GNU coreutils, "timeout invocation"), or the kernel out of memory."""
     logs_command: str | None = field(default=None, metadata=OMIT_IF_NONE)
 
 
@@ -93,6 +98,12 @@ def read_back(
         body = ctx.aws("s3", region).get_object(Bucket=location.bucket, Key=key)["Body"].read()
     except Exception as error:
         code = error_code(error) or type(error).__name__
+        if code in ("AccessDenied", "403"):
+            # A missing key without s3:ListBucket is a 403 as well (GetObject, Amazon S3 API Reference).
+            return None, [
+                f"s3://{location.bucket}/{key} could not be read ({code}): the upload did not finish, or this "
+                "principal lacks s3:GetObject on it (or s3:ListBucket, without which S3 says 403 for a missing key)"
+            ]
         return None, [f"s3://{location.bucket}/{key} could not be read ({code}): the upload did not finish"]
     try:
         manifest = ArtifactManifest.from_json(body, where=f"s3://{location.bucket}/{key}")
@@ -169,6 +180,7 @@ def wait_for_compile(
             exit_code=c.get("exitCode"),
             reason=c.get("reason"),
             timed_out=c.get("exitCode") == timed_out_exit_code,
+            killed=c.get("exitCode") == KILLED_EXIT_CODE,
             logs_command=logs.get(str(c["name"])),
         )
         for c in task.get("containers", [])
@@ -212,6 +224,7 @@ def render_outcome(outcome: CompileOutcome, out: Report) -> None:
                     if c.exit_code is None
                     else f"exit {c.exit_code}"
                     + (" (timed out)" if c.timed_out else "")
+                    + (" (killed: its budget's SIGKILL, or out of memory)" if c.killed else "")
                     + (f": {c.reason}" if c.reason else ""),
                 )
                 for c in outcome.containers

@@ -346,6 +346,10 @@ def compile_model(ctx: Context, env: Deployment, request: CompileRequest) -> Com
         launchType="FARGATE",
         count=1,
         startedBy="cdk-neuron-compile",
+        # The task definition's environment/project tags on the task, for cost allocation ("If no value is
+        # specified, the tags aren't propagated": RunTask, Amazon ECS API Reference).
+        propagateTags="TASK_DEFINITION",
+        enableECSManagedTags=True,
         networkConfiguration={
             "awsvpcConfiguration": {
                 "subnets": subnets,

@@ -130,6 +130,17 @@ def read_manifest(ctx: Context, where: str, region: str) -> tuple[str, ArtifactM
                 f"{'no such bucket' if code == 'NoSuchBucket' else 'no manifest there'}: give the artifact prefix "
                 "cdk-neuron compile wrote (it writes the manifest last, so a compile still running has none yet)",
             ) from None
+        if code in ("AccessDenied", "403"):
+            # Without s3:ListBucket, S3 answers a missing key with 403 too ("If you don't have the
+            # s3:ListBucket permission, Amazon S3 returns an HTTP status code 403": GetObject, Amazon S3 API
+            # Reference), so this is either case.
+            raise NeuronConfigError(
+                "MANIFEST",
+                f"s3://{location.bucket}/{key}",
+                "access denied: either no manifest is there yet (a compile still running writes it last) and you "
+                "lack s3:ListBucket on the bucket, which makes S3 say 403 for a missing key, or you lack "
+                "s3:GetObject on the prefix; grant both, or give the prefix a finished compile wrote",
+            ) from None
         raise
     text = body.decode() if isinstance(body, bytes) else str(body)
     return text, ArtifactManifest.from_json(text, where=f"s3://{location.bucket}/{key}")

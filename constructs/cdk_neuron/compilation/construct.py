@@ -509,11 +509,26 @@ def _task_subnets(vpc: ec2.IVpc, selection: ec2.SubnetSelection, store: ICheckpo
     """
     subnets = select_subnets(vpc, selection).subnets
     zone = store.availability_zone if store is not None else None
-    if zone is None or cdk.Token.is_unresolved(zone):
+    if zone is None:
+        # A Regional store (a mount target in every AZ), or an import that names no AZ: give an imported
+        # One Zone store its availability_zone, or this cannot narrow to it.
         return [s.subnet_id for s in subnets]
     zones = {s.subnet_id: _zone_of(s) for s in subnets}
-    if None in zones.values():
-        return [s.subnet_id for s in subnets]  # imported without AZs: nothing to narrow by
+    known = {z for z in zones.values() if z is not None}
+    if cdk.Token.is_unresolved(zone) or None in zones.values():
+        # One Zone, and its AZ or the subnets' unknown at synthesis: one subnet, or subnets of one known AZ,
+        # cannot be wrong by more than the selection itself; several others might place the task where the
+        # store has no mount target, which ECS then reports only as a failed mount (never a silent fallback).
+        if len(subnets) == 1 or (None not in zones.values() and len(known) == 1):
+            return [s.subnet_id for s in subnets]
+        raise NeuronConfigError(
+            "vpc_subnets",
+            describe_selection(selection),
+            "the checkpoint_store is One Zone and its only mount target's AZ cannot be matched to these "
+            f"{len(subnets)} subnets at synthesis (the store's AZ or the subnets' AZs are unknown): select only the "
+            "subnet in the store's AZ (vpc_subnets=ec2.SubnetSelection(subnets=[...])), or import the store and "
+            "subnets with their availability_zone",
+        )
     inside = [s.subnet_id for s in subnets if zones[s.subnet_id] == zone]
     if not inside:
         raise NeuronConfigError(

@@ -106,6 +106,8 @@ CHANGES: tuple[Change, ...] = (
         },
     ),
     Change("certificate added", "prod", {"serving.certificate_arn": CERTIFICATE}),
+    # Issue 25: the pool's size is its MaxGroupPreparedCapacity, updated in place (no interruption).
+    Change("warm pool sized", "dev", {"serving.warm_pool_size": 1}),
     Change("training node count", "prod", {"training.max_nodes": 32, "training.plan.nodes": 32}),
     Change("training instance type", "staging", {"training.instance_type": "trn1n.32xlarge"}),
     Change(

@@ -149,6 +149,7 @@ from cdk_neuron.deployment import (
 from cdk_neuron.errors import ErrorCollector, NeuronConfigError, NeuronConfigErrors, one_of
 from cdk_neuron.node_programs import reach
 from cdk_neuron.planner import ServingPlan, TrainingPlan
+from cdk_neuron.serving import start_paths
 from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.engines import ServingEngine
 from cdk_neuron.serving.model_spec import ModelSpec, parse_s3_uri
@@ -309,6 +310,8 @@ class ServingConfig:
     min_capacity: int = 1
     max_capacity: int = 2
     warm_pool: bool = False
+    warm_pool_size: int | None = None
+    """Stopped instances the warm pool keeps at ``min_capacity`` (None: max - desired)."""
     certificate_arn: str | None = None
     hugging_face_token_secret: str | None = None
     artifact_manifest: ArtifactManifest | None = None
@@ -1091,6 +1094,7 @@ _SERVING_KEYS = (
     "min_capacity",
     "max_capacity",
     "warm_pool",
+    "warm_pool_size",
     "certificate_arn",
     "hugging_face_token_secret",
     "model",
@@ -1245,6 +1249,19 @@ def _serving(
         found.add(
             NeuronConfigError(section.field("warm_pool"), True, "warm pools exist only for the ec2 backend")
         )
+    warm_pool_size = (
+        found.run(
+            lambda: start_paths.pool_size(
+                section.raw.get("warm_pool_size"),
+                warm_pool=bool(warm_pool),
+                min_capacity=min_capacity,
+                max_capacity=max_capacity,
+                field=section.field("warm_pool_size"),
+            )
+        )
+        if min_capacity is not None and max_capacity is not None
+        else None
+    )
     token_secret = found.run(
         lambda: section.matching(
             "hugging_face_token_secret", SECRET, "a Secrets Manager secret name or ARN", None
@@ -1327,6 +1344,7 @@ def _serving(
         min_capacity=min_capacity,
         max_capacity=max_capacity,
         warm_pool=warm_pool,
+        warm_pool_size=warm_pool_size,
         certificate_arn=certificate,
         hugging_face_token_secret=token_secret,
         artifact_manifest=manifest,
@@ -1962,6 +1980,7 @@ def deployment(env: EnvironmentConfig) -> Deployment:
             min_capacity=serving.min_capacity,
             max_capacity=serving.max_capacity,
             warm_pool=serving.warm_pool,
+            warm_pool_size=serving.warm_pool_size,
             instance_type=serving.instance_type,
             certificate_arn=serving.certificate_arn,
             token_secret=serving.hugging_face_token_secret,

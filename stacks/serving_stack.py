@@ -62,6 +62,7 @@ class ServingStack(PinnedAzStack):
                 certificate=self._certificate(serving),
                 hugging_face_token=self._token(serving),
                 warm_pool=serving.warm_pool,
+                warm_pool_size=serving.warm_pool_size,
                 machine_image=ami.machine_image(config.ami_release),
                 # The instances publish Neuron metrics for the MonitoringStack.
                 node_metrics=NodeMetrics(environment=config.name),

@@ -259,6 +259,7 @@ def every_key_set() -> dict[str, Any]:
         min_capacity=0,
         max_capacity=3,
         warm_pool=True,
+        warm_pool_size=2,
         certificate_arn=CERTIFICATE,
         hugging_face_token_secret="hf/token",
     )
@@ -298,6 +299,7 @@ def test_every_key_is_read_as_given() -> None:
     serving = env.serving
     assert (serving.backend, serving.engine.name, serving.instance_type) == ("ec2", "tgi", "inf2.8xlarge")
     assert (serving.min_capacity, serving.max_capacity, serving.warm_pool) == (0, 3, True)
+    assert serving.warm_pool_size == 2
     assert (serving.certificate_arn, serving.hugging_face_token_secret) == (CERTIFICATE, "hf/token")
     model = serving.model
     assert (model.model_id, model.parameters, model.artifact_uri) == (
@@ -885,6 +887,21 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("sagemaker warm pool", lambda e: e["serving"].update(backend="sagemaker", warm_pool=True),
      "serving.warm_pool", True,
      "warm pools exist only for the ec2 backend"),
+    ("pool size without a pool", setting("serving.warm_pool_size", 1),
+     "serving.warm_pool_size", 1,
+     "a pool size needs a warm pool: set warm_pool, or leave the size out"),
+    ("pool size above what the fleet may add", lambda e: e["serving"].update(warm_pool=True, warm_pool_size=2),
+     "serving.warm_pool_size", 2,
+     "must be a whole number between 1 and max_capacity - min_capacity (1): the pool holds what the fleet may "
+     "still add"),
+    ("pool size of zero", lambda e: e["serving"].update(warm_pool=True, warm_pool_size=0),
+     "serving.warm_pool_size", 0,
+     "must be a whole number between 1 and max_capacity - min_capacity (1): the pool holds what the fleet may "
+     "still add"),
+    ("pool size as text", lambda e: e["serving"].update(warm_pool=True, warm_pool_size="1"),
+     "serving.warm_pool_size", "1",
+     "must be a whole number between 1 and max_capacity - min_capacity (1): the pool holds what the fleet may "
+     "still add"),
     ("model too big for instance", setting("serving.model.parameters", 70_000_000_000),
      "serving.instance_type", "inf2.xlarge",
      "130.4 GiB of weights at bf16 exceed the 15.0 GiB of host memory usable on inf2.xlarge (16 GiB less 6.25%): loading reads the weights into host memory (HOST-MEM); inf2.48xlarge with TP 24 would fit, or give host_memory_override a reason"),
@@ -925,7 +942,7 @@ REFUSALS: list[tuple[str, Mutation, str, Any, str]] = [
     ("missing serving", deleting("serving"),
      "serving", None,
      "required: an object with keys backend, certificate_arn, engine, hugging_face_token_secret, instance_type, "
-     "max_capacity, min_capacity, model, warm_pool"),
+     "max_capacity, min_capacity, model, warm_pool, warm_pool_size"),
     ("missing model", deleting("serving.model"),
      "serving.model", None,
      "required: an object with keys artifact_manifest, artifact_uri, batch_size, dtype, host_memory_override, model_id, parameters, "
@@ -1236,6 +1253,7 @@ def test_config_objects_built_in_code_get_the_documented_defaults() -> None:
         "min_capacity": 1,
         "max_capacity": 2,
         "warm_pool": False,
+        "warm_pool_size": None,
         "certificate_arn": None,
         "hugging_face_token_secret": None,
         "artifact_manifest": None,

@@ -526,6 +526,12 @@ def test_plan_prints_the_warm_path_which_event_takes_it_and_what_the_pool_costs(
     assert startup["controlled_estimate_seconds"] == 361.1
     assert {e["event"].split(" (")[0]: e["path"] for e in startup["events"]}["wake from zero"] == "warm"
     assert startup["warm_pool_cost"]["usd_per_month"] == 17.92
+    # Review 25 S4: the floor is the hardware's; the volume as provisioned (149 MiB/s for the pool) is
+    # printed beside it, to explain dev's 8x transfer, never instead of it.
+    cold = {p["phase"]: p for p in startup["phases"]}
+    assert cold["artifact transfer"]["ratio"] == 8.0
+    assert cold["artifact transfer"]["provisioned_floor_seconds"] == pytest.approx(41.1, abs=0.1)
+    assert cold["instance boot"]["provisioned_floor_seconds"] is None
     assert main(["plan", "--env", "staging", "--json"]) == 0
     staging = json.loads(capsys.readouterr().out)["environments"][0]["startup"]
     assert (staging["warm"], staging["events"], staging["warm_pool_cost"]) == (None, [], None)
@@ -533,6 +539,7 @@ def test_plan_prints_the_warm_path_which_event_takes_it_and_what_the_pool_costs(
     text = capsys.readouterr().out
     assert "dev: warm start (a stopped warm-pool instance started again" in text
     assert "dev: which start each event takes" in text and "warm pool, standing cost: $17.92" in text
+    assert "as provisioned" in text  # beside the floor, in the start-up table
 
 
 def test_the_data_volume_holds_one_copy_of_precompiled_weights_also_where_they_go_to_ram() -> None:
@@ -587,3 +594,33 @@ def test_dev_idles_within_issue_13s_budget_with_its_warm_pool() -> None:
     assert lines["serving data volumes"].usd_per_hour == 0  # min_capacity 0
     full = {line.item: line for line in cost.full_scale(ENVIRONMENTS["dev"], PriceBook())}
     assert full["warm pool (stopped instances)"].quantity == "0 stopped"
+
+
+def test_a_sized_warm_pool_bills_the_instances_it_keeps() -> None:
+    # Issue 25: dev's pool kept max - min (2) stopped instances with no way to keep fewer. With
+    # warm_pool_size N the pool holds N at the minimum (MaxGroupPreparedCapacity = min + N) and fewer
+    # as the fleet grows, and plan and cost price what it holds.
+    from cdk_neuron.cli import cost, plan
+    from cdk_neuron.serving import start_paths
+    from stacks.config import deployment, load_environments
+
+    one = start_paths.standing_cost(
+        min_capacity=0, max_capacity=2, data_volume_gib=70, throughput_mibps=149, iops=3000, warm_pool_size=1
+    )
+    assert one.instances == 1 and one.usd_per_month == pytest.approx(17.92 / 2)
+    assert "warm_pool_size 1" in one.why
+    context = json.loads((Path(__file__).resolve().parent.parent / "cdk.json").read_text())["context"]
+    context["environments"]["dev"]["serving"]["warm_pool_size"] = 1
+    env = deployment(load_environments(context["environments"])["dev"])
+    assert env.serving is not None and env.serving.warm_pool_size == 1
+    pool_cost = plan._warm_pool_cost(env)
+    assert pool_cost is not None and (pool_cost.instances, pool_cost.usd_per_month) == (1, 8.96)
+    # At the minimum (0 in service) the pool holds 1; with 1 in service it holds none: cost prices that.
+    idle = [
+        line for line in cost._serving_volume_lines(env, in_service=0) if line.item.startswith("warm pool")
+    ]
+    busy = [
+        line for line in cost._serving_volume_lines(env, in_service=1) if line.item.startswith("warm pool")
+    ]
+    assert [line.quantity for line in idle] == ["1 stopped"]
+    assert [line.quantity for line in busy] == ["0 stopped"]

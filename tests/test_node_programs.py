@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -1107,7 +1108,14 @@ def test_ready_publishes_this_boots_phases_where_the_integ_kit_reads_them(sandbo
     result = sandbox.run("serving/ready.sh")
     assert result.returncode == 0, result.stderr
     [put] = sandbox.calls("aws logs put-log-events")
-    assert '"message": "cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=700"' in put
+    assert re.search(
+        r'"message": "cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=700 boot_epoch=(\d+)"',
+        put,
+    )
+    # The kernel's start as epoch seconds (now less /proc/uptime): EC2's share before it is measured
+    # against Auto Scaling's activity StartTime, not the activity's EndTime.
+    epoch = int(re.search(r"boot_epoch=(\d+)", put).group(1))  # type: ignore[union-attr]
+    assert abs(epoch - (time.time() - 700)) < 60
     # Published before the instance enters service, and only once: a later start reports its own.
     calls = sandbox.calls()
     assert index_of(calls, "aws logs put-log-events") < index_of(
@@ -1123,7 +1131,7 @@ def test_a_start_out_of_the_warm_pool_reports_a_warm_boot_and_no_pull(sandbox: S
     result = sandbox.run("serving/ready.sh")
     assert result.returncode == 0, result.stderr
     [put] = sandbox.calls("aws logs put-log-events")
-    assert '"message": "cdk-neuron: phases warm_boot=38 ready=38"' in put
+    assert re.search(r'"message": "cdk-neuron: phases warm_boot=38 ready=38 boot_epoch=\d+"', put)
     assert sandbox.calls("docker pull") == []
 
 
@@ -1151,7 +1159,9 @@ def test_a_warm_pool_launch_publishes_its_preparation_and_carries_nothing_into_a
     assert result.returncode == 0, result.stderr
     assert not sandbox.file("/etc/cdk-neuron/phases.env").exists()
     [put] = sandbox.calls("aws logs put-log-events")
-    assert '"message": "cdk-neuron: phases node_boot=41 image_pull=70 prepared=333"' in put
+    assert re.search(
+        r'"message": "cdk-neuron: phases node_boot=41 image_pull=70 prepared=333 boot_epoch=\d+"', put
+    )
     calls = sandbox.calls()
     assert index_of(calls, "aws logs put-log-events") < index_of(
         calls, "aws autoscaling complete-lifecycle-action"

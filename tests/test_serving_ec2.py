@@ -544,6 +544,44 @@ def test_warm_pool_is_stopped_and_reused(built: Built) -> None:
     assert props["InstanceReusePolicy"] == {"ReuseOnScaleIn": True}
 
 
+def test_warm_pool_keeps_max_minus_desired_unless_sized(built: Built) -> None:
+    # No MaxGroupPreparedCapacity: the pool keeps max - desired (PutWarmPool's default).
+    assert "MaxGroupPreparedCapacity" not in _props(built.variants_template, "AWS::AutoScaling::WarmPool")
+
+
+def test_a_sized_warm_pool_keeps_that_many_stopped_instances_at_the_minimum() -> None:
+    # Issue 25: a pool of N at the minimum is MaxGroupPreparedCapacity = min + N ("the size of the warm
+    # pool is calculated as the difference between the maximum prepared capacity and the desired
+    # capacity", Warm pools for Amazon EC2 Auto Scaling), and the fleet records N for plan and cost.
+    from cdk_neuron.cli import assembly
+    from cdk_neuron.serving import Ec2InferenceFleet, ModelSpec
+
+    app = make_app()
+    stack, vpc = _stack(app, "SizedPool")
+    Ec2InferenceFleet(
+        stack,
+        "Fleet",
+        vpc=vpc,
+        model=ModelSpec(
+            model_id="meta-llama/Llama-3.2-3B-Instruct",
+            artifact_uri="s3://my-models/llama-3.2-3b/neuron",
+            parameters=3_212_749_824,
+        ),
+        instance_type="inf2.xlarge",
+        min_capacity=0,
+        max_capacity=4,
+        warm_pool=True,
+        warm_pool_size=1,
+    )
+    template = app.synth().get_stack_by_name(stack.stack_name).template
+    props = _props(template, "AWS::AutoScaling::WarmPool")
+    assert (props["MaxGroupPreparedCapacity"], props["MinSize"]) == (1, 0)
+    # What the CLI reads back (plan and cost price the pool from it).
+    [record] = [r for r in assembly.template_records(template) if r.kind == "serving"]
+    served = assembly.serving(record)
+    assert (served.warm_pool, served.warm_pool_size) == (True, 1)
+
+
 def test_a_warm_pool_fleet_pauses_instances_returning_to_the_pool(built: Built) -> None:
     # Review S5 (issue 25, second pass): an instance scale-in returns to the pool "pauses at the
     # Warmed:Pending:Wait state for the EC2_INSTANCE_TERMINATING lifecycle action" (Use lifecycle hooks

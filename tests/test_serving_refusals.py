@@ -119,6 +119,27 @@ def test_warm_pool_with_spot_is_refused(scope: tuple[Any, Any]) -> None:
         _fleet(scope, warm_pool=True, spot=True)
 
 
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"warm_pool_size": 1}, r"warm_pool_size=1: a pool size needs a warm pool: set warm_pool"),
+        # The default bounds (min 1, max 2) leave room for one stopped instance.
+        ({"warm_pool": True, "warm_pool_size": 2}, r"warm_pool_size=2: must be a whole number between 1 and "
+         r"max_capacity - min_capacity \(1\)"),
+        ({"warm_pool": True, "warm_pool_size": 0}, r"warm_pool_size=0: must be a whole number between 1"),
+        ({"warm_pool": True, "warm_pool_size": True}, r"warm_pool_size=True: must be a whole number"),
+        ({"warm_pool": True, "warm_pool_size": 1.0}, r"warm_pool_size=1.0: must be a whole number"),
+        ({"warm_pool": True, "warm_pool_size": 1, "min_capacity": 2, "max_capacity": 2},
+         r"warm_pool_size=1: .*\(0\).*; raise max_capacity first"),
+    ],
+)  # fmt: skip
+def test_a_warm_pool_size_outside_what_the_fleet_may_add_is_refused(
+    scope: tuple[Any, Any], props: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(NeuronConfigError, match=message):
+        _fleet(scope, **props)
+
+
 def test_sagemaker_timeouts_beyond_the_limit_are_refused(scope: tuple[Any, Any]) -> None:
     with pytest.raises(
         NeuronConfigError,
@@ -131,6 +152,7 @@ def test_sagemaker_timeouts_beyond_the_limit_are_refused(scope: tuple[Any, Any])
     ("prop", "value"),
     [
         ("warm_pool", True),
+        ("warm_pool_size", 1),
         ("spot", True),
         ("target_requests_per_minute", 60),
         ("min_healthy_percentage", 50),

@@ -210,8 +210,10 @@ def record_serving(
     max_capacity: int,
     availability_zones: tuple[str, ...],
     warm_pool: bool = False,
+    warm_pool_size: int | None = None,
 ) -> None:
-    """An inference fleet: the model, its plan and the capacity bounds."""
+    """An inference fleet: the model, its plan and the capacity bounds (``warm_pool_size`` only where
+    given, so records without it read as before)."""
     _record(
         scope,
         "serving",
@@ -233,6 +235,7 @@ def record_serving(
             "max_capacity": max_capacity,
             "availability_zones": [z for z in availability_zones if _literal(z) is not None],
             "warm_pool": warm_pool,
+            **({} if warm_pool_size is None else {"warm_pool_size": warm_pool_size}),
         },
     )
 

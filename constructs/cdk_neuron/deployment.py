@@ -109,6 +109,8 @@ class ServingDeployment:
     min_capacity: int
     max_capacity: int
     warm_pool: bool = False
+    warm_pool_size: int | None = None
+    """Stopped instances the warm pool keeps at the minimum; None: max - min (PutWarmPool's default)."""
     instance_type: str | None = None
     """The instance type as configured; None when the planner chose the cheapest fit."""
     certificate_arn: str | None = None

@@ -58,9 +58,14 @@ TIMINGS: dict[str, str] = {
     "job_running_seconds": "Batch job: RUNNING until it stopped (DescribeJobs startedAt -> stoppedAt)",
     "instance_launch_to_in_service_seconds": "EC2 fleet: instance launch until InService, i.e. every replica "
     "healthy (DescribeScalingActivities StartTime -> EndTime of the first 'Launching a new EC2 instance')",
-    "warm_pool_launch_to_prepared_seconds": "EC2 fleet with a warm pool: a launch into the warm pool until "
-    "it is prepared (DescribeScalingActivities StartTime -> EndTime of the first 'Launching a new EC2 "
-    "instance into warm pool')",
+    "warm_pool_launch_to_stopped_seconds": "EC2 fleet with a warm pool: a launch into the warm pool until it "
+    "is prepared and stopped, the stop included (DescribeScalingActivities StartTime -> EndTime of the first "
+    "'Launching a new EC2 instance into warm pool')",
+    "launch_to_kernel_seconds": "EC2 serving node, a new launch (into service, or into the warm pool where "
+    "no cold start's line exists): the launch activity's StartTime until the kernel started (the phases "
+    "line's boot_epoch), EC2's share of the boot",
+    "warm_start_to_kernel_seconds": "EC2 serving node started out of the warm pool: the activity's StartTime "
+    "until the kernel started (boot_epoch), EC2's share of the warm boot",
     "warm_start_to_in_service_seconds": "EC2 fleet with a warm pool: a stopped instance out of the warm pool "
     "until InService, a warm start (DescribeScalingActivities StartTime -> EndTime of the first 'Launching a "
     "new EC2 instance from warm pool')",

@@ -553,6 +553,7 @@ def serving(record: Record, fleet: FleetResources | None = None) -> ServingDeplo
         min_capacity=int(data.get("min_capacity", 0)),
         max_capacity=int(data["max_capacity"]),
         warm_pool=bool(data.get("warm_pool", False)),
+        warm_pool_size=data["warm_pool_size"] if isinstance(data.get("warm_pool_size"), int) else None,
         instance_type=instance_type,
         image=fleet.image,
         certificate_arn=fleet.certificate_arn,

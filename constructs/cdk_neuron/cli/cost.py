@@ -610,8 +610,8 @@ _EBS_BASIS = (
 
 def _serving_volume_lines(env: Deployment, *, in_service: int) -> list[Line]:
     """An EC2 fleet's data volumes (``in_service`` instances) and, with a warm pool, its stopped
-    instances' volumes (the pool at that capacity holds max - in_service: PutWarmPool), which bill
-    while they wait (``start_paths.standing_cost``)."""
+    instances' volumes (the pool at that capacity holds max - in_service, or min + warm_pool_size -
+    in_service: PutWarmPool), which bill while they wait (``start_paths.standing_cost``)."""
     serving = env.serving
     if serving is None or serving.backend != "ec2":
         return []
@@ -626,12 +626,16 @@ def _serving_volume_lines(env: Deployment, *, in_service: int) -> list[Line]:
         )
     ]
     if serving.warm_pool:
+        sized = start_paths.max_group_prepared_capacity(
+            serving.warm_pool_size, min_capacity=serving.min_capacity
+        )
         pool = start_paths.standing_cost(
             min_capacity=in_service,
             max_capacity=serving.max_capacity,
             data_volume_gib=volume.size_gib,
             throughput_mibps=volume.throughput_mibps,
             iops=volume.iops,
+            warm_pool_size=None if sized is None else max(0, sized - in_service),
         )
         lines.append(
             Line(

@@ -81,19 +81,20 @@ EC2_STARTS = {
 """Auto Scaling's launch activities a report may hold, and the start path of each."""
 WARM_POOL_KEYS = (
     "warm_start_to_in_service_seconds",
-    "warm_pool_launch_to_prepared_seconds",
+    "warm_pool_launch_to_stopped_seconds",
     "boot_to_prepared_seconds",
     "warm_boot_seconds",
 )
 """Keys only a fleet with a warm pool reports: its volumes are sized for a stopped pool (floors)."""
 
 
-def _boot(timings: Mapping[str, float], boot: str, activity: str, node: str) -> float | None:
-    """A start's boot as the model means it: EC2's part before the kernel (the activity's launch ->
-    done, less the node's kernel start -> done) and the node's own boot; None without both."""
-    if boot not in timings or activity not in timings or node not in timings:
+def _boot(timings: Mapping[str, float], kernel: str, node: str) -> float | None:
+    """A start's boot as the model means it: EC2's share before the kernel (the launch activity's
+    StartTime -> the kernel's start, ``kernel``) and the node's own boot (``node``); None without both.
+    Never from a launch activity's EndTime: a launch into the warm pool ends only once it is stopped."""
+    if kernel not in timings or node not in timings:
         return None
-    return max(0.0, timings[activity] - timings[node]) + timings[boot]
+    return timings[kernel] + timings[node]
 
 
 def _ec2_rows(report: TimingReport, plan: planner.ServingPlan) -> list[Comparison]:
@@ -128,10 +129,11 @@ def _ec2_rows(report: TimingReport, plan: planner.ServingPlan) -> list[Compariso
             floor = sum(f for f in phase_floors if f is not None) if None not in phase_floors else None
             rows.append(_against(what, found[key], budget, "s", floor))
     cold, warm = models[floors.COLD], models[floors.WARM]
+    # The cold keys come from one line: a cold start's where there is one, else the pool's preparation.
+    new_launch = "a new launch" if "boot_to_ready_seconds" in found else "into the warm pool"
     boots = (
-        ("instance boot (a new launch)", cold, _boot(found, "node_boot_seconds", "instance_launch_to_in_service_seconds", "boot_to_ready_seconds")),
-        ("instance boot (into the warm pool)", cold, _boot(found, "node_boot_seconds", "warm_pool_launch_to_prepared_seconds", "boot_to_prepared_seconds")),
-        ("warm boot (out of the warm pool)", warm, _boot(found, "warm_boot_seconds", "warm_start_to_in_service_seconds", "warm_boot_to_ready_seconds")),
+        (f"instance boot ({new_launch})", cold, _boot(found, "launch_to_kernel_seconds", "node_boot_seconds")),
+        ("warm boot (out of the warm pool)", warm, _boot(found, "warm_start_to_kernel_seconds", "warm_boot_seconds")),
     )  # fmt: skip
     for what, model, measured in boots:
         if measured is not None:

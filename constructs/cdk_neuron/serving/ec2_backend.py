@@ -31,6 +31,7 @@ from cdk_neuron.node_programs.bundle import (
     limit_user_data_size,
     node_bundle,
 )
+from cdk_neuron.serving import start_paths
 from cdk_neuron.serving.floors import DataVolumePerformance, data_volume_performance, model_dir_in_ram
 from cdk_neuron.serving.permissions import artifact_policy, image_pull_statements
 from cdk_neuron.serving.settings import Ec2Settings
@@ -420,7 +421,15 @@ def build_ec2_fleet(scope: Construct, settings: Ec2Settings) -> Ec2Fleet:
     )
     _acknowledge_group(group, settings)
     if settings.warm_pool:
-        group.add_warm_pool(pool_state=autoscaling.PoolState.STOPPED, min_size=0, reuse_on_scale_in=True)
+        group.add_warm_pool(
+            pool_state=autoscaling.PoolState.STOPPED,
+            min_size=0,
+            reuse_on_scale_in=True,
+            # warm_pool_size N: N stopped instances at the minimum (start_paths, WP-SIZE).
+            max_group_prepared_capacity=start_paths.max_group_prepared_capacity(
+                settings.warm_pool_size, min_capacity=settings.min_capacity
+            ),
+        )
 
     front = _load_balancer(scope, settings, lb_sg, group)
     _scaling(scope, settings, group, front.load_balancer)

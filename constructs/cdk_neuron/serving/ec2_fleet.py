@@ -35,6 +35,7 @@ from cdk_neuron.metrics.names import (
 from cdk_neuron.metrics.node_metrics import NodeMetrics
 from cdk_neuron.metrics.options import DEFAULT_PERIOD, MathOptions, MetricOptions, with_math_options
 from cdk_neuron.planner import ServingPlan
+from cdk_neuron.serving import start_paths
 from cdk_neuron.serving.artifact_manifest import ArtifactManifest
 from cdk_neuron.serving.ec2_backend import (
     Ec2Fleet,
@@ -352,6 +353,11 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         volumes (``start_paths.standing_cost``, printed by ``cdk-neuron plan``). Not with ``spot``;
         instances scale-in returns to the pool stop serving and complete their hook themselves
         (``serving/lifecycle-watch.sh``). Default: False.
+    :param warm_pool_size: with ``warm_pool``, the stopped instances the pool keeps while the fleet runs
+        ``min_capacity``, 1 to ``max_capacity - min_capacity`` (the pool's ``MaxGroupPreparedCapacity``
+        is ``min_capacity`` + this; it holds fewer as the fleet grows, and a scale-out beyond them is
+        a new launch, the cold path). Each stopped instance bills its volumes. Default: None - the pool
+        keeps ``max_capacity`` - desired (PutWarmPool's default).
     :param spot: run on Spot capacity (price-capacity-optimized, capacity rebalancing). Default: False.
     :param kms_key: key for the EBS volumes and the replica log group. Its policy must let the
         ``AWSServiceRoleForAutoScaling`` role use it (matched by ``aws:PrincipalArn`` under ``Principal:
@@ -443,6 +449,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
         artifact_key: kms.IKey | None = None,
         artifact_manifest: ArtifactManifest | None = None,
         warm_pool: bool = False,
+        warm_pool_size: int | None = None,
         spot: bool = False,
         kms_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = _cdk_values.DEFAULT_REMOVAL_POLICY,
@@ -513,6 +520,12 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                 artifact_manifest=artifact_manifest,
             )
 
+            pool = start_paths.pool_size(
+                warm_pool_size,
+                warm_pool=warm_pool,
+                min_capacity=shared.min_capacity,
+                max_capacity=shared.max_capacity,
+            )
             self._init_shared(shared, kms_key=kms_key, removal_policy=removal_policy)
             self.node_metrics = node_metrics
             self.fleet_id = self.node.addr
@@ -547,6 +560,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
                     startup_timeout_seconds=startup_timeout_seconds,
                     data_volume_gib=data_volume_gib,
                     log_retention=log_retention,
+                    warm_pool_size=pool,
                 ),
             )
             self.load_balancer = built.load_balancer
@@ -565,7 +579,7 @@ class Ec2InferenceFleet(Ec2FleetMetrics, InferenceFleetBase):
             self._grant_principal = built.instance_role
             self._user_data = built.user_data
             self._annotate(shared, model_location=MODEL_MOUNT)
-            self._record(shared, backend="ec2", warm_pool=warm_pool)
+            self._record(shared, backend="ec2", warm_pool=warm_pool, warm_pool_size=pool)
 
     # -- backend hooks of the shared validation ------------------------------------------------
 

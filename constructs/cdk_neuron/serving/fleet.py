@@ -322,7 +322,9 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
     def _annotate_backend(self, annotations: cdk.Annotations) -> None:
         """Warnings only one backend gives."""
 
-    def _record(self, shared: SharedProps, *, backend: str, warm_pool: bool = False) -> None:
+    def _record(
+        self, shared: SharedProps, *, backend: str, warm_pool: bool = False, warm_pool_size: int | None = None
+    ) -> None:
         """What the ``cdk-neuron`` CLI reads back from the cloud assembly (:mod:`cdk_neuron._manifest`)."""
         _manifest.record_serving(
             self,
@@ -334,6 +336,7 @@ class InferenceFleetBase(Construct, metaclass=jsii.JSIIAbstractClass):
             max_capacity=shared.max_capacity,
             availability_zones=shared.availability_zones,
             warm_pool=warm_pool,
+            warm_pool_size=warm_pool_size,
         )
 
 

@@ -36,9 +36,12 @@ The fast path the estimates assume (``node_programs/files/serving/boot.sh``, ``m
   container cold start times using SOCI index on DLAMI and DLC", AWS Machine Learning Blog,
   https://aws.amazon.com/blogs/machine-learning/reducing-container-cold-start-times-using-soci-index-on-dlami-and-dlc/,
   2026-06): 240 s, whose budget (x 1.5) is the slowest, 360 s. The *floor* is the hardware's: the
-  compressed layers over the network, the unpacked image onto the volume, and decompression on
-  every core (SOCI's parallel pull unpacks layers in parallel; Docker does not). On the warm pool
-  the image is pulled before the instance is stopped, so a warm start skips the pull.
+  compressed layers over the network, the compressed layers and then the unpacked image onto the
+  volume at its fastest (:func:`hardware_volume_mibps`, not what the fleet provisions: review 25 S4),
+  and decompression on every core (SOCI's parallel pull unpacks layers in parallel; Docker does not).
+  The floor with the volume as provisioned is given beside it (``provisioned_floor_seconds``) to
+  explain a gap; the goal is judged against the hardware's. On the warm pool the image is pulled
+  before the instance is stopped, so a warm start skips the pull.
 
 Published figures (each phase cites its own)
 --------------------------------------------
@@ -144,6 +147,9 @@ class PhaseFloor:
     estimate_why: str
     floor_why: str
     skipped: bool = False
+    provisioned_floor_seconds: float | None = None
+    """The floor with the volume as this fleet provisions it, where that differs from the hardware's
+    (:func:`hardware_volume_mibps`): it explains a gap, the goal is judged against ``floor_seconds``."""
 
     @property
     def ratio(self) -> float | None:
@@ -199,6 +205,15 @@ def data_volume_performance(
     return DataVolumePerformance(
         throughput, iops, f"{why}, {iops:,} IOPS (gp3: {GP3_MIBPS_PER_IOPS} MiB/s per IOPS)"
     )
+
+
+def hardware_volume_mibps(instance_type: str) -> float | None:
+    """The fastest a gp3 data volume could take writes on this instance: the lesser of gp3's maximum
+    and the instance's EBS bandwidth at start-up (burst). The hardware floors use it, whatever the
+    fleet provisions (review 25 S4: a floor from the provisioned rate would let a slower, cheaper
+    volume "improve" estimate / floor). None where the catalog publishes no EBS bandwidth."""
+    host = catalog.host_io(instance_type)
+    return None if host is None else min(float(GP3_MAX_MIBPS), host.startup_ebs_mib_per_second)
 
 
 def model_dir_in_ram(weights_gib: float, *, instance_type: str, replicas: int = 1) -> bool:
@@ -284,22 +299,31 @@ def image_pull(
             f"no published network or EBS bandwidth for {instance_type}",
         )
     network = host.startup_network_gib_per_second
-    disk = (
+    hardware = (hardware_volume_mibps(instance_type) or GP3_BASELINE_MIBPS) * MIB / GIB
+    provisioned = (
         data_volume_performance(instance_type, in_ram=in_ram, warm_pool=warm_pool).throughput_mibps
         * MIB
         / GIB
     )
     cores = catalog.get_instance(instance_type).vcpus
-    download, write = compressed / network, unpacked / disk
+    # Docker writes each layer's blob to a temporary file under its data root before it unpacks it
+    # (moby distribution/pull_v2.go, createDownloadFile: os.CreateTemp; daemon.prepareTempDir puts
+    # TMPDIR at <data-root>/tmp): the volume takes the compressed layers and the unpacked image.
+    written = compressed + unpacked
+    download, write = compressed / network, written / hardware
     extract = unpacked * GIB / (ZLIB_DECOMPRESS_BYTES_PER_SECOND * cores)
     floor = max(download, write, extract)
+    as_provisioned = max(download, written / provisioned, extract)
     return PhaseFloor(
         "image pull",
         PUBLISHED_PULL_SECONDS,
         floor,
         estimate_why,
-        f"max(download {download:.0f} s at {network:.2f} GiB/s, write {write:.0f} s at {disk:.2f} GiB/s, "
-        f"gzip on {cores} cores {extract:.0f} s at {ZLIB_DECOMPRESS_BYTES_PER_SECOND / 1e6:.0f} MB/s each)",
+        f"max(download {download:.0f} s at {network:.2f} GiB/s, write {written:.1f} GiB (layers, then unpacked) "
+        f"{write:.0f} s at {hardware:.2f} GiB/s (gp3 maximum or the instance's EBS bandwidth, the lesser), "
+        f"gzip on {cores} cores {extract:.0f} s at {ZLIB_DECOMPRESS_BYTES_PER_SECOND / 1e6:.0f} MB/s each); "
+        f"as provisioned ({provisioned * GIB / MIB:.0f} MiB/s): {as_provisioned:.0f} s",
+        provisioned_floor_seconds=as_provisioned,
     )
 
 
@@ -313,6 +337,9 @@ class TransferTarget:
     mibps: int | None
     client: str
     in_ram: bool = False
+    hardware_mibps: float | None = None
+    """The fastest the destination could take writes (:func:`hardware_volume_mibps`) where the fleet's
+    choice sets ``mibps`` below it; None: ``mibps`` is the hardware's (RAM, SageMaker's gp2)."""
 
 
 def node_target(
@@ -324,7 +351,12 @@ def node_target(
     if model_dir_in_ram(weights_gib, instance_type=instance_type, replicas=replicas):
         return TransferTarget("a RAM-backed model directory", None, client, in_ram=True)
     mibps = data_volume_performance(instance_type, warm_pool=warm_pool).throughput_mibps
-    return TransferTarget(f"the gp3 data volume ({mibps} MiB/s)", mibps, client)
+    return TransferTarget(
+        f"the gp3 data volume ({mibps} MiB/s)",
+        mibps,
+        client,
+        hardware_mibps=hardware_volume_mibps(instance_type),
+    )
 
 
 def sagemaker_target(weights_gib: float, *, volume_gib: float | None = None) -> TransferTarget:
@@ -349,21 +381,36 @@ def artifact_transfer(weights_gib: float, *, instance_type: str, target: Transfe
             f"no published network bandwidth for {instance_type}",
         )
     network = host.startup_network_gib_per_second
-    floor_rate = min(network, disk) if disk is not None else network
+    provisioned_rate = min(network, disk) if disk is not None else network
+    # The hardware floor: the volume at the fastest the instance and gp3 allow (review 25 S4).
+    fastest = (
+        max(disk, target.hardware_mibps * MIB / GIB)
+        if disk is not None and target.hardware_mibps is not None
+        else disk
+    )
+    floor_rate = min(network, fastest) if fastest is not None else network
     client = network * S3_CLIENT_NETWORK_SHARE
     rate = min(client, disk) if disk is not None else client
-    bound = "the network" if disk is None or network <= disk else "the volume"
+    bound = "the network" if fastest is None or network <= fastest else "the volume at its fastest"
     by = (
         f"{S3_CLIENT_NETWORK_SHARE:.0%} of the network, the best published S3 download to one instance"
         if disk is None or client <= disk
         else "the volume's write rate"
     )
+    # Provisioned in whole MiB/s: below the hardware's by more than that rounding.
+    slower = provisioned_rate < floor_rate * 0.99
     return PhaseFloor(
         "artifact transfer",
         weights_gib / rate,
         weights_gib / floor_rate,
         f"{weights_gib:.1f} GiB at {rate:.2f} GiB/s onto {target.destination}, {target.client} ({by})",
-        f"{weights_gib:.1f} GiB / {floor_rate:.2f} GiB/s ({bound})",
+        f"{weights_gib:.1f} GiB / {floor_rate:.2f} GiB/s ({bound})"
+        + (
+            f"; as provisioned ({provisioned_rate:.2f} GiB/s): {weights_gib / provisioned_rate:.0f} s"
+            if slower
+            else ""
+        ),
+        provisioned_floor_seconds=weights_gib / provisioned_rate if slower else None,
     )
 
 
@@ -401,6 +448,7 @@ __all__ = [
     "artifact_transfer",
     "boot",
     "data_volume_performance",
+    "hardware_volume_mibps",
     "image_pull",
     "load_floor",
     "model_dir_in_ram",

@@ -60,6 +60,8 @@ class Ec2Settings(FleetSettings):
     startup_timeout_seconds: int | None
     data_volume_gib: int | None
     log_retention: logs.RetentionDays
+    warm_pool_size: int | None = None
+    """Stopped instances the warm pool keeps at the fleet's minimum (None: max - desired)."""
 
 
 @dataclass(frozen=True)

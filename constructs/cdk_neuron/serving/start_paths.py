@@ -13,14 +13,20 @@ Sources (read 2026-12-02)
   Reference, https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-autoscaling-warmpool.html).
 - WP-SIZE: without ``MaxGroupPreparedCapacity``, "Amazon EC2 Auto Scaling launches and maintains the
   difference between the group's maximum capacity and its desired capacity" (PutWarmPool, Amazon EC2
-  Auto Scaling API Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html).
+  Auto Scaling API Reference, https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_PutWarmPool.html);
+  with it, "the size of the warm pool is calculated as the difference between the maximum prepared
+  capacity and the desired capacity" ("Warm pools for Amazon EC2 Auto Scaling", Core concepts, Warm
+  pool size, the user guide below). A fleet's ``warm_pool_size`` N sets it to ``min_capacity + N``: N
+  stopped instances while the fleet runs its minimum, fewer as it grows (:func:`pool_size`).
 - WP-REFRESH: "To replace the existing instances during a stack update, ... Set the update policy to
   AutoScalingInstanceRefresh" (``AWS::AutoScaling::WarmPool``, above; with AutoScalingRollingUpdate
   "Instances in the warm pool are not replaced"), and "An instance refresh first replaces ``InService``
   instances. Then it replaces instances in the warm pool" ("Warm pools for Amazon EC2 Auto Scaling",
   "Updating instances in a warm pool", Amazon EC2 Auto Scaling User Guide,
   https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-warm-pools.html, as published in
-  awsdocs/amazon-ec2-auto-scaling-user-guide ``doc_source/ec2-auto-scaling-warm-pools.md`` @0b8b3aea): the in-service
+  the archived awsdocs/amazon-ec2-auto-scaling-user-guide ``doc_source/ec2-auto-scaling-warm-pools.md``
+  @0b8b3aea; the live page has been restructured since, and the sentence could not be confirmed there
+  on 2026-12-02): the in-service
   instances are replaced while the pool still holds instances of the old launch template, so they are
   new launches, and the pool is then refilled by new launches too (InstanceRefreshWarmPoolProgress, same
   API Reference, reports "progress on replacing instances that are in the warm pool").
@@ -63,6 +69,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cdk_neuron.errors import NeuronConfigError
 from cdk_neuron.serving import floors, timing
 
 GP3_USD_PER_GB_MONTH = 0.08
@@ -123,6 +130,33 @@ def event_paths(*, warm_pool: bool, min_capacity: int) -> tuple[EventPath, ...]:
     )
 
 
+def pool_size(
+    size: object, *, warm_pool: bool, min_capacity: int, max_capacity: int, field: str = "warm_pool_size"
+) -> int | None:
+    """A fleet's ``warm_pool_size``: None (the pool keeps max - desired, WP-SIZE) or a whole number of
+    stopped instances, 1 to ``max_capacity - min_capacity``, kept while the fleet runs its minimum."""
+    if size is None:
+        return None
+    if not warm_pool:
+        raise NeuronConfigError(
+            field, size, "a pool size needs a warm pool: set warm_pool, or leave the size out"
+        )
+    room = max_capacity - min_capacity
+    if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= room:
+        raise NeuronConfigError(
+            field,
+            size,
+            f"must be a whole number between 1 and max_capacity - min_capacity ({room}): the pool holds what "
+            "the fleet may still add" + ("; raise max_capacity first" if room < 1 else ""),
+        )
+    return size
+
+
+def max_group_prepared_capacity(size: int | None, *, min_capacity: int) -> int | None:
+    """The warm pool's ``MaxGroupPreparedCapacity`` for a ``warm_pool_size`` (None: PutWarmPool's default)."""
+    return None if size is None else min_capacity + size
+
+
 @dataclass(frozen=True)
 class StandingCost:
     """What stopped warm-pool instances bill while they wait: their EBS volumes (EBS-PRICE)."""
@@ -174,19 +208,30 @@ def data_volume(
 
 
 def standing_cost(
-    *, min_capacity: int, max_capacity: int, data_volume_gib: int, throughput_mibps: int, iops: int
+    *,
+    min_capacity: int,
+    max_capacity: int,
+    data_volume_gib: int,
+    throughput_mibps: int,
+    iops: int,
+    warm_pool_size: int | None = None,
 ) -> StandingCost:
-    """The warm pool at the fleet's minimum: max - min stopped instances (WP-SIZE), each billing its
-    root volume and its data volume (sized and provisioned as the launch template maps it)."""
+    """The warm pool at the fleet's minimum: max - min stopped instances, or ``warm_pool_size`` (WP-SIZE),
+    each billing its root volume and its data volume (sized and provisioned as the launch template maps it)."""
     data = volume_usd_per_month(data_volume_gib, throughput_mibps=throughput_mibps, iops=iops)
     root = volume_usd_per_month(
         ROOT_VOLUME_GIB, throughput_mibps=floors.GP3_BASELINE_MIBPS, iops=floors.GP3_BASELINE_IOPS
     )
-    instances = max(0, max_capacity - min_capacity)
+    instances = max(0, max_capacity - min_capacity) if warm_pool_size is None else warm_pool_size
+    sized = (
+        f"max {max_capacity} - min {min_capacity}"
+        if warm_pool_size is None
+        else f"warm_pool_size {warm_pool_size}"
+    )
     return StandingCost(
         instances,
         data + root,
-        f"{instances} stopped instance(s) at the fleet's minimum (max {max_capacity} - min {min_capacity}), each "
+        f"{instances} stopped instance(s) at the fleet's minimum ({sized}), each "
         f"a {data_volume_gib} GiB gp3 data volume at {throughput_mibps} MiB/s and {iops:,} IOPS (${data:,.2f}) and "
         f"a {ROOT_VOLUME_GIB} GiB root volume (${root:,.2f}) per month, at US East/West gp3 prices; "
         "deleted with the group, so a destroyed stack bills nothing",
@@ -203,6 +248,8 @@ __all__ = [
     "StandingCost",
     "data_volume",
     "event_paths",
+    "max_group_prepared_capacity",
+    "pool_size",
     "standing_cost",
     "volume_usd_per_month",
 ]

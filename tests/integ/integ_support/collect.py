@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,29 +47,63 @@ so a report that holds both paths (the warm pool's preparation and the start out
 apart."""
 
 
+def _words(line: str) -> list[tuple[str, str, str]]:
+    return [word.partition("=") for word in line.split("phases", 1)[-1].split()]
+
+
+def boot_epoch(line: str) -> float | None:
+    """The kernel's start as epoch seconds, where the line carries it (``boot_epoch=``)."""
+    found = [value for name, _, value in _words(line) if name == "boot_epoch" and value.isdigit()]
+    return float(found[0]) if found else None
+
+
 def node_phases(line: str) -> dict[str, float]:
     """``cdk-neuron: phases node_boot=41 image_pull=70 ready=702`` -> the report's timing keys; a line
     with ``warm_boot`` maps to the warm start's keys (:data:`WARM_PHASE_KEYS`)."""
-    words = [word.partition("=") for word in line.split("phases", 1)[-1].split()]
+    words = _words(line)
     keys = WARM_PHASE_KEYS if any(name == "warm_boot" for name, _, _ in words) else PHASE_KEYS
     return {keys[name]: float(value) for name, _, value in words if name in keys and value.isdigit()}
 
 
 def _line_kind(line: str) -> int:
-    """0 a cold start into service, 1 a warm-pool preparation, 2 a warm start."""
+    """:data:`COLD` a cold start into service, :data:`PREPARED` a warm-pool preparation, :data:`WARM` a
+    warm start."""
     keys = node_phases(line)
-    return 2 if "warm_boot_seconds" in keys else 1 if "boot_to_prepared_seconds" in keys else 0
+    return WARM if "warm_boot_seconds" in keys else PREPARED if "boot_to_prepared_seconds" in keys else COLD
 
 
-LAUNCHES = {
-    "Launching a new EC2 instance into warm pool: ": "warm_pool_launch_to_prepared_seconds",
-    "Launching a new EC2 instance from warm pool: ": "warm_start_to_in_service_seconds",
-    "Launching a new EC2 instance: ": "instance_launch_to_in_service_seconds",
+def _epoch(value: Any) -> float:
+    return value.timestamp() if isinstance(value, datetime) else float(value) / 1000
+
+
+COLD, PREPARED, WARM = 0, 1, 2
+LAUNCH_PREFIXES = {
+    PREPARED: "Launching a new EC2 instance into warm pool: ",
+    WARM: "Launching a new EC2 instance from warm pool: ",
+    COLD: "Launching a new EC2 instance: ",
 }
-"""Auto Scaling's launch activities, by description, and the report key of each one's StartTime -> EndTime:
-into the warm pool (a cold launch, until prepared and stopped), out of it (a warm start) and straight
-into service (a cold start). The three descriptions as an AWS sample records them
-(aws-samples/amazon-ec2-auto-scaling-group-examples ``features/warm-pools/README.md`` @1db02819)."""
+"""Auto Scaling's launch activity for each kind of start, by its description (followed by the instance
+id), as an AWS sample records them (aws-samples/amazon-ec2-auto-scaling-group-examples
+``features/warm-pools/README.md`` @1db02819)."""
+LAUNCHES = {
+    PREPARED: "warm_pool_launch_to_stopped_seconds",
+    WARM: "warm_start_to_in_service_seconds",
+    COLD: "instance_launch_to_in_service_seconds",
+}
+"""The report key of each launch activity's StartTime -> EndTime. A launch into the warm pool ends only
+once the instance is stopped ("the instance launch will complete with the instance in a Warmed:Stopped
+state", the same README): it includes the stop, so no boot is derived from its EndTime."""
+KERNEL_KEYS = {
+    COLD: "launch_to_kernel_seconds",
+    PREPARED: "launch_to_kernel_seconds",
+    WARM: "warm_start_to_kernel_seconds",
+}
+"""EC2's share before the kernel: the activity's StartTime -> the line's ``boot_epoch``, for the line
+that gave the report its boot (the cold keys' line, a cold start's before a preparation's; the warm
+start's)."""
+PAGES = 20
+"""FilterLogEvents and DescribeScalingActivities pages read at most (a page may be empty while more
+follow: FilterLogEvents, CloudWatch Logs API Reference)."""
 
 
 class Collector:
@@ -164,23 +199,25 @@ class Collector:
 
     def fleet(self) -> None:
         group = self.output("AutoScalingGroupName")
-        activities = self.client("autoscaling").describe_scaling_activities(AutoScalingGroupName=group)[
-            "Activities"
+        pages = (
+            self.client("autoscaling")
+            .get_paginator("describe_scaling_activities")
+            .paginate(AutoScalingGroupName=group, PaginationConfig={"MaxItems": PAGES * 100})
+        )
+        self.activities = [
+            a for page in pages for a in page["Activities"] if a.get("StatusCode") == "Successful"
         ]
         found = False
-        for prefix, key in LAUNCHES.items():
-            launches = [
-                a
-                for a in activities
-                if a["Description"].startswith(prefix) and a.get("StatusCode") == "Successful"
-            ]
+        for kind, key in LAUNCHES.items():
+            launches = [a for a in self.activities if a["Description"].startswith(LAUNCH_PREFIXES[kind])]
             if launches:
                 found = True
                 first = min(launches, key=lambda a: a["StartTime"])
                 self.record(
                     key,
                     _seconds(first["StartTime"], first["EndTime"]),
-                    f"DescribeScalingActivities StartTime -> EndTime of the first successful '{prefix.strip()}'",
+                    f"DescribeScalingActivities StartTime -> EndTime of the first successful "
+                    f"'{LAUNCH_PREFIXES[kind].strip()}'",
                 )
         if not found:
             raise LookupError("no successful launch activity")
@@ -188,27 +225,56 @@ class Collector:
 
     def node_phases(self) -> None:
         """The start-up phases the fleet's instances wrote to its log group (ready.sh): of each kind the
-        first line (a cold start's, a warm-pool preparation's, a warm start's). A cold start and a
-        preparation share the cold phases' keys: a cold start's line, where there is one, gives them, so
-        they always come from one instance's line."""
+        first line (a cold start's, a warm-pool preparation's, a warm start's), read over every page. A
+        cold start and a preparation share the cold phases' keys: a cold start's line, where there is
+        one, gives them, so they always come from one instance's line, and so does its boot's EC2 share
+        (its activity, by the instance id of the line's log stream, ``<instance-id>/lifecycle``)."""
         group = self.output("ReplicaLogGroupName")
         if group is None:
             raise LookupError("no ReplicaLogGroupName output")
-        found = self.client("logs").filter_log_events(
-            logGroupName=group, filterPattern='"cdk-neuron: phases"', limit=50
+        pages = (
+            self.client("logs")
+            .get_paginator("filter_log_events")
+            .paginate(
+                logGroupName=group,
+                filterPattern='"cdk-neuron: phases"',
+                PaginationConfig={"MaxItems": PAGES * 50},
+            )
         )
-        events = sorted(
-            found.get("events", []), key=lambda e: (_line_kind(e["message"]), e.get("timestamp", 0))
-        )
-        if not events:
+        first: dict[int, dict[str, Any]] = {}
+        for event in sorted(
+            (e for page in pages for e in page.get("events", [])), key=lambda e: e.get("timestamp", 0)
+        ):
+            first.setdefault(_line_kind(event["message"]), event)
+        if not first:
             raise LookupError("no 'cdk-neuron: phases' line in the fleet's log group")
-        for event in events:
-            for key, value in node_phases(event["message"]).items():
+        for kind in sorted(first):
+            for key, value in node_phases(first[kind]["message"]).items():
                 timing = key not in VALUES
                 if key not in (self.timings if timing else self.values):
                     self.record(
                         key, value, f"fleet log group: the first phases line with {key}", timing=timing
                     )
+        # The cold keys' line (a cold start's before a preparation's) and the warm start's line.
+        for kind in [k for k in (COLD, PREPARED) if k in first][:1] + [k for k in (WARM,) if k in first]:
+            self.attempt("EC2's share before the kernel", partial(self._kernel_share, kind, first[kind]))
+
+    def _kernel_share(self, kind: int, event: dict[str, Any]) -> None:
+        epoch = boot_epoch(event["message"])
+        instance = str(event.get("logStreamName", "")).split("/", 1)[0]
+        if epoch is None or not instance:
+            raise LookupError("the phases line carries no boot_epoch or comes from no instance's stream")
+        activities = [
+            a for a in getattr(self, "activities", []) if a["Description"] == LAUNCH_PREFIXES[kind] + instance
+        ]
+        if not activities:
+            raise LookupError(f"no successful '{LAUNCH_PREFIXES[kind].strip()}' activity for {instance}")
+        key = KERNEL_KEYS[kind]
+        self.record(
+            key,
+            max(0.0, epoch - _epoch(activities[0]["StartTime"])),
+            f"DescribeScalingActivities StartTime of {instance}'s launch -> its phases line's boot_epoch",
+        )
 
     def compile_step(self) -> None:
         seconds = self.output("CompileSeconds")

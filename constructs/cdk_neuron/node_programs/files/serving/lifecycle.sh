@@ -136,7 +136,8 @@ record_failure() {
 # publish_phases <seconds> [ready|prepared]: this boot's start-up phases (phases.env) and the seconds
 # from the kernel's start to every replica healthy (ready, the default), or to a warm-pool launch
 # prepared before its stop (prepared: image pulled, artifacts synced, nothing started), as one line in
-# the fleet's log group ("cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=702"),
+# the fleet's log group ("cdk-neuron: phases node_boot=41 image_pull=70 artifact_transfer=12 ready=702
+# boot_epoch=1764650000"),
 # which the integ kit's timing report reads (tests/integ/integ_support/collect.py): a warm pool's cold
 # phases are those of its preparation. Then phases.env is removed, so a later start (the warm pool)
 # reports only its own phases.
@@ -148,6 +149,10 @@ publish_phases() {
         done <"${CDK_NEURON_ETC}/phases.env"
     fi
     line+=" ${2:-ready}=$1"
+    # The kernel's start as epoch seconds: with Auto Scaling's activity StartTime it gives EC2's share
+    # before the kernel (a launch activity into the warm pool ends only once the instance is stopped,
+    # so its EndTime cannot).
+    line+=" boot_epoch=$(($(date +%s) - $(cut -d . -f 1 "${ROOT}/proc/uptime")))"
     rm -f "${CDK_NEURON_ETC}/phases.env"
     put_line "${line}"
 }

@@ -1,5 +1,5 @@
-"""Compiling for Inferentia2: :class:`ModelCompilation` (Fargate), :class:`BatchModelCompilation` (a Batch
-training cluster's instances, for models Fargate cannot hold), and the request one compile runs.
+"""Compiling for Inferentia2: :class:`ModelCompilation` (Fargate), :class:`BatchModelCompilation` (nodes built
+from a Batch training cluster's launch template, for models Fargate cannot hold), and the request one compile runs.
 
 ``ModelSource`` and ``CompileRequest`` are plain Python; only the construct imports ``aws_cdk``.
 Names are loaded lazily. The workflow, from a training run to a served endpoint: docs/compile.md.

@@ -287,6 +287,67 @@ def test_compiles_run_on_nodes_of_their_own_from_the_clusters_launch_template(sy
     assert compile_key not in json.dumps(training_queue)
 
 
+def test_the_clusters_boot_failure_alarm_disables_the_compile_nodes_too(synthesized: Any) -> None:
+    # verify-27 D1: compile nodes boot from the cluster's launch template, so their failed boots count as
+    # the cluster's; the alarm's move to ALARM must stop the compile environment as well as training's,
+    # or a recurring boot failure launches trn1.32xlarge nodes for a waiting compile without end.
+    compilation, template = synthesized
+    resources = template["Resources"]
+    environments = {k for k, r in resources.items() if r["Type"] == "AWS::Batch::ComputeEnvironment"}
+    [compile_key] = [k for k in environments if k.startswith("CompilationComputeEnvironment")]
+    rules = {k: r["Properties"] for k, r in resources.items() if r["Type"] == "AWS::Events::Rule"}
+    alarms = {json.dumps(r["EventPattern"]["resources"]) for r in rules.values()}
+    assert len(rules) == 2 and len(alarms) == 1  # one alarm (the cluster's), two breakers
+    disabled = set()
+    for rule in rules.values():
+        [target] = rule["Targets"]
+        function = resources[target["Arn"]["Fn::GetAtt"][0]]["Properties"]
+        disabled.add(function["Environment"]["Variables"]["COMPUTE_ENVIRONMENT"]["Fn::GetAtt"][0])
+    assert disabled == environments and compile_key in disabled
+    assert compilation.boot_failure_rule is not None
+
+
+def test_a_cluster_on_reserved_capacity_warns_that_the_compile_node_draws_on_it() -> None:
+    # verify-27 D2: the launch template targets the reservation, so a compile holds one of its nodes.
+    from cdk_neuron.compilation.batch import SHARES_RESERVED_CAPACITY_WARNING_ID
+    from cdk_neuron.training import Capacity
+
+    def warnings(capacity: Capacity | None) -> list[str]:
+        app = make_app(**{f"availability-zones:account={TEST_ACCOUNT}:region={REGION}": AZS})
+        stack = cdk.Stack(app, "Training", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
+        vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, nat_gateways=1)
+        cluster = BatchTrainingCluster(
+            stack,
+            "Cluster",
+            vpc=vpc,
+            instance_type="trn1.32xlarge",
+            max_nodes=2,
+            vpc_subnets=ec2.SubnetSelection(
+                availability_zones=[AZS[0]], subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+            ),
+            availability_zone_id="usw2-az1",
+            checkpoints=CheckpointStore(stack, "Checkpoints", vpc=vpc),
+            compile_cache=CompileCache(stack, "Cache"),
+            job_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+            **({"capacity": capacity} if capacity is not None else {}),
+        )
+        BatchModelCompilation(
+            stack,
+            "Compilation",
+            training_cluster=cluster,
+            artifact_bucket=s3.Bucket.from_bucket_name(stack, "Models", "prod-models"),
+        )
+        found = cdk.assertions.Annotations.from_stack(stack).find_warning(
+            "/Training/Compilation", cdk.assertions.Match.any_value()
+        )
+        return [str(w.entry.data) for w in found]
+
+    assert not any(SHARES_RESERVED_CAPACITY_WARNING_ID in w for w in warnings(None))
+    [warning] = warnings(Capacity.reservation("cr-0123456789abcdef0"))
+    assert "reservation capacity" in warning and "holds one of those nodes" in warning
+    assert SHARES_RESERVED_CAPACITY_WARNING_ID in warning
+
+
 def test_the_job_role_writes_only_under_the_prefix_and_reads_the_store(synthesized: Any) -> None:
     _, template = synthesized
     policies = [

@@ -184,7 +184,7 @@ def wait_for_compile_job(
                 waited_seconds=waited,
                 deadline_seconds=deadline_seconds,
                 stopped_reason=(
-                    f"still {status} after the job's {deadline_seconds} s budget; it holds a training node until it "
+                    f"still {status} after the job's {deadline_seconds} s budget; it holds its compile node until it "
                     f"stops: aws batch terminate-job --region {region} --job-id {job_id} --reason 'cdk-neuron compile'"
                 ),
                 containers=_containers(job, region),

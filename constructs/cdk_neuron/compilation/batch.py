@@ -24,7 +24,8 @@ What it builds, on a given :class:`~cdk_neuron.training.BatchTrainingCluster`:
   container instance security considerations for Amazon ECS", Amazon ECS Developer Guide,
   https://docs.aws.amazon.com/AmazonECS/latest/developerguide/ec2-security-considerations.html, read
   2026-12-02). On nodes of their own, what a compile can reach is its own job's. It also never holds a
-  node a multi-node training job waits for; it needs one more node of EC2 quota (``cdk-neuron preflight``
+  node a multi-node training job waits for, unless the cluster's launch template targets reserved
+  capacity, which the compile node then draws on (a synthesis warning says so); it needs one more node of EC2 quota (``cdk-neuron preflight``
   counts it). An infrastructure update of the compute environment lets a running compile finish (its
   ``update_timeout`` is the job's whole budget).
 - an **ECS-properties job definition** of three containers (``fetch``, ``export``, ``upload``; "Create job
@@ -93,11 +94,14 @@ from cdk_neuron.serving.engines.image import DLC_REGISTRY
 from cdk_neuron.serving.permissions import image_pull_statements
 from cdk_neuron.storage.checkpoint_store import ICheckpointStore
 from cdk_neuron.storage.compile_cache import COMPILE_CACHE_ENV, ICompileCache
-from cdk_neuron.training import batch_engine
+from cdk_neuron.training import batch_engine, boot_failures
 from cdk_neuron.training.acknowledgments import compile_cache_prefix
 from cdk_neuron.training.batch_cluster import BatchTrainingCluster
 from cdk_neuron.training.batch_engine import UNPLACEABLE_JOB_TIMEOUT
 from cdk_neuron.training.launcher import SCRATCH_DIR
+
+SHARES_RESERVED_CAPACITY_WARNING_ID = "@cdk-neuron/compilation:sharesReservedCapacity"
+"""The warning where the training cluster's launch template targets reserved capacity."""
 
 TOOLS_IMAGE = ContainerImage(
     DLC_REGISTRY, "pytorch-training-neuronx", "2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04"
@@ -141,6 +145,8 @@ class BatchModelCompilation(ModelCompilationBase):
     :param log_retention: how long the compile logs are kept. Default: one month.
 
     :ivar compute_environment: the compile nodes (the cluster's launch template; at most one node, min 0).
+    :ivar boot_failure_rule: disables :attr:`compute_environment` when the training cluster's
+        ``boot_failure_alarm`` goes into ALARM (its nodes' failed boots count as the cluster's).
     :ivar job_queue: the compile queue.
     :ivar job_definition: the compile job definition (``AWS::Batch::JobDefinition``, EcsProperties).
     :ivar job_role: the role the three containers run as.
@@ -246,6 +252,28 @@ class BatchModelCompilation(ModelCompilationBase):
             if training_cluster.efa_installer_mirror is not None:
                 # As the cluster's own nodes: none boots before its EFA installer is in the bucket.
                 self.compute_environment.node.add_dependency(training_cluster.efa_installer_mirror.ready)
+            # Its nodes boot from the cluster's launch template (the same bundle, driver and EFA
+            # installer), so a failed boot is recorded as the cluster's, and the cluster's alarm stops
+            # this compute environment too: without it a boot failure that always recurs would launch
+            # trn1.32xlarge nodes for a waiting compile without end (verify-27 D1).
+            if training_cluster.capacity.kind != "on-demand":
+                # The launch template targets the cluster's reserved capacity, so the compile node
+                # draws on it too (verify-27 D2): say so where it is built, not only in the docs.
+                cdk.Annotations.of(self).add_warning_v2(
+                    SHARES_RESERVED_CAPACITY_WARNING_ID,
+                    f"the compile node launches from the training cluster's launch template, which targets its "
+                    f"{training_cluster.capacity.kind} capacity: while a compile runs (up to "
+                    f"{math.ceil(job_seconds / 3600)} h) it holds one of those nodes, so a training job sized "
+                    "to the whole reservation waits for it. Compile outside the reservation's use, size the "
+                    "reservation one node larger, or compile on Fargate where the model fits",
+                )
+            self.boot_failure_rule = boot_failures.disable_compute_environment(
+                self,
+                training_cluster.boot_failure_alarm,
+                self.compute_environment,
+                kms_key=self.kms_key,
+                removal_policy=removal_policy,
+            )
             self.job_queue = batch.JobQueue(
                 self,
                 "JobQueue",
@@ -329,7 +357,9 @@ class BatchModelCompilation(ModelCompilationBase):
         group ("All instances that use an EFA must be in the same cluster placement group", AWS Batch User
         Guide, "Elastic Fabric Adapter", https://docs.aws.amazon.com/batch/latest/userguide/efa.html; deploy
         rule W9104): the reservation's own group where the cluster's capacity names one (its capacity is
-        there), else one of its own, so a compile never takes a slot in the training nodes' group."""
+        there), else one of its own, so a compile never takes a slot in the training nodes' group. With
+        reserved capacity in the launch template, the compile node does draw on that reservation (the
+        construct warns, ``SHARES_RESERVED_CAPACITY_WARNING_ID``)."""
         if not cluster.instance.supports_efa:
             return None
         if cluster.capacity.placement_group_name is not None:

@@ -352,7 +352,7 @@ def compile_task(
     return tuple(destinations)
 
 
-BATCH_COMPILE_JOB = "Batch compile job (host network on a training node)"
+BATCH_COMPILE_JOB = "Batch compile job (host network on a compile node of its own)"
 
 
 def compile_job(

@@ -54,7 +54,7 @@ SEVENTY_B = ModelSpec(
 TRN1 = catalog.get_instance("trn1.32xlarge")
 
 
-def _stack() -> tuple[cdk.Stack, ec2.Vpc, BatchTrainingCluster]:
+def _stack(capacity: Any = None) -> tuple[cdk.Stack, ec2.Vpc, BatchTrainingCluster]:
     app = make_app(**{f"availability-zones:account={TEST_ACCOUNT}:region={REGION}": AZS})
     stack = cdk.Stack(app, "Training", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, nat_gateways=1)
@@ -71,6 +71,7 @@ def _stack() -> tuple[cdk.Stack, ec2.Vpc, BatchTrainingCluster]:
         checkpoints=CheckpointStore(stack, "Checkpoints", vpc=vpc),
         compile_cache=CompileCache(stack, "Cache"),
         job_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
+        **({"capacity": capacity} if capacity is not None else {}),
     )
     return stack, vpc, cluster
 
@@ -313,24 +314,7 @@ def test_a_cluster_on_reserved_capacity_warns_that_the_compile_node_draws_on_it(
     from cdk_neuron.training import Capacity
 
     def warnings(capacity: Capacity | None) -> list[str]:
-        app = make_app(**{f"availability-zones:account={TEST_ACCOUNT}:region={REGION}": AZS})
-        stack = cdk.Stack(app, "Training", env=cdk.Environment(account=TEST_ACCOUNT, region=REGION))
-        vpc = ec2.Vpc(stack, "Vpc", availability_zones=AZS, nat_gateways=1)
-        cluster = BatchTrainingCluster(
-            stack,
-            "Cluster",
-            vpc=vpc,
-            instance_type="trn1.32xlarge",
-            max_nodes=2,
-            vpc_subnets=ec2.SubnetSelection(
-                availability_zones=[AZS[0]], subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
-            ),
-            availability_zone_id="usw2-az1",
-            checkpoints=CheckpointStore(stack, "Checkpoints", vpc=vpc),
-            compile_cache=CompileCache(stack, "Cache"),
-            job_image="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.28.0-ubuntu24.04",
-            **({"capacity": capacity} if capacity is not None else {}),
-        )
+        stack, _, cluster = _stack(capacity)
         BatchModelCompilation(
             stack,
             "Compilation",

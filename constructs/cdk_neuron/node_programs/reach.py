@@ -306,6 +306,40 @@ COMPILE_PROGRAMS = ("compile",)
 FARGATE_TASK = "Fargate (task ENI)"
 
 
+def _compile_destinations(
+    caller: str,
+    *,
+    export_image: str,
+    tools_image: str,
+    region: str,
+    hub: bool,
+    token_secret: bool,
+    compile_cache: bool,
+) -> tuple[Destination, ...]:
+    """What a compile calls wherever it runs, named after ``caller`` (the Fargate task or the Batch job)."""
+    destinations = [
+        *program_calls(*COMPILE_PROGRAMS),
+        *image_destinations(export_image, region, f"{caller}: export image"),
+        *image_destinations(tools_image, region, f"{caller}: fetch and upload image"),
+        Destination("logs", "interface-endpoint", f"{caller}: awslogs driver (compile logs)"),
+    ]
+    if token_secret:
+        destinations.append(
+            Destination("secretsmanager", "interface-endpoint", f"{caller}: the Hub token secret, at start")
+        )
+    if compile_cache:
+        destinations.append(
+            Destination(
+                "s3", "s3-gateway", "compile export: neuronx-cc's shared cache (NEURON_COMPILE_CACHE_URL)"
+            )
+        )
+    if hub:
+        destinations.append(
+            Destination(HUGGING_FACE_HUB, "internet", "compile export: hub: sources and hub: config")
+        )
+    return tuple(destinations)
+
+
 def compile_task(
     *,
     export_image: str,
@@ -327,29 +361,15 @@ def compile_task(
     Fargate agent is AWS's. ``hub``: a request may read a ``hub:`` source or ``hub:`` config (only where
     the task's network reaches the internet; ``cdk-neuron compile`` refuses them elsewhere).
     """
-    destinations = [
-        *program_calls(*COMPILE_PROGRAMS),
-        *image_destinations(export_image, region, f"{FARGATE_TASK}: export image"),
-        *image_destinations(aws_cli_image, region, f"{FARGATE_TASK}: fetch and upload image"),
-        Destination("logs", "interface-endpoint", f"{FARGATE_TASK}: awslogs driver (compile logs)"),
-    ]
-    if token_secret:
-        destinations.append(
-            Destination(
-                "secretsmanager", "interface-endpoint", f"{FARGATE_TASK}: the Hub token secret, at start"
-            )
-        )
-    if compile_cache:
-        destinations.append(
-            Destination(
-                "s3", "s3-gateway", "compile export: neuronx-cc's shared cache (NEURON_COMPILE_CACHE_URL)"
-            )
-        )
-    if hub:
-        destinations.append(
-            Destination(HUGGING_FACE_HUB, "internet", "compile export: hub: sources and hub: config")
-        )
-    return tuple(destinations)
+    return _compile_destinations(
+        FARGATE_TASK,
+        export_image=export_image,
+        tools_image=aws_cli_image,
+        region=region,
+        hub=hub,
+        token_secret=token_secret,
+        compile_cache=compile_cache,
+    )
 
 
 BATCH_COMPILE_JOB = "Batch compile job (host network on a compile node of its own)"
@@ -374,29 +394,15 @@ def compile_job(
     awslogs stream (``logs``); the programs reach S3 (sources, artifacts, the compile cache) and, with a
     route, the Hub.
     """
-    destinations = [
-        *program_calls(*COMPILE_PROGRAMS),
-        *image_destinations(export_image, region, f"{BATCH_COMPILE_JOB}: export image"),
-        *image_destinations(tools_image, region, f"{BATCH_COMPILE_JOB}: fetch and upload image"),
-        Destination("logs", "interface-endpoint", f"{BATCH_COMPILE_JOB}: awslogs driver (compile logs)"),
-    ]
-    if token_secret:
-        destinations.append(
-            Destination(
-                "secretsmanager", "interface-endpoint", f"{BATCH_COMPILE_JOB}: the Hub token secret, at start"
-            )
-        )
-    if compile_cache:
-        destinations.append(
-            Destination(
-                "s3", "s3-gateway", "compile export: neuronx-cc's shared cache (NEURON_COMPILE_CACHE_URL)"
-            )
-        )
-    if hub:
-        destinations.append(
-            Destination(HUGGING_FACE_HUB, "internet", "compile export: hub: sources and hub: config")
-        )
-    return tuple(destinations)
+    return _compile_destinations(
+        BATCH_COMPILE_JOB,
+        export_image=export_image,
+        tools_image=tools_image,
+        region=region,
+        hub=hub,
+        token_secret=token_secret,
+        compile_cache=compile_cache,
+    )
 
 
 __all__ = [

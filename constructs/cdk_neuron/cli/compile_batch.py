@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from cdk_neuron.cli.aws import AwsLookupError
-from cdk_neuron.cli.compile_wait import KILLED_EXIT_CODE, CompileOutcome, ContainerEnd, read_back
+from cdk_neuron.cli.compile_wait import KILLED_EXIT_CODE, CompileOutcome, ContainerEnd, finished
 from cdk_neuron.cli.context import Context
 from cdk_neuron.cli.stack_lookup import stack_resource_arn
 from cdk_neuron.deployment import CompilationDeployment, ServingDeployment
@@ -198,19 +197,14 @@ def wait_for_compile_job(
         stopped_reason=job.get("statusReason"),
         containers=containers,
     )
-    if any(c.timed_out for c in containers):
-        return replace(base, status="timed out")
-    if status != "SUCCEEDED" or not containers or any(c.exit_code != 0 for c in containers):
-        return replace(base, status="failed")
-    summary, mismatches = read_back(ctx, region, artifact_uri, serving)
-    if summary is None:
-        return replace(base, status="failed", mismatches=mismatches)
-    return replace(
+    return finished(
+        ctx,
         base,
-        manifest=summary,
-        mismatches=mismatches,
-        next_command=None if mismatches else f"cdk-neuron use-artifact --env {env} {artifact_uri}",
-        status="failed" if mismatches else "succeeded",
+        region=region,
+        artifact_uri=artifact_uri,
+        serving=serving,
+        env=env,
+        stopped_cleanly=status == "SUCCEEDED",
     )
 
 

@@ -193,9 +193,27 @@ def wait_for_compile(
         stopped_reason=task.get("stoppedReason"),
         containers=containers,
     )
+    return finished(ctx, base, region=region, artifact_uri=artifact_uri, serving=serving, env=env)
+
+
+def finished(
+    ctx: Context,
+    base: CompileOutcome,
+    *,
+    region: str,
+    artifact_uri: str,
+    serving: ServingDeployment,
+    env: str,
+    stopped_cleanly: bool = True,
+) -> CompileOutcome:
+    """The outcome of a compile that has stopped, on Fargate or Batch alike: timed out if a step hit its
+    budget; failed unless it ``stopped_cleanly`` (Batch: the job SUCCEEDED) with every step exiting 0;
+    otherwise the manifest read back and compared with the fleet, and ``use-artifact`` next if it
+    matches."""
+    containers = base.containers
     if any(c.timed_out for c in containers):
         return replace(base, status="timed out")
-    if not containers or any(c.exit_code != 0 for c in containers):
+    if not stopped_cleanly or not containers or any(c.exit_code != 0 for c in containers):
         return replace(base, status="failed")
     summary, mismatches = read_back(ctx, region, artifact_uri, serving)
     if summary is None:
